@@ -1,0 +1,109 @@
+//! The control-path seam. Every create/destroy/query/modify verb goes through [`ControlPath`];
+//! the implementation is chosen by the context an object belongs to, which is fixed when the
+//! context is opened. No other module knows which backend it runs on.
+//!
+//! The data path (`ibv_poll_cq`, `ibv_start_poll`/`ibv_wc_read_*`, `ibv_req_notify_cq`,
+//! `ibv_post_*`) does not come through here: it calls the function pointers in the C structures
+//! (`ibv_context.ops`, `ibv_cq_ex`), which both backends fill, so that code is the same for both.
+//!
+//! Every method is `unsafe`: the pointers passed must be live objects of the backend's context,
+//! and out-pointers must be valid for writes. Errors are errnos.
+
+pub(crate) mod rdma_core;
+
+use crate::ffi::sys;
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+
+pub(crate) type Errno = i32;
+
+/// What both backends provide. The method names are the verbs'.
+#[allow(clippy::missing_safety_doc)]
+pub(crate) trait ControlPath: Sync {
+    unsafe fn close_device(&self, ctx: *mut sys::ibv_context) -> Result<(), Errno>;
+    unsafe fn query_device(
+        &self,
+        ctx: *mut sys::ibv_context,
+        out: *mut sys::ibv_device_attr,
+    ) -> Result<(), Errno>;
+    unsafe fn query_port(
+        &self,
+        ctx: *mut sys::ibv_context,
+        port: u8,
+        out: *mut sys::ibv_port_attr,
+    ) -> Result<(), Errno>;
+    unsafe fn alloc_pd(&self, ctx: *mut sys::ibv_context) -> Result<NonNull<sys::ibv_pd>, Errno>;
+    unsafe fn alloc_parent_domain(
+        &self,
+        ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_parent_domain_init_attr,
+    ) -> Result<NonNull<sys::ibv_pd>, Errno>;
+    unsafe fn dealloc_pd(&self, pd: *mut sys::ibv_pd) -> Result<(), Errno>;
+    unsafe fn create_comp_channel(
+        &self,
+        ctx: *mut sys::ibv_context,
+    ) -> Result<NonNull<sys::ibv_comp_channel>, Errno>;
+    unsafe fn destroy_comp_channel(&self, ch: *mut sys::ibv_comp_channel) -> Result<(), Errno>;
+    unsafe fn create_cq(
+        &self,
+        ctx: *mut sys::ibv_context,
+        cqe: i32,
+        cq_context: *mut c_void,
+        channel: *mut sys::ibv_comp_channel,
+        comp_vector: i32,
+    ) -> Result<NonNull<sys::ibv_cq>, Errno>;
+    unsafe fn create_cq_ex(
+        &self,
+        ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_cq_init_attr_ex,
+    ) -> Result<NonNull<sys::ibv_cq_ex>, Errno>;
+    unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno>;
+    unsafe fn create_srq(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_srq_init_attr,
+    ) -> Result<NonNull<sys::ibv_srq>, Errno>;
+    unsafe fn query_srq(
+        &self,
+        srq: *mut sys::ibv_srq,
+        out: *mut sys::ibv_srq_attr,
+    ) -> Result<(), Errno>;
+    unsafe fn destroy_srq(&self, srq: *mut sys::ibv_srq) -> Result<(), Errno>;
+    unsafe fn create_qp(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_qp_init_attr,
+    ) -> Result<NonNull<sys::ibv_qp>, Errno>;
+    unsafe fn query_qp(
+        &self,
+        qp: *mut sys::ibv_qp,
+        attr: *mut sys::ibv_qp_attr,
+        mask: i32,
+        init: *mut sys::ibv_qp_init_attr,
+    ) -> Result<(), Errno>;
+    unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno>;
+    unsafe fn attach_mcast(
+        &self,
+        qp: *mut sys::ibv_qp,
+        gid: *const sys::ibv_gid,
+        lid: u16,
+    ) -> Result<(), Errno>;
+    unsafe fn detach_mcast(
+        &self,
+        qp: *mut sys::ibv_qp,
+        gid: *const sys::ibv_gid,
+        lid: u16,
+    ) -> Result<(), Errno>;
+}
+
+/// The control path of the context `ctx` belongs to.
+///
+/// # Safety
+/// `ctx` must be a live context opened by this crate.
+pub(crate) unsafe fn of(ctx: *mut sys::ibv_context) -> &'static dyn ControlPath {
+    if crate::software::owns_context(ctx) {
+        &crate::software::SOFTWARE
+    } else {
+        &rdma_core::RDMA_CORE
+    }
+}

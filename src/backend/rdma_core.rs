@@ -1,0 +1,174 @@
+//! The rdma-core backend: libibverbs' own functions, which dispatch to the kernel driver's
+//! userspace provider (rxe, mlx5, ...).
+
+use super::{ControlPath, Errno};
+use crate::ffi::sys;
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+
+pub(crate) struct RdmaCore;
+pub(crate) static RDMA_CORE: RdmaCore = RdmaCore;
+
+fn errno() -> Errno {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .filter(|&e| e != 0)
+        .unwrap_or(libc::EIO)
+}
+
+/// libibverbs returns NULL and sets errno on failure.
+fn ptr<T>(p: *mut T) -> Result<NonNull<T>, Errno> {
+    NonNull::new(p).ok_or_else(errno)
+}
+
+/// libibverbs returns 0 or an errno (some verbs return -1 and set errno instead).
+fn rc(r: i32) -> Result<(), Errno> {
+    match r {
+        0 => Ok(()),
+        -1 => Err(errno()),
+        e if e < 0 => Err(-e),
+        e => Err(e),
+    }
+}
+
+impl ControlPath for RdmaCore {
+    unsafe fn close_device(&self, ctx: *mut sys::ibv_context) -> Result<(), Errno> {
+        // SAFETY: the caller passes a live context; libibverbs frees it.
+        rc(unsafe { sys::ibv_close_device(ctx) })
+    }
+    unsafe fn query_device(
+        &self,
+        ctx: *mut sys::ibv_context,
+        out: *mut sys::ibv_device_attr,
+    ) -> Result<(), Errno> {
+        // SAFETY: live context, `out` valid for writes (caller's contract).
+        rc(unsafe { sys::ibv_query_device(ctx, out) })
+    }
+    unsafe fn query_port(
+        &self,
+        ctx: *mut sys::ibv_context,
+        port: u8,
+        out: *mut sys::ibv_port_attr,
+    ) -> Result<(), Errno> {
+        // SAFETY: as above. `ibv_query_port` is a macro in C that calls `___ibv_query_port` with
+        // the compat struct; rdma-sys mirrors that inline function.
+        rc(unsafe { sys::___ibv_query_port(ctx, port, out) })
+    }
+    unsafe fn alloc_pd(&self, ctx: *mut sys::ibv_context) -> Result<NonNull<sys::ibv_pd>, Errno> {
+        // SAFETY: live context.
+        ptr(unsafe { sys::ibv_alloc_pd(ctx) })
+    }
+    unsafe fn alloc_parent_domain(
+        &self,
+        ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_parent_domain_init_attr,
+    ) -> Result<NonNull<sys::ibv_pd>, Errno> {
+        // SAFETY: live context, attr valid. rdma-sys returns None (errno EOPNOTSUPP) when the
+        // provider lacks the op, and Some(NULL) when the op fails.
+        match unsafe { sys::ibv_alloc_parent_domain(ctx, attr) } {
+            Some(p) => ptr(p),
+            None => Err(libc::EOPNOTSUPP),
+        }
+    }
+    unsafe fn dealloc_pd(&self, pd: *mut sys::ibv_pd) -> Result<(), Errno> {
+        // SAFETY: live PD.
+        rc(unsafe { sys::ibv_dealloc_pd(pd) })
+    }
+    unsafe fn create_comp_channel(
+        &self,
+        ctx: *mut sys::ibv_context,
+    ) -> Result<NonNull<sys::ibv_comp_channel>, Errno> {
+        // SAFETY: live context.
+        ptr(unsafe { sys::ibv_create_comp_channel(ctx) })
+    }
+    unsafe fn destroy_comp_channel(&self, ch: *mut sys::ibv_comp_channel) -> Result<(), Errno> {
+        // SAFETY: live channel.
+        rc(unsafe { sys::ibv_destroy_comp_channel(ch) })
+    }
+    unsafe fn create_cq(
+        &self,
+        ctx: *mut sys::ibv_context,
+        cqe: i32,
+        cq_context: *mut c_void,
+        channel: *mut sys::ibv_comp_channel,
+        comp_vector: i32,
+    ) -> Result<NonNull<sys::ibv_cq>, Errno> {
+        // SAFETY: live context; channel NULL or live on the same context.
+        ptr(unsafe { sys::ibv_create_cq(ctx, cqe, cq_context, channel, comp_vector) })
+    }
+    unsafe fn create_cq_ex(
+        &self,
+        ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_cq_init_attr_ex,
+    ) -> Result<NonNull<sys::ibv_cq_ex>, Errno> {
+        // SAFETY: live context, attr valid. None: the provider has no create_cq_ex.
+        match unsafe { sys::ibv_create_cq_ex(ctx, attr) } {
+            Some(p) => ptr(p),
+            None => Err(libc::EOPNOTSUPP),
+        }
+    }
+    unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
+        // SAFETY: live CQ (an extended CQ is passed through ibv_cq_ex_to_cq, a cast).
+        rc(unsafe { sys::ibv_destroy_cq(cq) })
+    }
+    unsafe fn create_srq(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_srq_init_attr,
+    ) -> Result<NonNull<sys::ibv_srq>, Errno> {
+        // SAFETY: live PD, attr valid; libibverbs writes the actual values back into attr.
+        ptr(unsafe { sys::ibv_create_srq(pd, attr) })
+    }
+    unsafe fn query_srq(
+        &self,
+        srq: *mut sys::ibv_srq,
+        out: *mut sys::ibv_srq_attr,
+    ) -> Result<(), Errno> {
+        // SAFETY: live SRQ, out valid.
+        rc(unsafe { sys::ibv_query_srq(srq, out) })
+    }
+    unsafe fn destroy_srq(&self, srq: *mut sys::ibv_srq) -> Result<(), Errno> {
+        // SAFETY: live SRQ.
+        rc(unsafe { sys::ibv_destroy_srq(srq) })
+    }
+    unsafe fn create_qp(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_qp_init_attr,
+    ) -> Result<NonNull<sys::ibv_qp>, Errno> {
+        // SAFETY: live PD; CQs and SRQ in attr are live objects of the same context.
+        ptr(unsafe { sys::ibv_create_qp(pd, attr) })
+    }
+    unsafe fn query_qp(
+        &self,
+        qp: *mut sys::ibv_qp,
+        attr: *mut sys::ibv_qp_attr,
+        mask: i32,
+        init: *mut sys::ibv_qp_init_attr,
+    ) -> Result<(), Errno> {
+        // SAFETY: live QP, out-pointers valid.
+        rc(unsafe { sys::ibv_query_qp(qp, attr, mask, init) })
+    }
+    unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
+        // SAFETY: live QP.
+        rc(unsafe { sys::ibv_destroy_qp(qp) })
+    }
+    unsafe fn attach_mcast(
+        &self,
+        qp: *mut sys::ibv_qp,
+        gid: *const sys::ibv_gid,
+        lid: u16,
+    ) -> Result<(), Errno> {
+        // SAFETY: live QP, gid valid for reads.
+        rc(unsafe { sys::ibv_attach_mcast(qp, gid, lid) })
+    }
+    unsafe fn detach_mcast(
+        &self,
+        qp: *mut sys::ibv_qp,
+        gid: *const sys::ibv_gid,
+        lid: u16,
+    ) -> Result<(), Errno> {
+        // SAFETY: live QP, gid valid for reads.
+        rc(unsafe { sys::ibv_detach_mcast(qp, gid, lid) })
+    }
+}

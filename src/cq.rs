@@ -1,0 +1,392 @@
+//! Completion queues created with ibv_create_cq(3), and what both kinds of CQ share: the
+//! builder, the threading markers, and [`AnyCq`].
+
+use crate::backend;
+use crate::channel::CompChannel;
+use crate::cq_ex::{CqEx, WcFlags};
+use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::ffi::{self, sys};
+use crate::object::{destroy, Destroy, UserBox};
+use crate::pd::ParentDomain;
+use crate::wc::WorkCompletion;
+use crate::Context;
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+
+pub(crate) mod sealed {
+    pub trait Sealed {}
+}
+
+/// Whether a CQ may be used from several threads: [`Shared`] (the default) or
+/// [`SingleThreaded`] (`IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: "no locking is required").
+pub trait Threading: sealed::Sealed + 'static {
+    /// The create flags this choice adds.
+    const CREATE_FLAGS: u32;
+    #[doc(hidden)]
+    type Marker: ?Sized;
+}
+
+/// A CQ the provider locks: it is `Sync`, and QPs using it may live on any thread.
+#[derive(Debug)]
+pub enum Shared {}
+/// A CQ created with `IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: the provider takes no lock, so the
+/// CQ is not `Sync`, and a QP using it is neither `Send` nor `Sync`.
+#[derive(Debug)]
+pub enum SingleThreaded {}
+
+/// Not implemented by anything: its trait object names, in the compiler's error, why a
+/// SINGLE_THREADED CQ cannot be shared between threads and what to do instead.
+#[allow(non_camel_case_types)]
+pub trait SingleThreadedCq_CreateItWithSharedToUseItFromSeveralThreads {}
+
+impl sealed::Sealed for Shared {}
+impl sealed::Sealed for SingleThreaded {}
+impl Threading for Shared {
+    const CREATE_FLAGS: u32 = 0;
+    type Marker = ();
+}
+impl Threading for SingleThreaded {
+    const CREATE_FLAGS: u32 = ffi::CREATE_CQ_ATTR_SINGLE_THREADED;
+    type Marker = dyn SingleThreadedCq_CreateItWithSharedToUseItFromSeveralThreads + Send;
+}
+
+/// The threading of a QP that uses two CQs: [`Shared`] only when both are.
+pub trait JoinThreading<B: Threading>: Threading {
+    /// The result.
+    type Out: Threading;
+}
+impl JoinThreading<Shared> for Shared {
+    type Out = Shared;
+}
+impl JoinThreading<SingleThreaded> for Shared {
+    type Out = SingleThreaded;
+}
+impl JoinThreading<Shared> for SingleThreaded {
+    type Out = SingleThreaded;
+}
+impl JoinThreading<SingleThreaded> for SingleThreaded {
+    type Out = SingleThreaded;
+}
+
+/// A CQ of either kind, as a QP's send or receive CQ ("may be the same CQ, plain or extended").
+pub trait AnyCq: sealed::Sealed {
+    /// The CQ's threading.
+    type Threading: Threading;
+    /// The CQ as `struct ibv_cq *` (for an extended CQ, `ibv_cq_ex_to_cq`).
+    fn as_raw_cq(&self) -> *mut sys::ibv_cq;
+}
+
+/// Kind markers of [`CqBuilder`].
+pub mod kind {
+    use std::marker::PhantomData;
+    /// Builds a [`crate::Cq`] with `ibv_create_cq`.
+    #[derive(Debug)]
+    pub struct Legacy;
+    /// Builds a [`crate::CqEx`] with `ibv_create_cq_ex`.
+    #[derive(Debug)]
+    pub struct Extended<F, T>(PhantomData<(F, T)>);
+}
+
+/// The attributes of a CQ to create. Made by [`Cq::builder`] or [`CqEx::builder`].
+#[must_use = "a builder does nothing until .build()"]
+pub struct CqBuilder<'a, K, C = ()> {
+    ctx: &'a Context,
+    cqe: u32,
+    user: C,
+    channel: *mut sys::ibv_comp_channel,
+    comp_vector: u32,
+    flags: u32,
+    parent: *mut sys::ibv_pd,
+    _k: PhantomData<(K, &'a ())>,
+}
+
+impl<'a, K, C> CqBuilder<'a, K, C> {
+    pub(crate) fn new(ctx: &'a Context, user: C) -> Self {
+        CqBuilder {
+            ctx,
+            cqe: 1,
+            user,
+            channel: ptr::null_mut(),
+            comp_vector: 0,
+            flags: 0,
+            parent: ptr::null_mut(),
+            _k: PhantomData,
+        }
+    }
+
+    /// The minimum number of entries (default 1). "ibv_create_cq() may create a CQ with size
+    /// greater than or equal to the requested size": read the actual size with `cqe()`.
+    /// Checked before the call: at least 1 and at most the device's `max_cqe`.
+    pub fn cqe(mut self, cqe: u32) -> Self {
+        self.cqe = cqe;
+        self
+    }
+
+    /// The completion channel that completion events go to (none by default). The CQ borrows
+    /// the channel, so the channel cannot be destroyed while the CQ lives.
+    pub fn channel(mut self, channel: &'a CompChannel<'_>) -> Self {
+        self.channel = channel.as_raw();
+        self
+    }
+
+    /// The completion vector (default 0). "It must be at least zero and less than
+    /// context->num_comp_vectors": checked before the call.
+    pub fn comp_vector(mut self, v: u32) -> Self {
+        self.comp_vector = v;
+        self
+    }
+
+    /// The typed user context, in place of `void *cq_context`: owned by the CQ, returned by
+    /// `user_context()` (and, later, with its completion events).
+    pub fn context<C2>(self, user: C2) -> CqBuilder<'a, K, C2> {
+        CqBuilder {
+            ctx: self.ctx,
+            cqe: self.cqe,
+            user,
+            channel: self.channel,
+            comp_vector: self.comp_vector,
+            flags: self.flags,
+            parent: self.parent,
+            _k: PhantomData,
+        }
+    }
+
+    /// The checks a C program would learn about from EINVAL, made before any FFI call.
+    fn check(&self, verb: Verb) -> Result<()> {
+        let max = self.ctx.attr().max_cqe;
+        if self.cqe < 1 || self.cqe > max {
+            return Err(Error::range(verb, "cqe", self.cqe.into(), 1, max.into()));
+        }
+        let n = self.ctx.num_comp_vectors();
+        if self.comp_vector >= n {
+            return Err(Error::range(
+                verb,
+                "comp_vector",
+                self.comp_vector.into(),
+                0,
+                n.saturating_sub(1).into(),
+            ));
+        }
+        // SAFETY: a non-null channel is a live CompChannel borrowed by the builder.
+        if !self.channel.is_null() && unsafe { (*self.channel).context } != self.ctx.as_raw() {
+            return Err(Error {
+                verb,
+                kind: ErrorKind::WrongContext("channel"),
+            });
+        }
+        // SAFETY: a non-null parent is a live ParentDomain borrowed by the builder.
+        if !self.parent.is_null() && unsafe { (*self.parent).context } != self.ctx.as_raw() {
+            return Err(Error {
+                verb,
+                kind: ErrorKind::WrongContext("parent_domain"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<'a, C: Send + Sync> CqBuilder<'a, kind::Legacy, C> {
+    /// `ibv_create_cq`.
+    pub fn build(self) -> Result<Cq<'a, C>> {
+        self.check(Verb::CreateCq)?;
+        let user = UserBox::new(self.user);
+        // SAFETY: a live context; the channel (if any) is live and of this context; the
+        // integers were range-checked above.
+        let raw = unsafe {
+            backend::of(self.ctx.as_raw()).create_cq(
+                self.ctx.as_raw(),
+                self.cqe as i32,
+                user.as_void(),
+                self.channel,
+                self.comp_vector as i32,
+            )
+        }
+        .map_err(|e| Error::os(Verb::CreateCq, e))?; // `user` is freed on this path
+        user.into_raw();
+        Ok(Cq {
+            raw,
+            _m: PhantomData,
+        })
+    }
+}
+
+impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<F, T>, C> {
+    /// Takes the CQ's resources from `parent_domain` (`IBV_CQ_INIT_ATTR_MASK_PD`). The CQ
+    /// borrows it. A device without parent domains cannot make one in the first place.
+    pub fn parent_domain(mut self, parent_domain: &'a ParentDomain<'_>) -> Self {
+        self.parent = parent_domain.as_raw();
+        self
+    }
+
+    /// Adds `IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN`: the CQ "will not pass to error state if
+    /// overrun, CQE always will be written to next entry".
+    ///
+    /// # Safety
+    /// "An application must be designed to avoid ever overflowing the CQ, otherwise CQEs might
+    /// be lost." A lost completion is a work request whose buffers the program may believe are
+    /// still in use by the device, or a receive it never learns of; the caller guarantees that
+    /// outstanding work requests never exceed the CQ's actual `cqe`.
+    pub unsafe fn ignore_overrun(mut self) -> Self {
+        self.flags |= ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN;
+        self
+    }
+
+    /// `ibv_create_cq_ex`, with `wc_flags` from `F` and create flags from `T` (and
+    /// [`ignore_overrun`](Self::ignore_overrun)). A device lacking a flag gives EOPNOTSUPP.
+    pub fn build(self) -> Result<CqEx<'a, F, T, C>> {
+        self.check(Verb::CreateCqEx)?;
+        let user = UserBox::new(self.user);
+        let flags = self.flags | T::CREATE_FLAGS;
+        let mut comp_mask = 0;
+        if flags != 0 {
+            comp_mask |= ffi::CQ_INIT_ATTR_MASK_FLAGS;
+        }
+        if !self.parent.is_null() {
+            comp_mask |= ffi::CQ_INIT_ATTR_MASK_PD;
+        }
+        let mut attr = sys::ibv_cq_init_attr_ex {
+            cqe: self.cqe,
+            cq_context: user.as_void(),
+            channel: self.channel,
+            comp_vector: self.comp_vector,
+            wc_flags: F::BITS,
+            comp_mask,
+            flags,
+            parent_domain: self.parent,
+        };
+        // SAFETY: a live context; channel and parent domain live and of this context; `attr`
+        // valid for the call.
+        let raw =
+            unsafe { backend::of(self.ctx.as_raw()).create_cq_ex(self.ctx.as_raw(), &mut attr) }
+                .map_err(|e| Error::os(Verb::CreateCqEx, e))?; // `user` is freed on this path
+        user.into_raw();
+        Ok(CqEx::from_raw(raw))
+    }
+}
+
+/// A completion queue created with `ibv_create_cq`, polled with `ibv_poll_cq` into the caller's
+/// array. It borrows its context and channel; QPs that use it borrow it, so "ibv_destroy_cq()
+/// fails if any queue pair is still associated with this CQ" cannot happen.
+pub struct Cq<'a, C = ()> {
+    raw: NonNull<sys::ibv_cq>,
+    _m: PhantomData<(&'a Context, C)>,
+}
+
+// SAFETY: ibv_poll_cq and ibv_req_notify_cq lock inside the provider; the user context is
+// reached only as &C, so C: Sync is needed to share and C: Send to move.
+unsafe impl<C: Send> Send for Cq<'_, C> {}
+// SAFETY: as above.
+unsafe impl<C: Sync> Sync for Cq<'_, C> {}
+
+/// Not implemented by [`Cq`]: the polling iterator (`ibv_start_poll`) exists only for CQs
+/// created with `ibv_create_cq_ex`.
+#[diagnostic::on_unimplemented(
+    message = "start_poll needs a CQ created with ibv_create_cq_ex: make a `CqEx` instead of a legacy `Cq`, or call `poll` on this one",
+    label = "a legacy `Cq` has no ibv_start_poll iterator",
+    note = "a `Cq` is polled with `cq.poll(&mut [WorkCompletion; N])` (ibv_poll_cq)"
+)]
+pub trait ExtendedPolling {}
+
+impl<'a> Cq<'a, ()> {
+    /// Starts building a CQ on `ctx`.
+    pub fn builder(ctx: &'a Context) -> CqBuilder<'a, kind::Legacy, ()> {
+        CqBuilder::new(ctx, ())
+    }
+}
+
+impl<'a, C> Cq<'a, C> {
+    /// The actual number of entries (at least the requested `cqe`).
+    pub fn cqe(&self) -> u32 {
+        // SAFETY: a live CQ; `cqe` is written by the provider at creation.
+        unsafe { (*self.raw.as_ptr()).cqe.max(0) as u32 }
+    }
+
+    /// The typed user context given at creation.
+    pub fn user_context(&self) -> &C {
+        // SAFETY: cq_context is the UserBox<C> the builder leaked to the CQ; it lives until
+        // the CQ is destroyed.
+        unsafe { &*((*self.raw.as_ptr()).cq_context as *const C) }
+    }
+
+    /// `ibv_poll_cq`: moves up to `wc.len()` completions into `wc` and returns the filled part.
+    #[inline]
+    pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w [WorkCompletion]> {
+        let n = wc.len().min(i32::MAX as usize) as i32;
+        // SAFETY: a live CQ; WorkCompletion is repr(transparent) over ibv_wc and `wc` has room
+        // for `n` entries.
+        let got = unsafe { sys::ibv_poll_cq(self.raw.as_ptr(), n, wc.as_mut_ptr().cast()) };
+        if got < 0 {
+            return Err(Error::os(Verb::PollCq, -got));
+        }
+        Ok(&wc[..got as usize])
+    }
+
+    /// `ibv_req_notify_cq`: asks for a completion event on the CQ's channel for the next
+    /// completion (or the next solicited one).
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        // SAFETY: a live CQ.
+        match unsafe { sys::ibv_req_notify_cq(self.raw.as_ptr(), solicited_only as i32) } {
+            0 => Ok(()),
+            e => Err(Error::os(Verb::ReqNotifyCq, e.abs())),
+        }
+    }
+
+    /// Never compiles: a legacy CQ has no `ibv_start_poll`. Present so that the compiler says
+    /// what to do instead.
+    #[doc(hidden)]
+    pub fn start_poll(&mut self) -> !
+    where
+        Self: ExtendedPolling,
+    {
+        unreachable!("no Cq implements ExtendedPolling")
+    }
+
+    /// The C CQ. It stays owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ibv_cq {
+        self.raw.as_ptr()
+    }
+
+    /// `ibv_destroy_cq`.
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        destroy(self)
+    }
+}
+
+impl<C> Destroy for Cq<'_, C> {
+    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+        // SAFETY: a live CQ that no QP uses (they borrow it). Its user box is read before the
+        // CQ goes and freed after.
+        unsafe { destroy_cq::<C>(self.raw.as_ptr()) }
+    }
+}
+
+/// Destroys a CQ of either kind and frees its typed user context.
+///
+/// # Safety
+/// `cq` is a live CQ made by a builder with user context type `C`, destroyed once.
+pub(crate) unsafe fn destroy_cq<C>(cq: *mut sys::ibv_cq) -> Result<(), Error> {
+    // SAFETY: caller's contract.
+    unsafe {
+        let user = (*cq).cq_context;
+        backend::of((*cq).context)
+            .destroy_cq(cq)
+            .map_err(|e| Error::os(Verb::DestroyCq, e))?;
+        UserBox::<C>::free(user);
+    }
+    Ok(())
+}
+
+impl<C> Drop for Cq<'_, C> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
+        let _ = unsafe { self.destroy_raw() };
+    }
+}
+
+impl<C> sealed::Sealed for Cq<'_, C> {}
+impl<C> AnyCq for Cq<'_, C> {
+    type Threading = Shared;
+    fn as_raw_cq(&self) -> *mut sys::ibv_cq {
+        self.raw.as_ptr()
+    }
+}

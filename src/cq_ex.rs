@@ -1,0 +1,518 @@
+//! Extended completion queues (ibv_create_cq_ex(3)) and their polling API.
+//!
+//! The CQ's `wc_flags` are its type parameter `F` (a [`WcFlagSet`]): `ibv_create_cq_ex` is
+//! called with `F::BITS`, and a completion field can be read only where `F` has its flag. "Only
+//! fields that the user requested via wc_flags in ibv_create_cq_ex could be queried" becomes a
+//! compile error instead of garbage.
+//!
+//! Polling follows the man page's iterator: [`CqEx::start_poll`] returns a [`Batch`] (or `None`
+//! for ENOENT, "no completions", which is not an error); [`Batch::advance`] is `ibv_next_poll`;
+//! dropping the batch is `ibv_end_poll`, exactly once, also on early exit and panic. The batch
+//! borrows the CQ mutably, so two batches cannot be open on one CQ, and each [`Completion`]
+//! borrows the batch, so it cannot outlive the step that produced it.
+
+use crate::cq::{destroy_cq, kind, sealed, AnyCq, CqBuilder, Shared, Threading};
+use crate::error::{DestroyError, Error, Result, Verb};
+use crate::ffi::{self, sys};
+use crate::object::{destroy, Destroy};
+use crate::wc::{WcOpcode, WcStatus};
+use crate::Context;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+/// The `IBV_WC_EX_WITH_*` bits (enum ibv_wc_flags_ex).
+pub mod flags {
+    /// `IBV_WC_EX_WITH_BYTE_LEN`
+    pub const BYTE_LEN: u64 = 1 << 0;
+    /// `IBV_WC_EX_WITH_IMM`
+    pub const IMM: u64 = 1 << 1;
+    /// `IBV_WC_EX_WITH_QP_NUM`
+    pub const QP_NUM: u64 = 1 << 2;
+    /// `IBV_WC_EX_WITH_SRC_QP`
+    pub const SRC_QP: u64 = 1 << 3;
+    /// `IBV_WC_EX_WITH_SLID`
+    pub const SLID: u64 = 1 << 4;
+    /// `IBV_WC_EX_WITH_SL`
+    pub const SL: u64 = 1 << 5;
+    /// `IBV_WC_EX_WITH_DLID_PATH_BITS`
+    pub const DLID_PATH_BITS: u64 = 1 << 6;
+    /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`
+    pub const COMPLETION_TIMESTAMP: u64 = 1 << 7;
+    /// `IBV_WC_EX_WITH_CVLAN`
+    pub const CVLAN: u64 = 1 << 8;
+    /// `IBV_WC_EX_WITH_FLOW_TAG`
+    pub const FLOW_TAG: u64 = 1 << 9;
+    /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`
+    pub const COMPLETION_TIMESTAMP_WALLCLOCK: u64 = 1 << 11;
+    /// The fields `ibv_poll_cq` always returns (`IBV_WC_STANDARD_FLAGS`).
+    pub const STANDARD: u64 = BYTE_LEN | IMM | QP_NUM | SRC_QP | SLID | SL | DLID_PATH_BITS;
+    /// Every flag of the man page.
+    pub const ALL: u64 =
+        STANDARD | COMPLETION_TIMESTAMP | CVLAN | FLOW_TAG | COMPLETION_TIMESTAMP_WALLCLOCK;
+}
+
+/// A CQ's set of `wc_flags`, as a type. Implemented only by [`WcFlagSet`].
+pub trait WcFlags: sealed::Sealed + 'static {
+    /// The `wc_flags` value passed to `ibv_create_cq_ex`.
+    const BITS: u64;
+}
+
+/// The set of `IBV_WC_EX_WITH_*` flags of a CQ: one `bool` per flag, in the man page's order.
+/// Name one with [`wc_flags!`](crate::wc_flags) (`wc_flags!(BYTE_LEN | IMM)`) or an alias
+/// ([`Standard`], [`NoFields`], [`AllFields`]).
+pub enum WcFlagSet<
+    const BYTE_LEN: bool,
+    const IMM: bool,
+    const QP_NUM: bool,
+    const SRC_QP: bool,
+    const SLID: bool,
+    const SL: bool,
+    const DLID_PATH_BITS: bool,
+    const COMPLETION_TIMESTAMP: bool,
+    const CVLAN: bool,
+    const FLOW_TAG: bool,
+    const COMPLETION_TIMESTAMP_WALLCLOCK: bool,
+> {}
+
+impl<
+        const B: bool,
+        const I: bool,
+        const Q: bool,
+        const SQ: bool,
+        const SLID: bool,
+        const SL: bool,
+        const D: bool,
+        const TS: bool,
+        const CV: bool,
+        const FT: bool,
+        const WC: bool,
+    > sealed::Sealed for WcFlagSet<B, I, Q, SQ, SLID, SL, D, TS, CV, FT, WC>
+{
+}
+
+impl<
+        const B: bool,
+        const I: bool,
+        const Q: bool,
+        const SQ: bool,
+        const SLID: bool,
+        const SL: bool,
+        const D: bool,
+        const TS: bool,
+        const CV: bool,
+        const FT: bool,
+        const WC: bool,
+    > WcFlags for WcFlagSet<B, I, Q, SQ, SLID, SL, D, TS, CV, FT, WC>
+{
+    const BITS: u64 = (B as u64 * flags::BYTE_LEN)
+        | (I as u64 * flags::IMM)
+        | (Q as u64 * flags::QP_NUM)
+        | (SQ as u64 * flags::SRC_QP)
+        | (SLID as u64 * flags::SLID)
+        | (SL as u64 * flags::SL)
+        | (D as u64 * flags::DLID_PATH_BITS)
+        | (TS as u64 * flags::COMPLETION_TIMESTAMP)
+        | (CV as u64 * flags::CVLAN)
+        | (FT as u64 * flags::FLOW_TAG)
+        | (WC as u64 * flags::COMPLETION_TIMESTAMP_WALLCLOCK);
+}
+
+/// The standard set: the seven fields `ibv_poll_cq` returns (`IBV_WC_STANDARD_FLAGS`).
+pub type Standard = WcFlagSet<true, true, true, true, true, true, true, false, false, false, false>;
+/// No optional field: only wr_id, status, opcode, vendor_err and the completion's own flags.
+pub type NoFields =
+    WcFlagSet<false, false, false, false, false, false, false, false, false, false, false>;
+/// Every flag of the man page.
+pub type AllFields = WcFlagSet<true, true, true, true, true, true, true, true, true, true, true>;
+
+macro_rules! flag_traits {
+    ($($trait:ident for <$($p:ident),*> [$($a:tt),*]: $msg:literal, $label:literal;)*) => {$(
+        #[doc = concat!("Implemented by the flag sets from which `", stringify!($trait), "`'s field can be read.")]
+        #[diagnostic::on_unimplemented(
+            message = $msg,
+            label = $label,
+            note = "a CQ's wc_flags are its type parameter: a field can be read only if its flag was requested at ibv_create_cq_ex"
+        )]
+        pub trait $trait: WcFlags {}
+        impl<$(const $p: bool),*> $trait for WcFlagSet<$($a),*> {}
+    )*};
+}
+
+// One row per flag of the man page: the trait a reader of that field needs, and the flag sets
+// (the flag's own parameter `true`) that have it.
+flag_traits! {
+    WithByteLen for <I, Q, SQ, SLID, SL, D, TS, CV, FT, WC> [true, I, Q, SQ, SLID, SL, D, TS, CV, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_BYTE_LEN, so `byte_len` cannot be read: add BYTE_LEN to the CQ's flag type, e.g. `CqEx<wc_flags!(... | BYTE_LEN)>`",
+        "`byte_len` needs IBV_WC_EX_WITH_BYTE_LEN in the CQ's wc_flags";
+    WithImm for <B, Q, SQ, SLID, SL, D, TS, CV, FT, WC> [B, true, Q, SQ, SLID, SL, D, TS, CV, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_IMM, so `imm_data` cannot be read: add IMM to the CQ's flag type, e.g. `CqEx<wc_flags!(... | IMM)>`",
+        "`imm_data` needs IBV_WC_EX_WITH_IMM in the CQ's wc_flags";
+    WithQpNum for <B, I, SQ, SLID, SL, D, TS, CV, FT, WC> [B, I, true, SQ, SLID, SL, D, TS, CV, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_QP_NUM, so `qp_num` cannot be read: add QP_NUM to the CQ's flag type, e.g. `CqEx<wc_flags!(... | QP_NUM)>`",
+        "`qp_num` needs IBV_WC_EX_WITH_QP_NUM in the CQ's wc_flags";
+    WithSrcQp for <B, I, Q, SLID, SL, D, TS, CV, FT, WC> [B, I, Q, true, SLID, SL, D, TS, CV, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_SRC_QP, so `src_qp` cannot be read: add SRC_QP to the CQ's flag type, e.g. `CqEx<wc_flags!(... | SRC_QP)>`",
+        "`src_qp` needs IBV_WC_EX_WITH_SRC_QP in the CQ's wc_flags";
+    WithSlid for <B, I, Q, SQ, SL, D, TS, CV, FT, WC> [B, I, Q, SQ, true, SL, D, TS, CV, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_SLID, so `slid` cannot be read: add SLID to the CQ's flag type, e.g. `CqEx<wc_flags!(... | SLID)>`",
+        "`slid` needs IBV_WC_EX_WITH_SLID in the CQ's wc_flags";
+    WithSl for <B, I, Q, SQ, SLID, D, TS, CV, FT, WC> [B, I, Q, SQ, SLID, true, D, TS, CV, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_SL, so `sl` cannot be read: add SL to the CQ's flag type, e.g. `CqEx<wc_flags!(... | SL)>`",
+        "`sl` needs IBV_WC_EX_WITH_SL in the CQ's wc_flags";
+    WithDlidPathBits for <B, I, Q, SQ, SLID, SL, TS, CV, FT, WC> [B, I, Q, SQ, SLID, SL, true, TS, CV, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_DLID_PATH_BITS, so `dlid_path_bits` cannot be read: add DLID_PATH_BITS to the CQ's flag type, e.g. `CqEx<wc_flags!(... | DLID_PATH_BITS)>`",
+        "`dlid_path_bits` needs IBV_WC_EX_WITH_DLID_PATH_BITS in the CQ's wc_flags";
+    WithCompletionTimestamp for <B, I, Q, SQ, SLID, SL, D, CV, FT, WC> [B, I, Q, SQ, SLID, SL, D, true, CV, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, so `completion_ts` cannot be read: add COMPLETION_TIMESTAMP to the CQ's flag type, e.g. `CqEx<wc_flags!(... | COMPLETION_TIMESTAMP)>`",
+        "`completion_ts` needs IBV_WC_EX_WITH_COMPLETION_TIMESTAMP in the CQ's wc_flags";
+    WithCvlan for <B, I, Q, SQ, SLID, SL, D, TS, FT, WC> [B, I, Q, SQ, SLID, SL, D, TS, true, FT, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_CVLAN, so `cvlan` cannot be read: add CVLAN to the CQ's flag type, e.g. `CqEx<wc_flags!(... | CVLAN)>`",
+        "`cvlan` needs IBV_WC_EX_WITH_CVLAN in the CQ's wc_flags";
+    WithFlowTag for <B, I, Q, SQ, SLID, SL, D, TS, CV, WC> [B, I, Q, SQ, SLID, SL, D, TS, CV, true, WC]:
+        "this CQ was created without IBV_WC_EX_WITH_FLOW_TAG, so `flow_tag` cannot be read: add FLOW_TAG to the CQ's flag type, e.g. `CqEx<wc_flags!(... | FLOW_TAG)>`",
+        "`flow_tag` needs IBV_WC_EX_WITH_FLOW_TAG in the CQ's wc_flags";
+    WithCompletionTimestampWallclock for <B, I, Q, SQ, SLID, SL, D, TS, CV, FT> [B, I, Q, SQ, SLID, SL, D, TS, CV, FT, true]:
+        "this CQ was created without IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, so `completion_wallclock_ns` cannot be read: add COMPLETION_TIMESTAMP_WALLCLOCK to the CQ's flag type, e.g. `CqEx<wc_flags!(... | COMPLETION_TIMESTAMP_WALLCLOCK)>`",
+        "`completion_wallclock_ns` needs IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK in the CQ's wc_flags";
+}
+
+/// A completion queue created with `ibv_create_cq_ex`.
+///
+/// - `F`: its `wc_flags` ([`WcFlagSet`]), which decide the fields its completions expose.
+/// - `T`: [`Shared`] or [`SingleThreaded`](crate::SingleThreaded) (not `Sync`).
+/// - `C`: the typed user context.
+///
+/// It borrows its context, channel and parent domain; QPs using it borrow it, so it cannot be
+/// destroyed while a QP uses it.
+pub struct CqEx<'a, F: WcFlags, T: Threading = Shared, C = ()> {
+    raw: NonNull<sys::ibv_cq_ex>,
+    _m: PhantomData<(&'a Context, F, T, C)>,
+}
+
+// SAFETY: the CQ may be moved to (and destroyed on) another thread; its user context moves too.
+unsafe impl<F: WcFlags, T: Threading, C: Send> Send for CqEx<'_, F, T, C> {}
+// SAFETY: shared use from several threads needs the provider's lock, which a SINGLE_THREADED
+// CQ does not take: `T::Marker` is Sync only for `Shared`.
+unsafe impl<F: WcFlags, T: Threading, C: Sync> Sync for CqEx<'_, F, T, C> where T::Marker: Sync {}
+
+impl<'a, F: WcFlags, T: Threading> CqEx<'a, F, T, ()> {
+    /// Starts building an extended CQ on `ctx` with the flags `F` and threading `T`.
+    pub fn builder(ctx: &'a Context) -> CqBuilder<'a, kind::Extended<F, T>, ()> {
+        CqBuilder::new(ctx, ())
+    }
+}
+
+impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
+    pub(crate) fn from_raw(raw: NonNull<sys::ibv_cq_ex>) -> Self {
+        CqEx {
+            raw,
+            _m: PhantomData,
+        }
+    }
+
+    /// The actual number of entries (at least the requested `cqe`).
+    pub fn cqe(&self) -> u32 {
+        // SAFETY: a live CQ; `cqe` is written by the provider at creation.
+        unsafe { (*self.raw.as_ptr()).cqe.max(0) as u32 }
+    }
+
+    /// The `wc_flags` this CQ was created with (`F::BITS`).
+    pub const fn wc_flags(&self) -> u64 {
+        F::BITS
+    }
+
+    /// The typed user context given at creation.
+    pub fn user_context(&self) -> &C {
+        // SAFETY: cq_context is the UserBox<C> the builder gave the CQ; it lives until destroy.
+        unsafe { &*((*self.raw.as_ptr()).cq_context as *const C) }
+    }
+
+    /// `ibv_start_poll`: starts a batch. `Ok(None)` when the CQ is empty (ENOENT: "the CQ
+    /// remains in a valid state", and end_poll must not be called, so nothing is returned to
+    /// end). Any other error is returned and, as the man page says, the batch is not started.
+    #[inline]
+    pub fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
+        let mut attr = sys::ibv_poll_cq_attr { comp_mask: 0 };
+        // SAFETY: a live extended CQ; `&mut self` means no other batch is open on it.
+        match unsafe { sys::ibv_start_poll(self.raw.as_ptr(), &mut attr) } {
+            0 => Ok(Some(Batch {
+                cq: self.raw,
+                _m: PhantomData,
+            })),
+            libc::ENOENT => Ok(None),
+            e => Err(Error::os(Verb::StartPoll, e)),
+        }
+    }
+
+    /// `ibv_req_notify_cq` on the CQ.
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        // SAFETY: a live CQ; `ibv_cq_ex_to_cq` is a cast.
+        match unsafe { sys::ibv_req_notify_cq(self.as_raw_cq(), solicited_only as i32) } {
+            0 => Ok(()),
+            e => Err(Error::os(Verb::ReqNotifyCq, e.abs())),
+        }
+    }
+
+    /// The C CQ. It stays owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ibv_cq_ex {
+        self.raw.as_ptr()
+    }
+
+    /// `ibv_destroy_cq` ("CQ should be destroyed with ibv_destroy_cq").
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        destroy(self)
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> Destroy for CqEx<'_, F, T, C> {
+    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+        // SAFETY: a live CQ that no QP uses (they borrow it), destroyed once.
+        unsafe { destroy_cq::<C>(self.as_raw_cq()) }
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> Drop for CqEx<'_, F, T, C> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
+        let _ = unsafe { self.destroy_raw() };
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> sealed::Sealed for CqEx<'_, F, T, C> {}
+impl<F: WcFlags, T: Threading, C> AnyCq for CqEx<'_, F, T, C> {
+    type Threading = T;
+    fn as_raw_cq(&self) -> *mut sys::ibv_cq {
+        // SAFETY: ibv_cq_ex_to_cq is a cast of a live pointer.
+        unsafe { sys::ibv_cq_ex_to_cq(self.raw.as_ptr()) }
+    }
+}
+
+/// An open polling batch: between `ibv_start_poll` and `ibv_end_poll`. Dropping it calls
+/// `ibv_end_poll` exactly once. It is neither `Send` nor `Sync`: the provider's CQ lock is held
+/// by this thread until the batch ends.
+#[must_use = "dropping the batch ends it (ibv_end_poll) without reading its completion"]
+pub struct Batch<'cq, F: WcFlags> {
+    cq: NonNull<sys::ibv_cq_ex>,
+    _m: PhantomData<(&'cq mut (), F, *const ())>,
+}
+
+impl<F: WcFlags> Batch<'_, F> {
+    /// The completion the batch points at. It borrows the batch, so it is gone before the next
+    /// [`advance`](Self::advance) and before the batch ends.
+    #[inline(always)]
+    pub fn completion(&self) -> Completion<'_, F> {
+        Completion {
+            cq: self.cq,
+            _m: PhantomData,
+        }
+    }
+
+    /// `ibv_next_poll`: moves to the next completion. `Ok(false)` when there is none (ENOENT);
+    /// the batch is still open and ends when dropped ("end_poll should still be called").
+    #[inline]
+    pub fn advance(&mut self) -> Result<bool> {
+        // SAFETY: inside a started batch on a live CQ.
+        match unsafe { sys::ibv_next_poll(self.cq.as_ptr()) } {
+            0 => Ok(true),
+            libc::ENOENT => Ok(false),
+            e => Err(Error::os(Verb::NextPoll, e)),
+        }
+    }
+}
+
+impl<F: WcFlags> Drop for Batch<'_, F> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the batch was started by a successful ibv_start_poll and this is its one end.
+        unsafe { sys::ibv_end_poll(self.cq.as_ptr()) }
+    }
+}
+
+/// What is known of a completion's status: [`Unchecked`], [`Success`] or [`Failure`].
+pub trait StatusState: sealed::Sealed {}
+/// The status has not been looked at: only `wr_id` and `status` can be read.
+#[derive(Debug)]
+pub enum Unchecked {}
+/// A successful completion: the opcode and the fields of the CQ's flags can be read.
+#[derive(Debug)]
+pub enum Success {}
+/// A failed completion: only `wr_id`, `status` and `vendor_err` are valid.
+#[derive(Debug)]
+pub enum Failure {}
+impl sealed::Sealed for Unchecked {}
+impl sealed::Sealed for Success {}
+impl sealed::Sealed for Failure {}
+impl StatusState for Unchecked {}
+impl StatusState for Success {}
+impl StatusState for Failure {}
+
+/// Implemented by [`Success`] only: the fields other than wr_id, status and vendor_err are valid
+/// only on a successful completion ("some fields are only valid in certain opcodes and status
+/// codes").
+#[diagnostic::on_unimplemented(
+    message = "this field is valid only on a successful completion: check the status with `.result()` and read it from the `Ok` side",
+    label = "the completion's status is not known to be success here",
+    note = "a failed completion has only wr_id, status and vendor_err"
+)]
+pub trait Succeeded: StatusState {}
+impl Succeeded for Success {}
+
+/// The completion a batch points at: reads go straight to the provider's `ibv_wc_read_*`
+/// function pointers, only for the fields the CQ's flags `F` requested and, past wr_id and
+/// status, only once the status is known to be success (`S`).
+pub struct Completion<'b, F: WcFlags, S: StatusState = Unchecked> {
+    cq: NonNull<sys::ibv_cq_ex>,
+    _m: PhantomData<(&'b (), F, S, *const ())>,
+}
+
+impl<'b, F: WcFlags, S: StatusState> Completion<'b, F, S> {
+    /// `wr_id` of the completed work request.
+    #[inline(always)]
+    pub fn wr_id(&self) -> u64 {
+        // SAFETY: inside a batch; the field belongs to the current completion.
+        unsafe { (*self.cq.as_ptr()).wr_id }
+    }
+
+    /// The completion's status.
+    #[inline(always)]
+    pub fn status(&self) -> WcStatus {
+        // SAFETY: as above.
+        WcStatus::from_raw(unsafe { (*self.cq.as_ptr()).status })
+    }
+
+    #[inline(always)]
+    fn cast<S2: StatusState>(self) -> Completion<'b, F, S2> {
+        Completion {
+            cq: self.cq,
+            _m: PhantomData,
+        }
+    }
+}
+
+impl<'b, F: WcFlags> Completion<'b, F, Unchecked> {
+    /// Splits on the status: `Ok` for success, with the opcode and the flagged fields; `Err`
+    /// for a failure, with `vendor_err`.
+    #[allow(clippy::result_large_err)]
+    #[inline(always)]
+    pub fn result(
+        self,
+    ) -> std::result::Result<Completion<'b, F, Success>, Completion<'b, F, Failure>> {
+        // SAFETY: inside a batch.
+        if unsafe { (*self.cq.as_ptr()).status } == sys::ibv_wc_status::IBV_WC_SUCCESS {
+            Ok(self.cast())
+        } else {
+            Err(self.cast())
+        }
+    }
+}
+
+impl<F: WcFlags> Completion<'_, F, Failure> {
+    /// `ibv_wc_read_vendor_err`: the device's own code for the failure.
+    #[inline(always)]
+    pub fn vendor_err(&self) -> u32 {
+        // SAFETY: inside a batch, on the current completion.
+        unsafe { sys::ibv_wc_read_vendor_err(self.cq.as_ptr()) }
+    }
+}
+
+macro_rules! flagged_reads {
+    ($($(#[$m:meta])* $name:ident -> $t:ty = $read:ident, $flag:ident;)*) => {$(
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name(&self) -> $t
+        where
+            F: $flag,
+            S: Succeeded,
+        {
+            // SAFETY: inside a batch, on a successful completion, of a CQ created with the
+            // field's flag (the bounds), so the provider's read function is valid to call.
+            unsafe { sys::$read(self.cq.as_ptr()) }
+        }
+    )*};
+}
+
+impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
+    /// `ibv_wc_read_opcode`.
+    #[inline(always)]
+    pub fn opcode(&self) -> WcOpcode
+    where
+        S: Succeeded,
+    {
+        // SAFETY: inside a batch, on a successful completion.
+        WcOpcode::from_raw(unsafe { sys::ibv_wc_read_opcode(self.cq.as_ptr()) })
+    }
+
+    /// `ibv_wc_read_wc_flags`: the completion's own flags (`IBV_WC_GRH`, `IBV_WC_WITH_IMM`, ...).
+    #[inline(always)]
+    pub fn completion_flags(&self) -> u32
+    where
+        S: Succeeded,
+    {
+        // SAFETY: inside a batch, on a successful completion.
+        unsafe { sys::ibv_wc_read_wc_flags(self.cq.as_ptr()) }
+    }
+
+    /// `ibv_wc_read_imm_data`, in host byte order: `Some` when the completion carries immediate
+    /// data (its own `IBV_WC_WITH_IMM` flag), `None` otherwise. Needs `IMM` in the CQ's flags.
+    #[inline(always)]
+    pub fn imm_data(&self) -> Option<u32>
+    where
+        F: WithImm,
+        S: Succeeded,
+    {
+        // SAFETY: inside a batch, on a successful completion of a CQ with IMM.
+        unsafe {
+            let own = sys::ibv_wc_read_wc_flags(self.cq.as_ptr());
+            (own & ffi::IBV_WC_WITH_IMM != 0)
+                .then(|| u32::from_be(sys::ibv_wc_read_imm_data(self.cq.as_ptr())))
+        }
+    }
+
+    /// `ibv_wc_read_invalidated_rkey`: `Some` when the completion carries one (its own
+    /// `IBV_WC_WITH_INV` flag). It shares the immediate-data field, so it needs `IMM`.
+    #[inline(always)]
+    pub fn invalidated_rkey(&self) -> Option<u32>
+    where
+        F: WithImm,
+        S: Succeeded,
+    {
+        // SAFETY: as for imm_data.
+        unsafe {
+            let own = sys::ibv_wc_read_wc_flags(self.cq.as_ptr());
+            (own & ffi::IBV_WC_WITH_INV != 0)
+                .then(|| sys::ibv_wc_read_invalidated_rkey(self.cq.as_ptr()))
+        }
+    }
+
+    flagged_reads! {
+        /// `ibv_wc_read_byte_len`.
+        byte_len -> u32 = ibv_wc_read_byte_len, WithByteLen;
+        /// `ibv_wc_read_qp_num`: the local QP the completion belongs to.
+        qp_num -> u32 = ibv_wc_read_qp_num, WithQpNum;
+        /// `ibv_wc_read_src_qp`: the remote QP of a UD receive.
+        src_qp -> u32 = ibv_wc_read_src_qp, WithSrcQp;
+        /// `ibv_wc_read_slid`.
+        slid -> u32 = ibv_wc_read_slid, WithSlid;
+        /// `ibv_wc_read_sl`.
+        sl -> u8 = ibv_wc_read_sl, WithSl;
+        /// `ibv_wc_read_dlid_path_bits`.
+        dlid_path_bits -> u8 = ibv_wc_read_dlid_path_bits, WithDlidPathBits;
+        /// `ibv_wc_read_completion_ts`: the device timestamp, in HCA clock units.
+        completion_ts -> u64 = ibv_wc_read_completion_ts, WithCompletionTimestamp;
+        /// `ibv_wc_read_completion_wallclock_ns`: the timestamp in wall-clock nanoseconds.
+        completion_wallclock_ns -> u64 = ibv_wc_read_completion_wallclock_ns, WithCompletionTimestampWallclock;
+        /// `ibv_wc_read_cvlan`.
+        cvlan -> u16 = ibv_wc_read_cvlan, WithCvlan;
+        /// `ibv_wc_read_flow_tag`.
+        flow_tag -> u32 = ibv_wc_read_flow_tag, WithFlowTag;
+    }
+}
+
+impl<F: WcFlags, S: StatusState> std::fmt::Debug for Completion<'_, F, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion")
+            .field("wr_id", &self.wr_id())
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}

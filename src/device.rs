@@ -1,0 +1,353 @@
+//! Devices and contexts: the device list (software devices first, then rdma-core's), opening a
+//! device by name, and querying its attributes and ports.
+
+use crate::backend;
+use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::ffi::sys;
+use crate::software::{self, SwDevice};
+use std::ffi::CStr;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// The environment variable that names the device tests and examples use; unset means the
+/// software device [`software::DEFAULT_DEVICE`].
+pub const DEVICE_ENV: &str = "TYPED_VERBS_DEVICE";
+
+/// rdma-core's device array, freed when the last [`Device`] of it is dropped.
+struct RawList(NonNull<*mut sys::ibv_device>);
+// SAFETY: the array is only read after ibv_get_device_list returns, and freed once.
+unsafe impl Send for RawList {}
+// SAFETY: as above.
+unsafe impl Sync for RawList {}
+impl Drop for RawList {
+    fn drop(&mut self) {
+        // SAFETY: from ibv_get_device_list, freed exactly once here.
+        unsafe { sys::ibv_free_device_list(self.0.as_ptr()) }
+    }
+}
+
+enum DeviceRef {
+    Software(Arc<SwDevice>),
+    RdmaCore {
+        _list: Arc<RawList>,
+        dev: NonNull<sys::ibv_device>,
+    },
+}
+
+/// An RDMA device that can be opened.
+pub struct Device {
+    name: String,
+    dev: DeviceRef,
+}
+
+// SAFETY: an ibv_device is immutable after enumeration; rdma-core allows opening it from any
+// thread.
+unsafe impl Send for Device {}
+// SAFETY: as above.
+unsafe impl Sync for Device {}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("name", &self.name)
+            .field("software", &self.is_software())
+            .finish()
+    }
+}
+
+/// Every device: the registered software devices, then the devices libibverbs finds.
+///
+/// A machine without any RDMA device (libibverbs says ENOSYS) still lists the software devices.
+pub fn devices() -> Result<Vec<Device>> {
+    let mut out: Vec<Device> = software::devices()
+        .into_iter()
+        .map(|d| Device {
+            name: d.name.clone(),
+            dev: DeviceRef::Software(d),
+        })
+        .collect();
+    let mut n = 0;
+    // SAFETY: plain call; the result is checked for NULL.
+    let list = unsafe { sys::ibv_get_device_list(&mut n) };
+    match NonNull::new(list) {
+        None => {
+            let e = Error::last_os(Verb::GetDeviceList);
+            if e.errno() != libc::ENOSYS {
+                return Err(e);
+            }
+        }
+        Some(list) => {
+            let list = Arc::new(RawList(list));
+            for i in 0..n.max(0) as usize {
+                // SAFETY: the array has `n` valid entries.
+                let dev = unsafe { *list.0.as_ptr().add(i) };
+                let Some(dev) = NonNull::new(dev) else { break };
+                // SAFETY: a live device; the name is a NUL-terminated string inside it.
+                let name = unsafe { CStr::from_ptr(sys::ibv_get_device_name(dev.as_ptr())) };
+                let name = name.to_string_lossy().into_owned();
+                out.push(Device {
+                    name,
+                    dev: DeviceRef::RdmaCore {
+                        _list: list.clone(),
+                        dev,
+                    },
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Device {
+    /// The device's name (`sw0`, `rxe0`, `mlx5_0`, ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether this is a software device.
+    pub fn is_software(&self) -> bool {
+        matches!(self.dev, DeviceRef::Software(_))
+    }
+
+    /// Opens the device (`ibv_open_device`) and reads its attributes.
+    pub fn open(&self) -> Result<Context> {
+        let raw = match &self.dev {
+            DeviceRef::Software(d) => software::open(d),
+            DeviceRef::RdmaCore { dev, .. } => {
+                // SAFETY: a live device of a live list.
+                let ctx = unsafe { sys::ibv_open_device(dev.as_ptr()) };
+                NonNull::new(ctx).ok_or_else(|| Error::last_os(Verb::OpenDevice))?
+            }
+        };
+        Context::from_raw(raw, self.name.clone())
+    }
+}
+
+/// The attributes of a device (`struct ibv_device_attr`), the limits the typed layer checks
+/// requests against before any FFI call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub struct DeviceAttr {
+    pub fw_ver: String,
+    pub node_guid: u64,
+    pub vendor_id: u32,
+    pub vendor_part_id: u32,
+    pub max_qp: u32,
+    pub max_qp_wr: u32,
+    pub max_sge: u32,
+    pub max_cq: u32,
+    pub max_cqe: u32,
+    pub max_mr: u32,
+    pub max_pd: u32,
+    pub max_qp_rd_atom: u32,
+    pub max_srq: u32,
+    pub max_srq_wr: u32,
+    pub max_srq_sge: u32,
+    pub max_mcast_grp: u32,
+    pub max_mcast_qp_attach: u32,
+    pub max_ah: u32,
+    pub phys_port_cnt: u8,
+}
+
+impl DeviceAttr {
+    fn from_raw(a: &sys::ibv_device_attr) -> Self {
+        let u = |v: i32| v.max(0) as u32;
+        // SAFETY: fw_ver is a NUL-terminated array (zero-filled by both backends).
+        let fw = unsafe { CStr::from_ptr(a.fw_ver.as_ptr()) };
+        DeviceAttr {
+            fw_ver: fw.to_string_lossy().into_owned(),
+            node_guid: u64::from_be(a.node_guid),
+            vendor_id: a.vendor_id,
+            vendor_part_id: a.vendor_part_id,
+            max_qp: u(a.max_qp),
+            max_qp_wr: u(a.max_qp_wr),
+            max_sge: u(a.max_sge),
+            max_cq: u(a.max_cq),
+            max_cqe: u(a.max_cqe),
+            max_mr: u(a.max_mr),
+            max_pd: u(a.max_pd),
+            max_qp_rd_atom: u(a.max_qp_rd_atom),
+            max_srq: u(a.max_srq),
+            max_srq_wr: u(a.max_srq_wr),
+            max_srq_sge: u(a.max_srq_sge),
+            max_mcast_grp: u(a.max_mcast_grp),
+            max_mcast_qp_attach: u(a.max_mcast_qp_attach),
+            max_ah: u(a.max_ah),
+            phys_port_cnt: a.phys_port_cnt,
+        }
+    }
+}
+
+/// The attributes of a port (`struct ibv_port_attr`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub struct PortAttr {
+    /// `enum ibv_port_state` (4 is ACTIVE).
+    pub state: u32,
+    /// `enum ibv_mtu` (1: 256 ... 5: 4096).
+    pub max_mtu: u32,
+    pub active_mtu: u32,
+    pub gid_tbl_len: u32,
+    pub lid: u16,
+    /// 1: InfiniBand, 2: Ethernet (RoCE).
+    pub link_layer: u8,
+}
+
+struct ContextInner {
+    raw: NonNull<sys::ibv_context>,
+    name: String,
+    attr: DeviceAttr,
+}
+
+/// An open device context (`struct ibv_context`). Everything else is created from it and
+/// borrows it, so it cannot be closed while any of them lives.
+pub struct Context {
+    inner: Box<ContextInner>,
+}
+
+// SAFETY: libibverbs contexts are thread-safe; the Rust-side fields are immutable.
+unsafe impl Send for Context {}
+// SAFETY: as above.
+unsafe impl Sync for Context {}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("device", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    fn from_raw(raw: NonNull<sys::ibv_context>, name: String) -> Result<Context> {
+        // SAFETY: ibv_device_attr is plain C data.
+        let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: a live context just opened; `a` is valid for writes.
+        let queried = unsafe { backend::of(raw.as_ptr()).query_device(raw.as_ptr(), &mut a) };
+        if let Err(e) = queried {
+            // SAFETY: the context was opened above and nothing else uses it: close it so that
+            // the error path leaks nothing.
+            let _ = unsafe { backend::of(raw.as_ptr()).close_device(raw.as_ptr()) };
+            return Err(Error::os(Verb::QueryDevice, e));
+        }
+        Ok(Context {
+            inner: Box::new(ContextInner {
+                raw,
+                name,
+                attr: DeviceAttr::from_raw(&a),
+            }),
+        })
+    }
+
+    /// Opens the device named `name`: a software device or one libibverbs lists.
+    pub fn open(name: &str) -> Result<Context> {
+        devices()?
+            .into_iter()
+            .find(|d| d.name() == name)
+            .ok_or_else(|| Error {
+                verb: Verb::OpenDevice,
+                kind: ErrorKind::NoSuchDevice(name.to_owned()),
+            })?
+            .open()
+    }
+
+    /// Opens the device named by [`DEVICE_ENV`], or the software device when it is unset.
+    pub fn open_from_env() -> Result<Context> {
+        match std::env::var(DEVICE_ENV) {
+            Ok(name) if !name.is_empty() => Context::open(&name),
+            _ => Context::open(software::DEFAULT_DEVICE),
+        }
+    }
+
+    /// The name of the device this context is open on.
+    pub fn device_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Whether this context is on a software device.
+    pub fn is_software(&self) -> bool {
+        software::owns_context(self.as_raw())
+    }
+
+    /// The device's attributes, read when the context was opened.
+    pub fn attr(&self) -> &DeviceAttr {
+        &self.inner.attr
+    }
+
+    /// `ibv_query_device`: reads the attributes again.
+    pub fn query_device(&self) -> Result<DeviceAttr> {
+        // SAFETY: ibv_device_attr is plain C data.
+        let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: live context, `a` valid for writes.
+        unsafe { backend::of(self.as_raw()).query_device(self.as_raw(), &mut a) }
+            .map_err(|e| Error::os(Verb::QueryDevice, e))?;
+        Ok(DeviceAttr::from_raw(&a))
+    }
+
+    /// `ibv_query_port`. Ports are numbered from 1.
+    pub fn query_port(&self, port: u8) -> Result<PortAttr> {
+        let cnt = self.inner.attr.phys_port_cnt;
+        if port == 0 || port > cnt {
+            return Err(Error::range(
+                Verb::QueryPort,
+                "port_num",
+                port.into(),
+                1,
+                cnt.into(),
+            ));
+        }
+        // SAFETY: ibv_port_attr is plain C data.
+        let mut p: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: live context, `p` valid for writes.
+        unsafe { backend::of(self.as_raw()).query_port(self.as_raw(), port, &mut p) }
+            .map_err(|e| Error::os(Verb::QueryPort, e))?;
+        Ok(PortAttr {
+            state: p.state,
+            max_mtu: p.max_mtu,
+            active_mtu: p.active_mtu,
+            gid_tbl_len: p.gid_tbl_len.max(0) as u32,
+            lid: p.lid,
+            link_layer: p.link_layer,
+        })
+    }
+
+    /// `context->num_comp_vectors`: a CQ's `comp_vector` must be below it.
+    pub fn num_comp_vectors(&self) -> u32 {
+        // SAFETY: a live context; the field is written once at open.
+        unsafe { (*self.as_raw()).num_comp_vectors.max(0) as u32 }
+    }
+
+    /// The C context, for calls this crate does not wrap. It stays owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ibv_context {
+        self.inner.raw.as_ptr()
+    }
+
+    /// `ibv_close_device`. Every object of the context is gone by now (they borrow it).
+    pub fn close(self) -> Result<(), DestroyError<Self>> {
+        let raw = self.as_raw();
+        // SAFETY: a live context with no objects left (they borrow `self`).
+        match unsafe { backend::of(raw).close_device(raw) } {
+            Ok(()) => {
+                let this = std::mem::ManuallyDrop::new(self);
+                // SAFETY: the Box is dropped exactly once here, without running Context::drop.
+                drop(unsafe { std::ptr::read(&this.inner) });
+                Ok(())
+            }
+            Err(e) => Err(DestroyError {
+                object: self,
+                error: Error::os(Verb::CloseDevice, e),
+            }),
+        }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        let raw = self.as_raw();
+        // SAFETY: a live context; all objects borrowing it are gone. An error cannot be
+        // reported from drop: use `close` to see it.
+        let _ = unsafe { backend::of(raw).close_device(raw) };
+    }
+}

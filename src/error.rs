@@ -1,0 +1,225 @@
+//! Typed errors: every error names the verb that failed and why (an errno, or the limit that a
+//! request broke before any FFI call was made).
+
+use std::fmt;
+
+/// The verb an error comes from, named as in libibverbs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub enum Verb {
+    GetDeviceList,
+    OpenDevice,
+    CloseDevice,
+    QueryDevice,
+    QueryPort,
+    AllocPd,
+    DeallocPd,
+    AllocParentDomain,
+    CreateCompChannel,
+    DestroyCompChannel,
+    CreateCq,
+    CreateCqEx,
+    DestroyCq,
+    PollCq,
+    StartPoll,
+    NextPoll,
+    ReqNotifyCq,
+    CreateSrq,
+    QuerySrq,
+    DestroySrq,
+    CreateQp,
+    QueryQp,
+    DestroyQp,
+    AttachMcast,
+    DetachMcast,
+    /// The software device's completion-injection hook (not a libibverbs verb).
+    InjectCompletion,
+    /// Registering a software device (not a libibverbs verb).
+    RegisterSoftwareDevice,
+}
+
+impl Verb {
+    /// The C name of the verb.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::GetDeviceList => "ibv_get_device_list",
+            Verb::OpenDevice => "ibv_open_device",
+            Verb::CloseDevice => "ibv_close_device",
+            Verb::QueryDevice => "ibv_query_device",
+            Verb::QueryPort => "ibv_query_port",
+            Verb::AllocPd => "ibv_alloc_pd",
+            Verb::DeallocPd => "ibv_dealloc_pd",
+            Verb::AllocParentDomain => "ibv_alloc_parent_domain",
+            Verb::CreateCompChannel => "ibv_create_comp_channel",
+            Verb::DestroyCompChannel => "ibv_destroy_comp_channel",
+            Verb::CreateCq => "ibv_create_cq",
+            Verb::CreateCqEx => "ibv_create_cq_ex",
+            Verb::DestroyCq => "ibv_destroy_cq",
+            Verb::PollCq => "ibv_poll_cq",
+            Verb::StartPoll => "ibv_start_poll",
+            Verb::NextPoll => "ibv_next_poll",
+            Verb::ReqNotifyCq => "ibv_req_notify_cq",
+            Verb::CreateSrq => "ibv_create_srq",
+            Verb::QuerySrq => "ibv_query_srq",
+            Verb::DestroySrq => "ibv_destroy_srq",
+            Verb::CreateQp => "ibv_create_qp",
+            Verb::QueryQp => "ibv_query_qp",
+            Verb::DestroyQp => "ibv_destroy_qp",
+            Verb::AttachMcast => "ibv_attach_mcast",
+            Verb::DetachMcast => "ibv_detach_mcast",
+            Verb::InjectCompletion => "software::inject",
+            Verb::RegisterSoftwareDevice => "software::register",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a verb failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The device (or libibverbs) refused the request with this errno.
+    Os(i32),
+    /// A request broke a limit; checked before any FFI call, so the device never saw it.
+    /// A C program passing the same value would have got `EINVAL`.
+    OutOfRange {
+        /// The attribute, named as in the C struct (`cqe`, `comp_vector`, `cap.max_send_wr`, ...).
+        what: &'static str,
+        /// The value asked for.
+        value: u64,
+        /// The smallest value allowed.
+        min: u64,
+        /// The largest value allowed (from the device's attributes where there is one).
+        max: u64,
+    },
+    /// No device of that name in the device list.
+    NoSuchDevice(String),
+    /// The CQ of a software-device hook is full and was not created with IGNORE_OVERRUN.
+    CqOverrun,
+    /// The object does not belong to the software device (a hook was called on a real device).
+    NotSoftware,
+    /// An object passed to the verb belongs to another context (or, for a CQ's parent domain,
+    /// is not one). Checked before the FFI call; a C program would get `EINVAL`.
+    WrongContext(&'static str),
+}
+
+/// An error of a verb: which verb, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    /// The verb that failed.
+    pub verb: Verb,
+    /// Why it failed.
+    pub kind: ErrorKind,
+}
+
+impl Error {
+    pub(crate) fn os(verb: Verb, errno: i32) -> Self {
+        Error {
+            verb,
+            kind: ErrorKind::Os(errno),
+        }
+    }
+
+    /// An error from the errno the last failed C call left behind.
+    pub(crate) fn last_os(verb: Verb) -> Self {
+        let errno = std::io::Error::last_os_error()
+            .raw_os_error()
+            .filter(|&e| e != 0)
+            .unwrap_or(libc::EIO);
+        Error::os(verb, errno)
+    }
+
+    pub(crate) fn range(verb: Verb, what: &'static str, value: u64, min: u64, max: u64) -> Self {
+        Error {
+            verb,
+            kind: ErrorKind::OutOfRange {
+                what,
+                value,
+                min,
+                max,
+            },
+        }
+    }
+
+    /// The errno a C program would see for this failure: the device's own for [`ErrorKind::Os`],
+    /// `EINVAL` for a limit checked up front, `ENODEV` for an unknown device, `ENOSPC` for an
+    /// overrun, `EOPNOTSUPP` for a software-only hook on a real device.
+    pub fn errno(&self) -> i32 {
+        match self.kind {
+            ErrorKind::Os(e) => e,
+            ErrorKind::OutOfRange { .. } => libc::EINVAL,
+            ErrorKind::NoSuchDevice(_) => libc::ENODEV,
+            ErrorKind::CqOverrun => libc::ENOSPC,
+            ErrorKind::NotSoftware => libc::EOPNOTSUPP,
+            ErrorKind::WrongContext(_) => libc::EINVAL,
+        }
+    }
+
+    /// True when the device does not support what was asked (`EOPNOTSUPP`).
+    pub fn is_unsupported(&self) -> bool {
+        self.errno() == libc::EOPNOTSUPP
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Os(e) => {
+                write!(
+                    f,
+                    "{} failed: {} (errno {e})",
+                    self.verb,
+                    std::io::Error::from_raw_os_error(*e)
+                )
+            }
+            ErrorKind::OutOfRange {
+                what,
+                value,
+                min,
+                max,
+            } => write!(
+                f,
+                "{}: {what} = {value} is out of range: it must be at least {min} and at most {max}",
+                self.verb
+            ),
+            ErrorKind::NoSuchDevice(name) => {
+                write!(f, "{}: no RDMA device named {name:?}", self.verb)
+            }
+            ErrorKind::CqOverrun => write!(f, "{}: the CQ is full (overrun)", self.verb),
+            ErrorKind::NotSoftware => {
+                write!(f, "{}: the object is not on the software device", self.verb)
+            }
+            ErrorKind::WrongContext(what) => {
+                write!(f, "{}: {what} belongs to another device context", self.verb)
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A destroy that failed: the error, and the object back so that the caller may retry.
+#[derive(Debug)]
+pub struct DestroyError<T> {
+    /// The object that is still alive.
+    pub object: T,
+    /// Why the destroy failed.
+    pub error: Error,
+}
+
+impl<T> fmt::Display for DestroyError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<T: fmt::Debug> std::error::Error for DestroyError<T> {}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

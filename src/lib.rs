@@ -1,0 +1,89 @@
+//! # typed-verbs
+//!
+//! RDMA verbs (libibverbs) made safe by construction. The rules of the verbs' man pages are
+//! types: a QP's transport and receive side, a CQ's `wc_flags` and threading are type
+//! parameters, and lifetimes make the destruction order a compile-time fact. What cannot be a
+//! type is checked before the FFI call and returned as a typed [`Error`] naming the verb.
+//!
+//! Two backends sit behind one API: rdma-core (real devices through libibverbs) and the
+//! [`software`] device, an in-process provider that fills the same C structures, so the data
+//! path is the same code on both. Pick a device by name with [`Context::open`], or from the
+//! `TYPED_VERBS_DEVICE` environment variable with [`Context::open_from_env`].
+//!
+//! ```
+//! use typed_verbs::{wc_flags, Context, CqEx, InjectedCompletion, WcOpcode, software};
+//!
+//! let ctx = Context::open("sw0")?;
+//! let mut cq = CqEx::<wc_flags!(BYTE_LEN | IMM)>::builder(&ctx).cqe(16).build()?;
+//! software::inject(&cq, InjectedCompletion::success(7, WcOpcode::Recv).byte_len(64).imm_data(0xbeef))?;
+//! if let Some(batch) = cq.start_poll()? {
+//!     let wc = batch.completion().result().expect("success");
+//!     assert_eq!((wc.wr_id(), wc.byte_len(), wc.imm_data()), (7, 64, Some(0xbeef)));
+//! } // ibv_end_poll here
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod backend;
+pub mod channel;
+pub mod cq;
+pub mod cq_ex;
+pub mod device;
+pub mod error;
+pub mod ffi;
+mod object;
+pub mod pd;
+pub mod qp;
+pub mod software;
+pub mod srq;
+pub mod wc;
+
+pub use channel::CompChannel;
+pub use cq::{AnyCq, Cq, CqBuilder, Shared, SingleThreaded, Threading};
+pub use cq_ex::{
+    AllFields, Batch, Completion, CqEx, Failure, NoFields, Standard, Success, Unchecked, WcFlagSet,
+    WcFlags,
+};
+pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
+pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
+pub use pd::{ParentDomain, Pd};
+pub use qp::{
+    Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, Uc, Ud, UsesSrq,
+};
+pub use software::InjectedCompletion;
+pub use srq::{Srq, SrqAttr};
+pub use wc::{WcOpcode, WcStatus, WorkCompletion};
+
+/// Names a CQ's `wc_flags` as a type: `wc_flags!(BYTE_LEN | IMM)` is the [`WcFlagSet`] with
+/// those two flags. The names are the man page's without `IBV_WC_EX_WITH_` (`BYTE_LEN`, `IMM`,
+/// `QP_NUM`, `SRC_QP`, `SLID`, `SL`, `DLID_PATH_BITS`, `COMPLETION_TIMESTAMP`, `CVLAN`,
+/// `FLOW_TAG`, `COMPLETION_TIMESTAMP_WALLCLOCK`), plus `STANDARD` for the seven standard ones;
+/// `wc_flags!()` is the empty set. An unknown name is a compile error that lists the valid ones.
+pub use typed_verbs_macros::wc_flags;
+
+// Zero cost: every handle is one pointer, and so is an Option of it.
+mod handle_sizes {
+    use super::*;
+    use static_assertions::assert_eq_size;
+    type P = *const ();
+    assert_eq_size!(Context, P);
+    assert_eq_size!(Option<Context>, P);
+    assert_eq_size!(Pd<'static>, P);
+    assert_eq_size!(Option<Pd<'static>>, P);
+    assert_eq_size!(ParentDomain<'static>, P);
+    assert_eq_size!(Option<ParentDomain<'static>>, P);
+    assert_eq_size!(CompChannel<'static>, P);
+    assert_eq_size!(Option<CompChannel<'static>>, P);
+    assert_eq_size!(Cq<'static, String>, P);
+    assert_eq_size!(Option<Cq<'static, String>>, P);
+    assert_eq_size!(CqEx<'static, AllFields, SingleThreaded, String>, P);
+    assert_eq_size!(Option<CqEx<'static, Standard>>, P);
+    assert_eq_size!(Batch<'static, Standard>, P);
+    assert_eq_size!(Option<Batch<'static, Standard>>, P);
+    assert_eq_size!(Completion<'static, Standard>, P);
+    assert_eq_size!(Srq<'static, String>, P);
+    assert_eq_size!(Option<Srq<'static>>, P);
+    assert_eq_size!(Qp<'static, Rc, OwnRq, SingleThreaded, String>, P);
+    assert_eq_size!(Option<Qp<'static, Ud, UsesSrq>>, P);
+}

@@ -1,0 +1,118 @@
+//! Protection domains and parent domains.
+
+use crate::backend;
+use crate::error::{DestroyError, Error, Result, Verb};
+use crate::ffi::sys;
+use crate::object::{destroy, Destroy};
+use crate::Context;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+/// A protection domain (`ibv_alloc_pd`). It borrows its context, and everything created in it
+/// borrows the PD, so it cannot be deallocated while a QP, SRQ or parent domain uses it.
+pub struct Pd<'ctx> {
+    raw: NonNull<sys::ibv_pd>,
+    _ctx: PhantomData<&'ctx Context>,
+}
+
+// SAFETY: libibverbs objects are thread-safe to use and to free from any thread.
+unsafe impl Send for Pd<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Pd<'_> {}
+
+impl<'ctx> Pd<'ctx> {
+    /// `ibv_alloc_pd`.
+    pub fn new(ctx: &'ctx Context) -> Result<Self> {
+        // SAFETY: a live context.
+        let raw = unsafe { backend::of(ctx.as_raw()).alloc_pd(ctx.as_raw()) }
+            .map_err(|e| Error::os(Verb::AllocPd, e))?;
+        Ok(Pd {
+            raw,
+            _ctx: PhantomData,
+        })
+    }
+
+    /// The C PD. It stays owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ibv_pd {
+        self.raw.as_ptr()
+    }
+
+    /// `ibv_dealloc_pd`.
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        destroy(self)
+    }
+}
+
+impl Destroy for Pd<'_> {
+    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+        // SAFETY: a live PD with no users left (they borrow it).
+        unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
+            .map_err(|e| Error::os(Verb::DeallocPd, e))
+    }
+}
+
+impl Drop for Pd<'_> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
+        let _ = unsafe { self.destroy_raw() };
+    }
+}
+
+/// A parent domain (`ibv_alloc_parent_domain`): a PD that a CQ created with
+/// `IBV_CQ_INIT_ATTR_MASK_PD` takes its resources from. It borrows the PD it wraps.
+pub struct ParentDomain<'pd> {
+    raw: NonNull<sys::ibv_pd>,
+    _pd: PhantomData<&'pd Pd<'pd>>,
+}
+
+// SAFETY: as for Pd.
+unsafe impl Send for ParentDomain<'_> {}
+// SAFETY: as for Pd.
+unsafe impl Sync for ParentDomain<'_> {}
+
+impl<'pd> ParentDomain<'pd> {
+    /// `ibv_alloc_parent_domain` over `pd`, without a thread domain or custom allocators.
+    /// A device without parent domains gives EOPNOTSUPP.
+    pub fn new<'ctx>(ctx: &'ctx Context, pd: &'pd Pd<'ctx>) -> Result<Self> {
+        let mut attr = sys::ibv_parent_domain_init_attr {
+            pd: pd.as_raw(),
+            td: std::ptr::null_mut(),
+            comp_mask: 0,
+            alloc: None,
+            free: None,
+            pd_context: std::ptr::null_mut(),
+        };
+        // SAFETY: a live context and PD; `attr` valid for the call.
+        let raw = unsafe { backend::of(ctx.as_raw()).alloc_parent_domain(ctx.as_raw(), &mut attr) }
+            .map_err(|e| Error::os(Verb::AllocParentDomain, e))?;
+        Ok(ParentDomain {
+            raw,
+            _pd: PhantomData,
+        })
+    }
+
+    /// The C parent domain (an `ibv_pd`). It stays owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ibv_pd {
+        self.raw.as_ptr()
+    }
+
+    /// `ibv_dealloc_pd` on the parent domain.
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        destroy(self)
+    }
+}
+
+impl Destroy for ParentDomain<'_> {
+    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+        // SAFETY: a live parent domain with no CQ left (they borrow it).
+        unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
+            .map_err(|e| Error::os(Verb::DeallocPd, e))
+    }
+}
+
+impl Drop for ParentDomain<'_> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once.
+        let _ = unsafe { self.destroy_raw() };
+    }
+}

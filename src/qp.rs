@@ -1,0 +1,543 @@
+//! Queue pairs (ibv_create_qp(3)): the QP type and the receive side are type parameters.
+
+use crate::backend;
+use crate::cq::{sealed, AnyCq, JoinThreading, Shared, Threading};
+use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::ffi::sys;
+use crate::object::{destroy, Destroy, UserBox};
+use crate::pd::Pd;
+use crate::srq::Srq;
+use crate::Context;
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+
+/// A QP transport type: [`Rc`], [`Uc`], [`Ud`] or [`RawPacket`].
+pub trait QpType: sealed::Sealed + 'static {
+    /// The `enum ibv_qp_type` value.
+    const RAW: sys::ibv_qp_type::Type;
+}
+/// Reliable connected (`IBV_QPT_RC`).
+#[derive(Debug)]
+pub enum Rc {}
+/// Unreliable connected (`IBV_QPT_UC`).
+#[derive(Debug)]
+pub enum Uc {}
+/// Unreliable datagram (`IBV_QPT_UD`).
+#[derive(Debug)]
+pub enum Ud {}
+/// Raw Ethernet packets (`IBV_QPT_RAW_PACKET`; needs CAP_NET_RAW on real devices).
+#[derive(Debug)]
+pub enum RawPacket {}
+
+macro_rules! qp_types {
+    ($($t:ident = $c:ident),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl QpType for $t {
+            const RAW: sys::ibv_qp_type::Type = sys::ibv_qp_type::$c;
+        }
+    )*};
+}
+qp_types!(
+    Rc = IBV_QPT_RC,
+    Uc = IBV_QPT_UC,
+    Ud = IBV_QPT_UD,
+    RawPacket = IBV_QPT_RAW_PACKET
+);
+
+/// The QP types that may take an SRQ. ibv_create_qp(3): "will fail if it is asked to create QP
+/// of a type other than IBV_QPT_RC or IBV_QPT_UD associated with an SRQ."
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot use an SRQ: only RC and UD QPs may be associated with one; create it with `Qp::builder` and its own receive queue",
+    label = "ibv_create_qp fails for this QP type with an SRQ",
+    note = "ibv_create_qp(3): it fails for a QP of a type other than IBV_QPT_RC or IBV_QPT_UD associated with an SRQ"
+)]
+pub trait SrqCapable: QpType {}
+impl SrqCapable for Rc {}
+impl SrqCapable for Ud {}
+
+/// The QP types that may join a multicast group.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast)",
+    label = "not a UD QP"
+)]
+pub trait MulticastCapable: QpType {}
+impl MulticastCapable for Ud {}
+
+/// Where a QP's receives go: [`OwnRq`] or [`UsesSrq`].
+pub trait RecvSide: sealed::Sealed + 'static {}
+/// The QP has its own receive queue, sized by `max_recv_wr` and `max_recv_sge`.
+#[derive(Debug)]
+pub enum OwnRq {}
+/// The QP takes its receives from an SRQ.
+#[derive(Debug)]
+pub enum UsesSrq {}
+impl sealed::Sealed for OwnRq {}
+impl sealed::Sealed for UsesSrq {}
+impl RecvSide for OwnRq {}
+impl RecvSide for UsesSrq {}
+
+/// Implemented by [`OwnRq`]: only a QP with its own receive queue has receive caps.
+#[diagnostic::on_unimplemented(
+    message = "receive caps cannot be set on a QP that uses an SRQ: ibv_create_qp ignores max_recv_wr and max_recv_sge then; size the Srq instead",
+    label = "this QP takes its receives from an SRQ",
+    note = "ibv_create_qp(3): the attributes max_recv_wr and max_recv_sge are ignored if the QP is to be associated with an SRQ"
+)]
+pub trait OwnsRecvQueue: RecvSide {}
+impl OwnsRecvQueue for OwnRq {}
+
+/// A QP's capabilities (`struct ibv_qp_cap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QpCap {
+    /// Outstanding send work requests.
+    pub max_send_wr: u32,
+    /// Outstanding receive work requests (0 with an SRQ).
+    pub max_recv_wr: u32,
+    /// Scatter/gather elements in a send work request.
+    pub max_send_sge: u32,
+    /// Scatter/gather elements in a receive work request (0 with an SRQ).
+    pub max_recv_sge: u32,
+    /// Bytes that can be posted inline.
+    pub max_inline_data: u32,
+}
+
+impl From<sys::ibv_qp_cap> for QpCap {
+    fn from(c: sys::ibv_qp_cap) -> Self {
+        QpCap {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+}
+
+impl From<QpCap> for sys::ibv_qp_cap {
+    fn from(c: QpCap) -> Self {
+        sys::ibv_qp_cap {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+}
+
+/// The device's attributes, read through the seam (the limits a create is checked against).
+///
+/// # Safety
+/// `ctx` is a live context.
+pub(crate) unsafe fn device_attr(
+    ctx: *mut sys::ibv_context,
+    verb: Verb,
+) -> Result<sys::ibv_device_attr> {
+    // SAFETY: ibv_device_attr is plain C data.
+    let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: caller's contract; `a` valid for writes.
+    unsafe { backend::of(ctx).query_device(ctx, &mut a) }.map_err(|e| Error::os(verb, e))?;
+    Ok(a)
+}
+
+struct QpMeta<C> {
+    cap: QpCap,
+    sq_sig_all: bool,
+    user: C,
+}
+
+/// A queue pair of type `T` whose receives go to `R` ([`OwnRq`] or [`UsesSrq`]).
+///
+/// `S` is [`Shared`] unless one of its CQs is SINGLE_THREADED; then the QP is neither `Send` nor
+/// `Sync`, since destroying it touches the CQ. It borrows its PD, CQs and SRQ, so none of them
+/// can be destroyed before it.
+pub struct Qp<'a, T: QpType, R: RecvSide = OwnRq, S: Threading = Shared, C = ()> {
+    raw: NonNull<sys::ibv_qp>,
+    _m: PhantomData<(&'a Context, T, R, S, C)>,
+}
+
+// SAFETY: libibverbs QPs are thread-safe, but a QP on a SINGLE_THREADED CQ must stay on the
+// CQ's thread (S::Marker is Sync only for Shared).
+unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Send> Send for Qp<'_, T, R, S, C> where
+    S::Marker: Sync
+{
+}
+// SAFETY: as above.
+unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Sync> Sync for Qp<'_, T, R, S, C> where
+    S::Marker: Sync
+{
+}
+
+/// The attributes of a QP to create. Made by [`Qp::builder`] or [`Qp::builder_with_srq`].
+#[must_use = "a builder does nothing until .build()"]
+pub struct QpBuilder<'a, T, R, S, C = ()> {
+    pd: *mut sys::ibv_pd,
+    send_cq: *mut sys::ibv_cq,
+    recv_cq: *mut sys::ibv_cq,
+    srq: *mut sys::ibv_srq,
+    cap: QpCap,
+    sq_sig_all: bool,
+    user: C,
+    _m: PhantomData<(&'a (), T, R, S)>,
+}
+
+type Joined<SC, RC> = <<SC as AnyCq>::Threading as JoinThreading<<RC as AnyCq>::Threading>>::Out;
+
+impl<'a, T: QpType> Qp<'a, T> {
+    /// Starts building a QP of type `T` in `pd` with its own receive queue. `send_cq` and
+    /// `recv_cq` may be the same CQ, legacy or extended.
+    pub fn builder<SC, RC>(
+        pd: &'a Pd<'_>,
+        send_cq: &'a SC,
+        recv_cq: &'a RC,
+    ) -> QpBuilder<'a, T, OwnRq, Joined<SC, RC>>
+    where
+        SC: AnyCq,
+        RC: AnyCq,
+        SC::Threading: JoinThreading<RC::Threading>,
+    {
+        QpBuilder {
+            pd: pd.as_raw(),
+            send_cq: send_cq.as_raw_cq(),
+            recv_cq: recv_cq.as_raw_cq(),
+            srq: ptr::null_mut(),
+            cap: QpCap {
+                max_send_wr: 1,
+                max_recv_wr: 1,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+            user: (),
+            _m: PhantomData,
+        }
+    }
+
+    /// Starts building a QP of type `T` whose receives come from `srq`. Only RC and UD QPs may
+    /// take an SRQ; the receive caps cannot be set (they would be ignored).
+    pub fn builder_with_srq<SC, RC, SrqC>(
+        pd: &'a Pd<'_>,
+        send_cq: &'a SC,
+        recv_cq: &'a RC,
+        srq: &'a Srq<'_, SrqC>,
+    ) -> QpBuilder<'a, T, UsesSrq, Joined<SC, RC>>
+    where
+        T: SrqCapable,
+        SC: AnyCq,
+        RC: AnyCq,
+        SC::Threading: JoinThreading<RC::Threading>,
+    {
+        QpBuilder {
+            pd: pd.as_raw(),
+            send_cq: send_cq.as_raw_cq(),
+            recv_cq: recv_cq.as_raw_cq(),
+            srq: srq.as_raw(),
+            cap: QpCap {
+                max_send_wr: 1,
+                max_recv_wr: 0,
+                max_send_sge: 1,
+                max_recv_sge: 0,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+            user: (),
+            _m: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
+    /// "Requested max number of outstanding WRs in the SQ" (default 1; at most `max_qp_wr`).
+    pub fn max_send_wr(mut self, n: u32) -> Self {
+        self.cap.max_send_wr = n;
+        self
+    }
+
+    /// "Requested max number of s/g elements in a WR in the SQ" (default 1; at most `max_sge`).
+    pub fn max_send_sge(mut self, n: u32) -> Self {
+        self.cap.max_send_sge = n;
+        self
+    }
+
+    /// "Requested max number of data (bytes) that can be posted inline to the SQ" (default 0).
+    pub fn max_inline_data(mut self, n: u32) -> Self {
+        self.cap.max_inline_data = n;
+        self
+    }
+
+    /// "If set, each Work Request (WR) submitted to the SQ generates a completion entry"
+    /// (default false: only signaled requests do).
+    pub fn sq_sig_all(mut self, on: bool) -> Self {
+        self.sq_sig_all = on;
+        self
+    }
+
+    /// "Requested max number of outstanding WRs in the RQ" (default 1; at most `max_qp_wr`).
+    /// Only for a QP with its own receive queue.
+    pub fn max_recv_wr(mut self, n: u32) -> Self
+    where
+        R: OwnsRecvQueue,
+    {
+        self.cap.max_recv_wr = n;
+        self
+    }
+
+    /// "Requested max number of s/g elements in a WR in the RQ" (default 1; at most `max_sge`).
+    /// Only for a QP with its own receive queue.
+    pub fn max_recv_sge(mut self, n: u32) -> Self
+    where
+        R: OwnsRecvQueue,
+    {
+        self.cap.max_recv_sge = n;
+        self
+    }
+
+    /// The typed user context, in place of `void *qp_context`.
+    pub fn context<C2>(self, user: C2) -> QpBuilder<'a, T, R, S, C2> {
+        QpBuilder {
+            pd: self.pd,
+            send_cq: self.send_cq,
+            recv_cq: self.recv_cq,
+            srq: self.srq,
+            cap: self.cap,
+            sq_sig_all: self.sq_sig_all,
+            user,
+            _m: PhantomData,
+        }
+    }
+
+    fn check(&self, a: &sys::ibv_device_attr) -> Result<()> {
+        let v = Verb::CreateQp;
+        let limit = |what, value: u32, max: i32| {
+            let max = max.max(0) as u32;
+            if value > max {
+                Err(Error::range(v, what, value.into(), 0, max.into()))
+            } else {
+                Ok(())
+            }
+        };
+        limit("cap.max_send_wr", self.cap.max_send_wr, a.max_qp_wr)?;
+        limit("cap.max_send_sge", self.cap.max_send_sge, a.max_sge)?;
+        limit("cap.max_recv_wr", self.cap.max_recv_wr, a.max_qp_wr)?;
+        limit("cap.max_recv_sge", self.cap.max_recv_sge, a.max_sge)?;
+        // SAFETY: the PD, CQs and SRQ are live objects borrowed by the builder.
+        unsafe {
+            let ctx = (*self.pd).context;
+            if (*self.send_cq).context != ctx {
+                return Err(Error {
+                    verb: v,
+                    kind: ErrorKind::WrongContext("send_cq"),
+                });
+            }
+            if (*self.recv_cq).context != ctx {
+                return Err(Error {
+                    verb: v,
+                    kind: ErrorKind::WrongContext("recv_cq"),
+                });
+            }
+            if !self.srq.is_null() && (*self.srq).context != ctx {
+                return Err(Error {
+                    verb: v,
+                    kind: ErrorKind::WrongContext("srq"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `ibv_create_qp`. The actual caps ("greater than or equal to the values requested") are
+    /// kept and readable with [`Qp::caps`].
+    pub fn build(self) -> Result<Qp<'a, T, R, S, C>>
+    where
+        C: Send + Sync,
+    {
+        // SAFETY: a live PD's context is live.
+        let ctx = unsafe { (*self.pd).context };
+        // SAFETY: as above.
+        let a = unsafe { device_attr(ctx, Verb::CreateQp) }?;
+        self.check(&a)?;
+        let meta = UserBox::new(QpMeta {
+            cap: self.cap,
+            sq_sig_all: self.sq_sig_all,
+            user: self.user,
+        });
+        let mut init = sys::ibv_qp_init_attr {
+            qp_context: meta.as_void(),
+            send_cq: self.send_cq,
+            recv_cq: self.recv_cq,
+            srq: self.srq,
+            cap: self.cap.into(),
+            qp_type: T::RAW,
+            sq_sig_all: self.sq_sig_all as i32,
+        };
+        // SAFETY: a live PD; CQs and SRQ live and of its context (checked); `init` valid.
+        let raw = unsafe { backend::of(ctx).create_qp(self.pd, &mut init) }
+            .map_err(|e| Error::os(Verb::CreateQp, e))?; // `meta` is freed on this path
+        let meta = meta.into_raw();
+        // SAFETY: `meta` is ours; ibv_create_qp wrote the actual caps into `init.cap`.
+        unsafe { (*meta).cap = init.cap.into() };
+        Ok(Qp {
+            raw,
+            _m: PhantomData,
+        })
+    }
+}
+
+impl<'a, T: QpType, R: RecvSide, S: Threading, C> Qp<'a, T, R, S, C> {
+    fn meta(&self) -> &QpMeta<C> {
+        // SAFETY: qp_context is the QpMeta<C> the builder gave the QP; it lives until destroy.
+        unsafe { &*((*self.raw.as_ptr()).qp_context as *const QpMeta<C>) }
+    }
+
+    /// "Check the QP number (qp_num) in the returned QP."
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: a live QP; qp_num is fixed at creation.
+        unsafe { (*self.raw.as_ptr()).qp_num }
+    }
+
+    /// The actual capabilities: "ibv_create_qp() will update the qp_init_attr->cap struct with
+    /// the actual QP values of the QP that was created".
+    pub fn caps(&self) -> QpCap {
+        self.meta().cap
+    }
+
+    /// Whether every send work request generates a completion.
+    pub fn sq_sig_all(&self) -> bool {
+        self.meta().sq_sig_all
+    }
+
+    /// The typed user context given at creation.
+    pub fn user_context(&self) -> &C {
+        &self.meta().user
+    }
+
+    /// `ibv_query_qp` for the capabilities.
+    pub fn query_caps(&self) -> Result<QpCap> {
+        // SAFETY: plain C data.
+        let (mut attr, mut init): (sys::ibv_qp_attr, sys::ibv_qp_init_attr) =
+            unsafe { std::mem::zeroed() };
+        let mask = sys::ibv_qp_attr_mask::IBV_QP_CAP.0 as i32;
+        // SAFETY: a live QP; out-pointers valid.
+        unsafe {
+            backend::of((*self.as_raw()).context).query_qp(
+                self.as_raw(),
+                &mut attr,
+                mask,
+                &mut init,
+            )
+        }
+        .map_err(|e| Error::os(Verb::QueryQp, e))?;
+        Ok(init.cap.into())
+    }
+
+    /// `ibv_attach_mcast`: joins the multicast group `gid` (UD QPs only). While the returned
+    /// membership lives the QP cannot be destroyed ("ibv_destroy_qp() fails if the QP is
+    /// attached to a multicast group"); dropping it detaches.
+    pub fn attach_mcast(&self, gid: Gid, lid: u16) -> Result<McastMembership<'_>>
+    where
+        T: MulticastCapable,
+    {
+        let g = gid.to_sys();
+        // SAFETY: a live QP; `g` valid for the call.
+        unsafe { backend::of((*self.as_raw()).context).attach_mcast(self.as_raw(), &g, lid) }
+            .map_err(|e| Error::os(Verb::AttachMcast, e))?;
+        Ok(McastMembership {
+            qp: self.raw,
+            gid,
+            lid,
+            _m: PhantomData,
+        })
+    }
+
+    /// The C QP. It stays owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ibv_qp {
+        self.raw.as_ptr()
+    }
+
+    /// `ibv_destroy_qp`.
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        destroy(self)
+    }
+}
+
+impl<T: QpType, R: RecvSide, S: Threading, C> Destroy for Qp<'_, T, R, S, C> {
+    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+        let qp = self.as_raw();
+        // SAFETY: a live QP with no multicast membership (they borrow it), destroyed once; its
+        // meta box is read before and freed after.
+        unsafe {
+            let meta = (*qp).qp_context;
+            backend::of((*qp).context)
+                .destroy_qp(qp)
+                .map_err(|e| Error::os(Verb::DestroyQp, e))?;
+            UserBox::<QpMeta<C>>::free(meta);
+        }
+        Ok(())
+    }
+}
+
+impl<T: QpType, R: RecvSide, S: Threading, C> Drop for Qp<'_, T, R, S, C> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
+        let _ = unsafe { self.destroy_raw() };
+    }
+}
+
+/// A global identifier (`union ibv_gid`), 16 bytes in network order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Gid(pub [u8; 16]);
+
+impl Gid {
+    /// Whether this is a multicast GID (first byte 0xff).
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] == 0xff
+    }
+    fn to_sys(self) -> sys::ibv_gid {
+        sys::ibv_gid { raw: self.0 }
+    }
+}
+
+/// A UD QP's membership of a multicast group. It borrows the QP; dropping it (or
+/// [`detach`](Self::detach)) calls `ibv_detach_mcast`.
+#[must_use = "dropping the membership detaches the QP from the group at once"]
+pub struct McastMembership<'q> {
+    qp: NonNull<sys::ibv_qp>,
+    gid: Gid,
+    lid: u16,
+    _m: PhantomData<&'q ()>,
+}
+
+// SAFETY: ibv_detach_mcast may be called from any thread.
+unsafe impl Send for McastMembership<'_> {}
+// SAFETY: the membership only holds immutable data.
+unsafe impl Sync for McastMembership<'_> {}
+
+impl McastMembership<'_> {
+    /// The group.
+    pub fn gid(&self) -> Gid {
+        self.gid
+    }
+
+    /// `ibv_detach_mcast`.
+    pub fn detach(self) -> Result<(), DestroyError<Self>> {
+        destroy(self)
+    }
+}
+
+impl Destroy for McastMembership<'_> {
+    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+        let g = self.gid.to_sys();
+        // SAFETY: the QP is live (borrowed); `g` valid for the call.
+        unsafe {
+            backend::of((*self.qp.as_ptr()).context).detach_mcast(self.qp.as_ptr(), &g, self.lid)
+        }
+        .map_err(|e| Error::os(Verb::DetachMcast, e))
+    }
+}
+
+impl Drop for McastMembership<'_> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once; an error cannot be reported from drop (use `detach`).
+        let _ = unsafe { self.destroy_raw() };
+    }
+}

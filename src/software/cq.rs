@@ -1,0 +1,560 @@
+//! The software device's CQ: a ring of completions behind the `ibv_cq_ex` polling function
+//! pointers and the context's `poll_cq`/`req_notify_cq`.
+//!
+//! Producers (the injection hook now, the device's QPs later) are serialized by `producer`;
+//! consumers by `consumer`, which `start_poll` takes and `end_poll` releases, as rdma-core's
+//! providers hold their CQ lock for a whole batch. A CQ created with SINGLE_THREADED skips the
+//! consumer lock, as the flag promises ("no locking is required"). Head and tail are atomics, so
+//! the two sides meet only there.
+
+use super::{give, rxe_round, sw_context, take, SwContext};
+use crate::backend::Errno;
+use crate::cq::AnyCq;
+use crate::cq_ex::flags as wcf;
+use crate::error::{Error, ErrorKind, Result, Verb};
+use crate::ffi::{self, sys};
+use crate::wc::{WcOpcode, WcStatus};
+use lock_api::RawMutex as _;
+use std::cell::UnsafeCell;
+use std::os::raw::{c_int, c_uint};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// One completion as the device stores it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Cqe {
+    wr_id: u64,
+    status: u32,
+    opcode: u32,
+    vendor_err: u32,
+    byte_len: u32,
+    /// Immediate data in network byte order, or the invalidated rkey (by `wc_flags`).
+    imm_or_inv: u32,
+    qp_num: u32,
+    src_qp: u32,
+    wc_flags: u32,
+    pkey_index: u16,
+    slid: u32,
+    sl: u8,
+    dlid_path_bits: u8,
+    completion_ts: u64,
+    completion_wallclock_ns: u64,
+    cvlan: u16,
+    flow_tag: u32,
+}
+
+/// A completion to put into a software-device CQ with [`inject`]: what the device would write
+/// after a work request finished. Fields that are not set read as zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InjectedCompletion {
+    cqe: Cqe,
+}
+
+impl InjectedCompletion {
+    /// A successful completion of work request `wr_id` with `opcode`.
+    pub fn success(wr_id: u64, opcode: WcOpcode) -> Self {
+        let cqe = Cqe {
+            wr_id,
+            status: WcStatus::Success.raw(),
+            opcode: opcode.raw(),
+            ..Cqe::default()
+        };
+        InjectedCompletion { cqe }
+    }
+
+    /// A failed completion of `wr_id`: `status` (not [`WcStatus::Success`]) and the device's
+    /// `vendor_err`.
+    pub fn error(wr_id: u64, status: WcStatus, vendor_err: u32) -> Self {
+        let cqe = Cqe {
+            wr_id,
+            status: status.raw(),
+            vendor_err,
+            ..Cqe::default()
+        };
+        InjectedCompletion { cqe }
+    }
+
+    /// Sets `byte_len`.
+    pub fn byte_len(mut self, v: u32) -> Self {
+        self.cqe.byte_len = v;
+        self
+    }
+    /// Sets immediate data (host byte order) and the completion's `IBV_WC_WITH_IMM` flag.
+    pub fn imm_data(mut self, v: u32) -> Self {
+        self.cqe.imm_or_inv = v.to_be();
+        self.cqe.wc_flags = (self.cqe.wc_flags | ffi::IBV_WC_WITH_IMM) & !ffi::IBV_WC_WITH_INV;
+        self
+    }
+    /// Sets an invalidated rkey and the completion's `IBV_WC_WITH_INV` flag.
+    pub fn invalidated_rkey(mut self, v: u32) -> Self {
+        self.cqe.imm_or_inv = v;
+        self.cqe.wc_flags = (self.cqe.wc_flags | ffi::IBV_WC_WITH_INV) & !ffi::IBV_WC_WITH_IMM;
+        self
+    }
+    /// Sets `qp_num`.
+    pub fn qp_num(mut self, v: u32) -> Self {
+        self.cqe.qp_num = v;
+        self
+    }
+    /// Sets `src_qp`.
+    pub fn src_qp(mut self, v: u32) -> Self {
+        self.cqe.src_qp = v;
+        self
+    }
+    /// Sets `slid`.
+    pub fn slid(mut self, v: u16) -> Self {
+        self.cqe.slid = v.into();
+        self
+    }
+    /// Sets `sl`.
+    pub fn sl(mut self, v: u8) -> Self {
+        self.cqe.sl = v;
+        self
+    }
+    /// Sets `dlid_path_bits`.
+    pub fn dlid_path_bits(mut self, v: u8) -> Self {
+        self.cqe.dlid_path_bits = v;
+        self
+    }
+    /// Sets `pkey_index`.
+    pub fn pkey_index(mut self, v: u16) -> Self {
+        self.cqe.pkey_index = v;
+        self
+    }
+    /// Sets the device timestamp (HCA clock units).
+    pub fn completion_ts(mut self, v: u64) -> Self {
+        self.cqe.completion_ts = v;
+        self
+    }
+    /// Sets the wall-clock timestamp in nanoseconds.
+    pub fn completion_wallclock_ns(mut self, v: u64) -> Self {
+        self.cqe.completion_wallclock_ns = v;
+        self
+    }
+    /// Sets `cvlan`.
+    pub fn cvlan(mut self, v: u16) -> Self {
+        self.cqe.cvlan = v;
+        self
+    }
+    /// Sets `flow_tag`.
+    pub fn flow_tag(mut self, v: u32) -> Self {
+        self.cqe.flow_tag = v;
+        self
+    }
+    /// Sets the completion's `IBV_WC_GRH` flag (a UD receive whose buffer starts with a GRH).
+    pub fn with_grh(mut self) -> Self {
+        self.cqe.wc_flags |= 1 << 0;
+        self
+    }
+}
+
+/// A software CQ. `ex` is first: a `*mut ibv_cq_ex` (or its `ibv_cq` prefix) of ours is a
+/// `*mut SwCq`.
+#[repr(C)]
+pub(crate) struct SwCq {
+    ex: sys::ibv_cq_ex,
+    ctx: *mut SwContext,
+    channel: *mut sys::ibv_comp_channel,
+    parent: *mut sys::ibv_pd,
+    single_threaded: bool,
+    ignore_overrun: bool,
+    consumer: parking_lot::RawMutex,
+    producer: parking_lot::RawMutex,
+    head: AtomicU64,
+    tail: AtomicU64,
+    /// The completion the batch points at; null outside a batch. Consumer side only.
+    cur: UnsafeCell<*const Cqe>,
+    mask: u64,
+    depth: u64,
+    slots: Box<[UnsafeCell<Cqe>]>,
+    /// QPs that use this CQ (send and receive counted apart).
+    pub(crate) usecnt: AtomicU32,
+    armed: AtomicU32,
+    overrun: AtomicBool,
+    lost: AtomicU64,
+}
+static_assertions::const_assert_eq!(std::mem::offset_of!(SwCq, ex), 0);
+
+/// # Safety
+/// `ctx` live software context; `attr` valid for reads and writes.
+pub(super) unsafe fn create(
+    ctx: *mut sys::ibv_context,
+    attr: *mut sys::ibv_cq_init_attr_ex,
+    legacy: bool,
+) -> Result<NonNull<sys::ibv_cq_ex>, Errno> {
+    // SAFETY: caller's contract.
+    let (c, a) = unsafe { (sw_context(ctx), &*attr) };
+    let cfg = c.config();
+    // verbs.h: a comp_mask bit at or above IBV_CQ_INIT_ATTR_MASK_RESERVED is EINVAL.
+    if a.comp_mask & !(ffi::CQ_INIT_ATTR_MASK_FLAGS | ffi::CQ_INIT_ATTR_MASK_PD) != 0 {
+        return Err(libc::EINVAL);
+    }
+    if a.cqe < 1 || a.cqe > cfg.max_cqe || a.comp_vector >= cfg.num_comp_vectors {
+        return Err(libc::EINVAL);
+    }
+    if a.wc_flags & !cfg.wc_flags != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let flags = if a.comp_mask & ffi::CQ_INIT_ATTR_MASK_FLAGS != 0 {
+        a.flags
+    } else {
+        0
+    };
+    if flags & !cfg.cq_create_flags != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let parent = if a.comp_mask & ffi::CQ_INIT_ATTR_MASK_PD != 0 {
+        a.parent_domain
+    } else {
+        ptr::null_mut()
+    };
+    if !parent.is_null() {
+        if !cfg.parent_domain {
+            return Err(libc::EOPNOTSUPP);
+        }
+        if !super::objects::is_parent_domain(parent) {
+            return Err(libc::EINVAL);
+        }
+    }
+    // SAFETY: a non-null channel is a live channel object (caller's contract).
+    if !a.channel.is_null() && unsafe { (*a.channel).context } != ctx {
+        return Err(libc::EINVAL);
+    }
+    take(&c.live.cqs, cfg.max_objects)?;
+
+    let depth = rxe_round(a.cqe) as u64;
+    let slots = (0..=depth)
+        .map(|_| UnsafeCell::new(Cqe::default()))
+        .collect::<Box<[_]>>();
+    // SAFETY: ibv_cq_ex is plain C data (the pthread mutex/cond are zero-initialised, which is
+    // their static initializer on glibc); every field the device uses is set below.
+    let mut ex: sys::ibv_cq_ex = unsafe { std::mem::zeroed() };
+    ex.context = ctx;
+    ex.channel = a.channel;
+    ex.cq_context = a.cq_context;
+    ex.handle = c.handle();
+    ex.cqe = depth as c_int;
+    ex.start_poll = Some(start_poll);
+    ex.next_poll = Some(next_poll);
+    ex.end_poll = Some(end_poll);
+    ex.read_opcode = Some(read_opcode);
+    ex.read_vendor_err = Some(read_vendor_err);
+    ex.read_wc_flags = Some(read_wc_flags);
+    // Only the fields the CQ was created for can be read; the others stay NULL, so reading one
+    // is a loud failure rather than a garbage value.
+    let has = |bit: u64| legacy || a.wc_flags & bit != 0;
+    if has(wcf::BYTE_LEN) {
+        ex.read_byte_len = Some(read_byte_len);
+    }
+    if has(wcf::IMM) {
+        ex.read_imm_data = Some(read_imm_data);
+    }
+    if has(wcf::QP_NUM) {
+        ex.read_qp_num = Some(read_qp_num);
+    }
+    if has(wcf::SRC_QP) {
+        ex.read_src_qp = Some(read_src_qp);
+    }
+    if has(wcf::SLID) {
+        ex.read_slid = Some(read_slid);
+    }
+    if has(wcf::SL) {
+        ex.read_sl = Some(read_sl);
+    }
+    if has(wcf::DLID_PATH_BITS) {
+        ex.read_dlid_path_bits = Some(read_dlid_path_bits);
+    }
+    if a.wc_flags & wcf::COMPLETION_TIMESTAMP != 0 {
+        ex.read_completion_ts = Some(read_completion_ts);
+    }
+    if a.wc_flags & wcf::COMPLETION_TIMESTAMP_WALLCLOCK != 0 {
+        ex.read_completion_wallclock_ns = Some(read_completion_wallclock_ns);
+    }
+    if a.wc_flags & wcf::CVLAN != 0 {
+        ex.read_cvlan = Some(read_cvlan);
+    }
+    if a.wc_flags & wcf::FLOW_TAG != 0 {
+        ex.read_flow_tag = Some(read_flow_tag);
+    }
+    let cq = Box::new(SwCq {
+        ex,
+        ctx: ctx as *mut SwContext,
+        channel: a.channel,
+        parent,
+        single_threaded: flags & ffi::CREATE_CQ_ATTR_SINGLE_THREADED != 0,
+        ignore_overrun: flags & ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN != 0,
+        consumer: parking_lot::RawMutex::INIT,
+        producer: parking_lot::RawMutex::INIT,
+        head: AtomicU64::new(0),
+        tail: AtomicU64::new(0),
+        cur: UnsafeCell::new(ptr::null()),
+        mask: depth,
+        depth,
+        slots,
+        usecnt: AtomicU32::new(0),
+        armed: AtomicU32::new(0),
+        overrun: AtomicBool::new(false),
+        lost: AtomicU64::new(0),
+    });
+    if !a.channel.is_null() {
+        // SAFETY: checked above to be a live channel of this context.
+        unsafe { super::objects::channel_use(a.channel, 1) };
+    }
+    if !parent.is_null() {
+        // SAFETY: checked above to be a live parent domain of this context.
+        unsafe { super::objects::pd_use(parent, 1) };
+    }
+    // SAFETY: Box::into_raw is never null; `ex` is at offset 0.
+    Ok(unsafe { NonNull::new_unchecked(Box::into_raw(cq) as *mut sys::ibv_cq_ex) })
+}
+
+/// # Safety
+/// `cq` is a live software CQ.
+pub(super) unsafe fn destroy(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
+    let sw = cq as *mut SwCq;
+    // SAFETY: live software CQ (caller's contract); fields read by raw pointer.
+    unsafe {
+        if (*sw).usecnt.load(Ordering::Acquire) != 0 {
+            // ibv_destroy_cq(3): "fails if any queue pair is still associated with this CQ".
+            return Err(libc::EBUSY);
+        }
+        if !(*sw).channel.is_null() {
+            super::objects::channel_use((*sw).channel, -1);
+        }
+        if !(*sw).parent.is_null() {
+            super::objects::pd_use((*sw).parent, -1);
+        }
+        give(&(*(*sw).ctx).live.cqs);
+        drop(Box::from_raw(sw));
+    }
+    Ok(())
+}
+
+/// # Safety
+/// `cq` is a live software CQ; the caller is the consumer.
+#[inline]
+unsafe fn set_current(cq: *mut SwCq, pos: u64) {
+    // SAFETY: pos - head < depth, so the slot holds a published completion that producers will
+    // not touch until `head` passes it.
+    unsafe {
+        let e = (*cq).slots[(pos & (*cq).mask) as usize].get() as *const Cqe;
+        *(*cq).cur.get() = e;
+        (*cq).ex.wr_id = (*e).wr_id;
+        (*cq).ex.status = (*e).status;
+    }
+}
+
+unsafe extern "C" fn start_poll(
+    ex: *mut sys::ibv_cq_ex,
+    _attr: *mut sys::ibv_poll_cq_attr,
+) -> c_int {
+    let cq = ex as *mut SwCq;
+    // SAFETY: libibverbs' contract: `ex` is a live CQ of this provider, so a SwCq.
+    unsafe {
+        let st = (*cq).single_threaded;
+        if !st {
+            (*cq).consumer.lock();
+        }
+        let head = (*cq).head.load(Ordering::Relaxed);
+        if head == (*cq).tail.load(Ordering::Acquire) {
+            // ENOENT: no completion; the batch did not start, so release the lock now
+            // ("If an error code is given, end_poll shouldn't be called").
+            if !st {
+                (*cq).consumer.unlock();
+            }
+            return libc::ENOENT;
+        }
+        set_current(cq, head);
+    }
+    0
+}
+
+unsafe extern "C" fn next_poll(ex: *mut sys::ibv_cq_ex) -> c_int {
+    let cq = ex as *mut SwCq;
+    // SAFETY: inside a batch (libibverbs' contract), so we are the consumer.
+    unsafe {
+        let head = (*cq).head.load(Ordering::Relaxed) + 1;
+        (*cq).head.store(head, Ordering::Release);
+        if head == (*cq).tail.load(Ordering::Acquire) {
+            *(*cq).cur.get() = ptr::null();
+            return libc::ENOENT;
+        }
+        set_current(cq, head);
+    }
+    0
+}
+
+unsafe extern "C" fn end_poll(ex: *mut sys::ibv_cq_ex) {
+    let cq = ex as *mut SwCq;
+    // SAFETY: ends the batch start_poll began (libibverbs' contract).
+    unsafe {
+        if !(*(*cq).cur.get()).is_null() {
+            let head = (*cq).head.load(Ordering::Relaxed) + 1;
+            (*cq).head.store(head, Ordering::Release);
+            *(*cq).cur.get() = ptr::null();
+        }
+        if !(*cq).single_threaded {
+            (*cq).consumer.unlock();
+        }
+    }
+}
+
+macro_rules! readers {
+    ($($name:ident: $field:ident -> $t:ty;)*) => {$(
+        unsafe extern "C" fn $name(ex: *mut sys::ibv_cq_ex) -> $t {
+            // SAFETY: called inside a batch after a successful start/next_poll, so `cur` points
+            // at the current completion (libibverbs' contract for ibv_wc_read_*).
+            unsafe { (**(*(ex as *mut SwCq)).cur.get()).$field as $t }
+        }
+    )*};
+}
+readers! {
+    read_opcode: opcode -> sys::ibv_wc_opcode::Type;
+    read_vendor_err: vendor_err -> u32;
+    read_byte_len: byte_len -> u32;
+    read_imm_data: imm_or_inv -> sys::__be32;
+    read_qp_num: qp_num -> u32;
+    read_src_qp: src_qp -> u32;
+    read_wc_flags: wc_flags -> c_uint;
+    read_slid: slid -> u32;
+    read_sl: sl -> u8;
+    read_dlid_path_bits: dlid_path_bits -> u8;
+    read_completion_ts: completion_ts -> u64;
+    read_completion_wallclock_ns: completion_wallclock_ns -> u64;
+    read_cvlan: cvlan -> u16;
+    read_flow_tag: flow_tag -> u32;
+}
+
+/// `ibv_context.ops.poll_cq`: copies up to `n` completions into `wc`.
+pub(super) unsafe extern "C" fn poll_cq(
+    ibcq: *mut sys::ibv_cq,
+    n: c_int,
+    wc: *mut sys::ibv_wc,
+) -> c_int {
+    if n < 0 {
+        return -libc::EINVAL;
+    }
+    let cq = ibcq as *mut SwCq;
+    // SAFETY: libibverbs' contract: a live CQ of this provider and `wc` valid for `n` entries.
+    let mut i = 0;
+    unsafe {
+        let st = (*cq).single_threaded;
+        if !st {
+            (*cq).consumer.lock();
+        }
+        let mut head = (*cq).head.load(Ordering::Relaxed);
+        let tail = (*cq).tail.load(Ordering::Acquire);
+        while i < n && head != tail {
+            let e = &*(*cq).slots[(head & (*cq).mask) as usize].get();
+            wc.add(i as usize).write(sys::ibv_wc {
+                wr_id: e.wr_id,
+                status: e.status,
+                opcode: e.opcode,
+                vendor_err: e.vendor_err,
+                byte_len: e.byte_len,
+                imm_data_invalidated_rkey_union: sys::imm_data_invalidated_rkey_union_t {
+                    imm_data: e.imm_or_inv,
+                },
+                qp_num: e.qp_num,
+                src_qp: e.src_qp,
+                wc_flags: e.wc_flags,
+                pkey_index: e.pkey_index,
+                slid: e.slid as u16,
+                sl: e.sl,
+                dlid_path_bits: e.dlid_path_bits,
+            });
+            head += 1;
+            i += 1;
+        }
+        (*cq).head.store(head, Ordering::Release);
+        if !st {
+            (*cq).consumer.unlock();
+        }
+    }
+    i
+}
+
+/// `ibv_context.ops.req_notify_cq`: arms the CQ (1: any completion, 2: solicited only).
+pub(super) unsafe extern "C" fn req_notify_cq(
+    ibcq: *mut sys::ibv_cq,
+    solicited_only: c_int,
+) -> c_int {
+    // SAFETY: a live CQ of this provider.
+    unsafe {
+        (*(ibcq as *mut SwCq))
+            .armed
+            .store(1 + (solicited_only != 0) as u32, Ordering::Release)
+    };
+    0
+}
+
+/// Puts `completion` into `cq`, a CQ of the software device, as the device would after a work
+/// request finished. The hook that lets polling be tested before traffic exists.
+///
+/// Fails with [`ErrorKind::NotSoftware`] on a real device's CQ, and with
+/// [`ErrorKind::CqOverrun`] when the CQ already holds `cqe` completions (a device would move the
+/// CQ to the error state). A CQ created with IGNORE_OVERRUN instead drops the completion and
+/// counts it (see [`lost_completions`]): "CQEs might be lost".
+pub fn inject<Q: AnyCq + ?Sized>(cq: &Q, completion: InjectedCompletion) -> Result<()> {
+    let raw = cq.as_raw_cq();
+    // SAFETY: `cq` is a live CQ, so its context pointer is live too.
+    super::require_software(unsafe { (*raw).context }, Verb::InjectCompletion)?;
+    let sw = raw as *mut SwCq;
+    // SAFETY: a live software CQ; the producer lock serializes producers, and the slot at
+    // `tail` is not visible to the consumer until `tail` is published.
+    unsafe {
+        (*sw).producer.lock();
+        let tail = (*sw).tail.load(Ordering::Relaxed);
+        let head = (*sw).head.load(Ordering::Acquire);
+        if tail - head >= (*sw).depth {
+            (*sw).producer.unlock();
+            if (*sw).ignore_overrun {
+                (*sw).lost.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            (*sw).overrun.store(true, Ordering::Release);
+            return Err(Error {
+                verb: Verb::InjectCompletion,
+                kind: ErrorKind::CqOverrun,
+            });
+        }
+        *(*sw).slots[(tail & (*sw).mask) as usize].get() = completion.cqe;
+        (*sw).tail.store(tail + 1, Ordering::Release);
+        (*sw).producer.unlock();
+    }
+    Ok(())
+}
+
+/// How many completions a software CQ created with IGNORE_OVERRUN dropped because it was full;
+/// `None` for a real device's CQ.
+pub fn lost_completions<Q: AnyCq + ?Sized>(cq: &Q) -> Option<u64> {
+    let raw = cq.as_raw_cq();
+    // SAFETY: a live CQ; its context is live; a software CQ is a SwCq.
+    unsafe {
+        super::owns_context((*raw).context)
+            .then(|| (*(raw as *mut SwCq)).lost.load(Ordering::Relaxed))
+    }
+}
+
+/// Whether a software CQ has overrun (and would be in the error state); `None` for a real
+/// device's CQ.
+pub fn has_overrun<Q: AnyCq + ?Sized>(cq: &Q) -> Option<bool> {
+    let raw = cq.as_raw_cq();
+    // SAFETY: as in `lost_completions`.
+    unsafe {
+        super::owns_context((*raw).context)
+            .then(|| (*(raw as *mut SwCq)).overrun.load(Ordering::Relaxed))
+    }
+}
+
+/// # Safety
+/// `cq` is a live software CQ.
+pub(super) unsafe fn cq_use(cq: *mut sys::ibv_cq, delta: i32) {
+    // SAFETY: caller's contract.
+    let u = unsafe { &(*(cq as *mut SwCq)).usecnt };
+    if delta > 0 {
+        u.fetch_add(1, Ordering::AcqRel);
+    } else {
+        u.fetch_sub(1, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,543 @@
+//! The software device: an in-process verbs provider, the crate's embedded default.
+//!
+//! It fills the very C structures a hardware provider fills (`ibv_device`, `ibv_context` with its
+//! `ops`, `ibv_pd`, `ibv_comp_channel`, `ibv_cq_ex` with its polling function pointers, `ibv_srq`,
+//! `ibv_qp`), so the typed layer's data path is the same code on it and on rdma-core. Its
+//! control path implements [`crate::backend::ControlPath`] and follows the kernel's rules as
+//! rxe shows them: EBUSY for an object still in use, EINVAL for a limit, EOPNOTSUPP for a flag the
+//! device lacks, actual sizes rounded up as rxe rounds them.
+//!
+//! A device named [`DEFAULT_DEVICE`] with [`SwConfig::default`] is always in the device list.
+//! [`register`] adds more, each with its own limits, so a test can make one behave like a given
+//! real device. [`inject`] puts a completion into a CQ, so polling can be tested without traffic.
+
+mod cq;
+mod objects;
+
+pub use cq::{has_overrun, inject, lost_completions, InjectedCompletion};
+
+use crate::backend::{ControlPath, Errno};
+use crate::cq_ex::flags as wcf;
+use crate::error::{Error, ErrorKind, Result, Verb};
+use crate::ffi::sys;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashSet;
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The name of the software device that is always present.
+pub const DEFAULT_DEVICE: &str = "sw0";
+
+/// Limits and features of a software device. The defaults are documented on each field; they
+/// follow what rxe reports where a test could notice the difference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwConfig {
+    /// `max_cqe`. Default 32767 (as rxe).
+    pub max_cqe: u32,
+    /// `max_qp_wr`. Default 16384.
+    pub max_qp_wr: u32,
+    /// `max_sge`. Default 32 (as rxe).
+    pub max_sge: u32,
+    /// `max_srq_wr`. Default 16384.
+    pub max_srq_wr: u32,
+    /// `max_srq_sge`. Default 27 (as rxe).
+    pub max_srq_sge: u32,
+    /// Largest `max_inline_data` a QP may ask for. Default 512.
+    pub max_inline_data: u32,
+    /// `num_comp_vectors` of a context. Default 2.
+    pub num_comp_vectors: u32,
+    /// `max_qp`, `max_cq`, `max_srq`, `max_pd`: how many of each a context may hold. Default 4096.
+    pub max_objects: u32,
+    /// `max_mcast_grp` and `max_mcast_qp_attach`. Default 64.
+    pub max_mcast: u32,
+    /// The `IBV_WC_EX_WITH_*` bits `ibv_create_cq_ex` accepts; others fail with EOPNOTSUPP.
+    /// Default: all eleven of the man page.
+    pub wc_flags: u64,
+    /// The `IBV_CREATE_CQ_ATTR_*` bits `ibv_create_cq_ex` accepts. Default: SINGLE_THREADED and
+    /// IGNORE_OVERRUN.
+    pub cq_create_flags: u32,
+    /// Whether `ibv_alloc_parent_domain` works (and so `IBV_CQ_INIT_ATTR_MASK_PD`). Default true.
+    pub parent_domain: bool,
+    /// Whether RAW_PACKET QPs can be created. Default true.
+    pub raw_packet: bool,
+}
+
+impl Default for SwConfig {
+    fn default() -> Self {
+        SwConfig {
+            max_cqe: 32767,
+            max_qp_wr: 16384,
+            max_sge: 32,
+            max_srq_wr: 16384,
+            max_srq_sge: 27,
+            max_inline_data: 512,
+            num_comp_vectors: 2,
+            max_objects: 4096,
+            max_mcast: 64,
+            wc_flags: wcf::ALL,
+            cq_create_flags: crate::ffi::CREATE_CQ_ATTR_SINGLE_THREADED
+                | crate::ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN,
+            parent_domain: true,
+            raw_packet: true,
+        }
+    }
+}
+
+impl SwConfig {
+    /// The features rxe (rdma-core 44, Linux 6.1) has: only the standard wc_flags, no CQ create
+    /// flags it honours, no parent domains, no RAW_PACKET QPs; limits as rxe0 reports them.
+    pub fn like_rxe() -> Self {
+        SwConfig {
+            max_qp_wr: 1 << 20,
+            max_srq_wr: 1 << 20,
+            wc_flags: wcf::STANDARD,
+            cq_create_flags: crate::ffi::CREATE_CQ_ATTR_SINGLE_THREADED,
+            parent_domain: false,
+            raw_packet: false,
+            ..SwConfig::default()
+        }
+    }
+}
+
+/// A registered software device. The `ibv_device` lives inside, at a stable address.
+pub(crate) struct SwDevice {
+    pub(crate) name: String,
+    pub(crate) config: SwConfig,
+    ibv: Box<sys::ibv_device>,
+}
+
+// SAFETY: the `ibv_device` is written once at registration and only read afterwards.
+unsafe impl Send for SwDevice {}
+// SAFETY: as above: immutable after construction.
+unsafe impl Sync for SwDevice {}
+
+impl SwDevice {
+    fn new(name: &str, config: SwConfig) -> Self {
+        // SAFETY: ibv_device is plain C data; all-zero is a valid (empty) value.
+        let mut ibv: Box<sys::ibv_device> = Box::new(unsafe { std::mem::zeroed() });
+        ibv.node_type = sys::ibv_node_type::IBV_NODE_CA;
+        ibv.transport_type = sys::ibv_transport_type::IBV_TRANSPORT_IB;
+        for (dst, src) in ibv.name.iter_mut().zip(name.bytes().take(63)) {
+            *dst = src as std::os::raw::c_char;
+        }
+        ibv.dev_name = ibv.name;
+        SwDevice {
+            name: name.to_owned(),
+            config,
+            ibv,
+        }
+    }
+
+    pub(crate) fn ibv_device(&self) -> *mut sys::ibv_device {
+        &*self.ibv as *const sys::ibv_device as *mut sys::ibv_device
+    }
+}
+
+fn devices_lock() -> &'static Mutex<Vec<Arc<SwDevice>>> {
+    static DEVICES: OnceLock<Mutex<Vec<Arc<SwDevice>>>> = OnceLock::new();
+    DEVICES.get_or_init(|| {
+        Mutex::new(vec![Arc::new(SwDevice::new(
+            DEFAULT_DEVICE,
+            SwConfig::default(),
+        ))])
+    })
+}
+
+/// The registered software devices, in registration order ([`DEFAULT_DEVICE`] first).
+pub(crate) fn devices() -> Vec<Arc<SwDevice>> {
+    devices_lock().lock().clone()
+}
+
+/// Adds a software device named `name` with `config` to the device list. It stays registered for
+/// the life of the process, like a device that was plugged in.
+///
+/// Fails with EEXIST if a software device already has that name, and with EINVAL for an empty
+/// name, a name of more than 63 bytes, or a config with zero `num_comp_vectors` or `max_cqe`.
+pub fn register(name: &str, config: SwConfig) -> Result<()> {
+    let bad = name.is_empty() || name.len() > 63 || name.contains('\0');
+    if bad || config.num_comp_vectors == 0 || config.max_cqe == 0 {
+        return Err(Error::os(Verb::RegisterSoftwareDevice, libc::EINVAL));
+    }
+    let mut devs = devices_lock().lock();
+    if devs.iter().any(|d| d.name == name) {
+        return Err(Error::os(Verb::RegisterSoftwareDevice, libc::EEXIST));
+    }
+    devs.push(Arc::new(SwDevice::new(name, config)));
+    Ok(())
+}
+
+/// How many objects of each kind a software context holds now. Tests use it to show that no
+/// error path leaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveObjects {
+    /// Protection domains and parent domains.
+    pub pds: u32,
+    /// Completion channels.
+    pub comp_channels: u32,
+    /// CQs, legacy and extended.
+    pub cqs: u32,
+    /// Shared receive queues.
+    pub srqs: u32,
+    /// Queue pairs.
+    pub qps: u32,
+    /// Multicast attachments of QPs.
+    pub mcast_attachments: u32,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pds: AtomicU32,
+    comp_channels: AtomicU32,
+    cqs: AtomicU32,
+    srqs: AtomicU32,
+    qps: AtomicU32,
+    mcast: AtomicU32,
+}
+
+impl Counters {
+    fn snapshot(&self) -> LiveObjects {
+        LiveObjects {
+            pds: self.pds.load(Ordering::Relaxed),
+            comp_channels: self.comp_channels.load(Ordering::Relaxed),
+            cqs: self.cqs.load(Ordering::Relaxed),
+            srqs: self.srqs.load(Ordering::Relaxed),
+            qps: self.qps.load(Ordering::Relaxed),
+            mcast_attachments: self.mcast.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A software context. `ibv` is first, so a `*mut ibv_context` of ours is a `*mut SwContext`.
+#[repr(C)]
+pub(crate) struct SwContext {
+    ibv: sys::ibv_context,
+    dev: Arc<SwDevice>,
+    live: Counters,
+    next_handle: AtomicU32,
+}
+static_assertions::const_assert_eq!(std::mem::offset_of!(SwContext, ibv), 0);
+
+fn contexts() -> &'static RwLock<HashSet<usize>> {
+    static CONTEXTS: OnceLock<RwLock<HashSet<usize>>> = OnceLock::new();
+    CONTEXTS.get_or_init(Default::default)
+}
+
+/// Whether `ctx` is a context of the software device (the backend seam's one question).
+pub(crate) fn owns_context(ctx: *mut sys::ibv_context) -> bool {
+    contexts().read().contains(&(ctx as usize))
+}
+
+/// # Safety
+/// `ctx` must be a live software context.
+pub(crate) unsafe fn sw_context<'a>(ctx: *mut sys::ibv_context) -> &'a SwContext {
+    // SAFETY: caller's contract; `ibv` is at offset 0 of the #[repr(C)] SwContext. Only the
+    // Rust-side fields are read through this reference; the C part is accessed by raw pointer.
+    unsafe { &*(ctx as *const SwContext) }
+}
+
+/// Opens a context on a software device.
+pub(crate) fn open(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
+    // SAFETY: ibv_context is plain C data (pointers, ints, an opaque pthread mutex whose
+    // all-zero value is PTHREAD_MUTEX_INITIALIZER on glibc); zero is a valid start.
+    let mut ibv: sys::ibv_context = unsafe { std::mem::zeroed() };
+    ibv.device = dev.ibv_device();
+    ibv.cmd_fd = -1;
+    ibv.async_fd = -1;
+    ibv.num_comp_vectors = dev.config.num_comp_vectors as i32;
+    ibv.ops.poll_cq = Some(cq::poll_cq);
+    ibv.ops.req_notify_cq = Some(cq::req_notify_cq);
+    ibv.ops.post_send = Some(objects::post_send);
+    ibv.ops.post_recv = Some(objects::post_recv);
+    ibv.ops.post_srq_recv = Some(objects::post_srq_recv);
+    let ctx = Box::new(SwContext {
+        ibv,
+        dev: dev.clone(),
+        live: Counters::default(),
+        next_handle: AtomicU32::new(1),
+    });
+    let raw = Box::into_raw(ctx) as *mut sys::ibv_context;
+    contexts().write().insert(raw as usize);
+    // SAFETY: from Box::into_raw, never null.
+    unsafe { NonNull::new_unchecked(raw) }
+}
+
+/// The objects a software context holds now; `None` for a context on a real device.
+pub fn live_objects(ctx: &crate::Context) -> Option<LiveObjects> {
+    let raw = ctx.as_raw();
+    // SAFETY: `raw` is the live context of `ctx`, checked to be ours first.
+    owns_context(raw).then(|| unsafe { sw_context(raw) }.live.snapshot())
+}
+
+impl SwContext {
+    fn config(&self) -> &SwConfig {
+        &self.dev.config
+    }
+    fn handle(&self) -> u32 {
+        self.next_handle.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Takes one unit of a context's quota `counter`, or fails with ENOMEM when the device's
+/// `max_objects` are all in use.
+fn take(counter: &AtomicU32, max: u32) -> Result<(), Errno> {
+    counter
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .map(drop)
+        .map_err(|_| libc::ENOMEM)
+}
+
+fn give(counter: &AtomicU32) {
+    counter.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// Rounds a queue size up as rxe does: the ring holds a power of two slots, one kept empty.
+pub(crate) fn rxe_round(n: u32) -> u32 {
+    (n.max(1) as u64 + 1).next_power_of_two() as u32 - 1
+}
+
+pub(crate) struct Software;
+pub(crate) static SOFTWARE: Software = Software;
+
+impl ControlPath for Software {
+    unsafe fn close_device(&self, ctx: *mut sys::ibv_context) -> Result<(), Errno> {
+        // SAFETY: live software context (caller's contract).
+        let live = unsafe { sw_context(ctx) }.live.snapshot();
+        if live != LiveObjects::default() {
+            return Err(libc::EBUSY);
+        }
+        contexts().write().remove(&(ctx as usize));
+        // SAFETY: allocated by `open` with Box::into_raw; removed from the registry first, so
+        // nothing finds it any more.
+        drop(unsafe { Box::from_raw(ctx as *mut SwContext) });
+        Ok(())
+    }
+
+    unsafe fn query_device(
+        &self,
+        ctx: *mut sys::ibv_context,
+        out: *mut sys::ibv_device_attr,
+    ) -> Result<(), Errno> {
+        // SAFETY: live context, `out` valid for writes.
+        let c = unsafe { sw_context(ctx) }.config();
+        // SAFETY: ibv_device_attr is plain C data.
+        let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
+        for (dst, src) in a.fw_ver.iter_mut().zip(env!("CARGO_PKG_VERSION").bytes()) {
+            *dst = src as std::os::raw::c_char;
+        }
+        a.max_mr_size = u64::MAX;
+        a.page_size_cap = 0xffff_f000;
+        a.max_qp = c.max_objects as i32;
+        a.max_qp_wr = c.max_qp_wr as i32;
+        a.max_sge = c.max_sge as i32;
+        a.max_sge_rd = c.max_sge as i32;
+        a.max_cq = c.max_objects as i32;
+        a.max_cqe = c.max_cqe as i32;
+        a.max_mr = c.max_objects as i32;
+        a.max_pd = c.max_objects as i32;
+        a.max_qp_rd_atom = 128;
+        a.max_qp_init_rd_atom = 128;
+        a.max_res_rd_atom = 128;
+        a.atomic_cap = sys::ibv_atomic_cap::IBV_ATOMIC_HCA;
+        a.max_mcast_grp = c.max_mcast as i32;
+        a.max_mcast_qp_attach = c.max_mcast as i32;
+        a.max_total_mcast_qp_attach = c.max_mcast as i32;
+        a.max_ah = c.max_objects as i32;
+        a.max_srq = c.max_objects as i32;
+        a.max_srq_wr = c.max_srq_wr as i32;
+        a.max_srq_sge = c.max_srq_sge as i32;
+        a.max_pkeys = 1;
+        a.local_ca_ack_delay = 15;
+        a.phys_port_cnt = 1;
+        // SAFETY: `out` valid for writes (caller's contract).
+        unsafe { out.write(a) };
+        Ok(())
+    }
+
+    unsafe fn query_port(
+        &self,
+        _ctx: *mut sys::ibv_context,
+        port: u8,
+        out: *mut sys::ibv_port_attr,
+    ) -> Result<(), Errno> {
+        if port != 1 {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: ibv_port_attr is plain C data.
+        let mut p: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+        p.state = sys::ibv_port_state::IBV_PORT_ACTIVE;
+        p.max_mtu = sys::ibv_mtu::IBV_MTU_4096;
+        p.active_mtu = sys::ibv_mtu::IBV_MTU_1024;
+        p.gid_tbl_len = 1;
+        p.max_msg_sz = 1 << 31;
+        p.pkey_tbl_len = 1;
+        p.phys_state = 5; // LinkUp
+        p.link_layer = 2; // IBV_LINK_LAYER_ETHERNET (RoCE, as rxe)
+                          // SAFETY: `out` valid for writes.
+        unsafe { out.write(p) };
+        Ok(())
+    }
+
+    unsafe fn alloc_pd(&self, ctx: *mut sys::ibv_context) -> Result<NonNull<sys::ibv_pd>, Errno> {
+        // SAFETY: live context.
+        unsafe { objects::alloc_pd(ctx, std::ptr::null_mut()) }
+    }
+
+    unsafe fn alloc_parent_domain(
+        &self,
+        ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_parent_domain_init_attr,
+    ) -> Result<NonNull<sys::ibv_pd>, Errno> {
+        // SAFETY: live context, attr valid for reads.
+        let (c, a) = unsafe { (sw_context(ctx), &*attr) };
+        if !c.config().parent_domain || a.comp_mask != 0 || !a.td.is_null() {
+            return Err(libc::EOPNOTSUPP);
+        }
+        if a.pd.is_null() || objects::is_parent_domain(a.pd) {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: live context; a.pd is a plain PD of it.
+        unsafe { objects::alloc_pd(ctx, a.pd) }
+    }
+
+    unsafe fn dealloc_pd(&self, pd: *mut sys::ibv_pd) -> Result<(), Errno> {
+        // SAFETY: live PD.
+        unsafe { objects::dealloc_pd(pd) }
+    }
+
+    unsafe fn create_comp_channel(
+        &self,
+        ctx: *mut sys::ibv_context,
+    ) -> Result<NonNull<sys::ibv_comp_channel>, Errno> {
+        // SAFETY: live context.
+        unsafe { objects::create_comp_channel(ctx) }
+    }
+
+    unsafe fn destroy_comp_channel(&self, ch: *mut sys::ibv_comp_channel) -> Result<(), Errno> {
+        // SAFETY: live channel.
+        unsafe { objects::destroy_comp_channel(ch) }
+    }
+
+    unsafe fn create_cq(
+        &self,
+        ctx: *mut sys::ibv_context,
+        cqe: i32,
+        cq_context: *mut c_void,
+        channel: *mut sys::ibv_comp_channel,
+        comp_vector: i32,
+    ) -> Result<NonNull<sys::ibv_cq>, Errno> {
+        // A legacy CQ is an extended CQ with the standard fields, polled with ibv_poll_cq.
+        if cqe < 1 || comp_vector < 0 {
+            return Err(libc::EINVAL);
+        }
+        let mut attr = sys::ibv_cq_init_attr_ex {
+            cqe: cqe as u32,
+            cq_context,
+            channel,
+            comp_vector: comp_vector as u32,
+            wc_flags: 0,
+            comp_mask: 0,
+            flags: 0,
+            parent_domain: std::ptr::null_mut(),
+        };
+        // SAFETY: live context; attr valid.
+        unsafe { cq::create(ctx, &mut attr, true) }.map(|p| p.cast())
+    }
+
+    unsafe fn create_cq_ex(
+        &self,
+        ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_cq_init_attr_ex,
+    ) -> Result<NonNull<sys::ibv_cq_ex>, Errno> {
+        // SAFETY: live context; attr valid.
+        unsafe { cq::create(ctx, attr, false) }
+    }
+
+    unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
+        // SAFETY: live CQ.
+        unsafe { cq::destroy(cq) }
+    }
+
+    unsafe fn create_srq(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_srq_init_attr,
+    ) -> Result<NonNull<sys::ibv_srq>, Errno> {
+        // SAFETY: live PD, attr valid.
+        unsafe { objects::create_srq(pd, attr) }
+    }
+
+    unsafe fn query_srq(
+        &self,
+        srq: *mut sys::ibv_srq,
+        out: *mut sys::ibv_srq_attr,
+    ) -> Result<(), Errno> {
+        // SAFETY: live SRQ, out valid.
+        unsafe { objects::query_srq(srq, out) }
+    }
+
+    unsafe fn destroy_srq(&self, srq: *mut sys::ibv_srq) -> Result<(), Errno> {
+        // SAFETY: live SRQ.
+        unsafe { objects::destroy_srq(srq) }
+    }
+
+    unsafe fn create_qp(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_qp_init_attr,
+    ) -> Result<NonNull<sys::ibv_qp>, Errno> {
+        // SAFETY: live PD, attr valid.
+        unsafe { objects::create_qp(pd, attr) }
+    }
+
+    unsafe fn query_qp(
+        &self,
+        qp: *mut sys::ibv_qp,
+        attr: *mut sys::ibv_qp_attr,
+        mask: i32,
+        init: *mut sys::ibv_qp_init_attr,
+    ) -> Result<(), Errno> {
+        // SAFETY: live QP, out-pointers valid.
+        unsafe { objects::query_qp(qp, attr, mask, init) }
+    }
+
+    unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
+        // SAFETY: live QP.
+        unsafe { objects::destroy_qp(qp) }
+    }
+
+    unsafe fn attach_mcast(
+        &self,
+        qp: *mut sys::ibv_qp,
+        gid: *const sys::ibv_gid,
+        lid: u16,
+    ) -> Result<(), Errno> {
+        // SAFETY: live QP, gid readable.
+        unsafe { objects::attach_mcast(qp, gid, lid) }
+    }
+
+    unsafe fn detach_mcast(
+        &self,
+        qp: *mut sys::ibv_qp,
+        gid: *const sys::ibv_gid,
+        lid: u16,
+    ) -> Result<(), Errno> {
+        // SAFETY: live QP, gid readable.
+        unsafe { objects::detach_mcast(qp, gid, lid) }
+    }
+}
+
+/// Fails with [`ErrorKind::NotSoftware`] unless `ctx` is a software context.
+pub(crate) fn require_software(ctx: *mut sys::ibv_context, verb: Verb) -> Result<()> {
+    if owns_context(ctx) {
+        Ok(())
+    } else {
+        Err(Error {
+            verb,
+            kind: ErrorKind::NotSoftware,
+        })
+    }
+}

@@ -1,0 +1,465 @@
+//! The software device's PDs, parent domains, completion channels, SRQs and QPs.
+
+use super::{give, rxe_round, sw_context, take, SwContext};
+use crate::backend::Errno;
+use crate::ffi::sys;
+use parking_lot::Mutex;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::raw::c_int;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn adjust(u: &AtomicU32, delta: i32) {
+    if delta > 0 {
+        u.fetch_add(1, Ordering::AcqRel);
+    } else {
+        u.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A PD or a parent domain (`parent` is the PD it wraps).
+#[repr(C)]
+struct SwPd {
+    ibv: sys::ibv_pd,
+    ctx: *mut SwContext,
+    parent_of: *mut sys::ibv_pd,
+    usecnt: AtomicU32,
+}
+static_assertions::const_assert_eq!(std::mem::offset_of!(SwPd, ibv), 0);
+
+/// # Safety
+/// `ctx` live software context; `parent_of` null or a plain PD of it.
+pub(super) unsafe fn alloc_pd(
+    ctx: *mut sys::ibv_context,
+    parent_of: *mut sys::ibv_pd,
+) -> Result<NonNull<sys::ibv_pd>, Errno> {
+    // SAFETY: caller's contract.
+    let c = unsafe { sw_context(ctx) };
+    take(&c.live.pds, c.config().max_objects)?;
+    if !parent_of.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { pd_use(parent_of, 1) };
+    }
+    let pd = Box::new(SwPd {
+        ibv: sys::ibv_pd {
+            context: ctx,
+            handle: c.handle(),
+        },
+        ctx: ctx as *mut SwContext,
+        parent_of,
+        usecnt: AtomicU32::new(0),
+    });
+    // SAFETY: Box::into_raw is never null; `ibv` is at offset 0.
+    Ok(unsafe { NonNull::new_unchecked(Box::into_raw(pd) as *mut sys::ibv_pd) })
+}
+
+/// Whether `pd` (a live software PD) is a parent domain.
+pub(super) fn is_parent_domain(pd: *mut sys::ibv_pd) -> bool {
+    // SAFETY: callers pass live software PDs.
+    unsafe { !(*(pd as *mut SwPd)).parent_of.is_null() }
+}
+
+/// # Safety
+/// `pd` live software PD.
+pub(super) unsafe fn pd_use(pd: *mut sys::ibv_pd, delta: i32) {
+    // SAFETY: caller's contract.
+    adjust(unsafe { &(*(pd as *mut SwPd)).usecnt }, delta)
+}
+
+/// # Safety
+/// `pd` live software PD.
+pub(super) unsafe fn dealloc_pd(pd: *mut sys::ibv_pd) -> Result<(), Errno> {
+    let sw = pd as *mut SwPd;
+    // SAFETY: caller's contract.
+    unsafe {
+        if (*sw).usecnt.load(Ordering::Acquire) != 0 {
+            return Err(libc::EBUSY);
+        }
+        if !(*sw).parent_of.is_null() {
+            pd_use((*sw).parent_of, -1);
+        }
+        give(&(*(*sw).ctx).live.pds);
+        drop(Box::from_raw(sw));
+    }
+    Ok(())
+}
+
+/// A completion channel: its fd is an eventfd.
+#[repr(C)]
+struct SwChannel {
+    ibv: sys::ibv_comp_channel,
+    ctx: *mut SwContext,
+    fd: OwnedFd,
+    usecnt: AtomicU32,
+}
+static_assertions::const_assert_eq!(std::mem::offset_of!(SwChannel, ibv), 0);
+
+/// # Safety
+/// `ctx` live software context.
+pub(super) unsafe fn create_comp_channel(
+    ctx: *mut sys::ibv_context,
+) -> Result<NonNull<sys::ibv_comp_channel>, Errno> {
+    // SAFETY: caller's contract.
+    let c = unsafe { sw_context(ctx) };
+    // SAFETY: plain syscall; the result is checked before use.
+    let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EMFILE));
+    }
+    // SAFETY: `raw` is a fresh fd that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    take(&c.live.comp_channels, c.config().max_objects)?; // on error `fd` is closed by its drop
+    let ch = Box::new(SwChannel {
+        ibv: sys::ibv_comp_channel {
+            context: ctx,
+            fd: raw,
+            refcnt: 0,
+        },
+        ctx: ctx as *mut SwContext,
+        fd,
+        usecnt: AtomicU32::new(0),
+    });
+    // SAFETY: Box::into_raw is never null; `ibv` is at offset 0.
+    Ok(unsafe { NonNull::new_unchecked(Box::into_raw(ch) as *mut sys::ibv_comp_channel) })
+}
+
+/// # Safety
+/// `ch` live software channel.
+pub(super) unsafe fn channel_use(ch: *mut sys::ibv_comp_channel, delta: i32) {
+    // SAFETY: caller's contract.
+    adjust(unsafe { &(*(ch as *mut SwChannel)).usecnt }, delta)
+}
+
+/// # Safety
+/// `ch` live software channel.
+pub(super) unsafe fn destroy_comp_channel(ch: *mut sys::ibv_comp_channel) -> Result<(), Errno> {
+    let sw = ch as *mut SwChannel;
+    // SAFETY: caller's contract.
+    unsafe {
+        if (*sw).usecnt.load(Ordering::Acquire) != 0 {
+            // ibv_destroy_comp_channel(3): "fails if any CQs are still associated".
+            return Err(libc::EBUSY);
+        }
+        give(&(*(*sw).ctx).live.comp_channels);
+        drop(Box::from_raw(sw)); // closes the eventfd
+    }
+    Ok(())
+}
+
+/// A shared receive queue.
+#[repr(C)]
+struct SwSrq {
+    ibv: sys::ibv_srq,
+    ctx: *mut SwContext,
+    attr: Mutex<sys::ibv_srq_attr>,
+    usecnt: AtomicU32,
+}
+static_assertions::const_assert_eq!(std::mem::offset_of!(SwSrq, ibv), 0);
+
+/// # Safety
+/// `pd` live software PD; `attr` valid for reads and writes.
+pub(super) unsafe fn create_srq(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_srq_init_attr,
+) -> Result<NonNull<sys::ibv_srq>, Errno> {
+    // SAFETY: caller's contract.
+    let (ctx, a) = unsafe { ((*pd).context, &mut *attr) };
+    // SAFETY: a live PD's context is a live software context.
+    let c = unsafe { sw_context(ctx) };
+    let cfg = c.config();
+    if a.attr.max_wr > cfg.max_srq_wr || a.attr.max_sge > cfg.max_srq_sge {
+        return Err(libc::EINVAL);
+    }
+    take(&c.live.srqs, cfg.max_objects)?;
+    // As rxe: the ring rounds max_wr up, and at least one SGE.
+    a.attr.max_wr = rxe_round(a.attr.max_wr);
+    a.attr.max_sge = a.attr.max_sge.max(1);
+    // SAFETY: live PD.
+    unsafe { pd_use(pd, 1) };
+    // SAFETY: ibv_srq is plain C data (zeroed pthread objects are their static initializers).
+    let mut ibv: sys::ibv_srq = unsafe { std::mem::zeroed() };
+    ibv.context = ctx;
+    ibv.srq_context = a.srq_context;
+    ibv.pd = pd;
+    ibv.handle = c.handle();
+    let srq = Box::new(SwSrq {
+        ibv,
+        ctx: ctx as *mut SwContext,
+        attr: Mutex::new(a.attr),
+        usecnt: AtomicU32::new(0),
+    });
+    // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
+    Ok(unsafe { NonNull::new_unchecked(Box::into_raw(srq) as *mut sys::ibv_srq) })
+}
+
+/// # Safety
+/// `srq` live software SRQ; `out` valid for writes.
+pub(super) unsafe fn query_srq(
+    srq: *mut sys::ibv_srq,
+    out: *mut sys::ibv_srq_attr,
+) -> Result<(), Errno> {
+    // SAFETY: caller's contract.
+    unsafe { out.write(*(*(srq as *mut SwSrq)).attr.lock()) };
+    Ok(())
+}
+
+/// # Safety
+/// `srq` live software SRQ.
+pub(super) unsafe fn destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
+    let sw = srq as *mut SwSrq;
+    // SAFETY: caller's contract.
+    unsafe {
+        if (*sw).usecnt.load(Ordering::Acquire) != 0 {
+            // ibv_destroy_srq(3): "fails if any queue pair is still associated with this SRQ".
+            return Err(libc::EBUSY);
+        }
+        pd_use((*sw).ibv.pd, -1);
+        give(&(*(*sw).ctx).live.srqs);
+        drop(Box::from_raw(sw));
+    }
+    Ok(())
+}
+
+/// A queue pair.
+#[repr(C)]
+struct SwQp {
+    ibv: sys::ibv_qp,
+    ctx: *mut SwContext,
+    cap: sys::ibv_qp_cap,
+    sq_sig_all: c_int,
+    mcast: Mutex<Vec<([u8; 16], u16)>>,
+}
+static_assertions::const_assert_eq!(std::mem::offset_of!(SwQp, ibv), 0);
+
+/// # Safety
+/// `pd` live software PD; `attr` valid for reads and writes; its CQs and SRQ live objects of
+/// the same context or null.
+pub(super) unsafe fn create_qp(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_qp_init_attr,
+) -> Result<NonNull<sys::ibv_qp>, Errno> {
+    use sys::ibv_qp_type::*;
+    // SAFETY: caller's contract.
+    let (ctx, a) = unsafe { ((*pd).context, &mut *attr) };
+    // SAFETY: a live PD's context is a live software context.
+    let c = unsafe { sw_context(ctx) };
+    let cfg = c.config();
+    match a.qp_type {
+        IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD => {}
+        IBV_QPT_RAW_PACKET if cfg.raw_packet => {}
+        _ => return Err(libc::EOPNOTSUPP),
+    }
+    if is_parent_domain(pd) {
+        return Err(libc::EINVAL);
+    }
+    if a.send_cq.is_null() || a.recv_cq.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: non-null CQs and SRQ are live objects (caller's contract).
+    let foreign = unsafe {
+        (*a.send_cq).context != ctx
+            || (*a.recv_cq).context != ctx
+            || (!a.srq.is_null() && (*a.srq).context != ctx)
+    };
+    if foreign {
+        return Err(libc::EINVAL);
+    }
+    // ibv_create_qp(3): "will fail if it is asked to create QP of a type other than
+    // IBV_QPT_RC or IBV_QPT_UD associated with an SRQ".
+    if !a.srq.is_null() && !matches!(a.qp_type, IBV_QPT_RC | IBV_QPT_UD) {
+        return Err(libc::EINVAL);
+    }
+    let cap = &mut a.cap;
+    let with_srq = !a.srq.is_null();
+    if cap.max_send_wr > cfg.max_qp_wr
+        || cap.max_send_sge > cfg.max_sge
+        || cap.max_inline_data > cfg.max_inline_data
+        || (!with_srq && (cap.max_recv_wr > cfg.max_qp_wr || cap.max_recv_sge > cfg.max_sge))
+    {
+        return Err(libc::EINVAL);
+    }
+    take(&c.live.qps, cfg.max_objects)?;
+    // Actual values, as rxe computes them: rings rounded up to a power of two less one; a send
+    // WQE holds max(sge * 16, inline) bytes, which sets both the SGE count and the inline size.
+    let sge_bytes = std::mem::size_of::<sys::ibv_sge>() as u32;
+    let wqe = (cap.max_send_sge * sge_bytes).max(cap.max_inline_data);
+    cap.max_send_wr = rxe_round(cap.max_send_wr);
+    cap.max_send_sge = wqe / sge_bytes;
+    cap.max_inline_data = wqe;
+    if with_srq {
+        // ibv_create_qp(3): "max_recv_wr and max_recv_sge are ignored ... with an SRQ".
+        cap.max_recv_wr = 0;
+        cap.max_recv_sge = 0;
+    } else {
+        cap.max_recv_wr = rxe_round(cap.max_recv_wr);
+        cap.max_recv_sge = cap.max_recv_sge.max(1);
+    }
+    // SAFETY: live objects of this context (checked above).
+    unsafe {
+        pd_use(pd, 1);
+        super::cq::cq_use(a.send_cq, 1);
+        super::cq::cq_use(a.recv_cq, 1);
+        if with_srq {
+            adjust(&(*(a.srq as *mut SwSrq)).usecnt, 1);
+        }
+    }
+    static NEXT_QPN: AtomicU32 = AtomicU32::new(17);
+    // SAFETY: ibv_qp is plain C data (zeroed pthread objects are their static initializers).
+    let mut ibv: sys::ibv_qp = unsafe { std::mem::zeroed() };
+    ibv.context = ctx;
+    ibv.qp_context = a.qp_context;
+    ibv.pd = pd;
+    ibv.send_cq = a.send_cq;
+    ibv.recv_cq = a.recv_cq;
+    ibv.srq = a.srq;
+    ibv.handle = c.handle();
+    ibv.qp_num = NEXT_QPN.fetch_add(1, Ordering::Relaxed) & 0x00ff_ffff;
+    ibv.state = sys::ibv_qp_state::IBV_QPS_RESET;
+    ibv.qp_type = a.qp_type;
+    let qp = Box::new(SwQp {
+        ibv,
+        ctx: ctx as *mut SwContext,
+        cap: *cap,
+        sq_sig_all: a.sq_sig_all,
+        mcast: Mutex::new(Vec::new()),
+    });
+    // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
+    Ok(unsafe { NonNull::new_unchecked(Box::into_raw(qp) as *mut sys::ibv_qp) })
+}
+
+/// # Safety
+/// `qp` live software QP; out-pointers valid for writes.
+pub(super) unsafe fn query_qp(
+    qp: *mut sys::ibv_qp,
+    attr: *mut sys::ibv_qp_attr,
+    _mask: i32,
+    init: *mut sys::ibv_qp_init_attr,
+) -> Result<(), Errno> {
+    let sw = qp as *mut SwQp;
+    // SAFETY: caller's contract. Every attribute is filled whatever the mask, as rxe does.
+    unsafe {
+        let mut a: sys::ibv_qp_attr = std::mem::zeroed();
+        a.qp_state = (*sw).ibv.state;
+        a.cur_qp_state = (*sw).ibv.state;
+        a.cap = (*sw).cap;
+        a.port_num = 1;
+        attr.write(a);
+        init.write(sys::ibv_qp_init_attr {
+            qp_context: (*sw).ibv.qp_context,
+            send_cq: (*sw).ibv.send_cq,
+            recv_cq: (*sw).ibv.recv_cq,
+            srq: (*sw).ibv.srq,
+            cap: (*sw).cap,
+            qp_type: (*sw).ibv.qp_type,
+            sq_sig_all: (*sw).sq_sig_all,
+        });
+    }
+    Ok(())
+}
+
+/// # Safety
+/// `qp` live software QP.
+pub(super) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
+    let sw = qp as *mut SwQp;
+    // SAFETY: caller's contract.
+    unsafe {
+        if !(*sw).mcast.lock().is_empty() {
+            // ibv_create_qp(3): "ibv_destroy_qp() fails if the QP is attached to a multicast
+            // group".
+            return Err(libc::EBUSY);
+        }
+        let q = &(*sw).ibv;
+        pd_use(q.pd, -1);
+        super::cq::cq_use(q.send_cq, -1);
+        super::cq::cq_use(q.recv_cq, -1);
+        if !q.srq.is_null() {
+            adjust(&(*(q.srq as *mut SwSrq)).usecnt, -1);
+        }
+        give(&(*(*sw).ctx).live.qps);
+        drop(Box::from_raw(sw));
+    }
+    Ok(())
+}
+
+/// # Safety
+/// `qp` live software QP; `gid` readable.
+pub(super) unsafe fn attach_mcast(
+    qp: *mut sys::ibv_qp,
+    gid: *const sys::ibv_gid,
+    lid: u16,
+) -> Result<(), Errno> {
+    let sw = qp as *mut SwQp;
+    // SAFETY: caller's contract.
+    let (raw, c) = unsafe { ((*gid).raw, &*(*sw).ctx) };
+    // SAFETY: as above.
+    if unsafe { (*sw).ibv.qp_type } != sys::ibv_qp_type::IBV_QPT_UD || raw[0] != 0xff {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: as above.
+    let mut groups = unsafe { (*sw).mcast.lock() };
+    if groups.iter().any(|g| g.0 == raw) {
+        return Ok(()); // attaching twice is not an error (as rxe)
+    }
+    if groups.len() as u32 >= c.config().max_mcast {
+        return Err(libc::ENOMEM);
+    }
+    groups.push((raw, lid));
+    c.live.mcast.fetch_add(1, Ordering::AcqRel);
+    Ok(())
+}
+
+/// # Safety
+/// `qp` live software QP; `gid` readable.
+pub(super) unsafe fn detach_mcast(
+    qp: *mut sys::ibv_qp,
+    gid: *const sys::ibv_gid,
+    _lid: u16,
+) -> Result<(), Errno> {
+    let sw = qp as *mut SwQp;
+    // SAFETY: caller's contract.
+    let (raw, c) = unsafe { ((*gid).raw, &*(*sw).ctx) };
+    // SAFETY: as above.
+    let mut groups = unsafe { (*sw).mcast.lock() };
+    let Some(i) = groups.iter().position(|g| g.0 == raw) else {
+        return Err(libc::EINVAL);
+    };
+    groups.swap_remove(i);
+    c.live.mcast.fetch_sub(1, Ordering::AcqRel);
+    Ok(())
+}
+
+// Data transfer through the software device is not implemented yet: the data-path entries are
+// filled so that a call fails cleanly (EOPNOTSUPP, the whole list reported as bad) instead of
+// jumping through a NULL pointer. The typed API does not expose posting yet.
+
+pub(super) unsafe extern "C" fn post_send(
+    _: *mut sys::ibv_qp,
+    wr: *mut sys::ibv_send_wr,
+    bad: *mut *mut sys::ibv_send_wr,
+) -> c_int {
+    // SAFETY: libibverbs' contract: `bad` is valid for writes.
+    unsafe { bad.write(wr) };
+    libc::EOPNOTSUPP
+}
+
+pub(super) unsafe extern "C" fn post_recv(
+    _: *mut sys::ibv_qp,
+    wr: *mut sys::ibv_recv_wr,
+    bad: *mut *mut sys::ibv_recv_wr,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe { bad.write(wr) };
+    libc::EOPNOTSUPP
+}
+
+pub(super) unsafe extern "C" fn post_srq_recv(
+    _: *mut sys::ibv_srq,
+    wr: *mut sys::ibv_recv_wr,
+    bad: *mut *mut sys::ibv_recv_wr,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe { bad.write(wr) };
+    libc::EOPNOTSUPP
+}

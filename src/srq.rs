@@ -1,0 +1,209 @@
+//! Shared receive queues (ibv_create_srq(3)).
+
+use crate::backend;
+use crate::error::{DestroyError, Error, Result, Verb};
+use crate::ffi::sys;
+use crate::object::{destroy, Destroy, UserBox};
+use crate::pd::Pd;
+use crate::Context;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+/// The attributes of an SRQ (`struct ibv_srq_attr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SrqAttr {
+    /// The maximum number of outstanding receive work requests.
+    pub max_wr: u32,
+    /// The maximum number of scatter elements per work request.
+    pub max_sge: u32,
+    /// The limit at which `IBV_EVENT_SRQ_LIMIT_REACHED` fires (0: not armed).
+    pub srq_limit: u32,
+}
+
+impl From<sys::ibv_srq_attr> for SrqAttr {
+    fn from(a: sys::ibv_srq_attr) -> Self {
+        SrqAttr {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+        }
+    }
+}
+
+struct SrqMeta<C> {
+    created: SrqAttr,
+    user: C,
+}
+
+/// A shared receive queue. It borrows its PD; QPs that use it borrow it, so "ibv_destroy_srq()
+/// fails if any queue pair is still associated with this SRQ" cannot happen.
+pub struct Srq<'a, C = ()> {
+    raw: NonNull<sys::ibv_srq>,
+    _m: PhantomData<(&'a Context, C)>,
+}
+
+// SAFETY: libibverbs SRQs are thread-safe; the user context needs Send/Sync to follow.
+unsafe impl<C: Send> Send for Srq<'_, C> {}
+// SAFETY: as above.
+unsafe impl<C: Sync> Sync for Srq<'_, C> {}
+
+/// The attributes of an SRQ to create. Made by [`Srq::builder`].
+#[must_use = "a builder does nothing until .build()"]
+pub struct SrqBuilder<'a, C = ()> {
+    pd: &'a Pd<'a>,
+    max_wr: u32,
+    max_sge: u32,
+    user: C,
+}
+
+impl<'a> Srq<'a, ()> {
+    /// Starts building an SRQ in `pd` (max_wr 1, max_sge 1).
+    pub fn builder(pd: &'a Pd<'_>) -> SrqBuilder<'a, ()> {
+        SrqBuilder {
+            pd,
+            max_wr: 1,
+            max_sge: 1,
+            user: (),
+        }
+    }
+}
+
+impl<'a, C> SrqBuilder<'a, C> {
+    /// "Requested max number of outstanding work requests (WRs) in the SRQ": 1 to the device's
+    /// `max_srq_wr`, checked before the call.
+    pub fn max_wr(mut self, n: u32) -> Self {
+        self.max_wr = n;
+        self
+    }
+
+    /// "Requested max number of scatter elements per WR": 1 to the device's `max_srq_sge`.
+    pub fn max_sge(mut self, n: u32) -> Self {
+        self.max_sge = n;
+        self
+    }
+
+    /// The typed user context, in place of `void *srq_context`.
+    pub fn context<C2>(self, user: C2) -> SrqBuilder<'a, C2> {
+        SrqBuilder {
+            pd: self.pd,
+            max_wr: self.max_wr,
+            max_sge: self.max_sge,
+            user,
+        }
+    }
+
+    /// `ibv_create_srq`. `srq_limit` is not asked for: it is "irrelevant for ibv_create_srq";
+    /// the SRQ is created unarmed.
+    pub fn build(self) -> Result<Srq<'a, C>>
+    where
+        C: Send + Sync,
+    {
+        let pd = self.pd.as_raw();
+        // SAFETY: a live PD's context is live.
+        let a = unsafe { crate::qp::device_attr((*pd).context, Verb::CreateSrq) }?;
+        if self.max_wr < 1 || self.max_wr > a.max_srq_wr.max(0) as u32 {
+            return Err(Error::range(
+                Verb::CreateSrq,
+                "attr.max_wr",
+                self.max_wr.into(),
+                1,
+                a.max_srq_wr.max(0) as u64,
+            ));
+        }
+        if self.max_sge < 1 || self.max_sge > a.max_srq_sge.max(0) as u32 {
+            return Err(Error::range(
+                Verb::CreateSrq,
+                "attr.max_sge",
+                self.max_sge.into(),
+                1,
+                a.max_srq_sge.max(0) as u64,
+            ));
+        }
+        let meta = UserBox::new(SrqMeta {
+            created: SrqAttr::default(),
+            user: self.user,
+        });
+        let mut init = sys::ibv_srq_init_attr {
+            srq_context: meta.as_void(),
+            attr: sys::ibv_srq_attr {
+                max_wr: self.max_wr,
+                max_sge: self.max_sge,
+                srq_limit: 0,
+            },
+        };
+        // SAFETY: a live PD; `init` valid for the call; the provider writes actual values back.
+        let raw = unsafe { backend::of((*pd).context).create_srq(pd, &mut init) }
+            .map_err(|e| Error::os(Verb::CreateSrq, e))?; // `meta` is freed on this path
+        let meta = meta.into_raw();
+        // SAFETY: `meta` is ours until the SRQ is destroyed; nothing reads it concurrently yet.
+        unsafe { (*meta).created = init.attr.into() };
+        Ok(Srq {
+            raw,
+            _m: PhantomData,
+        })
+    }
+}
+
+impl<'a, C> Srq<'a, C> {
+    fn meta(&self) -> &SrqMeta<C> {
+        // SAFETY: srq_context is the SrqMeta<C> the builder gave the SRQ; it lives until destroy.
+        unsafe { &*((*self.raw.as_ptr()).srq_context as *const SrqMeta<C>) }
+    }
+
+    /// The actual attributes the SRQ was created with ("the values of max_wr and max_sge will
+    /// be greater than or equal to the values requested").
+    pub fn attr(&self) -> SrqAttr {
+        self.meta().created
+    }
+
+    /// `ibv_query_srq`: the attributes now.
+    pub fn query(&self) -> Result<SrqAttr> {
+        let mut a = sys::ibv_srq_attr {
+            max_wr: 0,
+            max_sge: 0,
+            srq_limit: 0,
+        };
+        // SAFETY: a live SRQ; `a` valid for writes.
+        unsafe { backend::of((*self.as_raw()).context).query_srq(self.as_raw(), &mut a) }
+            .map_err(|e| Error::os(Verb::QuerySrq, e))?;
+        Ok(a.into())
+    }
+
+    /// The typed user context given at creation.
+    pub fn user_context(&self) -> &C {
+        &self.meta().user
+    }
+
+    /// The C SRQ. It stays owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ibv_srq {
+        self.raw.as_ptr()
+    }
+
+    /// `ibv_destroy_srq`.
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        destroy(self)
+    }
+}
+
+impl<C> Destroy for Srq<'_, C> {
+    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+        let srq = self.as_raw();
+        // SAFETY: a live SRQ no QP uses (they borrow it), destroyed once; its meta box is read
+        // before and freed after.
+        unsafe {
+            let meta = (*srq).srq_context;
+            backend::of((*srq).context)
+                .destroy_srq(srq)
+                .map_err(|e| Error::os(Verb::DestroySrq, e))?;
+            UserBox::<SrqMeta<C>>::free(meta);
+        }
+        Ok(())
+    }
+}
+
+impl<C> Drop for Srq<'_, C> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
+        let _ = unsafe { self.destroy_raw() };
+    }
+}

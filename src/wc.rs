@@ -1,0 +1,235 @@
+//! Work-completion vocabulary shared by both kinds of CQ: typed status and opcode, and the
+//! legacy `ibv_wc` entry that `ibv_poll_cq` fills.
+
+use crate::ffi::sys;
+
+macro_rules! c_enum {
+    ($(#[$m:meta])* $name:ident : $module:ident { $($(#[$vm:meta])* $v:ident = $c:ident,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum $name {
+            $($(#[$vm])* $v,)*
+            /// A value this crate does not know (a newer provider's), kept as is.
+            Other(u32),
+        }
+        impl $name {
+            /// From the C value.
+            #[inline]
+            pub fn from_raw(v: u32) -> Self {
+                match v {
+                    $(sys::$module::$c => $name::$v,)*
+                    other => $name::Other(other),
+                }
+            }
+            /// The C value.
+            #[inline]
+            pub fn raw(self) -> u32 {
+                match self {
+                    $($name::$v => sys::$module::$c,)*
+                    $name::Other(v) => v,
+                }
+            }
+        }
+    };
+}
+
+c_enum! {
+    /// `enum ibv_wc_status`.
+    WcStatus: ibv_wc_status {
+        /// `IBV_WC_SUCCESS`
+        Success = IBV_WC_SUCCESS,
+        /// `IBV_WC_LOC_LEN_ERR`
+        LocLenErr = IBV_WC_LOC_LEN_ERR,
+        /// `IBV_WC_LOC_QP_OP_ERR`
+        LocQpOpErr = IBV_WC_LOC_QP_OP_ERR,
+        /// `IBV_WC_LOC_EEC_OP_ERR`
+        LocEecOpErr = IBV_WC_LOC_EEC_OP_ERR,
+        /// `IBV_WC_LOC_PROT_ERR`
+        LocProtErr = IBV_WC_LOC_PROT_ERR,
+        /// `IBV_WC_WR_FLUSH_ERR`
+        WrFlushErr = IBV_WC_WR_FLUSH_ERR,
+        /// `IBV_WC_MW_BIND_ERR`
+        MwBindErr = IBV_WC_MW_BIND_ERR,
+        /// `IBV_WC_BAD_RESP_ERR`
+        BadRespErr = IBV_WC_BAD_RESP_ERR,
+        /// `IBV_WC_LOC_ACCESS_ERR`
+        LocAccessErr = IBV_WC_LOC_ACCESS_ERR,
+        /// `IBV_WC_REM_INV_REQ_ERR`
+        RemInvReqErr = IBV_WC_REM_INV_REQ_ERR,
+        /// `IBV_WC_REM_ACCESS_ERR`
+        RemAccessErr = IBV_WC_REM_ACCESS_ERR,
+        /// `IBV_WC_REM_OP_ERR`
+        RemOpErr = IBV_WC_REM_OP_ERR,
+        /// `IBV_WC_RETRY_EXC_ERR`
+        RetryExcErr = IBV_WC_RETRY_EXC_ERR,
+        /// `IBV_WC_RNR_RETRY_EXC_ERR`
+        RnrRetryExcErr = IBV_WC_RNR_RETRY_EXC_ERR,
+        /// `IBV_WC_LOC_RDD_VIOL_ERR`
+        LocRddViolErr = IBV_WC_LOC_RDD_VIOL_ERR,
+        /// `IBV_WC_REM_INV_RD_REQ_ERR`
+        RemInvRdReqErr = IBV_WC_REM_INV_RD_REQ_ERR,
+        /// `IBV_WC_REM_ABORT_ERR`
+        RemAbortErr = IBV_WC_REM_ABORT_ERR,
+        /// `IBV_WC_INV_EECN_ERR`
+        InvEecnErr = IBV_WC_INV_EECN_ERR,
+        /// `IBV_WC_INV_EEC_STATE_ERR`
+        InvEecStateErr = IBV_WC_INV_EEC_STATE_ERR,
+        /// `IBV_WC_FATAL_ERR`
+        FatalErr = IBV_WC_FATAL_ERR,
+        /// `IBV_WC_RESP_TIMEOUT_ERR`
+        RespTimeoutErr = IBV_WC_RESP_TIMEOUT_ERR,
+        /// `IBV_WC_GENERAL_ERR`
+        GeneralErr = IBV_WC_GENERAL_ERR,
+        /// `IBV_WC_TM_ERR`
+        TmErr = IBV_WC_TM_ERR,
+        /// `IBV_WC_TM_RNDV_INCOMPLETE`
+        TmRndvIncomplete = IBV_WC_TM_RNDV_INCOMPLETE,
+    }
+}
+
+c_enum! {
+    /// `enum ibv_wc_opcode`: what the completed work request was.
+    WcOpcode: ibv_wc_opcode {
+        /// `IBV_WC_SEND`
+        Send = IBV_WC_SEND,
+        /// `IBV_WC_RDMA_WRITE`
+        RdmaWrite = IBV_WC_RDMA_WRITE,
+        /// `IBV_WC_RDMA_READ`
+        RdmaRead = IBV_WC_RDMA_READ,
+        /// `IBV_WC_COMP_SWAP`
+        CompSwap = IBV_WC_COMP_SWAP,
+        /// `IBV_WC_FETCH_ADD`
+        FetchAdd = IBV_WC_FETCH_ADD,
+        /// `IBV_WC_BIND_MW`
+        BindMw = IBV_WC_BIND_MW,
+        /// `IBV_WC_LOCAL_INV`
+        LocalInv = IBV_WC_LOCAL_INV,
+        /// `IBV_WC_TSO`
+        Tso = IBV_WC_TSO,
+        /// `IBV_WC_RECV`
+        Recv = IBV_WC_RECV,
+        /// `IBV_WC_RECV_RDMA_WITH_IMM`
+        RecvRdmaWithImm = IBV_WC_RECV_RDMA_WITH_IMM,
+    }
+}
+
+impl WcOpcode {
+    /// Whether this completes a receive (the opcodes from `IBV_WC_RECV` on).
+    pub fn is_recv(self) -> bool {
+        self.raw() & sys::ibv_wc_opcode::IBV_WC_RECV != 0
+    }
+}
+
+/// One entry of the array that [`crate::Cq::poll`] fills: `struct ibv_wc`, with typed accessors.
+/// The fields other than `wr_id`, `status` and `vendor_err` are valid only on success, so they
+/// are read through [`WorkCompletion::success`].
+#[repr(transparent)]
+pub struct WorkCompletion(sys::ibv_wc);
+
+static_assertions::assert_eq_size!(WorkCompletion, sys::ibv_wc);
+static_assertions::assert_eq_align!(WorkCompletion, sys::ibv_wc);
+
+impl WorkCompletion {
+    /// An empty entry, for the caller's array.
+    pub const fn new() -> Self {
+        // SAFETY: ibv_wc is plain C data; all-zero is a valid value.
+        WorkCompletion(unsafe { std::mem::zeroed() })
+    }
+    /// `wr_id` of the work request.
+    #[inline]
+    pub fn wr_id(&self) -> u64 {
+        self.0.wr_id
+    }
+    /// The status.
+    #[inline]
+    pub fn status(&self) -> WcStatus {
+        WcStatus::from_raw(self.0.status)
+    }
+    /// `vendor_err`: the device's own error code of a failed completion.
+    #[inline]
+    pub fn vendor_err(&self) -> u32 {
+        self.0.vendor_err
+    }
+    /// The success-only fields, or `None` for a failed completion.
+    #[inline]
+    pub fn success(&self) -> Option<&WcSuccess> {
+        // SAFETY: WcSuccess is repr(transparent) over the same ibv_wc.
+        (self.0.status == sys::ibv_wc_status::IBV_WC_SUCCESS)
+            .then(|| unsafe { &*(self as *const WorkCompletion as *const WcSuccess) })
+    }
+}
+
+impl Default for WorkCompletion {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for WorkCompletion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkCompletion")
+            .field("wr_id", &self.wr_id())
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A successful legacy completion: every field of `struct ibv_wc` (`ibv_poll_cq` returns all).
+#[repr(transparent)]
+pub struct WcSuccess(sys::ibv_wc);
+
+impl WcSuccess {
+    /// `wr_id`.
+    pub fn wr_id(&self) -> u64 {
+        self.0.wr_id
+    }
+    /// The opcode.
+    pub fn opcode(&self) -> WcOpcode {
+        WcOpcode::from_raw(self.0.opcode)
+    }
+    /// `byte_len`.
+    pub fn byte_len(&self) -> u32 {
+        self.0.byte_len
+    }
+    /// Immediate data in host byte order, when the completion carries it (`IBV_WC_WITH_IMM`).
+    pub fn imm_data(&self) -> Option<u32> {
+        // SAFETY: the union's two members are both u32.
+        (self.0.wc_flags & crate::ffi::IBV_WC_WITH_IMM != 0)
+            .then(|| u32::from_be(unsafe { self.0.imm_data_invalidated_rkey_union.imm_data }))
+    }
+    /// The invalidated rkey, when the completion carries one (`IBV_WC_WITH_INV`).
+    pub fn invalidated_rkey(&self) -> Option<u32> {
+        // SAFETY: as above.
+        (self.0.wc_flags & crate::ffi::IBV_WC_WITH_INV != 0)
+            .then_some(unsafe { self.0.imm_data_invalidated_rkey_union.invalidated_rkey })
+    }
+    /// `qp_num`.
+    pub fn qp_num(&self) -> u32 {
+        self.0.qp_num
+    }
+    /// `src_qp`.
+    pub fn src_qp(&self) -> u32 {
+        self.0.src_qp
+    }
+    /// The completion's own flags (`IBV_WC_GRH`, `IBV_WC_WITH_IMM`, ...).
+    pub fn wc_flags(&self) -> u32 {
+        self.0.wc_flags
+    }
+    /// `pkey_index`.
+    pub fn pkey_index(&self) -> u16 {
+        self.0.pkey_index
+    }
+    /// `slid`.
+    pub fn slid(&self) -> u16 {
+        self.0.slid
+    }
+    /// `sl`.
+    pub fn sl(&self) -> u8 {
+        self.0.sl
+    }
+    /// `dlid_path_bits`.
+    pub fn dlid_path_bits(&self) -> u8 {
+        self.0.dlid_path_bits
+    }
+}
