@@ -334,7 +334,7 @@ impl<'a, C> Cq<'a, C> {
     /// Never compiles: a legacy CQ has no `ibv_start_poll`. Present so that the compiler says
     /// what to do instead.
     #[doc(hidden)]
-    pub fn start_poll(&mut self) -> !
+    pub fn start_poll(&mut self) -> Result<Option<crate::cq_ex::Batch<'_, crate::NoFields>>>
     where
         Self: ExtendedPolling,
     {

@@ -61,9 +61,14 @@ pub fn wc_flags(input: TokenStream) -> TokenStream {
             }
         }
     }
-    if let Some(e) = errors {
-        return e.to_compile_error().into();
-    }
     let krate = Ident::new("typed_verbs", Span::call_site());
-    quote!(::#krate::WcFlagSet<#(#on),*>).into()
+    let mut args: Vec<proc_macro2::TokenStream> = on.iter().map(|b| quote!(#b)).collect();
+    if let Some(e) = errors {
+        // Report the error, but still expand to a valid flag set (of the known names), so the
+        // unknown name is the only error the user sees.
+        let err = e.to_compile_error();
+        let first = on[0];
+        args[0] = quote!({ #err; #first });
+    }
+    quote!(::#krate::WcFlagSet<#(#args),*>).into()
 }

@@ -1,0 +1,13 @@
+// Reading byte_len from a CQ created without IBV_WC_EX_WITH_BYTE_LEN.
+use typed_verbs::{wc_flags, Context, CqEx};
+
+fn main() -> Result<(), typed_verbs::Error> {
+    let ctx = Context::open("sw0")?;
+    let mut cq = CqEx::<wc_flags!(IMM | QP_NUM)>::builder(&ctx).cqe(4).build()?;
+    if let Some(batch) = cq.start_poll()? {
+        if let Ok(wc) = batch.completion().result() {
+            let _ = wc.byte_len();
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,13 @@
+// Using a completion after the batch moved on to the next one (ibv_next_poll).
+use typed_verbs::{Context, CqEx, Standard};
+
+fn main() -> Result<(), typed_verbs::Error> {
+    let ctx = Context::open("sw0")?;
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    if let Some(mut batch) = cq.start_poll()? {
+        let first = batch.completion();
+        batch.advance()?;
+        println!("{}", first.wr_id());
+    }
+    Ok(())
+}

@@ -1,0 +1,13 @@
+// Reading src_qp from a CQ created without IBV_WC_EX_WITH_SRC_QP.
+use typed_verbs::{Context, CqEx, NoFields};
+
+fn main() -> Result<(), typed_verbs::Error> {
+    let ctx = Context::open("sw0")?;
+    let mut cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build()?;
+    if let Some(batch) = cq.start_poll()? {
+        if let Ok(wc) = batch.completion().result() {
+            let _ = wc.src_qp();
+        }
+    }
+    Ok(())
+}
