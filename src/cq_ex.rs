@@ -6,10 +6,26 @@
 //! compile error instead of garbage.
 //!
 //! Polling follows the man page's iterator: [`CqEx::start_poll`] returns a [`Batch`] (or `None`
-//! for ENOENT, "no completions", which is not an error); [`Batch::advance`] is `ibv_next_poll`;
-//! dropping the batch is `ibv_end_poll`, exactly once, also on early exit and panic. The batch
-//! borrows the CQ mutably, so two batches cannot be open on one CQ, and each [`Completion`]
-//! borrows the batch, so it cannot outlive the step that produced it.
+//! for ENOENT, "no completions", which is not an error); [`Batch::advance`] is `ibv_next_poll`
+//! and consumes the batch, giving it back while there is a next completion; dropping the batch
+//! is `ibv_end_poll`, exactly once, also on early exit and panic. The batch borrows the CQ
+//! mutably, so two batches cannot be open on one CQ, and each [`Completion`] borrows the batch,
+//! so it cannot outlive the step that produced it.
+//!
+//! ```
+//! # use typed_verbs::{Context, CqEx, Standard};
+//! # let ctx = Context::open("sw0")?;
+//! # let mut cq = CqEx::<Standard>::builder(&ctx).build()?;
+//! let mut next = cq.start_poll()?;
+//! while let Some(batch) = next {
+//!     match batch.completion().result() {
+//!         Ok(wc) => println!("{} {:?} {} bytes", wc.wr_id(), wc.opcode(), wc.byte_len()),
+//!         Err(wc) => println!("{} failed: {:?} ({})", wc.wr_id(), wc.status(), wc.vendor_err()),
+//!     }
+//!     next = batch.advance()?;
+//! }
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::cq::{destroy_cq, kind, sealed, AnyCq, CqBuilder, Shared, Threading};
 use crate::error::{DestroyError, Error, Result, Verb};
@@ -307,14 +323,16 @@ impl<F: WcFlags> Batch<'_, F> {
         }
     }
 
-    /// `ibv_next_poll`: moves to the next completion. `Ok(false)` when there is none (ENOENT);
-    /// the batch is still open and ends when dropped ("end_poll should still be called").
+    /// `ibv_next_poll`: moves to the next completion. The batch is consumed, so no completion
+    /// of the previous step can be used afterwards. `Ok(Some(batch))` points at the next
+    /// completion; `Ok(None)` means there is none (ENOENT) and the batch has ended; an error ends
+    /// the batch too ("If an error code is given, end_poll should still be called").
     #[inline]
-    pub fn advance(&mut self) -> Result<bool> {
+    pub fn advance(self) -> Result<Option<Self>> {
         // SAFETY: inside a started batch on a live CQ.
         match unsafe { sys::ibv_next_poll(self.cq.as_ptr()) } {
-            0 => Ok(true),
-            libc::ENOENT => Ok(false),
+            0 => Ok(Some(self)),
+            libc::ENOENT => Ok(None), // `self` drops here: ibv_end_poll
             e => Err(Error::os(Verb::NextPoll, e)),
         }
     }

@@ -4,9 +4,9 @@ use typed_verbs::{Context, CqEx, Standard};
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
-    if let Some(mut batch) = cq.start_poll()? {
+    if let Some(batch) = cq.start_poll()? {
         let first = batch.completion();
-        batch.advance()?;
+        let _next = batch.advance()?;
         println!("{}", first.wr_id());
     }
     Ok(())

@@ -9,14 +9,13 @@ fn main() -> Result<(), typed_verbs::Error> {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::Send))?;
     }
     let mut seen = Vec::new();
-    if let Some(mut batch) = cq.start_poll()? {
-        loop {
+    {
+        let mut next = cq.start_poll()?;
+        while let Some(batch) = next {
             seen.push(batch.completion().wr_id());
-            if !batch.advance()? {
-                break;
-            }
+            next = batch.advance()?;
         }
-    }
+    } // `next` is None here; the block ends its borrow of `cq`
     assert_eq!(seen, [0, 1, 2]);
     assert!(cq.start_poll()?.is_none());
     Ok(())
