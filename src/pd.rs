@@ -1,7 +1,7 @@
 //! Protection domains and parent domains.
 
 use crate::backend;
-use crate::error::{DestroyError, Error, Result, Verb};
+use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy};
 use crate::Context;
@@ -72,8 +72,20 @@ unsafe impl Sync for ParentDomain<'_> {}
 
 impl<'pd> ParentDomain<'pd> {
     /// `ibv_alloc_parent_domain` over `pd`, without a thread domain or custom allocators.
-    /// A device without parent domains gives EOPNOTSUPP.
+    /// A device without parent domains gives EOPNOTSUPP; a `pd` of another context gives
+    /// [`ErrorKind::WrongContext`], checked before the call.
     pub fn new<'ctx>(ctx: &'ctx Context, pd: &'pd Pd<'ctx>) -> Result<Self> {
+        // SAFETY: a live PD.
+        if unsafe { (*pd.as_raw()).context } != ctx.as_raw() {
+            return Err(Error { verb: Verb::AllocParentDomain, kind: ErrorKind::WrongContext("pd") });
+        }
+        // SAFETY: a live PD (borrowed); its context pointer is fixed at allocation.
+        if unsafe { (*pd.as_raw()).context } != ctx.as_raw() {
+            return Err(Error {
+                verb: Verb::AllocParentDomain,
+                kind: ErrorKind::WrongContext("pd"),
+            });
+        }
         let mut attr = sys::ibv_parent_domain_init_attr {
             pd: pd.as_raw(),
             td: std::ptr::null_mut(),
