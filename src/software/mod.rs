@@ -3,7 +3,7 @@
 //! It fills the very C structures a hardware provider fills (`ibv_device`, `ibv_context` with its
 //! `ops`, `ibv_pd`, `ibv_comp_channel`, `ibv_cq_ex` with its polling function pointers, `ibv_srq`,
 //! `ibv_qp`), so the typed layer's data path is the same code on it and on rdma-core. Its
-//! control path implements [`crate::backend::ControlPath`] and follows the kernel's rules as
+//! control path (the crate's internal backend seam) follows the kernel's rules as
 //! rxe shows them: EBUSY for an object still in use, EINVAL for a limit, EOPNOTSUPP for a flag the
 //! device lacks, actual sizes rounded up as rxe rounds them.
 //!
