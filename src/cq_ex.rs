@@ -246,18 +246,25 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// `ibv_start_poll`: starts a batch. `Ok(None)` when the CQ is empty (ENOENT: "the CQ
     /// remains in a valid state", and end_poll must not be called, so nothing is returned to
     /// end). Any other error is returned and, as the man page says, the batch is not started.
+    ///
+    /// This needs the CQ exclusively. A CQ that QPs use is polled through the [`Poller`] that
+    /// [`split`](Self::split) gives.
     #[inline]
     pub fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
-        let mut attr = sys::ibv_poll_cq_attr { comp_mask: 0 };
         // SAFETY: a live extended CQ; `&mut self` means no other batch is open on it.
-        match unsafe { sys::ibv_start_poll(self.raw.as_ptr(), &mut attr) } {
-            0 => Ok(Some(Batch {
-                cq: self.raw,
-                _m: PhantomData,
-            })),
-            libc::ENOENT => Ok(None),
-            e => Err(Error::os(Verb::StartPoll, e)),
-        }
+        unsafe { start_poll(self.raw) }
+    }
+
+    /// Splits the CQ into a shared reference, for QPs (as send or receive CQ) and for
+    /// `req_notify`, and the one [`Poller`] that may open batches on it. Both borrow the CQ, so
+    /// it cannot be destroyed while either lives, and no second poller exists while this one
+    /// does.
+    pub fn split(&mut self) -> (&Self, Poller<'_, F, T>) {
+        let poller = Poller {
+            cq: self.raw,
+            _m: PhantomData,
+        };
+        (self, poller)
     }
 
     /// `ibv_req_notify_cq` on the CQ.
@@ -300,6 +307,47 @@ impl<F: WcFlags, T: Threading, C> AnyCq for CqEx<'_, F, T, C> {
     fn as_raw_cq(&self) -> *mut sys::ibv_cq {
         // SAFETY: ibv_cq_ex_to_cq is a cast of a live pointer.
         unsafe { sys::ibv_cq_ex_to_cq(self.raw.as_ptr()) }
+    }
+}
+
+/// `ibv_start_poll` on `cq`.
+///
+/// # Safety
+/// `cq` is a live extended CQ, and the caller holds the one right to open a batch on it for `'b`.
+#[inline(always)]
+unsafe fn start_poll<'b, F: WcFlags>(cq: NonNull<sys::ibv_cq_ex>) -> Result<Option<Batch<'b, F>>> {
+    let mut attr = sys::ibv_poll_cq_attr { comp_mask: 0 };
+    // SAFETY: caller's contract.
+    match unsafe { sys::ibv_start_poll(cq.as_ptr(), &mut attr) } {
+        0 => Ok(Some(Batch {
+            cq,
+            _m: PhantomData,
+        })),
+        libc::ENOENT => Ok(None),
+        e => Err(Error::os(Verb::StartPoll, e)),
+    }
+}
+
+/// The right to poll a [`CqEx`] whose shared half QPs hold. Made by [`CqEx::split`]; there is
+/// one at a time per CQ, and it opens one batch at a time.
+///
+/// It may move to another thread for a [`Shared`] CQ, not for a SINGLE_THREADED one.
+pub struct Poller<'a, F: WcFlags, T: Threading = Shared> {
+    cq: NonNull<sys::ibv_cq_ex>,
+    _m: PhantomData<(&'a mut (), F, T)>,
+}
+
+// SAFETY: polling a Shared CQ from another thread is what its provider lock is for; the
+// SINGLE_THREADED marker is not Sync, so such a poller stays on its thread.
+unsafe impl<F: WcFlags, T: Threading> Send for Poller<'_, F, T> where T::Marker: Sync {}
+
+impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
+    /// `ibv_start_poll`, as [`CqEx::start_poll`].
+    #[inline]
+    pub fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
+        // SAFETY: the poller is the one right to poll this live CQ; `&mut self` means no other
+        // batch is open on it.
+        unsafe { start_poll(self.cq) }
     }
 }
 

@@ -42,8 +42,8 @@ pub mod wc;
 pub use channel::CompChannel;
 pub use cq::{AnyCq, Cq, CqBuilder, Shared, SingleThreaded, Threading};
 pub use cq_ex::{
-    AllFields, Batch, Completion, CqEx, Failure, NoFields, Standard, Success, Unchecked, WcFlagSet,
-    WcFlags,
+    AllFields, Batch, Completion, CqEx, Failure, NoFields, Poller, Standard, Success, Unchecked,
+    WcFlagSet, WcFlags,
 };
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
 pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
@@ -81,6 +81,7 @@ mod handle_sizes {
     assert_eq_size!(Option<CqEx<'static, Standard>>, P);
     assert_eq_size!(Batch<'static, Standard>, P);
     assert_eq_size!(Option<Batch<'static, Standard>>, P);
+    assert_eq_size!(Poller<'static, Standard>, P);
     assert_eq_size!(Completion<'static, Standard>, P);
     assert_eq_size!(Srq<'static, String>, P);
     assert_eq_size!(Option<Srq<'static>>, P);

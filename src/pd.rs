@@ -75,10 +75,6 @@ impl<'pd> ParentDomain<'pd> {
     /// A device without parent domains gives EOPNOTSUPP; a `pd` of another context gives
     /// [`ErrorKind::WrongContext`], checked before the call.
     pub fn new<'ctx>(ctx: &'ctx Context, pd: &'pd Pd<'ctx>) -> Result<Self> {
-        // SAFETY: a live PD.
-        if unsafe { (*pd.as_raw()).context } != ctx.as_raw() {
-            return Err(Error { verb: Verb::AllocParentDomain, kind: ErrorKind::WrongContext("pd") });
-        }
         // SAFETY: a live PD (borrowed); its context pointer is fixed at allocation.
         if unsafe { (*pd.as_raw()).context } != ctx.as_raw() {
             return Err(Error {
