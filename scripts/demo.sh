@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the demo (examples/demo.rs) on a device.
+#
+#   bash scripts/demo.sh            # the device named by $TYPED_VERBS_DEVICE, else the software device sw0
+#   bash scripts/demo.sh rxe0       # a named device
+#
+# Installs missing system packages first (see scripts/setup.sh).
+set -euo pipefail
+
+if [ "$#" -gt 1 ]; then
+    echo "usage: bash scripts/demo.sh [DEVICE]" >&2
+    exit 2
+fi
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=setup.sh
+source scripts/setup.sh
+
+# With no argument the demo calls Context::open_from_env(), which reads TYPED_VERBS_DEVICE and
+# falls back to sw0.
+exec cargo run --release --example demo -- "$@"

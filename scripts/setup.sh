@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Makes a Debian/Ubuntu machine ready to build typed-verbs: installs the system packages that
+# rdma-sys and build.rs need (only those that are missing) and checks that cargo is available.
+# Safe to run any number of times. scripts/demo.sh and scripts/test.sh source it, so that the PATH
+# it may extend (for cargo) carries over to them.
+set -euo pipefail
+
+# pkg-config, libibverbs-dev and librdmacm-dev: rdma-sys links libibverbs/librdmacm through
+# pkg-config; libclang-dev: bindgen; libibverbs-dev also provides <infiniband/verbs.h> for
+# build.rs's layout probe and pulls in libibverbs1 for run time.
+PACKAGES=(pkg-config libibverbs-dev librdmacm-dev libclang-dev)
+
+installed() {
+    [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "typed-verbs: dpkg-query not found; this script supports Debian-based systems." >&2
+    echo "typed-verbs: install these (or your distribution's equivalents) yourself: ${PACKAGES[*]}" >&2
+    exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    installed "$p" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "typed-verbs: installing missing system packages: ${missing[*]}"
+    if [ "$(id -u)" -eq 0 ]; then
+        SUDO=()
+    elif command -v sudo >/dev/null 2>&1; then
+        SUDO=(sudo)
+    else
+        echo "typed-verbs: not root and sudo is not available; install them as root:" >&2
+        echo "    apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    for p in "${missing[@]}"; do
+        if ! installed "$p"; then
+            echo "typed-verbs: package $p is still not installed" >&2
+            exit 1
+        fi
+    done
+fi
+
+# rustup installs cargo into ~/.cargo/bin, which non-interactive shells may not have on PATH.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "typed-verbs: cargo not found (neither on PATH nor in \$HOME/.cargo/bin)." >&2
+    echo "typed-verbs: install Rust 1.85 or newer, e.g. from https://rustup.rs" >&2
+    exit 1
+fi

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace: unit, integration, UI (trybuild, tests/ui.rs) and doc tests.
+# Extra arguments go to `cargo test`, e.g. `bash scripts/test.sh ui` or
+# `bash scripts/test.sh -- --nocapture`. Installs missing system packages first
+# (see scripts/setup.sh). Exits non-zero if any test fails.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=setup.sh
+source scripts/setup.sh
+
+start=$(date +%s)
+status=0
+cargo test --workspace "$@" || status=$?
+elapsed=$(($(date +%s) - start))
+
+if [ "$status" -eq 0 ]; then
+    echo "typed-verbs: all tests passed in ${elapsed}s"
+else
+    echo "typed-verbs: tests FAILED (cargo test exit status $status) after ${elapsed}s" >&2
+fi
+exit "$status"
