@@ -74,3 +74,5 @@ impl Drop for CompChannel<'_> {
         let _ = unsafe { self.destroy_raw() };
     }
 }
+
+crate::object::debug_handle!(CompChannel<'a>);

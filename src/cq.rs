@@ -390,3 +390,5 @@ impl<C> AnyCq for Cq<'_, C> {
         self.raw.as_ptr()
     }
 }
+
+crate::object::debug_handle!(Cq<'a, C>);

@@ -582,3 +582,5 @@ impl<F: WcFlags, S: StatusState> std::fmt::Debug for Completion<'_, F, S> {
             .finish_non_exhaustive()
     }
 }
+
+crate::object::debug_handle!(CqEx<'a, F, T, C> where F: WcFlags, T: Threading);

@@ -58,3 +58,15 @@ impl<T> Drop for UserBox<T> {
         drop(unsafe { Box::from_raw(self.0) })
     }
 }
+
+/// `Debug` for a handle: its type name and the C object's address (and, for QPs, `qp_num`).
+macro_rules! debug_handle {
+    ($t:ident < $($g:tt),* > $(where $($b:tt)*)?) => {
+        impl<$($g),*> std::fmt::Debug for $t<$($g),*> $(where $($b)*)? {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_tuple(stringify!($t)).field(&self.as_raw()).finish()
+            }
+        }
+    };
+}
+pub(crate) use debug_handle;

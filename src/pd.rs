@@ -124,3 +124,6 @@ impl Drop for ParentDomain<'_> {
         let _ = unsafe { self.destroy_raw() };
     }
 }
+
+crate::object::debug_handle!(Pd<'a>);
+crate::object::debug_handle!(ParentDomain<'a>);

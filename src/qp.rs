@@ -541,3 +541,21 @@ impl Drop for McastMembership<'_> {
         let _ = unsafe { self.destroy_raw() };
     }
 }
+
+impl<T: QpType, R: RecvSide, S: Threading, C> std::fmt::Debug for Qp<'_, T, R, S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Qp")
+            .field("qp_type", &std::any::type_name::<T>().rsplit("::").next())
+            .field("qp_num", &self.qp_num())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for McastMembership<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McastMembership")
+            .field("gid", &self.gid)
+            .field("lid", &self.lid)
+            .finish()
+    }
+}

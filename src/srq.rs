@@ -207,3 +207,5 @@ impl<C> Drop for Srq<'_, C> {
         let _ = unsafe { self.destroy_raw() };
     }
 }
+
+crate::object::debug_handle!(Srq<'a, C>);

@@ -909,3 +909,25 @@ fn explicit_destroy_of_every_object_type() {
     }
     ctx.close().expect("ibv_close_device");
 }
+
+#[test]
+fn objects_are_debug_so_destroy_unwraps() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = typed_verbs::Cq::builder(&ctx).cqe(4).build().unwrap();
+    let qp = Qp::<typed_verbs::Ud>::builder(&pd, &cq, &cq)
+        .build()
+        .unwrap();
+    let shown = format!("{qp:?} {cq:?} {pd:?}");
+    assert!(
+        shown.contains(&format!("qp_num: {}", qp.qp_num())),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Ud") && shown.contains("Cq(") && shown.contains("Pd("),
+        "{shown}"
+    );
+    qp.destroy().unwrap();
+    cq.destroy().unwrap();
+    pd.destroy().unwrap();
+}
