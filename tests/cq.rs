@@ -178,8 +178,7 @@ fn cq_with_channel_of_another_context_is_wrong_context() {
         .channel(&ch)
         .context(drops.token(1))
         .build()
-        .err()
-        .expect("foreign channel");
+        .expect_err("foreign channel");
     assert_eq!(e.verb, Verb::CreateCq);
     assert_eq!(e.kind, ErrorKind::WrongContext("channel"));
     assert_eq!(e.errno(), libc::EINVAL);
@@ -191,7 +190,7 @@ fn cq_with_channel_of_another_context_is_wrong_context() {
 fn out_of_range_display_names_the_verb_and_attribute() {
     let ctx = open();
     let max = ctx.attr().max_cqe;
-    let e = Cq::builder(&ctx).cqe(0).build().err().expect("cqe 0");
+    let e = Cq::builder(&ctx).cqe(0).build().expect_err("cqe 0");
     let text = e.to_string();
     assert!(text.starts_with("ibv_create_cq:"), "{text}");
     assert!(text.contains("cqe = 0"), "{text}");
@@ -202,8 +201,7 @@ fn out_of_range_display_names_the_verb_and_attribute() {
     let e = Cq::builder(&ctx)
         .comp_vector(n)
         .build()
-        .err()
-        .expect("bad comp_vector");
+        .expect_err("bad comp_vector");
     let text = e.to_string();
     assert!(text.starts_with("ibv_create_cq:"), "{text}");
     assert!(text.contains(&format!("comp_vector = {n}")), "{text}");
@@ -220,8 +218,7 @@ fn os_error_display_names_the_verb_and_errno() {
     let ctx = open_registered("cq-display-like-rxe", SwConfig::like_rxe());
     let e = typed_verbs::CqEx::<typed_verbs::wc_flags!(COMPLETION_TIMESTAMP)>::builder(&ctx)
         .build()
-        .err()
-        .expect("like_rxe has no timestamps");
+        .expect_err("like_rxe has no timestamps");
     let text = e.to_string();
     assert!(text.starts_with("ibv_create_cq_ex failed"), "{text}");
     assert!(
@@ -587,8 +584,7 @@ fn cq_create_failing_in_the_device_frees_the_user_context() {
     let e = Cq::builder(&ctx)
         .context(drops.token(2))
         .build()
-        .err()
-        .expect("the device holds one CQ");
+        .expect_err("the device holds one CQ");
     assert_eq!(e.verb, Verb::CreateCq);
     assert_eq!(e.kind, ErrorKind::Os(libc::ENOMEM));
     assert_eq!(

@@ -404,8 +404,7 @@ fn cq_ex_with_parent_domain_of_another_context_is_wrong_context() {
         .parent_domain(&pdom)
         .context(drops.token(1))
         .build()
-        .err()
-        .expect("foreign parent domain");
+        .expect_err("foreign parent domain");
     assert_eq!(e.verb, Verb::CreateCqEx);
     assert_eq!(e.kind, ErrorKind::WrongContext("parent_domain"));
     assert_eq!(drops.count(), 1);
@@ -1006,8 +1005,7 @@ fn cq_ex_create_failing_in_the_device_frees_the_user_context() {
     let e = CqEx::<Standard>::builder(&ctx)
         .context(drops.token(2))
         .build()
-        .err()
-        .expect("the device holds one CQ");
+        .expect_err("the device holds one CQ");
     assert_eq!(
         (e.verb, e.kind),
         (Verb::CreateCqEx, ErrorKind::Os(libc::ENOMEM))

@@ -308,9 +308,7 @@ fn parent_domain_unsupported_on_like_rxe() {
     let ctx = open_registered("dev-pdom-like-rxe", SwConfig::like_rxe());
     let pd = Pd::new(&ctx).expect("pd");
     let leaks = LeakCheck::new(&ctx, TEST);
-    let e = ParentDomain::new(&ctx, &pd)
-        .err()
-        .expect("like_rxe has no parent domains");
+    let e = ParentDomain::new(&ctx, &pd).expect_err("like_rxe has no parent domains");
     assert_eq!(e.verb, Verb::AllocParentDomain);
     assert_eq!(e.kind, ErrorKind::Os(libc::EOPNOTSUPP));
     assert!(e.is_unsupported());
@@ -326,8 +324,7 @@ fn parent_domain_over_a_pd_of_another_context_is_wrong_context() {
     let other_leaks = LeakCheck::new(&other, TEST);
     let foreign_pd = Pd::new(&other).expect("pd of the other context");
     let e = ParentDomain::new(&ctx, &foreign_pd)
-        .err()
-        .expect("a parent domain over another context's PD");
+        .expect_err("a parent domain over another context's PD");
     assert_eq!(e.verb, Verb::AllocParentDomain);
     assert_eq!(e.kind, ErrorKind::WrongContext("pd"));
     assert_eq!(e.errno(), libc::EINVAL);

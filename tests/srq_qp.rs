@@ -578,8 +578,7 @@ fn qp_refused_by_the_device_frees_its_user_context() {
         .max_inline_data(over)
         .context(drops.token(1))
         .build()
-        .err()
-        .expect("inline data over the device's limit");
+        .expect_err("inline data over the device's limit");
     assert_eq!(
         (e.verb, e.kind),
         (Verb::CreateQp, ErrorKind::Os(libc::EINVAL))
@@ -613,12 +612,12 @@ fn objects_refused_for_quota_free_their_user_context() {
     let ch = CompChannel::new(&ctx).unwrap();
     let leaks = LeakCheck::new(&ctx, TEST);
 
-    let e = Pd::new(&ctx).err().expect("second PD");
+    let e = Pd::new(&ctx).expect_err("second PD");
     assert_eq!(
         (e.verb, e.kind),
         (Verb::AllocPd, ErrorKind::Os(libc::ENOMEM))
     );
-    let e = CompChannel::new(&ctx).err().expect("second channel");
+    let e = CompChannel::new(&ctx).expect_err("second channel");
     assert_eq!(
         (e.verb, e.kind),
         (Verb::CreateCompChannel, ErrorKind::Os(libc::ENOMEM))
@@ -626,8 +625,7 @@ fn objects_refused_for_quota_free_their_user_context() {
     let e = Srq::builder(&pd)
         .context(drops.token(3))
         .build()
-        .err()
-        .expect("second SRQ");
+        .expect_err("second SRQ");
     assert_eq!(
         (e.verb, e.kind),
         (Verb::CreateSrq, ErrorKind::Os(libc::ENOMEM))
@@ -636,16 +634,13 @@ fn objects_refused_for_quota_free_their_user_context() {
     let e = Qp::<Ud>::builder(&pd, &cq, &cq)
         .context(drops.token(4))
         .build()
-        .err()
-        .expect("second QP");
+        .expect_err("second QP");
     assert_eq!(
         (e.verb, e.kind),
         (Verb::CreateQp, ErrorKind::Os(libc::ENOMEM))
     );
     assert_eq!(drops.count(), 2);
-    let e = ParentDomain::new(&ctx, &pd)
-        .err()
-        .expect("no PD left for a parent domain");
+    let e = ParentDomain::new(&ctx, &pd).expect_err("no PD left for a parent domain");
     assert_eq!(
         (e.verb, e.kind),
         (Verb::AllocParentDomain, ErrorKind::Os(libc::ENOMEM))
@@ -768,8 +763,7 @@ fn raw_packet_qp_unsupported_on_like_rxe() {
     let e = Qp::<RawPacket>::builder(&pd, &cq, &cq)
         .context(drops.token(1))
         .build()
-        .err()
-        .expect("like_rxe has no RAW_PACKET QPs");
+        .expect_err("like_rxe has no RAW_PACKET QPs");
     assert_eq!(
         (e.verb, e.kind.clone()),
         (Verb::CreateQp, ErrorKind::Os(libc::EOPNOTSUPP))
@@ -830,8 +824,7 @@ fn ud_multicast_attach_and_detach() {
     assert!(!bad.is_multicast());
     let e = qp
         .attach_mcast(bad, 0)
-        .err()
-        .expect("a unicast GID is not a group");
+        .expect_err("a unicast GID is not a group");
     assert_eq!(e.verb, Verb::AttachMcast);
     assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
     assert_eq!(count(), base);
