@@ -1,5 +1,6 @@
 //! Measures the C layout of the libibverbs structures whose Rust mirrors are written by hand
-//! (rdma-sys's `ibv_wc` and `ibv_gid`, and this crate's transparent wrappers), so that
+//! (rdma-sys's `ibv_wc` and `ibv_gid`), the structures the software device fills, and
+//! `verbs_context`, which the crate's own `verbs_get_ctx` reads, so that
 //! `src/ffi.rs` can assert at compile time that each mirror has the C size, alignment and field
 //! offsets. It compiles and runs a small C program against <infiniband/verbs.h>.
 
@@ -25,6 +26,8 @@ int main(void) {
     S(ibv_cq) S(ibv_context) S(ibv_qp) S(ibv_srq) S(ibv_pd) S(ibv_comp_channel)
     S(ibv_qp_init_attr) S(ibv_srq_init_attr) S(ibv_cq_init_attr_ex) S(ibv_device_attr)
     S(ibv_port_attr)
+    S(verbs_context) O(verbs_context, sz) O(verbs_context, context) O(verbs_context, create_cq_ex)
+    O(verbs_context, alloc_parent_domain) O(verbs_context, query_port)
     return 0;
 }
 "#;

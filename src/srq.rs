@@ -150,8 +150,9 @@ impl<'a, C> Srq<'a, C> {
         unsafe { &*((*self.raw.as_ptr()).srq_context as *const SrqMeta<C>) }
     }
 
-    /// The actual attributes the SRQ was created with ("the values of max_wr and max_sge will
-    /// be greater than or equal to the values requested").
+    /// The attributes `ibv_create_srq` reported ("the values of max_wr and max_sge will be
+    /// greater than or equal to the values requested"). rxe reports `max_wr` as asked here and
+    /// the rounded-up ring size from [`query`](Self::query).
     pub fn attr(&self) -> SrqAttr {
         self.meta().created
     }

@@ -50,9 +50,9 @@ impl ControlPath for RdmaCore {
         port: u8,
         out: *mut sys::ibv_port_attr,
     ) -> Result<(), Errno> {
-        // SAFETY: as above. `ibv_query_port` is a macro in C that calls `___ibv_query_port` with
-        // the compat struct; rdma-sys mirrors that inline function.
-        rc(unsafe { sys::___ibv_query_port(ctx, port, out) })
+        // SAFETY: as above. `ibv_query_port` is a macro in C around an inline function; the
+        // crate's own copy (rdma-sys's cannot find the extended context on 64-bit).
+        rc(unsafe { crate::ffi::ibv_query_port(ctx, port, out) })
     }
     unsafe fn alloc_pd(&self, ctx: *mut sys::ibv_context) -> Result<NonNull<sys::ibv_pd>, Errno> {
         // SAFETY: live context.
@@ -63,12 +63,8 @@ impl ControlPath for RdmaCore {
         ctx: *mut sys::ibv_context,
         attr: *mut sys::ibv_parent_domain_init_attr,
     ) -> Result<NonNull<sys::ibv_pd>, Errno> {
-        // SAFETY: live context, attr valid. rdma-sys returns None (errno EOPNOTSUPP) when the
-        // provider lacks the op, and Some(NULL) when the op fails.
-        match unsafe { sys::ibv_alloc_parent_domain(ctx, attr) } {
-            Some(p) => ptr(p),
-            None => Err(libc::EOPNOTSUPP),
-        }
+        // SAFETY: live context, attr valid. Err: the provider lacks the op; NULL: it failed.
+        ptr(unsafe { crate::ffi::ibv_alloc_parent_domain(ctx, attr) }?)
     }
     unsafe fn dealloc_pd(&self, pd: *mut sys::ibv_pd) -> Result<(), Errno> {
         // SAFETY: live PD.
@@ -101,11 +97,9 @@ impl ControlPath for RdmaCore {
         ctx: *mut sys::ibv_context,
         attr: *mut sys::ibv_cq_init_attr_ex,
     ) -> Result<NonNull<sys::ibv_cq_ex>, Errno> {
-        // SAFETY: live context, attr valid. None: the provider has no create_cq_ex.
-        match unsafe { sys::ibv_create_cq_ex(ctx, attr) } {
-            Some(p) => ptr(p),
-            None => Err(libc::EOPNOTSUPP),
-        }
+        // SAFETY: live context, attr valid. Err: the provider has no create_cq_ex; NULL: it
+        // failed and set errno.
+        ptr(unsafe { crate::ffi::ibv_create_cq_ex(ctx, attr) }?)
     }
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
         // SAFETY: live CQ (an extended CQ is passed through ibv_cq_ex_to_cq, a cast).

@@ -173,9 +173,13 @@ pub(super) unsafe fn create_srq(
         return Err(libc::EINVAL);
     }
     take(&c.live.srqs, cfg.max_objects)?;
-    // As rxe: the ring rounds max_wr up, and at least one SGE.
-    a.attr.max_wr = rxe_round(a.attr.max_wr);
+    // As rxe: at least one SGE; ibv_create_srq reports max_wr as asked, while ibv_query_srq
+    // reports the ring's size (max_wr rounded up).
     a.attr.max_sge = a.attr.max_sge.max(1);
+    let queried = sys::ibv_srq_attr {
+        max_wr: rxe_round(a.attr.max_wr),
+        ..a.attr
+    };
     // SAFETY: live PD.
     unsafe { pd_use(pd, 1) };
     // SAFETY: ibv_srq is plain C data (zeroed pthread objects are their static initializers).
@@ -187,7 +191,7 @@ pub(super) unsafe fn create_srq(
     let srq = Box::new(SwSrq {
         ibv,
         ctx: ctx as *mut SwContext,
-        attr: Mutex::new(a.attr),
+        attr: Mutex::new(queried),
         usecnt: AtomicU32::new(0),
     });
     // SAFETY: Box::into_raw is never null; `ibv` at offset 0.

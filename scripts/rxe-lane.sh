@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# The real-kernel lane: runs the crate's runtime test binaries against a real kernel RDMA device,
+# Soft-RoCE (rdma_rxe), inside a throw-away qemu VM that boots Debian's generic kernel.
+#
+# This machine's kernel need not have RDMA: the kernel package is downloaded with apt (never
+# installed on the host), its rxe modules go into an initramfs with the test binaries, the
+# rxe provider and rdma-core's pingpong programs, and qemu boots it under TCG with no NIC, so
+# nothing leaves the VM. Inside, rxe0 is created over a dummy netdev and every test binary runs
+# with TYPED_VERBS_DEVICE=rxe0; then rdma-core's own ibv_{rc,uc,ud,srq}_pingpong run as a health
+# check of the lane, so a broken lane is told apart from a broken crate.
+#
+# Usage: bash scripts/rxe-lane.sh [--keep-going]
+#   RXE_LANE_TIMEOUT   seconds the VM may run (default 300)
+#   RXE_LANE_EXTRA     more programs (host paths, space-separated) to run in the VM like tests
+# Prints one line per binary and per health check, and a summary; exits non-zero if any failed.
+# The console log and per-binary outputs stay in target/rxe-vm/. The kernel package is cached in
+# target/rxe-vm/cache and reused by later runs.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=setup.sh
+source scripts/setup.sh
+
+lane_start=$(date +%s)
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+else
+    SUDO=(false) # fails with a message below if anything needs installing
+fi
+LANE_PACKAGES=(qemu-system-x86 busybox-static kmod cpio iproute2 ibverbs-providers ibverbs-utils)
+missing=()
+for p in "${LANE_PACKAGES[@]}"; do
+    installed "$p" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "rxe-lane: installing missing system packages: ${missing[*]}"
+    [ "${SUDO[0]:-}" != false ] || { echo "rxe-lane: not root and no sudo: install them as root" >&2; exit 1; }
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+WORK=target/rxe-vm
+CACHE=$WORK/cache
+ROOT=$WORK/root
+mkdir -p "$CACHE"
+
+# 1. The kernel: the package linux-image-amd64 depends on (the generic flavour; cloud-amd64 has
+#    no rdma_rxe), downloaded and unpacked, not installed.
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+if [ -z "$kpkg" ]; then
+    "${SUDO[@]}" apt-get update -qq
+    kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+fi
+[ -n "$kpkg" ] || { echo "rxe-lane: cannot find the kernel package behind linux-image-amd64" >&2; exit 1; }
+kdir=$CACHE/$kpkg
+if [ ! -d "$kdir" ]; then
+    echo "rxe-lane: downloading $kpkg"
+    rm -rf "$kdir.part" && mkdir -p "$kdir.part"
+    (cd "$kdir.part" && apt-get download -q "$kpkg" 2>/dev/null >/dev/null)
+    dpkg-deb -x "$kdir.part"/*.deb "$kdir.part/tree"
+    mv "$kdir.part/tree" "$kdir" && rm -rf "$kdir.part"
+fi
+kver=$(ls "$kdir/lib/modules")
+vmlinuz=$kdir/boot/vmlinuz-$kver
+
+# 2. The test binaries: the integration tests (the trybuild ui suite needs cargo and stays on
+#    the host).
+echo "rxe-lane: building the test binaries"
+mapfile -t tests < <(cargo test --tests --no-run 2>&1 |
+    sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' | grep -v '^ui ')
+[ "${#tests[@]}" -gt 0 ] || { echo "rxe-lane: no test binaries found" >&2; exit 1; }
+
+# 3. The initramfs.
+rm -rf "$ROOT"
+mkdir -p "$ROOT"/{bin,sbin,usr/bin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,tests}
+cp /bin/busybox "$ROOT/bin/busybox"
+
+copy_with_libs() { # copies executables or libraries and every library ldd lists for them
+    local f lib
+    for f in "$@"; do
+        mkdir -p "$ROOT$(dirname "$f")"
+        cp -L "$f" "$ROOT$f"
+        for lib in $(ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
+            if [ ! -e "$ROOT$lib" ]; then
+                mkdir -p "$ROOT$(dirname "$lib")"
+                cp -L "$lib" "$ROOT$lib"
+            fi
+        done
+    done
+}
+
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+provider=$(ls /usr/lib/"$multiarch"/libibverbs/librxe-rdmav*.so)
+copy_with_libs /usr/bin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo \
+    /usr/bin/ibv_rc_pingpong /usr/bin/ibv_uc_pingpong /usr/bin/ibv_ud_pingpong \
+    /usr/bin/ibv_srq_pingpong "$provider"
+cp /etc/libibverbs.d/rxe.driver "$ROOT/etc/libibverbs.d/"
+for extra in ${RXE_LANE_EXTRA:-}; do
+    tests+=("$(basename "$extra") $(readlink -f "$extra")")
+done
+for t in "${tests[@]}"; do
+    name=${t%% *}
+    bin=${t#* }
+    copy_with_libs "$bin"
+    cp "$bin" "$ROOT/tests/$name"
+done
+printf '%s\n' "/lib/$multiarch" "/usr/lib/$multiarch" "/usr/lib/$multiarch/libibverbs" >"$ROOT/etc/ld.so.conf"
+ldconfig -r "$ROOT" 2>/dev/null || true
+
+for m in rdma_rxe ib_uverbs ib_core udp_tunnel ip6_udp_tunnel crc32_generic dummy; do
+    src=$(find "$kdir/lib/modules/$kver" -name "$m.ko*" | head -n 1)
+    [ -n "$src" ] || { echo "rxe-lane: module $m not in $kpkg" >&2; exit 1; }
+    dst=$ROOT/lib/modules/$kver/${src#"$kdir/lib/modules/$kver/"}
+    mkdir -p "$(dirname "$dst")"
+    cp "$src" "$dst"
+done
+cp "$kdir/lib/modules/$kver"/modules.{order,builtin} "$ROOT/lib/modules/$kver/" 2>/dev/null || true
+depmod -b "$ROOT" "$kver"
+
+cat >"$ROOT/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+echo /bin/modprobe >/proc/sys/kernel/modprobe
+step() { # step NAME COMMAND...: one LANE line per step
+    name=$1
+    shift
+    if "$@"; then echo "LANE: PASS $name"; else echo "LANE: FAIL $name (exit $?)"; fi
+}
+up() {
+    modprobe crc32_generic &&
+        modprobe dummy numdummies=0 &&
+        modprobe rdma_rxe &&
+        modprobe ib_uverbs &&
+        /usr/bin/ip link set lo up &&
+        /usr/bin/ip link add dummy0 type dummy &&
+        /usr/bin/ip link set dummy0 up &&
+        /usr/bin/ip addr add 10.0.0.1/24 dev dummy0 &&
+        /usr/bin/rdma link add rxe0 type rxe netdev dummy0 &&
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            [ -e /dev/infiniband/uverbs0 ] && break
+            sleep 0.5
+        done &&
+        ibv_devinfo -d rxe0 >/dev/null
+}
+step rxe0 up
+ibv_devinfo -d rxe0 -v 2>&1 | grep -E 'max_cqe|max_qp_wr|num_comp_vectors|active_mtu' | head -n 4
+for t in /tests/*; do
+    name=${t##*/}
+    echo "LANE: BEGIN $name"
+    TYPED_VERBS_DEVICE=rxe0 RUST_BACKTRACE=1 "$t" --test-threads=2 2>&1
+    rc=$?
+    echo "LANE: END $name"
+    if [ "$rc" = 0 ]; then echo "LANE: PASS test:$name"; else echo "LANE: FAIL test:$name (exit $rc)"; fi
+done
+pingpong() { # pingpong PROGRAM ARGS...: server and client on rxe0, over loopback TCP
+    prog=$1
+    shift
+    $prog -d rxe0 -g 1 "$@" >/tmp/server.log 2>&1 &
+    server=$!
+    sleep 1
+    $prog -d rxe0 -g 1 "$@" 127.0.0.1 >/tmp/client.log 2>&1
+    c=$?
+    wait $server
+    s=$?
+    tail -n 2 /tmp/client.log
+    [ "$c" = 0 ] && [ "$s" = 0 ]
+}
+step health:ibv_rc_pingpong pingpong ibv_rc_pingpong
+step health:ibv_uc_pingpong pingpong ibv_uc_pingpong
+step health:ibv_ud_pingpong pingpong ibv_ud_pingpong -s 1024
+step health:ibv_srq_pingpong pingpong ibv_srq_pingpong
+echo "LANE: DONE"
+poweroff -f
+INIT
+chmod +x "$ROOT/init"
+(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) >"$WORK/initrd.img"
+
+# 4. Boot.
+limit=${RXE_LANE_TIMEOUT:-300}
+echo "rxe-lane: booting $kver under qemu (TCG, no NIC), limit ${limit}s"
+console=$WORK/console.log
+set +e
+timeout "$limit" qemu-system-x86_64 -accel tcg -cpu max -m 1024M -smp 2 -nographic -nodefaults \
+    -serial stdio -nic none -no-reboot -kernel "$vmlinuz" -initrd "$WORK/initrd.img" \
+    -append 'console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init' </dev/null >"$console" 2>&1
+qemu_rc=$?
+set -e
+# Drop carriage returns and the firmware's terminal escapes, so each line starts with its text.
+sed -e 's/\r$//' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' "$console" >"$console.tmp" && mv "$console.tmp" "$console"
+
+# 5. The verdict, from the console.
+pass=0
+fail=0
+while read -r _ verdict what rest; do
+    echo "  $verdict $what${rest:+ $rest}"
+    case $verdict in
+    PASS) pass=$((pass + 1)) ;;
+    FAIL) fail=$((fail + 1)) ;;
+    esac
+done < <(grep -E '^LANE: (PASS|FAIL) ' "$console")
+skips=$(grep -c '^SKIP ' "$console" || true)
+tests_run=$(grep -E '^test result: ' "$console" | awk '{ p += $4; f += $6 } END { printf "%d passed, %d failed", p, f }')
+done_seen=$(grep -c '^LANE: DONE' "$console" || true)
+if [ "$done_seen" = 0 ]; then
+    echo "rxe-lane: the VM did not finish (qemu exit $qemu_rc); see $console" >&2
+    fail=$((fail + 1))
+fi
+elapsed=$(($(date +%s) - lane_start))
+echo "rxe-lane: steps: $pass passed, $fail failed; tests on rxe0: $tests_run, $skips skipped (SKIP lines in $console); ${elapsed}s"
+[ "$fail" = 0 ]
