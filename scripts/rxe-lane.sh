@@ -68,8 +68,12 @@ vmlinuz=$kdir/boot/vmlinuz-$kver
 # 2. The test binaries: the integration tests (the trybuild ui suite needs cargo and stays on
 #    the host).
 echo "rxe-lane: building the test binaries"
-mapfile -t tests < <(cargo test --tests --no-run 2>&1 |
-    sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' | grep -v '^ui ')
+if ! cargo test --tests --no-run >"$WORK/build.log" 2>&1; then
+    tail -n 30 "$WORK/build.log" >&2
+    echo "rxe-lane: building the test binaries failed" >&2
+    exit 1
+fi
+mapfile -t tests < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$WORK/build.log" | grep -v '^ui ')
 [ "${#tests[@]}" -gt 0 ] || { echo "rxe-lane: no test binaries found" >&2; exit 1; }
 
 # 3. The initramfs.

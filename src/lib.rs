@@ -35,6 +35,7 @@ pub mod ffi;
 mod object;
 pub mod pd;
 pub mod qp;
+pub mod raw;
 pub mod software;
 pub mod srq;
 pub mod wc;

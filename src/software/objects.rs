@@ -271,8 +271,10 @@ pub(super) unsafe fn create_qp(
         return Err(libc::EINVAL);
     }
     // ibv_create_qp(3): "will fail if it is asked to create QP of a type other than
-    // IBV_QPT_RC or IBV_QPT_UD associated with an SRQ".
-    if !a.srq.is_null() && !matches!(a.qp_type, IBV_QPT_RC | IBV_QPT_UD) {
+    // IBV_QPT_RC or IBV_QPT_UD associated with an SRQ". rxe (Linux 6.1) creates a UC QP with an
+    // SRQ all the same, and the software device answers as rxe does; the typed layer keeps the
+    // man page's rule (only RC and UD take an SRQ), which holds on every device.
+    if !a.srq.is_null() && !matches!(a.qp_type, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) {
         return Err(libc::EINVAL);
     }
     let cap = &mut a.cap;

@@ -1,0 +1,125 @@
+//! The verbs below the typed layer, for conformance tests and for what the crate does not wrap.
+//!
+//! Each function is the libibverbs verb of the same name, dispatched to the backend of the
+//! context the object belongs to: on a real device it is the libibverbs call itself, on the
+//! software device the software provider's implementation. Failures are the errno the verb
+//! reports. Nothing here checks the rules the typed layer enforces: that is the point (a test can
+//! show that `ibv_destroy_cq` on a CQ a QP uses fails with EBUSY on both backends).
+//!
+//! # Safety
+//! Every function is `unsafe` with the contract of the C verb: pointers are live objects of a
+//! context opened by this crate (`Context::as_raw`), out-pointers are valid for writes, and an
+//! object is not used after it was destroyed.
+
+#![allow(clippy::missing_safety_doc)]
+
+use crate::backend;
+use crate::ffi::sys;
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+
+/// A verb's errno.
+pub type Errno = i32;
+
+/// `ibv_alloc_pd`.
+pub unsafe fn ibv_alloc_pd(ctx: *mut sys::ibv_context) -> Result<NonNull<sys::ibv_pd>, Errno> {
+    // SAFETY: the caller's contract (module docs).
+    unsafe { backend::of(ctx).alloc_pd(ctx) }
+}
+
+/// `ibv_dealloc_pd`.
+pub unsafe fn ibv_dealloc_pd(pd: *mut sys::ibv_pd) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*pd).context).dealloc_pd(pd) }
+}
+
+/// `ibv_create_comp_channel`.
+pub unsafe fn ibv_create_comp_channel(
+    ctx: *mut sys::ibv_context,
+) -> Result<NonNull<sys::ibv_comp_channel>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of(ctx).create_comp_channel(ctx) }
+}
+
+/// `ibv_destroy_comp_channel`.
+pub unsafe fn ibv_destroy_comp_channel(ch: *mut sys::ibv_comp_channel) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*ch).context).destroy_comp_channel(ch) }
+}
+
+/// `ibv_create_cq`.
+pub unsafe fn ibv_create_cq(
+    ctx: *mut sys::ibv_context,
+    cqe: i32,
+    cq_context: *mut c_void,
+    channel: *mut sys::ibv_comp_channel,
+    comp_vector: i32,
+) -> Result<NonNull<sys::ibv_cq>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of(ctx).create_cq(ctx, cqe, cq_context, channel, comp_vector) }
+}
+
+/// `ibv_create_cq_ex`.
+pub unsafe fn ibv_create_cq_ex(
+    ctx: *mut sys::ibv_context,
+    attr: *mut sys::ibv_cq_init_attr_ex,
+) -> Result<NonNull<sys::ibv_cq_ex>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of(ctx).create_cq_ex(ctx, attr) }
+}
+
+/// `ibv_destroy_cq` (an extended CQ through `ibv_cq_ex_to_cq`).
+pub unsafe fn ibv_destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*cq).context).destroy_cq(cq) }
+}
+
+/// `ibv_create_srq`.
+pub unsafe fn ibv_create_srq(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_srq_init_attr,
+) -> Result<NonNull<sys::ibv_srq>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*pd).context).create_srq(pd, attr) }
+}
+
+/// `ibv_destroy_srq`.
+pub unsafe fn ibv_destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*srq).context).destroy_srq(srq) }
+}
+
+/// `ibv_create_qp`.
+pub unsafe fn ibv_create_qp(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_qp_init_attr,
+) -> Result<NonNull<sys::ibv_qp>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*pd).context).create_qp(pd, attr) }
+}
+
+/// `ibv_destroy_qp`.
+pub unsafe fn ibv_destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*qp).context).destroy_qp(qp) }
+}
+
+/// `ibv_attach_mcast`.
+pub unsafe fn ibv_attach_mcast(
+    qp: *mut sys::ibv_qp,
+    gid: *const sys::ibv_gid,
+    lid: u16,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*qp).context).attach_mcast(qp, gid, lid) }
+}
+
+/// `ibv_detach_mcast`.
+pub unsafe fn ibv_detach_mcast(
+    qp: *mut sys::ibv_qp,
+    gid: *const sys::ibv_gid,
+    lid: u16,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*qp).context).detach_mcast(qp, gid, lid) }
+}
