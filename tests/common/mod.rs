@@ -39,7 +39,7 @@ pub fn software_only(ctx: &Context, test: &str, needs: &str) -> bool {
         skip(
             test,
             format!(
-                "{needs} needs the software device (running on {})",
+                "whole test: {needs} needs the software device (running on {})",
                 ctx.device_name()
             ),
         );
