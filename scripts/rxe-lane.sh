@@ -120,7 +120,7 @@ for m in rdma_rxe ib_uverbs ib_core udp_tunnel ip6_udp_tunnel crc32_generic dumm
     mkdir -p "$(dirname "$dst")"
     cp "$src" "$dst"
 done
-cp "$kdir/lib/modules/$kver"/modules.{order,builtin} "$ROOT/lib/modules/$kver/" 2>/dev/null || true
+cp "$kdir/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$ROOT/lib/modules/$kver/" 2>/dev/null || true
 depmod -b "$ROOT" "$kver"
 
 cat >"$ROOT/init" <<'INIT'
