@@ -301,20 +301,20 @@ fn run(device: Option<&str>) -> Result<(), Error> {
     if ctx.is_software() {
         println!("inject completions (software device hook) and poll:");
         let injected = [
-            InjectedCompletion::success(1, WcOpcode::RecvRdmaWithImm)
+            InjectedCompletion::success(1, WcOpcode::RECV_RDMA_WITH_IMM)
                 .byte_len(4096)
                 .imm_data(0x1234_5678)
                 .qp_num(rc.qp_num()),
-            InjectedCompletion::success(2, WcOpcode::Recv)
+            InjectedCompletion::success(2, WcOpcode::RECV)
                 .byte_len(296)
                 .imm_data(0xcafe)
                 .qp_num(ud.qp_num())
                 .src_qp(0x2a)
                 .with_grh(),
-            InjectedCompletion::success(3, WcOpcode::Send)
+            InjectedCompletion::success(3, WcOpcode::SEND)
                 .byte_len(512)
                 .qp_num(rc_srq.qp_num()),
-            InjectedCompletion::error(4, WcStatus::RemAccessErr, 0x88).qp_num(rc.qp_num()),
+            InjectedCompletion::error(4, WcStatus::REM_ACCESS_ERR, 0x88).qp_num(rc.qp_num()),
         ];
         for c in injected {
             software::inject(cq_ex_shared, c)?;
@@ -322,12 +322,12 @@ fn run(device: Option<&str>) -> Result<(), Error> {
         println!("  cq_ex: 4 injected");
         poll_cq_ex(&mut poller)?;
         let legacy = [
-            InjectedCompletion::success(10, WcOpcode::Recv)
+            InjectedCompletion::success(10, WcOpcode::RECV)
                 .byte_len(128)
                 .imm_data(7)
                 .qp_num(uc.qp_num()),
-            InjectedCompletion::success(11, WcOpcode::Send).qp_num(uc.qp_num()),
-            InjectedCompletion::error(12, WcStatus::RemAccessErr, 0x42).qp_num(uc.qp_num()),
+            InjectedCompletion::success(11, WcOpcode::SEND).qp_num(uc.qp_num()),
+            InjectedCompletion::error(12, WcStatus::REM_ACCESS_ERR, 0x42).qp_num(uc.qp_num()),
         ];
         for c in legacy {
             software::inject(&cq, c)?;

@@ -260,7 +260,16 @@ impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<
             unsafe { backend::of(self.ctx.as_raw()).create_cq_ex(self.ctx.as_raw(), &mut attr) }
                 .map_err(|e| Error::os(Verb::CreateCqEx, e))?; // `user` is freed on this path
         user.into_raw();
-        Ok(CqEx::from_raw(raw))
+        let cq = CqEx::from_raw(raw);
+        // SAFETY: a CQ just created; its function pointers are only read.
+        if let Err(op) = crate::cq_ex::check_provider_ops::<F>(unsafe { raw.as_ref() }) {
+            drop(cq); // ibv_destroy_cq, and the user context with it
+            return Err(Error {
+                verb: Verb::CreateCqEx,
+                kind: ErrorKind::MissingProviderOp(op),
+            });
+        }
+        Ok(cq)
     }
 }
 

@@ -29,7 +29,7 @@
 
 use crate::cq::{destroy_cq, kind, sealed, AnyCq, CqBuilder, Shared, Threading};
 use crate::error::{DestroyError, Error, Result, Verb};
-use crate::ffi::{self, sys};
+use crate::ffi::{self, cq_ex_call, sys};
 use crate::object::{destroy, Destroy};
 use crate::wc::{WcOpcode, WcStatus};
 use crate::Context;
@@ -310,6 +310,53 @@ impl<F: WcFlags, T: Threading, C> AnyCq for CqEx<'_, F, T, C> {
     }
 }
 
+/// Checks, once at creation, that the provider filled every function pointer the polling API
+/// calls for a CQ with flags `F`, so that the data path calls them without a NULL check (as
+/// verbs.h's inline functions do). The name of the first missing one, if any.
+pub(crate) fn check_provider_ops<F: WcFlags>(cq: &sys::ibv_cq_ex) -> Result<(), &'static str> {
+    let always = [
+        ("start_poll", cq.start_poll.is_some()),
+        ("next_poll", cq.next_poll.is_some()),
+        ("end_poll", cq.end_poll.is_some()),
+        ("read_opcode", cq.read_opcode.is_some()),
+        ("read_vendor_err", cq.read_vendor_err.is_some()),
+        ("read_wc_flags", cq.read_wc_flags.is_some()),
+    ];
+    let flagged = [
+        (flags::BYTE_LEN, "read_byte_len", cq.read_byte_len.is_some()),
+        (flags::IMM, "read_imm_data", cq.read_imm_data.is_some()),
+        (flags::QP_NUM, "read_qp_num", cq.read_qp_num.is_some()),
+        (flags::SRC_QP, "read_src_qp", cq.read_src_qp.is_some()),
+        (flags::SLID, "read_slid", cq.read_slid.is_some()),
+        (flags::SL, "read_sl", cq.read_sl.is_some()),
+        (
+            flags::DLID_PATH_BITS,
+            "read_dlid_path_bits",
+            cq.read_dlid_path_bits.is_some(),
+        ),
+        (
+            flags::COMPLETION_TIMESTAMP,
+            "read_completion_ts",
+            cq.read_completion_ts.is_some(),
+        ),
+        (flags::CVLAN, "read_cvlan", cq.read_cvlan.is_some()),
+        (flags::FLOW_TAG, "read_flow_tag", cq.read_flow_tag.is_some()),
+        (
+            flags::COMPLETION_TIMESTAMP_WALLCLOCK,
+            "read_completion_wallclock_ns",
+            cq.read_completion_wallclock_ns.is_some(),
+        ),
+    ];
+    let missing = always.iter().find(|(_, ok)| !ok).map(|(name, _)| *name);
+    let missing = missing.or_else(|| {
+        flagged
+            .iter()
+            .find(|(bit, _, ok)| F::BITS & bit != 0 && !ok)
+            .map(|(_, n, _)| *n)
+    });
+    missing.map_or(Ok(()), Err)
+}
+
 /// `ibv_start_poll` on `cq`.
 ///
 /// # Safety
@@ -318,7 +365,7 @@ impl<F: WcFlags, T: Threading, C> AnyCq for CqEx<'_, F, T, C> {
 unsafe fn start_poll<'b, F: WcFlags>(cq: NonNull<sys::ibv_cq_ex>) -> Result<Option<Batch<'b, F>>> {
     let mut attr = sys::ibv_poll_cq_attr { comp_mask: 0 };
     // SAFETY: caller's contract.
-    match unsafe { sys::ibv_start_poll(cq.as_ptr(), &mut attr) } {
+    match unsafe { cq_ex_call!(cq.as_ptr(), start_poll, &mut attr) } {
         0 => Ok(Some(Batch {
             cq,
             _m: PhantomData,
@@ -378,7 +425,7 @@ impl<F: WcFlags> Batch<'_, F> {
     #[inline]
     pub fn advance(self) -> Result<Option<Self>> {
         // SAFETY: inside a started batch on a live CQ.
-        match unsafe { sys::ibv_next_poll(self.cq.as_ptr()) } {
+        match unsafe { cq_ex_call!(self.cq.as_ptr(), next_poll) } {
             0 => Ok(Some(self)),
             libc::ENOENT => Ok(None), // `self` drops here: ibv_end_poll
             e => Err(Error::os(Verb::NextPoll, e)),
@@ -390,7 +437,7 @@ impl<F: WcFlags> Drop for Batch<'_, F> {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: the batch was started by a successful ibv_start_poll and this is its one end.
-        unsafe { sys::ibv_end_poll(self.cq.as_ptr()) }
+        unsafe { cq_ex_call!(self.cq.as_ptr(), end_poll) }
     }
 }
 
@@ -477,7 +524,7 @@ impl<F: WcFlags> Completion<'_, F, Failure> {
     #[inline(always)]
     pub fn vendor_err(&self) -> u32 {
         // SAFETY: inside a batch, on the current completion.
-        unsafe { sys::ibv_wc_read_vendor_err(self.cq.as_ptr()) }
+        unsafe { cq_ex_call!(self.cq.as_ptr(), read_vendor_err) }
     }
 }
 
@@ -492,7 +539,7 @@ macro_rules! flagged_reads {
         {
             // SAFETY: inside a batch, on a successful completion, of a CQ created with the
             // field's flag (the bounds), so the provider's read function is valid to call.
-            unsafe { sys::$read(self.cq.as_ptr()) }
+            unsafe { cq_ex_call!(self.cq.as_ptr(), $read) }
         }
     )*};
 }
@@ -505,7 +552,7 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
         S: Succeeded,
     {
         // SAFETY: inside a batch, on a successful completion.
-        WcOpcode::from_raw(unsafe { sys::ibv_wc_read_opcode(self.cq.as_ptr()) })
+        WcOpcode::from_raw(unsafe { cq_ex_call!(self.cq.as_ptr(), read_opcode) })
     }
 
     /// `ibv_wc_read_wc_flags`: the completion's own flags (`IBV_WC_GRH`, `IBV_WC_WITH_IMM`, ...).
@@ -515,7 +562,7 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
         S: Succeeded,
     {
         // SAFETY: inside a batch, on a successful completion.
-        unsafe { sys::ibv_wc_read_wc_flags(self.cq.as_ptr()) }
+        unsafe { cq_ex_call!(self.cq.as_ptr(), read_wc_flags) }
     }
 
     /// `ibv_wc_read_imm_data`, in host byte order: `Some` when the completion carries immediate
@@ -528,9 +575,9 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
     {
         // SAFETY: inside a batch, on a successful completion of a CQ with IMM.
         unsafe {
-            let own = sys::ibv_wc_read_wc_flags(self.cq.as_ptr());
+            let own = cq_ex_call!(self.cq.as_ptr(), read_wc_flags);
             (own & ffi::IBV_WC_WITH_IMM != 0)
-                .then(|| u32::from_be(sys::ibv_wc_read_imm_data(self.cq.as_ptr())))
+                .then(|| u32::from_be(cq_ex_call!(self.cq.as_ptr(), read_imm_data)))
         }
     }
 
@@ -544,33 +591,32 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
     {
         // SAFETY: as for imm_data.
         unsafe {
-            let own = sys::ibv_wc_read_wc_flags(self.cq.as_ptr());
-            (own & ffi::IBV_WC_WITH_INV != 0)
-                .then(|| sys::ibv_wc_read_invalidated_rkey(self.cq.as_ptr()))
+            let own = cq_ex_call!(self.cq.as_ptr(), read_wc_flags);
+            (own & ffi::IBV_WC_WITH_INV != 0).then(|| cq_ex_call!(self.cq.as_ptr(), read_imm_data))
         }
     }
 
     flagged_reads! {
         /// `ibv_wc_read_byte_len`.
-        byte_len -> u32 = ibv_wc_read_byte_len, WithByteLen;
+        byte_len -> u32 = read_byte_len, WithByteLen;
         /// `ibv_wc_read_qp_num`: the local QP the completion belongs to.
-        qp_num -> u32 = ibv_wc_read_qp_num, WithQpNum;
+        qp_num -> u32 = read_qp_num, WithQpNum;
         /// `ibv_wc_read_src_qp`: the remote QP of a UD receive.
-        src_qp -> u32 = ibv_wc_read_src_qp, WithSrcQp;
+        src_qp -> u32 = read_src_qp, WithSrcQp;
         /// `ibv_wc_read_slid`.
-        slid -> u32 = ibv_wc_read_slid, WithSlid;
+        slid -> u32 = read_slid, WithSlid;
         /// `ibv_wc_read_sl`.
-        sl -> u8 = ibv_wc_read_sl, WithSl;
+        sl -> u8 = read_sl, WithSl;
         /// `ibv_wc_read_dlid_path_bits`.
-        dlid_path_bits -> u8 = ibv_wc_read_dlid_path_bits, WithDlidPathBits;
+        dlid_path_bits -> u8 = read_dlid_path_bits, WithDlidPathBits;
         /// `ibv_wc_read_completion_ts`: the device timestamp, in HCA clock units.
-        completion_ts -> u64 = ibv_wc_read_completion_ts, WithCompletionTimestamp;
+        completion_ts -> u64 = read_completion_ts, WithCompletionTimestamp;
         /// `ibv_wc_read_completion_wallclock_ns`: the timestamp in wall-clock nanoseconds.
-        completion_wallclock_ns -> u64 = ibv_wc_read_completion_wallclock_ns, WithCompletionTimestampWallclock;
+        completion_wallclock_ns -> u64 = read_completion_wallclock_ns, WithCompletionTimestampWallclock;
         /// `ibv_wc_read_cvlan`.
-        cvlan -> u16 = ibv_wc_read_cvlan, WithCvlan;
+        cvlan -> u16 = read_cvlan, WithCvlan;
         /// `ibv_wc_read_flow_tag`.
-        flow_tag -> u32 = ibv_wc_read_flow_tag, WithFlowTag;
+        flow_tag -> u32 = read_flow_tag, WithFlowTag;
     }
 }
 

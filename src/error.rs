@@ -104,6 +104,10 @@ pub enum ErrorKind {
     CqOverrun,
     /// The object does not belong to the software device (a hook was called on a real device).
     NotSoftware,
+    /// The provider did not fill a function pointer the object needs (named as in the C struct,
+    /// e.g. `read_byte_len`); checked once at creation, so the data path need not check it.
+    /// A C program would crash calling it; errno `EOPNOTSUPP`.
+    MissingProviderOp(&'static str),
     /// An object passed to the verb belongs to another context (or, for a CQ's parent domain,
     /// is not one). Checked before the FFI call; a C program would get `EINVAL`.
     WrongContext(&'static str),
@@ -158,6 +162,7 @@ impl Error {
             ErrorKind::CqOverrun => libc::ENOSPC,
             ErrorKind::NotSoftware => libc::EOPNOTSUPP,
             ErrorKind::WrongContext(_) => libc::EINVAL,
+            ErrorKind::MissingProviderOp(_) => libc::EOPNOTSUPP,
         }
     }
 
@@ -194,6 +199,9 @@ impl fmt::Display for Error {
             ErrorKind::CqOverrun => write!(f, "{}: the CQ is full (overrun)", self.verb),
             ErrorKind::NotSoftware => {
                 write!(f, "{}: the object is not on the software device", self.verb)
+            }
+            ErrorKind::MissingProviderOp(op) => {
+                write!(f, "{}: the provider has no {op} function", self.verb)
             }
             ErrorKind::WrongContext(what) => {
                 write!(f, "{}: {what} belongs to another device context", self.verb)

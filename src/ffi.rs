@@ -179,6 +179,16 @@ pub(crate) unsafe fn ibv_query_port(
     }
 }
 
+/// Calls one of an extended CQ's function pointers without checking it for NULL, as verbs.h's
+/// inline functions do. Sound only where creation checked the pointer: `CqEx` creation checks
+/// every pointer its flags need (`cq_ex::check_provider_ops`).
+macro_rules! cq_ex_call {
+    ($cq:expr, $op:ident $(, $arg:expr)*) => {
+        ((*$cq).$op.unwrap_unchecked())($cq $(, $arg)*)
+    };
+}
+pub(crate) use cq_ex_call;
+
 /// `IBV_WC_WITH_IMM` in a completion's own `wc_flags` (enum ibv_wc_flags).
 pub(crate) const IBV_WC_WITH_IMM: u32 = 1 << 1;
 /// `IBV_WC_WITH_INV` in a completion's own `wc_flags`.

@@ -15,7 +15,7 @@
 //!
 //! let ctx = Context::open("sw0")?;
 //! let mut cq = CqEx::<wc_flags!(BYTE_LEN | IMM)>::builder(&ctx).cqe(16).build()?;
-//! software::inject(&cq, InjectedCompletion::success(7, WcOpcode::Recv).byte_len(64).imm_data(0xbeef))?;
+//! software::inject(&cq, InjectedCompletion::success(7, WcOpcode::RECV).byte_len(64).imm_data(0xbeef))?;
 //! if let Some(batch) = cq.start_poll()? {
 //!     let wc = batch.completion().result().expect("success");
 //!     assert_eq!((wc.wr_id(), wc.byte_len(), wc.imm_data()), (7, 64, Some(0xbeef)));

@@ -6,28 +6,38 @@ use crate::ffi::sys;
 macro_rules! c_enum {
     ($(#[$m:meta])* $name:ident : $module:ident { $($(#[$vm:meta])* $v:ident = $c:ident,)* }) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum $name {
-            $($(#[$vm])* $v,)*
-            /// A value this crate does not know (a newer provider's), kept as is.
-            Other(u32),
-        }
+        ///
+        /// A transparent newtype over the C value, so reading one from a completion costs nothing;
+        /// match on its constants. A value a newer provider adds is kept as is.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(transparent)]
+        pub struct $name(u32);
         impl $name {
+            $($(#[$vm])* pub const $v: $name = $name(sys::$module::$c);)*
             /// From the C value.
-            #[inline]
-            pub fn from_raw(v: u32) -> Self {
-                match v {
-                    $(sys::$module::$c => $name::$v,)*
-                    other => $name::Other(other),
-                }
+            #[inline(always)]
+            pub const fn from_raw(v: u32) -> Self {
+                $name(v)
             }
             /// The C value.
-            #[inline]
-            pub fn raw(self) -> u32 {
-                match self {
-                    $($name::$v => sys::$module::$c,)*
-                    $name::Other(v) => v,
+            #[inline(always)]
+            pub const fn raw(self) -> u32 {
+                self.0
+            }
+            /// The C name without its prefix (`SUCCESS`, `RECV`, ...), or `None` for a value this
+            /// crate does not know.
+            pub fn name(self) -> Option<&'static str> {
+                match self.0 {
+                    $(sys::$module::$c => Some(stringify!($v)),)*
+                    _ => None,
+                }
+            }
+        }
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.name() {
+                    Some(n) => f.write_str(n),
+                    None => write!(f, "{}({})", stringify!($name), self.0),
                 }
             }
         }
@@ -38,53 +48,53 @@ c_enum! {
     /// `enum ibv_wc_status`.
     WcStatus: ibv_wc_status {
         /// `IBV_WC_SUCCESS`
-        Success = IBV_WC_SUCCESS,
+        SUCCESS = IBV_WC_SUCCESS,
         /// `IBV_WC_LOC_LEN_ERR`
-        LocLenErr = IBV_WC_LOC_LEN_ERR,
+        LOC_LEN_ERR = IBV_WC_LOC_LEN_ERR,
         /// `IBV_WC_LOC_QP_OP_ERR`
-        LocQpOpErr = IBV_WC_LOC_QP_OP_ERR,
+        LOC_QP_OP_ERR = IBV_WC_LOC_QP_OP_ERR,
         /// `IBV_WC_LOC_EEC_OP_ERR`
-        LocEecOpErr = IBV_WC_LOC_EEC_OP_ERR,
+        LOC_EEC_OP_ERR = IBV_WC_LOC_EEC_OP_ERR,
         /// `IBV_WC_LOC_PROT_ERR`
-        LocProtErr = IBV_WC_LOC_PROT_ERR,
+        LOC_PROT_ERR = IBV_WC_LOC_PROT_ERR,
         /// `IBV_WC_WR_FLUSH_ERR`
-        WrFlushErr = IBV_WC_WR_FLUSH_ERR,
+        WR_FLUSH_ERR = IBV_WC_WR_FLUSH_ERR,
         /// `IBV_WC_MW_BIND_ERR`
-        MwBindErr = IBV_WC_MW_BIND_ERR,
+        MW_BIND_ERR = IBV_WC_MW_BIND_ERR,
         /// `IBV_WC_BAD_RESP_ERR`
-        BadRespErr = IBV_WC_BAD_RESP_ERR,
+        BAD_RESP_ERR = IBV_WC_BAD_RESP_ERR,
         /// `IBV_WC_LOC_ACCESS_ERR`
-        LocAccessErr = IBV_WC_LOC_ACCESS_ERR,
+        LOC_ACCESS_ERR = IBV_WC_LOC_ACCESS_ERR,
         /// `IBV_WC_REM_INV_REQ_ERR`
-        RemInvReqErr = IBV_WC_REM_INV_REQ_ERR,
+        REM_INV_REQ_ERR = IBV_WC_REM_INV_REQ_ERR,
         /// `IBV_WC_REM_ACCESS_ERR`
-        RemAccessErr = IBV_WC_REM_ACCESS_ERR,
+        REM_ACCESS_ERR = IBV_WC_REM_ACCESS_ERR,
         /// `IBV_WC_REM_OP_ERR`
-        RemOpErr = IBV_WC_REM_OP_ERR,
+        REM_OP_ERR = IBV_WC_REM_OP_ERR,
         /// `IBV_WC_RETRY_EXC_ERR`
-        RetryExcErr = IBV_WC_RETRY_EXC_ERR,
+        RETRY_EXC_ERR = IBV_WC_RETRY_EXC_ERR,
         /// `IBV_WC_RNR_RETRY_EXC_ERR`
-        RnrRetryExcErr = IBV_WC_RNR_RETRY_EXC_ERR,
+        RNR_RETRY_EXC_ERR = IBV_WC_RNR_RETRY_EXC_ERR,
         /// `IBV_WC_LOC_RDD_VIOL_ERR`
-        LocRddViolErr = IBV_WC_LOC_RDD_VIOL_ERR,
+        LOC_RDD_VIOL_ERR = IBV_WC_LOC_RDD_VIOL_ERR,
         /// `IBV_WC_REM_INV_RD_REQ_ERR`
-        RemInvRdReqErr = IBV_WC_REM_INV_RD_REQ_ERR,
+        REM_INV_RD_REQ_ERR = IBV_WC_REM_INV_RD_REQ_ERR,
         /// `IBV_WC_REM_ABORT_ERR`
-        RemAbortErr = IBV_WC_REM_ABORT_ERR,
+        REM_ABORT_ERR = IBV_WC_REM_ABORT_ERR,
         /// `IBV_WC_INV_EECN_ERR`
-        InvEecnErr = IBV_WC_INV_EECN_ERR,
+        INV_EECN_ERR = IBV_WC_INV_EECN_ERR,
         /// `IBV_WC_INV_EEC_STATE_ERR`
-        InvEecStateErr = IBV_WC_INV_EEC_STATE_ERR,
+        INV_EEC_STATE_ERR = IBV_WC_INV_EEC_STATE_ERR,
         /// `IBV_WC_FATAL_ERR`
-        FatalErr = IBV_WC_FATAL_ERR,
+        FATAL_ERR = IBV_WC_FATAL_ERR,
         /// `IBV_WC_RESP_TIMEOUT_ERR`
-        RespTimeoutErr = IBV_WC_RESP_TIMEOUT_ERR,
+        RESP_TIMEOUT_ERR = IBV_WC_RESP_TIMEOUT_ERR,
         /// `IBV_WC_GENERAL_ERR`
-        GeneralErr = IBV_WC_GENERAL_ERR,
+        GENERAL_ERR = IBV_WC_GENERAL_ERR,
         /// `IBV_WC_TM_ERR`
-        TmErr = IBV_WC_TM_ERR,
+        TM_ERR = IBV_WC_TM_ERR,
         /// `IBV_WC_TM_RNDV_INCOMPLETE`
-        TmRndvIncomplete = IBV_WC_TM_RNDV_INCOMPLETE,
+        TM_RNDV_INCOMPLETE = IBV_WC_TM_RNDV_INCOMPLETE,
     }
 }
 
@@ -92,25 +102,25 @@ c_enum! {
     /// `enum ibv_wc_opcode`: what the completed work request was.
     WcOpcode: ibv_wc_opcode {
         /// `IBV_WC_SEND`
-        Send = IBV_WC_SEND,
+        SEND = IBV_WC_SEND,
         /// `IBV_WC_RDMA_WRITE`
-        RdmaWrite = IBV_WC_RDMA_WRITE,
+        RDMA_WRITE = IBV_WC_RDMA_WRITE,
         /// `IBV_WC_RDMA_READ`
-        RdmaRead = IBV_WC_RDMA_READ,
+        RDMA_READ = IBV_WC_RDMA_READ,
         /// `IBV_WC_COMP_SWAP`
-        CompSwap = IBV_WC_COMP_SWAP,
+        COMP_SWAP = IBV_WC_COMP_SWAP,
         /// `IBV_WC_FETCH_ADD`
-        FetchAdd = IBV_WC_FETCH_ADD,
+        FETCH_ADD = IBV_WC_FETCH_ADD,
         /// `IBV_WC_BIND_MW`
-        BindMw = IBV_WC_BIND_MW,
+        BIND_MW = IBV_WC_BIND_MW,
         /// `IBV_WC_LOCAL_INV`
-        LocalInv = IBV_WC_LOCAL_INV,
+        LOCAL_INV = IBV_WC_LOCAL_INV,
         /// `IBV_WC_TSO`
-        Tso = IBV_WC_TSO,
+        TSO = IBV_WC_TSO,
         /// `IBV_WC_RECV`
-        Recv = IBV_WC_RECV,
+        RECV = IBV_WC_RECV,
         /// `IBV_WC_RECV_RDMA_WITH_IMM`
-        RecvRdmaWithImm = IBV_WC_RECV_RDMA_WITH_IMM,
+        RECV_RDMA_WITH_IMM = IBV_WC_RECV_RDMA_WITH_IMM,
     }
 }
 

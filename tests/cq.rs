@@ -228,22 +228,22 @@ fn os_error_display_names_the_verb_and_errno() {
 }
 
 const OPS: [WcOpcode; 10] = [
-    WcOpcode::Send,
-    WcOpcode::RdmaWrite,
-    WcOpcode::RdmaRead,
-    WcOpcode::CompSwap,
-    WcOpcode::FetchAdd,
-    WcOpcode::BindMw,
-    WcOpcode::LocalInv,
-    WcOpcode::Tso,
-    WcOpcode::Recv,
-    WcOpcode::RecvRdmaWithImm,
+    WcOpcode::SEND,
+    WcOpcode::RDMA_WRITE,
+    WcOpcode::RDMA_READ,
+    WcOpcode::COMP_SWAP,
+    WcOpcode::FETCH_ADD,
+    WcOpcode::BIND_MW,
+    WcOpcode::LOCAL_INV,
+    WcOpcode::TSO,
+    WcOpcode::RECV,
+    WcOpcode::RECV_RDMA_WITH_IMM,
 ];
 const ERRS: [WcStatus; 4] = [
-    WcStatus::LocLenErr,
-    WcStatus::WrFlushErr,
-    WcStatus::RemAccessErr,
-    WcStatus::RetryExcErr,
+    WcStatus::LOC_LEN_ERR,
+    WcStatus::WR_FLUSH_ERR,
+    WcStatus::REM_ACCESS_ERR,
+    WcStatus::RETRY_EXC_ERR,
 ];
 
 fn is_error(i: u32) -> bool {
@@ -282,13 +282,13 @@ fn check_varied(i: u32, wc: &WorkCompletion) {
         assert_eq!(wc.vendor_err(), 0x50 + i);
         return;
     }
-    assert_eq!(wc.status(), WcStatus::Success);
+    assert_eq!(wc.status(), WcStatus::SUCCESS);
     let s = wc.success().expect("success fields");
     assert_eq!(s.wr_id(), wc.wr_id());
     assert_eq!(s.opcode(), OPS[i as usize % OPS.len()]);
     assert_eq!(
         s.opcode().is_recv(),
-        matches!(s.opcode(), WcOpcode::Recv | WcOpcode::RecvRdmaWithImm)
+        matches!(s.opcode(), WcOpcode::RECV | WcOpcode::RECV_RDMA_WITH_IMM)
     );
     assert_eq!(s.byte_len(), 64 * i + 1);
     assert_eq!(s.qp_num(), 0x100 + i);
@@ -358,7 +358,7 @@ fn cq_imm_data_and_invalidated_rkey_only_when_injected() {
         return;
     }
     let cq = Cq::builder(&ctx).cqe(8).build().expect("cq");
-    let plain = InjectedCompletion::success(1, WcOpcode::Recv).byte_len(8);
+    let plain = InjectedCompletion::success(1, WcOpcode::RECV).byte_len(8);
     software::inject(&cq, plain).unwrap();
     software::inject(&cq, plain.imm_data(0)).unwrap(); // zero immediate data is still Some
     software::inject(&cq, plain.invalidated_rkey(0x1234)).unwrap();
@@ -431,7 +431,7 @@ fn cq_shared_between_an_injecting_and_a_polling_thread() {
     let polled = std::thread::scope(|s| {
         s.spawn(|| {
             for i in 0..N {
-                let c = InjectedCompletion::success(i, WcOpcode::Send).byte_len(i as u32);
+                let c = InjectedCompletion::success(i, WcOpcode::SEND).byte_len(i as u32);
                 loop {
                     match software::inject(&cq, c) {
                         Ok(()) => break,
@@ -482,7 +482,7 @@ fn cq_polled_from_several_threads() {
     let cq = Cq::builder(&ctx).cqe(4096).build().expect("cq");
     const N: u64 = 4000;
     for i in 0..N {
-        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::Recv)).unwrap();
+        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV)).unwrap();
     }
     // Four pollers share &Cq (ibv_poll_cq locks inside the provider).
     let mut all: Vec<u64> = std::thread::scope(|s| {

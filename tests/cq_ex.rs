@@ -29,7 +29,7 @@ macro_rules! one_flag {
             assert_eq!(cq.wc_flags(), flags::$flag, stringify!($flag));
             assert_eq!(<wc_flags!($flag) as WcFlags>::BITS, flags::$flag);
             if $ctx.is_software() {
-                let $i = InjectedCompletion::success(77, WcOpcode::Recv);
+                let $i = InjectedCompletion::success(77, WcOpcode::RECV);
                 software::inject(&cq, $inject).expect("inject");
                 {
                     let batch = cq
@@ -38,7 +38,7 @@ macro_rules! one_flag {
                         .expect("one completion");
                     let $c = batch.completion().result().expect("success");
                     assert_eq!($c.wr_id(), 77);
-                    assert_eq!($c.opcode(), WcOpcode::Recv);
+                    assert_eq!($c.opcode(), WcOpcode::RECV);
                     $check;
                 }
                 assert!(cq.start_poll().expect("start_poll").is_none());
@@ -249,7 +249,7 @@ fn cq_ex_single_threaded_is_created_and_polled() {
         for i in 0..5 {
             software::inject(
                 &cq,
-                InjectedCompletion::success(i, WcOpcode::Send).byte_len(i as u32),
+                InjectedCompletion::success(i, WcOpcode::SEND).byte_len(i as u32),
             )
             .unwrap();
         }
@@ -264,8 +264,8 @@ fn cq_ex_single_threaded_is_created_and_polled() {
         }
         assert_eq!(seen, (0..5).map(|i| (i, i as u32)).collect::<Vec<_>>());
         // With no consumer lock, an early-dropped batch still consumes exactly what it read.
-        software::inject(&cq, InjectedCompletion::success(10, WcOpcode::Send)).unwrap();
-        software::inject(&cq, InjectedCompletion::success(11, WcOpcode::Send)).unwrap();
+        software::inject(&cq, InjectedCompletion::success(10, WcOpcode::SEND)).unwrap();
+        software::inject(&cq, InjectedCompletion::success(11, WcOpcode::SEND)).unwrap();
         assert_eq!(cq.start_poll().unwrap().unwrap().completion().wr_id(), 10);
         assert_eq!(cq.start_poll().unwrap().unwrap().completion().wr_id(), 11);
         assert!(cq.start_poll().unwrap().is_none());
@@ -294,7 +294,7 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
     }
     let n = cq.cqe();
     for i in 0..u64::from(n) + 5 {
-        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::Recv))
+        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV))
             .expect("an IGNORE_OVERRUN CQ never reports an overrun");
     }
     assert_eq!(software::lost_completions(&cq), Some(5));
@@ -313,7 +313,7 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
         "the first cqe() kept"
     );
     // Room again: nothing more is lost.
-    software::inject(&cq, InjectedCompletion::success(99, WcOpcode::Recv)).unwrap();
+    software::inject(&cq, InjectedCompletion::success(99, WcOpcode::RECV)).unwrap();
     assert_eq!(software::lost_completions(&cq), Some(5));
     assert_eq!(cq.start_poll().unwrap().unwrap().completion().wr_id(), 99);
 }
@@ -328,9 +328,9 @@ fn cq_ex_overrun_is_reported() {
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build().unwrap();
     let n = u64::from(cq.cqe());
     for i in 0..n {
-        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::Send)).unwrap();
+        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::SEND)).unwrap();
     }
-    let e = software::inject(&cq, InjectedCompletion::success(n, WcOpcode::Send))
+    let e = software::inject(&cq, InjectedCompletion::success(n, WcOpcode::SEND))
         .expect_err("more than cqe()");
     assert_eq!(
         (e.verb, e.kind.clone()),
@@ -370,7 +370,7 @@ fn cq_ex_with_parent_domain() {
             if ctx.is_software() {
                 software::inject(
                     &cq,
-                    InjectedCompletion::success(5, WcOpcode::Recv).byte_len(9),
+                    InjectedCompletion::success(5, WcOpcode::RECV).byte_len(9),
                 )
                 .unwrap();
                 let batch = cq.start_poll().unwrap().unwrap();
@@ -514,23 +514,23 @@ struct Expected {
 }
 
 const OPS: [WcOpcode; 10] = [
-    WcOpcode::Send,
-    WcOpcode::RdmaWrite,
-    WcOpcode::RdmaRead,
-    WcOpcode::CompSwap,
-    WcOpcode::FetchAdd,
-    WcOpcode::BindMw,
-    WcOpcode::LocalInv,
-    WcOpcode::Tso,
-    WcOpcode::Recv,
-    WcOpcode::RecvRdmaWithImm,
+    WcOpcode::SEND,
+    WcOpcode::RDMA_WRITE,
+    WcOpcode::RDMA_READ,
+    WcOpcode::COMP_SWAP,
+    WcOpcode::FETCH_ADD,
+    WcOpcode::BIND_MW,
+    WcOpcode::LOCAL_INV,
+    WcOpcode::TSO,
+    WcOpcode::RECV,
+    WcOpcode::RECV_RDMA_WITH_IMM,
 ];
 const ERRS: [WcStatus; 5] = [
-    WcStatus::LocProtErr,
-    WcStatus::WrFlushErr,
-    WcStatus::RnrRetryExcErr,
-    WcStatus::RemOpErr,
-    WcStatus::GeneralErr,
+    WcStatus::LOC_PROT_ERR,
+    WcStatus::WR_FLUSH_ERR,
+    WcStatus::RNR_RETRY_EXC_ERR,
+    WcStatus::REM_OP_ERR,
+    WcStatus::GENERAL_ERR,
 ];
 
 impl Expected {
@@ -539,7 +539,7 @@ impl Expected {
     fn nth(i: u32) -> Self {
         let e = Expected {
             wr_id: 0x1_0000_0000 + u64::from(i) * 3,
-            status: WcStatus::Success,
+            status: WcStatus::SUCCESS,
             vendor_err: 0,
             opcode: OPS[i as usize % OPS.len()],
             byte_len: 100 + i,
@@ -568,7 +568,7 @@ impl Expected {
     }
 
     fn inject(&self) -> InjectedCompletion {
-        if self.status != WcStatus::Success {
+        if self.status != WcStatus::SUCCESS {
             return InjectedCompletion::error(self.wr_id, self.status, self.vendor_err);
         }
         let mut c = InjectedCompletion::success(self.wr_id, self.opcode)
@@ -635,7 +635,7 @@ fn poll_all(cq: &mut CqEx<'_, AllFields>) -> Vec<Expected> {
                         }
                     }
                     Err(f) => {
-                        assert_ne!(f.status(), WcStatus::Success);
+                        assert_ne!(f.status(), WcStatus::SUCCESS);
                         let x = Expected::nth(0);
                         Expected {
                             wr_id: f.wr_id(),
@@ -675,7 +675,7 @@ fn cq_ex_polls_injected_completions_with_every_field_in_order() {
     // Error completions carry only wr_id, status and vendor_err: compare those for them.
     assert_eq!(got.len(), expected.len());
     for (g, e) in got.iter().zip(&expected) {
-        if e.status == WcStatus::Success {
+        if e.status == WcStatus::SUCCESS {
             assert_eq!(g, e);
         } else {
             assert_eq!(
@@ -685,7 +685,7 @@ fn cq_ex_polls_injected_completions_with_every_field_in_order() {
         }
     }
     assert!(
-        expected.iter().any(|e| e.status != WcStatus::Success)
+        expected.iter().any(|e| e.status != WcStatus::SUCCESS)
             && expected.iter().any(|e| e.imm.is_some())
             && expected.iter().any(|e| e.inv.is_some())
             && expected.iter().any(|e| e.grh),
@@ -704,27 +704,27 @@ fn cq_ex_no_fields_reads_opcode_and_own_flags() {
     let mut cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build().expect("cq");
     software::inject(
         &cq,
-        InjectedCompletion::success(3, WcOpcode::RdmaRead)
+        InjectedCompletion::success(3, WcOpcode::RDMA_READ)
             .byte_len(5)
             .with_grh(),
     )
     .unwrap();
     software::inject(
         &cq,
-        InjectedCompletion::error(4, WcStatus::FatalErr, 0xdead),
+        InjectedCompletion::error(4, WcStatus::FATAL_ERR, 0xdead),
     )
     .unwrap();
     let batch = cq.start_poll().unwrap().unwrap();
     let s = batch.completion().result().expect("success");
     assert_eq!(
         (s.wr_id(), s.opcode(), s.completion_flags()),
-        (3, WcOpcode::RdmaRead, 1)
+        (3, WcOpcode::RDMA_READ, 1)
     );
     let batch = batch.advance().unwrap().expect("a second completion");
     let f = batch.completion().result().expect_err("failure");
     assert_eq!(
         (f.wr_id(), f.status(), f.vendor_err()),
-        (4, WcStatus::FatalErr, 0xdead)
+        (4, WcStatus::FATAL_ERR, 0xdead)
     );
     assert!(batch.advance().unwrap().is_none(), "no third completion");
     assert!(cq.start_poll().unwrap().is_none());
@@ -741,7 +741,7 @@ fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
         .cqe(8)
         .build()
         .unwrap();
-    let base = InjectedCompletion::success(0, WcOpcode::Recv);
+    let base = InjectedCompletion::success(0, WcOpcode::RECV);
     let cases = [
         (base, None, None),
         (base.imm_data(0), Some(0), None),
@@ -777,7 +777,7 @@ fn cq_ex_start_poll_on_empty_cq_is_none() {
         assert!(cq.start_poll().expect("start_poll").is_none());
     }
     if software_only(&ctx, TEST, "completion injection") {
-        software::inject(&cq, InjectedCompletion::success(1, WcOpcode::Send)).unwrap();
+        software::inject(&cq, InjectedCompletion::success(1, WcOpcode::SEND)).unwrap();
         assert_eq!(cq.start_poll().unwrap().unwrap().completion().wr_id(), 1);
         assert!(cq.start_poll().unwrap().is_none(), "drained");
     }
@@ -792,7 +792,7 @@ fn cq_ex_batch_dropped_early_leaves_the_rest() {
     }
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap();
     for id in 10..15 {
-        software::inject(&cq, InjectedCompletion::success(id, WcOpcode::Recv)).unwrap();
+        software::inject(&cq, InjectedCompletion::success(id, WcOpcode::RECV)).unwrap();
     }
     // Break out of the loop after one completion: the batch is dropped (end_poll) early.
     let mut first = Vec::new();
@@ -839,7 +839,7 @@ fn cq_ex_panic_inside_a_batch_still_ends_it() {
     // start_poll after a batch whose end_poll never ran would deadlock.
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     for id in 1..=3 {
-        software::inject(&cq, InjectedCompletion::success(id, WcOpcode::Send)).unwrap();
+        software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND)).unwrap();
     }
     let r = catch_unwind(AssertUnwindSafe(|| {
         let batch = cq.start_poll().unwrap().unwrap();
@@ -882,7 +882,7 @@ fn cq_ex_shared_between_threads_under_a_mutex() {
             s.spawn(move || {
                 for i in 0..PER_PRODUCER {
                     let c =
-                        InjectedCompletion::success(p << 32 | i, WcOpcode::Recv).byte_len(i as u32);
+                        InjectedCompletion::success(p << 32 | i, WcOpcode::RECV).byte_len(i as u32);
                     loop {
                         let r = software::inject(&*cq.lock().unwrap(), c);
                         match r {
@@ -956,7 +956,7 @@ fn cq_ex_moves_to_another_thread() {
     let injected = software_only(&ctx, TEST, "completion injection");
     if injected {
         for id in 0..3 {
-            software::inject(&cq, InjectedCompletion::success(id, WcOpcode::Send)).unwrap();
+            software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND)).unwrap();
         }
     }
     // Polled and destroyed on another thread (CqEx is Send; its user context moves along).
@@ -1057,7 +1057,7 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
         });
         // This thread injects through the shared half, meeting a full CQ now and then.
         for i in 0..N {
-            let c = InjectedCompletion::success(i, WcOpcode::Recv)
+            let c = InjectedCompletion::success(i, WcOpcode::RECV)
                 .qp_num(qpn)
                 .byte_len(i as u32);
             loop {

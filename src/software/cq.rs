@@ -55,14 +55,14 @@ impl InjectedCompletion {
     pub fn success(wr_id: u64, opcode: WcOpcode) -> Self {
         let cqe = Cqe {
             wr_id,
-            status: WcStatus::Success.raw(),
+            status: WcStatus::SUCCESS.raw(),
             opcode: opcode.raw(),
             ..Cqe::default()
         };
         InjectedCompletion { cqe }
     }
 
-    /// A failed completion of `wr_id`: `status` (not [`WcStatus::Success`]) and the device's
+    /// A failed completion of `wr_id`: `status` (not [`WcStatus::SUCCESS`]) and the device's
     /// `vendor_err`.
     pub fn error(wr_id: u64, status: WcStatus, vendor_err: u32) -> Self {
         let cqe = Cqe {

@@ -6,7 +6,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
     for id in 0..3 {
-        software::inject(&cq, InjectedCompletion::success(id, WcOpcode::Send))?;
+        software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND))?;
     }
     let mut seen = Vec::new();
     {

@@ -5,13 +5,13 @@ use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcod
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
-    software::inject(&cq, InjectedCompletion::error(3, WcStatus::RemAccessErr, 0x42))?;
-    software::inject(&cq, InjectedCompletion::success(4, WcOpcode::RdmaWrite))?;
+    software::inject(&cq, InjectedCompletion::error(3, WcStatus::REM_ACCESS_ERR, 0x42))?;
+    software::inject(&cq, InjectedCompletion::success(4, WcOpcode::RDMA_WRITE))?;
     let Some(batch) = cq.start_poll()? else { panic!("empty") };
     let failed = batch.completion().result().expect_err("a failure");
-    assert_eq!((failed.wr_id(), failed.status(), failed.vendor_err()), (3, WcStatus::RemAccessErr, 0x42));
+    assert_eq!((failed.wr_id(), failed.status(), failed.vendor_err()), (3, WcStatus::REM_ACCESS_ERR, 0x42));
     let batch = batch.advance()?.expect("a second completion");
     let ok = batch.completion().result().expect("a success");
-    assert_eq!((ok.wr_id(), ok.opcode()), (4, WcOpcode::RdmaWrite));
+    assert_eq!((ok.wr_id(), ok.opcode()), (4, WcOpcode::RDMA_WRITE));
     Ok(())
 }

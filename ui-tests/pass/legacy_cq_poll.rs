@@ -4,7 +4,7 @@ use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompl
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let cq = Cq::builder(&ctx).cqe(4).context("label").build()?;
-    software::inject(&cq, InjectedCompletion::success(5, WcOpcode::Recv).byte_len(12))?;
+    software::inject(&cq, InjectedCompletion::success(5, WcOpcode::RECV).byte_len(12))?;
     let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
     let got = cq.poll(&mut wc)?;
     assert_eq!(got.len(), 1);

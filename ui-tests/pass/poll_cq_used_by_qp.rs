@@ -11,7 +11,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let rc = Qp::<Rc>::builder(&pd, shared, shared).build()?;
     let ud = Qp::<Ud>::builder(&pd, shared, shared).build()?;
     for qp in [rc.qp_num(), ud.qp_num()] {
-        software::inject(shared, InjectedCompletion::success(qp.into(), WcOpcode::Recv).qp_num(qp).byte_len(32))?;
+        software::inject(shared, InjectedCompletion::success(qp.into(), WcOpcode::RECV).qp_num(qp).byte_len(32))?;
     }
     let seen = std::thread::scope(|s| {
         s.spawn(move || -> Result<Vec<(u64, u32)>, typed_verbs::Error> {

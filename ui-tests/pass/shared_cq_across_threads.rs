@@ -5,7 +5,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     std::thread::scope(|s| {
-        s.spawn(|| software::inject(&cq, InjectedCompletion::success(9, WcOpcode::Send))).join().unwrap()
+        s.spawn(|| software::inject(&cq, InjectedCompletion::success(9, WcOpcode::SEND))).join().unwrap()
     })?;
     let Some(batch) = cq.start_poll()? else { panic!("empty") };
     assert_eq!(batch.completion().wr_id(), 9);
