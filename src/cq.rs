@@ -11,6 +11,7 @@ use crate::pd::ParentDomain;
 use crate::wc::WorkCompletion;
 use crate::Context;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
 
 pub(crate) mod sealed {
@@ -328,6 +329,26 @@ impl<'a, C> Cq<'a, C> {
             return Err(Error::os(Verb::PollCq, -got));
         }
         Ok(&wc[..got as usize])
+    }
+
+    /// `ibv_poll_cq` into an array the caller need not initialise (a stack array of
+    /// `MaybeUninit`); returns the filled, now initialised, part.
+    #[inline]
+    pub fn poll_uninit<'w>(
+        &self,
+        wc: &'w mut [MaybeUninit<WorkCompletion>],
+    ) -> Result<&'w [WorkCompletion]> {
+        let n = wc.len().min(i32::MAX as usize) as i32;
+        // SAFETY: a live CQ; WorkCompletion is repr(transparent) over ibv_wc, so the array has
+        // room for `n` of them; ibv_poll_cq writes the first `got`.
+        let got = unsafe { sys::ibv_poll_cq(self.raw.as_ptr(), n, wc.as_mut_ptr().cast()) };
+        if got < 0 {
+            return Err(Error::os(Verb::PollCq, -got));
+        }
+        // SAFETY: the first `got` entries were written by the provider.
+        Ok(unsafe {
+            std::slice::from_raw_parts(wc.as_ptr().cast::<WorkCompletion>(), got as usize)
+        })
     }
 
     /// `ibv_req_notify_cq`: asks for a completion event on the CQ's channel for the next

@@ -398,6 +398,32 @@ impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
     }
 }
 
+/// What can open a polling batch: a [`CqEx`] held exclusively, or its [`Poller`]. The poll
+/// functions [`completion_record!`](crate::completion_record) generates take either.
+pub trait Pollable: sealed::Sealed {
+    /// The CQ's `wc_flags`.
+    type Flags: WcFlags;
+    /// `ibv_start_poll`.
+    fn start_poll(&mut self) -> Result<Option<Batch<'_, Self::Flags>>>;
+}
+
+impl<F: WcFlags, T: Threading, C> Pollable for CqEx<'_, F, T, C> {
+    type Flags = F;
+    #[inline(always)]
+    fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
+        CqEx::start_poll(self)
+    }
+}
+
+impl<F: WcFlags, T: Threading> sealed::Sealed for Poller<'_, F, T> {}
+impl<F: WcFlags, T: Threading> Pollable for Poller<'_, F, T> {
+    type Flags = F;
+    #[inline(always)]
+    fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
+        Poller::start_poll(self)
+    }
+}
+
 /// An open polling batch: between `ibv_start_poll` and `ibv_end_poll`. Dropping it calls
 /// `ibv_end_poll` exactly once. It is neither `Send` nor `Sync`: the provider's CQ lock is held
 /// by this thread until the batch ends.

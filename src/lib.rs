@@ -63,6 +63,36 @@ pub use wc::{WcOpcode, WcStatus, WorkCompletion};
 /// `wc_flags!()` is the empty set. An unknown name is a compile error that lists the valid ones.
 pub use typed_verbs_macros::wc_flags;
 
+/// Declares the completion record a program reads from a CQ and generates its poll loops.
+///
+/// ```
+/// typed_verbs::completion_record! {
+///     /// A receive: what the program needs of it.
+///     pub struct Recv { wr_id, opcode, byte_len, imm_data, qp_num }
+///     /// A failed work request (optional; this is the default).
+///     pub struct RecvError { wr_id, status, vendor_err }
+///     max_batch = 16;
+/// }
+/// ```
+///
+/// declares `Recv` and `RecvError` with those fields (typed as the completion's readers return
+/// them) and generates:
+///
+/// - `Recv::poll(&mut cq_or_poller, |r: Result<Recv, RecvError>| ...)`: one batch from a
+///   [`CqEx`] or its [`Poller`]: `ibv_start_poll`, `ibv_next_poll` up to `max_batch`, one
+///   `ibv_end_poll`, one provider read per declared field per completion, no flag test, no
+///   allocation, the handler inlined. It requires the CQ's `wc_flags` to have every declared
+///   field's flag: a missing one is a compile error naming the flag to add.
+/// - `Recv::poll_legacy(&cq, handler)`: the same for a legacy [`Cq`], through `ibv_poll_cq`
+///   into a stack array (only when every field exists in `struct ibv_wc`).
+///
+/// Success fields: `wr_id`, `status`, `opcode`, `completion_flags`, `byte_len`, `imm_data`,
+/// `invalidated_rkey`, `qp_num`, `src_qp`, `slid`, `sl`, `dlid_path_bits`, `completion_ts`,
+/// `completion_wallclock_ns`, `cvlan`, `flow_tag`. Error fields: `wr_id`, `status`,
+/// `vendor_err`. An unknown name, a success-only field in the error record and `max_batch = 0`
+/// are compile errors that say what to write instead.
+pub use typed_verbs_macros::completion_record;
+
 // Zero cost: every handle is one pointer, and so is an Option of it.
 mod handle_sizes {
     use super::*;

@@ -72,3 +72,448 @@ pub fn wc_flags(input: TokenStream) -> TokenStream {
     }
     quote!(::#krate::WcFlagSet<#(#args),*>).into()
 }
+
+/// One completion field a record may declare.
+struct Field {
+    /// The name in a record (and of the `Completion` method that reads it).
+    name: &'static str,
+    /// Its Rust type, under `::typed_verbs`.
+    ty: &'static str,
+    /// The flag trait the CQ's `wc_flags` need for it, if any.
+    flag: Option<&'static str>,
+    /// Valid in a success record, in an error record.
+    success: bool,
+    error: bool,
+    /// How the legacy `ibv_wc` path reads it (`s`: the success view, `w`: the entry), if it can.
+    legacy: Option<&'static str>,
+}
+
+const FIELDS: &[Field] = &[
+    Field {
+        name: "wr_id",
+        ty: "u64",
+        flag: None,
+        success: true,
+        error: true,
+        legacy: Some("w.wr_id()"),
+    },
+    Field {
+        name: "status",
+        ty: "WcStatus",
+        flag: None,
+        success: true,
+        error: true,
+        legacy: Some("w.status()"),
+    },
+    Field {
+        name: "vendor_err",
+        ty: "u32",
+        flag: None,
+        success: false,
+        error: true,
+        legacy: Some("w.vendor_err()"),
+    },
+    Field {
+        name: "opcode",
+        ty: "WcOpcode",
+        flag: None,
+        success: true,
+        error: false,
+        legacy: Some("s.opcode()"),
+    },
+    Field {
+        name: "completion_flags",
+        ty: "u32",
+        flag: None,
+        success: true,
+        error: false,
+        legacy: Some("s.wc_flags()"),
+    },
+    Field {
+        name: "byte_len",
+        ty: "u32",
+        flag: Some("WithByteLen"),
+        success: true,
+        error: false,
+        legacy: Some("s.byte_len()"),
+    },
+    Field {
+        name: "imm_data",
+        ty: "Option<u32>",
+        flag: Some("WithImm"),
+        success: true,
+        error: false,
+        legacy: Some("s.imm_data()"),
+    },
+    Field {
+        name: "invalidated_rkey",
+        ty: "Option<u32>",
+        flag: Some("WithImm"),
+        success: true,
+        error: false,
+        legacy: Some("s.invalidated_rkey()"),
+    },
+    Field {
+        name: "qp_num",
+        ty: "u32",
+        flag: Some("WithQpNum"),
+        success: true,
+        error: false,
+        legacy: Some("s.qp_num()"),
+    },
+    Field {
+        name: "src_qp",
+        ty: "u32",
+        flag: Some("WithSrcQp"),
+        success: true,
+        error: false,
+        legacy: Some("s.src_qp()"),
+    },
+    Field {
+        name: "slid",
+        ty: "u32",
+        flag: Some("WithSlid"),
+        success: true,
+        error: false,
+        legacy: Some("u32::from(s.slid())"),
+    },
+    Field {
+        name: "sl",
+        ty: "u8",
+        flag: Some("WithSl"),
+        success: true,
+        error: false,
+        legacy: Some("s.sl()"),
+    },
+    Field {
+        name: "dlid_path_bits",
+        ty: "u8",
+        flag: Some("WithDlidPathBits"),
+        success: true,
+        error: false,
+        legacy: Some("s.dlid_path_bits()"),
+    },
+    Field {
+        name: "completion_ts",
+        ty: "u64",
+        flag: Some("WithCompletionTimestamp"),
+        success: true,
+        error: false,
+        legacy: None,
+    },
+    Field {
+        name: "completion_wallclock_ns",
+        ty: "u64",
+        flag: Some("WithCompletionTimestampWallclock"),
+        success: true,
+        error: false,
+        legacy: None,
+    },
+    Field {
+        name: "cvlan",
+        ty: "u16",
+        flag: Some("WithCvlan"),
+        success: true,
+        error: false,
+        legacy: None,
+    },
+    Field {
+        name: "flow_tag",
+        ty: "u32",
+        flag: Some("WithFlowTag"),
+        success: true,
+        error: false,
+        legacy: None,
+    },
+];
+
+struct Record {
+    attrs: Vec<syn::Attribute>,
+    vis: syn::Visibility,
+    name: Ident,
+    fields: Vec<Ident>,
+}
+
+impl Parse for Record {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let attrs = input.call(syn::Attribute::parse_outer)?;
+        let vis: syn::Visibility = input.parse()?;
+        input.parse::<Token![struct]>()?;
+        let name: Ident = input.parse()?;
+        let body;
+        syn::braced!(body in input);
+        let fields = Punctuated::<Ident, Token![,]>::parse_terminated(&body)?;
+        Ok(Record {
+            attrs,
+            vis,
+            name,
+            fields: fields.into_iter().collect(),
+        })
+    }
+}
+
+struct Declaration {
+    success: Record,
+    error: Option<Record>,
+    max_batch: Option<syn::LitInt>,
+    max_batch_span: Span,
+}
+
+impl Parse for Declaration {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let success: Record = input.parse()?;
+        let mut error = None;
+        let mut max_batch = None;
+        let max_batch_span = input.span();
+        while !input.is_empty() {
+            if input.peek(Ident)
+                && input
+                    .fork()
+                    .parse::<Ident>()
+                    .map(|i| i == "max_batch")
+                    .unwrap_or(false)
+            {
+                input.parse::<Ident>()?;
+                input.parse::<Token![=]>()?;
+                max_batch = Some(input.parse::<syn::LitInt>()?);
+                input.parse::<Token![;]>()?;
+            } else if error.is_none() {
+                error = Some(input.parse::<Record>()?);
+            } else {
+                return Err(
+                    input.error("expected `max_batch = N;` after the success and error records")
+                );
+            }
+        }
+        Ok(Declaration {
+            success,
+            error,
+            max_batch,
+            max_batch_span,
+        })
+    }
+}
+
+fn field_list(f: impl Fn(&Field) -> bool) -> String {
+    FIELDS
+        .iter()
+        .filter(|x| f(x))
+        .map(|x| x.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Checks a record's field names; the fields, or every error at its name's span.
+fn check_fields(rec: &Record, error_record: bool) -> syn::Result<Vec<&'static Field>> {
+    let mut out: Vec<&'static Field> = Vec::new();
+    let mut errors: Option<syn::Error> = None;
+    let mut push = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    for id in &rec.fields {
+        let name = id.to_string();
+        match FIELDS.iter().find(|f| f.name == name) {
+            None if error_record => push(syn::Error::new(
+                id.span(),
+                format!("unknown field `{name}` for a failed completion: its fields are {}", field_list(|f| f.error)),
+            )),
+            None => push(syn::Error::new(
+                id.span(),
+                format!("unknown completion field `{name}`: the fields of a successful completion are {}", field_list(|f| f.success)),
+            )),
+            Some(f) if error_record && !f.error => push(syn::Error::new(
+                id.span(),
+                format!(
+                    "`{name}` is valid only on a successful completion: a failed completion has only {}; declare `{name}` in the success record",
+                    field_list(|f| f.error)
+                ),
+            )),
+            Some(f) if !error_record && !f.success => push(syn::Error::new(
+                id.span(),
+                format!("`{name}` is set only on failed completions: declare it in the error record (the second struct)"),
+            )),
+            Some(f) if out.iter().any(|o| o.name == f.name) => {
+                push(syn::Error::new(id.span(), format!("field `{name}` is declared twice")))
+            }
+            Some(f) => out.push(f),
+        }
+    }
+    errors.map_or(Ok(out), Err)
+}
+
+fn ty(f: &Field) -> proc_macro2::TokenStream {
+    let t: proc_macro2::TokenStream = f.ty.parse().expect("a type");
+    match f.ty {
+        "WcStatus" | "WcOpcode" => quote!(::typed_verbs::#t),
+        _ => t,
+    }
+}
+
+/// Declares the completion record a program reads from a CQ, and generates its poll functions:
+/// monomorphized loops that read exactly the declared fields, checked against the CQ's
+/// `wc_flags` at compile time. See the re-export in `typed_verbs` for the syntax.
+#[proc_macro]
+pub fn completion_record(input: TokenStream) -> TokenStream {
+    let decl = syn::parse_macro_input!(input as Declaration);
+    match expand(decl) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
+    let max_batch = match &decl.max_batch {
+        None => {
+            return Err(syn::Error::new(
+                decl.max_batch_span,
+                "a completion record needs its batch bound: add `max_batch = N;` (the most completions one poll takes, while the provider holds its CQ lock)",
+            ))
+        }
+        Some(lit) => {
+            let n: usize = lit.base10_parse()?;
+            if n == 0 {
+                return Err(syn::Error::new(
+                    lit.span(),
+                    "max_batch = 0 would take no completion: the batch bound must be at least 1",
+                ));
+            }
+            n
+        }
+    };
+    let success_fields = check_fields(&decl.success, false);
+    let default_error;
+    let error_rec = match &decl.error {
+        Some(r) => r,
+        None => {
+            let name = Ident::new(
+                &format!("{}Error", decl.success.name),
+                decl.success.name.span(),
+            );
+            let fields = ["wr_id", "status", "vendor_err"]
+                .iter()
+                .map(|n| Ident::new(n, Span::call_site()))
+                .collect();
+            let doc: syn::Attribute = syn::parse_quote!(#[doc = "A failed completion: its work request, status and vendor error."]);
+            default_error = Record {
+                attrs: vec![doc],
+                vis: decl.success.vis.clone(),
+                name,
+                fields,
+            };
+            &default_error
+        }
+    };
+    let error_fields = check_fields(error_rec, true);
+    let (success_fields, error_fields) = match (success_fields, error_fields) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(mut a), Err(b)) => {
+            a.combine(b);
+            return Err(a);
+        }
+        (Err(e), _) | (_, Err(e)) => return Err(e),
+    };
+
+    let (s_attrs, s_vis, s_name) = (&decl.success.attrs, &decl.success.vis, &decl.success.name);
+    let (e_attrs, e_vis, e_name) = (&error_rec.attrs, &error_rec.vis, &error_rec.name);
+    let s_idents: Vec<Ident> = success_fields
+        .iter()
+        .map(|f| Ident::new(f.name, Span::call_site()))
+        .collect();
+    let s_types: Vec<_> = success_fields.iter().map(|f| ty(f)).collect();
+    let e_idents: Vec<Ident> = error_fields
+        .iter()
+        .map(|f| Ident::new(f.name, Span::call_site()))
+        .collect();
+    let e_types: Vec<_> = error_fields.iter().map(|f| ty(f)).collect();
+    let mut bounds: Vec<Ident> = success_fields
+        .iter()
+        .filter_map(|f| f.flag)
+        .map(|t| Ident::new(t, Span::call_site()))
+        .collect();
+    bounds.dedup_by(|a, b| a == b);
+    let flag_bounds = quote!(#(::typed_verbs::cq_ex::#bounds +)*);
+
+    let legacy = success_fields
+        .iter()
+        .chain(&error_fields)
+        .all(|f| f.legacy.is_some());
+    let legacy_fn = legacy.then(|| {
+        let s_reads: Vec<proc_macro2::TokenStream> = success_fields.iter().map(|f| f.legacy.unwrap().parse().unwrap()).collect();
+        let e_reads: Vec<proc_macro2::TokenStream> = error_fields.iter().map(|f| f.legacy.unwrap().parse().unwrap()).collect();
+        quote! {
+            /// Polls a legacy `Cq` once: `ibv_poll_cq` into a stack array of `MAX_BATCH` entries,
+            /// then `handler` for each completion taken, in order. Returns how many.
+            #[inline]
+            pub fn poll_legacy<C, H>(cq: &::typed_verbs::Cq<'_, C>, mut handler: H) -> ::typed_verbs::Result<usize>
+            where
+                H: FnMut(::core::result::Result<#s_name, #e_name>),
+            {
+                let mut entries = [const { ::core::mem::MaybeUninit::<::typed_verbs::WorkCompletion>::uninit() }; #max_batch];
+                let taken = cq.poll_uninit(&mut entries)?;
+                for w in taken {
+                    match w.success() {
+                        Some(s) => handler(Ok(#s_name { #(#s_idents: #s_reads),* })),
+                        None => handler(Err(#e_name { #(#e_idents: #e_reads),* })),
+                    }
+                }
+                Ok(taken.len())
+            }
+        }
+    });
+
+    Ok(quote! {
+        #(#s_attrs)*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #s_vis struct #s_name {
+            #(
+                #[doc = concat!("`", stringify!(#s_idents), "` of the completion.")]
+                pub #s_idents: #s_types,
+            )*
+        }
+
+        #(#e_attrs)*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #e_vis struct #e_name {
+            #(
+                #[doc = concat!("`", stringify!(#e_idents), "` of the failed completion.")]
+                pub #e_idents: #e_types,
+            )*
+        }
+
+        impl #s_name {
+            /// The most completions one poll takes from the CQ (one batch).
+            pub const MAX_BATCH: usize = #max_batch;
+
+            /// Polls one batch from an extended CQ (a `CqEx` or its `Poller`): one
+            /// `ibv_start_poll`, an `ibv_next_poll` per further completion up to `MAX_BATCH`,
+            /// one `ibv_end_poll` (also if `handler` panics), reading exactly the declared fields.
+            /// `handler` gets each completion, in order. Returns how many were taken; 0 when the
+            /// CQ was empty.
+            #[inline]
+            pub fn poll<P, H>(cq: &mut P, mut handler: H) -> ::typed_verbs::Result<usize>
+            where
+                P: ::typed_verbs::cq_ex::Pollable,
+                P::Flags: #flag_bounds ::typed_verbs::WcFlags,
+                H: FnMut(::core::result::Result<#s_name, #e_name>),
+            {
+                let mut taken = 0usize;
+                let mut next = ::typed_verbs::cq_ex::Pollable::start_poll(cq)?;
+                while let Some(batch) = next {
+                    match batch.completion().result() {
+                        Ok(c) => handler(Ok(#s_name { #(#s_idents: c.#s_idents()),* })),
+                        Err(c) => handler(Err(#e_name { #(#e_idents: c.#e_idents()),* })),
+                    }
+                    taken += 1;
+                    if taken == Self::MAX_BATCH {
+                        break; // the batch ends here: ibv_end_poll
+                    }
+                    next = batch.advance()?;
+                }
+                Ok(taken)
+            }
+
+            #legacy_fn
+        }
+    })
+}
