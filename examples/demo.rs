@@ -10,9 +10,8 @@
 use std::os::fd::AsRawFd;
 use std::process::ExitCode;
 use typed_verbs::{
-    software, wc_flags, CompChannel, Completion, Context, Cq, CqEx, DestroyError, Error, ErrorKind,
-    Gid, InjectedCompletion, Pd, Poller, Qp, QpCap, Rc, Srq, Uc, Ud, WcOpcode, WcStatus,
-    WorkCompletion,
+    software, wc_flags, CompChannel, Context, Cq, CqEx, DestroyError, Error, ErrorKind, Gid,
+    InjectedCompletion, Pd, Poller, Qp, QpCap, Rc, Srq, Uc, Ud, WcOpcode, WcStatus,
 };
 
 /// The extended CQ's `wc_flags`: the fields its completions expose.
@@ -80,44 +79,45 @@ fn show_caps(name: &str, qp_num: u32, asked: QpCap, got: QpCap) {
     );
 }
 
-/// Prints one completion of the extended CQ through its typed fields.
-fn show_completion(c: Completion<'_, DemoFlags>) {
-    let wr_id = c.wr_id();
-    match c.result() {
+typed_verbs::completion_record! {
+    /// What the demo reads of each completion: a poll loop generated for exactly these fields
+    /// (each needs its flag in `DemoFlags`), at most 3 completions per batch.
+    struct DemoRecord { wr_id, opcode, byte_len, imm_data, qp_num, src_qp }
+    /// A failed work request.
+    struct DemoFailure { wr_id, status, vendor_err }
+    max_batch = 3;
+}
+
+/// Prints one completion as the generated loop hands it over.
+fn show(r: Result<DemoRecord, DemoFailure>) {
+    match r {
         Ok(ok) => println!(
-            "    wr_id {wr_id:<2} {:?} opcode {:?} byte_len {} imm_data {} qp_num {:#x} src_qp {:#x}",
-            ok.status(),
-            ok.opcode(),
-            ok.byte_len(),
-            hex(ok.imm_data()),
-            ok.qp_num(),
-            ok.src_qp()
+            "    wr_id {:<2} opcode {:?} byte_len {} imm_data {} qp_num {:#x} src_qp {:#x}",
+            ok.wr_id,
+            ok.opcode,
+            ok.byte_len,
+            hex(ok.imm_data),
+            ok.qp_num,
+            ok.src_qp
         ),
         Err(failed) => println!(
-            "    wr_id {wr_id:<2} {:?} vendor_err {:#x}",
-            failed.status(),
-            failed.vendor_err()
+            "    wr_id {:<2} {:?} vendor_err {:#x}",
+            failed.wr_id, failed.status, failed.vendor_err
         ),
     }
 }
 
-/// Drains the extended CQ with the polling iterator, printing each completion's typed fields.
+/// Drains the extended CQ with the generated loop (ibv_start_poll / ibv_next_poll /
+/// ibv_end_poll, one batch per call).
 fn poll_cq_ex(poller: &mut Poller<'_, DemoFlags>) -> Result<(), Error> {
-    println!("  cq_ex: ibv_start_poll / ibv_next_poll / ibv_end_poll");
-    let mut polled = 0;
-    {
-        let mut step = poller.start_poll()?;
-        while let Some(batch) = step {
-            show_completion(batch.completion());
-            polled += 1;
-            // ibv_next_poll; when there is no next completion the batch ends (ibv_end_poll).
-            step = batch.advance()?;
+    println!("  cq_ex: generated loop, ibv_start_poll / ibv_next_poll / ibv_end_poll");
+    loop {
+        let taken = DemoRecord::poll(poller, show)?;
+        println!("    batch of {taken}");
+        if taken == 0 {
+            break;
         }
-    } // `step` is None here; the block ends its borrow of the CQ
-    println!(
-        "    {polled} completions; CQ empty now: {}",
-        poller.start_poll()?.is_none()
-    );
+    }
     Ok(())
 }
 
@@ -332,33 +332,16 @@ fn run(device: Option<&str>) -> Result<(), Error> {
         for c in legacy {
             software::inject(&cq, c)?;
         }
-        println!("  cq: ibv_poll_cq into an array of 2");
-        let mut wcs: [WorkCompletion; 2] = std::array::from_fn(|_| WorkCompletion::new());
+        println!(
+            "  cq: generated loop, ibv_poll_cq into a stack array of {}",
+            DemoRecord::MAX_BATCH
+        );
+        // The same generated record, through ibv_poll_cq into a stack array.
         loop {
-            let got = cq.poll(&mut wcs)?;
-            if got.is_empty() {
+            let taken = DemoRecord::poll_legacy(&cq, show)?;
+            println!("    ibv_poll_cq returned {taken}");
+            if taken == 0 {
                 break;
-            }
-            println!("    poll returned {}", got.len());
-            for wc in got {
-                match wc.success() {
-                    Some(ok) => println!(
-                        "    wr_id {:<2} {:?} opcode {:?} byte_len {} imm_data {} qp_num {:#x} src_qp {:#x}",
-                        ok.wr_id(),
-                        wc.status(),
-                        ok.opcode(),
-                        ok.byte_len(),
-                        hex(ok.imm_data()),
-                        ok.qp_num(),
-                        ok.src_qp()
-                    ),
-                    None => println!(
-                        "    wr_id {:<2} {:?} vendor_err {:#x}",
-                        wc.wr_id(),
-                        wc.status(),
-                        wc.vendor_err()
-                    ),
-                }
             }
         }
     } else {
