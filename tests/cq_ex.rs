@@ -1081,3 +1081,35 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
     destroyed(qp.destroy());
     destroyed(cq.destroy());
 }
+
+#[test]
+fn cq_ex_whose_provider_lacks_a_read_function_is_refused() {
+    const TEST: &str = "cq_ex_whose_provider_lacks_a_read_function_is_refused";
+    let ctx = open();
+    if !software_only(&ctx, TEST, "a faulty provider (SwConfig::missing_readers)") {
+        return;
+    }
+    let faulty = open_registered(
+        "sw-missing-imm-reader",
+        SwConfig {
+            missing_readers: flags::IMM,
+            ..SwConfig::default()
+        },
+    );
+    let leaks = LeakCheck::new(&faulty, TEST);
+    let drops = Drops::new();
+    // The provider creates the CQ but leaves read_imm_data NULL: the typed layer refuses it at
+    // creation, so the poll loop never calls a NULL pointer, and frees everything.
+    let e = CqEx::<wc_flags!(BYTE_LEN | IMM)>::builder(&faulty)
+        .context(drops.token(1))
+        .build()
+        .expect_err("read_imm_data is missing");
+    assert_eq!(e.kind, ErrorKind::MissingProviderOp("read_imm_data"));
+    assert_eq!((e.verb, e.errno()), (Verb::CreateCqEx, libc::EOPNOTSUPP));
+    assert_eq!(drops.count(), 1, "the user context was dropped once");
+    leaks.assert_unchanged("a refused CQ");
+    // Without IMM the same device is fine.
+    CqEx::<wc_flags!(BYTE_LEN)>::builder(&faulty)
+        .build()
+        .expect("no IMM asked");
+}

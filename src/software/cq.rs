@@ -242,7 +242,7 @@ pub(super) unsafe fn create(
     ex.read_wc_flags = Some(read_wc_flags);
     // Only the fields the CQ was created for can be read; the others stay NULL, so reading one
     // is a loud failure rather than a garbage value.
-    let has = |bit: u64| legacy || a.wc_flags & bit != 0;
+    let has = |bit: u64| (legacy || a.wc_flags & bit != 0) && cfg.missing_readers & bit == 0;
     if has(wcf::BYTE_LEN) {
         ex.read_byte_len = Some(read_byte_len);
     }
@@ -264,16 +264,16 @@ pub(super) unsafe fn create(
     if has(wcf::DLID_PATH_BITS) {
         ex.read_dlid_path_bits = Some(read_dlid_path_bits);
     }
-    if a.wc_flags & wcf::COMPLETION_TIMESTAMP != 0 {
+    if has(wcf::COMPLETION_TIMESTAMP) && !legacy {
         ex.read_completion_ts = Some(read_completion_ts);
     }
-    if a.wc_flags & wcf::COMPLETION_TIMESTAMP_WALLCLOCK != 0 {
+    if has(wcf::COMPLETION_TIMESTAMP_WALLCLOCK) && !legacy {
         ex.read_completion_wallclock_ns = Some(read_completion_wallclock_ns);
     }
-    if a.wc_flags & wcf::CVLAN != 0 {
+    if has(wcf::CVLAN) && !legacy {
         ex.read_cvlan = Some(read_cvlan);
     }
-    if a.wc_flags & wcf::FLOW_TAG != 0 {
+    if has(wcf::FLOW_TAG) && !legacy {
         ex.read_flow_tag = Some(read_flow_tag);
     }
     let cq = Box::new(SwCq {

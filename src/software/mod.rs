@@ -62,6 +62,9 @@ pub struct SwConfig {
     pub parent_domain: bool,
     /// Whether RAW_PACKET QPs can be created. Default true.
     pub raw_packet: bool,
+    /// Fault injection: the `IBV_WC_EX_WITH_*` bits whose `ibv_cq_ex` read function the device
+    /// leaves NULL even when a CQ asks for the flag, as a faulty provider might. Default 0.
+    pub missing_readers: u64,
 }
 
 impl Default for SwConfig {
@@ -81,6 +84,7 @@ impl Default for SwConfig {
                 | crate::ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN,
             parent_domain: true,
             raw_packet: true,
+            missing_readers: 0,
         }
     }
 }
