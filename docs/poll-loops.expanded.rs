@@ -25,37 +25,74 @@ pub struct RecvError {
     /// `vendor_err` of the failed completion.
     pub vendor_err: u32,
 }
+/// A successful completion as [`Recv::poll`] hands it over: a view of the batch's current completion with exactly the declared fields, each read from the provider when its method is called. [`to_record`](RecvRef::to_record) reads them all into a [`Recv`].
+pub struct RecvRef<'b, F: ::typed_verbs::WcFlags>(
+    ::typed_verbs::Completion<'b, F, ::typed_verbs::Success>,
+);
+impl<'b, F> RecvRef<'b, F>
+where
+    F: ::typed_verbs::cq_ex::WithByteLen + ::typed_verbs::cq_ex::WithImm
+        + ::typed_verbs::cq_ex::WithQpNum + ::typed_verbs::WcFlags,
+{
+    /// `wr_id` of the completion.
+    #[inline(always)]
+    pub fn wr_id(&self) -> u64 {
+        self.0.wr_id()
+    }
+    /// `opcode` of the completion.
+    #[inline(always)]
+    pub fn opcode(&self) -> ::typed_verbs::WcOpcode {
+        self.0.opcode()
+    }
+    /// `byte_len` of the completion.
+    #[inline(always)]
+    pub fn byte_len(&self) -> u32 {
+        self.0.byte_len()
+    }
+    /// `imm_data` of the completion.
+    #[inline(always)]
+    pub fn imm_data(&self) -> Option<u32> {
+        self.0.imm_data()
+    }
+    /// `qp_num` of the completion.
+    #[inline(always)]
+    pub fn qp_num(&self) -> u32 {
+        self.0.qp_num()
+    }
+    /// Reads every declared field.
+    #[inline(always)]
+    pub fn to_record(&self) -> Recv {
+        Recv {
+            wr_id: self.0.wr_id(),
+            opcode: self.0.opcode(),
+            byte_len: self.0.byte_len(),
+            imm_data: self.0.imm_data(),
+            qp_num: self.0.qp_num(),
+        }
+    }
+}
 impl Recv {
     /// The most completions one poll takes from the CQ (one batch).
     pub const MAX_BATCH: usize = 16usize;
     /// Polls one batch from an extended CQ (a `CqEx` or its `Poller`): one
     /// `ibv_start_poll`, an `ibv_next_poll` per further completion up to `MAX_BATCH`,
-    /// one `ibv_end_poll` (also if `handler` panics), reading exactly the declared fields.
-    /// `handler` gets each completion, in order. Returns how many were taken; 0 when the
-    /// CQ was empty.
+    /// one `ibv_end_poll` (also if `handler` panics). `handler` gets each completion, in
+    /// order: a successful one as a view whose declared fields it reads when and in the
+    /// order it needs them (nothing is read that it does not ask for), a failed one as
+    /// the error record. Returns how many were taken; 0 when the CQ was empty.
     #[inline]
     pub fn poll<P, H>(cq: &mut P, mut handler: H) -> ::typed_verbs::Result<usize>
     where
         P: ::typed_verbs::cq_ex::Pollable,
         P::Flags: ::typed_verbs::cq_ex::WithByteLen + ::typed_verbs::cq_ex::WithImm
             + ::typed_verbs::cq_ex::WithQpNum + ::typed_verbs::WcFlags,
-        H: FnMut(::core::result::Result<Recv, RecvError>),
+        H: for<'b> FnMut(::core::result::Result<RecvRef<'b, P::Flags>, RecvError>),
     {
         let mut taken = 0usize;
         let mut next = ::typed_verbs::cq_ex::Pollable::start_poll(cq)?;
         while let Some(batch) = next {
             match batch.completion().result() {
-                Ok(c) => {
-                    handler(
-                        Ok(Recv {
-                            wr_id: c.wr_id(),
-                            opcode: c.opcode(),
-                            byte_len: c.byte_len(),
-                            imm_data: c.imm_data(),
-                            qp_num: c.qp_num(),
-                        }),
-                    )
-                }
+                Ok(c) => handler(Ok(RecvRef(c))),
                 Err(c) => {
                     handler(
                         Err(RecvError {

@@ -112,7 +112,7 @@ fn show(r: Result<DemoRecord, DemoFailure>) {
 fn poll_cq_ex(poller: &mut Poller<'_, DemoFlags>) -> Result<(), Error> {
     println!("  cq_ex: generated loop, ibv_start_poll / ibv_next_poll / ibv_end_poll");
     loop {
-        let taken = DemoRecord::poll(poller, show)?;
+        let taken = DemoRecord::poll(poller, |r| show(r.map(|view| view.to_record())))?;
         println!("    batch of {taken}");
         if taken == 0 {
             break;

@@ -81,7 +81,7 @@ fn generated_loop_takes_every_completion_in_order_in_bounded_batches() {
     let mut got = Vec::new();
     let mut batches = Vec::new();
     loop {
-        let n = Recv::poll(&mut cq, |r| got.push(r)).unwrap();
+        let n = Recv::poll(&mut cq, |r| got.push(r.map(|v| v.to_record()))).unwrap();
         if n == 0 {
             break;
         }
@@ -132,7 +132,7 @@ fn generated_loop_matches_the_batch_api() {
         software::inject(&cq, completion(i)).unwrap();
     }
     let mut generated = Vec::new();
-    while Recv::poll(&mut cq, |r| generated.push(r)).unwrap() > 0 {}
+    while Recv::poll(&mut cq, |r| generated.push(r.map(|v| v.to_record()))).unwrap() > 0 {}
     assert_eq!(generated, by_hand);
 }
 
@@ -156,14 +156,14 @@ fn a_panicking_handler_still_ends_the_batch() {
         Recv::poll(&mut cq, |r| {
             panic!(
                 "deliberate panic in the handler at {:?}",
-                r.map(|r| r.wr_id)
+                r.map(|r| r.wr_id())
             )
         })
     }));
     assert!(r.is_err());
     let mut rest = Vec::new();
     while Recv::poll(&mut cq, |r| {
-        rest.push(r.map(|r| r.wr_id).unwrap_or(u64::MAX))
+        rest.push(r.map(|r| r.wr_id()).unwrap_or(u64::MAX))
     })
     .unwrap()
         > 0

@@ -209,10 +209,8 @@ fn destroy_comp_channel_with_a_cq_fails_with_ebusy() {
     // "ibv_destroy_comp_channel() fails if any CQs are still associated with the completion
     // event channel being destroyed."
     // SAFETY: a live channel; the failed destroy leaves it live.
-    assert_eq!(
-        unsafe { raw::ibv_destroy_comp_channel(ch) },
-        Err(libc::EBUSY)
-    );
+    let busy = unsafe { raw::ibv_destroy_comp_channel(ch) };
+    assert_eq!(busy, Err(libc::EBUSY));
 }
 
 #[test]

@@ -471,6 +471,10 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
         }
     });
 
+    let r_name = Ident::new(&format!("{s_name}Ref"), s_name.span());
+    let r_doc = format!(
+        " A successful completion as [`{s_name}::poll`] hands it over: a view of the batch's current completion with exactly the declared fields, each read from the provider when its method is called. [`to_record`]({r_name}::to_record) reads them all into a [`{s_name}`]."
+    );
     Ok(quote! {
         #(#s_attrs)*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -490,27 +494,50 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
             )*
         }
 
+        #[doc = #r_doc]
+        #s_vis struct #r_name<'b, F: ::typed_verbs::WcFlags>(::typed_verbs::Completion<'b, F, ::typed_verbs::Success>);
+
+        impl<'b, F> #r_name<'b, F>
+        where
+            F: #flag_bounds ::typed_verbs::WcFlags,
+        {
+            #(
+                #[doc = #s_docs]
+                #[inline(always)]
+                pub fn #s_idents(&self) -> #s_types {
+                    self.0.#s_idents()
+                }
+            )*
+
+            /// Reads every declared field.
+            #[inline(always)]
+            pub fn to_record(&self) -> #s_name {
+                #s_name { #(#s_idents: self.0.#s_idents()),* }
+            }
+        }
+
         impl #s_name {
             /// The most completions one poll takes from the CQ (one batch).
             pub const MAX_BATCH: usize = #max_batch;
 
             /// Polls one batch from an extended CQ (a `CqEx` or its `Poller`): one
             /// `ibv_start_poll`, an `ibv_next_poll` per further completion up to `MAX_BATCH`,
-            /// one `ibv_end_poll` (also if `handler` panics), reading exactly the declared fields.
-            /// `handler` gets each completion, in order. Returns how many were taken; 0 when the
-            /// CQ was empty.
+            /// one `ibv_end_poll` (also if `handler` panics). `handler` gets each completion, in
+            /// order: a successful one as a view whose declared fields it reads when and in the
+            /// order it needs them (nothing is read that it does not ask for), a failed one as
+            /// the error record. Returns how many were taken; 0 when the CQ was empty.
             #[inline]
             pub fn poll<P, H>(cq: &mut P, mut handler: H) -> ::typed_verbs::Result<usize>
             where
                 P: ::typed_verbs::cq_ex::Pollable,
                 P::Flags: #flag_bounds ::typed_verbs::WcFlags,
-                H: FnMut(::core::result::Result<#s_name, #e_name>),
+                H: for<'b> FnMut(::core::result::Result<#r_name<'b, P::Flags>, #e_name>),
             {
                 let mut taken = 0usize;
                 let mut next = ::typed_verbs::cq_ex::Pollable::start_poll(cq)?;
                 while let Some(batch) = next {
                     match batch.completion().result() {
-                        Ok(c) => handler(Ok(#s_name { #(#s_idents: c.#s_idents()),* })),
+                        Ok(c) => handler(Ok(#r_name(c))),
                         Err(c) => handler(Err(#e_name { #(#e_idents: c.#e_idents()),* })),
                     }
                     taken += 1;

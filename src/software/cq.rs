@@ -435,8 +435,8 @@ pub(super) unsafe extern "C" fn poll_cq(
         return -libc::EINVAL;
     }
     let cq = ibcq as *mut SwCq;
-    // SAFETY: libibverbs' contract: a live CQ of this provider and `wc` valid for `n` entries.
     let mut i = 0;
+    // SAFETY: libibverbs' contract: a live CQ of this provider and `wc` valid for `n` entries.
     unsafe {
         let st = (*cq).single_threaded;
         if !st {

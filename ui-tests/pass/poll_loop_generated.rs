@@ -32,9 +32,9 @@ fn main() -> Result<(), typed_verbs::Error> {
     }
     software::inject(&shared, InjectedCompletion::error(9, WcStatus::WR_FLUSH_ERR, 5))?;
     let mut got = Vec::new();
-    assert_eq!(Recv::poll(&mut shared, |r| got.push(r))?, 2, "max_batch bounds a batch");
-    assert_eq!(Recv::poll(&mut shared, |r| got.push(r))?, 2);
-    assert_eq!(Recv::poll(&mut shared, |r| got.push(r))?, 0, "empty");
+    assert_eq!(Recv::poll(&mut shared, |r| got.push(r.map(|v| v.to_record())))?, 2, "max_batch bounds a batch");
+    assert_eq!(Recv::poll(&mut shared, |r| got.push(r.map(|v| v.to_record())))?, 2);
+    assert_eq!(Recv::poll(&mut shared, |r| got.push(r.map(|v| v.to_record())))?, 0, "empty");
     assert_eq!(got[0], Ok(Recv { wr_id: 0, opcode: WcOpcode::RECV, byte_len: 64, imm_data: Some(7) }));
     assert_eq!(got[3], Err(Failed { wr_id: 9, status: WcStatus::WR_FLUSH_ERR, vendor_err: 5 }));
 
@@ -47,7 +47,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let (shared_half, mut poller) = used.split();
     let _qp = Qp::<Rc>::builder(&pd, shared_half, shared_half).build()?;
     software::inject(shared_half, recv(2))?;
-    assert_eq!(Recv::poll(&mut poller, |r| assert_eq!(r.map(|r| r.wr_id), Ok(2)))?, 1);
+    assert_eq!(Recv::poll(&mut poller, |r| assert_eq!(r.map(|v| v.wr_id()), Ok(2)))?, 1);
 
     let legacy = Cq::builder(&ctx).cqe(4).build()?;
     software::inject(&legacy, recv(3))?;
@@ -57,7 +57,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     software::inject(&all, recv(4).cvlan(3).flow_tag(5).completion_ts(6))?;
     Everything::poll(&mut all, |r| {
         let r = r.expect("success");
-        assert_eq!((r.wr_id, r.cvlan, r.flow_tag, r.completion_ts), (4, 3, 5, 6));
+        assert_eq!((r.wr_id(), r.cvlan(), r.flow_tag(), r.completion_ts()), (4, 3, 5, 6));
     })?;
     Ok(())
 }
