@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# The poll-loop benchmark (benches/poll, package typed-verbs-bench): the loop that
+# `completion_record!` generates against the same loop in C and against other Rust wrappers.
+#
+#   bash scripts/bench.sh                  # callgrind instruction counts, then criterion wall time
+#   bash scripts/bench.sh --no-criterion   # instruction counts only
+#   bash scripts/bench.sh --rounds 8       # drains per variant under callgrind (default 4)
+#
+# 1. Builds `callgrind_poll` with the `bench-callgrind` profile (the release profile plus
+#    `debug = 1`, defined in the root Cargo.toml; `--release` itself is unchanged) into
+#    target/bench-callgrind/.
+# 2. Runs each variant under callgrind, collecting only inside its drain function
+#    (--toggle-collect=<fn>): `rounds` drains of N = 4096 completions each; the fills are not
+#    counted. Output: target/bench/callgrind.<variant>.out, and callgrind_annotate's inclusive
+#    report of it in target/bench/callgrind.<variant>.txt.
+# 3. From each: total = every instruction inside the drain function (inclusive); provider = the
+#    inclusive instructions of the calls it makes into the software device's CQ functions
+#    (typed_verbs::software::cq::start_poll, next_poll, end_poll, read_*, poll_cq); own = total -
+#    provider, which keeps malloc/free in the own cost of the Vec variant. Each divided by
+#    rounds x N: instructions per completion. The figures come from the call graph in the
+#    callgrind file (each call's inclusive cost); the same figures read from callgrind_annotate
+#    --inclusive=yes are compared with them, and a difference is reported as a warning.
+# 4. Unless --no-criterion: `cargo bench -p typed-verbs-bench` (criterion, about 15 s of
+#    measuring), and the time per completion it estimated for each variant.
+# 5. Prints the table and writes it as markdown to target/bench/poll.md.
+#
+# Installs missing system packages first (scripts/setup.sh, and valgrind).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+rounds=4
+criterion=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-criterion) criterion=0 ;;
+        --rounds)
+            rounds="${2:?--rounds needs a number}"
+            shift
+            ;;
+        -h | --help)
+            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+            exit 0
+            ;;
+        *)
+            echo "bench: unknown argument $1 (try --help)" >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
+case "$rounds" in
+    '' | *[!0-9]* | 0)
+        echo "bench: --rounds needs a positive number" >&2
+        exit 2
+        ;;
+esac
+
+# shellcheck source=setup.sh
+source scripts/setup.sh
+
+if ! command -v valgrind >/dev/null 2>&1 || ! command -v callgrind_annotate >/dev/null 2>&1; then
+    echo "bench: installing valgrind"
+    if [ "$(id -u)" -eq 0 ]; then
+        SUDO=()
+    elif command -v sudo >/dev/null 2>&1; then
+        SUDO=(sudo)
+    else
+        echo "bench: not root and sudo is not available; install valgrind as root:" >&2
+        echo "    apt-get install valgrind" >&2
+        exit 1
+    fi
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind
+fi
+
+N=4096 # typed_verbs_bench::N
+VARIANTS=(generated c checked vec poll_cq)
+declare -A SYMBOL=(
+    [generated]=drain_generated
+    [c]=c_drain
+    [checked]=drain_checked
+    [vec]=drain_vec
+    [poll_cq]=drain_poll_cq
+)
+declare -A LABEL=(
+    [generated]="(a) generated"
+    [c]="(b) C"
+    [checked]="(c) checked"
+    [vec]="(d) Vec"
+    [poll_cq]="(e) ibv_poll_cq"
+)
+PROVIDER='^typed_verbs::software::cq::'
+out=target/bench
+mkdir -p "$out"
+
+echo "bench: building callgrind_poll (profile bench-callgrind)"
+cargo build -q -p typed-verbs-bench --profile bench-callgrind --bin callgrind_poll
+bin=target/bench-callgrind/callgrind_poll
+
+# Reads a callgrind output file (one event: Ir) and prints `total`, `provider` (the inclusive Ir
+# of the calls from functions outside the provider into functions matching $PROVIDER) and one
+# `call <fn> <calls> <Ir>` line per provider function called. The call edges are exact: every
+# `calls=` line is followed by the inclusive cost of those calls.
+callgrind_costs() {
+    awk -v prov="$PROVIDER" '
+        function name(s,   id) {
+            if (match(s, /^\([0-9]+\)/)) {
+                id = substr(s, 2, RLENGTH - 2)
+                if (length(s) > RLENGTH) names[id] = substr(s, RLENGTH + 2)
+                return names[id]
+            }
+            return s
+        }
+        /^fn=/ { fn = name(substr($0, 4)); next }
+        /^cfn=/ { cfn = name(substr($0, 5)); next }
+        /^calls=/ { incall = 1; split(substr($0, 7), c, " "); ncalls[fn SUBSEP cfn] += c[1]; next }
+        /^(summary|totals):/ { total = $2; next }
+        /^[0-9+*-]/ {
+            cost = (NF >= 2) ? $2 : 0
+            if (incall) { edge[fn SUBSEP cfn] += cost; incall = 0 }
+            next
+        }
+        END {
+            for (k in edge) {
+                split(k, p, SUBSEP)
+                if (p[2] ~ prov && p[1] !~ prov) {
+                    provider += edge[k]; pcalls[p[2]] += ncalls[k]; pcost[p[2]] += edge[k]
+                }
+            }
+            printf "total %d\nprovider %d\n", total, provider
+            for (f in pcalls) printf "call %s %d %d\n", f, pcalls[f], pcost[f]
+        }' "$1"
+}
+
+# From callgrind_annotate --inclusive=yes output: the inclusive Ir of the functions whose name
+# matches $2. callgrind_annotate lists a function once per source file its code (inlined code
+# included) comes from, and under the caller's spelling of its file; the entry with the most Ir
+# is the function's inclusive cost. Sums over the matching functions.
+annotate_inclusive() {
+    awk -v want="$2" '
+        /^ *[0-9,]+ +\(/ {
+            ir = $1; gsub(",", "", ir)
+            f = $0; sub(/^ *[0-9,]+ +\([^)]*\) +/, "", f); sub(/ \[[^]]*\]$/, "", f)
+            sub(/^[^:]*:/, "", f)
+            if (f ~ want && ir + 0 > best[f]) best[f] = ir + 0
+        }
+        END { for (f in best) s += best[f]; printf "%d\n", s }' "$1"
+}
+
+declare -A TOTAL OWN PROV NS CALLS
+for v in "${VARIANTS[@]}"; do
+    sym=${SYMBOL[$v]}
+    echo "bench: callgrind: $v ($sym), $rounds x $N completions"
+    valgrind --tool=callgrind --toggle-collect="$sym" \
+        --callgrind-out-file="$out/callgrind.$v.out" "$bin" "$v" "$rounds" \
+        2>"$out/callgrind.$v.log"
+    callgrind_annotate --inclusive=yes --threshold=100 --auto=no "$out/callgrind.$v.out" \
+        >"$out/callgrind.$v.txt"
+    costs=$(callgrind_costs "$out/callgrind.$v.out")
+    total=$(awk '$1 == "total" { print $2 }' <<<"$costs")
+    provider=$(awk '$1 == "provider" { print $2 }' <<<"$costs")
+    CALLS[$v]=$(awk '$1 == "call" { sub(/.*::/, "", $2); printf "%s%s x%d", sep, $2, $3; sep = ", " }' \
+        <<<"$(grep '^call ' <<<"$costs" | sort)")
+    # The same two figures from callgrind_annotate's inclusive report, as a cross-check.
+    a_total=$(annotate_inclusive "$out/callgrind.$v.txt" "^$sym\$")
+    a_provider=$(annotate_inclusive "$out/callgrind.$v.txt" "$PROVIDER")
+    if [ "$a_total" != "$total" ] || [ "$a_provider" != "$provider" ]; then
+        echo "bench: warning: $v: callgrind_annotate says total $a_total, provider $a_provider;" \
+            "the call graph says $total, $provider (used)" >&2
+    fi
+    if [ -z "$total" ] || [ "$total" -eq 0 ]; then
+        echo "bench: $v: callgrind collected nothing inside $sym" >&2
+        exit 1
+    fi
+    TOTAL[$v]=$total
+    PROV[$v]=$provider
+    OWN[$v]=$((total - provider))
+    NS[$v]="-"
+done
+
+if [ "$criterion" -eq 1 ]; then
+    echo "bench: criterion: cargo bench -p typed-verbs-bench"
+    cargo bench -p typed-verbs-bench --bench poll
+    for v in "${VARIANTS[@]}"; do
+        est=target/criterion/poll/$v/new/estimates.json
+        if [ -f "$est" ]; then
+            # criterion's reported time per iteration (its slope estimate, else the mean), in ns;
+            # one iteration drains N completions.
+            NS[$v]=$(awk -v n="$N" '{
+                    if (match($0, /"slope":\{"confidence_interval":\{[^}]*\},"point_estimate":[0-9.e+-]+/) ||
+                        match($0, /"mean":\{"confidence_interval":\{[^}]*\},"point_estimate":[0-9.e+-]+/)) {
+                        s = substr($0, RSTART, RLENGTH); sub(/.*:/, "", s); printf "%.2f", s / n
+                    } else printf "-"
+                }' "$est")
+        fi
+    done
+fi
+
+per() { awk -v x="$1" -v d="$((rounds * N))" 'BEGIN { printf "%.2f", x / d }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+# A target: "<what> <value> <op> <bound>": met or NOT met.
+verdict() { awk -v v="$1" -v op="$2" -v b="$3" 'BEGIN { ok = (op == "<=") ? v <= b : v >= b; print ok ? "met" : "NOT met" }'; }
+
+ga=generated
+own_ab=$(ratio "${OWN[$ga]}" "${OWN[c]}")
+tot_ab=$(ratio "${TOTAL[$ga]}" "${TOTAL[c]}")
+own_ca=$(ratio "${OWN[checked]}" "${OWN[$ga]}")
+tot_ca=$(ratio "${TOTAL[checked]}" "${TOTAL[$ga]}")
+own_da=$(ratio "${OWN[vec]}" "${OWN[$ga]}")
+tot_da=$(ratio "${TOTAL[vec]}" "${TOTAL[$ga]}")
+
+{
+    echo "# Poll-loop benchmark"
+    echo
+    echo "One software-device CQ (\`sw0\`, \`wc_flags!(BYTE_LEN | IMM | QP_NUM | SRC_QP)\`), N = $N"
+    echo "completions per fill, drained in batches of at most 16. Instructions (Ir) from callgrind,"
+    echo "collected inside each variant's drain function only, over $rounds drains"
+    echo "($((rounds * N)) completions). *provider* = the software device's CQ functions the loop"
+    echo "calls; *own* = total - provider (the loop and its wrapper; for (d) it includes malloc/free)."
+    echo "Time per completion from criterion (\`cargo bench -p typed-verbs-bench\`; wall time, noisy)."
+    echo
+    echo "| variant | drain function | own Ir/completion | provider Ir/completion | total Ir/completion | own / (a) | total / (a) | ns/completion |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|"
+    for v in "${VARIANTS[@]}"; do
+        printf '| %s | `%s` | %s | %s | %s | %s | %s | %s |\n' "${LABEL[$v]}" "${SYMBOL[$v]}" \
+            "$(per "${OWN[$v]}")" "$(per "${PROV[$v]}")" "$(per "${TOTAL[$v]}")" \
+            "$(ratio "${OWN[$v]}" "${OWN[$ga]}")" "$(ratio "${TOTAL[$v]}" "${TOTAL[$ga]}")" "${NS[$v]}"
+    done
+    echo
+    echo "| ratio | own | total | target | own | total |"
+    echo "|---|---:|---:|---|---|---|"
+    echo "| (a)/(b) | $own_ab | $tot_ab | <= 1.00 | $(verdict "$own_ab" "<=" 1) | $(verdict "$tot_ab" "<=" 1) |"
+    echo "| (c)/(a) | $own_ca | $tot_ca | >= 1.50 | $(verdict "$own_ca" ">=" 1.5) | $(verdict "$tot_ca" ">=" 1.5) |"
+    echo "| (d)/(a) | $own_da | $tot_da | >= 1.50 | $(verdict "$own_da" ">=" 1.5) | $(verdict "$tot_da" ">=" 1.5) |"
+    echo
+    echo "Provider functions called (calls over all $rounds drains):"
+    echo
+    for v in "${VARIANTS[@]}"; do
+        echo "- ${LABEL[$v]}: ${CALLS[$v]}"
+    done
+    echo
+    echo "Raw data: target/bench/callgrind.<variant>.out (callgrind_annotate's inclusive report:"
+    echo "callgrind.<variant>.txt); criterion: target/criterion/poll/<variant>/."
+} >"$out/poll.md"
+
+echo
+cat "$out/poll.md"
+echo
+echo "bench: written to $out/poll.md"
