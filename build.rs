@@ -26,6 +26,12 @@ int main(void) {
     S(ibv_cq) S(ibv_context) S(ibv_qp) S(ibv_srq) S(ibv_pd) S(ibv_comp_channel)
     S(ibv_qp_init_attr) S(ibv_srq_init_attr) S(ibv_cq_init_attr_ex) S(ibv_device_attr)
     S(ibv_port_attr)
+    S(ibv_global_route) O(ibv_global_route, dgid) O(ibv_global_route, flow_label)
+    O(ibv_global_route, sgid_index) O(ibv_global_route, hop_limit) O(ibv_global_route, traffic_class)
+    S(ibv_ah_attr) O(ibv_ah_attr, grh) O(ibv_ah_attr, dlid) O(ibv_ah_attr, sl) O(ibv_ah_attr, src_path_bits)
+    O(ibv_ah_attr, static_rate) O(ibv_ah_attr, is_global) O(ibv_ah_attr, port_num)
+    S(ibv_qp_attr) O(ibv_qp_attr, ah_attr) O(ibv_qp_attr, pkey_index) O(ibv_qp_attr, port_num)
+    O(ibv_qp_attr, rate_limit)
     S(verbs_context) O(verbs_context, sz) O(verbs_context, context) O(verbs_context, create_cq_ex)
     O(verbs_context, alloc_parent_domain) O(verbs_context, query_port)
     return 0;

@@ -30,7 +30,9 @@ pub enum Verb {
     DestroySrq,
     CreateQp,
     QueryQp,
+    ModifyQp,
     DestroyQp,
+    QueryGid,
     AttachMcast,
     DetachMcast,
     /// The software device's completion-injection hook (not a libibverbs verb).
@@ -65,6 +67,8 @@ impl Verb {
             Verb::DestroySrq => "ibv_destroy_srq",
             Verb::CreateQp => "ibv_create_qp",
             Verb::QueryQp => "ibv_query_qp",
+            Verb::ModifyQp => "ibv_modify_qp",
+            Verb::QueryGid => "ibv_query_gid",
             Verb::DestroyQp => "ibv_destroy_qp",
             Verb::AttachMcast => "ibv_attach_mcast",
             Verb::DetachMcast => "ibv_detach_mcast",

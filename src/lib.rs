@@ -35,6 +35,7 @@ pub mod ffi;
 mod object;
 pub mod pd;
 pub mod qp;
+pub mod qp_state;
 pub mod raw;
 pub mod software;
 pub mod srq;
@@ -51,6 +52,10 @@ pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
     Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, Uc, Ud, UsesSrq,
+};
+pub use qp_state::{
+    AccessFlags, AddressVector, ConnectedInit, GlobalRoute, ModifyError, Mtu, RawPacketInit, RcRtr,
+    RcRts, SqPsn, UcRtr, UdInit,
 };
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
@@ -118,4 +123,5 @@ mod handle_sizes {
     assert_eq_size!(Option<Srq<'static>>, P);
     assert_eq_size!(Qp<'static, Rc, OwnRq, SingleThreaded, String>, P);
     assert_eq_size!(Option<Qp<'static, Ud, UsesSrq>>, P);
+    assert_eq_size!(Qp<'static, Rc, OwnRq, Shared, (), qp_state::Rts>, P);
 }

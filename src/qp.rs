@@ -6,6 +6,7 @@ use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy, UserBox};
 use crate::pd::Pd;
+use crate::qp_state::{QpState, Reset};
 use crate::srq::Srq;
 use crate::Context;
 use std::marker::PhantomData;
@@ -150,20 +151,31 @@ struct QpMeta<C> {
 /// `S` is [`Shared`] unless one of its CQs is SINGLE_THREADED; then the QP is neither `Send` nor
 /// `Sync`, since destroying it touches the CQ. It borrows its PD, CQs and SRQ, so none of them
 /// can be destroyed before it.
-pub struct Qp<'a, T: QpType, R: RecvSide = OwnRq, S: Threading = Shared, C = ()> {
+pub struct Qp<
+    'a,
+    T: QpType,
+    R: RecvSide = OwnRq,
+    S: Threading = Shared,
+    C = (),
+    St: QpState = Reset,
+> {
     raw: NonNull<sys::ibv_qp>,
-    _m: PhantomData<(&'a Context, T, R, S, C)>,
+    _m: PhantomData<(&'a Context, T, R, S, C, St)>,
 }
 
 // SAFETY: libibverbs QPs are thread-safe, but a QP on a SINGLE_THREADED CQ must stay on the
 // CQ's thread (S::Marker is Sync only for Shared).
-unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Send> Send for Qp<'_, T, R, S, C> where
-    S::Marker: Sync
+unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Send, St: QpState> Send
+    for Qp<'_, T, R, S, C, St>
+where
+    S::Marker: Sync,
 {
 }
 // SAFETY: as above.
-unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Sync> Sync for Qp<'_, T, R, S, C> where
-    S::Marker: Sync
+unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Sync, St: QpState> Sync
+    for Qp<'_, T, R, S, C, St>
+where
+    S::Marker: Sync,
 {
 }
 
@@ -383,7 +395,20 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
     }
 }
 
-impl<'a, T: QpType, R: RecvSide, S: Threading, C> Qp<'a, T, R, S, C> {
+impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
+    /// # Safety
+    /// `raw` is this QP (moved to another state marker), owned by the result.
+    pub(crate) unsafe fn from_raw_parts(raw: NonNull<sys::ibv_qp>) -> Self {
+        Qp {
+            raw,
+            _m: PhantomData,
+        }
+    }
+
+    pub(crate) fn raw_nonnull(&self) -> NonNull<sys::ibv_qp> {
+        self.raw
+    }
+
     fn meta(&self) -> &QpMeta<C> {
         // SAFETY: qp_context is the QpMeta<C> the builder gave the QP; it lives until destroy.
         unsafe { &*((*self.raw.as_ptr()).qp_context as *const QpMeta<C>) }
@@ -460,7 +485,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C> Qp<'a, T, R, S, C> {
     }
 }
 
-impl<T: QpType, R: RecvSide, S: Threading, C> Destroy for Qp<'_, T, R, S, C> {
+impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState> Destroy for Qp<'_, T, R, S, C, St> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         let qp = self.as_raw();
         // SAFETY: a live QP with no multicast membership (they borrow it), destroyed once; its
@@ -476,7 +501,7 @@ impl<T: QpType, R: RecvSide, S: Threading, C> Destroy for Qp<'_, T, R, S, C> {
     }
 }
 
-impl<T: QpType, R: RecvSide, S: Threading, C> Drop for Qp<'_, T, R, S, C> {
+impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState> Drop for Qp<'_, T, R, S, C, St> {
     fn drop(&mut self) {
         // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
         let _ = unsafe { self.destroy_raw() };
@@ -542,10 +567,13 @@ impl Drop for McastMembership<'_> {
     }
 }
 
-impl<T: QpType, R: RecvSide, S: Threading, C> std::fmt::Debug for Qp<'_, T, R, S, C> {
+impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState> std::fmt::Debug
+    for Qp<'_, T, R, S, C, St>
+{
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Qp")
             .field("qp_type", &std::any::type_name::<T>().rsplit("::").next())
+            .field("state", &std::any::type_name::<St>().rsplit("::").next())
             .field("qp_num", &self.qp_num())
             .finish_non_exhaustive()
     }

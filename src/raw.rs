@@ -98,6 +98,27 @@ pub unsafe fn ibv_create_qp(
     unsafe { backend::of((*pd).context).create_qp(pd, attr) }
 }
 
+/// `ibv_modify_qp`.
+pub unsafe fn ibv_modify_qp(
+    qp: *mut sys::ibv_qp,
+    attr: *mut sys::ibv_qp_attr,
+    mask: i32,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*qp).context).modify_qp(qp, attr, mask) }
+}
+
+/// `ibv_query_gid`.
+pub unsafe fn ibv_query_gid(
+    ctx: *mut sys::ibv_context,
+    port: u8,
+    index: i32,
+    out: *mut sys::ibv_gid,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of(ctx).query_gid(ctx, port, index, out) }
+}
+
 /// `ibv_destroy_qp`.
 pub unsafe fn ibv_destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
     // SAFETY: the caller's contract.

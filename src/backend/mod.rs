@@ -81,7 +81,20 @@ pub(crate) trait ControlPath: Sync {
         mask: i32,
         init: *mut sys::ibv_qp_init_attr,
     ) -> Result<(), Errno>;
+    unsafe fn modify_qp(
+        &self,
+        qp: *mut sys::ibv_qp,
+        attr: *mut sys::ibv_qp_attr,
+        mask: i32,
+    ) -> Result<(), Errno>;
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno>;
+    unsafe fn query_gid(
+        &self,
+        ctx: *mut sys::ibv_context,
+        port: u8,
+        index: i32,
+        out: *mut sys::ibv_gid,
+    ) -> Result<(), Errno>;
     unsafe fn attach_mcast(
         &self,
         qp: *mut sys::ibv_qp,

@@ -143,6 +143,25 @@ impl ControlPath for RdmaCore {
         // SAFETY: live QP, out-pointers valid.
         rc(unsafe { sys::ibv_query_qp(qp, attr, mask, init) })
     }
+    unsafe fn modify_qp(
+        &self,
+        qp: *mut sys::ibv_qp,
+        attr: *mut sys::ibv_qp_attr,
+        mask: i32,
+    ) -> Result<(), Errno> {
+        // SAFETY: live QP, attr valid for reads.
+        rc(unsafe { sys::ibv_modify_qp(qp, attr, mask) })
+    }
+    unsafe fn query_gid(
+        &self,
+        ctx: *mut sys::ibv_context,
+        port: u8,
+        index: i32,
+        out: *mut sys::ibv_gid,
+    ) -> Result<(), Errno> {
+        // SAFETY: live context, `out` valid for writes.
+        rc(unsafe { sys::ibv_query_gid(ctx, port, index, out) })
+    }
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
         // SAFETY: live QP.
         rc(unsafe { sys::ibv_destroy_qp(qp) })

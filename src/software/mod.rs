@@ -508,6 +508,36 @@ impl ControlPath for Software {
         unsafe { objects::query_qp(qp, attr, mask, init) }
     }
 
+    unsafe fn modify_qp(
+        &self,
+        qp: *mut sys::ibv_qp,
+        attr: *mut sys::ibv_qp_attr,
+        mask: i32,
+    ) -> Result<(), Errno> {
+        // SAFETY: live QP, attr readable.
+        unsafe { objects::modify_qp(qp, attr, mask) }
+    }
+
+    unsafe fn query_gid(
+        &self,
+        _ctx: *mut sys::ibv_context,
+        port: u8,
+        index: i32,
+        out: *mut sys::ibv_gid,
+    ) -> Result<(), Errno> {
+        if port != 1 || index != 0 {
+            return Err(libc::EINVAL);
+        }
+        // A link-local RoCE GID, as rxe's index 0 (fe80::/64 with an EUI-64 of its own).
+        let mut raw = [0u8; 16];
+        raw[0] = 0xfe;
+        raw[1] = 0x80;
+        raw[8..].copy_from_slice(&[0x02, 0x00, 0x5e, 0xff, 0xfe, 0x00, 0x00, 0x01]);
+        // SAFETY: `out` valid for writes.
+        unsafe { out.write(sys::ibv_gid { raw }) };
+        Ok(())
+    }
+
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
         // SAFETY: live QP.
         unsafe { objects::destroy_qp(qp) }

@@ -234,6 +234,8 @@ struct SwQp {
     cap: sys::ibv_qp_cap,
     sq_sig_all: c_int,
     mcast: Mutex<Vec<([u8; 16], u16)>>,
+    /// The attributes set by ibv_modify_qp (state included), under one lock.
+    attr: Mutex<sys::ibv_qp_attr>,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwQp, ibv), 0);
 
@@ -330,6 +332,8 @@ pub(super) unsafe fn create_qp(
         cap: *cap,
         sq_sig_all: a.sq_sig_all,
         mcast: Mutex::new(Vec::new()),
+        // SAFETY: plain C data; state RESET is 0.
+        attr: Mutex::new(unsafe { std::mem::zeroed() }),
     });
     // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
     Ok(unsafe { NonNull::new_unchecked(Box::into_raw(qp) as *mut sys::ibv_qp) })
@@ -346,11 +350,10 @@ pub(super) unsafe fn query_qp(
     let sw = qp as *mut SwQp;
     // SAFETY: caller's contract. Every attribute is filled whatever the mask, as rxe does.
     unsafe {
-        let mut a: sys::ibv_qp_attr = std::mem::zeroed();
-        a.qp_state = (*sw).ibv.state;
-        a.cur_qp_state = (*sw).ibv.state;
+        // ibv_qp_attr is plain C data (rdma-sys does not derive Copy for it): a bitwise copy.
+        let mut a = std::ptr::read(&*(*sw).attr.lock());
+        a.cur_qp_state = a.qp_state;
         a.cap = (*sw).cap;
-        a.port_num = 1;
         attr.write(a);
         init.write(sys::ibv_qp_init_attr {
             qp_context: (*sw).ibv.qp_context,
@@ -362,6 +365,193 @@ pub(super) unsafe fn query_qp(
             sq_sig_all: (*sw).sq_sig_all,
         });
     }
+    Ok(())
+}
+
+// ibv_qp_attr_mask bits (enum ibv_qp_attr_mask).
+const STATE: i32 = 1 << 0;
+const CUR_STATE: i32 = 1 << 1;
+const ACCESS_FLAGS: i32 = 1 << 3;
+const PKEY_INDEX: i32 = 1 << 4;
+const PORT: i32 = 1 << 5;
+const QKEY: i32 = 1 << 6;
+const AV: i32 = 1 << 7;
+const PATH_MTU: i32 = 1 << 8;
+const TIMEOUT: i32 = 1 << 9;
+const RETRY_CNT: i32 = 1 << 10;
+const RNR_RETRY: i32 = 1 << 11;
+const RQ_PSN: i32 = 1 << 12;
+const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
+const ALT_PATH: i32 = 1 << 14;
+const MIN_RNR_TIMER: i32 = 1 << 15;
+const SQ_PSN: i32 = 1 << 16;
+const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
+const PATH_MIG_STATE: i32 = 1 << 18;
+const DEST_QPN: i32 = 1 << 20;
+
+/// The kernel's QP state table (drivers/infiniband/core/verbs.c, `qp_state_table`) for the QP
+/// types the seeds name: `Some((required, optional))` for a valid transition.
+fn transition(cur: u32, next: u32, qpt: u32) -> Option<(i32, i32)> {
+    use sys::ibv_qp_state::*;
+    use sys::ibv_qp_type::*;
+    let by_type = |ud: i32, uc: i32, rc: i32, raw: i32| match qpt {
+        IBV_QPT_UD => ud,
+        IBV_QPT_UC => uc,
+        IBV_QPT_RC => rc,
+        _ => raw,
+    };
+    match (cur, next) {
+        (IBV_QPS_RESET, IBV_QPS_RESET) => Some((0, 0)),
+        (IBV_QPS_RESET, IBV_QPS_INIT) => Some((
+            by_type(
+                PKEY_INDEX | PORT | QKEY,
+                PKEY_INDEX | PORT | ACCESS_FLAGS,
+                PKEY_INDEX | PORT | ACCESS_FLAGS,
+                PORT,
+            ),
+            0,
+        )),
+        (IBV_QPS_INIT, IBV_QPS_INIT) => Some((
+            0,
+            by_type(
+                PKEY_INDEX | PORT | QKEY,
+                PKEY_INDEX | PORT | ACCESS_FLAGS,
+                PKEY_INDEX | PORT | ACCESS_FLAGS,
+                0,
+            ),
+        )),
+        (IBV_QPS_INIT, IBV_QPS_RTR) => Some((
+            by_type(
+                0,
+                AV | PATH_MTU | DEST_QPN | RQ_PSN,
+                AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER,
+                0,
+            ),
+            by_type(
+                PKEY_INDEX | QKEY,
+                ALT_PATH | ACCESS_FLAGS | PKEY_INDEX,
+                ALT_PATH | ACCESS_FLAGS | PKEY_INDEX,
+                0,
+            ),
+        )),
+        (IBV_QPS_RTR, IBV_QPS_RTS) => Some((
+            by_type(
+                SQ_PSN,
+                SQ_PSN,
+                TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC,
+                0,
+            ),
+            by_type(
+                CUR_STATE | QKEY,
+                CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE,
+                CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
+                0,
+            ),
+        )),
+        (IBV_QPS_RTS, IBV_QPS_RTS) => Some((
+            0,
+            by_type(
+                CUR_STATE | QKEY,
+                CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE,
+                CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE | MIN_RNR_TIMER,
+                0,
+            ),
+        )),
+        (IBV_QPS_INIT | IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_ERR, IBV_QPS_RESET | IBV_QPS_ERR) => {
+            Some((0, 0))
+        }
+        _ => None,
+    }
+}
+
+/// # Safety
+/// `qp` live software QP; `attr` readable.
+pub(super) unsafe fn modify_qp(
+    qp: *mut sys::ibv_qp,
+    attr: *mut sys::ibv_qp_attr,
+    mask: i32,
+) -> Result<(), Errno> {
+    use sys::ibv_qp_state::*;
+    let sw = qp as *mut SwQp;
+    // SAFETY: caller's contract.
+    let (a, qpt) = unsafe { (&*attr, (*sw).ibv.qp_type) };
+    // SAFETY: as above.
+    let mut cur_attr = unsafe { (*sw).attr.lock() };
+    let cur = cur_attr.qp_state;
+    let next = if mask & STATE != 0 { a.qp_state } else { cur };
+    if mask & CUR_STATE != 0 && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS) {
+        return Err(libc::EINVAL);
+    }
+    // ib_modify_qp_is_ok: a valid transition, every required attribute, nothing unexpected.
+    let (req, opt) = transition(cur, next, qpt).ok_or(libc::EINVAL)?;
+    if mask & req != req || mask & !(req | opt | STATE) != 0 {
+        return Err(libc::EINVAL);
+    }
+    // What rxe checks of the values (rxe_qp_chk_attr, rxe_av_chk_attr).
+    let bad = (mask & PORT != 0 && a.port_num != 1)
+        || (mask & PKEY_INDEX != 0 && a.pkey_index != 0)
+        || (mask & PATH_MTU != 0 && !(sys::ibv_mtu::IBV_MTU_256..=sys::ibv_mtu::IBV_MTU_4096).contains(&a.path_mtu))
+        || (mask & MAX_QP_RD_ATOMIC != 0 && a.max_rd_atomic > 128)
+        || (mask & MAX_DEST_RD_ATOMIC != 0 && a.max_dest_rd_atomic > 128)
+        // RoCE: an address vector must carry a GRH (rdma_check_ah_attr).
+        || (mask & AV != 0 && (a.ah_attr.port_num != 1 || a.ah_attr.is_global == 0));
+    if bad {
+        return Err(libc::EINVAL);
+    }
+    let n = &mut *cur_attr;
+    if mask & ACCESS_FLAGS != 0 {
+        n.qp_access_flags = a.qp_access_flags;
+    }
+    if mask & PKEY_INDEX != 0 {
+        n.pkey_index = a.pkey_index;
+    }
+    if mask & PORT != 0 {
+        n.port_num = a.port_num;
+    }
+    if mask & QKEY != 0 {
+        n.qkey = a.qkey;
+    }
+    if mask & AV != 0 {
+        n.ah_attr = a.ah_attr;
+    }
+    if mask & PATH_MTU != 0 {
+        n.path_mtu = a.path_mtu;
+    }
+    if mask & TIMEOUT != 0 {
+        n.timeout = a.timeout;
+    }
+    if mask & RETRY_CNT != 0 {
+        n.retry_cnt = a.retry_cnt;
+    }
+    if mask & RNR_RETRY != 0 {
+        n.rnr_retry = a.rnr_retry;
+    }
+    if mask & RQ_PSN != 0 {
+        n.rq_psn = a.rq_psn & 0x00ff_ffff;
+    }
+    if mask & SQ_PSN != 0 {
+        n.sq_psn = a.sq_psn & 0x00ff_ffff;
+    }
+    if mask & MAX_QP_RD_ATOMIC != 0 {
+        n.max_rd_atomic = a.max_rd_atomic;
+    }
+    if mask & MAX_DEST_RD_ATOMIC != 0 {
+        n.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    }
+    if mask & MIN_RNR_TIMER != 0 {
+        n.min_rnr_timer = a.min_rnr_timer;
+    }
+    if mask & DEST_QPN != 0 {
+        n.dest_qp_num = a.dest_qp_num & 0x00ff_ffff;
+    }
+    if next == IBV_QPS_RESET {
+        // SAFETY: plain C data; a QP back in RESET has lost its attributes.
+        *n = unsafe { std::mem::zeroed() };
+    }
+    n.qp_state = next;
+    // SAFETY: the QP's own state field, written under the attribute lock (as libibverbs
+    // updates qp->state after a successful modify).
+    unsafe { (*sw).ibv.state = next };
     Ok(())
 }
 

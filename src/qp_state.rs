@@ -1,0 +1,519 @@
+//! QP states as types (ibv_modify_qp(3) and the kernel's QP state table).
+//!
+//! A [`Qp`] is created in [`Reset`]; `to_init`, `to_rtr` and `to_rts` move it along
+//! RESET → INIT → RTR → RTS, each taking the attributes that transition requires for the QP's
+//! type as a struct whose fields are all required; `to_error` and `to_reset` work from any state.
+//! A transition consumes the QP and returns it in the new state, or, if the device refuses, in
+//! its old state inside a [`ModifyError`].
+//!
+//! The required attributes are the kernel's (`qp_state_table` in drivers/infiniband/core/verbs.c):
+//!
+//! | transition | RC | UC | UD | RAW_PACKET |
+//! |---|---|---|---|---|
+//! | RESET → INIT | pkey_index, port, access flags | pkey_index, port, access flags | pkey_index, port, qkey | port |
+//! | INIT → RTR | address vector, path MTU, dest QPN, RQ PSN, max_dest_rd_atomic, min_rnr_timer | address vector, path MTU, dest QPN, RQ PSN | none | none |
+//! | RTR → RTS | SQ PSN, timeout, retry_cnt, rnr_retry, max_rd_atomic | SQ PSN | SQ PSN | none |
+
+use crate::backend;
+use crate::cq::{sealed, Threading};
+use crate::error::{Error, ErrorKind, Result, Verb};
+use crate::ffi::sys;
+use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
+use crate::Context;
+use std::fmt;
+use std::mem::ManuallyDrop;
+
+/// A QP state: [`Reset`], [`Init`], [`Rtr`], [`Rts`] or [`ErrorState`].
+pub trait QpState: sealed::Sealed + 'static {
+    /// The `enum ibv_qp_state` value.
+    const RAW: sys::ibv_qp_state::Type;
+}
+
+macro_rules! states {
+    ($($(#[$m:meta])* $s:ident = $c:ident,)*) => {$(
+        $(#[$m])*
+        #[derive(Debug)]
+        pub enum $s {}
+        impl sealed::Sealed for $s {}
+        impl QpState for $s {
+            const RAW: sys::ibv_qp_state::Type = sys::ibv_qp_state::$c;
+        }
+    )*};
+}
+
+states! {
+    /// `IBV_QPS_RESET`: as created.
+    Reset = IBV_QPS_RESET,
+    /// `IBV_QPS_INIT`: receives may be posted.
+    Init = IBV_QPS_INIT,
+    /// `IBV_QPS_RTR`: ready to receive.
+    Rtr = IBV_QPS_RTR,
+    /// `IBV_QPS_RTS`: ready to send.
+    Rts = IBV_QPS_RTS,
+    /// `IBV_QPS_ERR`: outstanding work requests are flushed.
+    ErrorState = IBV_QPS_ERR,
+}
+
+/// `IBV_ACCESS_*` flags of a QP or memory region. Remote write and remote atomic imply local
+/// write (the verbs spec requires it), so those constants include it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct AccessFlags(u32);
+
+impl AccessFlags {
+    /// No remote access.
+    pub const NONE: AccessFlags = AccessFlags(0);
+    /// `IBV_ACCESS_LOCAL_WRITE`.
+    pub const LOCAL_WRITE: AccessFlags = AccessFlags(1);
+    /// `IBV_ACCESS_REMOTE_WRITE` (with the local write it requires).
+    pub const REMOTE_WRITE: AccessFlags = AccessFlags(2 | 1);
+    /// `IBV_ACCESS_REMOTE_READ`.
+    pub const REMOTE_READ: AccessFlags = AccessFlags(4);
+    /// `IBV_ACCESS_REMOTE_ATOMIC` (with the local write it requires).
+    pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(8 | 1);
+
+    /// The C bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+impl std::ops::BitOr for AccessFlags {
+    type Output = AccessFlags;
+    fn bitor(self, rhs: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Debug for AccessFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AccessFlags({:#x})", self.0)
+    }
+}
+
+/// A path MTU (`enum ibv_mtu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Mtu {
+    Mtu256 = 1,
+    Mtu512 = 2,
+    Mtu1024 = 3,
+    Mtu2048 = 4,
+    Mtu4096 = 5,
+}
+
+/// The global route of an address vector (`struct ibv_global_route`); RoCE devices need one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GlobalRoute {
+    /// The destination GID.
+    pub dgid: Gid,
+    /// Flow label.
+    pub flow_label: u32,
+    /// The local GID table index to send from.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+}
+
+/// Where a connected QP sends (`struct ibv_ah_attr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressVector {
+    /// Destination LID (InfiniBand; 0 on RoCE).
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Source path bits.
+    pub src_path_bits: u8,
+    /// Static rate (0: the port's).
+    pub static_rate: u8,
+    /// The local port.
+    pub port_num: u8,
+    /// The global route; required on RoCE.
+    pub grh: Option<GlobalRoute>,
+}
+
+impl AddressVector {
+    fn to_sys(self) -> sys::ibv_ah_attr {
+        let grh = self.grh.unwrap_or(GlobalRoute {
+            dgid: Gid([0; 16]),
+            flow_label: 0,
+            sgid_index: 0,
+            hop_limit: 0,
+            traffic_class: 0,
+        });
+        sys::ibv_ah_attr {
+            grh: sys::ibv_global_route {
+                dgid: sys::ibv_gid { raw: grh.dgid.0 },
+                flow_label: grh.flow_label,
+                sgid_index: grh.sgid_index,
+                hop_limit: grh.hop_limit,
+                traffic_class: grh.traffic_class,
+            },
+            dlid: self.dlid,
+            sl: self.sl,
+            src_path_bits: self.src_path_bits,
+            static_rate: self.static_rate,
+            is_global: self.grh.is_some() as u8,
+            port_num: self.port_num,
+        }
+    }
+}
+
+/// The attributes of one transition, written into `struct ibv_qp_attr` with their mask bits.
+pub trait TransitionAttr {
+    #[doc(hidden)]
+    fn apply(&self, attr: &mut sys::ibv_qp_attr) -> i32;
+}
+
+impl TransitionAttr for () {
+    fn apply(&self, _: &mut sys::ibv_qp_attr) -> i32 {
+        0
+    }
+}
+
+const PKEY_INDEX: i32 = 1 << 4;
+const PORT: i32 = 1 << 5;
+const QKEY: i32 = 1 << 6;
+const AV: i32 = 1 << 7;
+const PATH_MTU: i32 = 1 << 8;
+const TIMEOUT: i32 = 1 << 9;
+const RETRY_CNT: i32 = 1 << 10;
+const RNR_RETRY: i32 = 1 << 11;
+const RQ_PSN: i32 = 1 << 12;
+const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
+const MIN_RNR_TIMER: i32 = 1 << 15;
+const SQ_PSN: i32 = 1 << 16;
+const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
+const ACCESS_FLAGS: i32 = 1 << 3;
+const DEST_QPN: i32 = 1 << 20;
+const STATE: i32 = 1 << 0;
+
+/// RESET → INIT of an RC or UC QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectedInit {
+    /// The port.
+    pub port_num: u8,
+    /// The P_Key table index.
+    pub pkey_index: u16,
+    /// What the remote side may do to this QP's memory.
+    pub access: AccessFlags,
+}
+
+impl TransitionAttr for ConnectedInit {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        a.port_num = self.port_num;
+        a.pkey_index = self.pkey_index;
+        a.qp_access_flags = self.access.bits();
+        PORT | PKEY_INDEX | ACCESS_FLAGS
+    }
+}
+
+/// RESET → INIT of a UD QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdInit {
+    /// The port.
+    pub port_num: u8,
+    /// The P_Key table index.
+    pub pkey_index: u16,
+    /// The Q_Key this QP accepts.
+    pub qkey: u32,
+}
+
+impl TransitionAttr for UdInit {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        a.port_num = self.port_num;
+        a.pkey_index = self.pkey_index;
+        a.qkey = self.qkey;
+        PORT | PKEY_INDEX | QKEY
+    }
+}
+
+/// RESET → INIT of a RAW_PACKET QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawPacketInit {
+    /// The port.
+    pub port_num: u8,
+}
+
+impl TransitionAttr for RawPacketInit {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        a.port_num = self.port_num;
+        PORT
+    }
+}
+
+/// INIT → RTR of an RC QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RcRtr {
+    /// Where the remote QP is.
+    pub av: AddressVector,
+    /// The path MTU.
+    pub path_mtu: Mtu,
+    /// The remote QP's number.
+    pub dest_qp_num: u32,
+    /// The first PSN expected from the remote QP.
+    pub rq_psn: u32,
+    /// RDMA reads and atomics the remote QP may have outstanding here.
+    pub max_dest_rd_atomic: u8,
+    /// The RNR NAK timer (encoded, 0..=31).
+    pub min_rnr_timer: u8,
+}
+
+impl TransitionAttr for RcRtr {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        a.ah_attr = self.av.to_sys();
+        a.path_mtu = self.path_mtu as u32;
+        a.dest_qp_num = self.dest_qp_num;
+        a.rq_psn = self.rq_psn;
+        a.max_dest_rd_atomic = self.max_dest_rd_atomic;
+        a.min_rnr_timer = self.min_rnr_timer;
+        AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER
+    }
+}
+
+/// INIT → RTR of a UC QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UcRtr {
+    /// Where the remote QP is.
+    pub av: AddressVector,
+    /// The path MTU.
+    pub path_mtu: Mtu,
+    /// The remote QP's number.
+    pub dest_qp_num: u32,
+    /// The first PSN expected from the remote QP.
+    pub rq_psn: u32,
+}
+
+impl TransitionAttr for UcRtr {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        a.ah_attr = self.av.to_sys();
+        a.path_mtu = self.path_mtu as u32;
+        a.dest_qp_num = self.dest_qp_num;
+        a.rq_psn = self.rq_psn;
+        AV | PATH_MTU | DEST_QPN | RQ_PSN
+    }
+}
+
+/// RTR → RTS of an RC QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RcRts {
+    /// The first PSN this QP sends.
+    pub sq_psn: u32,
+    /// The local ACK timeout (encoded, 4.096 µs × 2^timeout).
+    pub timeout: u8,
+    /// Retries after a timeout (0..=7).
+    pub retry_cnt: u8,
+    /// Retries after an RNR NAK (0..=7; 7 is infinite).
+    pub rnr_retry: u8,
+    /// RDMA reads and atomics this QP may have outstanding.
+    pub max_rd_atomic: u8,
+}
+
+impl TransitionAttr for RcRts {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        a.sq_psn = self.sq_psn;
+        a.timeout = self.timeout;
+        a.retry_cnt = self.retry_cnt;
+        a.rnr_retry = self.rnr_retry;
+        a.max_rd_atomic = self.max_rd_atomic;
+        SQ_PSN | TIMEOUT | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC
+    }
+}
+
+/// RTR → RTS of a UC or UD QP: only the send PSN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqPsn {
+    /// The first PSN this QP sends.
+    pub sq_psn: u32,
+}
+
+impl TransitionAttr for SqPsn {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        a.sq_psn = self.sq_psn;
+        SQ_PSN
+    }
+}
+
+/// The attributes each transition takes for a QP type.
+pub trait Transitions: QpType {
+    /// RESET → INIT.
+    type Init: TransitionAttr;
+    /// INIT → RTR.
+    type Rtr: TransitionAttr;
+    /// RTR → RTS.
+    type Rts: TransitionAttr;
+}
+
+impl Transitions for Rc {
+    type Init = ConnectedInit;
+    type Rtr = RcRtr;
+    type Rts = RcRts;
+}
+impl Transitions for Uc {
+    type Init = ConnectedInit;
+    type Rtr = UcRtr;
+    type Rts = SqPsn;
+}
+impl Transitions for Ud {
+    type Init = UdInit;
+    type Rtr = ();
+    type Rts = SqPsn;
+}
+impl Transitions for RawPacket {
+    type Init = RawPacketInit;
+    type Rtr = ();
+    type Rts = ();
+}
+
+/// A refused `ibv_modify_qp`: the QP, still in its old state, and why.
+pub struct ModifyError<Q> {
+    /// The QP, unchanged.
+    pub qp: Q,
+    /// Why the device refused.
+    pub error: Error,
+}
+
+impl<Q> fmt::Debug for ModifyError<Q> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModifyError")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Q> fmt::Display for ModifyError<Q> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<Q> std::error::Error for ModifyError<Q> {}
+
+/// The result of a transition.
+pub type Modified<'a, T, R, S, C, From, To> =
+    std::result::Result<Qp<'a, T, R, S, C, To>, ModifyError<Qp<'a, T, R, S, C, From>>>;
+
+macro_rules! require_state {
+    ($($tr:ident: $st:ident, $msg:literal;)*) => {$(
+        #[doc = concat!("Implemented by [`", stringify!($st), "`] only.")]
+        #[diagnostic::on_unimplemented(message = $msg, label = "not the state this transition starts from")]
+        pub trait $tr: QpState {}
+        impl $tr for $st {}
+    )*};
+}
+
+require_state! {
+    FromReset: Reset, "a QP goes to INIT from RESET: this QP is in `{Self}`; call `to_reset` first";
+    FromInit: Init, "a QP goes to RTR from INIT: this QP is in `{Self}`; call `to_init` first";
+    FromRtr: Rtr, "a QP goes to RTS from RTR: this QP is in `{Self}`; call `to_rtr` first";
+}
+
+impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
+    /// `ibv_modify_qp` with `attr` and its mask, plus the state; the QP in `To`, or back.
+    fn modify<To: QpState>(
+        self,
+        mut attr: sys::ibv_qp_attr,
+        mask: i32,
+    ) -> Modified<'a, T, R, S, C, St, To> {
+        attr.qp_state = To::RAW;
+        let qp = self.as_raw();
+        // SAFETY: a live QP; `attr` valid for the call.
+        match unsafe { backend::of((*qp).context).modify_qp(qp, &mut attr, mask | STATE) } {
+            Ok(()) => Ok(self.retype()),
+            Err(e) => Err(ModifyError {
+                qp: self,
+                error: Error::os(Verb::ModifyQp, e),
+            }),
+        }
+    }
+
+    fn retype<To: QpState>(self) -> Qp<'a, T, R, S, C, To> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the same QP under another state marker; `this` is not dropped.
+        unsafe { Qp::from_raw_parts(this.raw_nonnull()) }
+    }
+
+    fn zeroed_attr() -> sys::ibv_qp_attr {
+        // SAFETY: plain C data.
+        unsafe { std::mem::zeroed() }
+    }
+
+    /// RESET → INIT with the attributes the QP type requires.
+    pub fn to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init>
+    where
+        St: FromReset,
+    {
+        let mut a = Self::zeroed_attr();
+        let mask = attr.apply(&mut a);
+        self.modify(a, mask)
+    }
+
+    /// INIT → RTR with the attributes the QP type requires.
+    pub fn to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr>
+    where
+        St: FromInit,
+    {
+        let mut a = Self::zeroed_attr();
+        let mask = attr.apply(&mut a);
+        self.modify(a, mask)
+    }
+
+    /// RTR → RTS with the attributes the QP type requires.
+    pub fn to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts>
+    where
+        St: FromRtr,
+    {
+        let mut a = Self::zeroed_attr();
+        let mask = attr.apply(&mut a);
+        self.modify(a, mask)
+    }
+
+    /// Any state → ERR: outstanding work requests complete with `IBV_WC_WR_FLUSH_ERR`.
+    pub fn to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState> {
+        self.modify(Self::zeroed_attr(), 0)
+    }
+
+    /// Any state → RESET (from RESET too, as the kernel allows).
+    pub fn to_reset(self) -> Modified<'a, T, R, S, C, St, Reset> {
+        self.modify(Self::zeroed_attr(), 0)
+    }
+
+    /// `ibv_query_qp` for the state the device reports.
+    pub fn query_state(&self) -> Result<sys::ibv_qp_state::Type> {
+        // SAFETY: plain C data.
+        let (mut attr, mut init): (sys::ibv_qp_attr, sys::ibv_qp_init_attr) =
+            unsafe { std::mem::zeroed() };
+        let qp = self.as_raw();
+        // SAFETY: a live QP; out-pointers valid.
+        unsafe { backend::of((*qp).context).query_qp(qp, &mut attr, STATE, &mut init) }
+            .map_err(|e| Error::os(Verb::QueryQp, e))?;
+        Ok(attr.qp_state)
+    }
+}
+
+impl Context {
+    /// `ibv_query_gid`: the GID at `index` of `port`.
+    pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
+        let cnt = self.attr().phys_port_cnt;
+        if port == 0 || port > cnt {
+            return Err(Error::range(
+                Verb::QueryGid,
+                "port_num",
+                port.into(),
+                1,
+                cnt.into(),
+            ));
+        }
+        let mut g = sys::ibv_gid { raw: [0; 16] };
+        let index = i32::try_from(index).map_err(|_| Error {
+            verb: Verb::QueryGid,
+            kind: ErrorKind::Os(libc::EINVAL),
+        })?;
+        // SAFETY: a live context; `g` valid for writes.
+        unsafe { backend::of(self.as_raw()).query_gid(self.as_raw(), port, index, &mut g) }
+            .map_err(|e| Error::os(Verb::QueryGid, e))?;
+        // SAFETY: both members of the union are 16 plain bytes.
+        Ok(Gid(unsafe { g.raw }))
+    }
+}

@@ -1,0 +1,228 @@
+//! QP state transitions (RESET → INIT → RTR → RTS, ERR and RESET from anywhere) on the device
+//! the tests run on, with the attributes each QP type requires; a refused transition gives the
+//! QP back in its old state.
+
+mod common;
+
+use common::{feature, open};
+use typed_verbs::ffi::sys::ibv_qp_state::*;
+use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
+use typed_verbs::{
+    AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, Gid, GlobalRoute, Mtu, Pd,
+    Qp, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, SqPsn, Uc, UcRtr, Ud, UdInit, Verb,
+};
+
+fn av(ctx: &Context, gid: Gid) -> AddressVector {
+    let _ = ctx;
+    AddressVector {
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        port_num: 1,
+        grh: Some(GlobalRoute {
+            dgid: gid,
+            flow_label: 0,
+            sgid_index: 0,
+            hop_limit: 1,
+            traffic_class: 0,
+        }),
+    }
+}
+
+const CONNECTED_INIT: ConnectedInit = ConnectedInit {
+    port_num: 1,
+    pkey_index: 0,
+    access: AccessFlags::REMOTE_WRITE,
+};
+
+fn rc_rtr(av: AddressVector, dest: u32) -> RcRtr {
+    RcRtr {
+        av,
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: 0x1234,
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+    }
+}
+
+const RC_RTS: RcRts = RcRts {
+    sq_psn: 0x1234,
+    timeout: 14,
+    retry_cnt: 7,
+    rnr_retry: 7,
+    max_rd_atomic: 1,
+};
+
+#[test]
+fn rc_pair_goes_to_rts_and_back_through_error_and_reset() {
+    let ctx = open();
+    let gid = ctx.query_gid(1, 0).expect("ibv_query_gid port 1 index 0");
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let a = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let b = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    assert_eq!(a.query_state().unwrap(), IBV_QPS_RESET);
+    let a = a.to_init(CONNECTED_INIT).unwrap();
+    assert_eq!(a.query_state().unwrap(), IBV_QPS_INIT);
+    let a = a.to_rtr(rc_rtr(av(&ctx, gid), bn)).unwrap();
+    assert_eq!(a.query_state().unwrap(), IBV_QPS_RTR);
+    let a = a.to_rts(RC_RTS).unwrap();
+    assert_eq!(a.query_state().unwrap(), IBV_QPS_RTS);
+    let b = b
+        .to_init(CONNECTED_INIT)
+        .unwrap()
+        .to_rtr(rc_rtr(av(&ctx, gid), an))
+        .unwrap()
+        .to_rts(RC_RTS)
+        .unwrap();
+    assert_eq!(b.query_state().unwrap(), IBV_QPS_RTS);
+    let a = a.to_error().unwrap();
+    assert_eq!(a.query_state().unwrap(), IBV_QPS_ERR);
+    let a: Qp<'_, Rc, _, _, _, Reset> = a.to_reset().unwrap();
+    assert_eq!(a.query_state().unwrap(), IBV_QPS_RESET);
+    // From RESET the QP can be brought up again.
+    let a = a.to_init(CONNECTED_INIT).unwrap();
+    assert_eq!(a.query_state().unwrap(), IBV_QPS_INIT);
+    a.destroy().unwrap();
+    b.destroy().unwrap();
+}
+
+#[test]
+fn uc_and_ud_go_to_rts_with_their_own_attributes() {
+    let ctx = open();
+    let gid = ctx.query_gid(1, 0).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let uc = Qp::<Uc>::builder(&pd, &cq, &cq).build().unwrap();
+    let dest = uc.qp_num();
+    let uc = uc
+        .to_init(CONNECTED_INIT)
+        .unwrap()
+        .to_rtr(UcRtr {
+            av: av(&ctx, gid),
+            path_mtu: Mtu::Mtu1024,
+            dest_qp_num: dest,
+            rq_psn: 7,
+        })
+        .unwrap()
+        .to_rts(SqPsn { sq_psn: 7 })
+        .unwrap();
+    assert_eq!(uc.query_state().unwrap(), IBV_QPS_RTS);
+    let ud = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
+    let ud: Qp<'_, Ud, _, _, _, Rts> = ud
+        .to_init(UdInit {
+            port_num: 1,
+            pkey_index: 0,
+            qkey: 0x1111_1111,
+        })
+        .unwrap()
+        .to_rtr(())
+        .unwrap()
+        .to_rts(SqPsn { sq_psn: 0 })
+        .unwrap();
+    assert_eq!(ud.query_state().unwrap(), IBV_QPS_RTS);
+}
+
+#[test]
+fn raw_packet_goes_to_rts_where_the_device_has_it() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let test = "raw_packet_goes_to_rts_where_the_device_has_it";
+    let Some(raw) = feature(
+        &ctx,
+        test,
+        "RAW_PACKET QPs",
+        Qp::<RawPacket>::builder(&pd, &cq, &cq).build(),
+    ) else {
+        return;
+    };
+    let raw = raw
+        .to_init(RawPacketInit { port_num: 1 })
+        .unwrap()
+        .to_rtr(())
+        .unwrap()
+        .to_rts(())
+        .unwrap();
+    assert_eq!(raw.query_state().unwrap(), IBV_QPS_RTS);
+}
+
+#[test]
+fn a_refused_transition_returns_the_qp_in_its_old_state() {
+    let ctx = open();
+    let gid = ctx.query_gid(1, 0).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let dest = qp.qp_num();
+    // A port the device does not have.
+    let bad_port = ConnectedInit {
+        port_num: ctx.attr().phys_port_cnt + 1,
+        ..CONNECTED_INIT
+    };
+    let e = qp.to_init(bad_port).expect_err("port out of range");
+    assert_eq!(
+        (e.error.verb, e.error.kind.clone()),
+        (Verb::ModifyQp, ErrorKind::Os(libc::EINVAL))
+    );
+    let qp: Qp<'_, Rc, _, _, _, Reset> = e.qp;
+    assert_eq!(qp.query_state().unwrap(), IBV_QPS_RESET);
+    let qp: Qp<'_, Rc, _, _, _, Init> = qp.to_init(CONNECTED_INIT).unwrap();
+    // On RoCE an address vector needs a global route (the kernel's rdma_check_ah_attr).
+    let link_layer = ctx.query_port(1).unwrap().link_layer;
+    if link_layer == 2 {
+        let no_grh = AddressVector {
+            grh: None,
+            ..av(&ctx, gid)
+        };
+        let e = qp
+            .to_rtr(rc_rtr(no_grh, dest))
+            .expect_err("RoCE needs a GRH");
+        assert_eq!(e.error.errno(), libc::EINVAL);
+        let qp = e.qp;
+        assert_eq!(qp.query_state().unwrap(), IBV_QPS_INIT);
+        let qp = qp.to_rtr(rc_rtr(av(&ctx, gid), dest)).unwrap();
+        assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR);
+    }
+}
+
+#[test]
+fn query_gid_checks_the_port_first() {
+    let ctx = open();
+    let e = ctx.query_gid(0, 0).expect_err("port 0");
+    assert_eq!((e.verb, e.errno()), (Verb::QueryGid, libc::EINVAL));
+    assert!(matches!(
+        e.kind,
+        ErrorKind::OutOfRange {
+            what: "port_num",
+            ..
+        }
+    ));
+    let g = ctx.query_gid(1, 0).unwrap();
+    assert_ne!(g, Gid([0; 16]), "port 1 has a GID at index 0");
+}
+
+#[test]
+fn error_state_is_reachable_from_reset_only_through_init() {
+    // The kernel's table has no RESET -> ERR: the device refuses it, and the QP stays in RESET.
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
+    let e = qp
+        .to_error()
+        .expect_err("RESET -> ERR is not in the state table");
+    assert_eq!(e.error.errno(), libc::EINVAL);
+    let qp =
+        e.qp.to_init(UdInit {
+            port_num: 1,
+            pkey_index: 0,
+            qkey: 1,
+        })
+        .unwrap();
+    let qp: Qp<'_, Ud, _, _, _, ErrorState> = qp.to_error().unwrap();
+    assert_eq!(qp.query_state().unwrap(), IBV_QPS_ERR);
+}

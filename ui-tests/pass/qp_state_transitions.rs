@@ -1,0 +1,39 @@
+// Neighbour of rc_rtr_missing_attribute, to_rts_from_init and ud_attributes_for_rc_init: every QP
+// type taken RESET -> INIT -> RTR -> RTS with its own attributes, then to ERR and RESET.
+use typed_verbs::{
+    AccessFlags, AddressVector, ConnectedInit, Context, Cq, GlobalRoute, Mtu, Pd, Qp, RawPacket, RawPacketInit,
+    Rc, RcRtr, RcRts, SqPsn, Uc, UcRtr, Ud, UdInit,
+};
+
+fn main() -> Result<(), typed_verbs::Error> {
+    let ctx = Context::open("sw0")?;
+    let pd = Pd::new(&ctx)?;
+    let cq = Cq::builder(&ctx).cqe(8).build()?;
+    let gid = ctx.query_gid(1, 0)?;
+    let grh = Some(GlobalRoute { dgid: gid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 });
+    let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh };
+    let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ };
+
+    let rc = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    let dest = rc.qp_num();
+    let rtr = RcRtr { av, path_mtu: Mtu::Mtu1024, dest_qp_num: dest, rq_psn: 0, max_dest_rd_atomic: 1, min_rnr_timer: 12 };
+    let rts = RcRts { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
+    let rc = rc.to_init(init).map_err(|e| e.error)?.to_rtr(rtr).map_err(|e| e.error)?.to_rts(rts).map_err(|e| e.error)?;
+
+    let uc = Qp::<Uc>::builder(&pd, &cq, &cq).build()?;
+    let rtr = UcRtr { av, path_mtu: Mtu::Mtu1024, dest_qp_num: dest, rq_psn: 0 };
+    let uc = uc.to_init(init).map_err(|e| e.error)?.to_rtr(rtr).map_err(|e| e.error)?;
+    let uc = uc.to_rts(SqPsn { sq_psn: 0 }).map_err(|e| e.error)?;
+
+    let ud = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    let ud = ud.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 }).map_err(|e| e.error)?;
+    let ud = ud.to_rtr(()).map_err(|e| e.error)?.to_rts(SqPsn { sq_psn: 0 }).map_err(|e| e.error)?;
+
+    let raw = Qp::<RawPacket>::builder(&pd, &cq, &cq).build()?;
+    let raw = raw.to_init(RawPacketInit { port_num: 1 }).map_err(|e| e.error)?;
+    let raw = raw.to_rtr(()).map_err(|e| e.error)?.to_rts(()).map_err(|e| e.error)?;
+
+    let rc = rc.to_error().map_err(|e| e.error)?.to_reset().map_err(|e| e.error)?;
+    drop((rc, uc, ud, raw));
+    Ok(())
+}
