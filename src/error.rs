@@ -16,6 +16,12 @@ pub enum Verb {
     AllocPd,
     DeallocPd,
     AllocParentDomain,
+    RegMr,
+    DeregMr,
+    /// Copying out of a memory region (not a libibverbs verb).
+    MrRead,
+    /// Copying into a memory region (not a libibverbs verb).
+    MrWrite,
     CreateCompChannel,
     DestroyCompChannel,
     CreateCq,
@@ -53,6 +59,10 @@ impl Verb {
             Verb::AllocPd => "ibv_alloc_pd",
             Verb::DeallocPd => "ibv_dealloc_pd",
             Verb::AllocParentDomain => "ibv_alloc_parent_domain",
+            Verb::RegMr => "ibv_reg_mr",
+            Verb::DeregMr => "ibv_dereg_mr",
+            Verb::MrRead => "Mr::read",
+            Verb::MrWrite => "Mr::write",
             Verb::CreateCompChannel => "ibv_create_comp_channel",
             Verb::DestroyCompChannel => "ibv_destroy_comp_channel",
             Verb::CreateCq => "ibv_create_cq",

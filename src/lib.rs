@@ -32,6 +32,7 @@ pub mod cq_ex;
 pub mod device;
 pub mod error;
 pub mod ffi;
+pub mod mr;
 mod object;
 pub mod pd;
 pub mod qp;
@@ -49,6 +50,7 @@ pub use cq_ex::{
 };
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
 pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
+pub use mr::{Mr, RemoteAddr, RemoteMr, Sge};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
     Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, Uc, Ud, UsesSrq,
@@ -120,6 +122,8 @@ mod handle_sizes {
     assert_eq_size!(Poller<'static, Standard>, P);
     assert_eq_size!(Completion<'static, Standard>, P);
     assert_eq_size!(Srq<'static, String>, P);
+    assert_eq_size!(Mr<'static>, P);
+    assert_eq_size!(Option<Mr<'static>>, P);
     assert_eq_size!(Option<Srq<'static>>, P);
     assert_eq_size!(Qp<'static, Rc, OwnRq, SingleThreaded, String>, P);
     assert_eq_size!(Option<Qp<'static, Ud, UsesSrq>>, P);

@@ -885,6 +885,7 @@ fn explicit_destroy_of_every_object_type() {
                     srqs: n_srq,
                     qps: 1 + n_srq,
                     mcast_attachments: 1,
+                    mrs: 0,
                 }
             );
         }

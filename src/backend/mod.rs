@@ -39,6 +39,14 @@ pub(crate) trait ControlPath: Sync {
         attr: *mut sys::ibv_parent_domain_init_attr,
     ) -> Result<NonNull<sys::ibv_pd>, Errno>;
     unsafe fn dealloc_pd(&self, pd: *mut sys::ibv_pd) -> Result<(), Errno>;
+    unsafe fn reg_mr(
+        &self,
+        pd: *mut sys::ibv_pd,
+        addr: *mut c_void,
+        len: usize,
+        access: i32,
+    ) -> Result<NonNull<sys::ibv_mr>, Errno>;
+    unsafe fn dereg_mr(&self, mr: *mut sys::ibv_mr) -> Result<(), Errno>;
     unsafe fn create_comp_channel(
         &self,
         ctx: *mut sys::ibv_context,

@@ -70,6 +70,21 @@ impl ControlPath for RdmaCore {
         // SAFETY: live PD.
         rc(unsafe { sys::ibv_dealloc_pd(pd) })
     }
+    unsafe fn reg_mr(
+        &self,
+        pd: *mut sys::ibv_pd,
+        addr: *mut c_void,
+        len: usize,
+        access: i32,
+    ) -> Result<NonNull<sys::ibv_mr>, Errno> {
+        // SAFETY: live PD; the caller keeps [addr, addr + len) allocated until dereg. The exported
+        // ibv_reg_mr is what verbs.h's macro calls without IBV_ACCESS_OPTIONAL_RANGE.
+        ptr(unsafe { sys::ibv_reg_mr(pd, addr, len, access) })
+    }
+    unsafe fn dereg_mr(&self, mr: *mut sys::ibv_mr) -> Result<(), Errno> {
+        // SAFETY: live MR.
+        rc(unsafe { sys::ibv_dereg_mr(mr) })
+    }
     unsafe fn create_comp_channel(
         &self,
         ctx: *mut sys::ibv_context,

@@ -188,6 +188,8 @@ pub struct LiveObjects {
     pub qps: u32,
     /// Multicast attachments of QPs.
     pub mcast_attachments: u32,
+    /// Memory regions.
+    pub mrs: u32,
 }
 
 #[derive(Default)]
@@ -198,6 +200,7 @@ pub(crate) struct Counters {
     srqs: AtomicU32,
     qps: AtomicU32,
     mcast: AtomicU32,
+    mrs: AtomicU32,
 }
 
 impl Counters {
@@ -209,6 +212,7 @@ impl Counters {
             srqs: self.srqs.load(Ordering::Relaxed),
             qps: self.qps.load(Ordering::Relaxed),
             mcast_attachments: self.mcast.load(Ordering::Relaxed),
+            mrs: self.mrs.load(Ordering::Relaxed),
         }
     }
 }
@@ -220,6 +224,8 @@ pub(crate) struct SwContext {
     dev: Arc<SwDevice>,
     live: Counters,
     next_handle: AtomicU32,
+    /// Registered memory by key (lkey = rkey, as rxe's MRs): where data movement looks.
+    pub(crate) mrs: RwLock<std::collections::HashMap<u32, objects::MrEntry>>,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwContext, ibv), 0);
 
@@ -260,6 +266,7 @@ pub(crate) fn open(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
         dev: dev.clone(),
         live: Counters::default(),
         next_handle: AtomicU32::new(1),
+        mrs: RwLock::new(Default::default()),
     });
     let raw = Box::into_raw(ctx) as *mut sys::ibv_context;
     contexts().write().insert(raw as usize);
@@ -410,6 +417,22 @@ impl ControlPath for Software {
     unsafe fn dealloc_pd(&self, pd: *mut sys::ibv_pd) -> Result<(), Errno> {
         // SAFETY: live PD.
         unsafe { objects::dealloc_pd(pd) }
+    }
+
+    unsafe fn reg_mr(
+        &self,
+        pd: *mut sys::ibv_pd,
+        addr: *mut c_void,
+        len: usize,
+        access: i32,
+    ) -> Result<NonNull<sys::ibv_mr>, Errno> {
+        // SAFETY: live PD.
+        unsafe { objects::reg_mr(pd, addr, len, access) }
+    }
+
+    unsafe fn dereg_mr(&self, mr: *mut sys::ibv_mr) -> Result<(), Errno> {
+        // SAFETY: live MR.
+        unsafe { objects::dereg_mr(mr) }
     }
 
     unsafe fn create_comp_channel(

@@ -84,6 +84,95 @@ pub(super) unsafe fn dealloc_pd(pd: *mut sys::ibv_pd) -> Result<(), Errno> {
     Ok(())
 }
 
+/// What data movement needs to know of a registered region (read once the software device moves
+/// data; until then only kept).
+#[derive(Debug, Clone, Copy)]
+#[allow(dead_code)]
+pub(crate) struct MrEntry {
+    pub(crate) addr: usize,
+    pub(crate) len: usize,
+    pub(crate) access: i32,
+    pub(crate) pd: usize,
+}
+
+/// A memory region; its key is both lkey and rkey.
+#[repr(C)]
+struct SwMr {
+    ibv: sys::ibv_mr,
+    ctx: *mut SwContext,
+}
+static_assertions::const_assert_eq!(std::mem::offset_of!(SwMr, ibv), 0);
+
+/// `IBV_ACCESS_LOCAL_WRITE`, `_REMOTE_WRITE`, `_REMOTE_READ`, `_REMOTE_ATOMIC`.
+const ACCESS_LOCAL_WRITE: i32 = 1;
+const ACCESS_REMOTE_WRITE: i32 = 2;
+const ACCESS_REMOTE_ATOMIC: i32 = 8;
+
+/// # Safety
+/// `pd` live software PD; the caller keeps the range allocated until dereg.
+pub(super) unsafe fn reg_mr(
+    pd: *mut sys::ibv_pd,
+    addr: *mut std::os::raw::c_void,
+    len: usize,
+    access: i32,
+) -> Result<NonNull<sys::ibv_mr>, Errno> {
+    // SAFETY: caller's contract.
+    let ctx = unsafe { (*pd).context };
+    // SAFETY: a live PD's context is a live software context.
+    let c = unsafe { sw_context(ctx) };
+    if is_parent_domain(pd) {
+        return Err(libc::EINVAL);
+    }
+    // ib_check_mr_access: remote write and remote atomic need local write.
+    if access & (ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) != 0
+        && access & ACCESS_LOCAL_WRITE == 0
+    {
+        return Err(libc::EINVAL);
+    }
+    take(&c.live.mrs, c.config().max_objects)?;
+    // SAFETY: caller's contract.
+    unsafe { pd_use(pd, 1) };
+    let key = c.handle() << 8 | 0x5a; // a key byte, as providers put in the low bits
+    let mr = Box::new(SwMr {
+        ibv: sys::ibv_mr {
+            context: ctx,
+            pd,
+            addr,
+            length: len,
+            handle: key,
+            lkey: key,
+            rkey: key,
+        },
+        ctx: ctx as *mut SwContext,
+    });
+    c.mrs.write().insert(
+        key,
+        MrEntry {
+            addr: addr as usize,
+            len,
+            access,
+            pd: pd as usize,
+        },
+    );
+    // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
+    Ok(unsafe { NonNull::new_unchecked(Box::into_raw(mr) as *mut sys::ibv_mr) })
+}
+
+/// # Safety
+/// `mr` live software MR.
+pub(super) unsafe fn dereg_mr(mr: *mut sys::ibv_mr) -> Result<(), Errno> {
+    let sw = mr as *mut SwMr;
+    // SAFETY: caller's contract.
+    unsafe {
+        let c = &*(*sw).ctx;
+        c.mrs.write().remove(&(*sw).ibv.lkey);
+        pd_use((*sw).ibv.pd, -1);
+        give(&c.live.mrs);
+        drop(Box::from_raw(sw));
+    }
+    Ok(())
+}
+
 /// A completion channel: its fd is an eventfd.
 #[repr(C)]
 struct SwChannel {
