@@ -125,6 +125,49 @@ pub unsafe fn ibv_destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
     unsafe { backend::of((*qp).context).destroy_qp(qp) }
 }
 
+/// `ibv_query_qp`: every attribute the provider reports, whatever `mask` asks for.
+pub unsafe fn ibv_query_qp(
+    qp: *mut sys::ibv_qp,
+    attr: *mut sys::ibv_qp_attr,
+    mask: i32,
+    init: *mut sys::ibv_qp_init_attr,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*qp).context).query_qp(qp, attr, mask, init) }
+}
+
+/// `ibv_reg_mr`. The caller keeps `[addr, addr + len)` allocated until `ibv_dereg_mr`.
+pub unsafe fn ibv_reg_mr(
+    pd: *mut sys::ibv_pd,
+    addr: *mut c_void,
+    len: usize,
+    access: i32,
+) -> Result<NonNull<sys::ibv_mr>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*pd).context).reg_mr(pd, addr, len, access) }
+}
+
+/// `ibv_dereg_mr`.
+pub unsafe fn ibv_dereg_mr(mr: *mut sys::ibv_mr) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*mr).context).dereg_mr(mr) }
+}
+
+/// `ibv_create_ah`.
+pub unsafe fn ibv_create_ah(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_ah_attr,
+) -> Result<NonNull<sys::ibv_ah>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*pd).context).create_ah(pd, attr) }
+}
+
+/// `ibv_destroy_ah`.
+pub unsafe fn ibv_destroy_ah(ah: *mut sys::ibv_ah) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*ah).context).destroy_ah(ah) }
+}
+
 /// `ibv_attach_mcast`.
 pub unsafe fn ibv_attach_mcast(
     qp: *mut sys::ibv_qp,

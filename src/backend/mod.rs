@@ -96,6 +96,12 @@ pub(crate) trait ControlPath: Sync {
         mask: i32,
     ) -> Result<(), Errno>;
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno>;
+    unsafe fn create_ah(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_ah_attr,
+    ) -> Result<NonNull<sys::ibv_ah>, Errno>;
+    unsafe fn destroy_ah(&self, ah: *mut sys::ibv_ah) -> Result<(), Errno>;
     unsafe fn query_gid(
         &self,
         ctx: *mut sys::ibv_context,

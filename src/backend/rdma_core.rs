@@ -181,6 +181,18 @@ impl ControlPath for RdmaCore {
         // SAFETY: live QP.
         rc(unsafe { sys::ibv_destroy_qp(qp) })
     }
+    unsafe fn create_ah(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_ah_attr,
+    ) -> Result<NonNull<sys::ibv_ah>, Errno> {
+        // SAFETY: live PD, attr valid for reads.
+        ptr(unsafe { sys::ibv_create_ah(pd, attr) })
+    }
+    unsafe fn destroy_ah(&self, ah: *mut sys::ibv_ah) -> Result<(), Errno> {
+        // SAFETY: live AH.
+        rc(unsafe { sys::ibv_destroy_ah(ah) })
+    }
     unsafe fn attach_mcast(
         &self,
         qp: *mut sys::ibv_qp,

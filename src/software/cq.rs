@@ -1,11 +1,11 @@
 //! The software device's CQ: a ring of completions behind the `ibv_cq_ex` polling function
 //! pointers and the context's `poll_cq`/`req_notify_cq`.
 //!
-//! Producers (the injection hook now, the device's QPs later) are serialized by `producer`;
-//! consumers by `consumer`, which `start_poll` takes and `end_poll` releases, as rdma-core's
-//! providers hold their CQ lock for a whole batch. A CQ created with SINGLE_THREADED skips the
-//! consumer lock, as the flag promises ("no locking is required"). Head and tail are atomics, so
-//! the two sides meet only there.
+//! Producers (the injection hook and the device's QPs, both through [`push`]) are serialized by
+//! `producer`; consumers by `consumer`, which `start_poll` takes and `end_poll` releases, as
+//! rdma-core's providers hold their CQ lock for a whole batch. A CQ created with SINGLE_THREADED
+//! skips the consumer lock, as the flag promises ("no locking is required"). Head and tail are
+//! atomics, so the two sides meet only there.
 
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
@@ -23,24 +23,24 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// One completion as the device stores it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Cqe {
-    wr_id: u64,
-    status: u32,
-    opcode: u32,
-    vendor_err: u32,
-    byte_len: u32,
+    pub(super) wr_id: u64,
+    pub(super) status: u32,
+    pub(super) opcode: u32,
+    pub(super) vendor_err: u32,
+    pub(super) byte_len: u32,
     /// Immediate data in network byte order, or the invalidated rkey (by `wc_flags`).
-    imm_or_inv: u32,
-    qp_num: u32,
-    src_qp: u32,
-    wc_flags: u32,
-    pkey_index: u16,
-    slid: u32,
-    sl: u8,
-    dlid_path_bits: u8,
-    completion_ts: u64,
-    completion_wallclock_ns: u64,
-    cvlan: u16,
-    flow_tag: u32,
+    pub(super) imm_or_inv: u32,
+    pub(super) qp_num: u32,
+    pub(super) src_qp: u32,
+    pub(super) wc_flags: u32,
+    pub(super) pkey_index: u16,
+    pub(super) slid: u32,
+    pub(super) sl: u8,
+    pub(super) dlid_path_bits: u8,
+    pub(super) completion_ts: u64,
+    pub(super) completion_wallclock_ns: u64,
+    pub(super) cvlan: u16,
+    pub(super) flow_tag: u32,
 }
 
 /// A completion to put into a software-device CQ with [`inject`]: what the device would write
@@ -499,7 +499,33 @@ pub fn inject<Q: AnyCq + ?Sized>(cq: &Q, completion: InjectedCompletion) -> Resu
     let raw = cq.as_raw_cq();
     // SAFETY: `cq` is a live CQ, so its context pointer is live too.
     super::require_software(unsafe { (*raw).context }, Verb::InjectCompletion)?;
-    let sw = raw as *mut SwCq;
+    // SAFETY: a live software CQ (checked above).
+    match unsafe { push(raw, &completion.cqe) } {
+        Pushed::Stored | Pushed::Lost => Ok(()),
+        Pushed::Overrun => Err(Error {
+            verb: Verb::InjectCompletion,
+            kind: ErrorKind::CqOverrun,
+        }),
+    }
+}
+
+/// What [`push`] did with a completion.
+pub(super) enum Pushed {
+    /// In the ring, visible to the consumer.
+    Stored,
+    /// The CQ was full and was created with IGNORE_OVERRUN: dropped and counted.
+    Lost,
+    /// The CQ was full: dropped, and the CQ marked as overrun (a device would move it to the
+    /// error state).
+    Overrun,
+}
+
+/// Puts `cqe` into `cq`: the one producer path, for [`inject`] and for the device's QPs.
+///
+/// # Safety
+/// `cq` is a live software CQ.
+pub(super) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
+    let sw = cq as *mut SwCq;
     // SAFETY: a live software CQ; the producer lock serializes producers, and the slot at
     // `tail` is not visible to the consumer until `tail` is published.
     unsafe {
@@ -510,19 +536,16 @@ pub fn inject<Q: AnyCq + ?Sized>(cq: &Q, completion: InjectedCompletion) -> Resu
             (*sw).producer.unlock();
             if (*sw).ignore_overrun {
                 (*sw).lost.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
+                return Pushed::Lost;
             }
             (*sw).overrun.store(true, Ordering::Release);
-            return Err(Error {
-                verb: Verb::InjectCompletion,
-                kind: ErrorKind::CqOverrun,
-            });
+            return Pushed::Overrun;
         }
-        *(*sw).slots[(tail & (*sw).mask) as usize].get() = completion.cqe;
+        *(*sw).slots[(tail & (*sw).mask) as usize].get() = *cqe;
         (*sw).tail.store(tail + 1, Ordering::Release);
         (*sw).producer.unlock();
     }
-    Ok(())
+    Pushed::Stored
 }
 
 /// How many completions a software CQ created with IGNORE_OVERRUN dropped because it was full;

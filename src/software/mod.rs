@@ -7,11 +7,18 @@
 //! rxe shows them: EBUSY for an object still in use, EINVAL for a limit, EOPNOTSUPP for a flag the
 //! device lacks, actual sizes rounded up as rxe rounds them.
 //!
+//! Its data path moves data as rxe does, synchronously and within the process: `ibv_post_send`,
+//! `ibv_post_recv` and `ibv_post_srq_recv` deliver RC, UC and UD messages, RDMA reads and writes
+//! and atomics between software QPs (of any context of any software device in the process),
+//! checking keys and access rights and writing the completions rxe writes, errors and flushes
+//! included (the model, and what it leaves out, is described in the `data` module's source).
+//!
 //! A device named [`DEFAULT_DEVICE`] with [`SwConfig::default`] is always in the device list.
 //! [`register`] adds more, each with its own limits, so a test can make one behave like a given
 //! real device. [`inject`] puts a completion into a CQ, so polling can be tested without traffic.
 
 mod cq;
+mod data;
 mod objects;
 
 pub use cq::{has_overrun, inject, lost_completions, InjectedCompletion};
@@ -190,6 +197,8 @@ pub struct LiveObjects {
     pub mcast_attachments: u32,
     /// Memory regions.
     pub mrs: u32,
+    /// Address handles.
+    pub ahs: u32,
 }
 
 #[derive(Default)]
@@ -201,6 +210,7 @@ pub(crate) struct Counters {
     qps: AtomicU32,
     mcast: AtomicU32,
     mrs: AtomicU32,
+    ahs: AtomicU32,
 }
 
 impl Counters {
@@ -213,6 +223,7 @@ impl Counters {
             qps: self.qps.load(Ordering::Relaxed),
             mcast_attachments: self.mcast.load(Ordering::Relaxed),
             mrs: self.mrs.load(Ordering::Relaxed),
+            ahs: self.ahs.load(Ordering::Relaxed),
         }
     }
 }
@@ -258,9 +269,9 @@ pub(crate) fn open(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
     ibv.num_comp_vectors = dev.config.num_comp_vectors as i32;
     ibv.ops.poll_cq = Some(cq::poll_cq);
     ibv.ops.req_notify_cq = Some(cq::req_notify_cq);
-    ibv.ops.post_send = Some(objects::post_send);
-    ibv.ops.post_recv = Some(objects::post_recv);
-    ibv.ops.post_srq_recv = Some(objects::post_srq_recv);
+    ibv.ops.post_send = Some(data::post_send);
+    ibv.ops.post_recv = Some(data::post_recv);
+    ibv.ops.post_srq_recv = Some(data::post_srq_recv);
     let ctx = Box::new(SwContext {
         ibv,
         dev: dev.clone(),
@@ -304,6 +315,10 @@ fn take(counter: &AtomicU32, max: u32) -> Result<(), Errno> {
 fn give(counter: &AtomicU32) {
     counter.fetch_sub(1, Ordering::AcqRel);
 }
+
+/// The port's active MTU (`enum ibv_mtu`): 1024 bytes, as rxe0's over a 1500-byte netdev. It
+/// is also the largest UD message.
+pub(crate) const ACTIVE_MTU: u32 = sys::ibv_mtu::IBV_MTU_1024;
 
 /// Rounds a queue size up as rxe does: the ring holds a power of two slots, one kept empty.
 pub(crate) fn rxe_round(n: u32) -> u32 {
@@ -381,7 +396,7 @@ impl ControlPath for Software {
         let mut p: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
         p.state = sys::ibv_port_state::IBV_PORT_ACTIVE;
         p.max_mtu = sys::ibv_mtu::IBV_MTU_4096;
-        p.active_mtu = sys::ibv_mtu::IBV_MTU_1024;
+        p.active_mtu = ACTIVE_MTU;
         p.gid_tbl_len = 1;
         p.max_msg_sz = 1 << 31;
         p.pkey_tbl_len = 1;
@@ -551,19 +566,28 @@ impl ControlPath for Software {
         if port != 1 || index != 0 {
             return Err(libc::EINVAL);
         }
-        // A link-local RoCE GID, as rxe's index 0 (fe80::/64 with an EUI-64 of its own).
-        let mut raw = [0u8; 16];
-        raw[0] = 0xfe;
-        raw[1] = 0x80;
-        raw[8..].copy_from_slice(&[0x02, 0x00, 0x5e, 0xff, 0xfe, 0x00, 0x00, 0x01]);
         // SAFETY: `out` valid for writes.
-        unsafe { out.write(sys::ibv_gid { raw }) };
+        unsafe { out.write(sys::ibv_gid { raw: port_gid() }) };
         Ok(())
     }
 
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
         // SAFETY: live QP.
         unsafe { objects::destroy_qp(qp) }
+    }
+
+    unsafe fn create_ah(
+        &self,
+        pd: *mut sys::ibv_pd,
+        attr: *mut sys::ibv_ah_attr,
+    ) -> Result<NonNull<sys::ibv_ah>, Errno> {
+        // SAFETY: live PD, attr readable.
+        unsafe { objects::create_ah(pd, attr) }
+    }
+
+    unsafe fn destroy_ah(&self, ah: *mut sys::ibv_ah) -> Result<(), Errno> {
+        // SAFETY: live AH.
+        unsafe { objects::destroy_ah(ah) }
     }
 
     unsafe fn attach_mcast(
@@ -585,6 +609,16 @@ impl ControlPath for Software {
         // SAFETY: live QP, gid readable.
         unsafe { objects::detach_mcast(qp, gid, lid) }
     }
+}
+
+/// The GID at index 0 of port 1 (the only one): a link-local RoCE GID, as rxe's index 0
+/// (fe80::/64 with an EUI-64 of its own).
+pub(crate) fn port_gid() -> [u8; 16] {
+    let mut raw = [0u8; 16];
+    raw[0] = 0xfe;
+    raw[1] = 0x80;
+    raw[8..].copy_from_slice(&[0x02, 0x00, 0x5e, 0xff, 0xfe, 0x00, 0x00, 0x01]);
+    raw
 }
 
 /// Fails with [`ErrorKind::NotSoftware`] unless `ctx` is a software context.

@@ -1,9 +1,11 @@
 //! The software device's PDs, parent domains, completion channels, SRQs and QPs.
 
+use super::data::{self, Queues, RecvWqe};
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
 use crate::ffi::sys;
 use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::c_int;
 use std::ptr::NonNull;
@@ -84,10 +86,8 @@ pub(super) unsafe fn dealloc_pd(pd: *mut sys::ibv_pd) -> Result<(), Errno> {
     Ok(())
 }
 
-/// What data movement needs to know of a registered region (read once the software device moves
-/// data; until then only kept).
+/// What data movement needs to know of a registered region.
 #[derive(Debug, Clone, Copy)]
-#[allow(dead_code)]
 pub(crate) struct MrEntry {
     pub(crate) addr: usize,
     pub(crate) len: usize,
@@ -162,12 +162,68 @@ pub(super) unsafe fn reg_mr(
 /// `mr` live software MR.
 pub(super) unsafe fn dereg_mr(mr: *mut sys::ibv_mr) -> Result<(), Errno> {
     let sw = mr as *mut SwMr;
+    // The fabric lock: no transfer is using the region when it leaves the table.
+    let _fabric = data::lock();
     // SAFETY: caller's contract.
     unsafe {
         let c = &*(*sw).ctx;
         c.mrs.write().remove(&(*sw).ibv.lkey);
         pd_use((*sw).ibv.pd, -1);
         give(&c.live.mrs);
+        drop(Box::from_raw(sw));
+    }
+    Ok(())
+}
+
+/// An address handle: the attributes it was created with, which a UD work request names.
+#[repr(C)]
+pub(super) struct SwAh {
+    ibv: sys::ibv_ah,
+    ctx: *mut SwContext,
+    pub(super) attr: sys::ibv_ah_attr,
+}
+static_assertions::const_assert_eq!(std::mem::offset_of!(SwAh, ibv), 0);
+
+/// # Safety
+/// `pd` live software PD; `attr` readable.
+pub(super) unsafe fn create_ah(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_ah_attr,
+) -> Result<NonNull<sys::ibv_ah>, Errno> {
+    // SAFETY: caller's contract.
+    let (ctx, a) = unsafe { ((*pd).context, *attr) };
+    // SAFETY: a live PD's context is a live software context.
+    let c = unsafe { sw_context(ctx) };
+    // As the kernel's rdma_check_ah_attr and rxe_av_chk_attr: the one port, and on RoCE (the
+    // device's link layer is Ethernet) a GRH whose sgid_index is in the GID table.
+    if is_parent_domain(pd) || a.port_num != 1 || a.is_global == 0 || a.grh.sgid_index != 0 {
+        return Err(libc::EINVAL);
+    }
+    take(&c.live.ahs, c.config().max_objects)?;
+    // SAFETY: live PD.
+    unsafe { pd_use(pd, 1) };
+    let ah = Box::new(SwAh {
+        ibv: sys::ibv_ah {
+            context: ctx,
+            pd,
+            handle: c.handle(),
+        },
+        ctx: ctx as *mut SwContext,
+        attr: a,
+    });
+    // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
+    Ok(unsafe { NonNull::new_unchecked(Box::into_raw(ah) as *mut sys::ibv_ah) })
+}
+
+/// # Safety
+/// `ah` live software AH.
+pub(super) unsafe fn destroy_ah(ah: *mut sys::ibv_ah) -> Result<(), Errno> {
+    let sw = ah as *mut SwAh;
+    // SAFETY: caller's contract. A work request copies what it needs of the AH when it is
+    // posted, so nothing refers to the AH afterwards.
+    unsafe {
+        pd_use((*sw).ibv.pd, -1);
+        give(&(*(*sw).ctx).live.ahs);
         drop(Box::from_raw(sw));
     }
     Ok(())
@@ -239,11 +295,14 @@ pub(super) unsafe fn destroy_comp_channel(ch: *mut sys::ibv_comp_channel) -> Res
 
 /// A shared receive queue.
 #[repr(C)]
-struct SwSrq {
-    ibv: sys::ibv_srq,
+pub(super) struct SwSrq {
+    pub(super) ibv: sys::ibv_srq,
     ctx: *mut SwContext,
-    attr: Mutex<sys::ibv_srq_attr>,
+    /// As ibv_query_srq reports it: `max_wr` is the ring's size.
+    pub(super) attr: Mutex<sys::ibv_srq_attr>,
     usecnt: AtomicU32,
+    /// The posted receives.
+    pub(super) rq: Mutex<VecDeque<RecvWqe>>,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwSrq, ibv), 0);
 
@@ -282,6 +341,7 @@ pub(super) unsafe fn create_srq(
         ctx: ctx as *mut SwContext,
         attr: Mutex::new(queried),
         usecnt: AtomicU32::new(0),
+        rq: Mutex::new(VecDeque::new()),
     });
     // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
     Ok(unsafe { NonNull::new_unchecked(Box::into_raw(srq) as *mut sys::ibv_srq) })
@@ -317,14 +377,18 @@ pub(super) unsafe fn destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
 
 /// A queue pair.
 #[repr(C)]
-struct SwQp {
-    ibv: sys::ibv_qp,
+pub(super) struct SwQp {
+    pub(super) ibv: sys::ibv_qp,
     ctx: *mut SwContext,
-    cap: sys::ibv_qp_cap,
-    sq_sig_all: c_int,
+    /// The actual capabilities (the rings' sizes).
+    pub(super) cap: sys::ibv_qp_cap,
+    pub(super) sq_sig_all: c_int,
     mcast: Mutex<Vec<([u8; 16], u16)>>,
-    /// The attributes set by ibv_modify_qp (state included), under one lock.
-    attr: Mutex<sys::ibv_qp_attr>,
+    /// The attributes set by ibv_modify_qp (state included), under one lock. The state is the
+    /// kernel's: the data path moves it to ERR after an error completion.
+    pub(super) attr: Mutex<sys::ibv_qp_attr>,
+    /// The send and receive queues (see `data`).
+    pub(super) queues: Mutex<Queues>,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwQp, ibv), 0);
 
@@ -380,6 +444,7 @@ pub(super) unsafe fn create_qp(
     take(&c.live.qps, cfg.max_objects)?;
     // Actual values, as rxe computes them: rings rounded up to a power of two less one; a send
     // WQE holds max(sge * 16, inline) bytes, which sets both the SGE count and the inline size.
+    let (asked_send_wr, asked_recv_wr) = (cap.max_send_wr, cap.max_recv_wr);
     let sge_bytes = std::mem::size_of::<sys::ibv_sge>() as u32;
     let wqe = (cap.max_send_sge * sge_bytes).max(cap.max_inline_data);
     cap.max_send_wr = rxe_round(cap.max_send_wr);
@@ -392,6 +457,13 @@ pub(super) unsafe fn create_qp(
     } else {
         cap.max_recv_wr = rxe_round(cap.max_recv_wr);
         cap.max_recv_sge = cap.max_recv_sge.max(1);
+    }
+    // The rings are what ibv_query_qp reports; ibv_create_qp, as rxe's, reports the work request
+    // counts as asked (and the SGE and inline sizes as computed).
+    let ring = *cap;
+    cap.max_send_wr = asked_send_wr;
+    if !with_srq {
+        cap.max_recv_wr = asked_recv_wr;
     }
     // SAFETY: live objects of this context (checked above).
     unsafe {
@@ -418,14 +490,18 @@ pub(super) unsafe fn create_qp(
     let qp = Box::new(SwQp {
         ibv,
         ctx: ctx as *mut SwContext,
-        cap: *cap,
+        cap: ring,
         sq_sig_all: a.sq_sig_all,
         mcast: Mutex::new(Vec::new()),
         // SAFETY: plain C data; state RESET is 0.
         attr: Mutex::new(unsafe { std::mem::zeroed() }),
+        queues: Mutex::new(Queues::default()),
     });
+    let raw = Box::into_raw(qp);
+    // From now on other QPs can find it by number.
+    data::lock().register(raw);
     // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
-    Ok(unsafe { NonNull::new_unchecked(Box::into_raw(qp) as *mut sys::ibv_qp) })
+    Ok(unsafe { NonNull::new_unchecked(raw as *mut sys::ibv_qp) })
 }
 
 /// # Safety
@@ -560,6 +636,26 @@ pub(super) unsafe fn modify_qp(
     attr: *mut sys::ibv_qp_attr,
     mask: i32,
 ) -> Result<(), Errno> {
+    // The fabric lock: a state change and what it does to the queues (a flush into ERR, the
+    // retry of requests that waited for this QP) happen at once for the data path.
+    let fabric = data::lock();
+    // SAFETY: caller's contract.
+    let (cur, next) = unsafe { modify_attr(qp, attr, mask) }?;
+    // SAFETY: as above.
+    data::after_modify(&fabric, unsafe { &*(qp as *const SwQp) }, cur, next);
+    Ok(())
+}
+
+/// The attribute part of `modify_qp`: checks and applies the change; gives the states before
+/// and after.
+///
+/// # Safety
+/// As `modify_qp`.
+unsafe fn modify_attr(
+    qp: *mut sys::ibv_qp,
+    attr: *mut sys::ibv_qp_attr,
+    mask: i32,
+) -> Result<(u32, u32), Errno> {
     use sys::ibv_qp_state::*;
     let sw = qp as *mut SwQp;
     // SAFETY: caller's contract.
@@ -641,13 +737,14 @@ pub(super) unsafe fn modify_qp(
     // SAFETY: the QP's own state field, written under the attribute lock (as libibverbs
     // updates qp->state after a successful modify).
     unsafe { (*sw).ibv.state = next };
-    Ok(())
+    Ok((cur, next))
 }
 
 /// # Safety
 /// `qp` live software QP.
 pub(super) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
     let sw = qp as *mut SwQp;
+    let mut fabric = data::lock();
     // SAFETY: caller's contract.
     unsafe {
         if !(*sw).mcast.lock().is_empty() {
@@ -655,6 +752,9 @@ pub(super) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
             // group".
             return Err(libc::EBUSY);
         }
+        // Out of the registry (under the fabric lock) before it is freed: no transfer can
+        // reach it any more. Requests it had queued go with it, without completions.
+        fabric.unregister((*sw).ibv.qp_num);
         let q = &(*sw).ibv;
         pd_use(q.pd, -1);
         super::cq::cq_use(q.send_cq, -1);
@@ -713,38 +813,4 @@ pub(super) unsafe fn detach_mcast(
     groups.swap_remove(i);
     c.live.mcast.fetch_sub(1, Ordering::AcqRel);
     Ok(())
-}
-
-// Data transfer through the software device is not implemented yet: the data-path entries are
-// filled so that a call fails cleanly (EOPNOTSUPP, the whole list reported as bad) instead of
-// jumping through a NULL pointer. The typed API does not expose posting yet.
-
-pub(super) unsafe extern "C" fn post_send(
-    _: *mut sys::ibv_qp,
-    wr: *mut sys::ibv_send_wr,
-    bad: *mut *mut sys::ibv_send_wr,
-) -> c_int {
-    // SAFETY: libibverbs' contract: `bad` is valid for writes.
-    unsafe { bad.write(wr) };
-    libc::EOPNOTSUPP
-}
-
-pub(super) unsafe extern "C" fn post_recv(
-    _: *mut sys::ibv_qp,
-    wr: *mut sys::ibv_recv_wr,
-    bad: *mut *mut sys::ibv_recv_wr,
-) -> c_int {
-    // SAFETY: as above.
-    unsafe { bad.write(wr) };
-    libc::EOPNOTSUPP
-}
-
-pub(super) unsafe extern "C" fn post_srq_recv(
-    _: *mut sys::ibv_srq,
-    wr: *mut sys::ibv_recv_wr,
-    bad: *mut *mut sys::ibv_recv_wr,
-) -> c_int {
-    // SAFETY: as above.
-    unsafe { bad.write(wr) };
-    libc::EOPNOTSUPP
 }

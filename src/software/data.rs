@@ -1,0 +1,979 @@
+//! The software device's data path: `ops.post_send`, `ops.post_recv`, `ops.post_srq_recv`, and
+//! the delivery of messages between its QPs, which may be in any software context (of any
+//! software device) of the process and be used from any thread.
+//!
+//! # Model
+//!
+//! Work is done synchronously, inside the call that makes it possible: a post, a modify, or a
+//! receive that a waiting request needed. There is no wire, so nothing is lost, reordered or
+//! retransmitted, and PSNs are not checked. What rxe decides (checks, statuses, which side
+//! completes what, which QP moves to ERR, the fields of each completion) follows rxe as Linux
+//! 6.1 with rdma-core 44 shows it on rxe0; `tests/data_raw.rs` runs the same assertions on both.
+//!
+//! * **Posting.** A send request is checked (SGE count, inline size, atomic length and
+//!   alignment: EINVAL, `bad_wr` set) and queued; the send queue holds `cap.max_send_wr`
+//!   requests not yet completed (ENOMEM beyond). Then the doorbell: below RTS it fails with
+//!   EINVAL and the requests stay queued, to run at the next post in RTS (rxe's provider writes
+//!   the request into its ring before the kernel refuses the doorbell, so `bad_wr` is NULL). A
+//!   receive is refused in RESET and on a QP with an SRQ (EINVAL, `bad_wr` NULL), with ENOMEM
+//!   when the ring is full and EINVAL for too many SGEs (`bad_wr` set).
+//! * **Requests run in order**, each to its end before the next. An opcode the QP type lacks
+//!   completes with LOC_QP_OP_ERR. The local SGEs are checked against the MR table (a key that
+//!   names no region of the QP's PD: LOC_QP_OP_ERR; a range outside the region:
+//!   LOC_PROT_ERR). A UD message longer than the port MTU is not sent, and completes
+//!   successfully (C10-93.1.1). `IBV_SEND_SOLICITED` and `IBV_SEND_FENCE` change nothing (no
+//!   completion events are raised; requests are never reordered).
+//! * **Delivery.** RC and UC go to the QP `dest_qp_num` names, UD to the request's
+//!   `remote_qpn` if its qkey matches; the destination must be of the same type and in RTR or
+//!   RTS. Otherwise UC and UD messages are dropped (the sender completes successfully) and an
+//!   RC request waits, and is retried when the destination enters RTR or RTS: rxe
+//!   retransmits it, and on rxe0 no error comes within seconds. The transport retry count and
+//!   timeout are not modelled.
+//! * **Receives.** SEND and RDMA WRITE with immediate consume a receive (the QP's or its
+//!   SRQ's). None posted: UC and UD drop the message; RC gets an RNR NAK, which with
+//!   `rnr_retry` 0 completes the request with RNR_RETRY_EXC_ERR, and otherwise makes it wait
+//!   until a receive is posted (any `rnr_retry` from 1 to 7 waits without limit: the RNR timer
+//!   and the retry count are not modelled). Later requests of that QP wait behind it.
+//! * **Responder checks.** The responder QP's access flags, then its MR table for RDMA and
+//!   atomics (key, PD, access, range). For RC an access-flag failure is REM_INV_REQ_ERR and a
+//!   key failure REM_ACCESS_ERR at the sender, and the responder moves to ERR; for UC the
+//!   message is dropped. A receive buffer that is too small or not writable is a malformed
+//!   receive: the receive completes with LOC_QP_OP_ERR and the responder moves to ERR (every
+//!   QP type); an RC sender gets REM_OP_ERR. RDMA read data and atomic results land in the
+//!   requester's SGEs, which need LOCAL_WRITE (else LOC_PROT_ERR; the atomic was done).
+//! * **Completions** carry what rxe's do_complete writes: for a success the opcode, byte_len
+//!   (the request's total length; for a receive the bytes placed, a UD GRH included), qp_num,
+//!   and `IBV_WC_WITH_IMM` on both sides of a *_WITH_IMM request (the imm_data only on the
+//!   receiver's, as posted, in network order); a receive also has `IBV_WC_GRH` and, for UD,
+//!   src_qp. A failed completion has only wr_id, status and qp_num.
+//! * **Errors.** A failed send completion moves its QP to ERR. A QP in ERR flushes every
+//!   request it holds and every one posted later (WR_FLUSH_ERR, signaled or not); its posted
+//!   receives are flushed when it enters ERR, and one posted while in ERR stays posted without a
+//!   completion, as on rxe. RESET drops both queues without completions.
+//! * **RAW_PACKET** QPs (which rxe lacks) have no Ethernet to use: a send fails with EOPNOTSUPP
+//!   (`bad_wr` the first request); receives can be posted and never complete but by a flush.
+//!
+//! # Locking
+//!
+//! One process-wide lock, the fabric, covers all data movement, the registry of live QPs,
+//! modify_qp, the destruction of QPs and the deregistration of MRs. A QP found in the registry
+//! is therefore live (and so are its CQs and SRQ), and a region found in an MR table stays
+//! registered, for as long as the lock is held. Per-object mutexes guard each queue; they are
+//! taken one at a time, always inside the fabric lock, and never held across a call that may
+//! take another.
+
+use super::cq::{self, Cqe};
+use super::objects::{SwAh, SwQp, SwSrq};
+use super::sw_context;
+use crate::ffi::sys;
+use parking_lot::{Mutex, MutexGuard};
+use std::collections::{HashMap, VecDeque};
+use std::os::raw::c_int;
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use sys::ibv_qp_state::*;
+use sys::ibv_qp_type::*;
+use sys::ibv_wc_opcode::*;
+use sys::ibv_wc_status::*;
+use sys::ibv_wr_opcode::*;
+
+// enum ibv_send_flags
+const SEND_SIGNALED: u32 = 1 << 1;
+const SEND_INLINE: u32 = 1 << 3;
+// enum ibv_wc_flags
+const WC_GRH: u32 = 1 << 0;
+const WC_WITH_IMM: u32 = 1 << 1;
+// enum ibv_access_flags
+const ACCESS_LOCAL_WRITE: i32 = 1 << 0;
+const ACCESS_REMOTE_WRITE: i32 = 1 << 1;
+const ACCESS_REMOTE_READ: i32 = 1 << 2;
+const ACCESS_REMOTE_ATOMIC: i32 = 1 << 3;
+
+/// The largest UD payload: the port's active MTU (`enum ibv_mtu`: 1 is 256 bytes).
+const UD_MTU: usize = 128 << super::ACTIVE_MTU;
+/// The GRH in front of every UD receive.
+const GRH_LEN: usize = 40;
+
+/// A posted receive.
+pub(super) struct RecvWqe {
+    wr_id: u64,
+    sges: Vec<sys::ibv_sge>,
+}
+
+/// A posted send request, with what it needs copied out of the `ibv_send_wr` (inline data,
+/// the AH's attributes), so nothing the caller owns is read after the post returns.
+pub(super) struct SendWqe {
+    wr_id: u64,
+    opcode: u32,
+    signaled: bool,
+    /// Immediate data, network byte order, as posted.
+    imm: u32,
+    sges: Vec<sys::ibv_sge>,
+    inline: Option<Vec<u8>>,
+    /// The total length of the SGEs (or of the inline data).
+    length: u64,
+    remote_addr: u64,
+    rkey: u32,
+    compare_add: u64,
+    swap: u64,
+    remote_qpn: u32,
+    remote_qkey: u32,
+    ah: Option<sys::ibv_ah_attr>,
+}
+
+/// A QP's queues.
+#[derive(Default)]
+pub(super) struct Queues {
+    /// Send requests posted and not completed, in order.
+    sq: VecDeque<SendWqe>,
+    /// The QP's own receive queue (unused with an SRQ).
+    rq: VecDeque<RecvWqe>,
+    /// The QP number the request at the head of `sq` waits for: an RNR NAK from it, or it
+    /// was not ready.
+    blocked_on: Option<u32>,
+}
+
+/// A registered QP. Dereferenced only while the fabric lock is held and the QP is registered
+/// ([`Fabric::get`], `Run::kick_waiting_for`).
+#[derive(Clone, Copy)]
+struct QpRef(*const SwQp);
+// SAFETY: a plain address; it is dereferenced only under the fabric lock, while registered.
+unsafe impl Send for QpRef {}
+
+/// The registry of live QPs by number; its lock is the data-path lock.
+pub(super) struct Fabric {
+    qps: HashMap<u32, QpRef>,
+}
+
+/// Takes the fabric lock.
+pub(super) fn lock() -> MutexGuard<'static, Fabric> {
+    static FABRIC: OnceLock<Mutex<Fabric>> = OnceLock::new();
+    FABRIC
+        .get_or_init(|| {
+            Mutex::new(Fabric {
+                qps: HashMap::new(),
+            })
+        })
+        .lock()
+}
+
+impl Fabric {
+    /// Registers `qp` (just created) under its number.
+    pub(super) fn register(&mut self, qp: *const SwQp) {
+        // SAFETY: the caller passes a live QP.
+        let n = unsafe { (*qp).ibv.qp_num };
+        self.qps.insert(n, QpRef(qp));
+    }
+
+    /// Removes QP number `n`, before it is freed.
+    pub(super) fn unregister(&mut self, n: u32) {
+        self.qps.remove(&n);
+    }
+
+    /// The live QP numbered `n`.
+    fn get(&self, n: u32) -> Option<&SwQp> {
+        // SAFETY: a registered QP stays live until `unregister`, which needs `&mut self`, so not
+        // while the returned borrow of `self` lasts.
+        self.qps.get(&n).map(|r| unsafe { &*r.0 })
+    }
+}
+
+impl SwQp {
+    fn state(&self) -> u32 {
+        self.attr.lock().qp_state
+    }
+    fn qpt(&self) -> u32 {
+        self.ibv.qp_type
+    }
+    fn ctx(&self) -> &super::SwContext {
+        // SAFETY: a live QP's context is live.
+        unsafe { sw_context(self.ibv.context) }
+    }
+    fn srq(&self) -> Option<&SwSrq> {
+        // SAFETY: a live QP's SRQ is live (its usecnt keeps it).
+        (!self.ibv.srq.is_null()).then(|| unsafe { &*(self.ibv.srq as *const SwSrq) })
+    }
+}
+
+/// Why a region check failed (rxe's copy_data: a key lookup fails with EINVAL, a range with
+/// EFAULT; the caller turns them into statuses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MrFault {
+    /// No region with that key in the PD, or without the access asked for.
+    Key,
+    /// The range is not inside the region.
+    Range,
+}
+
+/// Checks `[addr, addr + len)` against the region `key` of `ctx` for `pd` and `access`; gives
+/// the address to use.
+fn check_mr(
+    ctx: &super::SwContext,
+    key: u32,
+    pd: *mut sys::ibv_pd,
+    access: i32,
+    addr: u64,
+    len: u64,
+) -> Result<*mut u8, MrFault> {
+    let mrs = ctx.mrs.read();
+    let m = mrs.get(&key).ok_or(MrFault::Key)?;
+    if m.pd != pd as usize || m.access & access != access {
+        return Err(MrFault::Key);
+    }
+    let (start, end) = (m.addr as u64, m.addr as u64 + m.len as u64);
+    if addr < start || addr.checked_add(len).is_none_or(|e| e > end) {
+        return Err(MrFault::Range);
+    }
+    Ok(addr as *mut u8)
+}
+
+/// Copies the bytes of `sges` (regions of `qp`'s PD) out.
+fn gather(qp: &SwQp, sges: &[sys::ibv_sge]) -> Result<Vec<u8>, MrFault> {
+    let mut spans = Vec::with_capacity(sges.len());
+    for s in sges.iter().filter(|s| s.length > 0) {
+        let p = check_mr(qp.ctx(), s.lkey, qp.ibv.pd, 0, s.addr, s.length.into())?;
+        spans.push((p, s.length as usize));
+    }
+    let mut out = Vec::with_capacity(spans.iter().map(|s| s.1).sum());
+    for (p, n) in spans {
+        // SAFETY: inside a registered region (checked), which stays registered while the
+        // fabric lock is held; the device reads it as a DMA engine would.
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+    }
+    Ok(out)
+}
+
+/// Writes `data` into `sges` (regions of `qp`'s PD with LOCAL_WRITE), in order. Fails, writing
+/// nothing, if the SGEs are too small for `data` or a region check fails.
+fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(), MrFault> {
+    let room: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+    if data.len() as u64 > room {
+        return Err(MrFault::Range);
+    }
+    let mut spans = Vec::new();
+    let mut left = data.len();
+    for s in sges {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(s.length as usize);
+        if n == 0 {
+            continue;
+        }
+        let p = check_mr(
+            qp.ctx(),
+            s.lkey,
+            qp.ibv.pd,
+            ACCESS_LOCAL_WRITE,
+            s.addr,
+            n as u64,
+        )?;
+        spans.push((p, n));
+        left -= n;
+    }
+    let mut off = 0;
+    for (p, n) in spans {
+        // SAFETY: inside a registered, locally writable region (checked), registered while the
+        // fabric lock is held; `copy` allows the source to overlap it (a loopback transfer).
+        unsafe { ptr::copy(data[off..].as_ptr(), p, n) };
+        off += n;
+    }
+    Ok(())
+}
+
+impl SendWqe {
+    /// Checks and copies one `ibv_send_wr`, as rxe's post_one_send does.
+    ///
+    /// # Safety
+    /// `w` is a valid request of a live QP: its SGE array readable, inline data readable, a
+    /// UD request's AH live.
+    unsafe fn new(qp: &SwQp, w: &sys::ibv_send_wr) -> Result<SendWqe, c_int> {
+        if w.num_sge < 0 || w.num_sge as u32 > qp.cap.max_send_sge {
+            return Err(libc::EINVAL);
+        }
+        let sges = if w.num_sge == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the caller's contract: `sg_list` holds `num_sge` entries.
+            unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
+        };
+        let length: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+        let atomic = matches!(
+            w.opcode,
+            IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD
+        );
+        // SAFETY: reading the union as its atomic member, whose remote_addr overlays rdma's.
+        let (remote_addr, rkey, compare_add, swap) = unsafe {
+            if atomic {
+                let a = w.wr.atomic;
+                (a.remote_addr, a.rkey, a.compare_add, a.swap)
+            } else {
+                let r = w.wr.rdma;
+                (r.remote_addr, r.rkey, 0, 0)
+            }
+        };
+        if atomic && (length < 8 || remote_addr & 7 != 0) {
+            return Err(libc::EINVAL);
+        }
+        if w.send_flags & SEND_INLINE != 0 && length > qp.cap.max_inline_data.into() {
+            return Err(libc::EINVAL);
+        }
+        let mut inline = None;
+        if w.send_flags & SEND_INLINE != 0 {
+            let mut data = Vec::with_capacity(length as usize);
+            for s in sges.iter().filter(|s| s.length > 0) {
+                // SAFETY: the caller's contract: inline data is readable at post time.
+                data.extend_from_slice(unsafe {
+                    std::slice::from_raw_parts(s.addr as *const u8, s.length as usize)
+                });
+            }
+            inline = Some(data);
+        }
+        let (mut remote_qpn, mut remote_qkey, mut ah) = (0, 0, None);
+        if qp.qpt() == IBV_QPT_UD {
+            // SAFETY: a UD request's `wr` is its `ud` member.
+            let ud = unsafe { w.wr.ud };
+            if ud.ah.is_null() {
+                return Err(libc::EINVAL);
+            }
+            remote_qpn = ud.remote_qpn & 0x00ff_ffff;
+            remote_qkey = ud.remote_qkey;
+            // SAFETY: the caller's contract: a live software AH.
+            ah = Some(unsafe { (*(ud.ah as *const SwAh)).attr });
+        }
+        Ok(SendWqe {
+            wr_id: w.wr_id,
+            opcode: w.opcode,
+            signaled: w.send_flags & SEND_SIGNALED != 0 || qp.sq_sig_all != 0,
+            // SAFETY: a plain u32 either way.
+            imm: unsafe { w.imm_data_invalidated_rkey_union.imm_data },
+            sges,
+            inline,
+            length,
+            remote_addr,
+            rkey,
+            compare_add,
+            swap,
+            remote_qpn,
+            remote_qkey,
+            ah,
+        })
+    }
+
+    fn has_imm(&self) -> bool {
+        matches!(
+            self.opcode,
+            IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM
+        )
+    }
+}
+
+/// How a request ended, or that it waits.
+enum Step<'g> {
+    Done {
+        status: u32,
+        /// A responder that moves to ERR (after the sender's completion is written).
+        responder: Option<&'g SwQp>,
+    },
+    /// The request stays at the head of the send queue until QP `n` is kicked.
+    Wait(u32),
+}
+
+impl Step<'_> {
+    fn ok() -> Self {
+        Step::Done {
+            status: IBV_WC_SUCCESS,
+            responder: None,
+        }
+    }
+    fn fail(status: u32) -> Self {
+        Step::Done {
+            status,
+            responder: None,
+        }
+    }
+}
+
+/// One data-path operation under the fabric lock. The QPs a post or a modify unblocks are
+/// collected in `kicks` first and run one after the other, so no QP's queue runs inside
+/// another's.
+struct Run<'g> {
+    f: &'g Fabric,
+    kicks: Vec<&'g SwQp>,
+}
+
+impl<'g> Run<'g> {
+    fn new(f: &'g Fabric) -> Self {
+        Run {
+            f,
+            kicks: Vec::new(),
+        }
+    }
+
+    /// Runs every QP kicked so far.
+    fn drain(&mut self) {
+        while let Some(q) = self.kicks.pop() {
+            self.run_sq(q);
+        }
+    }
+
+    /// Kicks the QPs whose head request waits for a QP that `matches`.
+    fn kick_waiting_for(&mut self, matches: impl Fn(&SwQp) -> bool) {
+        for r in self.f.qps.values() {
+            // SAFETY: registered, so live while `self.f` is borrowed (see Fabric::get).
+            let q: &'g SwQp = unsafe { &*r.0 };
+            let waits = q.queues.lock().blocked_on;
+            if let Some(n) = waits {
+                if self.f.get(n).is_some_and(&matches) {
+                    self.kicks.push(q);
+                }
+            }
+        }
+    }
+
+    /// Runs `qp`'s send queue from its head while requests can complete.
+    fn run_sq(&mut self, qp: &'g SwQp) {
+        loop {
+            let state = qp.state();
+            let Some(w) = qp.queues.lock().sq.pop_front() else {
+                return;
+            };
+            if state == IBV_QPS_ERR {
+                send_completion(qp, &w, IBV_WC_WR_FLUSH_ERR);
+                continue;
+            }
+            if state != IBV_QPS_RTS {
+                qp.queues.lock().sq.push_front(w);
+                return;
+            }
+            match self.execute(qp, &w) {
+                Step::Wait(n) => {
+                    let mut q = qp.queues.lock();
+                    q.sq.push_front(w);
+                    q.blocked_on = Some(n);
+                    return;
+                }
+                Step::Done { status, responder } => {
+                    qp.queues.lock().blocked_on = None;
+                    if status != IBV_WC_SUCCESS || w.signaled {
+                        send_completion(qp, &w, status);
+                    }
+                    if let Some(r) = responder {
+                        to_error(r);
+                    }
+                    if status != IBV_WC_SUCCESS {
+                        to_error(qp);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Carries out request `w` of `qp` (in RTS), as far as it can go now.
+    fn execute(&mut self, qp: &'g SwQp, w: &SendWqe) -> Step<'g> {
+        let qpt = qp.qpt();
+        let op = w.opcode;
+        let valid = match qpt {
+            IBV_QPT_RC => matches!(
+                op,
+                IBV_WR_SEND
+                    | IBV_WR_SEND_WITH_IMM
+                    | IBV_WR_RDMA_WRITE
+                    | IBV_WR_RDMA_WRITE_WITH_IMM
+                    | IBV_WR_RDMA_READ
+                    | IBV_WR_ATOMIC_CMP_AND_SWP
+                    | IBV_WR_ATOMIC_FETCH_AND_ADD
+            ),
+            IBV_QPT_UC => matches!(
+                op,
+                IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM
+            ),
+            IBV_QPT_UD => matches!(op, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
+            _ => false,
+        };
+        if !valid {
+            return Step::fail(IBV_WC_LOC_QP_OP_ERR);
+        }
+        let carries_data = matches!(
+            op,
+            IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM
+        );
+        let payload = match (&w.inline, carries_data) {
+            (Some(d), true) => d.clone(),
+            (None, true) => match gather(qp, &w.sges) {
+                Ok(d) => d,
+                Err(MrFault::Key) => return Step::fail(IBV_WC_LOC_QP_OP_ERR),
+                Err(MrFault::Range) => return Step::fail(IBV_WC_LOC_PROT_ERR),
+            },
+            (_, false) => Vec::new(),
+        };
+        if qpt == IBV_QPT_UD && payload.len() > UD_MTU {
+            return Step::ok(); // C10-93.1.1: nothing is sent, and it is not an error
+        }
+
+        let dest_qpn = if qpt == IBV_QPT_UD {
+            w.remote_qpn
+        } else {
+            qp.attr.lock().dest_qp_num
+        };
+        let dest = self
+            .f
+            .get(dest_qpn)
+            .filter(|d| d.qpt() == qpt && matches!(d.state(), IBV_QPS_RTR | IBV_QPS_RTS));
+        let Some(dest) = dest else {
+            return match qpt {
+                IBV_QPT_RC => Step::Wait(dest_qpn),
+                _ => Step::ok(),
+            };
+        };
+        let (access, qkey, max_dest_rd_atomic) = {
+            let a = dest.attr.lock();
+            (a.qp_access_flags as i32, a.qkey, a.max_dest_rd_atomic)
+        };
+        if qpt == IBV_QPT_UD && w.remote_qkey != qkey {
+            return Step::ok();
+        }
+        // A class C error (RC): the sender sees `status`, the responder moves to ERR.
+        let refuse = |status| Step::Done {
+            status,
+            responder: Some(dest),
+        };
+        let needs = match op {
+            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => ACCESS_REMOTE_WRITE,
+            IBV_WR_RDMA_READ => ACCESS_REMOTE_READ,
+            IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => ACCESS_REMOTE_ATOMIC,
+            _ => 0,
+        };
+        if access & needs != needs {
+            return match qpt {
+                IBV_QPT_RC => refuse(IBV_WC_REM_INV_REQ_ERR),
+                _ => Step::ok(), // UC: dropped
+            };
+        }
+        if needs & (ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC) != 0 && max_dest_rd_atomic == 0 {
+            return refuse(IBV_WC_REM_INV_REQ_ERR);
+        }
+
+        // The receive the message consumes.
+        let recv = if matches!(
+            op,
+            IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM
+        ) {
+            match take_recv(dest) {
+                Some(r) => Some(r),
+                None if qpt == IBV_QPT_RC => {
+                    return if qp.attr.lock().rnr_retry == 0 {
+                        Step::fail(IBV_WC_RNR_RETRY_EXC_ERR)
+                    } else {
+                        Step::Wait(dest_qpn)
+                    };
+                }
+                None => return Step::ok(), // UC, UD: dropped
+            }
+        } else {
+            None
+        };
+
+        match op {
+            IBV_WR_SEND | IBV_WR_SEND_WITH_IMM => {
+                let recv = recv.expect("taken above");
+                let data = if qpt == IBV_QPT_UD {
+                    let mut d = grh(w, payload.len());
+                    d.extend_from_slice(&payload);
+                    d
+                } else {
+                    payload
+                };
+                if scatter(dest, &recv.sges, &data).is_err() {
+                    // A malformed receive (class A): the responder moves to ERR.
+                    recv_failure(dest, recv.wr_id, IBV_WC_LOC_QP_OP_ERR);
+                    let status = match qpt {
+                        IBV_QPT_RC => IBV_WC_REM_OP_ERR,
+                        _ => IBV_WC_SUCCESS,
+                    };
+                    return Step::Done {
+                        status,
+                        responder: Some(dest),
+                    };
+                }
+                let src_qp = if qpt == IBV_QPT_UD { qp.ibv.qp_num } else { 0 };
+                recv_success(dest, &recv, w, IBV_WC_RECV, data.len() as u32, src_qp);
+                Step::ok()
+            }
+            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => {
+                let len = payload.len() as u64;
+                if len > 0 {
+                    let target = check_mr(
+                        dest.ctx(),
+                        w.rkey,
+                        dest.ibv.pd,
+                        ACCESS_REMOTE_WRITE,
+                        w.remote_addr,
+                        len,
+                    );
+                    let Ok(p) = target else {
+                        if qpt != IBV_QPT_RC {
+                            // UC: dropped (a receive it took stays for the next message).
+                            if let Some(r) = recv {
+                                give_back(dest, r);
+                            }
+                            return Step::ok();
+                        }
+                        if let Some(r) = recv {
+                            recv_failure(dest, r.wr_id, IBV_WC_REM_ACCESS_ERR);
+                        }
+                        return refuse(IBV_WC_REM_ACCESS_ERR);
+                    };
+                    // SAFETY: inside a registered, remotely writable region of the responder
+                    // (checked), registered while the fabric lock is held; `copy` allows overlap.
+                    unsafe { ptr::copy(payload.as_ptr(), p, payload.len()) };
+                }
+                if let Some(r) = recv {
+                    recv_success(dest, &r, w, IBV_WC_RECV_RDMA_WITH_IMM, len as u32, 0);
+                }
+                Step::ok()
+            }
+            IBV_WR_RDMA_READ => {
+                let mut data = Vec::new();
+                if w.length > 0 {
+                    let source = check_mr(
+                        dest.ctx(),
+                        w.rkey,
+                        dest.ibv.pd,
+                        ACCESS_REMOTE_READ,
+                        w.remote_addr,
+                        w.length,
+                    );
+                    let Ok(p) = source else {
+                        return refuse(IBV_WC_REM_ACCESS_ERR);
+                    };
+                    // SAFETY: inside a registered, remotely readable region (checked), which
+                    // stays registered while the fabric lock is held.
+                    data.extend_from_slice(unsafe {
+                        std::slice::from_raw_parts(p, w.length as usize)
+                    });
+                }
+                // The response lands in the local SGEs; any failure there is LOC_PROT_ERR.
+                match scatter(qp, &w.sges, &data) {
+                    Ok(()) => Step::ok(),
+                    Err(_) => Step::fail(IBV_WC_LOC_PROT_ERR),
+                }
+            }
+            IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
+                let target = check_mr(
+                    dest.ctx(),
+                    w.rkey,
+                    dest.ibv.pd,
+                    ACCESS_REMOTE_ATOMIC,
+                    w.remote_addr,
+                    8,
+                );
+                let Ok(p) = target else {
+                    return refuse(IBV_WC_REM_ACCESS_ERR);
+                };
+                // SAFETY: 8 bytes inside a registered region (checked), 8-byte aligned (checked
+                // at the post); every access the device makes to it is atomic.
+                let cell = unsafe { AtomicU64::from_ptr(p as *mut u64) };
+                let original = if op == IBV_WR_ATOMIC_FETCH_AND_ADD {
+                    cell.fetch_add(w.compare_add, Ordering::SeqCst)
+                } else {
+                    match cell.compare_exchange(
+                        w.compare_add,
+                        w.swap,
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    ) {
+                        Ok(v) | Err(v) => v,
+                    }
+                };
+                match scatter(qp, &w.sges, &original.to_ne_bytes()) {
+                    Ok(()) => Step::ok(),
+                    Err(_) => Step::fail(IBV_WC_LOC_PROT_ERR),
+                }
+            }
+            _ => unreachable!("opcodes checked above"),
+        }
+    }
+}
+
+/// The GRH rxe writes in front of a UD receive for a RoCE v2 IPv6 GID: the IPv6 header of the
+/// packet (traffic class from the AH, flow label 0, hop limit 64, the UDP payload length).
+fn grh(w: &SendWqe, payload: usize) -> Vec<u8> {
+    let ah = w.ah.expect("a UD request has an AH");
+    // UDP (8) + BTH (12) + DETH (8) + ImmDt (4, with immediate data) + payload + ICRC (4).
+    let udp_len = 8 + 12 + 8 + if w.has_imm() { 4 } else { 0 } + payload + 4;
+    let tc = ah.grh.traffic_class;
+    let mut h = Vec::with_capacity(GRH_LEN);
+    h.extend_from_slice(&[0x60 | tc >> 4, tc << 4, 0, 0]);
+    h.extend_from_slice(&(udp_len as u16).to_be_bytes());
+    h.push(17); // next header: UDP
+    h.push(64); // hop limit
+    h.extend_from_slice(&super::port_gid());
+    // SAFETY: a GID is 16 bytes either way.
+    h.extend_from_slice(&unsafe { ah.grh.dgid.raw });
+    h
+}
+
+/// The next receive of `qp` (its SRQ's, or its own).
+fn take_recv(qp: &SwQp) -> Option<RecvWqe> {
+    match qp.srq() {
+        Some(s) => s.rq.lock().pop_front(),
+        None => qp.queues.lock().rq.pop_front(),
+    }
+}
+
+/// Puts back a receive taken for a message that was then dropped.
+fn give_back(qp: &SwQp, r: RecvWqe) {
+    match qp.srq() {
+        Some(s) => s.rq.lock().push_front(r),
+        None => qp.queues.lock().rq.push_front(r),
+    }
+}
+
+fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) {
+    // SAFETY: a live QP's CQs are live. A full CQ overruns (or counts the loss), as the
+    // injection hook shows; the completion is lost either way, as on rxe.
+    let _ = unsafe { cq::push(cq, cqe) };
+}
+
+/// The sender's completion of `w`: for a failure only wr_id, status and qp_num.
+fn send_completion(qp: &SwQp, w: &SendWqe, status: u32) {
+    let mut e = Cqe {
+        wr_id: w.wr_id,
+        status,
+        qp_num: qp.ibv.qp_num,
+        ..Cqe::default()
+    };
+    if status == IBV_WC_SUCCESS {
+        e.opcode = match w.opcode {
+            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => IBV_WC_RDMA_WRITE,
+            IBV_WR_RDMA_READ => IBV_WC_RDMA_READ,
+            IBV_WR_ATOMIC_CMP_AND_SWP => IBV_WC_COMP_SWAP,
+            IBV_WR_ATOMIC_FETCH_AND_ADD => IBV_WC_FETCH_ADD,
+            _ => IBV_WC_SEND,
+        };
+        e.byte_len = w.length as u32;
+        if w.has_imm() {
+            e.wc_flags = WC_WITH_IMM;
+        }
+    }
+    push(qp.ibv.send_cq, &e);
+}
+
+/// A failed (or flushed) receive of `qp`.
+fn recv_failure(qp: &SwQp, wr_id: u64, status: u32) {
+    let e = Cqe {
+        wr_id,
+        status,
+        qp_num: qp.ibv.qp_num,
+        ..Cqe::default()
+    };
+    push(qp.ibv.recv_cq, &e);
+}
+
+/// A receive of `qp` that took `len` bytes of request `w`.
+fn recv_success(qp: &SwQp, r: &RecvWqe, w: &SendWqe, opcode: u32, len: u32, src_qp: u32) {
+    let mut e = Cqe {
+        wr_id: r.wr_id,
+        status: IBV_WC_SUCCESS,
+        opcode,
+        byte_len: len,
+        qp_num: qp.ibv.qp_num,
+        src_qp,
+        wc_flags: WC_GRH,
+        ..Cqe::default()
+    };
+    if w.has_imm() {
+        e.wc_flags |= WC_WITH_IMM;
+        e.imm_or_inv = w.imm;
+    }
+    push(qp.ibv.recv_cq, &e);
+}
+
+/// Moves `qp` to ERR (after an error completion) and flushes it.
+fn to_error(qp: &SwQp) {
+    // The kernel's state; libibverbs' cached `qp->state` is not updated, as with rxe.
+    qp.attr.lock().qp_state = IBV_QPS_ERR;
+    flush(qp);
+}
+
+/// Completes everything `qp` (in ERR) holds with WR_FLUSH_ERR: its receives, then its sends.
+fn flush(qp: &SwQp) {
+    let (rq, sq) = {
+        let mut q = qp.queues.lock();
+        q.blocked_on = None;
+        (std::mem::take(&mut q.rq), std::mem::take(&mut q.sq))
+    };
+    for r in rq {
+        recv_failure(qp, r.wr_id, IBV_WC_WR_FLUSH_ERR);
+    }
+    for w in sq {
+        send_completion(qp, &w, IBV_WC_WR_FLUSH_ERR);
+    }
+}
+
+/// What `modify_qp` does on the data path after a successful transition from `cur` to `next`,
+/// under the fabric lock it holds.
+pub(super) fn after_modify(g: &Fabric, qp: &SwQp, cur: u32, next: u32) {
+    match next {
+        IBV_QPS_ERR => flush(qp),
+        IBV_QPS_RESET => {
+            let mut q = qp.queues.lock();
+            q.sq.clear();
+            q.rq.clear();
+            q.blocked_on = None;
+        }
+        IBV_QPS_RTR | IBV_QPS_RTS if cur != next => {
+            // Requests that waited for this QP to be ready are retried.
+            let n = qp.ibv.qp_num;
+            let mut run = Run::new(g);
+            run.kick_waiting_for(|d| d.ibv.qp_num == n);
+            run.drain();
+        }
+        _ => {}
+    }
+}
+
+/// `ibv_context.ops.post_send`.
+pub(super) unsafe extern "C" fn post_send(
+    ibqp: *mut sys::ibv_qp,
+    wr: *mut sys::ibv_send_wr,
+    bad: *mut *mut sys::ibv_send_wr,
+) -> c_int {
+    // SAFETY: libibverbs' contract: `bad` is valid for writes.
+    unsafe { bad.write(ptr::null_mut()) };
+    if wr.is_null() {
+        return libc::EINVAL;
+    }
+    let g = lock();
+    // SAFETY: libibverbs' contract: a live QP of this provider. Taken under the fabric lock,
+    // under which modify_qp writes `ibv.state`: nothing writes the QP while this borrow lives.
+    let qp = unsafe { &*(ibqp as *const SwQp) };
+    if qp.qpt() == IBV_QPT_RAW_PACKET {
+        // There is no Ethernet to send a frame on.
+        // SAFETY: `bad` is valid for writes.
+        unsafe { bad.write(wr) };
+        return libc::EOPNOTSUPP;
+    }
+    let mut rc = 0;
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: the caller's list of valid requests.
+        let w = unsafe { &*cur };
+        // SAFETY: as above; the SGEs, inline data and AH it names are valid.
+        let r = unsafe { SendWqe::new(qp, w) }.and_then(|wqe| {
+            let mut q = qp.queues.lock();
+            if q.sq.len() >= qp.cap.max_send_wr as usize {
+                return Err(libc::ENOMEM);
+            }
+            q.sq.push_back(wqe);
+            Ok(())
+        });
+        if let Err(e) = r {
+            // SAFETY: `bad` is valid for writes.
+            unsafe { bad.write(cur) };
+            rc = e;
+            break;
+        }
+        cur = w.next;
+    }
+    // The doorbell: below RTS the kernel refuses it (EINVAL; `bad_wr` stays as the provider
+    // left it) and the requests stay queued.
+    if qp.state() < IBV_QPS_RTS {
+        return libc::EINVAL;
+    }
+    let mut run = Run::new(&g);
+    run.run_sq(qp);
+    run.drain();
+    rc
+}
+
+/// Checks and queues a list of receives into `rq` (capacity `max_wr`, `max_sge` SGEs each), as
+/// rxe's post_one_recv: ENOMEM when full, EINVAL for too many SGEs.
+///
+/// # Safety
+/// `wr` is a valid list of receive requests.
+unsafe fn queue_recvs(
+    q: &mut VecDeque<RecvWqe>,
+    max_wr: u32,
+    max_sge: u32,
+    wr: *mut sys::ibv_recv_wr,
+    bad: *mut *mut sys::ibv_recv_wr,
+) -> c_int {
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: the caller's list of valid requests.
+        let w = unsafe { &*cur };
+        let rc = if q.len() >= max_wr as usize {
+            libc::ENOMEM
+        } else if w.num_sge < 0 || w.num_sge as u32 > max_sge {
+            libc::EINVAL
+        } else {
+            0
+        };
+        if rc != 0 {
+            // SAFETY: `bad` is valid for writes (the caller's contract).
+            unsafe { bad.write(cur) };
+            return rc;
+        }
+        let sges = if w.num_sge == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: `sg_list` holds `num_sge` entries.
+            unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
+        };
+        q.push_back(RecvWqe {
+            wr_id: w.wr_id,
+            sges,
+        });
+        cur = w.next;
+    }
+    0
+}
+
+/// `ibv_context.ops.post_recv`.
+pub(super) unsafe extern "C" fn post_recv(
+    ibqp: *mut sys::ibv_qp,
+    wr: *mut sys::ibv_recv_wr,
+    bad: *mut *mut sys::ibv_recv_wr,
+) -> c_int {
+    // SAFETY: libibverbs' contract: `bad` is valid for writes.
+    unsafe { bad.write(ptr::null_mut()) };
+    let g = lock();
+    // SAFETY: as in `post_send`.
+    let qp = unsafe { &*(ibqp as *const SwQp) };
+    // As rxe: no receive queue of its own with an SRQ; none can be posted in RESET (C10-97.2.1).
+    if wr.is_null() || qp.srq().is_some() || qp.state() == IBV_QPS_RESET {
+        return libc::EINVAL;
+    }
+    let (max_wr, max_sge) = (qp.cap.max_recv_wr, qp.cap.max_recv_sge);
+    // SAFETY: the caller's list; `bad` valid for writes.
+    let rc = unsafe { queue_recvs(&mut qp.queues.lock().rq, max_wr, max_sge, wr, bad) };
+    let n = qp.ibv.qp_num;
+    let mut run = Run::new(&g);
+    run.kick_waiting_for(|d| d.ibv.qp_num == n);
+    run.drain();
+    rc
+}
+
+/// `ibv_context.ops.post_srq_recv`.
+pub(super) unsafe extern "C" fn post_srq_recv(
+    ibsrq: *mut sys::ibv_srq,
+    wr: *mut sys::ibv_recv_wr,
+    bad: *mut *mut sys::ibv_recv_wr,
+) -> c_int {
+    // SAFETY: libibverbs' contract: a live SRQ of this provider.
+    let srq = unsafe { &*(ibsrq as *const SwSrq) };
+    let g = lock();
+    let (max_wr, max_sge) = {
+        let a = srq.attr.lock();
+        (a.max_wr, a.max_sge)
+    };
+    // SAFETY: the caller's list; `bad` valid for writes.
+    let rc = unsafe { queue_recvs(&mut srq.rq.lock(), max_wr, max_sge, wr, bad) };
+    let mut run = Run::new(&g);
+    run.kick_waiting_for(|d| d.ibv.srq == ibsrq);
+    run.drain();
+    rc
+}
