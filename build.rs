@@ -15,6 +15,7 @@ const PROBE: &str = r#"
 #include <infiniband/verbs.h>
 #define S(t) printf("pub const SIZEOF_%s: usize = %zu;\npub const ALIGNOF_%s: usize = %zu;\n", #t, sizeof(struct t), #t, _Alignof(struct t));
 #define O(t, f) printf("pub const OFFSETOF_%s_%s: usize = %zu;\n", #t, #f, offsetof(struct t, f));
+#define P(t, name, path) printf("pub const OFFSETOF_%s_%s: usize = %zu;\n", #t, #name, offsetof(struct t, path));
 int main(void) {
     S(ibv_wc) O(ibv_wc, wr_id) O(ibv_wc, status) O(ibv_wc, opcode) O(ibv_wc, vendor_err)
     O(ibv_wc, byte_len) O(ibv_wc, imm_data) O(ibv_wc, qp_num) O(ibv_wc, src_qp) O(ibv_wc, wc_flags)
@@ -32,6 +33,14 @@ int main(void) {
     O(ibv_ah_attr, static_rate) O(ibv_ah_attr, is_global) O(ibv_ah_attr, port_num)
     S(ibv_qp_attr) O(ibv_qp_attr, ah_attr) O(ibv_qp_attr, pkey_index) O(ibv_qp_attr, port_num)
     O(ibv_qp_attr, rate_limit)
+    S(ibv_send_wr) O(ibv_send_wr, wr_id) O(ibv_send_wr, next) O(ibv_send_wr, sg_list)
+    O(ibv_send_wr, num_sge) O(ibv_send_wr, opcode) O(ibv_send_wr, send_flags) O(ibv_send_wr, imm_data)
+    O(ibv_send_wr, wr) O(ibv_send_wr, qp_type) O(ibv_send_wr, bind_mw)
+    P(ibv_send_wr, rdma_remote_addr, wr.rdma.remote_addr) P(ibv_send_wr, rdma_rkey, wr.rdma.rkey) P(ibv_send_wr, atomic_compare_add, wr.atomic.compare_add)
+    P(ibv_send_wr, atomic_swap, wr.atomic.swap) P(ibv_send_wr, atomic_rkey, wr.atomic.rkey) P(ibv_send_wr, ud_ah, wr.ud.ah)
+    P(ibv_send_wr, ud_remote_qpn, wr.ud.remote_qpn) P(ibv_send_wr, ud_remote_qkey, wr.ud.remote_qkey)
+    S(ibv_recv_wr) O(ibv_recv_wr, next) O(ibv_recv_wr, sg_list) O(ibv_recv_wr, num_sge)
+    S(ibv_sge) O(ibv_sge, addr) O(ibv_sge, length) O(ibv_sge, lkey)
     S(verbs_context) O(verbs_context, sz) O(verbs_context, context) O(verbs_context, create_cq_ex)
     O(verbs_context, alloc_parent_domain) O(verbs_context, query_port)
     return 0;

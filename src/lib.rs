@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod ah;
 mod backend;
 pub mod channel;
 pub mod cq;
@@ -41,7 +42,9 @@ pub mod raw;
 pub mod software;
 pub mod srq;
 pub mod wc;
+pub mod wr;
 
+pub use ah::AddressHandle;
 pub use channel::CompChannel;
 pub use cq::{AnyCq, Cq, CqBuilder, Shared, SingleThreaded, Threading};
 pub use cq_ex::{
@@ -62,6 +65,7 @@ pub use qp_state::{
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
 pub use wc::{WcOpcode, WcStatus, WorkCompletion};
+pub use wr::{PostError, SendWr, UdDest};
 
 /// Names a CQ's `wc_flags` as a type: `wc_flags!(BYTE_LEN | IMM)` is the [`WcFlagSet`] with
 /// those two flags. The names are the man page's without `IBV_WC_EX_WITH_` (`BYTE_LEN`, `IMM`,
@@ -123,6 +127,7 @@ mod handle_sizes {
     assert_eq_size!(Completion<'static, Standard>, P);
     assert_eq_size!(Srq<'static, String>, P);
     assert_eq_size!(Mr<'static>, P);
+    assert_eq_size!(Option<AddressHandle<'static>>, P);
     assert_eq_size!(Option<Mr<'static>>, P);
     assert_eq_size!(Option<Srq<'static>>, P);
     assert_eq_size!(Qp<'static, Rc, OwnRq, SingleThreaded, String>, P);

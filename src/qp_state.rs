@@ -75,6 +75,11 @@ impl AccessFlags {
     pub const fn bits(self) -> u32 {
         self.0
     }
+
+    /// Both sets of rights (`|` in a `const`).
+    pub const fn union(self, other: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 | other.0)
+    }
 }
 
 impl std::ops::BitOr for AccessFlags {
@@ -134,7 +139,7 @@ pub struct AddressVector {
 }
 
 impl AddressVector {
-    fn to_sys(self) -> sys::ibv_ah_attr {
+    pub(crate) fn to_sys(self) -> sys::ibv_ah_attr {
         let grh = self.grh.unwrap_or(GlobalRoute {
             dgid: Gid([0; 16]),
             flow_label: 0,

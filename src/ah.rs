@@ -1,0 +1,65 @@
+//! Address handles (ibv_create_ah(3)): where a UD send goes.
+
+use crate::backend;
+use crate::error::{DestroyError, Error, Result, Verb};
+use crate::ffi::sys;
+use crate::object::{destroy, Destroy};
+use crate::pd::Pd;
+use crate::qp_state::AddressVector;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+/// An address handle in a PD. UD work requests that name it borrow it, so it outlives them.
+pub struct AddressHandle<'a> {
+    raw: NonNull<sys::ibv_ah>,
+    _m: PhantomData<&'a Pd<'a>>,
+}
+
+// SAFETY: an address handle is immutable after creation; libibverbs allows using and destroying
+// it from any thread.
+unsafe impl Send for AddressHandle<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for AddressHandle<'_> {}
+
+impl<'a> AddressHandle<'a> {
+    /// `ibv_create_ah` for `av` in `pd`. On RoCE the address vector needs a global route.
+    pub fn new(pd: &'a Pd<'_>, av: AddressVector) -> Result<Self> {
+        let mut attr = av.to_sys();
+        let p = pd.as_raw();
+        // SAFETY: a live PD; `attr` valid for the call.
+        let raw = unsafe { backend::of((*p).context).create_ah(p, &mut attr) }
+            .map_err(|e| Error::os(Verb::CreateAh, e))?;
+        Ok(AddressHandle {
+            raw,
+            _m: PhantomData,
+        })
+    }
+
+    /// The C address handle. It stays owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ibv_ah {
+        self.raw.as_ptr()
+    }
+
+    /// `ibv_destroy_ah`.
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        destroy(self)
+    }
+}
+
+impl Destroy for AddressHandle<'_> {
+    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+        let ah = self.as_raw();
+        // SAFETY: a live AH, destroyed once; no posted work request borrows it any more.
+        unsafe { backend::of((*ah).context).destroy_ah(ah) }
+            .map_err(|e| Error::os(Verb::DestroyAh, e))
+    }
+}
+
+impl Drop for AddressHandle<'_> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
+        let _ = unsafe { self.destroy_raw() };
+    }
+}
+
+crate::object::debug_handle!(AddressHandle<'a>);

@@ -1,0 +1,545 @@
+//! Work requests (ibv_post_send(3), ibv_post_recv(3), ibv_post_srq_recv(3)), legal per QP type
+//! and state by construction.
+//!
+//! A [`SendWr`] is built for a QP type `T`: `send` for RC, UC and RAW_PACKET, `send_to` (with a
+//! [`UdDest`]: address handle, QP number, Q_Key) for UD, RDMA write for RC and UC, RDMA read and
+//! atomics for RC only; anything else does not compile. It is posted with [`Qp::post_send`], which exists only in [`Rts`];
+//! receives are posted with [`Qp::post_recv`] from [`Init`] on, and only on a QP with its own
+//! receive queue ([`Srq::post_recv`] for the others). What only the QP's actual caps decide (the
+//! number of SGEs, inline size, atomic alignment) is checked before the call, as a typed error.
+//!
+//! Posting is the data path: the work request is built on the stack and handed to the
+//! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
+
+use crate::cq::Threading;
+use crate::error::{Error, Result, Verb};
+use crate::ffi::sys;
+use crate::mr::{RemoteAddr, Sge};
+use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
+use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
+use crate::srq::Srq;
+use std::marker::PhantomData;
+
+/// The QP types whose sends need no destination (it is fixed by the connection, or in the packet).
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`",
+    label = "a datagram QP needs a destination for every send"
+)]
+pub trait Connected: QpType {}
+impl Connected for Rc {}
+impl Connected for Uc {}
+impl Connected for RawPacket {}
+
+/// The QP types that can carry immediate data.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot send immediate data: RC, UC and UD can",
+    label = "no immediate data on this QP type"
+)]
+pub trait ImmCapable: QpType {}
+impl ImmCapable for Rc {}
+impl ImmCapable for Uc {}
+impl ImmCapable for Ud {}
+
+/// The QP types that can do RDMA writes.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can",
+    label = "no RDMA write on this QP type"
+)]
+pub trait RdmaWriteCapable: QpType {}
+impl RdmaWriteCapable for Rc {}
+impl RdmaWriteCapable for Uc {}
+
+/// The QP types that can do RDMA reads and atomics.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can",
+    label = "reads and atomics need a reliable connection"
+)]
+pub trait ReliableOnly: QpType {}
+impl ReliableOnly for Rc {}
+
+/// The states in which receives may be posted (INIT on; in ERR they complete flushed).
+#[diagnostic::on_unimplemented(
+    message = "receives can be posted from INIT on: this QP is in `{Self}`; call `to_init` first",
+    label = "the QP is still in RESET"
+)]
+pub trait RecvReady: QpState {}
+impl RecvReady for Init {}
+impl RecvReady for Rtr {}
+impl RecvReady for Rts {}
+impl RecvReady for ErrorState {}
+
+/// The state in which sends may be posted: RTS.
+#[diagnostic::on_unimplemented(
+    message = "work requests are sent from RTS: this QP is in `{Self}`; bring it up with to_init, to_rtr and to_rts",
+    label = "the QP is not ready to send"
+)]
+pub trait SendReady: QpState {}
+impl SendReady for Rts {}
+
+/// Implemented by [`OwnRq`]: only a QP with its own receive queue takes `post_recv`.
+#[diagnostic::on_unimplemented(
+    message = "this QP takes its receives from an SRQ: post them with `srq.post_recv(..)`, not on the QP",
+    label = "no receive queue of its own"
+)]
+pub trait HasOwnRq: RecvSide {}
+impl HasOwnRq for OwnRq {}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Send,
+    SendImm(u32),
+    Write(RemoteAddr),
+    WriteImm(RemoteAddr, u32),
+    Read(RemoteAddr),
+    CompareSwap(RemoteAddr, u64, u64),
+    FetchAdd(RemoteAddr, u64),
+}
+
+#[derive(Clone, Copy)]
+enum Data<'s> {
+    Sgl(&'s [Sge]),
+    Inline(&'s [u8]),
+}
+
+/// A UD send's destination: an address handle, the remote QP number and its Q_Key.
+#[derive(Clone, Copy)]
+pub struct UdDest<'s> {
+    ah: *mut sys::ibv_ah,
+    remote_qpn: u32,
+    remote_qkey: u32,
+    _m: PhantomData<&'s ()>,
+}
+
+impl<'s> UdDest<'s> {
+    /// The QP `remote_qpn`, which accepts `remote_qkey`, reached through `ah`.
+    pub fn new(ah: &'s crate::ah::AddressHandle<'_>, remote_qpn: u32, remote_qkey: u32) -> Self {
+        UdDest {
+            ah: ah.as_raw(),
+            remote_qpn,
+            remote_qkey,
+            _m: PhantomData,
+        }
+    }
+}
+
+/// A send work request for a QP of type `T`, borrowing the buffers it names until it is posted.
+#[derive(Clone, Copy)]
+pub struct SendWr<'s, T: QpType> {
+    wr_id: u64,
+    op: Op,
+    data: Data<'s>,
+    flags: u32,
+    ud: Option<UdDest<'s>>,
+    _t: PhantomData<T>,
+}
+
+const SIGNALED: u32 = 2;
+const SOLICITED: u32 = 4;
+const INLINE: u32 = 8;
+
+impl<'s, T: QpType> SendWr<'s, T> {
+    fn new(wr_id: u64, op: Op, data: Data<'s>) -> Self {
+        SendWr {
+            wr_id,
+            op,
+            data,
+            flags: 0,
+            ud: None,
+            _t: PhantomData,
+        }
+    }
+
+    /// `IBV_WR_SEND` of the bytes `sgl` names.
+    pub fn send(wr_id: u64, sgl: &'s [Sge]) -> Self
+    where
+        T: Connected,
+    {
+        Self::new(wr_id, Op::Send, Data::Sgl(sgl))
+    }
+
+    /// `IBV_WR_SEND` of `data` copied into the work request (`IBV_SEND_INLINE`): the buffer need
+    /// not be registered and may be reused as soon as the post returns. At most the QP's
+    /// `max_inline_data` bytes (checked when posted).
+    pub fn send_inline(wr_id: u64, data: &'s [u8]) -> Self
+    where
+        T: Connected,
+    {
+        Self::new(wr_id, Op::Send, Data::Inline(data)).with_flag(INLINE)
+    }
+
+    /// `IBV_WR_SEND_WITH_IMM`: a send carrying `imm` (host byte order; sent in network order).
+    pub fn send_with_imm(wr_id: u64, sgl: &'s [Sge], imm: u32) -> Self
+    where
+        T: Connected + ImmCapable,
+    {
+        Self::new(wr_id, Op::SendImm(imm), Data::Sgl(sgl))
+    }
+
+    /// `IBV_WR_RDMA_WRITE` of `sgl` to `remote`.
+    pub fn rdma_write(wr_id: u64, sgl: &'s [Sge], remote: RemoteAddr) -> Self
+    where
+        T: RdmaWriteCapable,
+    {
+        Self::new(wr_id, Op::Write(remote), Data::Sgl(sgl))
+    }
+
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM`: the write, and `imm` in a receive completion at the peer.
+    pub fn rdma_write_with_imm(wr_id: u64, sgl: &'s [Sge], remote: RemoteAddr, imm: u32) -> Self
+    where
+        T: RdmaWriteCapable,
+    {
+        Self::new(wr_id, Op::WriteImm(remote, imm), Data::Sgl(sgl))
+    }
+
+    /// `IBV_WR_RDMA_READ` of `remote` into `sgl`.
+    pub fn rdma_read(wr_id: u64, sgl: &'s [Sge], remote: RemoteAddr) -> Self
+    where
+        T: ReliableOnly,
+    {
+        Self::new(wr_id, Op::Read(remote), Data::Sgl(sgl))
+    }
+
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (8-byte aligned); the old value
+    /// lands in `result` (8 bytes).
+    pub fn compare_swap(
+        wr_id: u64,
+        result: &'s [Sge; 1],
+        remote: RemoteAddr,
+        compare: u64,
+        swap: u64,
+    ) -> Self
+    where
+        T: ReliableOnly,
+    {
+        Self::new(
+            wr_id,
+            Op::CompareSwap(remote, compare, swap),
+            Data::Sgl(result),
+        )
+    }
+
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote` (8-byte aligned); the old value
+    /// lands in `result` (8 bytes).
+    pub fn fetch_add(wr_id: u64, result: &'s [Sge; 1], remote: RemoteAddr, add: u64) -> Self
+    where
+        T: ReliableOnly,
+    {
+        Self::new(wr_id, Op::FetchAdd(remote, add), Data::Sgl(result))
+    }
+
+    /// Asks for a completion of this request (`IBV_SEND_SIGNALED`); a QP created with
+    /// `sq_sig_all` completes every request anyway.
+    pub fn signaled(self) -> Self {
+        self.with_flag(SIGNALED)
+    }
+
+    /// Sets `IBV_SEND_SOLICITED`: the peer's CQ raises an event even if armed for solicited
+    /// completions only.
+    pub fn solicited(self) -> Self {
+        self.with_flag(SOLICITED)
+    }
+
+    fn with_flag(mut self, f: u32) -> Self {
+        self.flags |= f;
+        self
+    }
+}
+
+impl<'s> SendWr<'s, Ud> {
+    /// `IBV_WR_SEND` of `sgl` to `dest`.
+    pub fn send_to(wr_id: u64, sgl: &'s [Sge], dest: UdDest<'s>) -> Self {
+        SendWr {
+            ud: Some(dest),
+            ..Self::new(wr_id, Op::Send, Data::Sgl(sgl))
+        }
+    }
+
+    /// `IBV_WR_SEND_WITH_IMM` of `sgl` to `dest`, carrying `imm`.
+    pub fn send_to_with_imm(wr_id: u64, sgl: &'s [Sge], dest: UdDest<'s>, imm: u32) -> Self {
+        SendWr {
+            ud: Some(dest),
+            ..Self::new(wr_id, Op::SendImm(imm), Data::Sgl(sgl))
+        }
+    }
+
+    /// `IBV_WR_SEND` of `data` inline to `dest`.
+    pub fn send_to_inline(wr_id: u64, data: &'s [u8], dest: UdDest<'s>) -> Self {
+        SendWr {
+            ud: Some(dest),
+            ..Self::new(wr_id, Op::Send, Data::Inline(data))
+        }
+        .with_flag(INLINE)
+    }
+}
+
+/// Where a post failed: the index of the first work request not posted, and why. The ones
+/// before it were posted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostError {
+    /// The index of the first request that was not posted.
+    pub index: usize,
+    /// Why.
+    pub error: Error,
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "work request {}: {}", self.index, self.error)
+    }
+}
+
+impl std::error::Error for PostError {}
+
+impl<'s, T: QpType> SendWr<'s, T> {
+    /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data).
+    #[inline(always)]
+    fn fill(
+        &self,
+        caps: &crate::qp::QpCap,
+        wr: &mut sys::ibv_send_wr,
+        inline: &mut sys::ibv_sge,
+    ) -> Result<()> {
+        use sys::ibv_wr_opcode::*;
+        wr.wr_id = self.wr_id;
+        wr.send_flags = self.flags;
+        match self.data {
+            Data::Sgl(sgl) => {
+                if sgl.len() > caps.max_send_sge as usize {
+                    return Err(Error::range(
+                        Verb::PostSend,
+                        "num_sge",
+                        sgl.len() as u64,
+                        0,
+                        caps.max_send_sge.into(),
+                    ));
+                }
+                wr.sg_list = sgl.as_ptr() as *mut sys::ibv_sge;
+                wr.num_sge = sgl.len() as i32;
+            }
+            Data::Inline(bytes) => {
+                if bytes.len() > caps.max_inline_data as usize {
+                    return Err(Error::range(
+                        Verb::PostSend,
+                        "inline length",
+                        bytes.len() as u64,
+                        0,
+                        caps.max_inline_data.into(),
+                    ));
+                }
+                *inline = sys::ibv_sge {
+                    addr: bytes.as_ptr() as u64,
+                    length: bytes.len() as u32,
+                    lkey: 0,
+                };
+                wr.sg_list = inline;
+                wr.num_sge = 1;
+            }
+        }
+        let atomic =
+            |wr: &mut sys::ibv_send_wr, remote: RemoteAddr, compare_add: u64, swap: u64| {
+                if remote.addr % 8 != 0 {
+                    return Err(Error::range(
+                        Verb::PostSend,
+                        "atomic remote_addr % 8",
+                        remote.addr % 8,
+                        0,
+                        0,
+                    ));
+                }
+                wr.wr.atomic = sys::atomic_t {
+                    remote_addr: remote.addr,
+                    compare_add,
+                    swap,
+                    rkey: remote.rkey,
+                };
+                Ok(())
+            };
+        match self.op {
+            Op::Send => wr.opcode = IBV_WR_SEND,
+            Op::SendImm(imm) => {
+                wr.opcode = IBV_WR_SEND_WITH_IMM;
+                wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
+            }
+            Op::Write(r) => {
+                wr.opcode = IBV_WR_RDMA_WRITE;
+                wr.wr.rdma = sys::rdma_t {
+                    remote_addr: r.addr,
+                    rkey: r.rkey,
+                };
+            }
+            Op::WriteImm(r, imm) => {
+                wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+                wr.wr.rdma = sys::rdma_t {
+                    remote_addr: r.addr,
+                    rkey: r.rkey,
+                };
+                wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
+            }
+            Op::Read(r) => {
+                wr.opcode = IBV_WR_RDMA_READ;
+                wr.wr.rdma = sys::rdma_t {
+                    remote_addr: r.addr,
+                    rkey: r.rkey,
+                };
+            }
+            Op::CompareSwap(r, compare, swap) => {
+                wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+                atomic(wr, r, compare, swap)?;
+            }
+            Op::FetchAdd(r, add) => {
+                wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+                atomic(wr, r, add, 0)?;
+            }
+        }
+        if let Some(d) = self.ud {
+            wr.wr.ud = sys::ud_t {
+                ah: d.ah,
+                remote_qpn: d.remote_qpn,
+                remote_qkey: d.remote_qkey,
+            };
+        }
+        Ok(())
+    }
+}
+
+fn zeroed_send_wr() -> sys::ibv_send_wr {
+    // SAFETY: plain C data; all-zero is a valid (empty) work request.
+    unsafe { std::mem::zeroed() }
+}
+
+impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
+    /// `ibv_post_send` of one work request. Only a QP in RTS sends.
+    #[inline]
+    pub fn post_send(&self, wr: &SendWr<'_, T>) -> Result<()>
+    where
+        St: SendReady,
+    {
+        let mut raw = zeroed_send_wr();
+        let mut inline = sys::ibv_sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
+        wr.fill(&self.caps(), &mut raw, &mut inline)?;
+        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: a live QP in RTS; `raw` and what it points to (the caller's SGEs, borrowed by
+        // `wr`, and `inline`) live across the call, which copies what it needs.
+        match unsafe { sys::ibv_post_send(self.as_raw(), &mut raw, &mut bad) } {
+            0 => Ok(()),
+            e => Err(Error::os(Verb::PostSend, e.abs())),
+        }
+    }
+
+    /// `ibv_post_send` of `N` chained work requests in one call.
+    pub fn post_send_chain<const N: usize>(
+        &self,
+        wrs: &[SendWr<'_, T>; N],
+    ) -> Result<(), PostError> {
+        let mut raw: [sys::ibv_send_wr; N] = std::array::from_fn(|_| zeroed_send_wr());
+        let mut inline = [sys::ibv_sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        }; N];
+        let caps = self.caps();
+        for (i, wr) in wrs.iter().enumerate() {
+            wr.fill(&caps, &mut raw[i], &mut inline[i])
+                .map_err(|error| PostError { index: i, error })?;
+        }
+        let base = raw.as_mut_ptr();
+        for i in 1..N {
+            // SAFETY: both indices are in the array, which does not move until the call returns.
+            unsafe { (*base.add(i - 1)).next = base.add(i) };
+        }
+        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: a live QP in RTS; the chain and what it points to live across the call.
+        match unsafe { sys::ibv_post_send(self.as_raw(), base, &mut bad) } {
+            0 => Ok(()),
+            e => {
+                let index = if bad.is_null() {
+                    0
+                } else {
+                    // SAFETY: the provider points `bad` into the chain, at the first request
+                    // it did not post.
+                    let at = unsafe { bad.offset_from(base) };
+                    at as usize
+                };
+                Err(PostError {
+                    index,
+                    error: Error::os(Verb::PostSend, e.abs()),
+                })
+            }
+        }
+    }
+}
+
+fn post_recv_raw(
+    verb: Verb,
+    max_sge: u32,
+    wr_id: u64,
+    sgl: &[Sge],
+    post: impl FnOnce(*mut sys::ibv_recv_wr, *mut *mut sys::ibv_recv_wr) -> i32,
+) -> Result<()> {
+    if sgl.len() > max_sge as usize {
+        return Err(Error::range(
+            verb,
+            "num_sge",
+            sgl.len() as u64,
+            0,
+            max_sge.into(),
+        ));
+    }
+    let mut wr = sys::ibv_recv_wr {
+        wr_id,
+        next: std::ptr::null_mut(),
+        sg_list: sgl.as_ptr() as *mut sys::ibv_sge,
+        num_sge: sgl.len() as i32,
+    };
+    let mut bad = std::ptr::null_mut();
+    match post(&mut wr, &mut bad) {
+        0 => Ok(()),
+        e => Err(Error::os(verb, e.abs())),
+    }
+}
+
+impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
+    /// `ibv_post_recv`: a receive into the buffers `sgl` names. From INIT on, and only on a QP
+    /// with its own receive queue.
+    #[inline]
+    pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<()>
+    where
+        R: HasOwnRq,
+        St: RecvReady,
+    {
+        let qp = self.as_raw();
+        post_recv_raw(
+            Verb::PostRecv,
+            self.caps().max_recv_sge,
+            wr_id,
+            sgl,
+            |wr, bad| {
+                // SAFETY: a live QP past RESET with its own receive queue; `wr` and the SGEs live
+                // across the call.
+                unsafe { sys::ibv_post_recv(qp, wr, bad) }
+            },
+        )
+    }
+}
+
+impl<C> Srq<'_, C> {
+    /// `ibv_post_srq_recv`: a receive into the buffers `sgl` names, for any QP using this SRQ.
+    #[inline]
+    pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<()> {
+        let srq = self.as_raw();
+        post_recv_raw(
+            Verb::PostSrqRecv,
+            self.attr().max_sge,
+            wr_id,
+            sgl,
+            |wr, bad| {
+                // SAFETY: a live SRQ; `wr` and the SGEs live across the call.
+                unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }
+            },
+        )
+    }
+}
