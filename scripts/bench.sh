@@ -248,3 +248,60 @@ echo
 cat "$out/poll.md"
 echo
 echo "bench: written to $out/poll.md"
+
+# ---------------------------------------------------------------------------------------------
+# The post_send benchmark (benches/poll/src/post.rs): the typed Qp::post_send of each opcode
+# against C building the same struct ibv_send_wr and calling verbs.h's ibv_post_send
+# (c/post_send.c), on an RC pair on sw0. Each posts POSTS requests through a #[no_mangle]
+# function that callgrind counts alone; "provider" is the software device's post_send (and what
+# it calls), the same for both; "own" is the rest: building and checking the request.
+POSTS=1024
+PROVIDER='^typed_verbs::software::'
+echo "bench: building callgrind_post (profile bench-callgrind)"
+cargo build -q -p typed-verbs-bench --profile bench-callgrind --bin callgrind_post
+post_bin=target/bench-callgrind/callgrind_post
+OPCODES=(send send_imm rdma_write rdma_read fetch_add)
+declare -A TYPED_SYM=([send]=typed_post_send [send_imm]=typed_post_send_imm [rdma_write]=typed_post_write
+    [rdma_read]=typed_post_read [fetch_add]=typed_post_fetch_add)
+declare -A C_SYM=([send]=c_post_send [send_imm]=c_post_send_imm [rdma_write]=c_post_write
+    [rdma_read]=c_post_read [fetch_add]=c_post_fetch_add)
+declare -A POST_OWN POST_TOTAL
+for op in "${OPCODES[@]}"; do
+    for variant in typed c; do
+        if [ "$variant" = typed ]; then sym=${TYPED_SYM[$op]}; else sym=${C_SYM[$op]}; fi
+        file=$out/callgrind.post.$op.$variant.out
+        valgrind --tool=callgrind --toggle-collect="$sym" --callgrind-out-file="$file" \
+            "$post_bin" "$op" "$variant" "$POSTS" >/dev/null 2>"$out/callgrind.post.$op.$variant.log"
+        costs=$(callgrind_costs "$file")
+        total=$(awk '$1 == "total" { print $2 }' <<<"$costs")
+        prov=$(awk '$1 == "provider" { print $2 }' <<<"$costs")
+        POST_TOTAL[$op.$variant]=$total
+        POST_OWN[$op.$variant]=$((total - prov))
+    done
+done
+throughput=$("$post_bin" throughput 3)
+
+{
+    echo "## post_send: the typed API against C building the same work request"
+    echo
+    echo "Instructions per post under callgrind ($POSTS posts per variant, RC pair on sw0): *own* is"
+    echo "building and checking the request and calling the provider; *total* adds the software"
+    echo "device's post_send, which delivers the request (the same for both)."
+    echo
+    echo "| opcode | typed own | C own | typed total | C total | own typed/C | total typed/C |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for op in "${OPCODES[@]}"; do
+        printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$op" \
+            "$(awk -v a="${POST_OWN[$op.typed]}" -v n="$POSTS" 'BEGIN { printf "%.2f", a / n }')" \
+            "$(awk -v a="${POST_OWN[$op.c]}" -v n="$POSTS" 'BEGIN { printf "%.2f", a / n }')" \
+            "$(awk -v a="${POST_TOTAL[$op.typed]}" -v n="$POSTS" 'BEGIN { printf "%.2f", a / n }')" \
+            "$(awk -v a="${POST_TOTAL[$op.c]}" -v n="$POSTS" 'BEGIN { printf "%.2f", a / n }')" \
+            "$(ratio "${POST_OWN[$op.typed]}" "${POST_OWN[$op.c]}")" \
+            "$(ratio "${POST_TOTAL[$op.typed]}" "${POST_TOTAL[$op.c]}")"
+    done
+    echo
+    echo "Software-device RC 64-byte send/receive loopback on one core: $throughput"
+} >"$out/post.md"
+echo
+cat "$out/post.md"
+echo "bench: written to $out/post.md"

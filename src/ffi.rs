@@ -254,6 +254,16 @@ macro_rules! cq_ex_call {
 }
 pub(crate) use cq_ex_call;
 
+/// Calls one of a context's data-path operations (`ibv_context.ops`) without checking it for
+/// NULL, as verbs.h's inline `ibv_post_send`/`ibv_post_recv` do. Sound only where creation
+/// checked the pointer: `Qp` creation checks `post_send` and `post_recv`.
+macro_rules! ctx_op_call {
+    ($ctx:expr, $op:ident $(, $arg:expr)*) => {
+        ((*$ctx).ops.$op.unwrap_unchecked())($($arg),*)
+    };
+}
+pub(crate) use ctx_op_call;
+
 /// `IBV_WC_WITH_IMM` in a completion's own `wc_flags` (enum ibv_wc_flags).
 pub(crate) const IBV_WC_WITH_IMM: u32 = 1 << 1;
 /// `IBV_WC_WITH_INV` in a completion's own `wc_flags`.

@@ -53,7 +53,7 @@ pub use cq_ex::{
 };
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
 pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
-pub use mr::{Mr, RemoteAddr, RemoteMr, Sge};
+pub use mr::{AtomicTarget, Mr, RemoteAddr, RemoteMr, Sge};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
     Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, Uc, Ud, UsesSrq,

@@ -91,6 +91,27 @@ impl RemoteMr {
     }
 }
 
+impl RemoteMr {
+    /// The 8-byte word at `offset`, as the target of an atomic: `None` unless it lies in the
+    /// region and its address is 8-byte aligned (the verbs require both). Checked here, once, so
+    /// posting the atomic checks nothing.
+    pub fn atomic_at(&self, offset: u64) -> Option<AtomicTarget> {
+        let at = self.at(offset, 8)?;
+        (at.addr % 8 == 0).then_some(AtomicTarget(at))
+    }
+}
+
+/// An 8-byte-aligned remote word that atomics may target; made by [`RemoteMr::atomic_at`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AtomicTarget(RemoteAddr);
+
+impl AtomicTarget {
+    /// The remote address and rkey.
+    pub fn addr(&self) -> RemoteAddr {
+        self.0
+    }
+}
+
 /// A remote address with the rkey that opens it, for RDMA and atomic work requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RemoteAddr {

@@ -388,10 +388,25 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
         let meta = meta.into_raw();
         // SAFETY: `meta` is ours; ibv_create_qp wrote the actual caps into `init.cap`.
         unsafe { (*meta).cap = init.cap.into() };
-        Ok(Qp {
+        let qp = Qp {
             raw,
             _m: PhantomData,
-        })
+        };
+        // Checked once here, so that posting calls the provider without a NULL test (as verbs.h).
+        // SAFETY: a live QP's context is live; its ops are only read.
+        let ops = unsafe { &(*ctx).ops };
+        let missing = [
+            ("post_send", ops.post_send.is_none()),
+            ("post_recv", ops.post_recv.is_none()),
+        ];
+        if let Some((op, _)) = missing.iter().find(|m| m.1) {
+            drop(qp); // ibv_destroy_qp, and the user context with it
+            return Err(Error {
+                verb: Verb::CreateQp,
+                kind: ErrorKind::MissingProviderOp(op),
+            });
+        }
+        Ok(qp)
     }
 }
 

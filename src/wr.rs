@@ -6,15 +6,16 @@
 //! atomics for RC only; anything else does not compile. It is posted with [`Qp::post_send`], which exists only in [`Rts`];
 //! receives are posted with [`Qp::post_recv`] from [`Init`] on, and only on a QP with its own
 //! receive queue ([`Srq::post_recv`] for the others). What only the QP's actual caps decide (the
-//! number of SGEs, inline size, atomic alignment) is checked before the call, as a typed error.
+//! number of SGEs, inline size) is checked before the call, as a typed error; an atomic's target
+//! is an [`AtomicTarget`], aligned by construction.
 //!
 //! Posting is the data path: the work request is built on the stack and handed to the
 //! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
 
 use crate::cq::Threading;
 use crate::error::{Error, Result, Verb};
-use crate::ffi::sys;
-use crate::mr::{RemoteAddr, Sge};
+use crate::ffi::{ctx_op_call, sys};
+use crate::mr::{AtomicTarget, RemoteAddr, Sge};
 use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
 use crate::srq::Srq;
@@ -199,12 +200,12 @@ impl<'s, T: QpType> SendWr<'s, T> {
         Self::new(wr_id, Op::Read(remote), Data::Sgl(sgl))
     }
 
-    /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (8-byte aligned); the old value
-    /// lands in `result` (8 bytes).
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (aligned by construction); the old
+    /// value lands in `result` (8 bytes).
     pub fn compare_swap(
         wr_id: u64,
         result: &'s [Sge; 1],
-        remote: RemoteAddr,
+        remote: AtomicTarget,
         compare: u64,
         swap: u64,
     ) -> Self
@@ -213,18 +214,18 @@ impl<'s, T: QpType> SendWr<'s, T> {
     {
         Self::new(
             wr_id,
-            Op::CompareSwap(remote, compare, swap),
+            Op::CompareSwap(remote.addr(), compare, swap),
             Data::Sgl(result),
         )
     }
 
-    /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote` (8-byte aligned); the old value
-    /// lands in `result` (8 bytes).
-    pub fn fetch_add(wr_id: u64, result: &'s [Sge; 1], remote: RemoteAddr, add: u64) -> Self
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote` (aligned by construction); the
+    /// old value lands in `result` (8 bytes).
+    pub fn fetch_add(wr_id: u64, result: &'s [Sge; 1], remote: AtomicTarget, add: u64) -> Self
     where
         T: ReliableOnly,
     {
-        Self::new(wr_id, Op::FetchAdd(remote, add), Data::Sgl(result))
+        Self::new(wr_id, Op::FetchAdd(remote.addr(), add), Data::Sgl(result))
     }
 
     /// Asks for a completion of this request (`IBV_SEND_SIGNALED`); a QP created with
@@ -335,24 +336,15 @@ impl<'s, T: QpType> SendWr<'s, T> {
                 wr.num_sge = 1;
             }
         }
+        // The target's alignment was proven when its AtomicTarget was made.
         let atomic =
             |wr: &mut sys::ibv_send_wr, remote: RemoteAddr, compare_add: u64, swap: u64| {
-                if remote.addr % 8 != 0 {
-                    return Err(Error::range(
-                        Verb::PostSend,
-                        "atomic remote_addr % 8",
-                        remote.addr % 8,
-                        0,
-                        0,
-                    ));
-                }
                 wr.wr.atomic = sys::atomic_t {
                     remote_addr: remote.addr,
                     compare_add,
                     swap,
                     rkey: remote.rkey,
                 };
-                Ok(())
             };
         match self.op {
             Op::Send => wr.opcode = IBV_WR_SEND,
@@ -384,11 +376,11 @@ impl<'s, T: QpType> SendWr<'s, T> {
             }
             Op::CompareSwap(r, compare, swap) => {
                 wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-                atomic(wr, r, compare, swap)?;
+                atomic(wr, r, compare, swap);
             }
             Op::FetchAdd(r, add) => {
                 wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-                atomic(wr, r, add, 0)?;
+                atomic(wr, r, add, 0);
             }
         }
         if let Some(d) = self.ud {
@@ -409,7 +401,7 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
 
 impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
     /// `ibv_post_send` of one work request. Only a QP in RTS sends.
-    #[inline]
+    #[inline(always)]
     pub fn post_send(&self, wr: &SendWr<'_, T>) -> Result<()>
     where
         St: SendReady,
@@ -424,7 +416,15 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C
         let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
         // SAFETY: a live QP in RTS; `raw` and what it points to (the caller's SGEs, borrowed by
         // `wr`, and `inline`) live across the call, which copies what it needs.
-        match unsafe { sys::ibv_post_send(self.as_raw(), &mut raw, &mut bad) } {
+        match unsafe {
+            ctx_op_call!(
+                (*self.as_raw()).context,
+                post_send,
+                self.as_raw(),
+                &mut raw,
+                &mut bad
+            )
+        } {
             0 => Ok(()),
             e => Err(Error::os(Verb::PostSend, e.abs())),
         }
@@ -453,7 +453,15 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C
         }
         let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
         // SAFETY: a live QP in RTS; the chain and what it points to live across the call.
-        match unsafe { sys::ibv_post_send(self.as_raw(), base, &mut bad) } {
+        match unsafe {
+            ctx_op_call!(
+                (*self.as_raw()).context,
+                post_send,
+                self.as_raw(),
+                base,
+                &mut bad
+            )
+        } {
             0 => Ok(()),
             e => {
                 let index = if bad.is_null() {
@@ -473,6 +481,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C
     }
 }
 
+#[inline(always)]
 fn post_recv_raw(
     verb: Verb,
     max_sge: u32,
@@ -520,7 +529,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C
             |wr, bad| {
                 // SAFETY: a live QP past RESET with its own receive queue; `wr` and the SGEs live
                 // across the call.
-                unsafe { sys::ibv_post_recv(qp, wr, bad) }
+                unsafe { ctx_op_call!((*qp).context, post_recv, qp, wr, bad) }
             },
         )
     }

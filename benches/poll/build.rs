@@ -1,10 +1,13 @@
-//! Compiles variant (b), the C drain loop (`c/poll_loop.c`), at -O2 against the system's
-//! <infiniband/verbs.h> (libibverbs-dev, which scripts/setup.sh installs).
+//! Compiles the C sides of the benchmarks at -O2 against the system's <infiniband/verbs.h>
+//! (libibverbs-dev, which scripts/setup.sh installs): the drain loop (`c/poll_loop.c`) and the
+//! work-request posts (`c/post_send.c`).
 
 fn main() {
     println!("cargo:rerun-if-changed=c/poll_loop.c");
+    println!("cargo:rerun-if-changed=c/post_send.c");
     cc::Build::new()
         .file("c/poll_loop.c")
+        .file("c/post_send.c")
         .opt_level(2)
         .warnings(true)
         .extra_warnings(true)

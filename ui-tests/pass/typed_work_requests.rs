@@ -12,6 +12,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let sgl = [mr.sge(0..64).unwrap()];
     let word = [mr.sge(0..8).unwrap()];
     let remote = mr.remote().at(0, 64).unwrap();
+    let target = mr.remote().atomic_at(0).unwrap();
 
     let _ = SendWr::<Rc>::send(1, &sgl).signaled();
     let _ = SendWr::<Rc>::send_inline(2, b"inline").solicited();
@@ -19,8 +20,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let _ = SendWr::<Rc>::rdma_write(4, &sgl, remote);
     let _ = SendWr::<Rc>::rdma_write_with_imm(5, &sgl, remote, 8);
     let _ = SendWr::<Rc>::rdma_read(6, &sgl, remote);
-    let _ = SendWr::<Rc>::compare_swap(7, &word, remote, 0, 1);
-    let _ = SendWr::<Rc>::fetch_add(8, &word, remote, 1);
+    let _ = SendWr::<Rc>::compare_swap(7, &word, target, 0, 1);
+    let _ = SendWr::<Rc>::fetch_add(8, &word, target, 1);
     let _ = SendWr::<Uc>::send_with_imm(9, &sgl, 7);
     let _ = SendWr::<Uc>::rdma_write_with_imm(10, &sgl, remote, 8);
     let _ = SendWr::<RawPacket>::send(11, &sgl);

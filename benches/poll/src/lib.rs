@@ -18,6 +18,7 @@
 //! Each drain function has an unmangled name, so callgrind can collect inside it alone
 //! (`--toggle-collect=drain_generated`); `scripts/bench.sh` runs them all.
 
+pub mod post;
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::os::raw::c_int;
