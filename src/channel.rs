@@ -2,6 +2,7 @@
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
+use crate::event::{self, CqEvent};
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy};
 use crate::Context;
@@ -10,7 +11,13 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::ptr::NonNull;
 
 /// A completion event channel: "essentially a file descriptor that is used to deliver
-/// completion notifications". Its fd is available through [`AsFd`] for poll/epoll.
+/// completion notifications". Its fd is available through [`AsFd`] for poll/epoll: it is
+/// readable while an event waits.
+///
+/// The fd is made O_NONBLOCK when the channel is created, as rdma-core's users do to poll it:
+/// [`try_get_cq_event`](Self::try_get_cq_event) then never blocks, and
+/// [`get_cq_event`](Self::get_cq_event) blocks in poll(2) until an event comes. (A C caller of
+/// `ibv_get_cq_event` on [`as_raw`](Self::as_raw) gets EAGAIN instead of blocking.)
 ///
 /// "ibv_destroy_comp_channel() fails if any CQs are still associated with the completion event
 /// channel": a CQ created with a channel borrows it, so that is a compile-time fact here.
@@ -30,10 +37,39 @@ impl<'ctx> CompChannel<'ctx> {
         // SAFETY: a live context.
         let raw = unsafe { backend::of(ctx.as_raw()).create_comp_channel(ctx.as_raw()) }
             .map_err(|e| Error::os(Verb::CreateCompChannel, e))?;
-        Ok(CompChannel {
+        let ch = CompChannel {
             raw,
             _ctx: PhantomData,
-        })
+        };
+        // On failure `ch` is dropped: ibv_destroy_comp_channel.
+        event::set_nonblocking(ch.as_raw_fd())
+            .map_err(|e| Error::os(Verb::CreateCompChannel, e))?;
+        Ok(ch)
+    }
+
+    /// `ibv_get_cq_event`: the next completion event, waiting for one (in poll(2)) if there is
+    /// none. The event is acked when dropped (see [`CqEvent`]).
+    pub fn get_cq_event(&self) -> Result<CqEvent<'_>> {
+        loop {
+            if let Some(ev) = self.try_get_cq_event()? {
+                return Ok(ev);
+            }
+            event::wait_readable(self.as_raw_fd()).map_err(|e| Error::os(Verb::GetCqEvent, e))?;
+        }
+    }
+
+    /// `ibv_get_cq_event` without waiting: `None` when no event waits (EAGAIN on the
+    /// O_NONBLOCK fd).
+    pub fn try_get_cq_event(&self) -> Result<Option<CqEvent<'_>>> {
+        let ch = self.as_raw();
+        // SAFETY: a live channel.
+        match unsafe { backend::of((*ch).context).get_cq_event(ch) } {
+            // SAFETY: the CQ of an event of this channel was made by a builder (only they take
+            // a CompChannel) and is live until the event is acked; the event was just got.
+            Ok((cq, cq_context)) => Ok(Some(unsafe { CqEvent::got(cq, cq_context) })),
+            Err(libc::EAGAIN) => Ok(None),
+            Err(e) => Err(Error::os(Verb::GetCqEvent, e)),
+        }
     }
 
     /// The C channel. It stays owned by `self`.
@@ -76,3 +112,84 @@ impl Drop for CompChannel<'_> {
 }
 
 crate::object::debug_handle!(CompChannel<'a>);
+
+#[cfg(feature = "tokio")]
+mod tokio_events {
+    use super::CompChannel;
+    use crate::error::{Error, Result, Verb};
+    use crate::event::CqEvent;
+    use std::os::fd::{AsRawFd, RawFd};
+    use tokio::io::unix::AsyncFd;
+
+    /// The channel's fd, borrowed (the channel owns and closes it).
+    struct ChannelFd(RawFd);
+
+    impl AsRawFd for ChannelFd {
+        fn as_raw_fd(&self) -> RawFd {
+            self.0
+        }
+    }
+
+    /// A completion channel watched by tokio's reactor (feature `tokio`): made by
+    /// [`CompChannel::cq_events`], it awaits completion events instead of blocking a thread.
+    /// It borrows the channel, whose fd it deregisters when dropped.
+    pub struct AsyncCompChannel<'a, 'ctx> {
+        ch: &'a CompChannel<'ctx>,
+        fd: AsyncFd<ChannelFd>,
+    }
+
+    impl<'ctx> CompChannel<'ctx> {
+        /// Registers the channel's (O_NONBLOCK) fd with the current tokio runtime's reactor.
+        /// Fails (naming `ibv_get_cq_event`) outside a runtime (ENXIO) or when the
+        /// registration fails.
+        ///
+        /// # Panics
+        /// As tokio's `AsyncFd`, if the runtime was built without IO (`enable_io`).
+        pub fn cq_events(&self) -> Result<AsyncCompChannel<'_, 'ctx>> {
+            if tokio::runtime::Handle::try_current().is_err() {
+                return Err(Error::os(Verb::GetCqEvent, libc::ENXIO));
+            }
+            let inner = ChannelFd(self.as_raw_fd());
+            // SAFETY: the fd is the channel's, open until the channel is destroyed, which the
+            // borrow of `self` in the result prevents while the AsyncFd lives; ChannelFd always
+            // returns that same fd.
+            let fd =
+                unsafe { AsyncFd::register_with_interest(inner, tokio::io::Interest::READABLE) }
+                    .map_err(|e| {
+                        let e = std::io::Error::from(e);
+                        Error::os(Verb::GetCqEvent, e.raw_os_error().unwrap_or(libc::EIO))
+                    })?;
+            Ok(AsyncCompChannel { ch: self, fd })
+        }
+    }
+
+    impl std::fmt::Debug for AsyncCompChannel<'_, '_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_tuple("AsyncCompChannel").field(&self.ch).finish()
+        }
+    }
+
+    impl<'a> AsyncCompChannel<'a, '_> {
+        /// `ibv_get_cq_event`, awaiting the fd's readiness while no event waits.
+        pub async fn get_cq_event(&self) -> Result<CqEvent<'a>> {
+            loop {
+                let mut ready = self.fd.readable().await.map_err(|e| {
+                    Error::os(Verb::GetCqEvent, e.raw_os_error().unwrap_or(libc::EIO))
+                })?;
+                match self.ch.try_get_cq_event()? {
+                    Some(ev) => return Ok(ev),
+                    // Another reader took it, or the readiness was stale: wait again.
+                    None => ready.clear_ready(),
+                }
+            }
+        }
+
+        /// The channel.
+        pub fn channel(&self) -> &'a CompChannel<'a> {
+            self.ch
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+pub use tokio_events::AsyncCompChannel;

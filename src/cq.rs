@@ -5,6 +5,7 @@ use crate::backend;
 use crate::channel::CompChannel;
 use crate::cq_ex::{CqEx, WcFlags};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::event::CqAcks;
 use crate::ffi::{self, sys};
 use crate::object::{destroy, Destroy, UserBox};
 use crate::pd::ParentDomain;
@@ -13,6 +14,7 @@ use crate::Context;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 pub(crate) mod sealed {
     pub trait Sealed {}
@@ -138,7 +140,8 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     }
 
     /// The typed user context, in place of `void *cq_context`: owned by the CQ, returned by
-    /// `user_context()` (and, later, with its completion events).
+    /// `user_context()` (and by a completion event of the CQ,
+    /// [`CqEvent::user_context`](crate::event::CqEvent::user_context)).
     pub fn context<C2>(self, user: C2) -> CqBuilder<'a, K, C2> {
         CqBuilder {
             ctx: self.ctx,
@@ -186,11 +189,38 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     }
 }
 
+/// What a CQ's `cq_context` points at: the acknowledgement state of its completion events,
+/// first (`#[repr(C)]`, so it is found without knowing `C`), and the typed user context.
+#[repr(C)]
+pub(crate) struct CqMeta<C> {
+    pub(crate) acks: Arc<CqAcks>,
+    pub(crate) user: C,
+}
+
+impl<C> CqMeta<C> {
+    pub(crate) fn new(user: C) -> Self {
+        CqMeta {
+            acks: CqAcks::new(),
+            user,
+        }
+    }
+}
+
+/// The typed user context of a CQ made by a builder with user context type `C`.
+///
+/// # Safety
+/// `cq` is such a live CQ; the reference does not outlive it.
+pub(crate) unsafe fn user_context<'a, C>(cq: *mut sys::ibv_cq) -> &'a C {
+    // SAFETY: cq_context is the UserBox<CqMeta<C>> the builder leaked to the CQ; it lives until
+    // the CQ is destroyed.
+    unsafe { &(*((*cq).cq_context as *const CqMeta<C>)).user }
+}
+
 impl<'a, C: Send + Sync> CqBuilder<'a, kind::Legacy, C> {
     /// `ibv_create_cq`.
     pub fn build(self) -> Result<Cq<'a, C>> {
         self.check(Verb::CreateCq)?;
-        let user = UserBox::new(self.user);
+        let user = UserBox::new(CqMeta::new(self.user));
         // SAFETY: a live context; the channel (if any) is live and of this context; the
         // integers were range-checked above.
         let raw = unsafe {
@@ -236,7 +266,7 @@ impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<
     /// [`ignore_overrun`](Self::ignore_overrun)). A device lacking a flag gives EOPNOTSUPP.
     pub fn build(self) -> Result<CqEx<'a, F, T, C>> {
         self.check(Verb::CreateCqEx)?;
-        let user = UserBox::new(self.user);
+        let user = UserBox::new(CqMeta::new(self.user));
         let flags = self.flags | T::CREATE_FLAGS;
         let mut comp_mask = 0;
         if flags != 0 {
@@ -263,7 +293,8 @@ impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<
         user.into_raw();
         let cq = CqEx::from_raw(raw);
         // SAFETY: a CQ just created; its function pointers are only read.
-        if let Err(op) = crate::cq_ex::check_provider_ops::<F>(unsafe { raw.as_ref() }) {
+        let ops = unsafe { raw.as_ref() };
+        if let Err(op) = crate::cq_ex::check_provider_ops::<F>(ops) {
             drop(cq); // ibv_destroy_cq, and the user context with it
             return Err(Error {
                 verb: Verb::CreateCqEx,
@@ -313,9 +344,9 @@ impl<'a, C> Cq<'a, C> {
 
     /// The typed user context given at creation.
     pub fn user_context(&self) -> &C {
-        // SAFETY: cq_context is the UserBox<C> the builder leaked to the CQ; it lives until
-        // the CQ is destroyed.
-        unsafe { &*((*self.raw.as_ptr()).cq_context as *const C) }
+        // SAFETY: a live CQ made by the builder with `C`; the borrow of `self` bounds the
+        // reference.
+        unsafe { user_context(self.raw.as_ptr()) }
     }
 
     /// `ibv_poll_cq`: moves up to `wc.len()` completions into `wc` and returns the filled part.
@@ -352,7 +383,8 @@ impl<'a, C> Cq<'a, C> {
     }
 
     /// `ibv_req_notify_cq`: asks for a completion event on the CQ's channel for the next
-    /// completion (or the next solicited one).
+    /// completion (or, with `solicited_only`, the next solicited one). One event per arming:
+    /// get it with [`CompChannel::get_cq_event`] and arm again.
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         // SAFETY: a live CQ.
         match unsafe { sys::ibv_req_notify_cq(self.raw.as_ptr(), solicited_only as i32) } {
@@ -390,18 +422,21 @@ impl<C> Destroy for Cq<'_, C> {
     }
 }
 
-/// Destroys a CQ of either kind and frees its typed user context.
+/// Destroys a CQ of either kind and frees its typed user context. The completion events of
+/// the CQ still held are acked first: `ibv_destroy_cq` waits for them.
 ///
 /// # Safety
 /// `cq` is a live CQ made by a builder with user context type `C`, destroyed once.
 pub(crate) unsafe fn destroy_cq<C>(cq: *mut sys::ibv_cq) -> Result<(), Error> {
     // SAFETY: caller's contract.
     unsafe {
-        let user = (*cq).cq_context;
-        backend::of((*cq).context)
-            .destroy_cq(cq)
-            .map_err(|e| Error::os(Verb::DestroyCq, e))?;
-        UserBox::<C>::free(user);
+        let meta = (*cq).cq_context as *const CqMeta<C>;
+        (*meta).acks.close(cq);
+        if let Err(e) = backend::of((*cq).context).destroy_cq(cq) {
+            (*meta).acks.reopen();
+            return Err(Error::os(Verb::DestroyCq, e));
+        }
+        UserBox::<CqMeta<C>>::free(meta as *mut std::os::raw::c_void);
     }
     Ok(())
 }

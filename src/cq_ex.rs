@@ -239,8 +239,9 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
 
     /// The typed user context given at creation.
     pub fn user_context(&self) -> &C {
-        // SAFETY: cq_context is the UserBox<C> the builder gave the CQ; it lives until destroy.
-        unsafe { &*((*self.raw.as_ptr()).cq_context as *const C) }
+        // SAFETY: a live CQ made by the builder with `C`; the borrow of `self` bounds the
+        // reference.
+        unsafe { crate::cq::user_context(self.as_raw_cq()) }
     }
 
     /// `ibv_start_poll`: starts a batch. `Ok(None)` when the CQ is empty (ENOENT: "the CQ
@@ -267,7 +268,9 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
         (self, poller)
     }
 
-    /// `ibv_req_notify_cq` on the CQ.
+    /// `ibv_req_notify_cq` on the CQ: one completion event on its channel for the next
+    /// completion (or, with `solicited_only`, the next solicited one); get it with
+    /// [`CompChannel::get_cq_event`](crate::CompChannel::get_cq_event).
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         // SAFETY: a live CQ; `ibv_cq_ex_to_cq` is a cast.
         match unsafe { sys::ibv_req_notify_cq(self.as_raw_cq(), solicited_only as i32) } {

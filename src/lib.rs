@@ -32,6 +32,7 @@ pub mod cq;
 pub mod cq_ex;
 pub mod device;
 pub mod error;
+pub mod event;
 pub mod ffi;
 pub mod mr;
 mod object;
@@ -53,6 +54,7 @@ pub use cq_ex::{
 };
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
 pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
+pub use event::{AsyncEvent, AsyncEventGuard, CqEvent, EventAcks};
 pub use mr::{AtomicTarget, Mr, RemoteAddr, RemoteMr, Sge};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{

@@ -47,7 +47,9 @@ pub unsafe fn ibv_destroy_comp_channel(ch: *mut sys::ibv_comp_channel) -> Result
     unsafe { backend::of((*ch).context).destroy_comp_channel(ch) }
 }
 
-/// `ibv_create_cq`.
+/// `ibv_create_cq`. A CQ given the channel of a typed [`CompChannel`](crate::CompChannel)
+/// must not be made here if that channel's events are read with `CompChannel::get_cq_event`,
+/// which reads the `cq_context` of the typed builders; read them with [`ibv_get_cq_event`].
 pub unsafe fn ibv_create_cq(
     ctx: *mut sys::ibv_context,
     cqe: i32,
@@ -72,6 +74,67 @@ pub unsafe fn ibv_create_cq_ex(
 pub unsafe fn ibv_destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
     unsafe { backend::of((*cq).context).destroy_cq(cq) }
+}
+
+/// `ibv_get_cq_event`: the CQ of the next completion event on `ch` and its `cq_context`.
+/// Blocks unless the channel's fd is O_NONBLOCK (then EAGAIN when none waits).
+pub unsafe fn ibv_get_cq_event(
+    ch: *mut sys::ibv_comp_channel,
+) -> Result<(NonNull<sys::ibv_cq>, *mut c_void), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*ch).context).get_cq_event(ch) }
+}
+
+/// `ibv_ack_cq_events`: acks `n` events of `cq` got with [`ibv_get_cq_event`].
+/// `ibv_destroy_cq` waits until every event got is acked.
+pub unsafe fn ibv_ack_cq_events(cq: *mut sys::ibv_cq, n: u32) {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*cq).context).ack_cq_events(cq, n) }
+}
+
+/// `ibv_get_async_event`. Blocks unless the context's async fd is O_NONBLOCK.
+pub unsafe fn ibv_get_async_event(
+    ctx: *mut sys::ibv_context,
+    event: *mut sys::ibv_async_event,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of(ctx).get_async_event(ctx, event) }
+}
+
+/// `ibv_ack_async_event`: acks an event got with [`ibv_get_async_event`]; the destroy verb of
+/// the object it names waits for it.
+pub unsafe fn ibv_ack_async_event(event: *mut sys::ibv_async_event) {
+    use sys::ibv_event_type::*;
+    // SAFETY: the caller's contract: an event got and not acked, whose object is live; the
+    // union member read is the one its type names.
+    unsafe {
+        let ctx = match (*event).event_type {
+            IBV_EVENT_CQ_ERR => (*(*event).element.cq).context,
+            IBV_EVENT_SRQ_ERR | IBV_EVENT_SRQ_LIMIT_REACHED => (*(*event).element.srq).context,
+            IBV_EVENT_QP_FATAL
+            | IBV_EVENT_QP_REQ_ERR
+            | IBV_EVENT_QP_ACCESS_ERR
+            | IBV_EVENT_COMM_EST
+            | IBV_EVENT_SQ_DRAINED
+            | IBV_EVENT_PATH_MIG
+            | IBV_EVENT_PATH_MIG_ERR
+            | IBV_EVENT_QP_LAST_WQE_REACHED => (*(*event).element.qp).context,
+            // A WQ's event (only rdma-core has WQs), or a port's or the device's, which
+            // libibverbs acks by doing nothing; so does the software device.
+            _ => return sys::ibv_ack_async_event(event),
+        };
+        backend::of(ctx).ack_async_event(event)
+    }
+}
+
+/// `ibv_modify_srq`.
+pub unsafe fn ibv_modify_srq(
+    srq: *mut sys::ibv_srq,
+    attr: *mut sys::ibv_srq_attr,
+    mask: i32,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of((*srq).context).modify_srq(srq, attr, mask) }
 }
 
 /// `ibv_create_srq`.

@@ -175,6 +175,25 @@ impl<'a, C> Srq<'a, C> {
         &self.meta().user
     }
 
+    /// `ibv_modify_srq` with `IBV_SRQ_LIMIT`: arms the SRQ limit. When a receive taken from the
+    /// SRQ leaves fewer than `limit` posted, the device raises
+    /// [`AsyncEvent::SrqLimitReached`](crate::event::AsyncEvent::SrqLimitReached) on the
+    /// context's async fd ([`Context::get_async_event`]) and disarms the limit (its
+    /// `srq_limit` reads 0 again). `limit` 0 disarms it. The device refuses a limit above the
+    /// SRQ's size (EINVAL); rxe also fires only when a receive is taken, not when the limit is
+    /// armed below the count already posted.
+    pub fn arm_limit(&self, limit: u32) -> Result<()> {
+        let mut a = sys::ibv_srq_attr {
+            max_wr: 0,
+            max_sge: 0,
+            srq_limit: limit,
+        };
+        let mask = sys::ibv_srq_attr_mask::IBV_SRQ_LIMIT.0 as i32;
+        // SAFETY: a live SRQ; `a` valid for the call.
+        unsafe { backend::of((*self.as_raw()).context).modify_srq(self.as_raw(), &mut a, mask) }
+            .map_err(|e| Error::os(Verb::ModifySrq, e))
+    }
+
     /// The C SRQ. It stays owned by `self`.
     pub fn as_raw(&self) -> *mut sys::ibv_srq {
         self.raw.as_ptr()

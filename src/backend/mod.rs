@@ -5,6 +5,9 @@
 //! The data path (`ibv_poll_cq`, `ibv_start_poll`/`ibv_wc_read_*`, `ibv_req_notify_cq`,
 //! `ibv_post_*`) does not come through here: it calls the function pointers in the C structures
 //! (`ibv_context.ops`, `ibv_cq_ex`), which both backends fill, so that code is the same for both.
+//! Events do: `ibv_get_cq_event`/`ibv_ack_cq_events` on a completion channel's fd and
+//! `ibv_get_async_event`/`ibv_ack_async_event` on the context's async fd are libibverbs
+//! functions, not provider ops, so the software device answers them here.
 //!
 //! Every method is `unsafe`: the pointers passed must be live objects of the backend's context,
 //! and out-pointers must be valid for writes. Errors are errnos.
@@ -66,11 +69,33 @@ pub(crate) trait ControlPath: Sync {
         attr: *mut sys::ibv_cq_init_attr_ex,
     ) -> Result<NonNull<sys::ibv_cq_ex>, Errno>;
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno>;
+    /// `ibv_get_cq_event`: the CQ of the next completion event on `ch` and its `cq_context`.
+    /// Blocks unless the channel's fd is O_NONBLOCK (then EAGAIN when there is none).
+    unsafe fn get_cq_event(
+        &self,
+        ch: *mut sys::ibv_comp_channel,
+    ) -> Result<(NonNull<sys::ibv_cq>, *mut c_void), Errno>;
+    /// `ibv_ack_cq_events`.
+    unsafe fn ack_cq_events(&self, cq: *mut sys::ibv_cq, n: u32);
+    /// `ibv_get_async_event`: blocks unless the context's async fd is O_NONBLOCK.
+    unsafe fn get_async_event(
+        &self,
+        ctx: *mut sys::ibv_context,
+        out: *mut sys::ibv_async_event,
+    ) -> Result<(), Errno>;
+    /// `ibv_ack_async_event`.
+    unsafe fn ack_async_event(&self, ev: *mut sys::ibv_async_event);
     unsafe fn create_srq(
         &self,
         pd: *mut sys::ibv_pd,
         attr: *mut sys::ibv_srq_init_attr,
     ) -> Result<NonNull<sys::ibv_srq>, Errno>;
+    unsafe fn modify_srq(
+        &self,
+        srq: *mut sys::ibv_srq,
+        attr: *mut sys::ibv_srq_attr,
+        mask: i32,
+    ) -> Result<(), Errno>;
     unsafe fn query_srq(
         &self,
         srq: *mut sys::ibv_srq,

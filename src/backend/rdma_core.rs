@@ -117,8 +117,42 @@ impl ControlPath for RdmaCore {
         ptr(unsafe { crate::ffi::ibv_create_cq_ex(ctx, attr) }?)
     }
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
-        // SAFETY: live CQ (an extended CQ is passed through ibv_cq_ex_to_cq, a cast).
-        rc(unsafe { sys::ibv_destroy_cq(cq) })
+        // Async events (CQ_ERR) the typed layer still holds for this CQ are acked first:
+        // ibv_destroy_cq waits for them.
+        crate::event::destroying(cq.cast(), || {
+            // SAFETY: live CQ (an extended CQ is passed through ibv_cq_ex_to_cq, a cast).
+            rc(unsafe { sys::ibv_destroy_cq(cq) })
+        })
+    }
+    unsafe fn get_cq_event(
+        &self,
+        ch: *mut sys::ibv_comp_channel,
+    ) -> Result<(NonNull<sys::ibv_cq>, *mut c_void), Errno> {
+        let mut cq = std::ptr::null_mut();
+        let mut cq_context = std::ptr::null_mut();
+        // SAFETY: live channel; the out-pointers are valid for writes. It returns -1 with errno
+        // (the read of the fd failed, EAGAIN on an O_NONBLOCK fd with no event).
+        if unsafe { sys::ibv_get_cq_event(ch, &mut cq, &mut cq_context) } != 0 {
+            return Err(errno());
+        }
+        Ok((ptr(cq)?, cq_context))
+    }
+    unsafe fn ack_cq_events(&self, cq: *mut sys::ibv_cq, n: u32) {
+        // SAFETY: live CQ; the caller acks only events it got.
+        unsafe { sys::ibv_ack_cq_events(cq, n) }
+    }
+    unsafe fn get_async_event(
+        &self,
+        ctx: *mut sys::ibv_context,
+        out: *mut sys::ibv_async_event,
+    ) -> Result<(), Errno> {
+        // SAFETY: live context, `out` valid for writes.
+        rc(unsafe { sys::ibv_get_async_event(ctx, out) })
+    }
+    unsafe fn ack_async_event(&self, ev: *mut sys::ibv_async_event) {
+        // SAFETY: an event ibv_get_async_event returned, acked once; its object is live (its
+        // destroy waits for the ack).
+        unsafe { sys::ibv_ack_async_event(ev) }
     }
     unsafe fn create_srq(
         &self,
@@ -127,6 +161,15 @@ impl ControlPath for RdmaCore {
     ) -> Result<NonNull<sys::ibv_srq>, Errno> {
         // SAFETY: live PD, attr valid; libibverbs writes the actual values back into attr.
         ptr(unsafe { sys::ibv_create_srq(pd, attr) })
+    }
+    unsafe fn modify_srq(
+        &self,
+        srq: *mut sys::ibv_srq,
+        attr: *mut sys::ibv_srq_attr,
+        mask: i32,
+    ) -> Result<(), Errno> {
+        // SAFETY: live SRQ, attr valid for reads and writes.
+        rc(unsafe { sys::ibv_modify_srq(srq, attr, mask) })
     }
     unsafe fn query_srq(
         &self,
@@ -137,8 +180,11 @@ impl ControlPath for RdmaCore {
         rc(unsafe { sys::ibv_query_srq(srq, out) })
     }
     unsafe fn destroy_srq(&self, srq: *mut sys::ibv_srq) -> Result<(), Errno> {
-        // SAFETY: live SRQ.
-        rc(unsafe { sys::ibv_destroy_srq(srq) })
+        // As destroy_cq: ibv_destroy_srq waits for the acks of the SRQ's async events.
+        crate::event::destroying(srq.cast(), || {
+            // SAFETY: live SRQ.
+            rc(unsafe { sys::ibv_destroy_srq(srq) })
+        })
     }
     unsafe fn create_qp(
         &self,
@@ -178,8 +224,11 @@ impl ControlPath for RdmaCore {
         rc(unsafe { sys::ibv_query_gid(ctx, port, index, out) })
     }
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
-        // SAFETY: live QP.
-        rc(unsafe { sys::ibv_destroy_qp(qp) })
+        // As destroy_cq: ibv_destroy_qp waits for the acks of the QP's async events.
+        crate::event::destroying(qp.cast(), || {
+            // SAFETY: live QP.
+            rc(unsafe { sys::ibv_destroy_qp(qp) })
+        })
     }
     unsafe fn create_ah(
         &self,

@@ -7,6 +7,7 @@
 //! skips the consumer lock, as the flag promises ("no locking is required"). Head and tail are
 //! atomics, so the two sides meet only there.
 
+use super::events::EventCounts;
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
 use crate::cq::AnyCq;
@@ -41,6 +42,10 @@ pub(crate) struct Cqe {
     pub(super) completion_wallclock_ns: u64,
     pub(super) cvlan: u16,
     pub(super) flow_tag: u32,
+    /// Whether the completion satisfies a CQ armed for solicited completions only: on rxe, a
+    /// receive of a message sent with IBV_SEND_SOLICITED (its SE bit), and a receive flushed
+    /// without a message. Not part of `struct ibv_wc`.
+    pub(super) solicited: bool,
 }
 
 /// A completion to put into a software-device CQ with [`inject`]: what the device would write
@@ -146,6 +151,13 @@ impl InjectedCompletion {
         self.cqe.wc_flags |= 1 << 0;
         self
     }
+    /// Makes the completion solicited, as the receive of a message sent with
+    /// `IBV_SEND_SOLICITED` is: it raises a completion event on a CQ armed with
+    /// `req_notify(true)` (solicited only). Not visible in the completion itself.
+    pub fn solicited(mut self) -> Self {
+        self.cqe.solicited = true;
+        self
+    }
 }
 
 /// A software CQ. `ex` is first: a `*mut ibv_cq_ex` (or its `ibv_cq` prefix) of ours is a
@@ -169,10 +181,20 @@ pub(crate) struct SwCq {
     slots: Box<[UnsafeCell<Cqe>]>,
     /// QPs that use this CQ (send and receive counted apart).
     pub(crate) usecnt: AtomicU32,
+    /// `ibv_req_notify_cq`: [`DISARMED`], [`ARMED_NEXT`] or [`ARMED_SOLICITED`].
     armed: AtomicU32,
     overrun: AtomicBool,
     lost: AtomicU64,
+    /// Completion and async events of this CQ read and acked.
+    events: EventCounts,
 }
+
+/// Not armed: no completion event until `ibv_req_notify_cq`.
+const DISARMED: u32 = 0;
+/// Armed for the next completion (IB_CQ_NEXT_COMP).
+const ARMED_NEXT: u32 = 1;
+/// Armed for the next solicited completion (IB_CQ_SOLICITED).
+const ARMED_SOLICITED: u32 = 2;
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwCq, ex), 0);
 
 /// # Safety
@@ -292,9 +314,10 @@ pub(super) unsafe fn create(
         depth,
         slots,
         usecnt: AtomicU32::new(0),
-        armed: AtomicU32::new(0),
+        armed: AtomicU32::new(DISARMED),
         overrun: AtomicBool::new(false),
         lost: AtomicU64::new(0),
+        events: EventCounts::default(),
     });
     if !a.channel.is_null() {
         // SAFETY: checked above to be a live channel of this context.
@@ -318,6 +341,14 @@ pub(super) unsafe fn destroy(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
             // ibv_destroy_cq(3): "fails if any queue pair is still associated with this CQ".
             return Err(libc::EBUSY);
         }
+        // As the kernel: the CQ's events that were not read go; then, as libibverbs, wait
+        // until every event that was read is acked (forever if one never is: the typed layer
+        // acks the ones it holds first).
+        if !(*sw).channel.is_null() {
+            super::objects::forget_cq_events((*sw).channel, cq);
+        }
+        (*(*sw).ctx).forget_async_events(cq as usize);
+        (*sw).events.wait_balanced();
         if !(*sw).channel.is_null() {
             super::objects::channel_use((*sw).channel, -1);
         }
@@ -474,18 +505,33 @@ pub(super) unsafe extern "C" fn poll_cq(
     i
 }
 
-/// `ibv_context.ops.req_notify_cq`: arms the CQ (1: any completion, 2: solicited only).
+/// `ibv_context.ops.req_notify_cq`: arms the CQ for the next completion or the next solicited
+/// one. As rxe's: a CQ armed for the next completion stays so when it is armed again for a
+/// solicited one.
 pub(super) unsafe extern "C" fn req_notify_cq(
     ibcq: *mut sys::ibv_cq,
     solicited_only: c_int,
 ) -> c_int {
-    // SAFETY: a live CQ of this provider.
-    unsafe {
-        (*(ibcq as *mut SwCq))
-            .armed
-            .store(1 + (solicited_only != 0) as u32, Ordering::Release)
+    let arm = if solicited_only != 0 {
+        ARMED_SOLICITED
+    } else {
+        ARMED_NEXT
     };
+    // SAFETY: a live CQ of this provider.
+    let armed = unsafe { &(*(ibcq as *mut SwCq)).armed };
+    let _ = armed.fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| {
+        (a != ARMED_NEXT).then_some(arm)
+    });
     0
+}
+
+/// The read/ack counts of a software CQ's events.
+///
+/// # Safety
+/// `cq` is a live software CQ.
+pub(super) unsafe fn event_counts<'a>(cq: *mut sys::ibv_cq) -> &'a EventCounts {
+    // SAFETY: caller's contract.
+    unsafe { &(*(cq as *mut SwCq)).events }
 }
 
 /// Puts `completion` into `cq`, a CQ of the software device, as the device would after a work
@@ -539,11 +585,27 @@ pub(super) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
                 return Pushed::Lost;
             }
             (*sw).overrun.store(true, Ordering::Release);
+            // As rxe_cq_post: a full CQ raises IBV_EVENT_CQ_ERR (every time a completion finds
+            // it full) and the completion is lost.
+            (*(*sw).ctx).raise(sys::ibv_event_type::IBV_EVENT_CQ_ERR, cq as usize);
             return Pushed::Overrun;
         }
         *(*sw).slots[(tail & (*sw).mask) as usize].get() = *cqe;
         (*sw).tail.store(tail + 1, Ordering::Release);
         (*sw).producer.unlock();
+        // As rxe_cq_post: an armed CQ is disarmed by the completion that satisfies it, and the
+        // comp handler queues one event on the CQ's channel (none without a channel).
+        let armed = &(*sw).armed;
+        let a = armed.load(Ordering::Acquire);
+        let fires = a == ARMED_NEXT || (a == ARMED_SOLICITED && cqe.solicited);
+        if fires
+            && armed
+                .compare_exchange(a, DISARMED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            && !(*sw).channel.is_null()
+        {
+            super::objects::queue_cq_event((*sw).channel, cq);
+        }
     }
     Pushed::Stored
 }

@@ -21,8 +21,9 @@
 //!   completes with LOC_QP_OP_ERR. The local SGEs are checked against the MR table (a key that
 //!   names no region of the QP's PD: LOC_QP_OP_ERR; a range outside the region:
 //!   LOC_PROT_ERR). A UD message longer than the port MTU is not sent, and completes
-//!   successfully (C10-93.1.1). `IBV_SEND_SOLICITED` and `IBV_SEND_FENCE` change nothing (no
-//!   completion events are raised; requests are never reordered).
+//!   successfully (C10-93.1.1). `IBV_SEND_SOLICITED` sets the message's SE bit, which the
+//!   receive completion carries to its CQ (a CQ armed for solicited completions fires on it,
+//!   see `cq`); `IBV_SEND_FENCE` changes nothing (requests are never reordered).
 //! * **Delivery.** RC and UC go to the QP `dest_qp_num` names, UD to the request's
 //!   `remote_qpn` if its qkey matches; the destination must be of the same type and in RTR or
 //!   RTS. Otherwise UC and UD messages are dropped (the sender completes successfully) and an
@@ -46,6 +47,12 @@
 //!   and `IBV_WC_WITH_IMM` on both sides of a *_WITH_IMM request (the imm_data only on the
 //!   receiver's, as posted, in network order); a receive also has `IBV_WC_GRH` and, for UD,
 //!   src_qp. A failed completion has only wr_id, status and qp_num.
+//! * **Full CQs.** A completion that finds its CQ full is lost and raises IBV_EVENT_CQ_ERR
+//!   (each time), as rxe_cq_post does. A lost requester completion changes nothing else. A lost
+//!   receive completion is class G: the responder moves to ERR (its receives are flushed into
+//!   the same full CQ), an RC request is never acknowledged and waits (UC and UD complete).
+//!   rxe raises no QP async event for any error (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR are never
+//!   seen on rxe0), and neither does the software device.
 //! * **Errors.** A failed send completion moves its QP to ERR. A QP in ERR flushes every
 //!   request it holds and every one posted later (WR_FLUSH_ERR, signaled or not); its posted
 //!   receives are flushed when it enters ERR, and one posted while in ERR stays posted without a
@@ -80,6 +87,7 @@ use sys::ibv_wr_opcode::*;
 
 // enum ibv_send_flags
 const SEND_SIGNALED: u32 = 1 << 1;
+const SEND_SOLICITED: u32 = 1 << 2;
 const SEND_INLINE: u32 = 1 << 3;
 // enum ibv_wc_flags
 const WC_GRH: u32 = 1 << 0;
@@ -107,6 +115,9 @@ pub(super) struct SendWqe {
     wr_id: u64,
     opcode: u32,
     signaled: bool,
+    /// `IBV_SEND_SOLICITED`: the message's SE bit, which makes its receive completion wake a
+    /// CQ armed for solicited completions.
+    solicited: bool,
     /// Immediate data, network byte order, as posted.
     imm: u32,
     sges: Vec<sys::ibv_sge>,
@@ -346,6 +357,7 @@ impl SendWqe {
             wr_id: w.wr_id,
             opcode: w.opcode,
             signaled: w.send_flags & SEND_SIGNALED != 0 || qp.sq_sig_all != 0,
+            solicited: w.send_flags & SEND_SOLICITED != 0,
             // SAFETY: a plain u32 either way.
             imm: unsafe { w.imm_data_invalidated_rkey_union.imm_data },
             sges,
@@ -378,6 +390,10 @@ enum Step<'g> {
     },
     /// The request stays at the head of the send queue until QP `n` is kicked.
     Wait(u32),
+    /// The responder's receive completion found its CQ full (class G): the completion is lost,
+    /// the responder moves to ERR, and the RC request, never acknowledged, waits for it (as
+    /// `Wait`); a UC or UD request completes.
+    Overflowed(&'g SwQp),
 }
 
 impl Step<'_> {
@@ -448,6 +464,22 @@ impl<'g> Run<'g> {
                 return;
             }
             match self.execute(qp, &w) {
+                Step::Overflowed(responder) if qp.qpt() == IBV_QPT_RC => {
+                    {
+                        let mut q = qp.queues.lock();
+                        q.sq.push_front(w);
+                        q.blocked_on = Some(responder.ibv.qp_num);
+                    }
+                    to_error(responder);
+                    return;
+                }
+                Step::Overflowed(responder) => {
+                    qp.queues.lock().blocked_on = None;
+                    if w.signaled {
+                        send_completion(qp, &w, IBV_WC_SUCCESS);
+                    }
+                    to_error(responder);
+                }
                 Step::Wait(n) => {
                     let mut q = qp.queues.lock();
                     q.sq.push_front(w);
@@ -587,7 +619,7 @@ impl<'g> Run<'g> {
                 };
                 if scatter(dest, &recv.sges, &data).is_err() {
                     // A malformed receive (class A): the responder moves to ERR.
-                    recv_failure(dest, recv.wr_id, IBV_WC_LOC_QP_OP_ERR);
+                    recv_failure(dest, recv.wr_id, IBV_WC_LOC_QP_OP_ERR, w.solicited);
                     let status = match qpt {
                         IBV_QPT_RC => IBV_WC_REM_OP_ERR,
                         _ => IBV_WC_SUCCESS,
@@ -598,7 +630,9 @@ impl<'g> Run<'g> {
                     };
                 }
                 let src_qp = if qpt == IBV_QPT_UD { qp.ibv.qp_num } else { 0 };
-                recv_success(dest, &recv, w, IBV_WC_RECV, data.len() as u32, src_qp);
+                if !recv_success(dest, &recv, w, IBV_WC_RECV, data.len() as u32, src_qp) {
+                    return Step::Overflowed(dest);
+                }
                 Step::ok()
             }
             IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => {
@@ -621,7 +655,7 @@ impl<'g> Run<'g> {
                             return Step::ok();
                         }
                         if let Some(r) = recv {
-                            recv_failure(dest, r.wr_id, IBV_WC_REM_ACCESS_ERR);
+                            recv_failure(dest, r.wr_id, IBV_WC_REM_ACCESS_ERR, w.solicited);
                         }
                         return refuse(IBV_WC_REM_ACCESS_ERR);
                     };
@@ -630,7 +664,9 @@ impl<'g> Run<'g> {
                     unsafe { ptr::copy(payload.as_ptr(), p, payload.len()) };
                 }
                 if let Some(r) = recv {
-                    recv_success(dest, &r, w, IBV_WC_RECV_RDMA_WITH_IMM, len as u32, 0);
+                    if !recv_success(dest, &r, w, IBV_WC_RECV_RDMA_WITH_IMM, len as u32, 0) {
+                        return Step::Overflowed(dest);
+                    }
                 }
                 Step::ok()
             }
@@ -715,10 +751,20 @@ fn grh(w: &SendWqe, payload: usize) -> Vec<u8> {
     h
 }
 
-/// The next receive of `qp` (its SRQ's, or its own).
+/// The next receive of `qp` (its SRQ's, or its own). Taking one from an SRQ may raise its
+/// limit event.
 fn take_recv(qp: &SwQp) -> Option<RecvWqe> {
     match qp.srq() {
-        Some(s) => s.rq.lock().pop_front(),
+        Some(s) => {
+            let (r, left) = {
+                let mut rq = s.rq.lock();
+                (rq.pop_front(), rq.len())
+            };
+            if r.is_some() {
+                s.taken(left);
+            }
+            r
+        }
         None => qp.queues.lock().rq.pop_front(),
     }
 }
@@ -731,10 +777,12 @@ fn give_back(qp: &SwQp, r: RecvWqe) {
     }
 }
 
-fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) {
+/// Writes a completion; false if the CQ was full (and not IGNORE_OVERRUN), which raised
+/// IBV_EVENT_CQ_ERR.
+fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> bool {
     // SAFETY: a live QP's CQs are live. A full CQ overruns (or counts the loss), as the
     // injection hook shows; the completion is lost either way, as on rxe.
-    let _ = unsafe { cq::push(cq, cqe) };
+    !matches!(unsafe { cq::push(cq, cqe) }, cq::Pushed::Overrun)
 }
 
 /// The sender's completion of `w`: for a failure only wr_id, status and qp_num.
@@ -758,22 +806,25 @@ fn send_completion(qp: &SwQp, w: &SendWqe, status: u32) {
             e.wc_flags = WC_WITH_IMM;
         }
     }
-    push(qp.ibv.send_cq, &e);
+    // A requester's completion lost to a full CQ changes nothing else (rxe ignores it).
+    let _ = push(qp.ibv.send_cq, &e);
 }
 
 /// A failed (or flushed) receive of `qp`.
-fn recv_failure(qp: &SwQp, wr_id: u64, status: u32) {
+fn recv_failure(qp: &SwQp, wr_id: u64, status: u32, solicited: bool) {
     let e = Cqe {
         wr_id,
         status,
         qp_num: qp.ibv.qp_num,
+        solicited,
         ..Cqe::default()
     };
-    push(qp.ibv.recv_cq, &e);
+    // A failed receive moves (or has moved) the QP to ERR anyway.
+    let _ = push(qp.ibv.recv_cq, &e);
 }
 
-/// A receive of `qp` that took `len` bytes of request `w`.
-fn recv_success(qp: &SwQp, r: &RecvWqe, w: &SendWqe, opcode: u32, len: u32, src_qp: u32) {
+/// A receive of `qp` that took `len` bytes of request `w`; false if its CQ was full.
+fn recv_success(qp: &SwQp, r: &RecvWqe, w: &SendWqe, opcode: u32, len: u32, src_qp: u32) -> bool {
     let mut e = Cqe {
         wr_id: r.wr_id,
         status: IBV_WC_SUCCESS,
@@ -782,13 +833,14 @@ fn recv_success(qp: &SwQp, r: &RecvWqe, w: &SendWqe, opcode: u32, len: u32, src_
         qp_num: qp.ibv.qp_num,
         src_qp,
         wc_flags: WC_GRH,
+        solicited: w.solicited,
         ..Cqe::default()
     };
     if w.has_imm() {
         e.wc_flags |= WC_WITH_IMM;
         e.imm_or_inv = w.imm;
     }
-    push(qp.ibv.recv_cq, &e);
+    push(qp.ibv.recv_cq, &e)
 }
 
 /// Moves `qp` to ERR (after an error completion) and flushes it.
@@ -806,7 +858,8 @@ fn flush(qp: &SwQp) {
         (std::mem::take(&mut q.rq), std::mem::take(&mut q.sq))
     };
     for r in rq {
-        recv_failure(qp, r.wr_id, IBV_WC_WR_FLUSH_ERR);
+        // rxe completes a flushed receive as solicited (there is no packet to say otherwise).
+        recv_failure(qp, r.wr_id, IBV_WC_WR_FLUSH_ERR, true);
     }
     for w in sq {
         send_completion(qp, &w, IBV_WC_WR_FLUSH_ERR);

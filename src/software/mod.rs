@@ -19,6 +19,7 @@
 
 mod cq;
 mod data;
+mod events;
 mod objects;
 
 pub use cq::{has_overrun, inject, lost_completions, InjectedCompletion};
@@ -237,6 +238,10 @@ pub(crate) struct SwContext {
     next_handle: AtomicU32,
     /// Registered memory by key (lkey = rkey, as rxe's MRs): where data movement looks.
     pub(crate) mrs: RwLock<std::collections::HashMap<u32, objects::MrEntry>>,
+    /// The async events not yet read; its eventfd is `ibv.async_fd`. `None` if no eventfd could
+    /// be made when the context was opened: then `async_fd` is -1 and reading fails with EBADF,
+    /// as reading fd -1 would.
+    async_events: Option<events::EventQueue<events::AsyncItem>>,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwContext, ibv), 0);
 
@@ -265,7 +270,8 @@ pub(crate) fn open(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
     let mut ibv: sys::ibv_context = unsafe { std::mem::zeroed() };
     ibv.device = dev.ibv_device();
     ibv.cmd_fd = -1;
-    ibv.async_fd = -1;
+    let async_events = events::EventQueue::new().ok();
+    ibv.async_fd = async_events.as_ref().map_or(-1, |q| q.raw_fd());
     ibv.num_comp_vectors = dev.config.num_comp_vectors as i32;
     ibv.ops.poll_cq = Some(cq::poll_cq);
     ibv.ops.req_notify_cq = Some(cq::req_notify_cq);
@@ -278,6 +284,7 @@ pub(crate) fn open(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
         live: Counters::default(),
         next_handle: AtomicU32::new(1),
         mrs: RwLock::new(Default::default()),
+        async_events,
     });
     let raw = Box::into_raw(ctx) as *mut sys::ibv_context;
     contexts().write().insert(raw as usize);
@@ -298,6 +305,43 @@ impl SwContext {
     }
     fn handle(&self) -> u32 {
         self.next_handle.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Raises the async event `ty` on `element` (an object of this context, or a port): it
+    /// waits in the context's queue until `ibv_get_async_event` reads it.
+    pub(crate) fn raise(&self, ty: sys::ibv_event_type, element: usize) {
+        if let Some(q) = &self.async_events {
+            q.push(events::AsyncItem { ty, element });
+        }
+    }
+
+    /// Drops the unread async events of `element` (an object being destroyed), as the kernel
+    /// does when it destroys an object.
+    pub(crate) fn forget_async_events(&self, element: usize) {
+        if let Some(q) = &self.async_events {
+            q.remove(|e| {
+                e.element == element && events::element_of(e.ty) != events::Element::Other
+            });
+        }
+    }
+}
+
+/// The read/ack counts of the object an async event names, if it names one.
+///
+/// # Safety
+/// The object is live.
+unsafe fn event_counts<'a>(
+    ty: sys::ibv_event_type,
+    element: usize,
+) -> Option<&'a events::EventCounts> {
+    // SAFETY: caller's contract: the element is a live object of the kind its type names.
+    unsafe {
+        match events::element_of(ty) {
+            events::Element::Cq => Some(cq::event_counts(element as *mut sys::ibv_cq)),
+            events::Element::Qp => Some(objects::qp_event_counts(element as *mut sys::ibv_qp)),
+            events::Element::Srq => Some(objects::srq_event_counts(element as *mut sys::ibv_srq)),
+            events::Element::Other => None,
+        }
     }
 }
 
@@ -499,8 +543,83 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
+        // Async events the typed layer holds for the CQ are acked first: destroy waits for them.
+        crate::event::destroying(cq.cast(), || {
+            // SAFETY: live CQ.
+            unsafe { cq::destroy(cq) }
+        })
+    }
+
+    unsafe fn get_cq_event(
+        &self,
+        ch: *mut sys::ibv_comp_channel,
+    ) -> Result<(NonNull<sys::ibv_cq>, *mut c_void), Errno> {
+        // SAFETY: live channel.
+        unsafe { objects::get_cq_event(ch) }
+    }
+
+    unsafe fn ack_cq_events(&self, cq: *mut sys::ibv_cq, n: u32) {
         // SAFETY: live CQ.
-        unsafe { cq::destroy(cq) }
+        unsafe { cq::event_counts(cq) }.ack_comp(n)
+    }
+
+    unsafe fn get_async_event(
+        &self,
+        ctx: *mut sys::ibv_context,
+        out: *mut sys::ibv_async_event,
+    ) -> Result<(), Errno> {
+        // SAFETY: live context.
+        let c = unsafe { sw_context(ctx) };
+        let q = c.async_events.as_ref().ok_or(libc::EBADF)?;
+        // An object's queued events are dropped, under the queue's lock, before it is
+        // destroyed; so the element of a queued event is live when it is read, and counting it
+        // as read makes its destroy wait for the ack.
+        let e = q.pop(|e| {
+            // SAFETY: as just said.
+            if let Some(n) = unsafe { event_counts(e.ty, e.element) } {
+                n.async_read()
+            }
+        })?;
+        let element = match events::element_of(e.ty) {
+            events::Element::Cq => sys::ibv_async_event_element_t {
+                cq: e.element as *mut sys::ibv_cq,
+            },
+            events::Element::Qp => sys::ibv_async_event_element_t {
+                qp: e.element as *mut sys::ibv_qp,
+            },
+            events::Element::Srq => sys::ibv_async_event_element_t {
+                srq: e.element as *mut sys::ibv_srq,
+            },
+            events::Element::Other => sys::ibv_async_event_element_t {
+                port_num: e.element as i32,
+            },
+        };
+        // SAFETY: `out` valid for writes (caller's contract).
+        unsafe {
+            out.write(sys::ibv_async_event {
+                element,
+                event_type: e.ty,
+            })
+        };
+        Ok(())
+    }
+
+    unsafe fn ack_async_event(&self, ev: *mut sys::ibv_async_event) {
+        // SAFETY: an event get_async_event returned, not yet acked: its object is live (its
+        // destroy waits for this ack), and the union member read is the one written for the
+        // event's type.
+        unsafe {
+            let ty = (*ev).event_type;
+            let element = match events::element_of(ty) {
+                events::Element::Cq => (*ev).element.cq as usize,
+                events::Element::Qp => (*ev).element.qp as usize,
+                events::Element::Srq => (*ev).element.srq as usize,
+                events::Element::Other => return,
+            };
+            if let Some(n) = event_counts(ty, element) {
+                n.ack_async()
+            }
+        }
     }
 
     unsafe fn create_srq(
@@ -510,6 +629,16 @@ impl ControlPath for Software {
     ) -> Result<NonNull<sys::ibv_srq>, Errno> {
         // SAFETY: live PD, attr valid.
         unsafe { objects::create_srq(pd, attr) }
+    }
+
+    unsafe fn modify_srq(
+        &self,
+        srq: *mut sys::ibv_srq,
+        attr: *mut sys::ibv_srq_attr,
+        mask: i32,
+    ) -> Result<(), Errno> {
+        // SAFETY: live SRQ, attr valid.
+        unsafe { objects::modify_srq(srq, attr, mask) }
     }
 
     unsafe fn query_srq(
@@ -522,8 +651,10 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_srq(&self, srq: *mut sys::ibv_srq) -> Result<(), Errno> {
-        // SAFETY: live SRQ.
-        unsafe { objects::destroy_srq(srq) }
+        crate::event::destroying(srq.cast(), || {
+            // SAFETY: live SRQ.
+            unsafe { objects::destroy_srq(srq) }
+        })
     }
 
     unsafe fn create_qp(
@@ -572,8 +703,10 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
-        // SAFETY: live QP.
-        unsafe { objects::destroy_qp(qp) }
+        crate::event::destroying(qp.cast(), || {
+            // SAFETY: live QP.
+            unsafe { objects::destroy_qp(qp) }
+        })
     }
 
     unsafe fn create_ah(

@@ -1,13 +1,13 @@
 //! The software device's PDs, parent domains, completion channels, SRQs and QPs.
 
 use super::data::{self, Queues, RecvWqe};
+use super::events::{EventCounts, EventQueue};
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
 use crate::ffi::sys;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::raw::c_int;
+use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -229,12 +229,13 @@ pub(super) unsafe fn destroy_ah(ah: *mut sys::ibv_ah) -> Result<(), Errno> {
     Ok(())
 }
 
-/// A completion channel: its fd is an eventfd.
+/// A completion channel: its fd is the eventfd of its queue of completion events (the
+/// addresses of the CQs they are for).
 #[repr(C)]
 struct SwChannel {
     ibv: sys::ibv_comp_channel,
     ctx: *mut SwContext,
-    fd: OwnedFd,
+    events: EventQueue<usize>,
     usecnt: AtomicU32,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwChannel, ibv), 0);
@@ -246,24 +247,16 @@ pub(super) unsafe fn create_comp_channel(
 ) -> Result<NonNull<sys::ibv_comp_channel>, Errno> {
     // SAFETY: caller's contract.
     let c = unsafe { sw_context(ctx) };
-    // SAFETY: plain syscall; the result is checked before use.
-    let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    if raw < 0 {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EMFILE));
-    }
-    // SAFETY: `raw` is a fresh fd that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    take(&c.live.comp_channels, c.config().max_objects)?; // on error `fd` is closed by its drop
+    let events = EventQueue::new()?;
+    take(&c.live.comp_channels, c.config().max_objects)?; // on error the eventfd is closed
     let ch = Box::new(SwChannel {
         ibv: sys::ibv_comp_channel {
             context: ctx,
-            fd: raw,
+            fd: events.raw_fd(),
             refcnt: 0,
         },
         ctx: ctx as *mut SwContext,
-        fd,
+        events,
         usecnt: AtomicU32::new(0),
     });
     // SAFETY: Box::into_raw is never null; `ibv` is at offset 0.
@@ -275,6 +268,47 @@ pub(super) unsafe fn create_comp_channel(
 pub(super) unsafe fn channel_use(ch: *mut sys::ibv_comp_channel, delta: i32) {
     // SAFETY: caller's contract.
     adjust(unsafe { &(*(ch as *mut SwChannel)).usecnt }, delta)
+}
+
+/// Queues a completion event for `cq` on its channel `ch` (rxe's comp handler).
+///
+/// # Safety
+/// `ch` live software channel, `cq` a live CQ of it.
+pub(super) unsafe fn queue_cq_event(ch: *mut sys::ibv_comp_channel, cq: *mut sys::ibv_cq) {
+    // SAFETY: caller's contract.
+    unsafe { (*(ch as *mut SwChannel)).events.push(cq as usize) }
+}
+
+/// Drops the completion events of `cq` not yet read from `ch` (the CQ is being destroyed).
+///
+/// # Safety
+/// `ch` live software channel.
+pub(super) unsafe fn forget_cq_events(ch: *mut sys::ibv_comp_channel, cq: *mut sys::ibv_cq) {
+    // SAFETY: caller's contract.
+    unsafe {
+        (*(ch as *mut SwChannel))
+            .events
+            .remove(|&e| e == cq as usize)
+    }
+}
+
+/// `ibv_get_cq_event`: the next event's CQ and its `cq_context`, counted as read.
+///
+/// # Safety
+/// `ch` live software channel.
+pub(super) unsafe fn get_cq_event(
+    ch: *mut sys::ibv_comp_channel,
+) -> Result<(NonNull<sys::ibv_cq>, *mut c_void), Errno> {
+    // SAFETY: caller's contract. A queued event's CQ is live: its destroy drops its events
+    // from the queue under the queue's lock before it goes, and counting the event as read
+    // under that lock makes the destroy wait for its ack.
+    unsafe {
+        let cq = (*(ch as *mut SwChannel))
+            .events
+            .pop(|&cq| super::cq::event_counts(cq as *mut sys::ibv_cq).comp_read())?
+            as *mut sys::ibv_cq;
+        Ok((NonNull::new_unchecked(cq), (*cq).cq_context))
+    }
 }
 
 /// # Safety
@@ -303,8 +337,42 @@ pub(super) struct SwSrq {
     usecnt: AtomicU32,
     /// The posted receives.
     pub(super) rq: Mutex<VecDeque<RecvWqe>>,
+    /// Async events of this SRQ read and acked.
+    events: EventCounts,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwSrq, ibv), 0);
+
+impl SwSrq {
+    /// Called after a receive was taken from the SRQ, with the number left: as rxe's
+    /// get_srq_wqe, an armed limit that the count fell below is disarmed and raises
+    /// IBV_EVENT_SRQ_LIMIT_REACHED.
+    pub(super) fn taken(&self, left: usize) {
+        let fire = {
+            let mut a = self.attr.lock();
+            let fire = a.srq_limit != 0 && left < a.srq_limit as usize;
+            if fire {
+                a.srq_limit = 0;
+            }
+            fire
+        };
+        if fire {
+            // SAFETY: a live SRQ's context is live.
+            unsafe { &*self.ctx }.raise(
+                sys::ibv_event_type::IBV_EVENT_SRQ_LIMIT_REACHED,
+                self as *const SwSrq as usize,
+            );
+        }
+    }
+}
+
+/// The read/ack counts of a software SRQ's async events.
+///
+/// # Safety
+/// `srq` live software SRQ.
+pub(super) unsafe fn srq_event_counts<'a>(srq: *mut sys::ibv_srq) -> &'a EventCounts {
+    // SAFETY: caller's contract.
+    unsafe { &(*(srq as *mut SwSrq)).events }
+}
 
 /// # Safety
 /// `pd` live software PD; `attr` valid for reads and writes.
@@ -342,6 +410,7 @@ pub(super) unsafe fn create_srq(
         attr: Mutex::new(queried),
         usecnt: AtomicU32::new(0),
         rq: Mutex::new(VecDeque::new()),
+        events: EventCounts::default(),
     });
     // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
     Ok(unsafe { NonNull::new_unchecked(Box::into_raw(srq) as *mut sys::ibv_srq) })
@@ -358,6 +427,59 @@ pub(super) unsafe fn query_srq(
     Ok(())
 }
 
+/// `enum ibv_srq_attr_mask`.
+const SRQ_MAX_WR: i32 = 1 << 0;
+const SRQ_LIMIT: i32 = 1 << 1;
+
+/// `ibv_modify_srq`, as rxe's (rxe_srq_chk_attr, rxe_srq_from_attr): `srq_limit` up to the
+/// ring's size arms the limit event (0 disarms it); `max_wr` resizes the ring, which must
+/// still hold the receives posted and stay at or above an armed limit.
+///
+/// # Safety
+/// `srq` live software SRQ; `attr` readable.
+pub(super) unsafe fn modify_srq(
+    srq: *mut sys::ibv_srq,
+    attr: *mut sys::ibv_srq_attr,
+    mask: i32,
+) -> Result<(), Errno> {
+    // SAFETY: caller's contract.
+    let (sw, a) = unsafe { (&*(srq as *const SwSrq), *attr) };
+    if mask & !(SRQ_MAX_WR | SRQ_LIMIT) != 0 {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: a live SRQ's context is live.
+    let max_srq_wr = unsafe { &*sw.ctx }.config().max_srq_wr;
+    // Receives are taken under the fabric lock: the ring does not change while this looks.
+    let _fabric = data::lock();
+    let posted = sw.rq.lock().len();
+    let mut cur = sw.attr.lock();
+    let ring = if mask & SRQ_MAX_WR != 0 {
+        let limit = if mask & SRQ_LIMIT != 0 {
+            a.srq_limit
+        } else {
+            cur.srq_limit
+        };
+        if a.max_wr == 0 || a.max_wr > max_srq_wr || (limit != 0 && a.max_wr < limit) {
+            return Err(libc::EINVAL);
+        }
+        let ring = rxe_round(a.max_wr);
+        if (ring as usize) < posted {
+            return Err(libc::EINVAL);
+        }
+        ring
+    } else {
+        cur.max_wr
+    };
+    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > ring) {
+        return Err(libc::EINVAL);
+    }
+    cur.max_wr = ring;
+    if mask & SRQ_LIMIT != 0 {
+        cur.srq_limit = a.srq_limit;
+    }
+    Ok(())
+}
+
 /// # Safety
 /// `srq` live software SRQ.
 pub(super) unsafe fn destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
@@ -368,6 +490,9 @@ pub(super) unsafe fn destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
             // ibv_destroy_srq(3): "fails if any queue pair is still associated with this SRQ".
             return Err(libc::EBUSY);
         }
+        // No QP uses it, so no new event can come: drop the unread ones, wait for the acks.
+        (*(*sw).ctx).forget_async_events(sw as usize);
+        (*sw).events.wait_balanced();
         pd_use((*sw).ibv.pd, -1);
         give(&(*(*sw).ctx).live.srqs);
         drop(Box::from_raw(sw));
@@ -389,8 +514,19 @@ pub(super) struct SwQp {
     pub(super) attr: Mutex<sys::ibv_qp_attr>,
     /// The send and receive queues (see `data`).
     pub(super) queues: Mutex<Queues>,
+    /// Async events of this QP read and acked.
+    events: EventCounts,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwQp, ibv), 0);
+
+/// The read/ack counts of a software QP's async events.
+///
+/// # Safety
+/// `qp` live software QP.
+pub(super) unsafe fn qp_event_counts<'a>(qp: *mut sys::ibv_qp) -> &'a EventCounts {
+    // SAFETY: caller's contract.
+    unsafe { &(*(qp as *mut SwQp)).events }
+}
 
 /// # Safety
 /// `pd` live software PD; `attr` valid for reads and writes; its CQs and SRQ live objects of
@@ -496,6 +632,7 @@ pub(super) unsafe fn create_qp(
         // SAFETY: plain C data; state RESET is 0.
         attr: Mutex::new(unsafe { std::mem::zeroed() }),
         queues: Mutex::new(Queues::default()),
+        events: EventCounts::default(),
     });
     let raw = Box::into_raw(qp);
     // From now on other QPs can find it by number.
@@ -744,14 +881,29 @@ unsafe fn modify_attr(
 /// `qp` live software QP.
 pub(super) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
     let sw = qp as *mut SwQp;
-    let mut fabric = data::lock();
+    // SAFETY: caller's contract.
+    if !unsafe { (*sw).mcast.lock().is_empty() } {
+        // ibv_create_qp(3): "ibv_destroy_qp() fails if the QP is attached to a multicast group".
+        return Err(libc::EBUSY);
+    }
+    // The QP's async events (the device raises none today, as rxe raises none, but
+    // ibv_async_event can name a QP): the unread ones go, and the destroy waits until the ones
+    // read are acked (as libibverbs'). The data path would raise them under the fabric lock,
+    // so once they are dropped with that lock held no new one can come; the wait itself is
+    // done without it, so that whoever holds an event is not stopped from acking it.
+    let mut fabric = loop {
+        // SAFETY: caller's contract.
+        let (c, counts) = unsafe { (&*(*sw).ctx, &(*sw).events) };
+        c.forget_async_events(sw as usize);
+        counts.wait_balanced();
+        let fabric = data::lock();
+        c.forget_async_events(sw as usize);
+        if counts.balanced() {
+            break fabric;
+        }
+    };
     // SAFETY: caller's contract.
     unsafe {
-        if !(*sw).mcast.lock().is_empty() {
-            // ibv_create_qp(3): "ibv_destroy_qp() fails if the QP is attached to a multicast
-            // group".
-            return Err(libc::EBUSY);
-        }
         // Out of the registry (under the fabric lock) before it is freed: no transfer can
         // reach it any more. Requests it had queued go with it, without completions.
         fabric.unregister((*sw).ibv.qp_num);

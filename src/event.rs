@@ -1,0 +1,823 @@
+//! Events: completion events from a [`CompChannel`](crate::CompChannel) and async events from a
+//! [`Context`]'s async fd, each typed, each acknowledged exactly once.
+//!
+//! # Completion events
+//!
+//! A CQ created with a channel and armed with `req_notify` puts one event on the channel when
+//! a completion (or, armed with `solicited_only`, a solicited or failed one) arrives.
+//! [`CompChannel::get_cq_event`](crate::CompChannel::get_cq_event) (blocking) and
+//! [`try_get_cq_event`](crate::CompChannel::try_get_cq_event) (`None` when there is none) return
+//! it as a [`CqEvent`]: [`CqEvent::is_for`] tells which CQ it is for, and
+//! [`CqEvent::user_context`] gives that CQ's typed user context.
+//!
+//! "All completion events that ibv_get_cq_event() returns must be acknowledged using
+//! ibv_ack_cq_events()", and `ibv_destroy_cq` waits until they are. Here a [`CqEvent`] acks
+//! itself when dropped; [`EventAcks`] collects events and acks each CQ's with one
+//! `ibv_ack_cq_events(cq, n)` ("this verb takes a mutex, so it is better to ack many events at
+//! once"). Destroying a CQ first acks every event of it that is still held (in a `CqEvent` or
+//! an `EventAcks`, on any thread), so holding one can never hang the destroy; a held event
+//! then acks nothing when it goes.
+//!
+//! # Async events
+//!
+//! [`Context::get_async_event`] and [`Context::try_get_async_event`] return an
+//! [`AsyncEventGuard`], which derefs to the typed [`AsyncEvent`] and calls
+//! `ibv_ack_async_event` when dropped. `ibv_destroy_qp`, `ibv_destroy_cq` and `ibv_destroy_srq`
+//! wait for the acks of their object's events; as above, destroying the object acks the events
+//! of it that are still held first.
+//!
+//! Both fds can be watched with poll/epoll: the channel through
+//! [`AsFd`](std::os::fd::AsFd), the context through [`Context::async_fd`].
+
+use crate::backend;
+use crate::cq::AnyCq;
+use crate::cq_ex::WcFlags;
+use crate::error::{Error, Result, Verb};
+use crate::ffi::sys;
+use crate::qp::{QpType, RecvSide};
+use crate::qp_state::QpState;
+use crate::{Context, Cq, CqEx, Qp, Srq, Threading};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+use std::sync::{Arc, OnceLock};
+
+// ---------------------------------------------------------------------------------------------
+// Completion events
+// ---------------------------------------------------------------------------------------------
+
+/// The acknowledgement state of one CQ's completion events, shared by the CQ (at the head of
+/// its `cq_context`, see [`CqMeta`](crate::cq::CqMeta)) and every event of it still held.
+pub(crate) struct CqAcks {
+    state: Mutex<AckState>,
+}
+
+struct AckState {
+    /// Events got and not acked yet (fungible: an ack is a count, not an identity).
+    unacked: u64,
+    /// Set while the CQ is being destroyed, and for good once it is: nothing acks any more
+    /// (the destroy acked everything held), and an event got meanwhile is acked at once.
+    closing: bool,
+}
+
+impl CqAcks {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(CqAcks {
+            state: Mutex::new(AckState {
+                unacked: 0,
+                closing: false,
+            }),
+        })
+    }
+
+    /// An event of `cq` was got: counted, or acked at once if the CQ is being destroyed.
+    ///
+    /// # Safety
+    /// `cq` is the live CQ of these acks, with this event got and not acked.
+    unsafe fn got(&self, cq: *mut sys::ibv_cq) {
+        let mut st = self.state.lock();
+        if st.closing {
+            // SAFETY: the destroy in progress waits for this ack, so the CQ is live.
+            unsafe { ack_cq(cq, 1) };
+        } else {
+            st.unacked += 1;
+        }
+    }
+
+    /// Acks up to `n` events of `cq`, unless the CQ is being (or was) destroyed.
+    ///
+    /// # Safety
+    /// `cq` is the CQ of these acks (live unless `closing`, which is checked under the lock).
+    unsafe fn ack(&self, cq: *mut sys::ibv_cq, n: u64) {
+        let mut st = self.state.lock();
+        let k = n.min(st.unacked);
+        if st.closing || k == 0 {
+            return;
+        }
+        // SAFETY: not closing, so the CQ is live (its destroy sets `closing` under this lock
+        // first); `k` events were got and not acked.
+        unsafe { ack_cq(cq, k) };
+        st.unacked -= k;
+    }
+
+    /// Before `ibv_destroy_cq`: acks every event still held and stops later acks.
+    ///
+    /// # Safety
+    /// `cq` is the live CQ of these acks.
+    pub(crate) unsafe fn close(&self, cq: *mut sys::ibv_cq) {
+        let mut st = self.state.lock();
+        if st.unacked > 0 {
+            // SAFETY: caller's contract; that many events were got and not acked.
+            unsafe { ack_cq(cq, st.unacked) };
+            st.unacked = 0;
+        }
+        st.closing = true;
+    }
+
+    /// After a failed `ibv_destroy_cq`: the CQ lives on, and events ack again.
+    pub(crate) fn reopen(&self) {
+        self.state.lock().closing = false;
+    }
+}
+
+/// `ibv_ack_cq_events(cq, n)`, in chunks of `u32::MAX`.
+///
+/// # Safety
+/// `cq` is live, with at least `n` events got and not acked.
+unsafe fn ack_cq(cq: *mut sys::ibv_cq, mut n: u64) {
+    while n > 0 {
+        let k = n.min(u32::MAX as u64) as u32;
+        // SAFETY: caller's contract.
+        unsafe { backend::of((*cq).context).ack_cq_events(cq, k) };
+        n -= u64::from(k);
+    }
+}
+
+/// The acks of the CQ whose `cq_context` is `cq_context`.
+///
+/// # Safety
+/// `cq_context` is the context of a live CQ made by this crate's builders: a `CqMeta`, whose
+/// first field is the `Arc<CqAcks>` (`#[repr(C)]`).
+unsafe fn acks_of<'a>(cq_context: *mut c_void) -> &'a Arc<CqAcks> {
+    // SAFETY: caller's contract.
+    unsafe { &*(cq_context as *const Arc<CqAcks>) }
+}
+
+/// A completion event: the CQ it is for had a completion after it was armed. Acked
+/// (`ibv_ack_cq_events(cq, 1)`) when dropped, or with others by [`EventAcks`].
+///
+/// The CQ must be armed again (`req_notify`) for its next event, and polled: the event says
+/// only that there is something to poll.
+pub struct CqEvent<'ch> {
+    cq: NonNull<sys::ibv_cq>,
+    acks: Arc<CqAcks>,
+    _ch: PhantomData<&'ch ()>,
+}
+
+// SAFETY: the event compares pointers and acks through `CqAcks`, whose lock makes the ack safe
+// from any thread (ibv_ack_cq_events takes the CQ's mutex).
+unsafe impl Send for CqEvent<'_> {}
+// SAFETY: as above; `&CqEvent` only compares pointers.
+unsafe impl Sync for CqEvent<'_> {}
+
+impl<'ch> CqEvent<'ch> {
+    /// Makes the typed event of `cq` (with `cq_context`), just got from a channel.
+    ///
+    /// # Safety
+    /// `cq` is a live CQ made by this crate's builders, `cq_context` its context, and the
+    /// event was got from its channel and not acked.
+    pub(crate) unsafe fn got(cq: NonNull<sys::ibv_cq>, cq_context: *mut c_void) -> Self {
+        // SAFETY: caller's contract. The Arc is cloned before anything acks: the CQ and its
+        // context stay live until this event is acked, since its destroy waits for the ack.
+        let acks = unsafe { acks_of(cq_context) }.clone();
+        // SAFETY: as above.
+        unsafe { acks.got(cq.as_ptr()) };
+        CqEvent {
+            cq,
+            acks,
+            _ch: PhantomData,
+        }
+    }
+
+    /// Whether the event is for `cq` (a [`Cq`] or a [`CqEx`]). A CQ destroyed and another
+    /// created at the same address are told apart.
+    pub fn is_for<Q: AnyCq + ?Sized>(&self, cq: &Q) -> bool {
+        let raw = cq.as_raw_cq();
+        // SAFETY: a live CQ made by this crate's builders.
+        let theirs = unsafe { acks_of((*raw).cq_context) };
+        Arc::ptr_eq(theirs, &self.acks)
+    }
+
+    /// The typed user context of `cq` if the event is for it, as `cq.user_context()`.
+    pub fn user_context<'c, Q: CqWithContext + ?Sized>(&self, cq: &'c Q) -> Option<&'c Q::User> {
+        self.is_for(cq).then(|| cq.user_context_ref())
+    }
+
+    /// The CQ the event is for, as `ibv_get_cq_event` returned it. Only compare it: the CQ may
+    /// have been destroyed since.
+    pub fn as_raw_cq(&self) -> *mut sys::ibv_cq {
+        self.cq.as_ptr()
+    }
+
+    /// Acks the event now (as dropping it does).
+    pub fn ack(self) {}
+
+    /// Moves the event into `acks`, to be acked with the others of its CQ in one call.
+    pub fn ack_later(self, acks: &mut EventAcks) {
+        acks.push(self)
+    }
+}
+
+impl Drop for CqEvent<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the event's CQ; `ack` checks under the lock that it is not being destroyed.
+        unsafe { self.acks.ack(self.cq.as_ptr(), 1) }
+    }
+}
+
+impl std::fmt::Debug for CqEvent<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CqEvent").field("cq", &self.cq).finish()
+    }
+}
+
+/// A CQ with a typed user context: [`Cq`] and [`CqEx`].
+pub trait CqWithContext: AnyCq {
+    /// The user context type.
+    type User;
+    #[doc(hidden)]
+    fn user_context_ref(&self) -> &Self::User;
+}
+
+impl<C> CqWithContext for Cq<'_, C> {
+    type User = C;
+    fn user_context_ref(&self) -> &C {
+        self.user_context()
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> CqWithContext for CqEx<'_, F, T, C> {
+    type User = C;
+    fn user_context_ref(&self) -> &C {
+        self.user_context()
+    }
+}
+
+/// Completion events waiting to be acked together: one `ibv_ack_cq_events(cq, n)` per CQ when
+/// [`ack`](Self::ack) is called or the collection is dropped.
+///
+/// ```
+/// # use typed_verbs::{Context, CompChannel, Cq, software, InjectedCompletion, WcOpcode};
+/// # use typed_verbs::event::EventAcks;
+/// # let ctx = Context::open("sw0")?;
+/// # let ch = CompChannel::new(&ctx)?;
+/// # let cq = Cq::builder(&ctx).cqe(8).channel(&ch).build()?;
+/// let mut acks = EventAcks::new();
+/// for i in 0..3 {
+///     cq.req_notify(false)?;
+///     software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV))?;
+///     ch.get_cq_event()?.ack_later(&mut acks);
+/// }
+/// assert_eq!(acks.len(), 3);
+/// acks.ack(); // ibv_ack_cq_events(cq, 3)
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[derive(Default)]
+pub struct EventAcks {
+    /// Per CQ: its acks, the CQ's address, and how many events wait.
+    pending: Vec<(Arc<CqAcks>, usize, u64)>,
+}
+
+impl EventAcks {
+    /// No events.
+    pub fn new() -> Self {
+        EventAcks::default()
+    }
+
+    /// Adds `ev` (as [`CqEvent::ack_later`]).
+    pub fn push(&mut self, ev: CqEvent<'_>) {
+        let ev = std::mem::ManuallyDrop::new(ev);
+        // SAFETY: `ev` is never dropped, so its Arc is moved out exactly once.
+        let acks = unsafe { std::ptr::read(&ev.acks) };
+        match self.pending.iter_mut().find(|p| Arc::ptr_eq(&p.0, &acks)) {
+            Some(p) => p.2 += 1,
+            None => self.pending.push((acks, ev.cq.as_ptr() as usize, 1)),
+        }
+    }
+
+    /// How many events wait to be acked.
+    pub fn len(&self) -> usize {
+        self.pending.iter().map(|p| p.2 as usize).sum()
+    }
+
+    /// Whether none waits.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Acks every event collected: one `ibv_ack_cq_events` per CQ.
+    pub fn ack(&mut self) {
+        for (acks, cq, n) in self.pending.drain(..) {
+            // SAFETY: the events' CQ; `ack` checks that it is not being destroyed.
+            unsafe { acks.ack(cq as *mut sys::ibv_cq, n) };
+        }
+    }
+}
+
+impl Drop for EventAcks {
+    fn drop(&mut self) {
+        self.ack()
+    }
+}
+
+impl std::fmt::Debug for EventAcks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventAcks")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Async events
+// ---------------------------------------------------------------------------------------------
+
+/// The CQ an async event names. Compare it with [`is`](Self::is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CqRef(usize);
+
+impl CqRef {
+    /// Whether this is `cq` (a [`Cq`] or a [`CqEx`]).
+    pub fn is<Q: AnyCq + ?Sized>(&self, cq: &Q) -> bool {
+        self.0 == cq.as_raw_cq() as usize
+    }
+    /// The CQ's address. Only compare it: the CQ may have been destroyed since.
+    pub fn as_raw(&self) -> *mut sys::ibv_cq {
+        self.0 as *mut sys::ibv_cq
+    }
+}
+
+/// The QP an async event names: its number, and [`is`](Self::is) to compare it with a [`Qp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpRef {
+    qp_num: u32,
+    raw: usize,
+}
+
+impl QpRef {
+    /// The QP's number (`qp->qp_num`).
+    pub fn qp_num(&self) -> u32 {
+        self.qp_num
+    }
+    /// Whether this is `qp`, in whatever state it is now.
+    pub fn is<T: QpType, R: RecvSide, S: Threading, C, St: QpState>(
+        &self,
+        qp: &Qp<'_, T, R, S, C, St>,
+    ) -> bool {
+        self.raw == qp.as_raw() as usize
+    }
+    /// The QP's address. Only compare it: the QP may have been destroyed since.
+    pub fn as_raw(&self) -> *mut sys::ibv_qp {
+        self.raw as *mut sys::ibv_qp
+    }
+}
+
+/// The SRQ an async event names. Compare it with [`is`](Self::is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SrqRef(usize);
+
+impl SrqRef {
+    /// Whether this is `srq`.
+    pub fn is<C>(&self, srq: &Srq<'_, C>) -> bool {
+        self.0 == srq.as_raw() as usize
+    }
+    /// The SRQ's address. Only compare it: the SRQ may have been destroyed since.
+    pub fn as_raw(&self) -> *mut sys::ibv_srq {
+        self.0 as *mut sys::ibv_srq
+    }
+}
+
+/// An async event (`struct ibv_async_event`), by `enum ibv_event_type`, with the object or
+/// port it is about. ibv_get_async_event(3) says what each means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AsyncEvent {
+    /// `IBV_EVENT_CQ_ERR`: "CQ is in error (CQ overrun)".
+    CqErr(CqRef),
+    /// `IBV_EVENT_QP_FATAL`: "Error occurred on a QP and it transitioned to error state".
+    QpFatal(QpRef),
+    /// `IBV_EVENT_QP_REQ_ERR`: "Invalid Request Local Work Queue Error".
+    QpReqErr(QpRef),
+    /// `IBV_EVENT_QP_ACCESS_ERR`: "Local access violation error".
+    QpAccessErr(QpRef),
+    /// `IBV_EVENT_COMM_EST`: "Communication was established on a QP".
+    CommEst(QpRef),
+    /// `IBV_EVENT_SQ_DRAINED`: "Send Queue was drained of outstanding messages in progress".
+    SqDrained(QpRef),
+    /// `IBV_EVENT_PATH_MIG`: "A connection has migrated to the alternate path".
+    PathMig(QpRef),
+    /// `IBV_EVENT_PATH_MIG_ERR`: "A connection failed to migrate to the alternate path".
+    PathMigErr(QpRef),
+    /// `IBV_EVENT_QP_LAST_WQE_REACHED`: "Last WQE Reached on a QP associated with an SRQ".
+    LastWqeReached(QpRef),
+    /// `IBV_EVENT_SRQ_ERR`: "Error occurred on an SRQ".
+    SrqErr(SrqRef),
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`: "SRQ limit was reached" (the SRQ is disarmed).
+    SrqLimitReached(SrqRef),
+    /// `IBV_EVENT_PORT_ACTIVE`: "Link became active on a port".
+    PortActive(u8),
+    /// `IBV_EVENT_PORT_ERR`: "Link became unavailable on a port".
+    PortErr(u8),
+    /// `IBV_EVENT_LID_CHANGE`: "LID was changed on a port".
+    LidChange(u8),
+    /// `IBV_EVENT_PKEY_CHANGE`: "P_Key table was changed on a port".
+    PkeyChange(u8),
+    /// `IBV_EVENT_GID_CHANGE`: "GID table was changed on a port".
+    GidChange(u8),
+    /// `IBV_EVENT_SM_CHANGE`: "SM was changed on a port".
+    SmChange(u8),
+    /// `IBV_EVENT_CLIENT_REREGISTER`: "SM sent a CLIENT_REREGISTER request to a port".
+    ClientReregister(u8),
+    /// `IBV_EVENT_DEVICE_FATAL`: "CA is in FATAL state".
+    DeviceFatal,
+    /// An event type this crate does not name (`IBV_EVENT_WQ_FATAL`, or a newer one).
+    Other(u32),
+}
+
+impl AsyncEvent {
+    /// The event's `enum ibv_event_type` value.
+    pub fn event_type(&self) -> u32 {
+        use sys::ibv_event_type::*;
+        let t = match self {
+            AsyncEvent::CqErr(_) => IBV_EVENT_CQ_ERR,
+            AsyncEvent::QpFatal(_) => IBV_EVENT_QP_FATAL,
+            AsyncEvent::QpReqErr(_) => IBV_EVENT_QP_REQ_ERR,
+            AsyncEvent::QpAccessErr(_) => IBV_EVENT_QP_ACCESS_ERR,
+            AsyncEvent::CommEst(_) => IBV_EVENT_COMM_EST,
+            AsyncEvent::SqDrained(_) => IBV_EVENT_SQ_DRAINED,
+            AsyncEvent::PathMig(_) => IBV_EVENT_PATH_MIG,
+            AsyncEvent::PathMigErr(_) => IBV_EVENT_PATH_MIG_ERR,
+            AsyncEvent::LastWqeReached(_) => IBV_EVENT_QP_LAST_WQE_REACHED,
+            AsyncEvent::SrqErr(_) => IBV_EVENT_SRQ_ERR,
+            AsyncEvent::SrqLimitReached(_) => IBV_EVENT_SRQ_LIMIT_REACHED,
+            AsyncEvent::PortActive(_) => IBV_EVENT_PORT_ACTIVE,
+            AsyncEvent::PortErr(_) => IBV_EVENT_PORT_ERR,
+            AsyncEvent::LidChange(_) => IBV_EVENT_LID_CHANGE,
+            AsyncEvent::PkeyChange(_) => IBV_EVENT_PKEY_CHANGE,
+            AsyncEvent::GidChange(_) => IBV_EVENT_GID_CHANGE,
+            AsyncEvent::SmChange(_) => IBV_EVENT_SM_CHANGE,
+            AsyncEvent::ClientReregister(_) => IBV_EVENT_CLIENT_REREGISTER,
+            AsyncEvent::DeviceFatal => IBV_EVENT_DEVICE_FATAL,
+            AsyncEvent::Other(t) => return *t,
+        };
+        t as u32
+    }
+
+    /// The QP the event names, for the QP events.
+    pub fn qp(&self) -> Option<QpRef> {
+        match *self {
+            AsyncEvent::QpFatal(q)
+            | AsyncEvent::QpReqErr(q)
+            | AsyncEvent::QpAccessErr(q)
+            | AsyncEvent::CommEst(q)
+            | AsyncEvent::SqDrained(q)
+            | AsyncEvent::PathMig(q)
+            | AsyncEvent::PathMigErr(q)
+            | AsyncEvent::LastWqeReached(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// Types `ev`, reading what its element names while that object is live (the event is not
+    /// acked yet).
+    ///
+    /// # Safety
+    /// `ev` came from `ibv_get_async_event` and is not acked.
+    unsafe fn from_raw(ev: &sys::ibv_async_event) -> (AsyncEvent, usize) {
+        use sys::ibv_event_type::*;
+        // SAFETY: caller's contract: the union member read is the one the event type names,
+        // and a named QP is live until the event is acked.
+        unsafe {
+            let qp = || {
+                let p = ev.element.qp;
+                (
+                    QpRef {
+                        qp_num: (*p).qp_num,
+                        raw: p as usize,
+                    },
+                    p as usize,
+                )
+            };
+            let port = || ev.element.port_num.clamp(0, 255) as u8;
+            let srq = || ev.element.srq as usize;
+            match ev.event_type {
+                IBV_EVENT_CQ_ERR => {
+                    let p = ev.element.cq as usize;
+                    (AsyncEvent::CqErr(CqRef(p)), p)
+                }
+                IBV_EVENT_QP_FATAL => {
+                    let (q, p) = qp();
+                    (AsyncEvent::QpFatal(q), p)
+                }
+                IBV_EVENT_QP_REQ_ERR => {
+                    let (q, p) = qp();
+                    (AsyncEvent::QpReqErr(q), p)
+                }
+                IBV_EVENT_QP_ACCESS_ERR => {
+                    let (q, p) = qp();
+                    (AsyncEvent::QpAccessErr(q), p)
+                }
+                IBV_EVENT_COMM_EST => {
+                    let (q, p) = qp();
+                    (AsyncEvent::CommEst(q), p)
+                }
+                IBV_EVENT_SQ_DRAINED => {
+                    let (q, p) = qp();
+                    (AsyncEvent::SqDrained(q), p)
+                }
+                IBV_EVENT_PATH_MIG => {
+                    let (q, p) = qp();
+                    (AsyncEvent::PathMig(q), p)
+                }
+                IBV_EVENT_PATH_MIG_ERR => {
+                    let (q, p) = qp();
+                    (AsyncEvent::PathMigErr(q), p)
+                }
+                IBV_EVENT_QP_LAST_WQE_REACHED => {
+                    let (q, p) = qp();
+                    (AsyncEvent::LastWqeReached(q), p)
+                }
+                IBV_EVENT_SRQ_ERR => (AsyncEvent::SrqErr(SrqRef(srq())), srq()),
+                IBV_EVENT_SRQ_LIMIT_REACHED => (AsyncEvent::SrqLimitReached(SrqRef(srq())), srq()),
+                IBV_EVENT_PORT_ACTIVE => (AsyncEvent::PortActive(port()), 0),
+                IBV_EVENT_PORT_ERR => (AsyncEvent::PortErr(port()), 0),
+                IBV_EVENT_LID_CHANGE => (AsyncEvent::LidChange(port()), 0),
+                IBV_EVENT_PKEY_CHANGE => (AsyncEvent::PkeyChange(port()), 0),
+                IBV_EVENT_GID_CHANGE => (AsyncEvent::GidChange(port()), 0),
+                IBV_EVENT_SM_CHANGE => (AsyncEvent::SmChange(port()), 0),
+                IBV_EVENT_CLIENT_REREGISTER => (AsyncEvent::ClientReregister(port()), 0),
+                IBV_EVENT_DEVICE_FATAL => (AsyncEvent::DeviceFatal, 0),
+                // A WQ (the crate makes none): its address, so that the ack reaches it.
+                other => (AsyncEvent::Other(other as u32), ev.element.wq as usize),
+            }
+        }
+    }
+}
+
+/// An async event got and not yet acked, as `ibv_get_async_event` returned it.
+#[derive(Clone, Copy)]
+struct RawEvent {
+    ty: sys::ibv_event_type,
+    /// The element, as an address (or the port number).
+    element: usize,
+}
+
+impl RawEvent {
+    fn to_raw(self, event: &AsyncEvent) -> sys::ibv_async_event {
+        let element = match event {
+            AsyncEvent::CqErr(_) => sys::ibv_async_event_element_t {
+                cq: self.element as *mut sys::ibv_cq,
+            },
+            AsyncEvent::SrqErr(_) | AsyncEvent::SrqLimitReached(_) => {
+                sys::ibv_async_event_element_t {
+                    srq: self.element as *mut sys::ibv_srq,
+                }
+            }
+            e if e.qp().is_some() => sys::ibv_async_event_element_t {
+                qp: self.element as *mut sys::ibv_qp,
+            },
+            AsyncEvent::Other(_) => sys::ibv_async_event_element_t {
+                wq: self.element as *mut sys::ibv_wq,
+            },
+            _ => sys::ibv_async_event_element_t {
+                port_num: self.element as i32,
+            },
+        };
+        sys::ibv_async_event {
+            element,
+            event_type: self.ty,
+        }
+    }
+}
+
+/// One async event's ack, done once: by its guard's drop, or by the destroy of its object.
+struct AsyncSlot {
+    ctx: usize,
+    event: AsyncEvent,
+    pending: Mutex<Option<RawEvent>>,
+}
+
+impl AsyncSlot {
+    fn ack(&self) {
+        let mut p = self.pending.lock();
+        if let Some(raw) = p.take() {
+            let mut ev = raw.to_raw(&self.event);
+            let ctx = self.ctx as *mut sys::ibv_context;
+            // SAFETY: an event got and not acked (taken under the lock, so acked once); its
+            // context is live (the guard borrows it, or the object being destroyed is of it),
+            // and so is its object (its destroy waits for this ack).
+            unsafe { backend::of(ctx).ack_async_event(&mut ev) };
+        }
+    }
+}
+
+/// What the typed layer knows of one object's async events.
+#[derive(Default)]
+struct Held {
+    /// The events guards hold.
+    slots: Vec<Arc<AsyncSlot>>,
+    /// Destroys of the object in progress: an event of it got meanwhile is acked at once.
+    destroying: u32,
+}
+
+/// The async events held by guards, by the address of the object they name, so that the
+/// object's destroy can ack them first.
+fn held() -> &'static Mutex<HashMap<usize, Held>> {
+    static HELD: OnceLock<Mutex<HashMap<usize, Held>>> = OnceLock::new();
+    HELD.get_or_init(Default::default)
+}
+
+/// Runs `destroy`, the destroy verb of `object` (a CQ, QP or SRQ), after acking the async
+/// events of it that guards still hold: libibverbs' destroy verbs wait for those acks, and the
+/// guard may be held by the very thread that destroys. While it runs, an event of the object
+/// got on another thread is acked at once, so the destroy never waits on a guard. Each
+/// backend's destroy goes through here.
+pub(crate) fn destroying<R>(object: *mut c_void, destroy: impl FnOnce() -> R) -> R {
+    let key = object as usize;
+    let slots = {
+        let mut held = held().lock();
+        let h = held.entry(key).or_default();
+        h.destroying += 1;
+        std::mem::take(&mut h.slots)
+    };
+    for s in slots {
+        s.ack();
+    }
+    let r = destroy();
+    let mut held = held().lock();
+    if let Some(h) = held.get_mut(&key) {
+        h.destroying -= 1;
+        if h.destroying == 0 && h.slots.is_empty() {
+            held.remove(&key);
+        }
+    }
+    r
+}
+
+/// An async event, acked (`ibv_ack_async_event`) when dropped. It derefs to the
+/// [`AsyncEvent`].
+///
+/// If the object it names is destroyed while the guard is held, the destroy acks it first;
+/// the guard then acks nothing.
+pub struct AsyncEventGuard<'ctx> {
+    slot: Arc<AsyncSlot>,
+    object: usize,
+    _ctx: PhantomData<&'ctx Context>,
+}
+
+impl AsyncEventGuard<'_> {
+    /// The event.
+    pub fn event(&self) -> AsyncEvent {
+        self.slot.event
+    }
+
+    /// Acks the event now (as dropping it does).
+    pub fn ack(self) {}
+}
+
+impl std::ops::Deref for AsyncEventGuard<'_> {
+    type Target = AsyncEvent;
+    fn deref(&self) -> &AsyncEvent {
+        &self.slot.event
+    }
+}
+
+impl Drop for AsyncEventGuard<'_> {
+    fn drop(&mut self) {
+        self.slot.ack();
+        if self.object != 0 {
+            let mut held = held().lock();
+            if let Some(h) = held.get_mut(&self.object) {
+                h.slots.retain(|s| !Arc::ptr_eq(s, &self.slot));
+                if h.slots.is_empty() && h.destroying == 0 {
+                    held.remove(&self.object);
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for AsyncEventGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.slot.event.fmt(f)
+    }
+}
+
+/// Sets O_NONBLOCK on `fd` (if it is not set yet), as rdma-core's users do to poll the fd.
+pub(crate) fn set_nonblocking(fd: RawFd) -> std::result::Result<(), i32> {
+    let errno = || {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    // SAFETY: fcntl on an fd; failures are reported.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(errno());
+    }
+    if flags & libc::O_NONBLOCK != 0 {
+        return Ok(());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(errno());
+    }
+    Ok(())
+}
+
+/// Waits until `fd` is readable (poll(2) without a timeout; EINTR retried).
+pub(crate) fn wait_readable(fd: RawFd) -> std::result::Result<(), i32> {
+    loop {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, -1) } >= 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+impl Context {
+    /// The context's async event fd (`context->async_fd`), to watch with poll/epoll: readable
+    /// while an event waits. It is made O_NONBLOCK by the first
+    /// [`get_async_event`](Self::get_async_event) or
+    /// [`try_get_async_event`](Self::try_get_async_event). Fails with EBADF (naming
+    /// `ibv_get_async_event`) for a context without one: a software context opened when no
+    /// eventfd could be made.
+    pub fn async_fd(&self) -> Result<BorrowedFd<'_>> {
+        // SAFETY: a live context; the field is set at open.
+        let fd = unsafe { (*self.as_raw()).async_fd };
+        if fd < 0 {
+            return Err(Error::os(Verb::GetAsyncEvent, libc::EBADF));
+        }
+        // SAFETY: a valid fd, open for as long as the context is, which outlives the borrow.
+        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+    }
+
+    /// `ibv_get_async_event`, blocking until there is an event. The guard acks it when
+    /// dropped.
+    pub fn get_async_event(&self) -> Result<AsyncEventGuard<'_>> {
+        loop {
+            if let Some(ev) = self.try_get_async_event()? {
+                return Ok(ev);
+            }
+            // SAFETY: a live context's async fd.
+            let fd = unsafe { (*self.as_raw()).async_fd };
+            wait_readable(fd).map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
+        }
+    }
+
+    /// `ibv_get_async_event` on the O_NONBLOCK async fd: `None` when no event waits (EAGAIN).
+    pub fn try_get_async_event(&self) -> Result<Option<AsyncEventGuard<'_>>> {
+        let ctx = self.as_raw();
+        // SAFETY: a live context's async fd.
+        set_nonblocking(unsafe { (*ctx).async_fd })
+            .map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
+        // SAFETY: the event struct is plain C data, written by the call.
+        let mut raw: sys::ibv_async_event = unsafe { std::mem::zeroed() };
+        // SAFETY: a live context; `raw` valid for writes.
+        match unsafe { backend::of(ctx).get_async_event(ctx, &mut raw) } {
+            Ok(()) => {}
+            Err(libc::EAGAIN) => return Ok(None),
+            Err(e) => return Err(Error::os(Verb::GetAsyncEvent, e)),
+        }
+        // SAFETY: just got, not acked.
+        let (event, object) = unsafe { AsyncEvent::from_raw(&raw) };
+        let element = match event {
+            AsyncEvent::PortActive(p)
+            | AsyncEvent::PortErr(p)
+            | AsyncEvent::LidChange(p)
+            | AsyncEvent::PkeyChange(p)
+            | AsyncEvent::GidChange(p)
+            | AsyncEvent::SmChange(p)
+            | AsyncEvent::ClientReregister(p) => p as usize,
+            _ => object,
+        };
+        let slot = Arc::new(AsyncSlot {
+            ctx: ctx as usize,
+            event,
+            pending: Mutex::new(Some(RawEvent {
+                ty: raw.event_type,
+                element,
+            })),
+        });
+        if object != 0 {
+            let mut held = held().lock();
+            let h = held.entry(object).or_default();
+            if h.destroying > 0 {
+                // Its destroy is waiting for this ack: give it now (the event is still
+                // returned, for what it says).
+                slot.ack();
+            } else {
+                h.slots.push(slot.clone());
+            }
+        }
+        Ok(Some(AsyncEventGuard {
+            slot,
+            object,
+            _ctx: PhantomData,
+        }))
+    }
+}

@@ -1,0 +1,991 @@
+//! Completion events through a completion channel, async events through the context's async fd,
+//! and the SRQ limit, on the test device (sw0 by default, rxe0 in the real-kernel lane).
+//!
+//! Events come asynchronously on a real device, so every wait has a deadline: a blocking get
+//! runs in a thread that the test joins with a time limit, and a get that must find nothing
+//! first waits a while on the fd with poll(2).
+
+mod common;
+
+use common::{destroyed, open};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use typed_verbs::event::EventAcks;
+use typed_verbs::qp::RecvSide;
+use typed_verbs::qp_state::Rts;
+use typed_verbs::{
+    raw, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq, Mr, Pd,
+    Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
+};
+
+/// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
+/// instead of stalling the run.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(v)) => v,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => panic!("did not finish within {limit:?} (a hang)"),
+    }
+}
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// poll(2) on `fd` for POLLIN, at most `ms` milliseconds: whether it became readable.
+fn readable(fd: BorrowedFd<'_>, ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    assert!(n >= 0, "poll: {}", std::io::Error::last_os_error());
+    n == 1 && p.revents & libc::POLLIN != 0
+}
+
+/// Polls `cq` until `n` completions arrived (2 s at most); gives their statuses and wr_ids.
+fn completions(cq: &Cq<'_, impl Sized>, n: usize) -> Vec<(u64, WcStatus)> {
+    let mut got = Vec::new();
+    let start = Instant::now();
+    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
+    while got.len() < n && start.elapsed() < Duration::from_secs(2) {
+        for w in cq.poll(&mut wc).unwrap() {
+            got.push((w.wr_id(), w.status()));
+        }
+    }
+    assert_eq!(got.len(), n, "completions within 2 s: {got:?}");
+    got
+}
+
+fn av(ctx: &Context) -> AddressVector {
+    let gid = ctx.query_gid(1, 0).unwrap();
+    AddressVector {
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        port_num: 1,
+        grh: Some(typed_verbs::GlobalRoute {
+            dgid: gid,
+            flow_label: 0,
+            sgid_index: 0,
+            hop_limit: 1,
+            traffic_class: 0,
+        }),
+    }
+}
+
+type Up<'a, R> = Qp<'a, Rc, R, Shared, (), Rts>;
+
+/// RESET → RTS towards QP `dest` on the same port (loopback).
+fn connect<'a, R: RecvSide>(
+    ctx: &Context,
+    qp: Qp<'a, Rc, R>,
+    dest: u32,
+    rnr_retry: u8,
+) -> Up<'a, R> {
+    let init = ConnectedInit {
+        port_num: 1,
+        pkey_index: 0,
+        access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+    };
+    let rtr = RcRtr {
+        av: av(ctx),
+        path_mtu: typed_verbs::Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: 0,
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 1,
+    };
+    let rts = RcRts {
+        sq_psn: 0,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry,
+        max_rd_atomic: 1,
+    };
+    qp.to_init(init)
+        .unwrap()
+        .to_rtr(rtr)
+        .unwrap()
+        .to_rts(rts)
+        .unwrap()
+}
+
+/// A connected RC pair: `a` sends on `a_cq` (send and receive), `b` receives into `b_cq`.
+fn rc_pair<'a>(
+    ctx: &Context,
+    pd: &'a Pd<'_>,
+    a_cq: &'a Cq<'_, impl Sized>,
+    b_cq: &'a Cq<'_, impl Sized>,
+) -> (Up<'a, typed_verbs::OwnRq>, Up<'a, typed_verbs::OwnRq>) {
+    let a = Qp::<Rc>::builder(pd, a_cq, a_cq)
+        .max_send_wr(32)
+        .max_recv_wr(32)
+        .build()
+        .unwrap();
+    let b = Qp::<Rc>::builder(pd, b_cq, b_cq)
+        .max_send_wr(32)
+        .max_recv_wr(32)
+        .build()
+        .unwrap();
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    (connect(ctx, a, bn, 7), connect(ctx, b, an, 7))
+}
+
+/// A receive buffer and a 16-byte message, registered in `pd`.
+struct Bufs<'p> {
+    src: Mr<'p>,
+    dst: Mr<'p>,
+}
+
+fn bufs<'p>(pd: &'p Pd<'_>, src: &'p mut [u8], dst: &'p mut [u8]) -> Bufs<'p> {
+    Bufs {
+        src: Mr::new(pd, src, AccessFlags::LOCAL_WRITE).unwrap(),
+        dst: Mr::new(pd, dst, AccessFlags::LOCAL_WRITE).unwrap(),
+    }
+}
+
+#[test]
+fn a_completion_on_an_armed_cq_puts_one_event_on_the_channel() {
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx)
+            .cqe(16)
+            .channel(&ch)
+            .context("the armed CQ")
+            .build()
+            .unwrap();
+        let other = Cq::builder(&ctx)
+            .cqe(16)
+            .context("another")
+            .build()
+            .unwrap();
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        b.post_recv(2, &[m.dst.sge(0..16).unwrap()]).unwrap();
+        cq.req_notify(false).unwrap();
+        a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]).signaled())
+            .unwrap();
+
+        let ev = ch.get_cq_event().expect("ibv_get_cq_event");
+        assert!(ev.is_for(&cq));
+        assert!(!ev.is_for(&other));
+        assert_eq!(ev.user_context(&cq), Some(&"the armed CQ"));
+        assert_eq!(ev.user_context(&other), None);
+        assert_eq!(ev.as_raw_cq(), cq.as_raw());
+        drop(ev); // ibv_ack_cq_events(cq, 1)
+        let mut got = completions(&cq, 2);
+        got.sort_by_key(|g| g.0);
+        assert_eq!(got, [(1, WcStatus::SUCCESS), (2, WcStatus::SUCCESS)]);
+
+        // One event per arming: the second completion came to a disarmed CQ.
+        assert!(
+            !readable(ch.as_fd(), 200),
+            "a second event without re-arming"
+        );
+        assert!(ch.try_get_cq_event().unwrap().is_none());
+
+        // Armed again, the next completion gives the next event.
+        b.post_recv(4, &[m.dst.sge(0..16).unwrap()]).unwrap();
+        cq.req_notify(false).unwrap();
+        a.post_send(&SendWr::send(3, &[m.src.sge(0..16).unwrap()]))
+            .unwrap();
+        let ev = ch.get_cq_event().unwrap();
+        assert!(ev.is_for(&cq));
+        assert_eq!(completions(&cq, 1), [(4, WcStatus::SUCCESS)]);
+    });
+}
+
+#[test]
+fn the_channel_fd_polls_readable_when_an_event_waits() {
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+
+        // poll(2): nothing yet, then readable within the timeout once a completion came.
+        cq.req_notify(false).unwrap();
+        assert!(!readable(ch.as_fd(), 0));
+        b.post_recv(2, &[m.dst.sge(0..16).unwrap()]).unwrap();
+        a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]))
+            .unwrap();
+        assert!(readable(ch.as_fd(), 5000), "no event within 5 s");
+        let ev = ch.try_get_cq_event().unwrap().expect("the fd was readable");
+        assert!(ev.is_for(&cq));
+        assert!(!readable(ch.as_fd(), 0), "read, so no longer readable");
+        completions(&cq, 1);
+
+        // epoll(7), level-triggered, on the same fd.
+        // SAFETY: plain syscalls on fds this test owns; the results are checked.
+        unsafe {
+            let ep = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+            assert!(ep >= 0);
+            let mut e = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: 7,
+            };
+            assert_eq!(
+                libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, ch.as_raw_fd(), &mut e),
+                0
+            );
+            let mut out = [libc::epoll_event { events: 0, u64: 0 }; 4];
+            assert_eq!(libc::epoll_wait(ep, out.as_mut_ptr(), 4, 0), 0);
+            cq.req_notify(false).unwrap();
+            b.post_recv(4, &[m.dst.sge(0..16).unwrap()]).unwrap();
+            a.post_send(&SendWr::send(3, &[m.src.sge(0..16).unwrap()]))
+                .unwrap();
+            assert_eq!(libc::epoll_wait(ep, out.as_mut_ptr(), 4, 5000), 1);
+            let (events, token) = (out[0].events, out[0].u64);
+            assert_eq!(token, 7);
+            assert_ne!(events & libc::EPOLLIN as u32, 0);
+            libc::close(ep);
+        }
+        assert!(ch.try_get_cq_event().unwrap().unwrap().is_for(&cq));
+        completions(&cq, 1);
+    });
+}
+
+#[test]
+fn blocking_gets_wait_for_the_event_to_come() {
+    // get_cq_event and get_async_event called before anything happened: they wait (in poll on
+    // the O_NONBLOCK fd) until another thread makes the event.
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
+        let small = Cq::builder(&ctx).cqe(1).build().unwrap();
+        let a = Qp::<Rc>::builder(&pd, &small, &cq)
+            .max_send_wr(8)
+            .max_recv_wr(8)
+            .build()
+            .unwrap();
+        let b = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_send_wr(8)
+            .max_recv_wr(8)
+            .build()
+            .unwrap();
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        cq.req_notify(false).unwrap();
+        std::thread::scope(|scope| {
+            let comp = scope.spawn(|| ch.get_cq_event().map(|ev| ev.is_for(&cq)));
+            let event = scope.spawn(|| ctx.get_async_event().map(|ev| *ev));
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(
+                !comp.is_finished() && !event.is_finished(),
+                "returned without an event"
+            );
+            // Two signaled sends into a one-entry send CQ: a receive completion for `cq`'s
+            // event, and a lost send completion for CQ_ERR.
+            for i in 0..2 {
+                b.post_recv(10 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
+                a.post_send(&SendWr::send(i, &[m.src.sge(0..16).unwrap()]).signaled())
+                    .unwrap();
+            }
+            assert_eq!(comp.join().unwrap(), Ok(true));
+            match event.join().unwrap() {
+                Ok(AsyncEvent::CqErr(c)) => assert!(c.is(&small)),
+                other => panic!("expected CQ_ERR, got {other:?}"),
+            }
+        });
+        completions(&cq, 2);
+        completions(&small, 1);
+    });
+}
+
+#[test]
+fn injected_completions_arm_and_overrun_as_the_data_path_does() {
+    // The software device's injection hook goes through the same CQ producer as its QPs: it
+    // fires an armed CQ's event (solicited only for a `.solicited()` completion) and raises
+    // CQ_ERR when the CQ is full.
+    let ctx = open();
+    if !common::software_only(
+        &ctx,
+        "injected_completions_arm_and_overrun_as_the_data_path_does",
+        "software::inject",
+    ) {
+        return;
+    }
+    use typed_verbs::{software, InjectedCompletion, WcOpcode};
+    let ch = CompChannel::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx)
+        .cqe(2)
+        .channel(&ch)
+        .context(9u8)
+        .build()
+        .unwrap();
+    cq.req_notify(true).unwrap();
+    software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV)).unwrap();
+    assert!(ch.try_get_cq_event().unwrap().is_none());
+    software::inject(
+        &cq,
+        InjectedCompletion::success(2, WcOpcode::RECV).solicited(),
+    )
+    .unwrap();
+    let ev = ch
+        .try_get_cq_event()
+        .unwrap()
+        .expect("a solicited completion fires");
+    assert_eq!(ev.user_context(&cq), Some(&9));
+    drop(ev);
+    let n = cq.cqe() as u64;
+    for i in 2..n {
+        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV)).unwrap();
+    }
+    let e = software::inject(&cq, InjectedCompletion::success(n, WcOpcode::RECV)).unwrap_err();
+    assert_eq!(e.kind, typed_verbs::ErrorKind::CqOverrun);
+    let ev = ctx.try_get_async_event().unwrap().expect("CQ_ERR");
+    assert!(matches!(*ev, AsyncEvent::CqErr(c) if c.is(&cq)));
+    assert!(ctx.try_get_async_event().unwrap().is_none());
+    // The CQ_ERR held while the CQ is destroyed: acked by the destroy, which returns.
+    destroyed(cq.destroy());
+    drop(ev);
+    destroyed(ch.destroy());
+}
+
+#[test]
+fn try_get_on_an_empty_channel_is_none() {
+    let ctx = open();
+    let ch = CompChannel::new(&ctx).unwrap();
+    assert!(ch.try_get_cq_event().unwrap().is_none());
+    // Armed, but no completion: still none, and the fd is not readable.
+    let cq = Cq::builder(&ctx).cqe(4).channel(&ch).build().unwrap();
+    cq.req_notify(false).unwrap();
+    cq.req_notify(true).unwrap();
+    assert!(!readable(ch.as_fd(), 100));
+    assert!(ch.try_get_cq_event().unwrap().is_none());
+    // The fd is O_NONBLOCK, as rdma-core's users set it.
+    // SAFETY: F_GETFL on the channel's open fd.
+    let flags = unsafe { libc::fcntl(ch.as_raw_fd(), libc::F_GETFL) };
+    assert_ne!(flags & libc::O_NONBLOCK, 0);
+}
+
+#[test]
+fn solicited_only_arming_ignores_an_unsolicited_receive_and_fires_on_a_solicited_one() {
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let send_cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+        let recv_cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
+        let (a, b) = rc_pair(&ctx, &pd, &send_cq, &recv_cq);
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 64]);
+        let m = bufs(&pd, &mut s, &mut d);
+        for i in 0..3 {
+            b.post_recv(10 + i, &[m.dst.sge(0..64).unwrap()]).unwrap();
+        }
+        recv_cq.req_notify(true).unwrap();
+
+        // Unsolicited: the receive completes, and no event comes.
+        a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]))
+            .unwrap();
+        assert_eq!(completions(&recv_cq, 1), [(10, WcStatus::SUCCESS)]);
+        assert!(
+            !readable(ch.as_fd(), 300),
+            "an event for an unsolicited receive"
+        );
+        assert!(ch.try_get_cq_event().unwrap().is_none());
+
+        // Solicited (IBV_SEND_SOLICITED, the SE bit): the event comes.
+        a.post_send(&SendWr::send(2, &[m.src.sge(0..16).unwrap()]).solicited())
+            .unwrap();
+        let ev = ch.get_cq_event().unwrap();
+        assert!(ev.is_for(&recv_cq));
+        assert_eq!(completions(&recv_cq, 1), [(11, WcStatus::SUCCESS)]);
+
+        // Armed for the next completion, then for a solicited one: rxe keeps the stronger
+        // arming, so an unsolicited receive fires.
+        recv_cq.req_notify(false).unwrap();
+        recv_cq.req_notify(true).unwrap();
+        a.post_send(&SendWr::send(3, &[m.src.sge(0..16).unwrap()]))
+            .unwrap();
+        assert!(ch.get_cq_event().unwrap().is_for(&recv_cq));
+        assert_eq!(completions(&recv_cq, 1), [(12, WcStatus::SUCCESS)]);
+    });
+}
+
+#[test]
+fn solicited_only_arming_and_a_failed_send_completion() {
+    // The IB spec lets a failed completion wake a CQ armed for solicited completions;
+    // rxe posts every requester completion, failed ones included, as unsolicited. The software
+    // device does as rxe, and this test records what the device does.
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let send_cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
+        let recv_cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+        let (a, _b) = rc_pair(&ctx, &pd, &send_cq, &recv_cq);
+        let mut s = vec![0u8; 16];
+        let src = Mr::new(&pd, &mut s, AccessFlags::LOCAL_WRITE).unwrap();
+        send_cq.req_notify(true).unwrap();
+        // An RDMA write with an rkey the peer does not have: REM_ACCESS_ERR.
+        let mut far = vec![0u8; 16];
+        let far_mr = Mr::new(&pd, &mut far, AccessFlags::LOCAL_WRITE).unwrap();
+        let bogus = far_mr.remote().at(0, 16).unwrap();
+        a.post_send(&SendWr::rdma_write(1, &[src.sge(0..16).unwrap()], bogus).signaled())
+            .unwrap();
+        assert_eq!(completions(&send_cq, 1), [(1, WcStatus::REM_ACCESS_ERR)]);
+        assert!(
+            !readable(ch.as_fd(), 300),
+            "a failed send completion woke a CQ armed for solicited completions"
+        );
+        // Armed for any completion, the flush of the next request (the QP is in ERR) fires.
+        send_cq.req_notify(false).unwrap();
+        a.post_send(&SendWr::send(2, &[src.sge(0..16).unwrap()]).signaled())
+            .unwrap();
+        assert!(ch.get_cq_event().unwrap().is_for(&send_cq));
+        assert_eq!(completions(&send_cq, 1), [(2, WcStatus::WR_FLUSH_ERR)]);
+    });
+}
+
+#[test]
+fn event_acks_ack_many_events_at_once() {
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(64).channel(&ch).build().unwrap();
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        let mut acks = EventAcks::new();
+        assert!(acks.is_empty());
+        for i in 0..5 {
+            cq.req_notify(false).unwrap();
+            b.post_recv(100 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
+            a.post_send(&SendWr::send(i, &[m.src.sge(0..16).unwrap()]).signaled())
+                .unwrap();
+            let ev = ch.get_cq_event().unwrap();
+            assert!(ev.is_for(&cq));
+            ev.ack_later(&mut acks);
+            completions(&cq, 2);
+        }
+        assert_eq!(acks.len(), 5);
+        acks.ack(); // ibv_ack_cq_events(cq, 5)
+        assert!(acks.is_empty());
+        drop((a, b));
+        // The proof that the five were acked: the verb itself, which waits for every event
+        // got to be acked, returns. (The typed destroy would ack what is held first; the raw
+        // verb does not, so the CQ is left to it, and its user context is leaked.)
+        let raw_cq = cq.as_raw();
+        std::mem::forget(cq);
+        // SAFETY: a live CQ that no QP uses; the typed handle is forgotten, so it is destroyed
+        // once.
+        unsafe { raw::ibv_destroy_cq(raw_cq) }.expect("ibv_destroy_cq");
+    });
+}
+
+#[test]
+fn raw_destroy_cq_waits_until_its_events_are_acked() {
+    // The verbs' own rule, on both backends: ibv_destroy_cq returns only once every event got
+    // was acked with ibv_ack_cq_events. The event is got and acked with the raw verbs, and the
+    // CQ destroyed with the raw verb (its typed handle forgotten, its user context leaked).
+    let ctx = open();
+    let ch = CompChannel::new(&ctx).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
+    {
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        cq.req_notify(false).unwrap();
+        b.post_recv(2, &[m.dst.sge(0..16).unwrap()]).unwrap();
+        a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]))
+            .unwrap();
+        completions(&cq, 1);
+    }
+    assert!(readable(ch.as_fd(), 5000), "no event within 5 s");
+    // SAFETY: a live channel.
+    let (got, _) = unsafe { raw::ibv_get_cq_event(ch.as_raw()) }.expect("ibv_get_cq_event");
+    assert_eq!(got.as_ptr(), cq.as_raw());
+    let raw_cq = cq.as_raw() as usize;
+    std::mem::forget(cq);
+
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // SAFETY: a live CQ no QP uses, destroyed once (here); its typed handle is forgotten.
+        let r = unsafe { raw::ibv_destroy_cq(raw_cq as *mut _) };
+        let _ = tx.send(r);
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "ibv_destroy_cq returned with an event not acked"
+    );
+    // SAFETY: the event got above, acked once; the CQ is live (its destroy waits for this).
+    unsafe { raw::ibv_ack_cq_events(raw_cq as *mut _, 1) };
+    let r = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("ibv_destroy_cq still waits after the ack");
+    assert_eq!(r, Ok(()));
+}
+
+#[test]
+fn destroying_a_cq_acks_the_events_still_held() {
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(64).channel(&ch).build().unwrap();
+        let other = Cq::builder(&ctx).cqe(64).channel(&ch).build().unwrap();
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        let mut held = Vec::new();
+        let mut acks = EventAcks::new();
+        for i in 0..3 {
+            cq.req_notify(false).unwrap();
+            b.post_recv(100 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
+            a.post_send(&SendWr::send(i, &[m.src.sge(0..16).unwrap()]).signaled())
+                .unwrap();
+            let ev = ch.get_cq_event().unwrap();
+            if i == 0 {
+                ev.ack_later(&mut acks);
+            } else {
+                held.push(ev);
+            }
+            completions(&cq, 2);
+        }
+        drop((a, b));
+        // Three events of `cq` unacked, held on this very thread: the destroy acks them
+        // first, so it returns.
+        destroyed(cq.destroy());
+        // They ack nothing now (the CQ is gone).
+        drop(held);
+        acks.ack();
+        // The other CQ of the channel is untouched, and so is the channel.
+        assert!(ch.try_get_cq_event().unwrap().is_none());
+        destroyed(other.destroy());
+        destroyed(ch.destroy());
+    });
+}
+
+#[test]
+fn an_event_of_a_cq_destroyed_on_another_thread_is_acked_once() {
+    // An event held on one thread while the CQ is destroyed on another: the destroy acks it,
+    // and its drop afterwards does nothing.
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(64).channel(&ch).build().unwrap();
+        {
+            let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+            let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+            let m = bufs(&pd, &mut s, &mut d);
+            cq.req_notify(false).unwrap();
+            b.post_recv(2, &[m.dst.sge(0..16).unwrap()]).unwrap();
+            a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]))
+                .unwrap();
+            completions(&cq, 1);
+        }
+        let ev = ch.get_cq_event().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(move || destroyed(cq.destroy())).join().unwrap();
+        });
+        assert!(ev.as_raw_cq() as usize != 0);
+        drop(ev);
+    });
+}
+
+#[test]
+fn cq_overrun_raises_cq_err() {
+    within(LIMIT, || {
+        let ctx = open();
+        let pd = Pd::new(&ctx).unwrap();
+        let small = Cq::builder(&ctx).cqe(1).build().unwrap();
+        let big = Cq::builder(&ctx).cqe(64).build().unwrap();
+        let n = small.cqe() as u64;
+        // `a` sends (and completes) into `small`; `b` receives into `big`.
+        let a = Qp::<Rc>::builder(&pd, &small, &big)
+            .max_send_wr(32)
+            .max_recv_wr(32)
+            .build()
+            .unwrap();
+        let b = Qp::<Rc>::builder(&pd, &big, &big)
+            .max_send_wr(32)
+            .max_recv_wr(32)
+            .build()
+            .unwrap();
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        assert!(ctx.try_get_async_event().unwrap().is_none());
+        for i in 0..=n {
+            b.post_recv(100 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
+            a.post_send(&SendWr::send(i, &[m.src.sge(0..16).unwrap()]).signaled())
+                .unwrap();
+        }
+        // Every receive lands; one send completion more than `small` holds.
+        completions(&big, n as usize + 1);
+        assert!(
+            readable(ctx.async_fd().unwrap(), 5000),
+            "no async event within 5 s"
+        );
+        let ev = ctx
+            .try_get_async_event()
+            .unwrap()
+            .expect("the fd was readable");
+        match *ev {
+            AsyncEvent::CqErr(c) => assert!(c.is(&small) && !c.is(&big)),
+            other => panic!("expected CQ_ERR for the small CQ, got {other:?}"),
+        }
+        assert_eq!(ev.event_type(), 0); // IBV_EVENT_CQ_ERR
+        drop(ev); // ibv_ack_async_event
+        assert!(
+            !readable(ctx.async_fd().unwrap(), 100),
+            "one CQ_ERR for one lost completion"
+        );
+        let got = completions(&small, n as usize);
+        assert!(got.iter().all(|g| g.1 == WcStatus::SUCCESS), "{got:?}");
+    });
+}
+
+/// The QP's state as the device has it (`ibv_query_qp`).
+fn qp_state<R: RecvSide>(qp: &Up<'_, R>) -> u32 {
+    // SAFETY: plain C data, written by the call; a live QP.
+    unsafe {
+        let mut a: typed_verbs::ffi::sys::ibv_qp_attr = std::mem::zeroed();
+        let mut i: typed_verbs::ffi::sys::ibv_qp_init_attr = std::mem::zeroed();
+        raw::ibv_query_qp(qp.as_raw(), &mut a, 1, &mut i).expect("ibv_query_qp");
+        a.qp_state
+    }
+}
+
+/// The async events that come within `ms` milliseconds.
+fn async_events(ctx: &Context, ms: u64) -> Vec<AsyncEvent> {
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(ms) {
+        if readable(ctx.async_fd().unwrap(), 50) {
+            if let Some(ev) = ctx.try_get_async_event().unwrap() {
+                seen.push(*ev);
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_receive_cq_overrun_raises_cq_err_and_moves_the_responder_to_err() {
+    // Class G, as rxe0 shows it: the lost receive completion raises CQ_ERR, the responder
+    // moves to ERR and flushes its other receives into the full CQ (one CQ_ERR each), and the
+    // request, never acknowledged, does not complete.
+    within(LIMIT, || {
+        let ctx = open();
+        let pd = Pd::new(&ctx).unwrap();
+        let small = Cq::builder(&ctx).cqe(1).build().unwrap();
+        let big = Cq::builder(&ctx).cqe(64).build().unwrap();
+        assert_eq!(small.cqe(), 1, "the test counts on a CQ of one entry");
+        let a = Qp::<Rc>::builder(&pd, &big, &big)
+            .max_send_wr(8)
+            .max_recv_wr(8)
+            .build()
+            .unwrap();
+        let b = Qp::<Rc>::builder(&pd, &big, &small)
+            .max_send_wr(8)
+            .max_recv_wr(8)
+            .build()
+            .unwrap();
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        for i in 0..4 {
+            b.post_recv(100 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
+        }
+        for i in 0..2 {
+            a.post_send(&SendWr::send(i, &[m.src.sge(0..16).unwrap()]).signaled())
+                .unwrap();
+        }
+        assert_eq!(completions(&big, 1), [(0, WcStatus::SUCCESS)]);
+        let seen = async_events(&ctx, 700);
+        assert_eq!(seen.len(), 3, "one CQ_ERR per lost completion: {seen:?}");
+        assert!(
+            seen.iter()
+                .all(|e| matches!(e, AsyncEvent::CqErr(c) if c.is(&small))),
+            "{seen:?}"
+        );
+        use typed_verbs::ffi::sys::ibv_qp_state::{IBV_QPS_ERR, IBV_QPS_RTS};
+        assert_eq!((qp_state(&b), qp_state(&a)), (IBV_QPS_ERR, IBV_QPS_RTS));
+        // Only the first receive's completion is in the small CQ; the flushes were lost.
+        assert_eq!(completions(&small, 1), [(100, WcStatus::SUCCESS)]);
+        let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(small.poll(&mut wc).unwrap().len(), 0);
+        assert_eq!(
+            big.poll(&mut wc).unwrap().len(),
+            0,
+            "the unacknowledged send completed"
+        );
+    });
+}
+
+#[test]
+fn srq_limit_reached_when_a_receive_leaves_fewer_than_the_limit() {
+    within(LIMIT, || {
+        let ctx = open();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+        let srq = Srq::builder(&pd)
+            .max_wr(16)
+            .context("pool")
+            .build()
+            .unwrap();
+        assert_eq!(srq.query().unwrap().srq_limit, 0);
+        let a = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_send_wr(32)
+            .max_recv_wr(4)
+            .build()
+            .unwrap();
+        let b = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq)
+            .max_send_wr(4)
+            .build()
+            .unwrap();
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        let (a, _b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16 * 8]);
+        let m = bufs(&pd, &mut s, &mut d);
+        for i in 0..8 {
+            let off = i as usize * 16;
+            srq.post_recv(100 + i, &[m.dst.sge(off..off + 16).unwrap()])
+                .unwrap();
+        }
+        srq.arm_limit(4).expect("ibv_modify_srq(IBV_SRQ_LIMIT)");
+        assert_eq!(srq.query().unwrap().srq_limit, 4);
+
+        // Four receives consumed: four left, not fewer than the limit.
+        for i in 0..4 {
+            a.post_send(&SendWr::send(i, &[m.src.sge(0..16).unwrap()]))
+                .unwrap();
+        }
+        completions(&cq, 4);
+        assert!(
+            !readable(ctx.async_fd().unwrap(), 300),
+            "limit event with 4 left of limit 4"
+        );
+        // The fifth leaves three.
+        a.post_send(&SendWr::send(4, &[m.src.sge(0..16).unwrap()]))
+            .unwrap();
+        completions(&cq, 1);
+        assert!(
+            readable(ctx.async_fd().unwrap(), 5000),
+            "no limit event within 5 s"
+        );
+        let ev = ctx.get_async_event().unwrap();
+        match *ev {
+            AsyncEvent::SrqLimitReached(r) => assert!(r.is(&srq)),
+            other => panic!("expected SRQ_LIMIT_REACHED, got {other:?}"),
+        }
+        drop(ev);
+        // The event disarmed the limit.
+        assert_eq!(srq.query().unwrap().srq_limit, 0);
+        a.post_send(&SendWr::send(5, &[m.src.sge(0..16).unwrap()]))
+            .unwrap();
+        completions(&cq, 1);
+        assert!(
+            !readable(ctx.async_fd().unwrap(), 300),
+            "a second event without re-arming"
+        );
+    });
+}
+
+#[test]
+fn srq_limit_above_the_srq_size_is_refused() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let srq = Srq::builder(&pd).max_wr(16).build().unwrap();
+    let size = srq.query().unwrap().max_wr;
+    let e = srq.arm_limit(size + 1).unwrap_err();
+    assert_eq!((e.verb, e.errno()), (Verb::ModifySrq, libc::EINVAL), "{e}");
+    srq.arm_limit(size).expect("a limit of the SRQ's size");
+    srq.arm_limit(0).expect("0 disarms");
+    assert_eq!(srq.query().unwrap().srq_limit, 0);
+}
+
+#[test]
+fn destroying_an_srq_acks_its_async_event_still_held() {
+    within(LIMIT, || {
+        let ctx = open();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+        let srq = Srq::builder(&pd).max_wr(8).build().unwrap();
+        let ev = {
+            let a = Qp::<Rc>::builder(&pd, &cq, &cq)
+                .max_send_wr(8)
+                .build()
+                .unwrap();
+            let b = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq)
+                .build()
+                .unwrap();
+            let (an, bn) = (a.qp_num(), b.qp_num());
+            let (a, _b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+            let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 32]);
+            let m = bufs(&pd, &mut s, &mut d);
+            srq.post_recv(1, &[m.dst.sge(0..16).unwrap()]).unwrap();
+            srq.post_recv(2, &[m.dst.sge(16..32).unwrap()]).unwrap();
+            srq.arm_limit(2).unwrap();
+            a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]))
+                .unwrap();
+            completions(&cq, 1);
+            ctx.get_async_event().unwrap()
+        };
+        assert!(matches!(*ev, AsyncEvent::SrqLimitReached(r) if r.is(&srq)));
+        // Held, unacked, on this thread: ibv_destroy_srq would wait for it forever; the typed
+        // destroy acks it first.
+        destroyed(srq.destroy());
+        drop(ev);
+    });
+}
+
+/// Async events raised for QPs that an error moves to ERR: none on rxe (Linux 6.1), whose
+/// responder and completer move a QP to ERR without an event, for every path tried here
+/// (remote access, remote invalid request, RNR retries exceeded, a receive too small, a QP with
+/// an SRQ moved to ERR); the software device does the same.
+#[test]
+fn qp_errors_raise_no_async_event_as_on_rxe() {
+    within(LIMIT, || {
+        let ctx = open();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+
+        // Remote access error: REM_ACCESS_ERR at the requester, the responder to ERR.
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let bogus = m.src.remote().at(0, 16).unwrap();
+        a.post_send(&SendWr::rdma_write(1, &[m.src.sge(0..16).unwrap()], bogus).signaled())
+            .unwrap();
+        assert_eq!(completions(&cq, 1), [(1, WcStatus::REM_ACCESS_ERR)]);
+        assert_eq!(async_events(&ctx, 400), [], "after a remote access error");
+        drop((a, b));
+
+        // Remote invalid request (an atomic the responder's access flags refuse).
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let mut r = vec![0u8; 16];
+        let target = Mr::new(
+            &pd,
+            &mut r,
+            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
+        )
+        .unwrap();
+        let word = [m.dst.sge(0..8).unwrap()];
+        a.post_send(
+            &SendWr::fetch_add(2, &word, target.remote().atomic_at(0).unwrap(), 1).signaled(),
+        )
+        .unwrap();
+        assert_eq!(completions(&cq, 1), [(2, WcStatus::REM_INV_REQ_ERR)]);
+        assert_eq!(
+            async_events(&ctx, 400),
+            [],
+            "after a remote invalid request"
+        );
+        drop((a, b, target));
+
+        // RNR retries exceeded (rnr_retry 0, no receive posted).
+        let qa = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_send_wr(4)
+            .build()
+            .unwrap();
+        let qb = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_send_wr(4)
+            .build()
+            .unwrap();
+        let (an, bn) = (qa.qp_num(), qb.qp_num());
+        let (a, b) = (connect(&ctx, qa, bn, 0), connect(&ctx, qb, an, 0));
+        a.post_send(&SendWr::send(3, &[m.src.sge(0..16).unwrap()]).signaled())
+            .unwrap();
+        assert_eq!(completions(&cq, 1), [(3, WcStatus::RNR_RETRY_EXC_ERR)]);
+        assert_eq!(async_events(&ctx, 400), [], "after RNR retries exceeded");
+        drop((a, b));
+
+        // A receive too small for the message: LOC_QP_OP_ERR at the responder.
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        b.post_recv(4, &[m.dst.sge(0..4).unwrap()]).unwrap();
+        a.post_send(&SendWr::send(5, &[m.src.sge(0..16).unwrap()]).signaled())
+            .unwrap();
+        let mut got = completions(&cq, 2);
+        got.sort_by_key(|g| g.0);
+        assert_eq!(
+            got,
+            [(4, WcStatus::LOC_QP_OP_ERR), (5, WcStatus::REM_OP_ERR)]
+        );
+        assert_eq!(async_events(&ctx, 400), [], "after a malformed receive");
+        drop((a, b));
+
+        // A QP with an SRQ moved to ERR (no IBV_EVENT_QP_LAST_WQE_REACHED on rxe).
+        let srq = Srq::builder(&pd).max_wr(4).build().unwrap();
+        let qa = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_send_wr(4)
+            .build()
+            .unwrap();
+        let qb = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq)
+            .build()
+            .unwrap();
+        let (an, bn) = (qa.qp_num(), qb.qp_num());
+        let (a, b) = (connect(&ctx, qa, bn, 7), connect(&ctx, qb, an, 7));
+        let b = b.to_error().unwrap_or_else(|e| panic!("RTS -> ERR: {e}"));
+        assert_eq!(
+            async_events(&ctx, 400),
+            [],
+            "after a QP with an SRQ moved to ERR"
+        );
+        drop((a, b));
+    });
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn an_event_is_awaited_through_tokio() {
+    within(LIMIT, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx)
+            .cqe(16)
+            .channel(&ch)
+            .context(5u32)
+            .build()
+            .unwrap();
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        // Outside a runtime: an error, not a panic.
+        let e = ch.cq_events().unwrap_err();
+        assert_eq!(e.verb, Verb::GetCqEvent);
+        rt.block_on(async {
+            let events = ch.cq_events().unwrap();
+            for round in 0..2u64 {
+                cq.req_notify(false).unwrap();
+                b.post_recv(10 + round, &[m.dst.sge(0..16).unwrap()])
+                    .unwrap();
+                a.post_send(&SendWr::send(round, &[m.src.sge(0..16).unwrap()]))
+                    .unwrap();
+                let ev = events.get_cq_event().await.unwrap();
+                assert_eq!(ev.user_context(&cq), Some(&5));
+                completions(&cq, 1);
+            }
+        });
+    });
+}
