@@ -292,6 +292,11 @@ impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<
                 .map_err(|e| Error::os(Verb::CreateCqEx, e))?; // `user` is freed on this path
         user.into_raw();
         let cq = CqEx::from_raw(raw);
+        if is_rxe(self.ctx) {
+            // SAFETY: a CQ just created, not yet shared; the provider never reads its own
+            // next_poll pointer, the application's calls do.
+            unsafe { (*raw.as_ptr()).next_poll = Some(rxe_next_poll) };
+        }
         // SAFETY: a CQ just created; its function pointers are only read.
         let ops = unsafe { raw.as_ref() };
         if let Err(op) = crate::cq_ex::check_provider_ops::<F>(ops) {
@@ -303,6 +308,22 @@ impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<
         }
         Ok(cq)
     }
+}
+
+/// Whether `ctx` is on rxe (Soft-RoCE): vendor 0xffffff, part 0, as the kernel's rxe reports.
+fn is_rxe(ctx: &Context) -> bool {
+    !ctx.is_software() && ctx.attr().vendor_id == 0x00ff_ffff && ctx.attr().vendor_part_id == 0
+}
+
+/// rxe's provider as rdma-core shipped it before release 55 (Debian 12 has 44) ends the batch
+/// itself when `next_poll` finds the CQ empty: it stores the consumer index and unlocks. The
+/// `end_poll` that ibv_create_cq_ex(3) then requires advances and unlocks a second time, which
+/// corrupts the CQ. The crate cannot tell the provider's release at run time, so on rxe every
+/// batch is one completion long: `next_poll` answers ENOENT without touching the provider, and
+/// the provider's `end_poll` ends the batch, as start_poll + end_poll always did correctly.
+/// Other providers keep their own `next_poll`; the poll loop pays nothing for this.
+unsafe extern "C" fn rxe_next_poll(_cq: *mut sys::ibv_cq_ex) -> std::os::raw::c_int {
+    libc::ENOENT
 }
 
 /// A completion queue created with `ibv_create_cq`, polled with `ibv_poll_cq` into the caller's
