@@ -7,7 +7,11 @@
 # rxe provider and rdma-core's pingpong programs, and qemu boots it under TCG with no NIC, so
 # nothing leaves the VM. Inside, rxe0 is created over a dummy netdev and every test binary runs
 # with TYPED_VERBS_DEVICE=rxe0; then rdma-core's own ibv_{rc,uc,ud,srq}_pingpong run as a health
-# check of the lane, so a broken lane is told apart from a broken crate.
+# check of the lane, so a broken lane is told apart from a broken crate. Last, the crate's examples
+# rc_pingpong, uc_pingpong, ud_pingpong and srq_pingpong run against rdma-core's program of the
+# same name both ways (the example as server and ibv_*_pingpong as client, then the other way
+# round, then once more with the example sleeping on completion events, -e), -n 100 each, every
+# run bounded by a timeout.
 #
 # Usage: bash scripts/rxe-lane.sh [--keep-going]
 #   RXE_LANE_TIMEOUT   seconds the VM may run (default 300)
@@ -75,10 +79,21 @@ if ! cargo test --tests --no-run >"$WORK/build.log" 2>&1; then
 fi
 mapfile -t tests < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$WORK/build.log" | grep -v '^ui ')
 [ "${#tests[@]}" -gt 0 ] || { echo "rxe-lane: no test binaries found" >&2; exit 1; }
+# The examples that interoperate with rdma-core's ibv_*_pingpong (debug build, like the tests).
+PINGPONGS=(rc_pingpong uc_pingpong ud_pingpong srq_pingpong)
+echo "rxe-lane: building the pingpong examples"
+if ! cargo build "${PINGPONGS[@]/#/--example=}" --message-format=json-render-diagnostics \
+    >"$WORK/build-examples.json" 2>"$WORK/build-examples.log"; then
+    tail -n 30 "$WORK/build-examples.log" >&2
+    echo "rxe-lane: building the pingpong examples failed" >&2
+    exit 1
+fi
+mapfile -t examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-examples.json")
+[ "${#examples[@]}" = "${#PINGPONGS[@]}" ] || { echo "rxe-lane: pingpong examples not found" >&2; exit 1; }
 
 # 3. The initramfs.
 rm -rf "$ROOT"
-mkdir -p "$ROOT"/{bin,sbin,usr/bin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,tests}
+mkdir -p "$ROOT"/{bin,sbin,usr/bin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,tests,examples}
 cp /bin/busybox "$ROOT/bin/busybox"
 
 copy_with_libs() { # copies executables or libraries and every library ldd lists for them
@@ -109,6 +124,10 @@ for t in "${tests[@]}"; do
     bin=${t#* }
     copy_with_libs "$bin"
     cp "$bin" "$ROOT/tests/$name"
+done
+for ex in "${examples[@]}"; do
+    copy_with_libs "$ex"
+    mv "$ROOT$ex" "$ROOT/examples/${ex##*/}"
 done
 printf '%s\n' "/lib/$multiarch" "/usr/lib/$multiarch" "/usr/lib/$multiarch/libibverbs" >"$ROOT/etc/ld.so.conf"
 ldconfig -r "$ROOT" 2>/dev/null || true
@@ -153,7 +172,7 @@ up() {
         ibv_devinfo -d rxe0 >/dev/null
 }
 step rxe0 up
-ibv_devinfo -d rxe0 -v 2>&1 | grep -E 'max_cqe|max_qp_wr|num_comp_vectors|active_mtu' | head -n 4
+ibv_devinfo -d rxe0 -v 2>&1 | grep -E 'vendor_id|vendor_part_id|max_cqe|max_qp_wr|num_comp_vectors|active_mtu' | head -n 6
 for t in /tests/*; do
     name=${t##*/}
     echo "LANE: BEGIN $name"
@@ -179,6 +198,43 @@ step health:ibv_rc_pingpong pingpong ibv_rc_pingpong
 step health:ibv_uc_pingpong pingpong ibv_uc_pingpong
 step health:ibv_ud_pingpong pingpong ibv_ud_pingpong -s 1024
 step health:ibv_srq_pingpong pingpong ibv_srq_pingpong
+interop() { # interop "SERVER [OPTS]" "CLIENT [OPTS]" ARGS...: on rxe0, 20 s each, over loopback TCP
+    srv=$1
+    cli=$2
+    shift 2
+    # shellcheck disable=SC2086 # $srv and $cli are a program and its own options
+    timeout 20 $srv -d rxe0 -g 1 "$@" >/tmp/server.log 2>&1 &
+    server=$!
+    for _ in $(seq 100); do # until the server listens (it sets up its QP first), at most 20 s
+        netstat -ltn 2>/dev/null | grep -q ':18515 ' && break
+        kill -0 $server 2>/dev/null || break
+        sleep 0.2
+    done
+    # shellcheck disable=SC2086
+    timeout 20 $cli -d rxe0 -g 1 "$@" 127.0.0.1 >/tmp/client.log 2>&1
+    c=$?
+    wait $server
+    s=$?
+    if [ "$c" = 0 ] && [ "$s" = 0 ]; then
+        tail -n 2 /tmp/server.log | sed "s|^|${srv##*/} (server): |"
+        tail -n 2 /tmp/client.log | sed "s|^|${cli##*/} (client): |"
+    else
+        sed "s|^|${srv##*/} (server, exit $s): |" /tmp/server.log
+        sed "s|^|${cli##*/} (client, exit $c): |" /tmp/client.log
+    fi
+    [ "$c" = 0 ] && [ "$s" = 0 ]
+}
+for ex in rc uc ud srq; do
+    args="-n 100"
+    [ $ex = ud ] && args="$args -s 1024"
+    # shellcheck disable=SC2086 # $args is a list of words
+    step "interop:${ex}_pingpong:typed-server" interop /examples/${ex}_pingpong ibv_${ex}_pingpong $args
+    # shellcheck disable=SC2086
+    step "interop:${ex}_pingpong:typed-client" interop ibv_${ex}_pingpong /examples/${ex}_pingpong $args
+    # The typed client sleeping on completion events (-e); rdma-core's server polls.
+    # shellcheck disable=SC2086
+    step "interop:${ex}_pingpong:typed-client-events" interop ibv_${ex}_pingpong "/examples/${ex}_pingpong -e" $args
+done
 echo "LANE: DONE"
 poweroff -f
 INIT

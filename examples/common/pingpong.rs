@@ -1,0 +1,866 @@
+//! What `rc_pingpong`, `uc_pingpong`, `ud_pingpong` and `srq_pingpong` share: the command line
+//! of rdma-core's programs of the same name (libibverbs/examples/*_pingpong.c), their TCP
+//! exchange of addresses, the ping-pong loop over a generated poll loop, and the summary.
+//!
+//! Each example includes this file with `#[path = "common/pingpong.rs"] mod pingpong;` and uses
+//! part of it.
+//!
+//! # The exchange (pingpong.c and each program's `pp_{client,server}_exch_dest`)
+//!
+//! One message per QP (`srq_pingpong`: always 256, the unused ones zero), each the 52 bytes of
+//! `sprintf(msg, "%04x:%06x:%06x:%s", lid, qpn, psn, gid)` with its NUL, where `gid` is the 16
+//! bytes of the GID as 32 hex digits (`gid_to_wire_gid`). The client connects, sends its
+//! messages, reads the server's, sends `"done"` (5 bytes, with the NUL) and closes; then it
+//! brings its QPs up. The server accepts one connection, reads the client's messages, brings its
+//! QPs up (so that it is ready to receive before the client can send), sends its own messages
+//! and reads `"done"`. The client sends first.
+#![allow(dead_code)] // each example uses part of this module
+
+use std::collections::hash_map::RandomState;
+use std::fmt::Display;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Instant;
+use typed_verbs::event::EventAcks;
+use typed_verbs::{AddressVector, CompChannel, Context, Cq, Gid, GlobalRoute, Mtu};
+
+/// `PINGPONG_RECV_WRID`: the `wr_id` of every receive.
+pub const RECV_WRID: u64 = 1;
+/// `PINGPONG_SEND_WRID`: the `wr_id` of every send.
+pub const SEND_WRID: u64 = 2;
+/// `sizeof "0000:000000:000000:00000000000000000000000000000000"`.
+pub const MSG_LEN: usize = 52;
+/// `srq_pingpong`'s `MAX_QP`: it always exchanges this many addresses.
+pub const MAX_QP: usize = 256;
+/// `IBV_LINK_LAYER_ETHERNET`.
+const LINK_LAYER_ETHERNET: u8 = 2;
+
+typed_verbs::completion_record! {
+    /// What the ping-pong loop reads of a completion: which work request, on which QP.
+    pub struct PpWc { wr_id, qp_num }
+    max_batch = 16;
+}
+
+/// What one program's command line offers beyond the options every one has.
+pub struct Program {
+    /// The program's name, as rdma-core's without `ibv_` (`rc_pingpong`).
+    pub name: &'static str,
+    /// The default of `-s`.
+    pub default_size: u32,
+    /// Whether it takes `-m/--mtu` (not `ud_pingpong`).
+    pub mtu: bool,
+    /// Whether it takes `-q/--num-qp` (`srq_pingpong`).
+    pub num_qp: bool,
+}
+
+/// The parsed command line.
+#[derive(Clone, Debug)]
+pub struct Opts {
+    /// `-p`: the TCP port of the exchange.
+    pub port: u16,
+    /// `-d`: the device (else `TYPED_VERBS_DEVICE`, else the software device `sw0`).
+    pub ib_dev: Option<String>,
+    /// `-i`: the device's port.
+    pub ib_port: u8,
+    /// `-s`: the message size.
+    pub size: u32,
+    /// `-m`: the path MTU.
+    pub mtu: Mtu,
+    /// `-r`: receives posted at a time.
+    pub rx_depth: u32,
+    /// `-n`: exchanges.
+    pub iters: u32,
+    /// `-l`: service level.
+    pub sl: u8,
+    /// `-e`: sleep on completion events.
+    pub events: bool,
+    /// `-g`: the local GID index (-1: none, no GRH).
+    pub gid_idx: i32,
+    /// `-q`: QPs (`srq_pingpong`; 1 otherwise).
+    pub num_qp: u32,
+    /// The host to connect to (client); `None` for the server.
+    pub server_name: Option<String>,
+    /// `--self`: server and client in this process, on two threads, over 127.0.0.1.
+    pub self_test: bool,
+}
+
+fn usage(p: &Program) -> String {
+    let mut u = String::new();
+    let mut line = |s: String| {
+        u.push_str(&s);
+        u.push('\n');
+    };
+    line("Usage:".into());
+    line(format!(
+        "  {}            start a server and wait for connection",
+        p.name
+    ));
+    line(format!(
+        "  {} <host>     connect to server at <host>",
+        p.name
+    ));
+    line(format!(
+        "  {} --self     run server and client in this process (over 127.0.0.1)",
+        p.name
+    ));
+    line(String::new());
+    line("Options:".into());
+    line("  -p, --port=<port>      listen on/connect to port <port> (default 18515)".into());
+    line(
+        "  -d, --ib-dev=<dev>     use IB device <dev> (default $TYPED_VERBS_DEVICE, else sw0)"
+            .into(),
+    );
+    line("  -i, --ib-port=<port>   use port <port> of IB device (default 1)".into());
+    line(format!(
+        "  -s, --size=<size>      size of message to exchange (default {})",
+        p.default_size
+    ));
+    if p.mtu {
+        line("  -m, --mtu=<size>       path MTU (default 1024)".into());
+    }
+    if p.num_qp {
+        line("  -q, --num-qp=<num>     number of QPs to use (default 16)".into());
+    }
+    line("  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)".into());
+    line("  -n, --iters=<iters>    number of exchanges (default 1000)".into());
+    line("  -l, --sl=<sl>          service level value".into());
+    line("  -e, --events           sleep on CQ events (default poll)".into());
+    line("  -g, --gid-idx=<gid index> local port gid index".into());
+    line("      --self             server and client on two threads of this process".into());
+    u
+}
+
+/// `strtoul(s, NULL, 0)`, strictly: decimal, `0x` hex or `0` octal, the whole string.
+fn parse_c_uint(s: &str) -> Option<u64> {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u64::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// `strtol(s, NULL, 0)`, strictly.
+fn parse_c_int(s: &str) -> Option<i64> {
+    match s.strip_prefix('-') {
+        Some(rest) => parse_c_uint(rest)
+            .and_then(|v| i64::try_from(v).ok())
+            .map(|v| -v),
+        None => parse_c_uint(s).and_then(|v| i64::try_from(v).ok()),
+    }
+}
+
+/// Parses the command line as getopt_long does for rdma-core's program (options and the host
+/// in any order, `-n100` or `-n 100`, `--iters=100` or `--iters 100`, flags grouped as `-eg1`,
+/// `--` ends the options). `Err` carries the exit code after usage or an error was printed.
+pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result<Opts, ExitCode> {
+    let mut o = Opts {
+        port: 18515,
+        ib_dev: None,
+        ib_port: 1,
+        size: p.default_size,
+        mtu: Mtu::Mtu1024,
+        rx_depth: 500,
+        iters: 1000,
+        sl: 0,
+        events: false,
+        gid_idx: -1,
+        num_qp: if p.num_qp { 16 } else { 1 },
+        server_name: None,
+        self_test: false,
+    };
+    let bad = |msg: &str| {
+        if !msg.is_empty() {
+            eprintln!("{}: {msg}", p.name);
+        }
+        print!("{}", usage(p));
+        ExitCode::FAILURE
+    };
+    // The options that take an argument, by short name, with their long names.
+    let with_arg: &[(char, &str)] = &[
+        ('p', "port"),
+        ('d', "ib-dev"),
+        ('i', "ib-port"),
+        ('s', "size"),
+        ('m', "mtu"),
+        ('q', "num-qp"),
+        ('r', "rx-depth"),
+        ('n', "iters"),
+        ('l', "sl"),
+        ('g', "gid-idx"),
+    ];
+    let offered = |c: char| match c {
+        'm' => p.mtu,
+        'q' => p.num_qp,
+        _ => true,
+    };
+    let mut positional = Vec::new();
+    let mut it = args.into_iter().skip(1);
+    // (option, value): every option seen, in order.
+    let mut seen: Vec<(char, Option<String>)> = Vec::new();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            positional.extend(it.by_ref());
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (long, None),
+            };
+            match name {
+                "events" => seen.push(('e', None)),
+                "self" => seen.push(('S', None)),
+                "help" => seen.push(('h', None)),
+                _ => match with_arg.iter().find(|(c, l)| *l == name && offered(*c)) {
+                    Some(&(c, _)) => {
+                        let v = match inline.or_else(|| it.next()) {
+                            Some(v) => v,
+                            None => {
+                                return Err(bad(&format!("option '--{name}' requires an argument")))
+                            }
+                        };
+                        seen.push((c, Some(v)));
+                    }
+                    None => return Err(bad(&format!("unrecognized option '--{name}'"))),
+                },
+            }
+        } else if a.len() > 1 && a.starts_with('-') {
+            for (i, c) in a[1..].char_indices() {
+                if c == 'e' {
+                    seen.push(('e', None));
+                } else if c == 'h' {
+                    seen.push(('h', None));
+                } else if with_arg.iter().any(|(s, _)| *s == c) && offered(c) {
+                    let rest = &a[1 + i + c.len_utf8()..];
+                    let v = if !rest.is_empty() {
+                        rest.to_owned()
+                    } else {
+                        match it.next() {
+                            Some(v) => v,
+                            None => {
+                                return Err(bad(&format!("option requires an argument -- '{c}'")))
+                            }
+                        }
+                    };
+                    seen.push((c, Some(v)));
+                    break;
+                } else {
+                    return Err(bad(&format!("invalid option -- '{c}'")));
+                }
+            }
+        } else {
+            positional.push(a);
+        }
+    }
+    for (c, v) in seen {
+        let v = v.unwrap_or_default();
+        let uint = |max: u64| parse_c_uint(&v).filter(|n| *n <= max);
+        match c {
+            'h' => {
+                print!("{}", usage(p));
+                return Err(ExitCode::SUCCESS);
+            }
+            'e' => o.events = true,
+            'S' => o.self_test = true,
+            'p' => o.port = uint(65535).ok_or_else(|| bad(""))? as u16,
+            'd' => o.ib_dev = Some(v),
+            'i' => {
+                o.ib_port = parse_c_int(&v)
+                    .filter(|n| (1..=255).contains(n))
+                    .ok_or_else(|| bad(""))? as u8
+            }
+            's' => {
+                o.size = uint(u32::MAX.into())
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| bad(""))? as u32
+            }
+            'm' => {
+                o.mtu = match parse_c_int(&v) {
+                    Some(256) => Mtu::Mtu256,
+                    Some(512) => Mtu::Mtu512,
+                    Some(1024) => Mtu::Mtu1024,
+                    Some(2048) => Mtu::Mtu2048,
+                    Some(4096) => Mtu::Mtu4096,
+                    _ => return Err(bad("")),
+                }
+            }
+            'q' => o.num_qp = uint(u32::MAX.into()).ok_or_else(|| bad(""))? as u32,
+            'r' => {
+                o.rx_depth = uint(u32::MAX.into())
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| bad(""))? as u32
+            }
+            'n' => o.iters = uint(i32::MAX as u64).ok_or_else(|| bad(""))? as u32,
+            'l' => {
+                o.sl = parse_c_int(&v)
+                    .filter(|n| (0..=15).contains(n))
+                    .ok_or_else(|| bad(""))? as u8
+            }
+            'g' => {
+                o.gid_idx = parse_c_int(&v)
+                    .and_then(|n| i32::try_from(n).ok())
+                    .ok_or_else(|| bad(""))?
+            }
+            _ => unreachable!("option {c}"),
+        }
+    }
+    match positional.len() {
+        0 => {}
+        1 if !o.self_test => o.server_name = positional.pop(),
+        _ => return Err(bad("")),
+    }
+    if p.num_qp {
+        if o.num_qp > o.rx_depth {
+            eprintln!(
+                "rx_depth {} is too small for {} QPs -- must have at least one receive per QP.",
+                o.rx_depth, o.num_qp
+            );
+            return Err(ExitCode::FAILURE);
+        }
+        if o.num_qp == 0 || o.num_qp as usize >= MAX_QP {
+            eprintln!(
+                "num_qp {} must be at least 1 and less than {MAX_QP}",
+                o.num_qp
+            );
+            return Err(ExitCode::FAILURE);
+        }
+    }
+    Ok(o)
+}
+
+/// Where a side's lines go: stdout, with `server: ` or `client: ` in front under `--self`.
+#[derive(Clone, Copy)]
+pub struct Out {
+    prefix: &'static str,
+}
+
+impl Out {
+    /// A line on stdout.
+    pub fn say(&self, line: impl Display) {
+        println!("{}{line}", self.prefix);
+    }
+    /// A line on stderr.
+    pub fn warn(&self, line: impl Display) {
+        eprintln!("{}{line}", self.prefix);
+    }
+}
+
+/// Turns an error into the message rdma-core's program prints, followed by the typed error.
+pub fn because<E: Display>(what: &'static str) -> impl FnOnce(E) -> String {
+    move |e| format!("{what}: {e}")
+}
+
+/// This side's part of the exchange: the server listens (on a listener made already, under
+/// `--self`), the client connects to the host.
+pub enum Role {
+    /// Accept one connection, on this listener or on a new one bound to every address.
+    Server(Option<TcpListener>),
+    /// Connect to this host.
+    Client(String),
+}
+
+impl Role {
+    /// Whether this side is the client (`servername` in rdma-core's programs).
+    pub fn is_client(&self) -> bool {
+        matches!(self, Role::Client(_))
+    }
+}
+
+/// A QP's address as the exchange carries it (`struct pingpong_dest`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dest {
+    /// The port's LID (0 on RoCE).
+    pub lid: u16,
+    /// The QP number.
+    pub qpn: u32,
+    /// The first PSN the QP sends.
+    pub psn: u32,
+    /// The GID (zero without `-g`).
+    pub gid: Gid,
+}
+
+impl Dest {
+    /// `sprintf(msg, "%04x:%06x:%06x:%s", ...)` with `gid_to_wire_gid`, NUL-padded to 52 bytes.
+    pub fn to_wire(self) -> [u8; MSG_LEN] {
+        let gid: String = self.gid.0.iter().map(|b| format!("{b:02x}")).collect();
+        let text = format!("{:04x}:{:06x}:{:06x}:{gid}", self.lid, self.qpn, self.psn);
+        let mut msg = [0u8; MSG_LEN];
+        let n = text.len().min(MSG_LEN - 1);
+        msg[..n].copy_from_slice(&text.as_bytes()[..n]);
+        msg
+    }
+
+    /// `sscanf(msg, "%x:%x:%x:%s", ...)` with `wire_gid_to_gid`.
+    pub fn from_wire(msg: &[u8]) -> Option<Dest> {
+        let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
+        let text = std::str::from_utf8(&msg[..end]).ok()?;
+        let mut parts = text.splitn(4, ':');
+        let lid = u16::from_str_radix(parts.next()?, 16).ok()?;
+        let qpn = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let psn = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let wire = parts.next()?.as_bytes();
+        if wire.len() != 32 {
+            return None;
+        }
+        let mut gid = [0u8; 16];
+        for (i, b) in gid.iter_mut().enumerate() {
+            let hex = std::str::from_utf8(&wire[2 * i..2 * i + 2]).ok()?;
+            *b = u8::from_str_radix(hex, 16).ok()?;
+        }
+        Some(Dest {
+            lid,
+            qpn,
+            psn,
+            gid: Gid(gid),
+        })
+    }
+
+    /// The address line rdma-core's programs print (`inet_ntop(AF_INET6, gid)`).
+    pub fn line(&self, which: &str) -> String {
+        format!(
+            "  {which} LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
+            self.lid,
+            self.qpn,
+            self.psn,
+            Ipv6Addr::from(self.gid.0)
+        )
+    }
+}
+
+/// A random 24-bit PSN (`lrand48() & 0xffffff`).
+pub fn random_psn() -> u32 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish() as u32 & 0xff_ffff
+}
+
+/// What this side puts into its addresses: the port's LID, the GID of `-g` (zero without it),
+/// and the GID index its address vectors send from.
+#[derive(Clone, Copy, Debug)]
+pub struct Local {
+    /// The port's LID.
+    pub lid: u16,
+    /// The local GID.
+    pub gid: Gid,
+    /// The GID index (`-g`); `None` without one.
+    pub gid_idx: Option<u8>,
+}
+
+impl Local {
+    /// This side's address for the QP `qpn` with the send PSN `psn`.
+    pub fn dest(&self, qpn: u32, psn: u32) -> Dest {
+        Dest {
+            lid: self.lid,
+            qpn,
+            psn,
+            gid: self.gid,
+        }
+    }
+
+    /// The address vector to `dest`, as `pp_connect_ctx` makes it: a global route only when
+    /// the remote GID's interface id is not zero.
+    pub fn av(&self, o: &Opts, dest: &Dest, hop_limit: u8) -> AddressVector {
+        let grh = (dest.gid.0[8..] != [0u8; 8]).then_some(GlobalRoute {
+            dgid: dest.gid,
+            flow_label: 0,
+            sgid_index: self.gid_idx.unwrap_or(0),
+            hop_limit,
+            traffic_class: 0,
+        });
+        AddressVector {
+            dlid: dest.lid,
+            sl: o.sl,
+            src_path_bits: 0,
+            static_rate: 0,
+            port_num: o.ib_port,
+            grh,
+        }
+    }
+}
+
+/// Opens `-d` (else `TYPED_VERBS_DEVICE`, else `sw0`).
+pub fn open_device(o: &Opts) -> Result<Context, String> {
+    match &o.ib_dev {
+        Some(name) => Context::open(name).map_err(|e| format!("IB device {name} not found: {e}")),
+        None => Context::open_from_env().map_err(because("Couldn't get context")),
+    }
+}
+
+/// `pp_get_port_info` and the GID of `-g`, as the programs' `main` reads them. Under `--self`
+/// on an Ethernet port without `-g`, GID index 0 is used (and said), since RoCE needs a GRH.
+pub fn local(ctx: &Context, o: &Opts, out: &Out) -> Result<Local, String> {
+    let port = ctx
+        .query_port(o.ib_port)
+        .map_err(because("Couldn't get port info"))?;
+    if port.link_layer != LINK_LAYER_ETHERNET && port.lid == 0 {
+        return Err("Couldn't get local LID".into());
+    }
+    let mut gid_idx = o.gid_idx;
+    if gid_idx < 0 && o.self_test && port.link_layer == LINK_LAYER_ETHERNET {
+        out.say("  (--self on an Ethernet port without -g: using GID index 0)");
+        gid_idx = 0;
+    }
+    let (gid, gid_idx) = match u32::try_from(gid_idx) {
+        Ok(i) => {
+            let gid = ctx
+                .query_gid(o.ib_port, i)
+                .map_err(|e| format!("can't read sgid of index {i}: {e}"))?;
+            (gid, u8::try_from(i).ok())
+        }
+        Err(_) => (Gid::default(), None),
+    };
+    Ok(Local {
+        lid: port.lid,
+        gid,
+        gid_idx,
+    })
+}
+
+/// Reads one 52-byte message.
+fn read_dest(s: &mut TcpStream) -> std::io::Result<Option<Dest>> {
+    let mut msg = [0u8; MSG_LEN];
+    s.read_exact(&mut msg)?;
+    Ok(Dest::from_wire(&msg))
+}
+
+fn read_dests(s: &mut TcpStream, n: usize) -> Result<Vec<Dest>, String> {
+    (0..n)
+        .map(|i| match read_dest(s) {
+            Ok(Some(d)) => Ok(d),
+            Ok(None) => Err(format!("Couldn't parse remote address [{i}]")),
+            Err(e) => Err(format!("Couldn't read remote address [{i}]: {e}")),
+        })
+        .collect()
+}
+
+fn write_dests(s: &mut TcpStream, mine: &[Dest]) -> Result<(), String> {
+    for d in mine {
+        s.write_all(&d.to_wire())
+            .map_err(because("Couldn't send local address"))?;
+    }
+    Ok(())
+}
+
+/// The exchange of addresses, with `connect` (bringing the QPs up to RTS for the remote
+/// addresses) called where rdma-core calls `pp_connect_ctx`: on the server before it answers,
+/// on the client after the exchange. `mine` is one message per address sent (and as many are
+/// read). Returns the remote addresses and what `connect` made.
+pub fn exchange<Q>(
+    role: Role,
+    port: u16,
+    mine: &[Dest],
+    connect: impl FnOnce(&[Dest]) -> Result<Q, String>,
+) -> Result<(Vec<Dest>, Q), String> {
+    match role {
+        Role::Client(host) => {
+            let mut s = TcpStream::connect((host.as_str(), port))
+                .map_err(|e| format!("Couldn't connect to {host}:{port}: {e}"))?;
+            write_dests(&mut s, mine)?;
+            let rem = read_dests(&mut s, mine.len())?;
+            s.write_all(b"done\0")
+                .map_err(because("Couldn't read/write remote address"))?;
+            drop(s);
+            let q = connect(&rem)?;
+            Ok((rem, q))
+        }
+        Role::Server(listener) => {
+            let listener = match listener {
+                Some(l) => l,
+                None => TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))
+                    .map_err(|e| format!("Couldn't listen to port {port}: {e}"))?,
+            };
+            let (mut s, _) = listener.accept().map_err(because("accept() failed"))?;
+            drop(listener);
+            let rem = read_dests(&mut s, mine.len())?;
+            let q = connect(&rem).map_err(|e| format!("{e}\nCouldn't connect to remote QP"))?;
+            write_dests(&mut s, mine)?;
+            let mut done = [0u8; 5];
+            s.read_exact(&mut done)
+                .map_err(because("Couldn't send/recv local address"))?;
+            if &done[..4] != b"done" {
+                return Err("Couldn't send/recv local address: no \"done\"".into());
+            }
+            Ok((rem, q))
+        }
+    }
+}
+
+/// One side's QPs as the ping-pong loop drives them.
+pub trait Side {
+    /// `pp_post_recv`: posts up to `n` receives, stopping at the first failure; how many.
+    fn post_recv(&self, n: u32) -> u32;
+    /// `pp_post_send`: the signaled send of QP `i`.
+    fn post_send(&self, i: usize) -> typed_verbs::Result<()>;
+    /// How many QPs (1 but for `srq_pingpong`).
+    fn num_qp(&self) -> usize {
+        1
+    }
+    /// `find_qp`: the index of the QP numbered `qp_num`.
+    fn qp_index(&self, _qp_num: u32) -> Option<usize> {
+        Some(0)
+    }
+}
+
+/// With `-e`: the completion channel the CQ is created with.
+pub fn channel<'c>(ctx: &'c Context, o: &Opts) -> Result<Option<CompChannel<'c>>, String> {
+    o.events
+        .then(|| CompChannel::new(ctx))
+        .transpose()
+        .map_err(because("Couldn't create completion channel"))
+}
+
+/// `ibv_create_cq(context, cqe, NULL, channel, 0)`.
+pub fn create_cq<'a>(
+    ctx: &'a Context,
+    cqe: u32,
+    channel: Option<&'a CompChannel<'_>>,
+) -> Result<Cq<'a>, String> {
+    let mut b = Cq::builder(ctx).cqe(cqe);
+    if let Some(ch) = channel {
+        b = b.channel(ch);
+    }
+    b.build().map_err(because("Couldn't create CQ"))
+}
+
+/// With `-e`, arms the CQ for its first completion event, as `main` does once the receives
+/// are posted (before the exchange, so that no completion can come before it is armed).
+pub fn arm(cq: &Cq<'_>, o: &Opts) -> Result<(), String> {
+    if o.events {
+        cq.req_notify(false)
+            .map_err(because("Couldn't request CQ notification"))?;
+    }
+    Ok(())
+}
+
+/// The ping-pong loop of rdma-core's programs: the client posts the first send on every QP;
+/// each QP sends its next message once its previous send and a receive completed; a receive
+/// is reposted when fewer than `num_qp + 1` are left. Runs until `iters` sends and receives
+/// completed (in all), then prints the summary. The completions come from the generated
+/// [`PpWc::poll_legacy`] (`ibv_poll_cq` into a stack array, as rdma-core's programs poll).
+///
+/// With `-e` (`channel`), each round first sleeps in `get_cq_event` until the CQ has had a
+/// completion, arms the CQ again and then polls it until it is empty (a completion that came
+/// before the CQ was armed again raises no event); the events are acked together at the end
+/// (`ibv_ack_cq_events(cq, num_cq_events)`).
+///
+/// Not an extended CQ with `PpWc::poll`: rdma-core 44's rxe provider (Debian 12) ends the batch
+/// inside `ibv_next_poll` when it returns ENOENT, so the `ibv_end_poll` that the man page
+/// requires after it moves the consumer index past the producer and unlocks twice (fixed in
+/// rdma-core 55 and 61); a batch longer than one completion then corrupts the CQ.
+pub fn run_loop(
+    cq: &Cq<'_>,
+    channel: Option<&CompChannel<'_>>,
+    side: &impl Side,
+    o: &Opts,
+    client: bool,
+    routs: u32,
+    out: &Out,
+) -> Result<(), String> {
+    let mut st = PingPong {
+        side,
+        o,
+        routs,
+        rcnt: 0,
+        scnt: 0,
+        pending: vec![RECV_WRID; side.num_qp()],
+        failed: None,
+    };
+    if client {
+        for i in 0..side.num_qp() {
+            side.post_send(i).map_err(because("Couldn't post send"))?;
+            st.pending[i] |= SEND_WRID;
+        }
+    }
+    let start = Instant::now();
+    let mut events = EventAcks::new();
+    while st.rcnt < o.iters || st.scnt < o.iters {
+        if let Some(ch) = channel {
+            let ev = ch
+                .get_cq_event()
+                .map_err(because("Failed to get cq_event"))?;
+            if !ev.is_for(cq) {
+                return Err(format!("CQ event for unknown CQ {:p}", ev.as_raw_cq()));
+            }
+            ev.ack_later(&mut events);
+            cq.req_notify(false)
+                .map_err(because("Couldn't request CQ notification"))?;
+        }
+        loop {
+            let taken =
+                PpWc::poll_legacy(cq, |wc| st.completed(wc)).map_err(because("poll CQ failed"))?;
+            if let Some(e) = st.failed.take() {
+                return Err(e);
+            }
+            if channel.is_none() || taken == 0 {
+                break;
+            }
+        }
+    }
+    events.ack();
+    let usec = start.elapsed().as_secs_f64() * 1e6;
+    let bytes = u64::from(o.size) * u64::from(o.iters) * 2;
+    out.say(format!(
+        "{bytes} bytes in {:.2} seconds = {:.2} Mbit/sec",
+        usec / 1e6,
+        bytes as f64 * 8.0 / usec
+    ));
+    out.say(format!(
+        "{} iters in {:.2} seconds = {:.2} usec/iter",
+        o.iters,
+        usec / 1e6,
+        usec / f64::from(o.iters)
+    ));
+    Ok(())
+}
+
+/// The loop's counters (`parse_single_wc`'s state).
+struct PingPong<'s, S> {
+    side: &'s S,
+    o: &'s Opts,
+    /// Receives posted and not completed.
+    routs: u32,
+    rcnt: u32,
+    scnt: u32,
+    /// Per QP: the work requests (`RECV_WRID | SEND_WRID`) its next send waits for.
+    pending: Vec<u64>,
+    /// The first failure; the rest of the batch is not acted on.
+    failed: Option<String>,
+}
+
+impl<S: Side> PingPong<'_, S> {
+    fn completed(&mut self, wc: Result<PpWc, PpWcError>) {
+        if self.failed.is_none() {
+            if let Err(e) = self.step(wc) {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    fn step(&mut self, wc: Result<PpWc, PpWcError>) -> Result<(), String> {
+        let wc = wc.map_err(|e| {
+            format!(
+                "Failed status {:?} ({}) for wr_id {}",
+                e.status,
+                e.status.raw(),
+                e.wr_id
+            )
+        })?;
+        let num_qp = self.side.num_qp();
+        let i = if num_qp == 1 {
+            0
+        } else {
+            self.side
+                .qp_index(wc.qp_num)
+                .ok_or_else(|| format!("Couldn't find QPN {:06x}", wc.qp_num))?
+        };
+        match wc.wr_id {
+            SEND_WRID => self.scnt += 1,
+            RECV_WRID => {
+                self.routs -= 1;
+                if self.routs as usize <= num_qp {
+                    self.routs += self.side.post_recv(self.o.rx_depth - self.routs);
+                    if self.routs < self.o.rx_depth {
+                        return Err(format!("Couldn't post receive ({})", self.routs));
+                    }
+                }
+                self.rcnt += 1;
+            }
+            id => return Err(format!("Completion for unknown wr_id {id}")),
+        }
+        self.pending[i] &= !wc.wr_id;
+        if self.scnt < self.o.iters && self.pending[i] == 0 {
+            self.side
+                .post_send(i)
+                .map_err(because("Couldn't post send"))?;
+            self.pending[i] = RECV_WRID | SEND_WRID;
+        }
+        Ok(())
+    }
+}
+
+/// The program's `main`: parses the command line and runs `run` as server or client, or both
+/// on two threads under `--self`. `run` gets the options, its role and where its lines go.
+pub fn main<F>(p: &Program, run: F) -> ExitCode
+where
+    F: Fn(&Opts, Role, &Out) -> Result<(), String> + Sync,
+{
+    let o = match parse_args(p, std::env::args()) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    if o.self_test {
+        return self_test(&o, &run);
+    }
+    let role = match &o.server_name {
+        Some(host) => Role::Client(host.clone()),
+        None => Role::Server(None),
+    };
+    let out = Out { prefix: "" };
+    match run(&o, role, &out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--self`: the server on one thread, the client on another, each with its own context, the
+/// exchange over 127.0.0.1. The listener is bound before either starts, so the client never
+/// races the server. If either side fails the process exits at once with a failure (the other
+/// side could wait for it forever).
+fn self_test<F>(o: &Opts, run: &F) -> ExitCode
+where
+    F: Fn(&Opts, Role, &Out) -> Result<(), String> + Sync,
+{
+    let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, o.port)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("Couldn't listen to 127.0.0.1:{}: {e}", o.port);
+            return ExitCode::FAILURE;
+        }
+    };
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let sides = [
+            ("server", Role::Server(Some(listener)), None),
+            (
+                "client",
+                Role::Client(Ipv4Addr::LOCALHOST.to_string()),
+                Some(Ipv4Addr::LOCALHOST.to_string()),
+            ),
+        ];
+        for (name, role, server_name) in sides {
+            let tx = tx.clone();
+            let o = Opts {
+                server_name,
+                ..o.clone()
+            };
+            s.spawn(move || {
+                let out = Out {
+                    prefix: if name == "server" {
+                        "server: "
+                    } else {
+                        "client: "
+                    },
+                };
+                let r = run(&o, role, &out);
+                let _ = tx.send((out, r));
+            });
+        }
+        drop(tx);
+        for (out, r) in rx.iter() {
+            if let Err(e) = r {
+                out.warn(e);
+                std::process::exit(1);
+            }
+        }
+    });
+    ExitCode::SUCCESS
+}

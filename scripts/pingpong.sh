@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs the examples rc_pingpong, uc_pingpong, ud_pingpong and srq_pingpong on the software device
+# sw0, each as one command: `<example> --self -d sw0` runs the server and the client on two
+# threads of one process (a software device lives in its process, so two processes could not
+# share it), their TCP exchange of addresses over 127.0.0.1.
+#
+# Usage: bash scripts/pingpong.sh [rc|uc|ud|srq ...] [-- OPTIONS]
+#   the programs to run (default: all four); OPTIONS go to each of them after `--self -d sw0`,
+#   e.g. `bash scripts/pingpong.sh rc -- -n 100000 -s 64` or `-- -e` (sleep on CQ events).
+#   PINGPONG_TIMEOUT   seconds each run may take (default 120)
+# Prints each run's summary lines (server's and client's), PASS or FAIL per program and a
+# closing "pingpong: N passed, N failed"; exits non-zero if any failed. The full output of each
+# run is in target/pingpong/<program>.log. Builds the examples in release mode first.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=setup.sh
+source scripts/setup.sh
+
+programs=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --) shift; break ;;
+    rc | uc | ud | srq) programs+=("${1}_pingpong") ;;
+    rc_pingpong | uc_pingpong | ud_pingpong | srq_pingpong) programs+=("$1") ;;
+    *) echo "usage: bash scripts/pingpong.sh [rc|uc|ud|srq ...] [-- OPTIONS]" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ "${#programs[@]}" -gt 0 ] || programs=(rc_pingpong uc_pingpong ud_pingpong srq_pingpong)
+
+echo "pingpong: building ${programs[*]} (release)"
+cargo build --release --quiet "${programs[@]/#/--example=}"
+
+logs=target/pingpong
+mkdir -p "$logs"
+pass=0
+fail=0
+for p in "${programs[@]}"; do
+    log=$logs/$p.log
+    echo "pingpong: $p --self -d sw0${*:+ $*}"
+    rc=0
+    timeout "${PINGPONG_TIMEOUT:-120}" "target/release/examples/$p" --self -d sw0 "$@" >"$log" 2>&1 || rc=$?
+    if [ "$rc" = 0 ]; then
+        grep -E ' bytes in | iters in ' "$log" | sed 's/^/  /'
+        echo "PASS $p"
+        pass=$((pass + 1))
+    else
+        sed 's/^/  /' "$log"
+        if [ "$rc" = 124 ]; then echo "FAIL $p (timed out)"; else echo "FAIL $p (exit $rc)"; fi
+        fail=$((fail + 1))
+    fi
+done
+echo "pingpong: $pass passed, $fail failed"
+[ "$fail" = 0 ]
