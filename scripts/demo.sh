@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the demo (examples/demo.rs) on a device.
+# Runs the demo (examples/demo.rs) on a device, then rc_pingpong with server and client in one
+# process on that device (rdma-core's style of summary).
 #
 #   bash scripts/demo.sh            # the device named by $TYPED_VERBS_DEVICE, else the software device sw0
 #   bash scripts/demo.sh rxe0       # a named device
@@ -18,4 +19,8 @@ source scripts/setup.sh
 
 # With no argument the demo calls Context::open_from_env(), which reads TYPED_VERBS_DEVICE and
 # falls back to sw0.
-exec cargo run --release --example demo -- "$@"
+cargo run --release --example demo -- "$@"
+device=${1:-${TYPED_VERBS_DEVICE:-sw0}}
+echo
+echo "rc_pingpong --self -d $device (server and client in one process)"
+exec cargo run --release --example rc_pingpong -- --self -d "$device"

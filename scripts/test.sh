@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, integration, UI (trybuild, tests/ui.rs) and doc tests,
-# then the runtime tests again on Soft-RoCE in a VM (scripts/rxe-lane.sh; TYPED_VERBS_NO_VM=1
-# leaves the VM out).
+# then the pingpong examples on the software device (scripts/pingpong.sh), then the runtime tests
+# again on Soft-RoCE in a VM, with the examples against rdma-core's (scripts/rxe-lane.sh;
+# TYPED_VERBS_NO_VM=1 leaves the VM out).
 # Extra arguments go to `cargo test`, e.g. `bash scripts/test.sh ui` or
 # `bash scripts/test.sh -- --nocapture`. Installs missing system packages first
 # (see scripts/setup.sh). Exits non-zero if any test fails.
@@ -14,6 +15,10 @@ source scripts/setup.sh
 start=$(date +%s)
 status=0
 cargo test --workspace "$@" || status=$?
+# The pingpong examples on the software device, server and client in one process each.
+if [ "$status" -eq 0 ]; then
+    bash scripts/pingpong.sh -- -n 2000 || status=$?
+fi
 # Then the same runtime tests on a real kernel RDMA device: rxe0 in a throw-away VM.
 if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then
     bash scripts/rxe-lane.sh || status=$?
