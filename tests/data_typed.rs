@@ -70,7 +70,11 @@ const ALL_REMOTE: AccessFlags = AccessFlags::REMOTE_WRITE
 
 type RcQp<'a> = Qp<'a, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts>;
 
-fn rc_pair<'a>(ctx: &Context, pd: &'a Pd<'_>, cq: &'a Cq<'_>) -> (RcQp<'a>, RcQp<'a>) {
+/// An RC pair in loopback, both QPs on `cq` (legacy or extended, not SINGLE_THREADED), in RTS.
+fn rc_pair<'a, Q>(ctx: &Context, pd: &'a Pd<'_>, cq: &'a Q) -> (RcQp<'a>, RcQp<'a>)
+where
+    Q: typed_verbs::AnyCq<Threading = typed_verbs::Shared>,
+{
     let build = || {
         Qp::<Rc>::builder(pd, cq, cq)
             .max_send_wr(16)
@@ -413,49 +417,7 @@ fn extended_cq_batches_with_real_traffic_take_every_completion_once() {
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
     let (shared, mut poller) = cq.split();
-    let build = || {
-        Qp::<Rc>::builder(&pd, shared, shared)
-            .max_send_wr(16)
-            .max_recv_wr(16)
-            .build()
-            .unwrap()
-    };
-    let (a, b) = (build(), build());
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: AccessFlags::LOCAL_WRITE,
-    };
-    let rtr = |dest| RcRtr {
-        av: av(&ctx),
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
-    };
-    let a = a
-        .to_init(init)
-        .unwrap()
-        .to_rtr(rtr(bn))
-        .unwrap()
-        .to_rts(rts)
-        .unwrap();
-    let b = b
-        .to_init(init)
-        .unwrap()
-        .to_rtr(rtr(an))
-        .unwrap()
-        .to_rts(rts)
-        .unwrap();
+    let (a, b) = rc_pair(&ctx, &pd, shared);
     let mut src = vec![0u8; 64];
     let mut dst = vec![0u8; 64 * 10];
     let smr = Mr::new(&pd, &mut src, AccessFlags::LOCAL_WRITE).unwrap();
