@@ -353,9 +353,9 @@ impl QpRef {
         self.qp_num
     }
     /// Whether this is `qp`, in whatever state it is now.
-    pub fn is<T: QpType, R: RecvSide, S: Threading, C, St: QpState>(
+    pub fn is<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>(
         &self,
-        qp: &Qp<'_, T, R, S, C, St>,
+        qp: &Qp<'_, T, R, S, C, St, SGE>,
     ) -> bool {
         self.raw == qp.as_raw() as usize
     }

@@ -67,7 +67,7 @@ pub use qp_state::{
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
 pub use wc::{WcOpcode, WcStatus, WorkCompletion};
-pub use wr::{PostError, SendWr, UdDest};
+pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 
 /// Names a CQ's `wc_flags` as a type: `wc_flags!(BYTE_LEN | IMM)` is the [`WcFlagSet`] with
 /// those two flags. The names are the man page's without `IBV_WC_EX_WITH_` (`BYTE_LEN`, `IMM`,

@@ -8,7 +8,9 @@ use crate::object::{destroy, Destroy, UserBox};
 use crate::pd::Pd;
 use crate::qp_state::{QpState, Reset};
 use crate::srq::Srq;
+use crate::wr::TypedSgeCap;
 use crate::Context;
+use crate::Sge;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
@@ -146,7 +148,9 @@ struct QpMeta<C> {
     user: C,
 }
 
-/// A queue pair of type `T` whose receives go to `R` ([`OwnRq`] or [`UsesSrq`]).
+/// A queue pair of type `T` whose receives go to `R` ([`OwnRq`] or [`UsesSrq`]), in state `St`,
+/// with `SGE` send SGEs promised by its type (fixed-size lists up to that length are checked at
+/// compile time, see [`SgeList`](crate::wr::SgeList); set with [`QpBuilder::send_sge_cap`]).
 ///
 /// `S` is [`Shared`] unless one of its CQs is SINGLE_THREADED; then the QP is neither `Send` nor
 /// `Sync`, since destroying it touches the CQ. It borrows its PD, CQs and SRQ, so none of them
@@ -158,6 +162,7 @@ pub struct Qp<
     S: Threading = Shared,
     C = (),
     St: QpState = Reset,
+    const SGE: usize = 1,
 > {
     raw: NonNull<sys::ibv_qp>,
     _m: PhantomData<(&'a Context, T, R, S, C, St)>,
@@ -165,15 +170,15 @@ pub struct Qp<
 
 // SAFETY: libibverbs QPs are thread-safe, but a QP on a SINGLE_THREADED CQ must stay on the
 // CQ's thread (S::Marker is Sync only for Shared).
-unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Send, St: QpState> Send
-    for Qp<'_, T, R, S, C, St>
+unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Send, St: QpState, const SGE: usize> Send
+    for Qp<'_, T, R, S, C, St, SGE>
 where
     S::Marker: Sync,
 {
 }
 // SAFETY: as above.
-unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Sync, St: QpState> Sync
-    for Qp<'_, T, R, S, C, St>
+unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Sync, St: QpState, const SGE: usize> Sync
+    for Qp<'_, T, R, S, C, St, SGE>
 where
     S::Marker: Sync,
 {
@@ -181,7 +186,7 @@ where
 
 /// The attributes of a QP to create. Made by [`Qp::builder`] or [`Qp::builder_with_srq`].
 #[must_use = "a builder does nothing until .build()"]
-pub struct QpBuilder<'a, T, R, S, C = ()> {
+pub struct QpBuilder<'a, T, R, S, C = (), const SGE: usize = 1> {
     pd: *mut sys::ibv_pd,
     send_cq: *mut sys::ibv_cq,
     recv_cq: *mut sys::ibv_cq,
@@ -258,17 +263,42 @@ impl<'a, T: QpType> Qp<'a, T> {
     }
 }
 
-impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
+impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a, T, R, S, C, SGE> {
     /// "Requested max number of outstanding WRs in the SQ" (default 1; at most `max_qp_wr`).
     pub fn max_send_wr(mut self, n: u32) -> Self {
         self.cap.max_send_wr = n;
         self
     }
 
-    /// "Requested max number of s/g elements in a WR in the SQ" (default 1; at most `max_sge`).
+    /// "Requested max number of s/g elements in a WR in the SQ" (default 1; at most `max_sge`),
+    /// known at run time. It may not be below the cap in the QP's type (`SGE`, checked by
+    /// `build`). Lists longer than `SGE` are slices, checked against the actual cap when posted.
     pub fn max_send_sge(mut self, n: u32) -> Self {
         self.cap.max_send_sge = n;
         self
+    }
+
+    /// Requests `max_send_sge = N` and makes `N` the QP's send SGE cap in its type: a
+    /// fixed-size list of up to `N` SGEs (`&[Sge; N]`) is then accepted without a check when
+    /// posted, and a longer one does not compile. `N` is at most
+    /// [`MAX_TYPED_SGE`](crate::wr::MAX_TYPED_SGE).
+    pub fn send_sge_cap<const N: usize>(self) -> QpBuilder<'a, T, R, S, C, N>
+    where
+        Sge: TypedSgeCap<N>,
+    {
+        QpBuilder {
+            pd: self.pd,
+            send_cq: self.send_cq,
+            recv_cq: self.recv_cq,
+            srq: self.srq,
+            cap: QpCap {
+                max_send_sge: N as u32,
+                ..self.cap
+            },
+            sq_sig_all: self.sq_sig_all,
+            user: self.user,
+            _m: PhantomData,
+        }
     }
 
     /// "Requested max number of data (bytes) that can be posted inline to the SQ" (default 0).
@@ -305,7 +335,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
     }
 
     /// The typed user context, in place of `void *qp_context`.
-    pub fn context<C2>(self, user: C2) -> QpBuilder<'a, T, R, S, C2> {
+    pub fn context<C2>(self, user: C2) -> QpBuilder<'a, T, R, S, C2, SGE> {
         QpBuilder {
             pd: self.pd,
             send_cq: self.send_cq,
@@ -330,6 +360,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
         };
         limit("cap.max_send_wr", self.cap.max_send_wr, a.max_qp_wr)?;
         limit("cap.max_send_sge", self.cap.max_send_sge, a.max_sge)?;
+        if (self.cap.max_send_sge as usize) < SGE {
+            // The type promises SGE: a smaller request would break fixed-size lists.
+            return Err(Error::range(
+                v,
+                "cap.max_send_sge",
+                self.cap.max_send_sge.into(),
+                SGE as u64,
+                a.max_sge.max(0) as u64,
+            ));
+        }
         limit("cap.max_recv_wr", self.cap.max_recv_wr, a.max_qp_wr)?;
         limit("cap.max_recv_sge", self.cap.max_recv_sge, a.max_sge)?;
         // SAFETY: the PD, CQs and SRQ are live objects borrowed by the builder.
@@ -359,7 +399,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
 
     /// `ibv_create_qp`. The actual caps ("greater than or equal to the values requested") are
     /// kept and readable with [`Qp::caps`].
-    pub fn build(self) -> Result<Qp<'a, T, R, S, C>>
+    pub fn build(self) -> Result<Qp<'a, T, R, S, C, Reset, SGE>>
     where
         C: Send + Sync,
     {
@@ -395,6 +435,18 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
         // Checked once here, so that posting calls the provider without a NULL test (as verbs.h).
         // SAFETY: a live QP's context is live; its ops are only read.
         let ops = unsafe { &(*ctx).ops };
+        if (init.cap.max_send_sge as usize) < SGE {
+            // "greater than or equal to the values requested": a provider that gave less would
+            // break the promise fixed-size lists rely on.
+            drop(qp);
+            return Err(Error::range(
+                Verb::CreateQp,
+                "actual cap.max_send_sge",
+                init.cap.max_send_sge.into(),
+                SGE as u64,
+                u32::MAX.into(),
+            ));
+        }
         let missing = [
             ("post_send", ops.post_send.is_none()),
             ("post_recv", ops.post_recv.is_none()),
@@ -410,7 +462,9 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C> QpBuilder<'a, T, R, S, C> {
     }
 }
 
-impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
+impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
+    Qp<'a, T, R, S, C, St, SGE>
+{
     /// # Safety
     /// `raw` is this QP (moved to another state marker), owned by the result.
     pub(crate) unsafe fn from_raw_parts(raw: NonNull<sys::ibv_qp>) -> Self {
@@ -500,7 +554,9 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C
     }
 }
 
-impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState> Destroy for Qp<'_, T, R, S, C, St> {
+impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> Destroy
+    for Qp<'_, T, R, S, C, St, SGE>
+{
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         let qp = self.as_raw();
         // SAFETY: a live QP with no multicast membership (they borrow it), destroyed once; its
@@ -516,7 +572,9 @@ impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState> Destroy for Qp<'_, T,
     }
 }
 
-impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState> Drop for Qp<'_, T, R, S, C, St> {
+impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> Drop
+    for Qp<'_, T, R, S, C, St, SGE>
+{
     fn drop(&mut self) {
         // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
         let _ = unsafe { self.destroy_raw() };
@@ -582,14 +640,15 @@ impl Drop for McastMembership<'_> {
     }
 }
 
-impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState> std::fmt::Debug
-    for Qp<'_, T, R, S, C, St>
+impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> std::fmt::Debug
+    for Qp<'_, T, R, S, C, St, SGE>
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Qp")
             .field("qp_type", &std::any::type_name::<T>().rsplit("::").next())
             .field("state", &std::any::type_name::<St>().rsplit("::").next())
             .field("qp_num", &self.qp_num())
+            .field("send_sge_cap", &SGE)
             .finish_non_exhaustive()
     }
 }

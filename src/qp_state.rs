@@ -396,8 +396,8 @@ impl<Q> fmt::Display for ModifyError<Q> {
 impl<Q> std::error::Error for ModifyError<Q> {}
 
 /// The result of a transition.
-pub type Modified<'a, T, R, S, C, From, To> =
-    std::result::Result<Qp<'a, T, R, S, C, To>, ModifyError<Qp<'a, T, R, S, C, From>>>;
+pub type Modified<'a, T, R, S, C, From, To, const SGE: usize = 1> =
+    std::result::Result<Qp<'a, T, R, S, C, To, SGE>, ModifyError<Qp<'a, T, R, S, C, From, SGE>>>;
 
 macro_rules! require_state {
     ($($tr:ident: $st:ident, $msg:literal;)*) => {$(
@@ -414,13 +414,15 @@ require_state! {
     FromRtr: Rtr, "a QP goes to RTS from RTR: this QP is in `{Self}`; call `to_rtr` first";
 }
 
-impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
+impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
+    Qp<'a, T, R, S, C, St, SGE>
+{
     /// `ibv_modify_qp` with `attr` and its mask, plus the state; the QP in `To`, or back.
     fn modify<To: QpState>(
         self,
         mut attr: sys::ibv_qp_attr,
         mask: i32,
-    ) -> Modified<'a, T, R, S, C, St, To> {
+    ) -> Modified<'a, T, R, S, C, St, To, SGE> {
         attr.qp_state = To::RAW;
         let qp = self.as_raw();
         // SAFETY: a live QP; `attr` valid for the call.
@@ -433,7 +435,7 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R,
         }
     }
 
-    fn retype<To: QpState>(self) -> Qp<'a, T, R, S, C, To> {
+    fn retype<To: QpState>(self) -> Qp<'a, T, R, S, C, To, SGE> {
         let this = ManuallyDrop::new(self);
         // SAFETY: the same QP under another state marker; `this` is not dropped.
         unsafe { Qp::from_raw_parts(this.raw_nonnull()) }
@@ -445,7 +447,7 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R,
     }
 
     /// RESET → INIT with the attributes the QP type requires.
-    pub fn to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init>
+    pub fn to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init, SGE>
     where
         St: FromReset,
     {
@@ -455,7 +457,7 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R,
     }
 
     /// INIT → RTR with the attributes the QP type requires.
-    pub fn to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr>
+    pub fn to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
     where
         St: FromInit,
     {
@@ -465,7 +467,7 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R,
     }
 
     /// RTR → RTS with the attributes the QP type requires.
-    pub fn to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts>
+    pub fn to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts, SGE>
     where
         St: FromRtr,
     {
@@ -475,12 +477,12 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R,
     }
 
     /// Any state → ERR: outstanding work requests complete with `IBV_WC_WR_FLUSH_ERR`.
-    pub fn to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState> {
+    pub fn to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState, SGE> {
         self.modify(Self::zeroed_attr(), 0)
     }
 
     /// Any state → RESET (from RESET too, as the kernel allows).
-    pub fn to_reset(self) -> Modified<'a, T, R, S, C, St, Reset> {
+    pub fn to_reset(self) -> Modified<'a, T, R, S, C, St, Reset, SGE> {
         self.modify(Self::zeroed_attr(), 0)
     }
 

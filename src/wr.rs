@@ -5,9 +5,11 @@
 //! [`UdDest`]: address handle, QP number, Q_Key) for UD, RDMA write for RC and UC, RDMA read and
 //! atomics for RC only; anything else does not compile. It is posted with [`Qp::post_send`], which exists only in [`Rts`];
 //! receives are posted with [`Qp::post_recv`] from [`Init`] on, and only on a QP with its own
-//! receive queue ([`Srq::post_recv`] for the others). What only the QP's actual caps decide (the
-//! number of SGEs, inline size) is checked before the call, as a typed error; an atomic's target
-//! is an [`AtomicTarget`], aligned by construction.
+//! receive queue ([`Srq::post_recv`] for the others). A send's scatter/gather list is an
+//! [`SgeList`]: a fixed-size array (`&[Sge; N]`) is checked at compile time against the send SGE
+//! cap in the QP's type (`SGE`, set with [`QpBuilder::send_sge_cap`](crate::QpBuilder::send_sge_cap)); a slice is checked against
+//! the QP's actual cap before the call, as a typed error, and so is the inline size. An atomic's
+//! target is an [`AtomicTarget`], aligned by construction.
 //!
 //! Posting is the data path: the work request is built on the stack and handed to the
 //! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
@@ -85,6 +87,83 @@ impl SendReady for Rts {}
 pub trait HasOwnRq: RecvSide {}
 impl HasOwnRq for OwnRq {}
 
+/// The most SGEs a QP's type can promise ([`QpBuilder::send_sge_cap`](crate::QpBuilder::send_sge_cap)); devices report at most
+/// 64 (`max_sge`), most far fewer. More can still be requested with `max_send_sge(n)`, whose
+/// lists are slices checked when posted.
+pub const MAX_TYPED_SGE: usize = 64;
+
+/// A send SGE cap that can be part of a QP's type: 0 to [`MAX_TYPED_SGE`].
+#[diagnostic::on_unimplemented(
+    message = "a QP's type can promise at most 64 send SGEs, not {N}",
+    label = "send SGE cap too large for the type",
+    note = "request more with `.max_send_sge(n)`: lists on such a QP are slices, checked against the actual cap when posted"
+)]
+pub trait TypedSgeCap<const N: usize> {}
+
+/// `[Sge; N]: WithinSendCap<CAP>` holds when `N <= CAP <= MAX_TYPED_SGE`: the comparison the
+/// type system makes for a fixed-size list. It is one impl per pair (generated below) rather than
+/// typenum arithmetic, so that an error names `[Sge; 3]` and `2`, not `UInt<UInt<UTerm, B1>, B1>`,
+/// and appears at `cargo check` (a `const` assertion would wait for monomorphization).
+pub trait WithinSendCap<const CAP: usize> {}
+
+macro_rules! within_send_cap {
+    ([$($below:literal)*]) => {};
+    ([$($below:literal)*] $cap:literal $($rest:literal)*) => {
+        impl TypedSgeCap<$cap> for Sge {}
+        $(impl WithinSendCap<$cap> for [Sge; $below] {})*
+        impl WithinSendCap<$cap> for [Sge; $cap] {}
+        within_send_cap!([$($below)* $cap] $($rest)*);
+    };
+}
+within_send_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
+    29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
+    60 61 62 63 64);
+
+/// A send's scatter/gather list for a QP whose type promises `CAP` send SGEs.
+///
+/// ibv_create_qp(3): `max_send_sge` is the "requested max number of s/g elements in a WR in the
+/// SQ". A fixed-size list, `&[Sge; N]`, must have `N <= CAP`, or the program does not compile; a
+/// slice (`&[Sge]`, `&Vec<Sge>`) may be longer than `CAP` and is checked against the QP's actual
+/// `max_send_sge` when posted ([`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange)).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not fit this QP's send SGE cap of {CAP}: a fixed-size list may hold at most {CAP} SGEs",
+    label = "more SGEs than the QP's type allows",
+    note = "raise the cap in the QP's type with `.send_sge_cap::<N>()` on its builder, or pass a slice (`&list[..]`), checked against the actual cap when posted"
+)]
+pub trait SgeList<'s, const CAP: usize>: Copy {
+    /// Whether the length is proven within the cap at compile time (no check when posted).
+    const FITS: bool;
+    /// The elements.
+    fn sges(self) -> &'s [Sge];
+}
+
+impl<'s, const N: usize, const CAP: usize> SgeList<'s, CAP> for &'s [Sge; N]
+where
+    [Sge; N]: WithinSendCap<CAP>,
+{
+    const FITS: bool = true;
+    #[inline(always)]
+    fn sges(self) -> &'s [Sge] {
+        self
+    }
+}
+
+impl<'s, const CAP: usize> SgeList<'s, CAP> for &'s [Sge] {
+    const FITS: bool = false;
+    #[inline(always)]
+    fn sges(self) -> &'s [Sge] {
+        self
+    }
+}
+
+impl<'s, const CAP: usize> SgeList<'s, CAP> for &'s Vec<Sge> {
+    const FITS: bool = false;
+    #[inline(always)]
+    fn sges(self) -> &'s [Sge] {
+        self
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Op {
     Send,
@@ -98,8 +177,22 @@ enum Op {
 
 #[derive(Clone, Copy)]
 enum Data<'s> {
-    Sgl(&'s [Sge]),
+    /// `fits`: the length was proven within the type's cap (no check when posted).
+    Sgl {
+        list: &'s [Sge],
+        fits: bool,
+    },
     Inline(&'s [u8]),
+}
+
+impl<'s> Data<'s> {
+    #[inline(always)]
+    fn sgl<const CAP: usize, L: SgeList<'s, CAP>>(list: L) -> Self {
+        Data::Sgl {
+            list: list.sges(),
+            fits: L::FITS,
+        }
+    }
 }
 
 /// A UD send's destination: an address handle, the remote QP number and its Q_Key.
@@ -123,9 +216,13 @@ impl<'s> UdDest<'s> {
     }
 }
 
-/// A send work request for a QP of type `T`, borrowing the buffers it names until it is posted.
+/// A send work request for a QP of type `T` whose type promises `SGE` send SGEs, borrowing the
+/// buffers it names until it is posted.
+///
+/// `SGE` is inferred from the QP it is posted on; a request built on its own for a QP with
+/// another cap names it (`SendWr::<Rc, 4>::send(..)`).
 #[derive(Clone, Copy)]
-pub struct SendWr<'s, T: QpType> {
+pub struct SendWr<'s, T: QpType, const SGE: usize = 1> {
     wr_id: u64,
     op: Op,
     data: Data<'s>,
@@ -138,7 +235,7 @@ const SIGNALED: u32 = 2;
 const SOLICITED: u32 = 4;
 const INLINE: u32 = 8;
 
-impl<'s, T: QpType> SendWr<'s, T> {
+impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     fn new(wr_id: u64, op: Op, data: Data<'s>) -> Self {
         SendWr {
             wr_id,
@@ -151,11 +248,11 @@ impl<'s, T: QpType> SendWr<'s, T> {
     }
 
     /// `IBV_WR_SEND` of the bytes `sgl` names.
-    pub fn send(wr_id: u64, sgl: &'s [Sge]) -> Self
+    pub fn send(wr_id: u64, sgl: impl SgeList<'s, SGE>) -> Self
     where
         T: Connected,
     {
-        Self::new(wr_id, Op::Send, Data::Sgl(sgl))
+        Self::new(wr_id, Op::Send, Data::sgl(sgl))
     }
 
     /// `IBV_WR_SEND` of `data` copied into the work request (`IBV_SEND_INLINE`): the buffer need
@@ -169,35 +266,40 @@ impl<'s, T: QpType> SendWr<'s, T> {
     }
 
     /// `IBV_WR_SEND_WITH_IMM`: a send carrying `imm` (host byte order; sent in network order).
-    pub fn send_with_imm(wr_id: u64, sgl: &'s [Sge], imm: u32) -> Self
+    pub fn send_with_imm(wr_id: u64, sgl: impl SgeList<'s, SGE>, imm: u32) -> Self
     where
         T: Connected + ImmCapable,
     {
-        Self::new(wr_id, Op::SendImm(imm), Data::Sgl(sgl))
+        Self::new(wr_id, Op::SendImm(imm), Data::sgl(sgl))
     }
 
     /// `IBV_WR_RDMA_WRITE` of `sgl` to `remote`.
-    pub fn rdma_write(wr_id: u64, sgl: &'s [Sge], remote: RemoteAddr) -> Self
+    pub fn rdma_write(wr_id: u64, sgl: impl SgeList<'s, SGE>, remote: RemoteAddr) -> Self
     where
         T: RdmaWriteCapable,
     {
-        Self::new(wr_id, Op::Write(remote), Data::Sgl(sgl))
+        Self::new(wr_id, Op::Write(remote), Data::sgl(sgl))
     }
 
     /// `IBV_WR_RDMA_WRITE_WITH_IMM`: the write, and `imm` in a receive completion at the peer.
-    pub fn rdma_write_with_imm(wr_id: u64, sgl: &'s [Sge], remote: RemoteAddr, imm: u32) -> Self
+    pub fn rdma_write_with_imm(
+        wr_id: u64,
+        sgl: impl SgeList<'s, SGE>,
+        remote: RemoteAddr,
+        imm: u32,
+    ) -> Self
     where
         T: RdmaWriteCapable,
     {
-        Self::new(wr_id, Op::WriteImm(remote, imm), Data::Sgl(sgl))
+        Self::new(wr_id, Op::WriteImm(remote, imm), Data::sgl(sgl))
     }
 
     /// `IBV_WR_RDMA_READ` of `remote` into `sgl`.
-    pub fn rdma_read(wr_id: u64, sgl: &'s [Sge], remote: RemoteAddr) -> Self
+    pub fn rdma_read(wr_id: u64, sgl: impl SgeList<'s, SGE>, remote: RemoteAddr) -> Self
     where
         T: ReliableOnly,
     {
-        Self::new(wr_id, Op::Read(remote), Data::Sgl(sgl))
+        Self::new(wr_id, Op::Read(remote), Data::sgl(sgl))
     }
 
     /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (aligned by construction); the old
@@ -211,11 +313,12 @@ impl<'s, T: QpType> SendWr<'s, T> {
     ) -> Self
     where
         T: ReliableOnly,
+        &'s [Sge; 1]: SgeList<'s, SGE>,
     {
         Self::new(
             wr_id,
             Op::CompareSwap(remote.addr(), compare, swap),
-            Data::Sgl(result),
+            Data::sgl(result),
         )
     }
 
@@ -224,8 +327,9 @@ impl<'s, T: QpType> SendWr<'s, T> {
     pub fn fetch_add(wr_id: u64, result: &'s [Sge; 1], remote: AtomicTarget, add: u64) -> Self
     where
         T: ReliableOnly,
+        &'s [Sge; 1]: SgeList<'s, SGE>,
     {
-        Self::new(wr_id, Op::FetchAdd(remote.addr(), add), Data::Sgl(result))
+        Self::new(wr_id, Op::FetchAdd(remote.addr(), add), Data::sgl(result))
     }
 
     /// Asks for a completion of this request (`IBV_SEND_SIGNALED`); a QP created with
@@ -246,20 +350,25 @@ impl<'s, T: QpType> SendWr<'s, T> {
     }
 }
 
-impl<'s> SendWr<'s, Ud> {
+impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     /// `IBV_WR_SEND` of `sgl` to `dest`.
-    pub fn send_to(wr_id: u64, sgl: &'s [Sge], dest: UdDest<'s>) -> Self {
+    pub fn send_to(wr_id: u64, sgl: impl SgeList<'s, SGE>, dest: UdDest<'s>) -> Self {
         SendWr {
             ud: Some(dest),
-            ..Self::new(wr_id, Op::Send, Data::Sgl(sgl))
+            ..Self::new(wr_id, Op::Send, Data::sgl(sgl))
         }
     }
 
     /// `IBV_WR_SEND_WITH_IMM` of `sgl` to `dest`, carrying `imm`.
-    pub fn send_to_with_imm(wr_id: u64, sgl: &'s [Sge], dest: UdDest<'s>, imm: u32) -> Self {
+    pub fn send_to_with_imm(
+        wr_id: u64,
+        sgl: impl SgeList<'s, SGE>,
+        dest: UdDest<'s>,
+        imm: u32,
+    ) -> Self {
         SendWr {
             ud: Some(dest),
-            ..Self::new(wr_id, Op::SendImm(imm), Data::Sgl(sgl))
+            ..Self::new(wr_id, Op::SendImm(imm), Data::sgl(sgl))
         }
     }
 
@@ -291,7 +400,7 @@ impl std::fmt::Display for PostError {
 
 impl std::error::Error for PostError {}
 
-impl<'s, T: QpType> SendWr<'s, T> {
+impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data).
     #[inline(always)]
     fn fill(
@@ -304,8 +413,10 @@ impl<'s, T: QpType> SendWr<'s, T> {
         wr.wr_id = self.wr_id;
         wr.send_flags = self.flags;
         match self.data {
-            Data::Sgl(sgl) => {
-                if sgl.len() > caps.max_send_sge as usize {
+            Data::Sgl { list: sgl, fits } => {
+                // A fixed-size list was proven within the type's cap, which the actual cap
+                // meets (checked when the QP was created).
+                if !fits && sgl.len() > caps.max_send_sge as usize {
                     return Err(Error::range(
                         Verb::PostSend,
                         "num_sge",
@@ -399,10 +510,12 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
     unsafe { std::mem::zeroed() }
 }
 
-impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
+impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
+    Qp<'a, T, R, S, C, St, SGE>
+{
     /// `ibv_post_send` of one work request. Only a QP in RTS sends.
     #[inline(always)]
-    pub fn post_send(&self, wr: &SendWr<'_, T>) -> Result<()>
+    pub fn post_send(&self, wr: &SendWr<'_, T, SGE>) -> Result<()>
     where
         St: SendReady,
     {
@@ -433,7 +546,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C
     /// `ibv_post_send` of `N` chained work requests in one call.
     pub fn post_send_chain<const N: usize>(
         &self,
-        wrs: &[SendWr<'_, T>; N],
+        wrs: &[SendWr<'_, T, SGE>; N],
     ) -> Result<(), PostError> {
         let mut raw: [sys::ibv_send_wr; N] = std::array::from_fn(|_| zeroed_send_wr());
         let mut inline = [sys::ibv_sge {
@@ -511,7 +624,9 @@ fn post_recv_raw(
     }
 }
 
-impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState> Qp<'a, T, R, S, C, St> {
+impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
+    Qp<'a, T, R, S, C, St, SGE>
+{
     /// `ibv_post_recv`: a receive into the buffers `sgl` names. From INIT on, and only on a QP
     /// with its own receive queue.
     #[inline]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
     AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, GlobalRoute, Mr, Mtu, Pd,
-    Qp, Rc, RcRtr, RcRts, SendWr, SqPsn, Uc, UcRtr, Verb, WcOpcode, WcStatus, WorkCompletion,
+    Qp, Rc, RcRtr, RcRts, SendWr, Sge, SqPsn, Uc, UcRtr, Verb, WcOpcode, WcStatus, WorkCompletion,
 };
 
 /// A completion, copied out of the array `ibv_poll_cq` filled.
@@ -68,15 +68,30 @@ const ALL_REMOTE: AccessFlags = AccessFlags::REMOTE_WRITE
     .union(AccessFlags::REMOTE_READ)
     .union(AccessFlags::REMOTE_ATOMIC);
 
-type RcQp<'a> = Qp<'a, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts>;
+type RcQp<'a, const SGE: usize = 1> =
+    Qp<'a, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts, SGE>;
 
 /// An RC pair in loopback, both QPs on `cq` (legacy or extended, not SINGLE_THREADED), in RTS.
 fn rc_pair<'a, Q>(ctx: &Context, pd: &'a Pd<'_>, cq: &'a Q) -> (RcQp<'a>, RcQp<'a>)
 where
     Q: typed_verbs::AnyCq<Threading = typed_verbs::Shared>,
 {
+    rc_pair_sge::<Q, 1>(ctx, pd, cq)
+}
+
+/// [`rc_pair`] with `SGE` send SGEs in the QPs' type.
+fn rc_pair_sge<'a, Q, const SGE: usize>(
+    ctx: &Context,
+    pd: &'a Pd<'_>,
+    cq: &'a Q,
+) -> (RcQp<'a, SGE>, RcQp<'a, SGE>)
+where
+    Q: typed_verbs::AnyCq<Threading = typed_verbs::Shared>,
+    Sge: typed_verbs::wr::TypedSgeCap<SGE>,
+{
     let build = || {
         Qp::<Rc>::builder(pd, cq, cq)
+            .send_sge_cap::<SGE>()
             .max_send_wr(16)
             .max_recv_wr(16)
             .max_inline_data(64)
@@ -90,7 +105,7 @@ where
         pkey_index: 0,
         access: ALL_REMOTE,
     };
-    let up = |qp: Qp<'a, Rc>, dest: u32| {
+    let up = |qp: Qp<'a, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), _, SGE>, dest: u32| {
         let rtr = RcRtr {
             av: av(ctx),
             path_mtu: Mtu::Mtu1024,
@@ -245,6 +260,40 @@ fn inline_and_chained_sends() {
 }
 
 #[test]
+fn fixed_sge_lists_up_to_the_type_cap_gather_in_order() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let (a, b) = rc_pair_sge::<_, 4>(&ctx, &pd, &cq);
+    assert!(a.caps().max_send_sge >= 4, "{:?}", a.caps());
+    let mut src = *b"0123456789abcdef";
+    let mut dst = vec![0u8; 64];
+    let smr = Mr::new(&pd, &mut src, AccessFlags::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let piece = |r: std::ops::Range<usize>| smr.sge(r).unwrap();
+    // Four SGEs, the type's cap, out of buffer order; then two: every length up to the cap fits.
+    let four = [piece(12..16), piece(0..4), piece(8..12), piece(4..8)];
+    let two = [piece(10..12), piece(2..4)];
+    b.post_recv(1, &[dmr.sge(0..32).unwrap()]).unwrap();
+    b.post_recv(2, &[dmr.sge(32..64).unwrap()]).unwrap();
+    a.post_send_chain(&[
+        SendWr::send(3, &four).signaled(),
+        SendWr::send_with_imm(4, &two, 9).signaled(),
+    ])
+    .unwrap();
+    let mut got = wait(&cq, 4);
+    got.sort_by_key(|d| d.wr_id);
+    let recvs: Vec<_> = got[..2].iter().map(|d| (d.wr_id, d.byte_len)).collect();
+    assert_eq!(recvs, [(1, 16), (2, 4)]);
+    let mut out = [0u8; 16];
+    dmr.read(0, &mut out).unwrap();
+    assert_eq!(&out, b"cdef012389ab4567", "gathered in list order");
+    let mut out = [0u8; 4];
+    dmr.read(32, &mut out).unwrap();
+    assert_eq!(&out, b"ab23");
+}
+
+#[test]
 fn checks_before_the_call() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
@@ -268,8 +317,9 @@ fn checks_before_the_call() {
     let sges: Vec<_> = (0..a.caps().max_send_sge as usize + 1)
         .map(|i| mr.sge(i * 8..i * 8 + 8).unwrap())
         .collect();
+    // A slice is not bounded by the type: the QP's actual cap decides, before the call.
     let e = a
-        .post_send(&SendWr::send(2, &sges))
+        .post_send(&SendWr::send(2, &sges[..]))
         .expect_err("over max_send_sge");
     assert!(matches!(
         e.kind,

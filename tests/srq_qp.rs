@@ -494,6 +494,18 @@ fn qp_caps_over_device_limits_are_out_of_range() {
         0,
         sge,
     );
+    // Below the cap the QP's type promises (fixed-size lists rely on it): refused before the call.
+    assert_out_of_range(
+        b().send_sge_cap::<2>()
+            .max_send_sge(1)
+            .context(drops.token(7))
+            .build(),
+        Verb::CreateQp,
+        "cap.max_send_sge",
+        1,
+        2,
+        sge,
+    );
     assert_out_of_range(
         b().max_recv_wr(a.max_qp_wr + 1)
             .context(drops.token(3))
@@ -527,7 +539,7 @@ fn qp_caps_over_device_limits_are_out_of_range() {
     );
     assert_eq!(
         drops.count(),
-        5,
+        6,
         "every refused builder's context dropped once"
     );
     // OutOfRange is decided before ibv_create_qp: no QP was ever made.
@@ -546,7 +558,7 @@ fn qp_caps_over_device_limits_are_out_of_range() {
             0,
             sge,
         );
-        assert_eq!(drops.count(), 6);
+        assert_eq!(drops.count(), 7);
         leaks.assert_unchanged("over-limit SRQ QP");
     }
     // At the limits it works (on a real device that could take hundreds of MB: software only).
