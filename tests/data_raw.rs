@@ -1184,6 +1184,65 @@ fn rnr_retry_zero_fails_and_rnr_retry_seven_waits_for_a_receive() {
     assert_eq!(state(&a), IBV_QPS_RTS);
 }
 
+/// Sets the RNR timer `q` sends in its RNR NAKs (an RTS -> RTS modify, which the kernel allows
+/// for `min_rnr_timer`). 1 is 0.01 ms, 31 is 491.52 ms (the IB spec's RNR timer table).
+fn set_min_rnr_timer(q: &Qp, timer: u8) {
+    let mut a = qp_attr();
+    a.qp_state = IBV_QPS_RTS;
+    a.min_rnr_timer = timer;
+    modify(q, &mut a, M_STATE | M_MIN_RNR_TIMER).expect("modify_qp RTS -> RTS, min_rnr_timer");
+}
+
+#[test]
+fn rnr_retry_one_to_six_fails_after_its_retries() {
+    let mut e = Env::new();
+    let src = e.buf(64, LOCAL_WRITE);
+    let dst = e.buf(64, LOCAL_WRITE);
+    src.write(0, &pattern(64, 23));
+    // rnr_retry n (1..=6): the request is retried n times, each after the responder's RNR timer
+    // (0.01 ms here), then completes with RNR_RETRY_EXC_ERR; the sender moves to ERR and the
+    // request behind it is flushed; the responder stays in RTS.
+    for n in [1, 6] {
+        let (a, b) = e.pair(Spec::new(IBV_QPT_RC), 0, n);
+        post_send(&a, send_wr(1, IBV_WR_SEND, SIGNALED, &[src.sge(0, 8)]));
+        post_send(&a, send_wr(2, IBV_WR_SEND, SIGNALED, &[src.sge(8, 8)]));
+        let got = expect(a.send_cq, 2);
+        assert_eq!(
+            got[0].failed(),
+            (1, IBV_WC_RNR_RETRY_EXC_ERR, a.num),
+            "rnr_retry {n}"
+        );
+        assert_eq!(
+            got[1].failed(),
+            (2, IBV_WC_WR_FLUSH_ERR, a.num),
+            "rnr_retry {n}"
+        );
+        eventually("sender in ERR", || state(&a) == IBV_QPS_ERR);
+        assert_eq!(state(&b), IBV_QPS_RTS);
+        quiet(b.recv_cq);
+    }
+
+    // With the responder's timer at 491.52 ms, one retry takes that long: nothing within
+    // QUIET (300 ms), then the error.
+    let (a, b) = e.pair(Spec::new(IBV_QPT_RC), 0, 1);
+    set_min_rnr_timer(&b, 31);
+    post_send(&a, send_wr(3, IBV_WR_SEND, SIGNALED, &[src.sge(0, 8)]));
+    quiet(a.send_cq);
+    let got = expect(a.send_cq, 1)[0];
+    assert_eq!(got.failed(), (3, IBV_WC_RNR_RETRY_EXC_ERR, a.num));
+
+    // A receive posted while the retries last: the request lands, and the QP stays in RTS.
+    let (a, b) = e.pair(Spec::new(IBV_QPT_RC), 0, 6);
+    set_min_rnr_timer(&b, 31);
+    post_send(&a, send_wr(4, IBV_WR_SEND, SIGNALED, &[src.sge(0, 16)]));
+    quiet(a.send_cq);
+    post_recv(&b, 93, &[dst.sge(0, 64)]);
+    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(4, IBV_WC_SEND, 16, a.num));
+    assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(93, 16, b.num));
+    assert_eq!(dst.read(0, 16), src.read(0, 16));
+    assert_eq!(state(&a), IBV_QPS_RTS);
+}
+
 #[test]
 fn rc_request_waits_for_a_peer_that_is_not_ready() {
     let mut e = Env::new();

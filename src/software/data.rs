@@ -5,7 +5,8 @@
 //! # Model
 //!
 //! Work is done synchronously, inside the call that makes it possible: a post, a modify, or a
-//! receive that a waiting request needed. There is no wire, so nothing is lost, reordered or
+//! receive that a waiting request needed; the one exception is an RNR retry, which a timer
+//! thread makes when the RNR timer fires. There is no wire, so nothing is lost, reordered or
 //! retransmitted, and PSNs are not checked. What rxe decides (checks, statuses, which side
 //! completes what, which QP moves to ERR, the fields of each completion) follows rxe as Linux
 //! 6.1 with rdma-core 44 shows it on rxe0; `tests/data_raw.rs` runs the same assertions on both.
@@ -31,10 +32,11 @@
 //!   retransmits it, and on rxe0 no error comes within seconds. The transport retry count and
 //!   timeout are not modelled.
 //! * **Receives.** SEND and RDMA WRITE with immediate consume a receive (the QP's or its
-//!   SRQ's). None posted: UC and UD drop the message; RC gets an RNR NAK, which with
-//!   `rnr_retry` 0 completes the request with RNR_RETRY_EXC_ERR, and otherwise makes it wait
-//!   until a receive is posted (any `rnr_retry` from 1 to 7 waits without limit: the RNR timer
-//!   and the retry count are not modelled). Later requests of that QP wait behind it.
+//!   SRQ's). None posted: UC and UD drop the message; RC gets an RNR NAK carrying the
+//!   responder's `min_rnr_timer`. As rxe counts them, `rnr_retry` n allows n retries, each when
+//!   that timer fires (7: without limit); the NAK after the last completes the request with
+//!   RNR_RETRY_EXC_ERR (n = 0: the first). A receive posted in the meantime retries at once.
+//!   Later requests of that QP wait behind it.
 //! * **Responder checks.** The responder QP's access flags, then its MR table for RDMA and
 //!   atomics (key, PD, access, range). For RC an access-flag failure is REM_INV_REQ_ERR and a
 //!   key failure REM_ACCESS_ERR at the sender, and the responder moves to ERR; for UC the
@@ -79,6 +81,7 @@ use std::os::raw::c_int;
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 use sys::ibv_qp_state::*;
 use sys::ibv_qp_type::*;
 use sys::ibv_wc_opcode::*;
@@ -143,7 +146,37 @@ pub(super) struct Queues {
     /// The QP number the request at the head of `sq` waits for: an RNR NAK from it, or it
     /// was not ready.
     blocked_on: Option<u32>,
+    /// The head request's RNR retries, from its first RNR NAK until it completes.
+    rnr: Option<RnrWait>,
 }
+
+impl Queues {
+    /// The head request no longer waits (it completed, or the queue was emptied).
+    fn unblock(&mut self) {
+        self.blocked_on = None;
+        self.rnr = None;
+    }
+}
+
+/// An RC request that got an RNR NAK, as rxe's completer counts it (`comp.rnr_retry`, set from
+/// the QP's `rnr_retry` and reset when a request is acknowledged).
+#[derive(Clone, Copy)]
+pub(super) struct RnrWait {
+    /// Retries left: 7 means "retry forever", as in the verbs spec.
+    left: u8,
+    /// When the RNR timer fires and the request is retried.
+    retry_at: Instant,
+    /// Which arming of the timer this is (a timer that fires for an older one is ignored).
+    timer: u64,
+}
+
+/// The RNR NAK timer values of the IB spec (the responder's `min_rnr_timer`, 5 bits), in
+/// microseconds: 0 is 655.36 ms, 1 is 0.01 ms, ..., 31 is 491.52 ms.
+const RNR_TIMER_USEC: [u64; 32] = [
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560, 3_840,
+    5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
+    245_760, 327_680, 491_520,
+];
 
 /// A registered QP. Dereferenced only while the fabric lock is held and the QP is registered
 /// ([`Fabric::get`], `Run::kick_waiting_for`).
@@ -474,7 +507,7 @@ impl<'g> Run<'g> {
                     return;
                 }
                 Step::Overflowed(responder) => {
-                    qp.queues.lock().blocked_on = None;
+                    qp.queues.lock().unblock();
                     if w.signaled {
                         send_completion(qp, &w, IBV_WC_SUCCESS);
                     }
@@ -487,7 +520,7 @@ impl<'g> Run<'g> {
                     return;
                 }
                 Step::Done { status, responder } => {
-                    qp.queues.lock().blocked_on = None;
+                    qp.queues.lock().unblock();
                     if status != IBV_WC_SUCCESS || w.signaled {
                         send_completion(qp, &w, status);
                     }
@@ -594,13 +627,7 @@ impl<'g> Run<'g> {
         ) {
             match take_recv(dest) {
                 Some(r) => Some(r),
-                None if qpt == IBV_QPT_RC => {
-                    return if qp.attr.lock().rnr_retry == 0 {
-                        Step::fail(IBV_WC_RNR_RETRY_EXC_ERR)
-                    } else {
-                        Step::Wait(dest_qpn)
-                    };
-                }
+                None if qpt == IBV_QPT_RC => return rnr_nak(qp, dest),
                 None => return Step::ok(), // UC, UD: dropped
             }
         } else {
@@ -843,6 +870,101 @@ fn recv_success(qp: &SwQp, r: &RecvWqe, w: &SendWqe, opcode: u32, len: u32, src_
     push(qp.ibv.recv_cq, &e)
 }
 
+/// `qp`'s head request (RC) found no receive at `dest`: an RNR NAK, carrying `dest`'s
+/// `min_rnr_timer`. As rxe's completer: with retries left the request is retried when the
+/// timer fires (7: always), without, it completes with RNR_RETRY_EXC_ERR. A receive posted at
+/// `dest` in the meantime retries it at once (rxe waits for the timer; only the time differs),
+/// and such an early retry that finds no receive costs no retry.
+fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
+    let now = Instant::now();
+    // Per-object locks one at a time: the attributes first, then the queues.
+    let rnr_retry = qp.attr.lock().rnr_retry;
+    let usec = RNR_TIMER_USEC[usize::from(dest.attr.lock().min_rnr_timer & 31)];
+    let mut q = qp.queues.lock();
+    let left = match q.rnr {
+        Some(w) if now < w.retry_at => return Step::Wait(dest.ibv.qp_num),
+        Some(w) => w.left,
+        None => rnr_retry,
+    };
+    if left == 0 {
+        q.rnr = None;
+        return Step::fail(IBV_WC_RNR_RETRY_EXC_ERR);
+    }
+    let retry_at = now + Duration::from_micros(usec);
+    let timer = rnr_timer().arm(retry_at, qp.ibv.qp_num);
+    q.rnr = Some(RnrWait {
+        left: if left == 7 { 7 } else { left - 1 },
+        retry_at,
+        timer,
+    });
+    Step::Wait(dest.ibv.qp_num)
+}
+
+/// The RNR timers of every software QP: one thread that sleeps until the earliest is due and
+/// then retries that QP's head request under the fabric lock. Started by the first RNR NAK.
+struct RnrTimers {
+    /// (when, QP number, arming): a min-heap by time.
+    due: Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(Instant, u32, u64)>>>,
+    wake: parking_lot::Condvar,
+    next: AtomicU64,
+}
+
+fn rnr_timer() -> &'static RnrTimers {
+    static TIMERS: OnceLock<&'static RnrTimers> = OnceLock::new();
+    TIMERS.get_or_init(|| {
+        let t: &'static RnrTimers = Box::leak(Box::new(RnrTimers {
+            due: Mutex::new(Default::default()),
+            wake: parking_lot::Condvar::new(),
+            next: AtomicU64::new(1),
+        }));
+        std::thread::Builder::new()
+            .name("typed-verbs-sw-rnr".into())
+            .spawn(move || t.run())
+            .expect("spawning the software device's RNR timer thread");
+        t
+    })
+}
+
+impl RnrTimers {
+    /// Arms a timer for QP `qpn` at `at`; returns its number. Called under the fabric lock
+    /// (the order is always the fabric lock, then `due`).
+    fn arm(&self, at: Instant, qpn: u32) -> u64 {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        self.due.lock().push(std::cmp::Reverse((at, qpn, n)));
+        self.wake.notify_one();
+        n
+    }
+
+    fn run(&self) -> ! {
+        loop {
+            let (qpn, n) = {
+                let mut due = self.due.lock();
+                loop {
+                    match due.peek() {
+                        None => self.wake.wait(&mut due),
+                        Some(&std::cmp::Reverse((at, qpn, n))) => {
+                            if Instant::now() >= at {
+                                due.pop();
+                                break (qpn, n);
+                            }
+                            self.wake.wait_until(&mut due, at);
+                        }
+                    }
+                }
+            };
+            // `due` is released: the fabric lock is taken alone.
+            let g = lock();
+            let Some(qp) = g.get(qpn) else { continue }; // destroyed since
+            let current = qp.queues.lock().rnr.is_some_and(|w| w.timer == n);
+            if current {
+                let mut run = Run::new(&g);
+                run.kicks.push(qp);
+                run.drain();
+            }
+        }
+    }
+}
+
 /// Moves `qp` to ERR (after an error completion) and flushes it.
 fn to_error(qp: &SwQp) {
     // The kernel's state; libibverbs' cached `qp->state` is not updated, as with rxe.
@@ -854,7 +976,7 @@ fn to_error(qp: &SwQp) {
 fn flush(qp: &SwQp) {
     let (rq, sq) = {
         let mut q = qp.queues.lock();
-        q.blocked_on = None;
+        q.unblock();
         (std::mem::take(&mut q.rq), std::mem::take(&mut q.sq))
     };
     for r in rq {
@@ -875,7 +997,7 @@ pub(super) fn after_modify(g: &Fabric, qp: &SwQp, cur: u32, next: u32) {
             let mut q = qp.queues.lock();
             q.sq.clear();
             q.rq.clear();
-            q.blocked_on = None;
+            q.unblock();
         }
         IBV_QPS_RTR | IBV_QPS_RTS if cur != next => {
             // Requests that waited for this QP to be ready are retried.
