@@ -371,7 +371,7 @@ pub struct SrqRef(usize);
 
 impl SrqRef {
     /// Whether this is `srq`.
-    pub fn is<C>(&self, srq: &Srq<'_, C>) -> bool {
+    pub fn is<C, const SGE: usize>(&self, srq: &Srq<'_, C, SGE>) -> bool {
         self.0 == srq.as_raw() as usize
     }
     /// The SRQ's address. Only compare it: the SRQ may have been destroyed since.

@@ -58,7 +58,8 @@ pub use event::{AsyncEvent, AsyncEventGuard, CqEvent, EventAcks};
 pub use mr::{AtomicTarget, Mr, RemoteAddr, RemoteMr, Sge};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
-    Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, Uc, Ud, UsesSrq,
+    Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, RecvSide, Uc, Ud,
+    UsesSrq,
 };
 pub use qp_state::{
     AccessFlags, AddressVector, ConnectedInit, GlobalRoute, ModifyError, Mtu, RawPacketInit, RcRtr,

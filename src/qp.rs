@@ -67,17 +67,25 @@ pub trait MulticastCapable: QpType {}
 impl MulticastCapable for Ud {}
 
 /// Where a QP's receives go: [`OwnRq`] or [`UsesSrq`].
-pub trait RecvSide: sealed::Sealed + 'static {}
-/// The QP has its own receive queue, sized by `max_recv_wr` and `max_recv_sge`.
+pub trait RecvSide: sealed::Sealed + 'static {
+    /// The receive SGE cap the type promises (0 with an SRQ: the SRQ's type has it).
+    const RECV_SGE: usize;
+}
+/// The QP has its own receive queue, sized by `max_recv_wr` and `max_recv_sge`; its type
+/// promises `RECV_SGE` SGEs per receive (default 1, set with [`QpBuilder::recv_sge_cap`]).
 #[derive(Debug)]
-pub enum OwnRq {}
+pub enum OwnRq<const RECV_SGE: usize = 1> {}
 /// The QP takes its receives from an SRQ.
 #[derive(Debug)]
 pub enum UsesSrq {}
-impl sealed::Sealed for OwnRq {}
+impl<const N: usize> sealed::Sealed for OwnRq<N> {}
 impl sealed::Sealed for UsesSrq {}
-impl RecvSide for OwnRq {}
-impl RecvSide for UsesSrq {}
+impl<const N: usize> RecvSide for OwnRq<N> {
+    const RECV_SGE: usize = N;
+}
+impl RecvSide for UsesSrq {
+    const RECV_SGE: usize = 0;
+}
 
 /// Implemented by [`OwnRq`]: only a QP with its own receive queue has receive caps.
 #[diagnostic::on_unimplemented(
@@ -85,8 +93,13 @@ impl RecvSide for UsesSrq {}
     label = "this QP takes its receives from an SRQ",
     note = "ibv_create_qp(3): the attributes max_recv_wr and max_recv_sge are ignored if the QP is to be associated with an SRQ"
 )]
-pub trait OwnsRecvQueue: RecvSide {}
-impl OwnsRecvQueue for OwnRq {}
+pub trait OwnsRecvQueue: RecvSide {
+    /// The same receive side with another receive SGE cap.
+    type WithRecvSge<const N: usize>: OwnsRecvQueue;
+}
+impl<const M: usize> OwnsRecvQueue for OwnRq<M> {
+    type WithRecvSge<const N: usize> = OwnRq<N>;
+}
 
 /// A QP's capabilities (`struct ibv_qp_cap`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -232,11 +245,11 @@ impl<'a, T: QpType> Qp<'a, T> {
 
     /// Starts building a QP of type `T` whose receives come from `srq`. Only RC and UD QPs may
     /// take an SRQ; the receive caps cannot be set (they would be ignored).
-    pub fn builder_with_srq<SC, RC, SrqC>(
+    pub fn builder_with_srq<SC, RC, SrqC, const SRQ_SGE: usize>(
         pd: &'a Pd<'_>,
         send_cq: &'a SC,
         recv_cq: &'a RC,
-        srq: &'a Srq<'_, SrqC>,
+        srq: &'a Srq<'_, SrqC, SRQ_SGE>,
     ) -> QpBuilder<'a, T, UsesSrq, Joined<SC, RC>>
     where
         T: SrqCapable,
@@ -334,6 +347,29 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         self
     }
 
+    /// Requests `max_recv_sge = N` and makes `N` the receive SGE cap in the QP's type (see
+    /// [`send_sge_cap`](Self::send_sge_cap)): `post_recv` then takes fixed-size lists of up to
+    /// `N` SGEs without a check. Only for a QP with its own receive queue.
+    pub fn recv_sge_cap<const N: usize>(self) -> QpBuilder<'a, T, R::WithRecvSge<N>, S, C, SGE>
+    where
+        R: OwnsRecvQueue,
+        Sge: TypedSgeCap<N>,
+    {
+        QpBuilder {
+            pd: self.pd,
+            send_cq: self.send_cq,
+            recv_cq: self.recv_cq,
+            srq: self.srq,
+            cap: QpCap {
+                max_recv_sge: N as u32,
+                ..self.cap
+            },
+            sq_sig_all: self.sq_sig_all,
+            user: self.user,
+            _m: PhantomData,
+        }
+    }
+
     /// The typed user context, in place of `void *qp_context`.
     pub fn context<C2>(self, user: C2) -> QpBuilder<'a, T, R, S, C2, SGE> {
         QpBuilder {
@@ -360,15 +396,17 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         };
         limit("cap.max_send_wr", self.cap.max_send_wr, a.max_qp_wr)?;
         limit("cap.max_send_sge", self.cap.max_send_sge, a.max_sge)?;
-        if (self.cap.max_send_sge as usize) < SGE {
-            // The type promises SGE: a smaller request would break fixed-size lists.
-            return Err(Error::range(
-                v,
-                "cap.max_send_sge",
-                self.cap.max_send_sge.into(),
-                SGE as u64,
-                a.max_sge.max(0) as u64,
-            ));
+        // The type promises SGE send and R::RECV_SGE receive SGEs: a smaller request would
+        // break fixed-size lists.
+        let typed = [
+            ("cap.max_send_sge", self.cap.max_send_sge, SGE),
+            ("cap.max_recv_sge", self.cap.max_recv_sge, R::RECV_SGE),
+        ];
+        for (what, value, floor) in typed {
+            if (value as usize) < floor {
+                let max = a.max_sge.max(0) as u64;
+                return Err(Error::range(v, what, value.into(), floor as u64, max));
+            }
         }
         limit("cap.max_recv_wr", self.cap.max_recv_wr, a.max_qp_wr)?;
         limit("cap.max_recv_sge", self.cap.max_recv_sge, a.max_sge)?;
@@ -435,15 +473,24 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         // Checked once here, so that posting calls the provider without a NULL test (as verbs.h).
         // SAFETY: a live QP's context is live; its ops are only read.
         let ops = unsafe { &(*ctx).ops };
-        if (init.cap.max_send_sge as usize) < SGE {
-            // "greater than or equal to the values requested": a provider that gave less would
-            // break the promise fixed-size lists rely on.
-            drop(qp);
+        // "greater than or equal to the values requested": a provider that gave less would
+        // break the promise fixed-size lists rely on.
+        let actual = [
+            ("actual cap.max_send_sge", init.cap.max_send_sge, SGE),
+            (
+                "actual cap.max_recv_sge",
+                init.cap.max_recv_sge,
+                R::RECV_SGE,
+            ),
+        ];
+        if let Some(&(what, value, floor)) = actual.iter().find(|a| (a.1 as usize) < a.2) {
+            drop(qp); // ibv_destroy_qp, and the user context with it
+            let (value, floor) = (value.into(), floor as u64);
             return Err(Error::range(
                 Verb::CreateQp,
-                "actual cap.max_send_sge",
-                init.cap.max_send_sge.into(),
-                SGE as u64,
+                what,
+                value,
+                floor,
                 u32::MAX.into(),
             ));
         }

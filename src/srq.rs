@@ -5,7 +5,8 @@ use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy, UserBox};
 use crate::pd::Pd;
-use crate::Context;
+use crate::wr::TypedSgeCap;
+use crate::{Context, Sge};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
@@ -36,20 +37,21 @@ struct SrqMeta<C> {
 }
 
 /// A shared receive queue. It borrows its PD; QPs that use it borrow it, so "ibv_destroy_srq()
-/// fails if any queue pair is still associated with this SRQ" cannot happen.
-pub struct Srq<'a, C = ()> {
+/// fails if any queue pair is still associated with this SRQ" cannot happen. Its type promises
+/// `SGE` scatter elements per receive (default 1, set with [`SrqBuilder::sge_cap`]).
+pub struct Srq<'a, C = (), const SGE: usize = 1> {
     raw: NonNull<sys::ibv_srq>,
     _m: PhantomData<(&'a Context, C)>,
 }
 
 // SAFETY: libibverbs SRQs are thread-safe; the user context needs Send/Sync to follow.
-unsafe impl<C: Send> Send for Srq<'_, C> {}
+unsafe impl<C: Send, const SGE: usize> Send for Srq<'_, C, SGE> {}
 // SAFETY: as above.
-unsafe impl<C: Sync> Sync for Srq<'_, C> {}
+unsafe impl<C: Sync, const SGE: usize> Sync for Srq<'_, C, SGE> {}
 
 /// The attributes of an SRQ to create. Made by [`Srq::builder`].
 #[must_use = "a builder does nothing until .build()"]
-pub struct SrqBuilder<'a, C = ()> {
+pub struct SrqBuilder<'a, C = (), const SGE: usize = 1> {
     pd: &'a Pd<'a>,
     max_wr: u32,
     max_sge: u32,
@@ -68,7 +70,7 @@ impl<'a> Srq<'a, ()> {
     }
 }
 
-impl<'a, C> SrqBuilder<'a, C> {
+impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// "Requested max number of outstanding work requests (WRs) in the SRQ": 1 to the device's
     /// `max_srq_wr`, checked before the call.
     pub fn max_wr(mut self, n: u32) -> Self {
@@ -76,14 +78,31 @@ impl<'a, C> SrqBuilder<'a, C> {
         self
     }
 
-    /// "Requested max number of scatter elements per WR": 1 to the device's `max_srq_sge`.
+    /// "Requested max number of scatter elements per WR": 1 to the device's `max_srq_sge`,
+    /// known at run time. It may not be below the cap in the SRQ's type (`SGE`, checked by
+    /// `build`); longer lists are slices, checked against the actual cap when posted.
     pub fn max_sge(mut self, n: u32) -> Self {
         self.max_sge = n;
         self
     }
 
+    /// Requests `max_sge = N` and makes `N` the SRQ's SGE cap in its type: `post_recv` then takes
+    /// fixed-size lists of up to `N` SGEs (`&[Sge; N]`) without a check, and a longer one does
+    /// not compile. `N` is at most [`MAX_TYPED_SGE`](crate::wr::MAX_TYPED_SGE).
+    pub fn sge_cap<const N: usize>(self) -> SrqBuilder<'a, C, N>
+    where
+        Sge: TypedSgeCap<N>,
+    {
+        SrqBuilder {
+            pd: self.pd,
+            max_wr: self.max_wr,
+            max_sge: N as u32,
+            user: self.user,
+        }
+    }
+
     /// The typed user context, in place of `void *srq_context`.
-    pub fn context<C2>(self, user: C2) -> SrqBuilder<'a, C2> {
+    pub fn context<C2>(self, user: C2) -> SrqBuilder<'a, C2, SGE> {
         SrqBuilder {
             pd: self.pd,
             max_wr: self.max_wr,
@@ -94,7 +113,7 @@ impl<'a, C> SrqBuilder<'a, C> {
 
     /// `ibv_create_srq`. `srq_limit` is not asked for: it is "irrelevant for ibv_create_srq";
     /// the SRQ is created unarmed.
-    pub fn build(self) -> Result<Srq<'a, C>>
+    pub fn build(self) -> Result<Srq<'a, C, SGE>>
     where
         C: Send + Sync,
     {
@@ -110,12 +129,14 @@ impl<'a, C> SrqBuilder<'a, C> {
                 a.max_srq_wr.max(0) as u64,
             ));
         }
-        if self.max_sge < 1 || self.max_sge > a.max_srq_sge.max(0) as u32 {
+        // At least one, and at least the cap the type promises.
+        let min_sge = SGE.max(1) as u32;
+        if self.max_sge < min_sge || self.max_sge > a.max_srq_sge.max(0) as u32 {
             return Err(Error::range(
                 Verb::CreateSrq,
                 "attr.max_sge",
                 self.max_sge.into(),
-                1,
+                min_sge.into(),
                 a.max_srq_sge.max(0) as u64,
             ));
         }
@@ -137,14 +158,28 @@ impl<'a, C> SrqBuilder<'a, C> {
         let meta = meta.into_raw();
         // SAFETY: `meta` is ours until the SRQ is destroyed; nothing reads it concurrently yet.
         unsafe { (*meta).created = init.attr.into() };
-        Ok(Srq {
+        let srq = Srq {
             raw,
             _m: PhantomData,
-        })
+        };
+        if (init.attr.max_sge as usize) < SGE {
+            // "greater than or equal to the values requested": a provider that gave less would
+            // break the promise fixed-size lists rely on.
+            drop(srq); // ibv_destroy_srq, and the user context with it
+            let value = init.attr.max_sge.into();
+            return Err(Error::range(
+                Verb::CreateSrq,
+                "actual attr.max_sge",
+                value,
+                SGE as u64,
+                u32::MAX.into(),
+            ));
+        }
+        Ok(srq)
     }
 }
 
-impl<'a, C> Srq<'a, C> {
+impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     fn meta(&self) -> &SrqMeta<C> {
         // SAFETY: srq_context is the SrqMeta<C> the builder gave the SRQ; it lives until destroy.
         unsafe { &*((*self.raw.as_ptr()).srq_context as *const SrqMeta<C>) }
@@ -205,7 +240,7 @@ impl<'a, C> Srq<'a, C> {
     }
 }
 
-impl<C> Destroy for Srq<'_, C> {
+impl<C, const SGE: usize> Destroy for Srq<'_, C, SGE> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         let srq = self.as_raw();
         // SAFETY: a live SRQ no QP uses (they borrow it), destroyed once; its meta box is read
@@ -221,11 +256,15 @@ impl<C> Destroy for Srq<'_, C> {
     }
 }
 
-impl<C> Drop for Srq<'_, C> {
+impl<C, const SGE: usize> Drop for Srq<'_, C, SGE> {
     fn drop(&mut self) {
         // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
         let _ = unsafe { self.destroy_raw() };
     }
 }
 
-crate::object::debug_handle!(Srq<'a, C>);
+impl<C, const SGE: usize> std::fmt::Debug for Srq<'_, C, SGE> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Srq").field(&self.as_raw()).finish()
+    }
+}

@@ -79,87 +79,120 @@ impl RecvReady for ErrorState {}
 pub trait SendReady: QpState {}
 impl SendReady for Rts {}
 
-/// Implemented by [`OwnRq`]: only a QP with its own receive queue takes `post_recv`.
+/// `OwnRq<N>: HasOwnRq<L>` when the list `L` fits its receive SGE cap `N`: only a QP with its
+/// own receive queue takes `post_recv` (a list that does not fit is reported by [`SgeList`]).
 #[diagnostic::on_unimplemented(
     message = "this QP takes its receives from an SRQ: post them with `srq.post_recv(..)`, not on the QP",
     label = "no receive queue of its own"
 )]
-pub trait HasOwnRq: RecvSide {}
-impl HasOwnRq for OwnRq {}
+pub trait HasOwnRq<L>: RecvSide {
+    /// The list's elements, and whether its length was proven within the cap.
+    fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
+    where
+        L: 'x;
+}
+impl<const N: usize, L: SgeList<N>> HasOwnRq<L> for OwnRq<N> {
+    #[inline(always)]
+    fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
+    where
+        L: 'x,
+    {
+        (list.into_slice(), L::FITS)
+    }
+}
 
-/// The most SGEs a QP's type can promise ([`QpBuilder::send_sge_cap`](crate::QpBuilder::send_sge_cap)); devices report at most
-/// 64 (`max_sge`), most far fewer. More can still be requested with `max_send_sge(n)`, whose
-/// lists are slices checked when posted.
+/// The most SGEs a queue's type can promise ([`QpBuilder::send_sge_cap`](crate::QpBuilder::send_sge_cap),
+/// [`recv_sge_cap`](crate::QpBuilder::recv_sge_cap), [`SrqBuilder::sge_cap`](crate::srq::SrqBuilder::sge_cap));
+/// devices report at most 64 (`max_sge`), most far fewer. More can still be requested with
+/// `max_send_sge(n)` and the like, whose lists are slices checked when posted.
 pub const MAX_TYPED_SGE: usize = 64;
 
-/// A send SGE cap that can be part of a QP's type: 0 to [`MAX_TYPED_SGE`].
+/// An SGE cap that can be part of a queue's type: 0 to [`MAX_TYPED_SGE`].
 #[diagnostic::on_unimplemented(
-    message = "a QP's type can promise at most 64 send SGEs, not {N}",
-    label = "send SGE cap too large for the type",
-    note = "request more with `.max_send_sge(n)`: lists on such a QP are slices, checked against the actual cap when posted"
+    message = "a queue's type can promise at most 64 SGEs, not {N}",
+    label = "SGE cap too large for the type",
+    note = "request more at run time (`.max_send_sge(n)`, `.max_recv_sge(n)`, the SRQ's `.max_sge(n)`): lists on such a queue are slices, checked against the actual cap when posted"
 )]
 pub trait TypedSgeCap<const N: usize> {}
 
-/// `[Sge; N]: WithinSendCap<CAP>` holds when `N <= CAP <= MAX_TYPED_SGE`: the comparison the
+/// `[Sge; N]: WithinSgeCap<CAP>` holds when `N <= CAP <= MAX_TYPED_SGE`: the comparison the
 /// type system makes for a fixed-size list. It is one impl per pair (generated below) rather than
 /// typenum arithmetic, so that an error names `[Sge; 3]` and `2`, not `UInt<UInt<UTerm, B1>, B1>`,
 /// and appears at `cargo check` (a `const` assertion would wait for monomorphization).
-pub trait WithinSendCap<const CAP: usize> {}
+#[diagnostic::on_unimplemented(
+    message = "a fixed-size list `{Self}` is longer than the queue's SGE cap of {CAP}",
+    label = "more SGEs than the queue's type allows",
+    note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
+)]
+pub trait WithinSgeCap<const CAP: usize> {}
 
-macro_rules! within_send_cap {
+macro_rules! within_sge_cap {
     ([$($below:literal)*]) => {};
     ([$($below:literal)*] $cap:literal $($rest:literal)*) => {
         impl TypedSgeCap<$cap> for Sge {}
-        $(impl WithinSendCap<$cap> for [Sge; $below] {})*
-        impl WithinSendCap<$cap> for [Sge; $cap] {}
-        within_send_cap!([$($below)* $cap] $($rest)*);
+        $(impl WithinSgeCap<$cap> for [Sge; $below] {})*
+        impl WithinSgeCap<$cap> for [Sge; $cap] {}
+        within_sge_cap!([$($below)* $cap] $($rest)*);
     };
 }
-within_send_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
+within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
     29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
     60 61 62 63 64);
 
-/// A send's scatter/gather list for a QP whose type promises `CAP` send SGEs.
+/// A scatter/gather list for a queue whose type promises `CAP` SGEs per work request: a QP's
+/// send queue (`Qp<.., SGE>`), its own receive queue (`OwnRq<N>`) or an SRQ (`Srq<.., N>`).
 ///
-/// ibv_create_qp(3): `max_send_sge` is the "requested max number of s/g elements in a WR in the
-/// SQ". A fixed-size list, `&[Sge; N]`, must have `N <= CAP`, or the program does not compile; a
-/// slice (`&[Sge]`, `&Vec<Sge>`) may be longer than `CAP` and is checked against the QP's actual
-/// `max_send_sge` when posted ([`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange)).
+/// ibv_create_qp(3): `max_send_sge` / `max_recv_sge` are the "requested max number of s/g
+/// elements in a WR in the SQ / RQ"; ibv_create_srq(3): `max_sge`, "per WR". A fixed-size list,
+/// `&[Sge; N]`, must have `N <= CAP`, or the program does not compile; a slice (`&[Sge]`,
+/// `&Vec<Sge>`) may be longer than `CAP` and is checked against the queue's actual cap when
+/// posted ([`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange)).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` does not fit this QP's send SGE cap of {CAP}: a fixed-size list may hold at most {CAP} SGEs",
-    label = "more SGEs than the QP's type allows",
-    note = "raise the cap in the QP's type with `.send_sge_cap::<N>()` on its builder, or pass a slice (`&list[..]`), checked against the actual cap when posted"
+    message = "`{Self}` does not fit the queue's SGE cap of {CAP}: a fixed-size list may hold no more SGEs than that",
+    label = "more SGEs than the queue's type allows",
+    note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
-pub trait SgeList<'s, const CAP: usize>: Copy {
+pub trait SgeList<const CAP: usize>: Copy {
     /// Whether the length is proven within the cap at compile time (no check when posted).
     const FITS: bool;
-    /// The elements.
-    fn sges(self) -> &'s [Sge];
+    /// The elements, for as long as the list borrows them.
+    fn into_slice<'x>(self) -> &'x [Sge]
+    where
+        Self: 'x;
 }
 
-impl<'s, const N: usize, const CAP: usize> SgeList<'s, CAP> for &'s [Sge; N]
+impl<const N: usize, const CAP: usize> SgeList<CAP> for &[Sge; N]
 where
-    [Sge; N]: WithinSendCap<CAP>,
+    [Sge; N]: WithinSgeCap<CAP>,
 {
     const FITS: bool = true;
     #[inline(always)]
-    fn sges(self) -> &'s [Sge] {
+    fn into_slice<'x>(self) -> &'x [Sge]
+    where
+        Self: 'x,
+    {
         self
     }
 }
 
-impl<'s, const CAP: usize> SgeList<'s, CAP> for &'s [Sge] {
+impl<const CAP: usize> SgeList<CAP> for &[Sge] {
     const FITS: bool = false;
     #[inline(always)]
-    fn sges(self) -> &'s [Sge] {
+    fn into_slice<'x>(self) -> &'x [Sge]
+    where
+        Self: 'x,
+    {
         self
     }
 }
 
-impl<'s, const CAP: usize> SgeList<'s, CAP> for &'s Vec<Sge> {
+impl<const CAP: usize> SgeList<CAP> for &Vec<Sge> {
     const FITS: bool = false;
     #[inline(always)]
-    fn sges(self) -> &'s [Sge] {
+    fn into_slice<'x>(self) -> &'x [Sge]
+    where
+        Self: 'x,
+    {
         self
     }
 }
@@ -187,9 +220,9 @@ enum Data<'s> {
 
 impl<'s> Data<'s> {
     #[inline(always)]
-    fn sgl<const CAP: usize, L: SgeList<'s, CAP>>(list: L) -> Self {
+    fn sgl<const CAP: usize, L: SgeList<CAP> + 's>(list: L) -> Self {
         Data::Sgl {
-            list: list.sges(),
+            list: list.into_slice(),
             fits: L::FITS,
         }
     }
@@ -248,7 +281,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_SEND` of the bytes `sgl` names.
-    pub fn send(wr_id: u64, sgl: impl SgeList<'s, SGE>) -> Self
+    pub fn send(wr_id: u64, sgl: impl SgeList<SGE> + 's) -> Self
     where
         T: Connected,
     {
@@ -266,7 +299,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_SEND_WITH_IMM`: a send carrying `imm` (host byte order; sent in network order).
-    pub fn send_with_imm(wr_id: u64, sgl: impl SgeList<'s, SGE>, imm: u32) -> Self
+    pub fn send_with_imm(wr_id: u64, sgl: impl SgeList<SGE> + 's, imm: u32) -> Self
     where
         T: Connected + ImmCapable,
     {
@@ -274,7 +307,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_RDMA_WRITE` of `sgl` to `remote`.
-    pub fn rdma_write(wr_id: u64, sgl: impl SgeList<'s, SGE>, remote: RemoteAddr) -> Self
+    pub fn rdma_write(wr_id: u64, sgl: impl SgeList<SGE> + 's, remote: RemoteAddr) -> Self
     where
         T: RdmaWriteCapable,
     {
@@ -284,7 +317,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// `IBV_WR_RDMA_WRITE_WITH_IMM`: the write, and `imm` in a receive completion at the peer.
     pub fn rdma_write_with_imm(
         wr_id: u64,
-        sgl: impl SgeList<'s, SGE>,
+        sgl: impl SgeList<SGE> + 's,
         remote: RemoteAddr,
         imm: u32,
     ) -> Self
@@ -295,7 +328,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_RDMA_READ` of `remote` into `sgl`.
-    pub fn rdma_read(wr_id: u64, sgl: impl SgeList<'s, SGE>, remote: RemoteAddr) -> Self
+    pub fn rdma_read(wr_id: u64, sgl: impl SgeList<SGE> + 's, remote: RemoteAddr) -> Self
     where
         T: ReliableOnly,
     {
@@ -313,7 +346,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     ) -> Self
     where
         T: ReliableOnly,
-        &'s [Sge; 1]: SgeList<'s, SGE>,
+        &'s [Sge; 1]: SgeList<SGE>,
     {
         Self::new(
             wr_id,
@@ -327,7 +360,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     pub fn fetch_add(wr_id: u64, result: &'s [Sge; 1], remote: AtomicTarget, add: u64) -> Self
     where
         T: ReliableOnly,
-        &'s [Sge; 1]: SgeList<'s, SGE>,
+        &'s [Sge; 1]: SgeList<SGE>,
     {
         Self::new(wr_id, Op::FetchAdd(remote.addr(), add), Data::sgl(result))
     }
@@ -352,7 +385,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
 impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     /// `IBV_WR_SEND` of `sgl` to `dest`.
-    pub fn send_to(wr_id: u64, sgl: impl SgeList<'s, SGE>, dest: UdDest<'s>) -> Self {
+    pub fn send_to(wr_id: u64, sgl: impl SgeList<SGE> + 's, dest: UdDest<'s>) -> Self {
         SendWr {
             ud: Some(dest),
             ..Self::new(wr_id, Op::Send, Data::sgl(sgl))
@@ -362,7 +395,7 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     /// `IBV_WR_SEND_WITH_IMM` of `sgl` to `dest`, carrying `imm`.
     pub fn send_to_with_imm(
         wr_id: u64,
-        sgl: impl SgeList<'s, SGE>,
+        sgl: impl SgeList<SGE> + 's,
         dest: UdDest<'s>,
         imm: u32,
     ) -> Self {
@@ -599,10 +632,11 @@ fn post_recv_raw(
     verb: Verb,
     max_sge: u32,
     wr_id: u64,
-    sgl: &[Sge],
+    (sgl, fits): (&[Sge], bool),
     post: impl FnOnce(*mut sys::ibv_recv_wr, *mut *mut sys::ibv_recv_wr) -> i32,
 ) -> Result<()> {
-    if sgl.len() > max_sge as usize {
+    // A fixed-size list was proven within the type's cap, which the actual cap meets.
+    if !fits && sgl.len() > max_sge as usize {
         return Err(Error::range(
             verb,
             "num_sge",
@@ -627,12 +661,12 @@ fn post_recv_raw(
 impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     Qp<'a, T, R, S, C, St, SGE>
 {
-    /// `ibv_post_recv`: a receive into the buffers `sgl` names. From INIT on, and only on a QP
-    /// with its own receive queue.
+    /// `ibv_post_recv`: a receive into the buffers `sgl` names (an [`SgeList`] for the QP's
+    /// receive SGE cap). From INIT on, and only on a QP with its own receive queue.
     #[inline]
-    pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<()>
+    pub fn post_recv<L>(&self, wr_id: u64, sgl: L) -> Result<()>
     where
-        R: HasOwnRq,
+        R: HasOwnRq<L>,
         St: RecvReady,
     {
         let qp = self.as_raw();
@@ -640,7 +674,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
             Verb::PostRecv,
             self.caps().max_recv_sge,
             wr_id,
-            sgl,
+            R::recv_list(sgl),
             |wr, bad| {
                 // SAFETY: a live QP past RESET with its own receive queue; `wr` and the SGEs live
                 // across the call.
@@ -650,16 +684,17 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 }
 
-impl<C> Srq<'_, C> {
-    /// `ibv_post_srq_recv`: a receive into the buffers `sgl` names, for any QP using this SRQ.
+impl<C, const SGE: usize> Srq<'_, C, SGE> {
+    /// `ibv_post_srq_recv`: a receive into the buffers `sgl` names (an [`SgeList`] for the
+    /// SRQ's SGE cap), for any QP using this SRQ.
     #[inline]
-    pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<()> {
+    pub fn post_recv<L: SgeList<SGE>>(&self, wr_id: u64, sgl: L) -> Result<()> {
         let srq = self.as_raw();
         post_recv_raw(
             Verb::PostSrqRecv,
             self.attr().max_sge,
             wr_id,
-            sgl,
+            (sgl.into_slice(), L::FITS),
             |wr, bad| {
                 // SAFETY: a live SRQ; `wr` and the SGEs live across the call.
                 unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }

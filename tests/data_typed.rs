@@ -6,10 +6,11 @@ mod common;
 
 use common::open;
 use std::time::{Duration, Instant};
-use typed_verbs::qp_state::Rts;
+use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, GlobalRoute, Mr, Mtu, Pd,
-    Qp, Rc, RcRtr, RcRts, SendWr, Sge, SqPsn, Uc, UcRtr, Verb, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, GlobalRoute, Mr, Mtu, OwnRq,
+    Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Verb, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 
 /// A completion, copied out of the array `ibv_poll_cq` filled.
@@ -68,30 +69,30 @@ const ALL_REMOTE: AccessFlags = AccessFlags::REMOTE_WRITE
     .union(AccessFlags::REMOTE_READ)
     .union(AccessFlags::REMOTE_ATOMIC);
 
-type RcQp<'a, const SGE: usize = 1> =
-    Qp<'a, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts, SGE>;
+type RcQp<'a, const SGE: usize = 1, R = OwnRq<SGE>> = Qp<'a, Rc, R, Shared, (), Rts, SGE>;
 
 /// An RC pair in loopback, both QPs on `cq` (legacy or extended, not SINGLE_THREADED), in RTS.
 fn rc_pair<'a, Q>(ctx: &Context, pd: &'a Pd<'_>, cq: &'a Q) -> (RcQp<'a>, RcQp<'a>)
 where
-    Q: typed_verbs::AnyCq<Threading = typed_verbs::Shared>,
+    Q: typed_verbs::AnyCq<Threading = Shared>,
 {
     rc_pair_sge::<Q, 1>(ctx, pd, cq)
 }
 
-/// [`rc_pair`] with `SGE` send SGEs in the QPs' type.
+/// [`rc_pair`] with `SGE` send and receive SGEs in the QPs' type.
 fn rc_pair_sge<'a, Q, const SGE: usize>(
     ctx: &Context,
     pd: &'a Pd<'_>,
     cq: &'a Q,
 ) -> (RcQp<'a, SGE>, RcQp<'a, SGE>)
 where
-    Q: typed_verbs::AnyCq<Threading = typed_verbs::Shared>,
+    Q: typed_verbs::AnyCq<Threading = Shared>,
     Sge: typed_verbs::wr::TypedSgeCap<SGE>,
 {
     let build = || {
         Qp::<Rc>::builder(pd, cq, cq)
             .send_sge_cap::<SGE>()
+            .recv_sge_cap::<SGE>()
             .max_send_wr(16)
             .max_recv_wr(16)
             .max_inline_data(64)
@@ -100,35 +101,41 @@ where
     };
     let (a, b) = (build(), build());
     let (an, bn) = (a.qp_num(), b.qp_num());
+    (rc_up(ctx, a, bn), rc_up(ctx, b, an))
+}
+
+/// Brings an RC QP (own receive queue or SRQ) to RTS with `dest` as its peer.
+fn rc_up<'a, R: RecvSide, const SGE: usize>(
+    ctx: &Context,
+    qp: Qp<'a, Rc, R, Shared, (), Reset, SGE>,
+    dest: u32,
+) -> RcQp<'a, SGE, R> {
     let init = ConnectedInit {
         port_num: 1,
         pkey_index: 0,
         access: ALL_REMOTE,
     };
-    let up = |qp: Qp<'a, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), _, SGE>, dest: u32| {
-        let rtr = RcRtr {
-            av: av(ctx),
-            path_mtu: Mtu::Mtu1024,
-            dest_qp_num: dest,
-            rq_psn: 0,
-            max_dest_rd_atomic: 4,
-            min_rnr_timer: 12,
-        };
-        let rts = RcRts {
-            sq_psn: 0,
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            max_rd_atomic: 4,
-        };
-        qp.to_init(init)
-            .unwrap()
-            .to_rtr(rtr)
-            .unwrap()
-            .to_rts(rts)
-            .unwrap()
+    let rtr = RcRtr {
+        av: av(ctx),
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: 0,
+        max_dest_rd_atomic: 4,
+        min_rnr_timer: 12,
     };
-    (up(a, bn), up(b, an))
+    let rts = RcRts {
+        sq_psn: 0,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 4,
+    };
+    qp.to_init(init)
+        .unwrap()
+        .to_rtr(rtr)
+        .unwrap()
+        .to_rts(rts)
+        .unwrap()
 }
 
 #[test]
@@ -260,7 +267,7 @@ fn inline_and_chained_sends() {
 }
 
 #[test]
-fn fixed_sge_lists_up_to_the_type_cap_gather_in_order() {
+fn fixed_sge_lists_up_to_the_type_caps_gather_and_scatter_in_order() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
@@ -274,7 +281,14 @@ fn fixed_sge_lists_up_to_the_type_cap_gather_in_order() {
     // Four SGEs, the type's cap, out of buffer order; then two: every length up to the cap fits.
     let four = [piece(12..16), piece(0..4), piece(8..12), piece(4..8)];
     let two = [piece(10..12), piece(2..4)];
-    b.post_recv(1, &[dmr.sge(0..32).unwrap()]).unwrap();
+    // The receives scatter over fixed lists too: four SGEs of 4, 4, 4 and 20 bytes, then one.
+    let into = [
+        dmr.sge(4..8).unwrap(),
+        dmr.sge(0..4).unwrap(),
+        dmr.sge(12..16).unwrap(),
+        dmr.sge(8..12).unwrap(),
+    ];
+    b.post_recv(1, &into).unwrap();
     b.post_recv(2, &[dmr.sge(32..64).unwrap()]).unwrap();
     a.post_send_chain(&[
         SendWr::send(3, &four).signaled(),
@@ -287,10 +301,51 @@ fn fixed_sge_lists_up_to_the_type_cap_gather_in_order() {
     assert_eq!(recvs, [(1, 16), (2, 4)]);
     let mut out = [0u8; 16];
     dmr.read(0, &mut out).unwrap();
-    assert_eq!(&out, b"cdef012389ab4567", "gathered in list order");
+    // Gathered "cdef" "0123" "89ab" "4567", scattered to 4..8, 0..4, 12..16, 8..12.
+    assert_eq!(
+        &out, b"0123cdef456789ab",
+        "gathered and scattered in list order"
+    );
     let mut out = [0u8; 4];
     dmr.read(32, &mut out).unwrap();
     assert_eq!(&out, b"ab23");
+}
+
+#[test]
+fn srq_scatters_over_a_fixed_list_at_its_type_cap() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let srq = Srq::builder(&pd).max_wr(8).sge_cap::<3>().build().unwrap();
+    assert!(srq.attr().max_sge >= 3, "{:?}", srq.attr());
+    let a = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let b = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq)
+        .build()
+        .unwrap();
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let mut src = *b"abcdefghij";
+    let mut dst = vec![0u8; 16];
+    let smr = Mr::new(&pd, &mut src, AccessFlags::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let three = [
+        dmr.sge(12..16).unwrap(),
+        dmr.sge(0..3).unwrap(),
+        dmr.sge(6..9).unwrap(),
+    ];
+    srq.post_recv(1, &three).unwrap();
+    a.post_send(&SendWr::send(2, &[smr.sge(0..10).unwrap()]).signaled())
+        .unwrap();
+    let mut got = wait(&cq, 2);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        (got[0].wr_id, got[0].status, got[0].byte_len, got[0].qp_num),
+        (1, WcStatus::SUCCESS, 10, bn)
+    );
+    let mut out = [0u8; 16];
+    dmr.read(0, &mut out).unwrap();
+    assert_eq!(&out, b"efg\0\0\0hij\0\0\0abcd");
+    drop((a, b));
 }
 
 #[test]

@@ -195,9 +195,22 @@ fn srq_sizes_out_of_range() {
         1,
         max_sge,
     );
+    // Below the cap the SRQ's type promises (fixed-size lists rely on it).
+    assert_out_of_range(
+        Srq::builder(&pd)
+            .sge_cap::<2>()
+            .max_sge(1)
+            .context(drops.token(5))
+            .build(),
+        Verb::CreateSrq,
+        "attr.max_sge",
+        1,
+        2,
+        max_sge,
+    );
     assert_eq!(
         drops.count(),
-        4,
+        5,
         "every failed builder's context dropped once"
     );
     leaks.assert_unchanged("rejected SRQs");
@@ -507,6 +520,17 @@ fn qp_caps_over_device_limits_are_out_of_range() {
         sge,
     );
     assert_out_of_range(
+        b().recv_sge_cap::<3>()
+            .max_recv_sge(2)
+            .context(drops.token(8))
+            .build(),
+        Verb::CreateQp,
+        "cap.max_recv_sge",
+        2,
+        3,
+        sge,
+    );
+    assert_out_of_range(
         b().max_recv_wr(a.max_qp_wr + 1)
             .context(drops.token(3))
             .build(),
@@ -539,7 +563,7 @@ fn qp_caps_over_device_limits_are_out_of_range() {
     );
     assert_eq!(
         drops.count(),
-        6,
+        7,
         "every refused builder's context dropped once"
     );
     // OutOfRange is decided before ibv_create_qp: no QP was ever made.
@@ -558,7 +582,7 @@ fn qp_caps_over_device_limits_are_out_of_range() {
             0,
             sge,
         );
-        assert_eq!(drops.count(), 7);
+        assert_eq!(drops.count(), 8);
         leaks.assert_unchanged("over-limit SRQ QP");
     }
     // At the limits it works (on a real device that could take hundreds of MB: software only).
