@@ -875,6 +875,8 @@ fn recv_success(qp: &SwQp, r: &RecvWqe, w: &SendWqe, opcode: u32, len: u32, src_
 /// timer fires (7: always), without, it completes with RNR_RETRY_EXC_ERR. A receive posted at
 /// `dest` in the meantime retries it at once (rxe waits for the timer; only the time differs),
 /// and such an early retry that finds no receive costs no retry.
+#[cold]
+#[inline(never)]
 fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
     let now = Instant::now();
     // Per-object locks one at a time: the attributes first, then the queues.

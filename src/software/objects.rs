@@ -500,6 +500,16 @@ pub(super) unsafe fn destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
     Ok(())
 }
 
+/// A value that starts a cache line (64 bytes) of its own.
+#[repr(align(64))]
+pub(super) struct CacheLine<T>(pub(super) T);
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A queue pair.
 #[repr(C)]
 pub(super) struct SwQp {
@@ -512,8 +522,10 @@ pub(super) struct SwQp {
     /// The attributes set by ibv_modify_qp (state included), under one lock. The state is the
     /// kernel's: the data path moves it to ERR after an error completion.
     pub(super) attr: Mutex<sys::ibv_qp_attr>,
-    /// The send and receive queues (see `data`).
-    pub(super) queues: Mutex<Queues>,
+    /// The send and receive queues (see `data`), on their own cache line: the data path locks
+    /// them several times per request, and the RC loopback rate changed by 8% with the size of
+    /// the fields before them.
+    pub(super) queues: CacheLine<Mutex<Queues>>,
     /// Async events of this QP read and acked.
     events: EventCounts,
 }
@@ -631,7 +643,7 @@ pub(super) unsafe fn create_qp(
         mcast: Mutex::new(Vec::new()),
         // SAFETY: plain C data; state RESET is 0.
         attr: Mutex::new(unsafe { std::mem::zeroed() }),
-        queues: Mutex::new(Queues::default()),
+        queues: CacheLine(Mutex::new(Queues::default())),
         events: EventCounts::default(),
     });
     let raw = Box::into_raw(qp);
