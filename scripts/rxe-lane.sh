@@ -264,7 +264,8 @@ while read -r _ verdict what rest; do
     FAIL) fail=$((fail + 1)) ;;
     esac
 done < <(grep -E '^LANE: (PASS|FAIL) ' "$console")
-skips=$(grep -c '^SKIP ' "$console" || true)
+# A SKIP line may follow a libtest "test NAME ... " on the same line (see test-matrix.sh).
+skips=$(grep -cE '(^|^test [A-Za-z0-9_]+ \.\.\. )SKIP ' "$console" || true)
 tests_run=$(grep -E '^test result: ' "$console" | awk '{ p += $4; f += $6 } END { printf "%d passed, %d failed", p, f }')
 done_seen=$(grep -c '^LANE: DONE' "$console" || true)
 if [ "$done_seen" = 0 ]; then

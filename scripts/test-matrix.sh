@@ -29,11 +29,23 @@ if [ "${1:-}" != --reuse-lane ] || [ ! -s target/rxe-vm/console.log ]; then
 fi
 cp target/rxe-vm/console.log "$out/rxe0.log"
 
+# libtest writes "test NAME ... " and its result in two writes to stdout, and a test's SKIP or
+# NOTE line (one write to stderr, into the same pipe) can land between them. Such a line is
+# split off, and the result that follows it alone on the next line is taken for NAME.
+normalize() {
+    sed -E 's/^(test [A-Za-z0-9_]+ \.\.\. )((SKIP|NOTE) .*)$/\1\n\2/' "$1"
+}
+
 # One row per test: "binary test result [SKIP reasons]" from each log.
 results() {
-    awk '
+    normalize "$1" | awk '
         /^LANE: BEGIN / { bin = $3; next }
         /^LANE: END /   { bin = ""; next }
+        bin != "" && /^test [A-Za-z0-9_]+ \.\.\. *$/ { pending = bin " " $2; seen[pending] = 1; next }
+        bin != "" && pending != "" && /^(ok|FAILED|ignored)$/ {
+            res[pending] = ($1 == "ok") ? "pass" : ($1 == "FAILED" ? "FAIL" : $1)
+            pending = ""; next
+        }
         bin != "" && /^test [A-Za-z0-9_]+ \.\.\. / {
             r = $4; key = bin " " $2
             res[key] = (r == "ok") ? "pass" : (r == "FAILED" ? "FAIL" : r)
@@ -46,7 +58,7 @@ results() {
             if (index(skips[key], reason) == 0) skips[key] = skips[key] (skips[key] == "" ? "" : "; ") reason
         }
         END { for (k in seen) print k "\t" res[k] "\t" skips[k] }
-    ' "$1" | sort
+    ' | sort
 }
 results "$out/sw0.log" >"$out/sw0.tsv"
 results "$out/rxe0.log" >"$out/rxe0.tsv"
@@ -77,6 +89,6 @@ results "$out/rxe0.log" >"$out/rxe0.tsv"
         }
     ' "$out/sw0.tsv" "$out/rxe0.tsv"
     echo
-    grep -h '^NOTE ' "$out/sw0.log" "$out/rxe0.log" | sort -u | sed 's/^NOTE /Note: /; s/$/  /' || true
+    { normalize "$out/sw0.log"; normalize "$out/rxe0.log"; } | grep '^NOTE ' | sort -u | sed 's/^NOTE /Note: /; s/$/  /' || true
 } >docs/test-matrix.md
 echo "test-matrix: wrote docs/test-matrix.md ($(grep -c '^| `' docs/test-matrix.md) tests)"

@@ -280,10 +280,9 @@ fn qps_with_and_without_srq_have_caps_at_least_requested() {
 
 /// Prints an observation of the device's behaviour next to the test output.
 fn note(what: &str) {
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "NOTE qps_with_and_without_srq_have_caps_at_least_requested: {what}"
+    common::note(
+        "qps_with_and_without_srq_have_caps_at_least_requested",
+        what,
     );
 }
 

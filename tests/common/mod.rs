@@ -30,6 +30,14 @@ pub fn skip(test: &str, reason: impl Display) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
+/// Prints an observation of the device's behaviour for `test` (a NOTE line, which
+/// docs/test-matrix.md lists), in one write like [`skip`].
+#[allow(dead_code)] // not every test binary notes something
+pub fn note(test: &str, what: impl Display) {
+    let line = format!("NOTE {test}: {what}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// True on the software device; otherwise prints a SKIP line for `test` (naming `needs`, what
 /// the test needs the software device for) and returns false.
 pub fn software_only(ctx: &Context, test: &str, needs: &str) -> bool {
