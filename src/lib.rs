@@ -1,9 +1,10 @@
 //! # typed-verbs
 //!
 //! RDMA verbs (libibverbs) made safe by construction. The rules of the verbs' man pages are
-//! types: a QP's transport and receive side, a CQ's `wc_flags` and threading are type
-//! parameters, and lifetimes make the destruction order a compile-time fact. What cannot be a
-//! type is checked before the FFI call and returned as a typed [`Error`] naming the verb.
+//! types: a QP's transport, receive side, state and SGE caps, a CQ's `wc_flags` and threading
+//! are type parameters, and lifetimes make the destruction order a compile-time fact. What
+//! cannot be a type is checked before the FFI call and returned as a typed [`Error`] naming the
+//! verb.
 //!
 //! Two backends sit behind one API: rdma-core (real devices through libibverbs) and the
 //! [`software`] device, an in-process provider that fills the same C structures, so the data
