@@ -299,19 +299,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     where
         Sge: TypedSgeCap<N>,
     {
-        QpBuilder {
-            pd: self.pd,
-            send_cq: self.send_cq,
-            recv_cq: self.recv_cq,
-            srq: self.srq,
-            cap: QpCap {
-                max_send_sge: N as u32,
-                ..self.cap
-            },
-            sq_sig_all: self.sq_sig_all,
-            user: self.user,
-            _m: PhantomData,
-        }
+        let cap = QpCap {
+            max_send_sge: N as u32,
+            ..self.cap
+        };
+        self.retype(cap, |user| user)
     }
 
     /// "Requested max number of data (bytes) that can be posted inline to the SQ" (default 0).
@@ -355,31 +347,34 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         R: OwnsRecvQueue,
         Sge: TypedSgeCap<N>,
     {
-        QpBuilder {
-            pd: self.pd,
-            send_cq: self.send_cq,
-            recv_cq: self.recv_cq,
-            srq: self.srq,
-            cap: QpCap {
-                max_recv_sge: N as u32,
-                ..self.cap
-            },
-            sq_sig_all: self.sq_sig_all,
-            user: self.user,
-            _m: PhantomData,
-        }
+        let cap = QpCap {
+            max_recv_sge: N as u32,
+            ..self.cap
+        };
+        self.retype(cap, |user| user)
     }
 
     /// The typed user context, in place of `void *qp_context`.
     pub fn context<C2>(self, user: C2) -> QpBuilder<'a, T, R, S, C2, SGE> {
+        let cap = self.cap;
+        self.retype(cap, |_old| user)
+    }
+
+    /// The same builder with `cap` and the user context mapped by `user`, under other type
+    /// parameters.
+    fn retype<R2, C2, const SGE2: usize>(
+        self,
+        cap: QpCap,
+        user: impl FnOnce(C) -> C2,
+    ) -> QpBuilder<'a, T, R2, S, C2, SGE2> {
         QpBuilder {
             pd: self.pd,
             send_cq: self.send_cq,
             recv_cq: self.recv_cq,
             srq: self.srq,
-            cap: self.cap,
+            cap,
             sq_sig_all: self.sq_sig_all,
-            user,
+            user: user(self.user),
             _m: PhantomData,
         }
     }

@@ -161,40 +161,25 @@ pub trait SgeList<const CAP: usize>: Copy {
         Self: 'x;
 }
 
-impl<const N: usize, const CAP: usize> SgeList<CAP> for &[Sge; N]
-where
-    [Sge; N]: WithinSgeCap<CAP>,
-{
-    const FITS: bool = true;
-    #[inline(always)]
-    fn into_slice<'x>(self) -> &'x [Sge]
-    where
-        Self: 'x,
-    {
-        self
-    }
+/// `impl SgeList` for a reference type: `fits` says whether its length is proven at compile time.
+macro_rules! sge_list {
+    ($([$($g:tt)*] $t:ty, fits: $fits:literal, where [$($w:tt)*];)*) => {$(
+        impl<$($g)*> SgeList<CAP> for $t where $($w)* {
+            const FITS: bool = $fits;
+            #[inline(always)]
+            fn into_slice<'x>(self) -> &'x [Sge]
+            where
+                Self: 'x,
+            {
+                self
+            }
+        }
+    )*};
 }
-
-impl<const CAP: usize> SgeList<CAP> for &[Sge] {
-    const FITS: bool = false;
-    #[inline(always)]
-    fn into_slice<'x>(self) -> &'x [Sge]
-    where
-        Self: 'x,
-    {
-        self
-    }
-}
-
-impl<const CAP: usize> SgeList<CAP> for &Vec<Sge> {
-    const FITS: bool = false;
-    #[inline(always)]
-    fn into_slice<'x>(self) -> &'x [Sge]
-    where
-        Self: 'x,
-    {
-        self
-    }
+sge_list! {
+    [const N: usize, const CAP: usize] &[Sge; N], fits: true, where [[Sge; N]: WithinSgeCap<CAP>];
+    [const CAP: usize] &[Sge], fits: false, where [];
+    [const CAP: usize] &Vec<Sge>, fits: false, where [];
 }
 
 #[derive(Clone, Copy)]
