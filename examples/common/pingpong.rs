@@ -25,7 +25,12 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Instant;
 use typed_verbs::event::EventAcks;
-use typed_verbs::{AddressVector, CompChannel, Context, Cq, Gid, GlobalRoute, Mtu};
+use typed_verbs::qp_state::{Rts, Transitions};
+use typed_verbs::wr::Connected;
+use typed_verbs::{
+    AccessFlags, AddressVector, CompChannel, ConnectedInit, Context, Cq, Gid, GlobalRoute, Mr, Mtu,
+    OwnRq, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, SqPsn, Uc, UcRtr,
+};
 
 /// `PINGPONG_RECV_WRID`: the `wr_id` of every receive.
 pub const RECV_WRID: u64 = 1;
@@ -863,4 +868,118 @@ where
         }
     });
     ExitCode::SUCCESS
+}
+
+/// What `rc_pingpong` and `uc_pingpong` differ in: the QP type and the attributes of its RTR
+/// and RTS transitions, as rdma-core's programs set them.
+pub trait Connection: Transitions<Init = ConnectedInit> + Connected {
+    /// INIT → RTR towards `rem`.
+    fn rtr(av: AddressVector, mtu: Mtu, rem: &Dest) -> Self::Rtr;
+    /// RTR → RTS, starting at `sq_psn`.
+    fn rts(sq_psn: u32) -> Self::Rts;
+}
+
+impl Connection for Rc {
+    fn rtr(av: AddressVector, mtu: Mtu, rem: &Dest) -> RcRtr {
+        RcRtr {
+            av,
+            path_mtu: mtu,
+            dest_qp_num: rem.qpn,
+            rq_psn: rem.psn,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+        }
+    }
+    fn rts(sq_psn: u32) -> RcRts {
+        RcRts {
+            sq_psn,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_rd_atomic: 1,
+        }
+    }
+}
+
+impl Connection for Uc {
+    fn rtr(av: AddressVector, mtu: Mtu, rem: &Dest) -> UcRtr {
+        UcRtr {
+            av,
+            path_mtu: mtu,
+            dest_qp_num: rem.qpn,
+            rq_psn: rem.psn,
+        }
+    }
+    fn rts(sq_psn: u32) -> SqPsn {
+        SqPsn { sq_psn }
+    }
+}
+
+/// The connected QP and the one buffer every send and receive uses, as in rdma-core.
+struct ConnectedSide<'a, T: Connection> {
+    qp: Qp<'a, T, OwnRq, Shared, (), Rts>,
+    sge: Sge,
+}
+
+impl<T: Connection> Side for ConnectedSide<'_, T> {
+    fn post_recv(&self, n: u32) -> u32 {
+        (0..n)
+            .take_while(|_| self.qp.post_recv(RECV_WRID, &[self.sge]).is_ok())
+            .count() as u32
+    }
+
+    fn post_send(&self, _: usize) -> typed_verbs::Result<()> {
+        self.qp
+            .post_send(&SendWr::send(SEND_WRID, &[self.sge]).signaled())
+    }
+}
+
+/// `rc_pingpong` and `uc_pingpong`: one QP of type `T`, brought up towards the peer's after the
+/// exchange, then the ping-pong loop.
+pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
+    let ctx = open_device(o)?;
+    let pd = Pd::new(&ctx).map_err(because("Couldn't allocate PD"))?;
+    let mut buf = vec![0x7b_u8; o.size as usize];
+    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)
+        .map_err(because("Couldn't register MR"))?;
+    let sge = mr.sge(0..o.size as usize).expect("the whole region");
+    let channel = channel(&ctx, o)?;
+    let cq = create_cq(&ctx, o.rx_depth + 1, channel.as_ref())?;
+    let qp = Qp::<T>::builder(&pd, &cq, &cq)
+        .max_send_wr(1)
+        .max_recv_wr(o.rx_depth)
+        .max_send_sge(1)
+        .max_recv_sge(1)
+        .build()
+        .map_err(because("Couldn't create QP"))?
+        .to_init(ConnectedInit {
+            port_num: o.ib_port,
+            pkey_index: 0,
+            access: AccessFlags::NONE,
+        })
+        .map_err(because("Failed to modify QP to INIT"))?;
+    // Receives may be posted from INIT on: all of them before the exchange, as rdma-core does.
+    let posted = (0..o.rx_depth)
+        .take_while(|_| qp.post_recv(RECV_WRID, &[sge]).is_ok())
+        .count() as u32;
+    if posted < o.rx_depth {
+        return Err(format!("Couldn't post receive ({posted})"));
+    }
+    arm(&cq, o)?;
+
+    let local = local(&ctx, o, out)?;
+    let me = local.dest(qp.qp_num(), random_psn());
+    out.say(me.line("local address: "));
+    let client = role.is_client();
+    let (rem, qp) = exchange(role, o.port, &[me], |rem| {
+        let rem = &rem[0];
+        qp.to_rtr(T::rtr(local.av(o, rem, 1), o.mtu, rem))
+            .map_err(because("Failed to modify QP to RTR"))?
+            .to_rts(T::rts(me.psn))
+            .map_err(because("Failed to modify QP to RTS"))
+    })?;
+    out.say(rem[0].line("remote address:"));
+
+    let side = ConnectedSide::<T> { qp, sge };
+    run_loop(&cq, channel.as_ref(), &side, o, client, posted, out)
 }
