@@ -833,50 +833,30 @@ unsafe fn modify_attr(
         return Err(libc::EINVAL);
     }
     let n = &mut *cur_attr;
-    if mask & ACCESS_FLAGS != 0 {
-        n.qp_access_flags = a.qp_access_flags;
+    // Each attribute the mask names is taken; PSNs and QP numbers are 24 bits.
+    macro_rules! take {
+        ($($bit:ident => $field:ident $(& $m:literal)?,)*) => {$(
+            if mask & $bit != 0 {
+                n.$field = a.$field $(& $m)?;
+            }
+        )*};
     }
-    if mask & PKEY_INDEX != 0 {
-        n.pkey_index = a.pkey_index;
-    }
-    if mask & PORT != 0 {
-        n.port_num = a.port_num;
-    }
-    if mask & QKEY != 0 {
-        n.qkey = a.qkey;
-    }
-    if mask & AV != 0 {
-        n.ah_attr = a.ah_attr;
-    }
-    if mask & PATH_MTU != 0 {
-        n.path_mtu = a.path_mtu;
-    }
-    if mask & TIMEOUT != 0 {
-        n.timeout = a.timeout;
-    }
-    if mask & RETRY_CNT != 0 {
-        n.retry_cnt = a.retry_cnt;
-    }
-    if mask & RNR_RETRY != 0 {
-        n.rnr_retry = a.rnr_retry;
-    }
-    if mask & RQ_PSN != 0 {
-        n.rq_psn = a.rq_psn & 0x00ff_ffff;
-    }
-    if mask & SQ_PSN != 0 {
-        n.sq_psn = a.sq_psn & 0x00ff_ffff;
-    }
-    if mask & MAX_QP_RD_ATOMIC != 0 {
-        n.max_rd_atomic = a.max_rd_atomic;
-    }
-    if mask & MAX_DEST_RD_ATOMIC != 0 {
-        n.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    }
-    if mask & MIN_RNR_TIMER != 0 {
-        n.min_rnr_timer = a.min_rnr_timer;
-    }
-    if mask & DEST_QPN != 0 {
-        n.dest_qp_num = a.dest_qp_num & 0x00ff_ffff;
+    take! {
+        ACCESS_FLAGS => qp_access_flags,
+        PKEY_INDEX => pkey_index,
+        PORT => port_num,
+        QKEY => qkey,
+        AV => ah_attr,
+        PATH_MTU => path_mtu,
+        TIMEOUT => timeout,
+        RETRY_CNT => retry_cnt,
+        RNR_RETRY => rnr_retry,
+        RQ_PSN => rq_psn & 0x00ff_ffff,
+        SQ_PSN => sq_psn & 0x00ff_ffff,
+        MAX_QP_RD_ATOMIC => max_rd_atomic,
+        MAX_DEST_RD_ATOMIC => max_dest_rd_atomic,
+        MIN_RNR_TIMER => min_rnr_timer,
+        DEST_QPN => dest_qp_num & 0x00ff_ffff,
     }
     if next == IBV_QPS_RESET {
         // SAFETY: plain C data; a QP back in RESET has lost its attributes.
