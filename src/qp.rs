@@ -381,30 +381,21 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     fn check(&self, a: &sys::ibv_device_attr) -> Result<()> {
         let v = Verb::CreateQp;
-        let limit = |what, value: u32, max: i32| {
-            let max = max.max(0) as u32;
-            if value > max {
-                Err(Error::range(v, what, value.into(), 0, max.into()))
+        let limit = |what, value: u32, min: usize, max: i32| {
+            let (min, max) = (min as u64, max.max(0) as u64);
+            if u64::from(value) < min || u64::from(value) > max {
+                Err(Error::range(v, what, value.into(), min, max))
             } else {
                 Ok(())
             }
         };
-        limit("cap.max_send_wr", self.cap.max_send_wr, a.max_qp_wr)?;
-        limit("cap.max_send_sge", self.cap.max_send_sge, a.max_sge)?;
-        // The type promises SGE send and R::RECV_SGE receive SGEs: a smaller request would
-        // break fixed-size lists.
-        let typed = [
-            ("cap.max_send_sge", self.cap.max_send_sge, SGE),
-            ("cap.max_recv_sge", self.cap.max_recv_sge, R::RECV_SGE),
-        ];
-        for (what, value, floor) in typed {
-            if (value as usize) < floor {
-                let max = a.max_sge.max(0) as u64;
-                return Err(Error::range(v, what, value.into(), floor as u64, max));
-            }
-        }
-        limit("cap.max_recv_wr", self.cap.max_recv_wr, a.max_qp_wr)?;
-        limit("cap.max_recv_sge", self.cap.max_recv_sge, a.max_sge)?;
+        // The SGE counts may not be below what the type promises (SGE send, R::RECV_SGE
+        // receive SGEs): fixed-size lists rely on it.
+        limit("cap.max_send_wr", self.cap.max_send_wr, 0, a.max_qp_wr)?;
+        limit("cap.max_send_sge", self.cap.max_send_sge, SGE, a.max_sge)?;
+        limit("cap.max_recv_wr", self.cap.max_recv_wr, 0, a.max_qp_wr)?;
+        let recv_sge = self.cap.max_recv_sge;
+        limit("cap.max_recv_sge", recv_sge, R::RECV_SGE, a.max_sge)?;
         // SAFETY: the PD, CQs and SRQ are live objects borrowed by the builder.
         unsafe {
             let ctx = (*self.pd).context;

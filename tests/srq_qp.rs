@@ -504,7 +504,7 @@ fn qp_caps_over_device_limits_are_out_of_range() {
         Verb::CreateQp,
         "cap.max_send_sge",
         sge + 1,
-        0,
+        1, // the type promises one SGE
         sge,
     );
     // Below the cap the QP's type promises (fixed-size lists rely on it): refused before the call.
@@ -547,7 +547,7 @@ fn qp_caps_over_device_limits_are_out_of_range() {
         Verb::CreateQp,
         "cap.max_recv_sge",
         sge + 1,
-        0,
+        1, // the type promises one SGE
         sge,
     );
     assert_out_of_range(
@@ -579,7 +579,7 @@ fn qp_caps_over_device_limits_are_out_of_range() {
             Verb::CreateQp,
             "cap.max_send_sge",
             sge + 1,
-            0,
+            1, // the type promises one SGE
             sge,
         );
         assert_eq!(drops.count(), 8);
