@@ -109,9 +109,9 @@ pub const MAX_TYPED_SGE: usize = 64;
 
 /// An SGE cap that can be part of a queue's type: 0 to [`MAX_TYPED_SGE`].
 #[diagnostic::on_unimplemented(
-    message = "a queue's type can promise at most 64 SGEs, not {N}",
+    message = "a queue's type can promise at most 64 SGEs, not {N}: request more at run time (`max_send_sge(n)`, `max_recv_sge(n)`, `max_sge(n)`)",
     label = "SGE cap too large for the type",
-    note = "request more at run time (`.max_send_sge(n)`, `.max_recv_sge(n)`, the SRQ's `.max_sge(n)`): lists on such a queue are slices, checked against the actual cap when posted"
+    note = "lists longer than the type's cap are slices, checked against the actual cap when posted"
 )]
 pub trait TypedSgeCap<const N: usize> {}
 
@@ -120,7 +120,7 @@ pub trait TypedSgeCap<const N: usize> {}
 /// typenum arithmetic, so that an error names `[Sge; 3]` and `2`, not `UInt<UInt<UTerm, B1>, B1>`,
 /// and appears at `cargo check` (a `const` assertion would wait for monomorphization).
 #[diagnostic::on_unimplemented(
-    message = "a fixed-size list `{Self}` is longer than the queue's SGE cap of {CAP}",
+    message = "a fixed-size list `{Self}` is longer than the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
     label = "more SGEs than the queue's type allows",
     note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
@@ -148,7 +148,7 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 /// `&Vec<Sge>`) may be longer than `CAP` and is checked against the queue's actual cap when
 /// posted ([`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange)).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` does not fit the queue's SGE cap of {CAP}: a fixed-size list may hold no more SGEs than that",
+    message = "`{Self}` does not fit the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
     label = "more SGEs than the queue's type allows",
     note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
