@@ -88,28 +88,47 @@ impl Recv {
             + ::typed_verbs::cq_ex::WithQpNum + ::typed_verbs::WcFlags,
         H: for<'b> FnMut(::core::result::Result<RecvRef<'b, P::Flags>, RecvError>),
     {
-        let mut taken = 0usize;
-        let mut next = ::typed_verbs::cq_ex::Pollable::start_poll(cq)?;
-        while let Some(batch) = next {
-            match batch.completion().result() {
-                Ok(c) => handler(Ok(RecvRef(c))),
-                Err(c) => {
-                    handler(
-                        Err(RecvError {
-                            wr_id: c.wr_id(),
-                            status: c.status(),
-                            vendor_err: c.vendor_err(),
-                        }),
-                    )
+        let polled = ::typed_verbs::cq_ex::Pollable::poll_batch(
+            cq,
+            |mut batch| {
+                let mut left = Self::MAX_BATCH;
+                loop {
+                    match batch.completion().result() {
+                        Ok(c) => handler(Ok(RecvRef(c))),
+                        Err(c) => {
+                            handler(
+                                Err(RecvError {
+                                    wr_id: c.wr_id(),
+                                    status: c.status(),
+                                    vendor_err: c.vendor_err(),
+                                }),
+                            )
+                        }
+                    }
+                    left -= 1;
+                    if left == 0 {
+                        return Ok(Self::MAX_BATCH);
+                    }
+                    match batch.advance() {
+                        Ok(::core::option::Option::Some(next)) => batch = next,
+                        Ok(::core::option::Option::None) => {
+                            return Ok(Self::MAX_BATCH - left);
+                        }
+                        Err(e) => return Err(e.errno()),
+                    }
                 }
+            },
+        )?;
+        match polled {
+            ::core::option::Option::Some(Ok(taken)) => Ok(taken),
+            ::core::option::Option::Some(Err(errno)) => {
+                Err(::typed_verbs::Error {
+                    verb: ::typed_verbs::Verb::NextPoll,
+                    kind: ::typed_verbs::ErrorKind::Os(errno),
+                })
             }
-            taken += 1;
-            if taken == Self::MAX_BATCH {
-                break;
-            }
-            next = batch.advance()?;
+            ::core::option::Option::None => Ok(0),
         }
-        Ok(taken)
     }
     /// Polls a legacy `Cq` once: `ibv_poll_cq` into a stack array of `MAX_BATCH` entries,
     /// then `handler` for each completion taken, in order. Returns how many.

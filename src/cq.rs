@@ -7,13 +7,14 @@ use crate::cq_ex::{CqEx, WcFlags};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::event::CqAcks;
 use crate::ffi::{self, sys};
-use crate::object::{destroy, Destroy, UserBox};
+use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::pd::ParentDomain;
 use crate::wc::WorkCompletion;
 use crate::Context;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub(crate) mod sealed {
@@ -189,11 +190,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     }
 }
 
-/// What a CQ's `cq_context` points at: the acknowledgement state of its completion events,
-/// first (`#[repr(C)]`, so it is found without knowing `C`), and the typed user context.
+/// What a CQ's `cq_context` points at: the acknowledgement state of its completion events and
+/// the state of its polling batch, first (`#[repr(C)]`, so both are found without knowing `C`),
+/// and the typed user context.
 #[repr(C)]
 pub(crate) struct CqMeta<C> {
     pub(crate) acks: Arc<CqAcks>,
+    pub(crate) batch: BatchState,
     pub(crate) user: C,
 }
 
@@ -201,7 +204,138 @@ impl<C> CqMeta<C> {
     pub(crate) fn new(user: C) -> Self {
         CqMeta {
             acks: CqAcks::new(),
+            batch: BatchState::new(),
             user,
+        }
+    }
+}
+
+/// The batch state of the CQ whose `cq_context` is `cq_context`.
+///
+/// # Safety
+/// `cq_context` is the context of a live CQ made by this crate's builders (a `CqMeta<_>`); the
+/// reference does not outlive the CQ.
+pub(crate) unsafe fn batch_state<'a>(cq: *mut sys::ibv_cq) -> &'a BatchState {
+    // SAFETY: caller's contract; `batch` is at the same offset in every `CqMeta<C>` (repr(C),
+    // after the `Arc` that starts each).
+    unsafe { &(*((*cq).cq_context as *const CqMeta<()>)).batch }
+}
+
+/// Whether a polling batch (`ibv_start_poll` .. `ibv_end_poll`) is open on a CQ, and on which
+/// thread; and the QPs whose destruction waits for it to end.
+///
+/// Providers hold their CQ lock for a whole batch (mlx5: `mlx5_start_poll` takes `cq->lock`,
+/// `mlx5_end_poll` releases it), and `ibv_destroy_qp` and the modify to RESET take the same lock
+/// (`mlx5_lock_cqs`, `__mlx5_cq_clean`). A thread that destroys or resets a QP while it has a
+/// batch open on one of the QP's CQs therefore spins forever. The typed layer records the open
+/// batch here, so that such a destroy is refused ([`ErrorKind::BatchOpen`]) or, from `Drop`,
+/// deferred to the end of the batch. A batch on another thread ends by itself (batches exist
+/// only inside [`CqEx::poll_batch`](crate::CqEx::poll_batch)), so there the destroy just waits.
+pub(crate) struct BatchState {
+    /// `thread_token()` of the thread inside `poll_batch` on this CQ (the batch may have ended
+    /// inside the closure already); 0 when none is.
+    owner: AtomicUsize,
+    /// QPs dropped while their thread had this CQ's batch open: destroyed when it ends.
+    deferred: AtomicPtr<Deferred>,
+}
+
+/// A QP whose destruction was deferred to the end of a batch.
+pub(crate) struct Deferred {
+    pub(crate) qp: *mut sys::ibv_qp,
+    /// The QP's teardown, monomorphized for its user context type.
+    pub(crate) run: unsafe fn(*mut sys::ibv_qp),
+    next: *mut Deferred,
+}
+
+/// A number unique to the calling thread among live threads: the address of a thread-local.
+#[inline(always)]
+pub(crate) fn thread_token() -> usize {
+    thread_local! {
+        static TOKEN: u8 = const { 0 };
+    }
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+impl BatchState {
+    fn new() -> Self {
+        BatchState {
+            owner: AtomicUsize::new(0),
+            deferred: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Records that the calling thread opened a batch and runs its closure.
+    #[inline(always)]
+    pub(crate) fn opened(&self) {
+        self.owner.store(thread_token(), Ordering::Relaxed);
+    }
+
+    /// Records that the calling thread left `poll_batch` (the batch has ended).
+    #[inline(always)]
+    pub(crate) fn closed(&self) {
+        self.owner.store(0, Ordering::Relaxed);
+    }
+
+    /// Whether the calling thread has a batch open on this CQ. Only the owner writes its own
+    /// token, so the answer is exact for the calling thread.
+    pub(crate) fn open_on_this_thread(&self) -> bool {
+        self.owner.load(Ordering::Relaxed) == thread_token()
+    }
+
+    /// Defers the teardown of `qp` to the end of this thread's batch.
+    pub(crate) fn defer(&self, qp: *mut sys::ibv_qp, run: unsafe fn(*mut sys::ibv_qp)) {
+        let node = Box::into_raw(Box::new(Deferred {
+            qp,
+            run,
+            next: ptr::null_mut(),
+        }));
+        let mut head = self.deferred.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `node` is ours until it is published by the exchange below.
+            unsafe { (*node).next = head };
+            match self.deferred.compare_exchange_weak(
+                head,
+                node,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Whether teardowns wait for the end of the batch.
+    #[inline(always)]
+    pub(crate) fn has_deferred(&self) -> bool {
+        !self.deferred.load(Ordering::Relaxed).is_null()
+    }
+
+    /// Runs the deferred teardowns, once the batch has ended, on the thread that had it open.
+    /// Pushes and pops both happen only on the thread that holds the CQ's one right to poll (the
+    /// `&mut` of `poll_batch`), so the list has one user at a time. Each node is unlinked before
+    /// its teardown runs (a teardown drops the QP's user context: user code), so a panic there
+    /// leaves the rest for the next batch's end and never runs a teardown twice.
+    pub(crate) fn run_deferred(&self) {
+        loop {
+            let head = self.deferred.load(Ordering::Acquire);
+            if head.is_null() {
+                return;
+            }
+            // SAFETY: a node published by `defer`, not freed while it is in the list.
+            let next = unsafe { (*head).next };
+            if self
+                .deferred
+                .compare_exchange(head, next, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                continue;
+            }
+            // SAFETY: unlinked above, so ours alone; it came from `Box::into_raw` in `defer`.
+            let node = unsafe { Box::from_raw(head) };
+            // SAFETY: `qp` is a live QP whose handle is gone (dropped) and whose teardown was
+            // deferred once; `run` is that QP's own teardown.
+            unsafe { (node.run)(node.qp) };
         }
     }
 }
@@ -343,7 +477,7 @@ unsafe impl<C: Sync> Sync for Cq<'_, C> {}
 /// Not implemented by [`Cq`]: the polling iterator (`ibv_start_poll`) exists only for CQs
 /// created with `ibv_create_cq_ex`.
 #[diagnostic::on_unimplemented(
-    message = "start_poll needs a CQ created with ibv_create_cq_ex: make a `CqEx` instead of a legacy `Cq`, or call `poll` on this one",
+    message = "poll_batch (ibv_start_poll) needs a CQ created with ibv_create_cq_ex: make a `CqEx` instead of a legacy `Cq`, or call `poll` on this one",
     label = "a legacy `Cq` has no ibv_start_poll iterator",
     note = "a `Cq` is polled with `cq.poll(&mut [WorkCompletion; N])` (ibv_poll_cq)"
 )]
@@ -417,7 +551,10 @@ impl<'a, C> Cq<'a, C> {
     /// Never compiles: a legacy CQ has no `ibv_start_poll`. Present so that the compiler says
     /// what to do instead.
     #[doc(hidden)]
-    pub fn start_poll(&mut self) -> Result<Option<crate::cq_ex::Batch<'_, crate::NoFields>>>
+    pub fn poll_batch<R>(
+        &mut self,
+        _f: impl FnOnce(crate::cq_ex::Batch<'_, crate::NoFields>) -> R,
+    ) -> Result<Option<R>>
     where
         Self: ExtendedPolling,
     {
@@ -437,35 +574,37 @@ impl<'a, C> Cq<'a, C> {
 
 impl<C> Destroy for Cq<'_, C> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        // SAFETY: a live CQ that no QP uses (they borrow it). Its user box is read before the
-        // CQ goes and freed after.
-        unsafe { destroy_cq::<C>(self.raw.as_ptr()) }
+        // SAFETY: a live CQ that no QP uses (they borrow it).
+        unsafe { destroy_cq(self.raw.as_ptr()) }
+    }
+    fn leftover(&self) -> Leftover {
+        // SAFETY: a live CQ made by the builder with `C`.
+        Leftover::user_box::<CqMeta<C>>(unsafe { (*self.raw.as_ptr()).cq_context })
     }
 }
 
-/// Destroys a CQ of either kind and frees its typed user context. The completion events of
-/// the CQ still held are acked first: `ibv_destroy_cq` waits for them.
+/// Destroys a CQ of either kind. The completion events of the CQ still held are acked first:
+/// `ibv_destroy_cq` waits for them. Its typed user context is the caller's to free afterwards
+/// (the `Leftover`).
 ///
 /// # Safety
-/// `cq` is a live CQ made by a builder with user context type `C`, destroyed once.
-pub(crate) unsafe fn destroy_cq<C>(cq: *mut sys::ibv_cq) -> Result<(), Error> {
-    // SAFETY: caller's contract.
+/// `cq` is a live CQ made by a builder, destroyed once.
+pub(crate) unsafe fn destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Error> {
+    // SAFETY: caller's contract; the acks are at the start of every `CqMeta<C>`.
     unsafe {
-        let meta = (*cq).cq_context as *const CqMeta<C>;
+        let meta = (*cq).cq_context as *const CqMeta<()>;
         (*meta).acks.close(cq);
         if let Err(e) = backend::of((*cq).context).destroy_cq(cq) {
             (*meta).acks.reopen();
             return Err(Error::os(Verb::DestroyCq, e));
         }
-        UserBox::<CqMeta<C>>::free(meta as *mut std::os::raw::c_void);
     }
     Ok(())
 }
 
 impl<C> Drop for Cq<'_, C> {
     fn drop(&mut self) {
-        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
-        let _ = unsafe { self.destroy_raw() };
+        crate::object::destroy_in_drop(self);
     }
 }
 

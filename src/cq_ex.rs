@@ -5,34 +5,43 @@
 //! fields that the user requested via wc_flags in ibv_create_cq_ex could be queried" becomes a
 //! compile error instead of garbage.
 //!
-//! Polling follows the man page's iterator: [`CqEx::start_poll`] returns a [`Batch`] (or `None`
-//! for ENOENT, "no completions", which is not an error); [`Batch::advance`] is `ibv_next_poll`
-//! and consumes the batch, giving it back while there is a next completion; dropping the batch
-//! is `ibv_end_poll`, exactly once, also on early exit and panic. The batch borrows the CQ
-//! mutably, so two batches cannot be open on one CQ, and each [`Completion`] borrows the batch,
-//! so it cannot outlive the step that produced it.
+//! Polling follows the man page's iterator: [`CqEx::poll_batch`] opens a [`Batch`]
+//! (`ibv_start_poll`) and hands it to a closure, or returns `Ok(None)` for ENOENT, "no
+//! completions", which is not an error; [`Batch::advance`] is `ibv_next_poll` and consumes the
+//! batch, giving it back while there is a next completion; dropping the batch is `ibv_end_poll`.
+//! The batch lives only inside the closure, and `poll_batch` ends it exactly once before it
+//! returns, also on early exit, panic, or a leaked batch. The CQ stays mutably borrowed while the
+//! closure runs, so two batches cannot be open on one CQ, and each [`Completion`] borrows the
+//! batch, so it cannot outlive the step that produced it.
 //!
 //! ```
 //! # use typed_verbs::{Context, CqEx, Standard};
 //! # let ctx = Context::open("sw0")?;
 //! # let mut cq = CqEx::<Standard>::builder(&ctx).build()?;
-//! let mut next = cq.start_poll()?;
-//! while let Some(batch) = next {
-//!     match batch.completion().result() {
-//!         Ok(wc) => println!("{} {:?} {} bytes", wc.wr_id(), wc.opcode(), wc.byte_len()),
-//!         Err(wc) => println!("{} failed: {:?} ({})", wc.wr_id(), wc.status(), wc.vendor_err()),
+//! cq.poll_batch(|batch| {
+//!     let mut next = Some(batch);
+//!     while let Some(batch) = next {
+//!         match batch.completion().result() {
+//!             Ok(wc) => println!("{} {:?} {} bytes", wc.wr_id(), wc.opcode(), wc.byte_len()),
+//!             Err(wc) => println!("{} failed: {:?} ({})", wc.wr_id(), wc.status(), wc.vendor_err()),
+//!         }
+//!         next = batch.advance()?;
 //!     }
-//!     next = batch.advance()?;
-//! }
+//!     Ok::<(), typed_verbs::Error>(())
+//! })?
+//! .transpose()?;
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-use crate::cq::{destroy_cq, kind, sealed, AnyCq, CqBuilder, Shared, Threading};
+use crate::cq::{
+    batch_state, destroy_cq, kind, sealed, AnyCq, CqBuilder, CqMeta, Shared, Threading,
+};
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::{self, cq_ex_call, sys};
-use crate::object::{destroy, Destroy};
+use crate::object::{destroy, Destroy, Leftover};
 use crate::wc::{WcOpcode, WcStatus};
 use crate::Context;
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
@@ -244,16 +253,24 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
         unsafe { crate::cq::user_context(self.as_raw_cq()) }
     }
 
-    /// `ibv_start_poll`: starts a batch. `Ok(None)` when the CQ is empty (ENOENT: "the CQ
-    /// remains in a valid state", and end_poll must not be called, so nothing is returned to
-    /// end). Any other error is returned and, as the man page says, the batch is not started.
+    /// Opens a polling batch (`ibv_start_poll`), hands it to `f`, and makes sure it is ended
+    /// (`ibv_end_poll`) before returning: `Ok(None)` when the CQ is empty (ENOENT: "the CQ
+    /// remains in a valid state", and end_poll must not be called), `Ok(Some(f's result))`
+    /// otherwise. Any other error of `ibv_start_poll` is returned and, as the man page says, the
+    /// batch is not started.
+    ///
+    /// The batch lives only inside `f` (its lifetime is `f`'s own), and whatever `f` does with
+    /// it (ends it by [`Batch::advance`] or by dropping it, leaks it with `mem::forget`, or
+    /// panics) the batch is ended exactly once before this returns or unwinds: the provider's
+    /// CQ lock, which `ibv_start_poll` takes, can never stay held.
     ///
     /// This needs the CQ exclusively. A CQ that QPs use is polled through the [`Poller`] that
     /// [`split`](Self::split) gives.
     #[inline]
-    pub fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
-        // SAFETY: a live extended CQ; `&mut self` means no other batch is open on it.
-        unsafe { start_poll(self.raw) }
+    pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: a live extended CQ made by a builder; `&mut self` means no other batch is open
+        // on it.
+        unsafe { poll_batch(self.raw, f) }
     }
 
     /// Splits the CQ into a shared reference, for QPs (as send or receive CQ) and for
@@ -293,14 +310,17 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
 impl<F: WcFlags, T: Threading, C> Destroy for CqEx<'_, F, T, C> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         // SAFETY: a live CQ that no QP uses (they borrow it), destroyed once.
-        unsafe { destroy_cq::<C>(self.as_raw_cq()) }
+        unsafe { destroy_cq(self.as_raw_cq()) }
+    }
+    fn leftover(&self) -> Leftover {
+        // SAFETY: a live CQ made by the builder with `C`.
+        Leftover::user_box::<CqMeta<C>>(unsafe { (*self.as_raw_cq()).cq_context })
     }
 }
 
 impl<F: WcFlags, T: Threading, C> Drop for CqEx<'_, F, T, C> {
     fn drop(&mut self) {
-        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
-        let _ = unsafe { self.destroy_raw() };
+        crate::object::destroy_in_drop(self);
     }
 }
 
@@ -360,22 +380,65 @@ pub(crate) fn check_provider_ops<F: WcFlags>(cq: &sys::ibv_cq_ex) -> Result<(), 
     missing.map_or(Ok(()), Err)
 }
 
-/// `ibv_start_poll` on `cq`.
+/// `ibv_start_poll` on `cq`, `f` on the batch, and the batch's end.
 ///
 /// # Safety
-/// `cq` is a live extended CQ, and the caller holds the one right to open a batch on it for `'b`.
+/// `cq` is a live extended CQ made by this crate's builder, and the caller holds the one right
+/// to open a batch on it for the call.
 #[inline(always)]
-unsafe fn start_poll<'b, F: WcFlags>(cq: NonNull<sys::ibv_cq_ex>) -> Result<Option<Batch<'b, F>>> {
+unsafe fn poll_batch<F: WcFlags, R>(
+    cq: NonNull<sys::ibv_cq_ex>,
+    f: impl FnOnce(Batch<'_, F>) -> R,
+) -> Result<Option<R>> {
+    /// Ends a batch that `f` left open (leaked), also when `f` panics; then marks the thread as
+    /// out of the batch and runs the QP teardowns deferred to its end. Local to this call:
+    /// nobody can forget it.
+    struct End<'s> {
+        cq: NonNull<sys::ibv_cq_ex>,
+        open: &'s Cell<bool>,
+    }
+    impl Drop for End<'_> {
+        #[inline(always)]
+        fn drop(&mut self) {
+            if self.open.get() {
+                // SAFETY: the batch `f` got was leaked, so it was neither dropped (which ends
+                // it and clears `open`) nor ended otherwise: this is its one end.
+                unsafe { cq_ex_call!(self.cq.as_ptr(), end_poll) };
+            }
+            // SAFETY: a live CQ of this crate's builders (poll_batch's contract). Found again
+            // from the CQ rather than kept across the closure: one load instead of a spill.
+            let state = unsafe { batch_state(ibv_cq_ex_to_cq(self.cq.as_ptr())) };
+            state.closed();
+            if state.has_deferred() {
+                state.run_deferred();
+            }
+        }
+    }
     let mut attr = sys::ibv_poll_cq_attr { comp_mask: 0 };
     // SAFETY: caller's contract.
     match unsafe { cq_ex_call!(cq.as_ptr(), start_poll, &mut attr) } {
-        0 => Ok(Some(Batch {
-            cq,
-            _m: PhantomData,
-        })),
-        libc::ENOENT => Ok(None),
-        e => Err(Error::os(Verb::StartPoll, e)),
+        0 => {}
+        libc::ENOENT => return Ok(None),
+        e => return Err(Error::os(Verb::StartPoll, e)),
     }
+    // Whether the batch is open: a flag on this stack frame, which the batch clears when it is
+    // dropped. In a loop that drops its batch the compiler sees it cleared and `End` checks
+    // nothing.
+    let open = Cell::new(true);
+    // SAFETY: caller's contract: a live CQ of this crate's builders, so a CqMeta context.
+    unsafe { batch_state(ibv_cq_ex_to_cq(cq.as_ptr())) }.opened();
+    let _end = End { cq, open: &open };
+    Ok(Some(f(Batch {
+        cq,
+        open: &open,
+        _m: PhantomData,
+    })))
+}
+
+/// `ibv_cq_ex_to_cq`: a cast (the layout assertions in `ffi` check that `ibv_cq` is a prefix).
+#[inline(always)]
+fn ibv_cq_ex_to_cq(cq: *mut sys::ibv_cq_ex) -> *mut sys::ibv_cq {
+    cq.cast()
 }
 
 /// The right to poll a [`CqEx`] whose shared half QPs hold. Made by [`CqEx::split`]; there is
@@ -392,12 +455,12 @@ pub struct Poller<'a, F: WcFlags, T: Threading = Shared> {
 unsafe impl<F: WcFlags, T: Threading> Send for Poller<'_, F, T> where T::Marker: Sync {}
 
 impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
-    /// `ibv_start_poll`, as [`CqEx::start_poll`].
+    /// Opens a batch, as [`CqEx::poll_batch`].
     #[inline]
-    pub fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
+    pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         // SAFETY: the poller is the one right to poll this live CQ; `&mut self` means no other
         // batch is open on it.
-        unsafe { start_poll(self.cq) }
+        unsafe { poll_batch(self.cq, f) }
     }
 }
 
@@ -406,15 +469,15 @@ impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
 pub trait Pollable: sealed::Sealed {
     /// The CQ's `wc_flags`.
     type Flags: WcFlags;
-    /// `ibv_start_poll`.
-    fn start_poll(&mut self) -> Result<Option<Batch<'_, Self::Flags>>>;
+    /// Opens a batch, runs `f` on it and ends it ([`CqEx::poll_batch`]).
+    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, Self::Flags>) -> R) -> Result<Option<R>>;
 }
 
 impl<F: WcFlags, T: Threading, C> Pollable for CqEx<'_, F, T, C> {
     type Flags = F;
     #[inline(always)]
-    fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
-        CqEx::start_poll(self)
+    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        CqEx::poll_batch(self, f)
     }
 }
 
@@ -422,17 +485,21 @@ impl<F: WcFlags, T: Threading> sealed::Sealed for Poller<'_, F, T> {}
 impl<F: WcFlags, T: Threading> Pollable for Poller<'_, F, T> {
     type Flags = F;
     #[inline(always)]
-    fn start_poll(&mut self) -> Result<Option<Batch<'_, F>>> {
-        Poller::start_poll(self)
+    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        Poller::poll_batch(self, f)
     }
 }
 
-/// An open polling batch: between `ibv_start_poll` and `ibv_end_poll`. Dropping it calls
-/// `ibv_end_poll` exactly once. It is neither `Send` nor `Sync`: the provider's CQ lock is held
-/// by this thread until the batch ends.
+/// An open polling batch: between `ibv_start_poll` and `ibv_end_poll`, handed to the closure of
+/// [`CqEx::poll_batch`] / [`Poller::poll_batch`]. Dropping it calls `ibv_end_poll`; a batch
+/// that is leaked instead is ended when the closure returns, so it is ended exactly once either
+/// way. It is neither `Send` nor `Sync`: the provider's CQ lock is held by this thread until the
+/// batch ends.
 #[must_use = "dropping the batch ends it (ibv_end_poll) without reading its completion"]
 pub struct Batch<'cq, F: WcFlags> {
     cq: NonNull<sys::ibv_cq_ex>,
+    /// `poll_batch`'s flag: true until the batch is ended.
+    open: &'cq Cell<bool>,
     _m: PhantomData<(&'cq mut (), F, *const ())>,
 }
 
@@ -466,7 +533,8 @@ impl<F: WcFlags> Drop for Batch<'_, F> {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: the batch was started by a successful ibv_start_poll and this is its one end.
-        unsafe { cq_ex_call!(self.cq.as_ptr(), end_poll) }
+        unsafe { cq_ex_call!(self.cq.as_ptr(), end_poll) };
+        self.open.set(false);
     }
 }
 

@@ -141,6 +141,12 @@ pub enum ErrorKind {
     /// An object passed to the verb belongs to another context (or, for a CQ's parent domain,
     /// is not one). Checked before the FFI call; a C program would get `EINVAL`.
     WrongContext(&'static str),
+    /// The calling thread has a polling batch open on one of the QP's CQs (inside
+    /// [`CqEx::poll_batch`](crate::CqEx::poll_batch)). Destroying the QP or moving it to RESET
+    /// takes the provider's CQ lock, which the batch holds until it ends (mlx5), so the call
+    /// would never return; it is refused before the call. Do it after the batch, or drop the QP:
+    /// a QP dropped inside a batch is destroyed when the batch ends. Errno `EDEADLK`.
+    BatchOpen,
 }
 
 /// An error of a verb: which verb, and why.
@@ -193,6 +199,7 @@ impl Error {
             ErrorKind::NotSoftware => libc::EOPNOTSUPP,
             ErrorKind::WrongContext(_) => libc::EINVAL,
             ErrorKind::MissingProviderOp(_) => libc::EOPNOTSUPP,
+            ErrorKind::BatchOpen => libc::EDEADLK,
         }
     }
 
@@ -236,6 +243,13 @@ impl fmt::Display for Error {
             ErrorKind::WrongContext(what) => {
                 write!(f, "{}: {what} belongs to another device context", self.verb)
             }
+            ErrorKind::BatchOpen => write!(
+                f,
+                "{}: this thread has a polling batch open on one of the QP's CQs, whose lock the \
+                 call would wait for forever: call it after the batch ends, or drop the QP \
+                 (destroyed when the batch ends)",
+                self.verb
+            ),
         }
     }
 }

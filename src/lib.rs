@@ -17,10 +17,11 @@
 //! let ctx = Context::open("sw0")?;
 //! let mut cq = CqEx::<wc_flags!(BYTE_LEN | IMM)>::builder(&ctx).cqe(16).build()?;
 //! software::inject(&cq, InjectedCompletion::success(7, WcOpcode::RECV).byte_len(64).imm_data(0xbeef))?;
-//! if let Some(batch) = cq.start_poll()? {
+//! let polled = cq.poll_batch(|batch| {
 //!     let wc = batch.completion().result().expect("success");
 //!     assert_eq!((wc.wr_id(), wc.byte_len(), wc.imm_data()), (7, 64, Some(0xbeef)));
-//! } // ibv_end_poll here
+//! })?; // ibv_end_poll here; `None` had the CQ been empty
+//! assert!(polled.is_some());
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 #![warn(missing_docs)]
@@ -41,6 +42,7 @@ pub mod pd;
 pub mod qp;
 pub mod qp_state;
 pub mod raw;
+pub mod safety;
 pub mod software;
 pub mod srq;
 pub mod wc;
@@ -125,8 +127,9 @@ mod handle_sizes {
     assert_eq_size!(Option<Cq<'static, String>>, P);
     assert_eq_size!(CqEx<'static, AllFields, SingleThreaded, String>, P);
     assert_eq_size!(Option<CqEx<'static, Standard>>, P);
-    assert_eq_size!(Batch<'static, Standard>, P);
-    assert_eq_size!(Option<Batch<'static, Standard>>, P);
+    // A batch is the CQ and poll_batch's "still open" flag; it lives in registers in a loop.
+    assert_eq_size!(Batch<'static, Standard>, [P; 2]);
+    assert_eq_size!(Option<Batch<'static, Standard>>, [P; 2]);
     assert_eq_size!(Poller<'static, Standard>, P);
     assert_eq_size!(Completion<'static, Standard>, P);
     assert_eq_size!(Srq<'static, String>, P);

@@ -5,23 +5,82 @@ use crate::error::{DestroyError, Error};
 
 /// An owned verbs object.
 pub(crate) trait Destroy: Sized {
-    /// Destroys the C object and frees what the crate allocated for it.
+    /// Destroys the C object. It runs no user code: what may (the typed user context's `Drop`)
+    /// is the [`leftover`](Self::leftover), freed by the caller once the handle is disarmed.
     ///
     /// # Safety
     /// Called at most once with success; after success the object must not be used or dropped.
     unsafe fn destroy_raw(&self) -> Result<(), Error>;
+
+    /// What the crate allocated for the object and frees after it is destroyed: read before
+    /// [`destroy_raw`](Self::destroy_raw), since the C object holds the pointer.
+    fn leftover(&self) -> Leftover {
+        Leftover::NONE
+    }
+}
+
+/// A typed user context (or other crate allocation) that outlived its C object, to be freed
+/// once the handle that owned it can no longer destroy anything. Freeing it runs the user
+/// context's `Drop`, which is user code and may panic: by then no handle is armed, so an unwind
+/// cannot destroy the C object a second time.
+#[must_use]
+pub(crate) struct Leftover {
+    ptr: *mut std::os::raw::c_void,
+    free: Option<unsafe fn(*mut std::os::raw::c_void)>,
+}
+
+impl Leftover {
+    pub(crate) const NONE: Leftover = Leftover {
+        ptr: std::ptr::null_mut(),
+        free: None,
+    };
+
+    /// The `UserBox<T>` at `p`, given to a C object with `into_raw`.
+    pub(crate) fn user_box<T>(p: *mut std::os::raw::c_void) -> Self {
+        Leftover {
+            ptr: p,
+            free: Some(UserBox::<T>::free),
+        }
+    }
+
+    /// Frees it.
+    ///
+    /// # Safety
+    /// The C object that pointed at it is destroyed, and this is the one free.
+    pub(crate) unsafe fn free(self) {
+        if let Some(free) = self.free {
+            // SAFETY: caller's contract; `ptr` is what `free` was made for.
+            unsafe { free(self.ptr) }
+        }
+    }
 }
 
 /// The body of every `destroy(self)`: on success the object is gone (and not dropped again);
-/// on failure it comes back inside the error.
+/// on failure it comes back inside the error. The leftover is freed only after `obj` is
+/// forgotten, so a panicking user context cannot make an unwind drop (and destroy) `obj` again.
 pub(crate) fn destroy<T: Destroy>(obj: T) -> Result<(), DestroyError<T>> {
+    let left = obj.leftover();
     // SAFETY: called once; on success `obj` is forgotten so Drop does not destroy it again.
     match unsafe { obj.destroy_raw() } {
         Ok(()) => {
             std::mem::forget(obj);
+            // SAFETY: the C object is destroyed; its leftover is freed once, here.
+            unsafe { left.free() };
             Ok(())
         }
         Err(error) => Err(DestroyError { object: obj, error }),
+    }
+}
+
+/// The body of `Drop` for objects with a leftover: destroy, then free the leftover. A panic in
+/// the user context's `Drop` unwinds out of this `drop`, which Rust never runs twice.
+pub(crate) fn destroy_in_drop<T: Destroy>(obj: &mut T) {
+    let left = obj.leftover();
+    // SAFETY: called from `drop`, once; an error cannot be reported from drop (use `destroy`),
+    // and the leftover then stays with the live C object.
+    if unsafe { obj.destroy_raw() }.is_ok() {
+        // SAFETY: the C object is destroyed; its leftover is freed once, here.
+        unsafe { left.free() };
     }
 }
 

@@ -1,10 +1,10 @@
 //! Queue pairs (ibv_create_qp(3)): the QP type and the receive side are type parameters.
 
 use crate::backend;
-use crate::cq::{sealed, AnyCq, JoinThreading, Shared, Threading};
+use crate::cq::{batch_state, sealed, AnyCq, BatchState, JoinThreading, Shared, Threading};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
-use crate::object::{destroy, Destroy, UserBox};
+use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::pd::Pd;
 use crate::qp_state::{QpState, Reset};
 use crate::srq::Srq;
@@ -13,6 +13,7 @@ use crate::Context;
 use crate::Sge;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
+use std::sync::Mutex;
 
 /// A QP transport type: [`Rc`], [`Uc`], [`Ud`] or [`RawPacket`].
 pub trait QpType: sealed::Sealed + 'static {
@@ -155,10 +156,28 @@ pub(crate) unsafe fn device_attr(
     Ok(a)
 }
 
+/// What a QP's `qp_context` points at. `#[repr(C)]` with the multicast groups first, so a
+/// membership finds them without knowing `C`.
+#[repr(C)]
 struct QpMeta<C> {
+    /// The multicast groups the QP is attached to ("ibv_destroy_qp() fails if the QP is
+    /// attached to a multicast group"): the QP's destroy detaches what is left, so a leaked
+    /// [`McastMembership`] cannot make the QP (and with it its CQs, PD and context) impossible
+    /// to destroy.
+    mcast: Mutex<Vec<(Gid, u16)>>,
     cap: QpCap,
     sq_sig_all: bool,
     user: C,
+}
+
+/// The multicast groups of `qp`.
+///
+/// # Safety
+/// `qp` is a live QP made by this crate's builder; the reference does not outlive it.
+unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
+    // SAFETY: caller's contract: qp_context is a QpMeta<C>, whose first field is at offset 0
+    // whatever `C` is (repr(C)).
+    unsafe { &(*((*qp).qp_context as *const QpMeta<()>)).mcast }
 }
 
 /// A queue pair of type `T` whose receives go to `R` ([`OwnRq`] or [`UsesSrq`]), in state `St`,
@@ -435,6 +454,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         let meta = UserBox::new(QpMeta {
             cap: self.cap,
             sq_sig_all: self.sq_sig_all,
+            mcast: Mutex::new(Vec::new()),
             user: self.user,
         });
         let mut init = sys::ibv_qp_init_attr {
@@ -565,9 +585,18 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         T: MulticastCapable,
     {
         let g = gid.to_sys();
+        let mut groups = self.meta().mcast.lock().unwrap_or_else(|p| p.into_inner());
+        groups
+            .try_reserve(1)
+            .map_err(|_| Error::os(Verb::AttachMcast, libc::ENOMEM))?;
         // SAFETY: a live QP; `g` valid for the call.
         unsafe { backend::of((*self.as_raw()).context).attach_mcast(self.as_raw(), &g, lid) }
             .map_err(|e| Error::os(Verb::AttachMcast, e))?;
+        // The kernel keeps one attachment per (gid, lid): attaching again is a no-op.
+        if !groups.contains(&(gid, lid)) {
+            groups.push((gid, lid));
+        }
+        drop(groups);
         Ok(McastMembership {
             qp: self.raw,
             gid,
@@ -591,17 +620,12 @@ impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> Des
     for Qp<'_, T, R, S, C, St, SGE>
 {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        let qp = self.as_raw();
-        // SAFETY: a live QP with no multicast membership (they borrow it), destroyed once; its
-        // meta box is read before and freed after.
-        unsafe {
-            let meta = (*qp).qp_context;
-            backend::of((*qp).context)
-                .destroy_qp(qp)
-                .map_err(|e| Error::os(Verb::DestroyQp, e))?;
-            UserBox::<QpMeta<C>>::free(meta);
-        }
-        Ok(())
+        // SAFETY: a live QP made by the builder with `C`, destroyed once.
+        unsafe { teardown::<C>(self.as_raw()) }
+    }
+    fn leftover(&self) -> Leftover {
+        // SAFETY: a live QP made by the builder with `C`.
+        Leftover::user_box::<QpMeta<C>>(unsafe { (*self.as_raw()).qp_context })
     }
 }
 
@@ -609,8 +633,80 @@ impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> Dro
     for Qp<'_, T, R, S, C, St, SGE>
 {
     fn drop(&mut self) {
-        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
-        let _ = unsafe { self.destroy_raw() };
+        // SAFETY: dropped once: a live QP made by the builder with `C`, whose handle is gone.
+        unsafe { drop_qp::<C>(self.as_raw()) }
+    }
+}
+
+/// The batch state of the CQ of `qp` on which the calling thread has a polling batch open, if
+/// any: destroying the QP or moving it to RESET then would wait forever for the CQ lock the
+/// batch holds (see [`BatchState`]).
+///
+/// # Safety
+/// `qp` is a live QP made by this crate's builder (its CQs are the crate's, and outlive it).
+pub(crate) unsafe fn batch_open_here<'a>(qp: *mut sys::ibv_qp) -> Option<&'a BatchState> {
+    // SAFETY: caller's contract; libibverbs fills send_cq and recv_cq at creation.
+    let cqs = unsafe { [(*qp).send_cq, (*qp).recv_cq] };
+    cqs.into_iter()
+        .filter(|cq| !cq.is_null())
+        // SAFETY: the QP's CQs are live CQs of this crate's builders.
+        .map(|cq| unsafe { batch_state(cq) })
+        .find(|st| st.open_on_this_thread())
+}
+
+/// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] while this thread has a batch open on
+/// one of its CQs; otherwise the multicast groups still attached (leaked memberships) are
+/// detached first, then `ibv_destroy_qp`. Runs no user code; the user context is the caller's
+/// to free (its `Leftover`) once the handle is disarmed.
+///
+/// # Safety
+/// `qp` is a live QP made by the builder with user context `C`, destroyed at most once.
+unsafe fn teardown<C>(qp: *mut sys::ibv_qp) -> Result<(), Error> {
+    // SAFETY: caller's contract.
+    if unsafe { batch_open_here(qp) }.is_some() {
+        return Err(Error {
+            verb: Verb::DestroyQp,
+            kind: ErrorKind::BatchOpen,
+        });
+    }
+    // SAFETY: caller's contract: qp_context is the QP's QpMeta<C>, alive until it is freed.
+    let meta = unsafe { &*((*qp).qp_context as *const QpMeta<C>) };
+    // SAFETY: a live QP.
+    let backend = unsafe { backend::of((*qp).context) };
+    {
+        // Every group is tried: a device may already have dropped one (rxe keeps one
+        // attachment per gid where the kernel keeps one per gid and lid); what is still
+        // attached after this makes ibv_destroy_qp fail with EBUSY, reported below.
+        let mut groups = meta.mcast.lock().unwrap_or_else(|p| p.into_inner());
+        groups.retain(|&(gid, lid)| {
+            let g = gid.to_sys();
+            // SAFETY: a live QP; `g` valid for the call.
+            unsafe { backend.detach_mcast(qp, &g, lid) }.is_err()
+        });
+    }
+    // SAFETY: a live QP with no multicast group left, destroyed once.
+    unsafe { backend.destroy_qp(qp) }.map_err(|e| Error::os(Verb::DestroyQp, e))
+}
+
+/// A QP's `Drop`: tears it down and frees its user context, or, while this thread has a batch
+/// open on one of its CQs, defers both to the end of that batch (where this runs again).
+///
+/// # Safety
+/// `qp` is a live QP made by the builder with user context `C`, whose handle is gone; called
+/// once per handle (and once per deferral).
+unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
+    // SAFETY: caller's contract.
+    if let Some(state) = unsafe { batch_open_here(qp) } {
+        state.defer(qp, drop_qp::<C>);
+        return;
+    }
+    // SAFETY: caller's contract.
+    let left = Leftover::user_box::<QpMeta<C>>(unsafe { (*qp).qp_context });
+    // SAFETY: caller's contract; an error cannot be reported from drop (use `destroy`), and
+    // the user context then stays with the live QP.
+    if unsafe { teardown::<C>(qp) }.is_ok() {
+        // SAFETY: the QP is destroyed and its handle gone; freed once.
+        unsafe { left.free() };
     }
 }
 
@@ -658,11 +754,16 @@ impl McastMembership<'_> {
 impl Destroy for McastMembership<'_> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         let g = self.gid.to_sys();
+        let qp = self.qp.as_ptr();
+        // SAFETY: the QP is live (borrowed) and made by the crate's builder.
+        let mut groups = unsafe { groups_of(qp) }
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         // SAFETY: the QP is live (borrowed); `g` valid for the call.
-        unsafe {
-            backend::of((*self.qp.as_ptr()).context).detach_mcast(self.qp.as_ptr(), &g, self.lid)
-        }
-        .map_err(|e| Error::os(Verb::DetachMcast, e))
+        unsafe { backend::of((*qp).context).detach_mcast(qp, &g, self.lid) }
+            .map_err(|e| Error::os(Verb::DetachMcast, e))?;
+        groups.retain(|&m| m != (self.gid, self.lid));
+        Ok(())
     }
 }
 

@@ -18,7 +18,7 @@ use crate::backend;
 use crate::cq::{sealed, Threading};
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
-use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
+use crate::qp::{batch_open_here, Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::Context;
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -425,6 +425,18 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     ) -> Modified<'a, T, R, S, C, St, To, SGE> {
         attr.qp_state = To::RAW;
         let qp = self.as_raw();
+        // The modify to RESET takes the provider's CQ locks (mlx5: `__mlx5_cq_clean`), which a
+        // batch this thread has open holds until it ends: refused, as for destroy.
+        // SAFETY: a live QP of the crate's builder.
+        if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET && unsafe { batch_open_here(qp) }.is_some() {
+            return Err(ModifyError {
+                qp: self,
+                error: Error {
+                    verb: Verb::ModifyQp,
+                    kind: ErrorKind::BatchOpen,
+                },
+            });
+        }
         // SAFETY: a live QP; `attr` valid for the call.
         match unsafe { backend::of((*qp).context).modify_qp(qp, &mut attr, mask | STATE) } {
             Ok(()) => Ok(self.retype()),

@@ -3,7 +3,7 @@
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::sys;
-use crate::object::{destroy, Destroy, UserBox};
+use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::pd::Pd;
 use crate::wr::TypedSgeCap;
 use crate::{Context, Sge};
@@ -243,23 +243,19 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
 impl<C, const SGE: usize> Destroy for Srq<'_, C, SGE> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         let srq = self.as_raw();
-        // SAFETY: a live SRQ no QP uses (they borrow it), destroyed once; its meta box is read
-        // before and freed after.
-        unsafe {
-            let meta = (*srq).srq_context;
-            backend::of((*srq).context)
-                .destroy_srq(srq)
-                .map_err(|e| Error::os(Verb::DestroySrq, e))?;
-            UserBox::<SrqMeta<C>>::free(meta);
-        }
-        Ok(())
+        // SAFETY: a live SRQ no QP uses (they borrow it), destroyed once.
+        unsafe { backend::of((*srq).context).destroy_srq(srq) }
+            .map_err(|e| Error::os(Verb::DestroySrq, e))
+    }
+    fn leftover(&self) -> Leftover {
+        // SAFETY: a live SRQ made by the builder with `C`.
+        Leftover::user_box::<SrqMeta<C>>(unsafe { (*self.as_raw()).srq_context })
     }
 }
 
 impl<C, const SGE: usize> Drop for Srq<'_, C, SGE> {
     fn drop(&mut self) {
-        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
-        let _ = unsafe { self.destroy_raw() };
+        crate::object::destroy_in_drop(self);
     }
 }
 

@@ -31,17 +31,19 @@ macro_rules! one_flag {
             if $ctx.is_software() {
                 let $i = InjectedCompletion::success(77, WcOpcode::RECV);
                 software::inject(&cq, $inject).expect("inject");
-                {
-                    let batch = cq
-                        .start_poll()
-                        .expect("start_poll")
-                        .expect("one completion");
+                cq.poll_batch(|batch| {
                     let $c = batch.completion().result().expect("success");
                     assert_eq!($c.wr_id(), 77);
                     assert_eq!($c.opcode(), WcOpcode::RECV);
                     $check;
-                }
-                assert!(cq.start_poll().expect("start_poll").is_none());
+                })
+                .expect("poll_batch")
+                .expect("one completion");
+                assert_eq!(
+                    cq.poll_batch(|b| b.completion().wr_id())
+                        .expect("poll_batch"),
+                    None
+                );
             }
             destroyed(cq.destroy());
         }
@@ -244,7 +246,7 @@ fn cq_ex_single_threaded_is_created_and_polled() {
         return;
     };
     assert_eq!(cq.wc_flags(), flags::STANDARD);
-    assert!(cq.start_poll().expect("start_poll").is_none(), "empty");
+    assert_eq!(cq.poll_batch(|_| ()).expect("poll_batch"), None, "empty");
     if software_only(&ctx, TEST, "completion injection") {
         for i in 0..5 {
             software::inject(
@@ -254,21 +256,23 @@ fn cq_ex_single_threaded_is_created_and_polled() {
             .unwrap();
         }
         let mut seen = Vec::new();
-        {
-            let mut next = cq.start_poll().unwrap();
+        cq.poll_batch(|batch| {
+            let mut next = Some(batch);
             while let Some(batch) = next {
                 let c = batch.completion().result().expect("success");
                 seen.push((c.wr_id(), c.byte_len()));
                 next = batch.advance().unwrap();
             }
-        }
+        })
+        .unwrap()
+        .expect("five completions");
         assert_eq!(seen, (0..5).map(|i| (i, i as u32)).collect::<Vec<_>>());
         // With no consumer lock, an early-dropped batch still consumes exactly what it read.
         software::inject(&cq, InjectedCompletion::success(10, WcOpcode::SEND)).unwrap();
         software::inject(&cq, InjectedCompletion::success(11, WcOpcode::SEND)).unwrap();
-        assert_eq!(cq.start_poll().unwrap().unwrap().completion().wr_id(), 10);
-        assert_eq!(cq.start_poll().unwrap().unwrap().completion().wr_id(), 11);
-        assert!(cq.start_poll().unwrap().is_none());
+        assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), Some(10));
+        assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), Some(11));
+        assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
     }
     destroyed(cq.destroy());
 }
@@ -300,13 +304,15 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
     assert_eq!(software::lost_completions(&cq), Some(5));
     assert_eq!(software::has_overrun(&cq), Some(false));
     let mut seen = Vec::new();
-    {
-        let mut next = cq.start_poll().unwrap();
+    cq.poll_batch(|batch| {
+        let mut next = Some(batch);
         while let Some(batch) = next {
             seen.push(batch.completion().wr_id());
             next = batch.advance().unwrap();
         }
-    }
+    })
+    .unwrap()
+    .expect("cqe() completions");
     assert_eq!(
         seen,
         (0..u64::from(n)).collect::<Vec<_>>(),
@@ -315,7 +321,7 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
     // Room again: nothing more is lost.
     software::inject(&cq, InjectedCompletion::success(99, WcOpcode::RECV)).unwrap();
     assert_eq!(software::lost_completions(&cq), Some(5));
-    assert_eq!(cq.start_poll().unwrap().unwrap().completion().wr_id(), 99);
+    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), Some(99));
 }
 
 #[test]
@@ -339,14 +345,16 @@ fn cq_ex_overrun_is_reported() {
     assert_eq!(software::has_overrun(&cq), Some(true));
     assert_eq!(software::lost_completions(&cq), Some(0));
     let mut count = 0;
-    {
-        let mut next = cq.start_poll().unwrap();
+    cq.poll_batch(|batch| {
+        let mut next = Some(batch);
         while let Some(batch) = next {
             assert_eq!(batch.completion().wr_id(), count);
             count += 1;
             next = batch.advance().unwrap();
         }
-    }
+    })
+    .unwrap()
+    .expect("cqe() completions");
     assert_eq!(count, n);
 }
 
@@ -373,8 +381,10 @@ fn cq_ex_with_parent_domain() {
                     InjectedCompletion::success(5, WcOpcode::RECV).byte_len(9),
                 )
                 .unwrap();
-                let batch = cq.start_poll().unwrap().unwrap();
-                assert_eq!(batch.completion().result().unwrap().byte_len(), 9);
+                let byte_len = cq
+                    .poll_batch(|b| b.completion().result().unwrap().byte_len())
+                    .unwrap();
+                assert_eq!(byte_len, Some(9));
             }
             destroyed(cq.destroy());
         }
@@ -595,12 +605,12 @@ impl Expected {
     }
 }
 
-/// Polls every completion of `cq` in one batch per call of `start_poll`, reading all fields.
+/// Polls every completion of `cq` in one batch per call of `poll_batch`, reading all fields.
 fn poll_all(cq: &mut CqEx<'_, AllFields>) -> Vec<Expected> {
     let mut out = Vec::new();
-    // One batch per start_poll until the CQ is empty; advance within each.
-    while let Some(first) = cq.start_poll().expect("start_poll") {
-        {
+    // One batch per poll_batch until the CQ is empty (`Ok(None)`); advance within each.
+    while cq
+        .poll_batch(|first| {
             let mut next = Some(first);
             while let Some(batch) = next {
                 let c = batch.completion();
@@ -649,8 +659,10 @@ fn poll_all(cq: &mut CqEx<'_, AllFields>) -> Vec<Expected> {
                 out.push(e);
                 next = batch.advance().expect("next_poll");
             }
-        }
-    }
+        })
+        .expect("poll_batch")
+        .is_some()
+    {}
     out
 }
 
@@ -665,7 +677,7 @@ fn cq_ex_polls_injected_completions_with_every_field_in_order() {
         .cqe(64)
         .build()
         .expect("cq");
-    assert!(cq.start_poll().expect("empty").is_none());
+    assert_eq!(cq.poll_batch(|_| ()).expect("empty"), None);
     const N: u32 = 50;
     let expected: Vec<Expected> = (0..N).map(Expected::nth).collect();
     for e in &expected {
@@ -691,7 +703,7 @@ fn cq_ex_polls_injected_completions_with_every_field_in_order() {
             && expected.iter().any(|e| e.grh),
         "the sequence covers errors, imm, inv and GRH"
     );
-    assert!(cq.start_poll().expect("drained").is_none());
+    assert_eq!(cq.poll_batch(|_| ()).expect("drained"), None);
 }
 
 #[test]
@@ -714,20 +726,23 @@ fn cq_ex_no_fields_reads_opcode_and_own_flags() {
         InjectedCompletion::error(4, WcStatus::FATAL_ERR, 0xdead),
     )
     .unwrap();
-    let batch = cq.start_poll().unwrap().unwrap();
-    let s = batch.completion().result().expect("success");
-    assert_eq!(
-        (s.wr_id(), s.opcode(), s.completion_flags()),
-        (3, WcOpcode::RDMA_READ, 1)
-    );
-    let batch = batch.advance().unwrap().expect("a second completion");
-    let f = batch.completion().result().expect_err("failure");
-    assert_eq!(
-        (f.wr_id(), f.status(), f.vendor_err()),
-        (4, WcStatus::FATAL_ERR, 0xdead)
-    );
-    assert!(batch.advance().unwrap().is_none(), "no third completion");
-    assert!(cq.start_poll().unwrap().is_none());
+    cq.poll_batch(|batch| {
+        let s = batch.completion().result().expect("success");
+        assert_eq!(
+            (s.wr_id(), s.opcode(), s.completion_flags()),
+            (3, WcOpcode::RDMA_READ, 1)
+        );
+        let batch = batch.advance().unwrap().expect("a second completion");
+        let f = batch.completion().result().expect_err("failure");
+        assert_eq!(
+            (f.wr_id(), f.status(), f.vendor_err()),
+            (4, WcStatus::FATAL_ERR, 0xdead)
+        );
+        assert!(batch.advance().unwrap().is_none(), "no third completion");
+    })
+    .unwrap()
+    .expect("a first completion");
+    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
 }
 
 #[test]
@@ -755,31 +770,40 @@ fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
         software::inject(&cq, *c).unwrap();
     }
     let mut seen = Vec::new();
-    {
-        let mut next = cq.start_poll().unwrap();
+    cq.poll_batch(|batch| {
+        let mut next = Some(batch);
         while let Some(batch) = next {
             let s = batch.completion().result().expect("success");
             seen.push((s.imm_data(), s.invalidated_rkey()));
             next = batch.advance().unwrap();
         }
-    }
+    })
+    .unwrap()
+    .expect("the injected completions");
     let want: Vec<_> = cases.iter().map(|(_, i, r)| (*i, *r)).collect();
     assert_eq!(seen, want);
 }
 
 #[test]
-fn cq_ex_start_poll_on_empty_cq_is_none() {
-    const TEST: &str = "cq_ex_start_poll_on_empty_cq_is_none";
+fn cq_ex_poll_batch_on_empty_cq_is_none() {
+    const TEST: &str = "cq_ex_poll_batch_on_empty_cq_is_none";
     let ctx = open();
     let mut cq = CqEx::<Standard>::builder(&ctx).build().expect("cq");
     for _ in 0..3 {
-        // Repeatedly: a None must not leave the CQ locked or a batch half-open.
-        assert!(cq.start_poll().expect("start_poll").is_none());
+        // Repeatedly: an empty CQ (ENOENT) must not run the closure, nor leave the CQ locked
+        // or a batch half-open.
+        let mut ran = false;
+        assert_eq!(cq.poll_batch(|_| ran = true).expect("poll_batch"), None);
+        assert!(!ran, "the closure ran on an empty CQ");
     }
     if software_only(&ctx, TEST, "completion injection") {
         software::inject(&cq, InjectedCompletion::success(1, WcOpcode::SEND)).unwrap();
-        assert_eq!(cq.start_poll().unwrap().unwrap().completion().wr_id(), 1);
-        assert!(cq.start_poll().unwrap().is_none(), "drained");
+        assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), Some(1));
+        assert_eq!(
+            cq.poll_batch(|b| b.completion().wr_id()).unwrap(),
+            None,
+            "drained"
+        );
     }
 }
 
@@ -796,8 +820,8 @@ fn cq_ex_batch_dropped_early_leaves_the_rest() {
     }
     // Break out of the loop after one completion: the batch is dropped (end_poll) early.
     let mut first = Vec::new();
-    {
-        let mut next = cq.start_poll().unwrap();
+    cq.poll_batch(|batch| {
+        let mut next = Some(batch);
         while let Some(batch) = next {
             first.push(batch.completion().wr_id());
             if first.len() == 1 {
@@ -805,27 +829,32 @@ fn cq_ex_batch_dropped_early_leaves_the_rest() {
             }
             next = batch.advance().unwrap();
         }
-    }
+    })
+    .unwrap()
+    .expect("a first batch");
     assert_eq!(first, [10]);
     // Reading two (start + one advance) consumes exactly two.
-    let mut second = Vec::new();
-    if let Some(batch) = cq.start_poll().unwrap() {
-        second.push(batch.completion().wr_id());
-        let batch = batch.advance().unwrap().expect("a next completion");
-        second.push(batch.completion().wr_id());
-    } // dropped while pointing at 12: end_poll consumes it
-    assert_eq!(second, [11, 12]);
+    let second = cq
+        .poll_batch(|batch| {
+            let a = batch.completion().wr_id();
+            let batch = batch.advance().unwrap().expect("a next completion");
+            [a, batch.completion().wr_id()]
+        }) // dropped while pointing at 12: end_poll consumes it
+        .unwrap();
+    assert_eq!(second, Some([11, 12]));
     // The rest come in the next batch, and then the CQ is empty.
     let mut rest = Vec::new();
-    {
-        let mut next = cq.start_poll().unwrap();
+    cq.poll_batch(|batch| {
+        let mut next = Some(batch);
         while let Some(batch) = next {
             rest.push(batch.completion().wr_id());
             next = batch.advance().unwrap(); // None: the batch ended inside advance
         }
-    }
+    })
+    .unwrap()
+    .expect("a third batch");
     assert_eq!(rest, [13, 14]);
-    assert!(cq.start_poll().unwrap().is_none());
+    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
 }
 
 #[test]
@@ -835,34 +864,31 @@ fn cq_ex_panic_inside_a_batch_still_ends_it() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    // A Shared CQ: its start_poll takes the provider's lock and end_poll releases it, so a
-    // start_poll after a batch whose end_poll never ran would deadlock.
+    // A Shared CQ: its ibv_start_poll takes the provider's lock and ibv_end_poll releases it,
+    // so a poll_batch after a batch whose end_poll never ran would deadlock.
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     for id in 1..=3 {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND)).unwrap();
     }
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let batch = cq.start_poll().unwrap().unwrap();
-        let wr_id = batch.completion().wr_id();
-        assert_eq!(wr_id, 1);
-        panic!("deliberate panic inside a polling batch (wr_id {wr_id}); the test expects it");
+        cq.poll_batch(|batch| {
+            let wr_id = batch.completion().wr_id();
+            assert_eq!(wr_id, 1);
+            panic!("deliberate panic inside a polling batch (wr_id {wr_id}); the test expects it");
+        })
     }));
     let msg = r.expect_err("the closure panics");
     assert!(msg
         .downcast_ref::<String>()
         .is_some_and(|m| m.contains("deliberate panic")));
-    // The batch ended during unwinding: the CQ can be polled, and the completion read inside
-    // the panicking batch was consumed.
-    let batch = cq
-        .start_poll()
-        .expect("start_poll after the panic")
-        .unwrap();
-    assert_eq!(batch.completion().wr_id(), 2);
-    drop(batch);
-    let batch = cq.start_poll().unwrap().unwrap();
-    assert_eq!(batch.completion().wr_id(), 3);
-    drop(batch);
-    assert!(cq.start_poll().unwrap().is_none());
+    // The batch ended while the panic unwound out of poll_batch: the CQ can be polled, and the
+    // completion read inside the panicking batch was consumed.
+    let next = cq
+        .poll_batch(|b| b.completion().wr_id())
+        .expect("poll_batch after the panic");
+    assert_eq!(next, Some(2));
+    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), Some(3));
+    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
 }
 
 #[test]
@@ -902,16 +928,18 @@ fn cq_ex_shared_between_threads_under_a_mutex() {
                     {
                         let mut guard = cq.lock().unwrap();
                         let mut n = 0;
-                        {
-                            let mut next = guard.start_poll().unwrap();
-                            while let Some(batch) = next {
-                                let c = batch.completion().result().expect("success");
-                                assert_eq!(u64::from(c.byte_len()), c.wr_id() & 0xffff_ffff);
-                                mine.push(c.wr_id());
-                                n += 1;
-                                next = batch.advance().unwrap();
-                            }
-                        }
+                        guard
+                            .poll_batch(|batch| {
+                                let mut next = Some(batch);
+                                while let Some(batch) = next {
+                                    let c = batch.completion().result().expect("success");
+                                    assert_eq!(u64::from(c.byte_len()), c.wr_id() & 0xffff_ffff);
+                                    mine.push(c.wr_id());
+                                    n += 1;
+                                    next = batch.advance().unwrap();
+                                }
+                            })
+                            .unwrap();
                         drop(guard);
                         total.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
                         if n == 0 {
@@ -940,7 +968,13 @@ fn cq_ex_shared_between_threads_under_a_mutex() {
         .flat_map(|p| (0..PER_PRODUCER).map(move |i| p << 32 | i))
         .collect();
     assert_eq!(all, want);
-    assert!(cq.lock().unwrap().start_poll().unwrap().is_none());
+    assert_eq!(
+        cq.lock()
+            .unwrap()
+            .poll_batch(|b| b.completion().wr_id())
+            .unwrap(),
+        None
+    );
 }
 
 #[test]
@@ -965,13 +999,14 @@ fn cq_ex_moves_to_another_thread() {
             let mut cq = cq;
             assert_eq!(cq.user_context().id, 8);
             let mut ids = Vec::new();
-            {
-                let mut next = cq.start_poll().unwrap();
+            cq.poll_batch(|batch| {
+                let mut next = Some(batch);
                 while let Some(batch) = next {
                     ids.push(batch.completion().wr_id());
                     next = batch.advance().unwrap();
                 }
-            }
+            })
+            .unwrap();
             destroyed(cq.destroy());
             ids
         })
@@ -1031,7 +1066,7 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
         .req_notify(false)
         .expect("req_notify through the shared half");
     if !software_only(&ctx, TEST, "completion injection") {
-        assert!(poller.start_poll().unwrap().is_none());
+        assert_eq!(poller.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
         return;
     }
     const N: u64 = 3000;
@@ -1041,16 +1076,20 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
         let polling = s.spawn(move || {
             let mut seen = Vec::with_capacity(N as usize);
             while (seen.len() as u64) < N {
-                let mut next = poller.start_poll().expect("start_poll");
-                if next.is_none() {
+                let polled = poller
+                    .poll_batch(|batch| {
+                        let mut next = Some(batch);
+                        while let Some(batch) = next {
+                            let c = batch.completion().result().expect("success");
+                            assert_eq!(c.qp_num(), qpn);
+                            assert_eq!(u64::from(c.byte_len()), c.wr_id());
+                            seen.push(c.wr_id());
+                            next = batch.advance().expect("next_poll");
+                        }
+                    })
+                    .expect("poll_batch");
+                if polled.is_none() {
                     std::thread::yield_now();
-                }
-                while let Some(batch) = next {
-                    let c = batch.completion().result().expect("success");
-                    assert_eq!(c.qp_num(), qpn);
-                    assert_eq!(u64::from(c.byte_len()), c.wr_id());
-                    seen.push(c.wr_id());
-                    next = batch.advance().expect("next_poll");
                 }
             }
             (poller, seen)
@@ -1069,7 +1108,10 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
             }
         }
         let (mut poller, seen) = polling.join().expect("polling thread");
-        let drained = poller.start_poll().unwrap().is_none();
+        let drained = poller
+            .poll_batch(|b| b.completion().wr_id())
+            .unwrap()
+            .is_none();
         (seen, drained)
     });
     assert_eq!(

@@ -107,8 +107,8 @@ fn generated_loop_matches_the_batch_api() {
     for i in 0..40 {
         software::inject(&cq, completion(i)).unwrap();
     }
-    {
-        let mut next = cq.start_poll().unwrap();
+    cq.poll_batch(|batch| {
+        let mut next = Some(batch);
         while let Some(batch) = next {
             by_hand.push(match batch.completion().result() {
                 Ok(c) => Ok(Recv {
@@ -127,7 +127,9 @@ fn generated_loop_matches_the_batch_api() {
             });
             next = batch.advance().unwrap();
         }
-    }
+    })
+    .unwrap()
+    .expect("the injected completions");
     for i in 0..40 {
         software::inject(&cq, completion(i)).unwrap();
     }
@@ -146,8 +148,8 @@ fn a_panicking_handler_still_ends_the_batch() {
     ) {
         return;
     }
-    // A Shared CQ: start_poll takes the provider's lock, so a batch left open would deadlock the
-    // next poll.
+    // A Shared CQ: ibv_start_poll takes the provider's lock, so a batch left open would deadlock
+    // the next poll.
     let mut cq = CqEx::<Flags>::builder(&ctx).cqe(8).build().unwrap();
     for i in 0..3 {
         software::inject(&cq, completion(i)).unwrap();

@@ -533,20 +533,35 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                 P::Flags: #flag_bounds ::typed_verbs::WcFlags,
                 H: for<'b> FnMut(::core::result::Result<#r_name<'b, P::Flags>, #e_name>),
             {
-                let mut taken = 0usize;
-                let mut next = ::typed_verbs::cq_ex::Pollable::start_poll(cq)?;
-                while let Some(batch) = next {
-                    match batch.completion().result() {
-                        Ok(c) => handler(Ok(#r_name(c))),
-                        Err(c) => handler(Err(#e_name { #(#e_idents: c.#e_idents()),* })),
+                let polled = ::typed_verbs::cq_ex::Pollable::poll_batch(cq, |mut batch| {
+                    // Counts down: one decrement and branch per completion.
+                    let mut left = Self::MAX_BATCH;
+                    loop {
+                        match batch.completion().result() {
+                            Ok(c) => handler(Ok(#r_name(c))),
+                            Err(c) => handler(Err(#e_name { #(#e_idents: c.#e_idents()),* })),
+                        }
+                        left -= 1;
+                        if left == 0 {
+                            return Ok(Self::MAX_BATCH); // the batch ends here: ibv_end_poll
+                        }
+                        match batch.advance() {
+                            Ok(::core::option::Option::Some(next)) => batch = next,
+                            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
+                            // Only the errno leaves the loop: a small result keeps the loop's
+                            // registers free (the error is always ibv_next_poll's errno).
+                            Err(e) => return Err(e.errno()),
+                        }
                     }
-                    taken += 1;
-                    if taken == Self::MAX_BATCH {
-                        break; // the batch ends here: ibv_end_poll
-                    }
-                    next = batch.advance()?;
+                })?;
+                match polled {
+                    ::core::option::Option::Some(Ok(taken)) => Ok(taken),
+                    ::core::option::Option::Some(Err(errno)) => Err(::typed_verbs::Error {
+                        verb: ::typed_verbs::Verb::NextPoll,
+                        kind: ::typed_verbs::ErrorKind::Os(errno),
+                    }),
+                    ::core::option::Option::None => Ok(0),
                 }
-                Ok(taken)
             }
 
             #legacy_fn

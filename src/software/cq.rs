@@ -643,3 +643,38 @@ pub(super) unsafe fn cq_use(cq: *mut sys::ibv_cq, delta: i32) {
         u.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+/// Waits for the batches open on a QP's CQs to end, as rdma-core's mlx5 provider does when it
+/// destroys a QP or moves it to RESET: `mlx5_lock_cqs` takes the send and receive CQs' locks
+/// (one lock when they are the same CQ) to clean the QP's completions out of them, and
+/// `mlx5_start_poll` holds the same lock until `mlx5_end_poll`. A thread that does this while
+/// it has a batch open on one of those CQs therefore waits forever, here as on mlx5; another
+/// thread's batch is waited for. A SINGLE_THREADED CQ has no lock to take. Taken in address
+/// order, and with no other lock of the device held, so that it cannot deadlock with a poller
+/// that posts inside its batch.
+///
+/// # Safety
+/// `send` and `recv` are live software CQs.
+pub(super) unsafe fn wait_for_batches(send: *mut sys::ibv_cq, recv: *mut sys::ibv_cq) {
+    let (a, b) = if (send as usize) <= (recv as usize) {
+        (send as *mut SwCq, recv as *mut SwCq)
+    } else {
+        (recv as *mut SwCq, send as *mut SwCq)
+    };
+    let cqs = if a == b { [a, ptr::null_mut()] } else { [a, b] };
+    // SAFETY: caller's contract; each lock taken here is released below, in reverse order.
+    unsafe {
+        for &cq in cqs.iter().filter(|c| !c.is_null()) {
+            if !(*cq).single_threaded {
+                (*cq).consumer.lock();
+            }
+        }
+        // The completions of the QP would be cleaned out here (mlx5's `__mlx5_cq_clean`); as
+        // on rxe, they stay in the CQ.
+        for &cq in cqs.iter().rev().filter(|c| !c.is_null()) {
+            if !(*cq).single_threaded {
+                (*cq).consumer.unlock();
+            }
+        }
+    }
+}

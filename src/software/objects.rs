@@ -792,6 +792,13 @@ pub(super) unsafe fn modify_qp(
     let (cur, next) = unsafe { modify_attr(qp, attr, mask) }?;
     // SAFETY: as above.
     data::after_modify(&fabric, unsafe { &*(qp as *const SwQp) }, cur, next);
+    drop(fabric);
+    if next == sys::ibv_qp_state::IBV_QPS_RESET {
+        // mlx5 cleans the QP's completions out of its CQs under their locks (`mlx5_modify_qp`
+        // calls `mlx5_cq_clean` for the move to RESET): wait for their batches as it does.
+        // SAFETY: caller's contract: a live QP's CQs are live.
+        unsafe { super::cq::wait_for_batches((*qp).send_cq, (*qp).recv_cq) };
+    }
     Ok(())
 }
 
@@ -878,6 +885,10 @@ pub(super) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
         // ibv_create_qp(3): "ibv_destroy_qp() fails if the QP is attached to a multicast group".
         return Err(libc::EBUSY);
     }
+    // mlx5 takes the QP's CQ locks to clean its completions out (`mlx5_destroy_qp` ->
+    // `mlx5_lock_cqs`): wait for their batches as it does, before any lock of the device.
+    // SAFETY: caller's contract: a live QP's CQs are live.
+    unsafe { super::cq::wait_for_batches((*sw).ibv.send_cq, (*sw).ibv.recv_cq) };
     // The QP's async events (the device raises none today, as rxe raises none, but
     // ibv_async_event can name a QP): the unread ones go, and the destroy waits until the ones
     // read are acked (as libibverbs'). The data path would raise them under the fabric lock,

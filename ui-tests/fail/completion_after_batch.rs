@@ -1,14 +1,13 @@
-// Using a completion after its batch ended (ibv_end_poll).
+// Using a completion after its batch ended (ibv_end_poll): the completion borrows the batch.
 use typed_verbs::{Context, CqEx, Standard};
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
-    let kept;
-    {
-        let Some(batch) = cq.start_poll()? else { return Ok(()) };
-        kept = batch.completion();
-    }
-    println!("{}", kept.wr_id());
+    cq.poll_batch(|batch| {
+        let kept = batch.completion();
+        drop(batch); // ibv_end_poll
+        println!("{}", kept.wr_id());
+    })?;
     Ok(())
 }

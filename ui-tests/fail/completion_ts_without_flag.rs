@@ -4,10 +4,10 @@ use typed_verbs::{Context, CqEx, Standard};
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
-    if let Some(batch) = cq.start_poll()? {
+    cq.poll_batch(|batch| {
         if let Ok(wc) = batch.completion().result() {
             let _ = wc.completion_ts();
         }
-    }
+    })?;
     Ok(())
 }

@@ -6,8 +6,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     let (_shared, mut first) = cq.split();
     let (_again, mut second) = cq.split();
-    let a = first.start_poll()?;
-    let b = second.start_poll()?;
+    let a = first.poll_batch(|a| a.completion().wr_id())?;
+    let b = second.poll_batch(|b| b.completion().wr_id())?;
     drop((a, b));
     Ok(())
 }

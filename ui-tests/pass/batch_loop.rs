@@ -1,5 +1,6 @@
 // Neighbour of completion_after_advance, completion_after_batch and two_batches_one_cq: each
-// completion used within its step; a second batch after the first ended.
+// completion used within its step, inside poll_batch's closure; a second batch after the first
+// ended.
 use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
 
 fn main() -> Result<(), typed_verbs::Error> {
@@ -9,14 +10,16 @@ fn main() -> Result<(), typed_verbs::Error> {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND))?;
     }
     let mut seen = Vec::new();
-    {
-        let mut next = cq.start_poll()?;
+    cq.poll_batch(|batch| -> typed_verbs::Result<()> {
+        let mut next = Some(batch);
         while let Some(batch) = next {
             seen.push(batch.completion().wr_id());
             next = batch.advance()?;
         }
-    } // `next` is None here; the block ends its borrow of `cq`
+        Ok(())
+    })?
+    .expect("a first batch")?; // the batch has ended and the borrow of `cq` with it
     assert_eq!(seen, [0, 1, 2]);
-    assert!(cq.start_poll()?.is_none());
+    assert_eq!(cq.poll_batch(|batch| batch.completion().wr_id())?, None);
     Ok(())
 }

@@ -1,4 +1,4 @@
-// Neighbour of start_poll_on_legacy_cq: a legacy CQ is polled with ibv_poll_cq into an array.
+// Neighbour of poll_batch_on_legacy_cq: a legacy CQ is polled with ibv_poll_cq into an array.
 use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
 
 fn main() -> Result<(), typed_verbs::Error> {

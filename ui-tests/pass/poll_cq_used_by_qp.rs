@@ -16,12 +16,17 @@ fn main() -> Result<(), typed_verbs::Error> {
     let seen = std::thread::scope(|s| {
         s.spawn(move || -> Result<Vec<(u64, u32)>, typed_verbs::Error> {
             let mut seen = Vec::new();
-            let mut next = poller.start_poll()?;
-            while let Some(batch) = next {
-                let wc = batch.completion().result().expect("success");
-                seen.push((wc.wr_id(), wc.qp_num()));
-                next = batch.advance()?;
-            }
+            poller
+                .poll_batch(|batch| -> Result<(), typed_verbs::Error> {
+                    let mut next = Some(batch);
+                    while let Some(batch) = next {
+                        let wc = batch.completion().result().expect("success");
+                        seen.push((wc.wr_id(), wc.qp_num()));
+                        next = batch.advance()?;
+                    }
+                    Ok(())
+                })?
+                .transpose()?;
             Ok(seen)
         })
         .join()

@@ -9,8 +9,10 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mut cq = CqEx::<Flags>::builder(&ctx).cqe(4).build()?;
     let c = InjectedCompletion::success(1, WcOpcode::RECV).byte_len(8).imm_data(5).src_qp(9).completion_ts(77);
     software::inject(&cq, c)?;
-    let Some(batch) = cq.start_poll()? else { panic!("no completion") };
-    let wc = batch.completion().result().expect("success");
-    assert_eq!((wc.byte_len(), wc.imm_data(), wc.src_qp(), wc.completion_ts()), (8, Some(5), 9, 77));
+    cq.poll_batch(|batch| {
+        let wc = batch.completion().result().expect("success");
+        assert_eq!((wc.byte_len(), wc.imm_data(), wc.src_qp(), wc.completion_ts()), (8, Some(5), 9, 77));
+    })?
+    .expect("no completion");
     Ok(())
 }

@@ -1,0 +1,89 @@
+//! # The safety model
+//!
+//! What the crate promises: **no program that uses only the safe API can cause undefined
+//! behaviour, a data race, a double free or destroy, or a wait the crate itself makes
+//! unending, or get round a guarantee** — whatever it leaks (`mem::forget`, `ManuallyDrop`, `Rc`
+//! cycles), panics (in a user context's `Drop`, in a poll handler), shares across threads, or
+//! implements of the crate's public traits. This page says how, and where the promise ends.
+//!
+//! ## Three kinds of guarantee
+//!
+//! | kind | what | examples |
+//! |---|---|---|
+//! | types | a misuse does not compile | a field read without its `wc_flags` bit; a UC QP on an SRQ; destroying a CQ a QP uses; posting before RTS; a fixed SGE list over the queue's cap; a batch kept past its `poll_batch`; a crate trait implemented outside the crate |
+//! | run-time checks | refused before any FFI call, with an [`Error`](crate::Error) naming the verb | `cqe` out of range; an object of another context; destroying or resetting a QP inside its CQ's batch ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen)) |
+//! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), the zero-copy view of a memory region, everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
+//!
+//! The README's guarantee tables list each rule with its failing and passing UI test.
+//!
+//! ## Leaking is safe
+//!
+//! Safety never depends on a destructor running. Every handle owns its C object; dropping it
+//! destroys the object, and forgetting it leaks the object, which then stays valid for ever.
+//! What a leaked handle borrowed (its context, PD, CQs, SRQ, channel) is free again in Rust's
+//! eyes, but the C library refuses to destroy a parent that a live child uses (`EBUSY`): an
+//! explicit `destroy()` returns that error with the object, and a `Drop` leaves the parent
+//! allocated, so nothing the device or the provider can still reach is ever freed. In detail:
+//!
+//! - **Registered memory** (see [`mr`](crate::mr)): a region owns its buffer, or borrows one
+//!   only inside a closure that deregisters on every way out. Forgetting a region leaks its
+//!   buffer along with the registration, so the device never writes memory Rust may reuse.
+//! - **Polling batches**: a [`Batch`](crate::Batch) exists only inside
+//!   [`CqEx::poll_batch`](crate::CqEx::poll_batch); a batch the closure leaks (or leaves behind
+//!   by panicking) is ended by `poll_batch` itself, so the provider's CQ lock, which
+//!   `ibv_start_poll` takes and `ibv_end_poll` releases, is never left held.
+//! - **Multicast memberships**: a QP remembers its groups; its destroy detaches the groups of
+//!   leaked [`McastMembership`](crate::McastMembership)s first, so a leaked guard does not make
+//!   the QP, and with it its CQs, PD and context, impossible to destroy.
+//! - **Completion and async events**: a held event is acked by its guard; a CQ's destroy acks
+//!   the events still held for it before `ibv_destroy_cq` (which waits for acks), so a leaked
+//!   event cannot make the destroy wait for ever.
+//!
+//! ## No second destroy, whatever user code does
+//!
+//! A typed user context (a CQ's, QP's or SRQ's) is user code when it drops. It is dropped only
+//! after the C object is destroyed and the handle disarmed (`mem::forget` in `destroy`, or from
+//! inside `Drop`, which Rust runs once): a panic there unwinds through no handle that could
+//! destroy the object again. A QP dropped while its own thread has a batch open on one of its
+//! CQs is destroyed when that batch ends; its user context is dropped then.
+//!
+//! ## Waits the crate cannot let happen
+//!
+//! rdma-core's mlx5 provider holds its CQ lock from `ibv_start_poll` to `ibv_end_poll`, and
+//! takes the same lock in `ibv_destroy_qp` and in the modify to RESET. So:
+//!
+//! - on the thread with the open batch, [`Qp::destroy`](crate::Qp::destroy) and
+//!   [`to_reset`](crate::Qp::to_reset) are refused with `BatchOpen`, and dropping the QP is
+//!   deferred to the batch's end, instead of spinning for ever;
+//! - on another thread they wait until the batch ends, which it does when its closure returns.
+//!   A closure that itself waits for that other thread (joins it, or waits on a lock the
+//!   other thread holds while it destroys) builds a wait-for cycle between the program's own
+//!   threads, which no library can break; it is a deadlock in the same sense as two mutexes
+//!   taken in opposite orders, not memory unsafety.
+//!
+//! The software device takes the lock where mlx5 does, so the tests see this class of hang.
+//!
+//! ## Threads
+//!
+//! Each `unsafe impl Send`/`Sync` in the crate states its reason next to it. In short: C objects
+//! of libibverbs are thread-safe except a CQ created with `IBV_CREATE_CQ_ATTR_SINGLE_THREADED`,
+//! whose handle is not `Sync` and whose QPs are neither `Send` nor `Sync`; a user context is
+//! reached as `&C` (so sharing a handle needs `C: Sync`) and dropped where the handle is
+//! dropped (so moving one needs `C: Send`); the right to poll is one `&mut` (a
+//! [`Poller`](crate::Poller) or the CQ itself); a batch and its completions are neither `Send`
+//! nor `Sync`, since the provider's lock belongs to the thread that opened it.
+//!
+//! ## Sealed traits
+//!
+//! Every public trait whose implementations a guarantee relies on (flag sets, QP types,
+//! receive sides, states, SGE lists, pollable CQs, ...) has a private supertrait: a program can
+//! name them in bounds but cannot implement them, so it cannot claim a capability a type does
+//! not have.
+//!
+//! ## The FFI boundary
+//!
+//! No panic crosses an `extern "C"` function of the crate (the software device's provider
+//! entry points turn one into an errno); enums that C fills (`ibv_event_type`, states, MTUs,
+//! completion status and opcode) are read as integers and mapped, with a variant for values
+//! newer than the headers the crate was built with; every `#[repr(C)]` structure the crate
+//! passes to or reads from C is checked against the C layout at compile time.

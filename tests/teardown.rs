@@ -1,0 +1,302 @@
+//! Tearing objects down safely, whatever the program leaks or panics (issue: sound by
+//! construction):
+//!
+//! - a user context whose `Drop` panics inside `destroy()` does not destroy the C object twice;
+//! - a batch leaked with `mem::forget` (or with a panic) is ended when its `poll_batch`
+//!   returns, so the CQ stays usable and the QPs on it destroyable from any thread;
+//! - destroying or resetting a QP on the thread that has a batch open on its CQ is refused (the
+//!   provider's CQ lock, which the batch holds, would be waited for forever), dropping it there
+//!   is deferred to the end of the batch, and on another thread it waits for the batch (the
+//!   software device takes the CQ lock in `ibv_destroy_qp` as mlx5 does);
+//! - a leaked multicast membership does not make its QP impossible to destroy.
+//!
+//! Runs on the software device and on rxe0; what needs the software device says SKIP.
+
+mod common;
+
+use common::{destroyed, feature, open, Drops, LeakCheck};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use typed_verbs::qp_state::Init;
+use typed_verbs::{
+    AccessFlags, ConnectedInit, Cq, CqEx, ErrorKind, Gid, OwnRq, Pd, Qp, Rc, Sge, Shared, Srq,
+    Standard, Ud, UdInit, Verb,
+};
+
+const INIT: ConnectedInit = ConnectedInit {
+    port_num: 1,
+    pkey_index: 0,
+    access: AccessFlags::REMOTE_WRITE,
+};
+
+/// A user context whose drop panics.
+struct PanicOnDrop;
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        panic!("user context drop panics");
+    }
+}
+
+/// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
+/// completion (`IBV_WC_WR_FLUSH_ERR`) on every device, without traffic.
+fn flushed_qp<'a, C: Send + Sync>(
+    pd: &'a Pd<'_>,
+    cq: &'a CqEx<'_, Standard>,
+    user: C,
+    wr_id: u64,
+) -> Qp<'a, Rc, OwnRq, Shared, C, typed_verbs::qp_state::ErrorState> {
+    let qp: Qp<'a, Rc, OwnRq, Shared, C, Init> = Qp::<Rc>::builder(pd, cq, cq)
+        .context(user)
+        .build()
+        .unwrap()
+        .to_init(INIT)
+        .unwrap_or_else(|e| panic!("{}", e.error));
+    qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
+    qp.to_error().unwrap_or_else(|e| panic!("{}", e.error))
+}
+
+#[test]
+fn panicking_user_context_in_destroy_destroys_once() {
+    const TEST: &str = "panicking_user_context_in_destroy_destroys_once";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, TEST);
+    {
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).context(PanicOnDrop).build().unwrap();
+        let cq_ex = CqEx::<Standard>::builder(&ctx)
+            .context(PanicOnDrop)
+            .build()
+            .unwrap();
+        let plain = Cq::builder(&ctx).build().unwrap();
+        let qp = Qp::<Rc>::builder(&pd, &plain, &plain)
+            .context(PanicOnDrop)
+            .build()
+            .unwrap();
+        // Each destroy succeeds at the C level, then the user context's drop panics: the
+        // panic reaches the caller, and nothing is destroyed a second time (the process would
+        // crash, and the leak check below would count the object twice).
+        for (what, r) in [
+            ("qp", catch_unwind(AssertUnwindSafe(|| drop(qp.destroy())))),
+            ("cq", catch_unwind(AssertUnwindSafe(|| drop(cq.destroy())))),
+            (
+                "cq_ex",
+                catch_unwind(AssertUnwindSafe(|| drop(cq_ex.destroy()))),
+            ),
+        ] {
+            assert!(
+                r.is_err(),
+                "{what}: the user context's panic reaches the caller"
+            );
+        }
+        let srq = Srq::builder(&pd).context(PanicOnDrop).build();
+        if let Some(srq) = feature(&ctx, TEST, "SRQs", srq) {
+            assert!(catch_unwind(AssertUnwindSafe(|| drop(srq.destroy()))).is_err());
+        }
+        // The same from Drop: the C object goes once, the panic unwinds out of the drop.
+        let qp = Qp::<Rc>::builder(&pd, &plain, &plain)
+            .context(PanicOnDrop)
+            .build()
+            .unwrap();
+        assert!(catch_unwind(AssertUnwindSafe(move || drop(qp))).is_err());
+    }
+    leaks.assert_unchanged("destroying objects whose user context panics");
+}
+
+#[test]
+fn leaked_batch_is_ended_when_poll_batch_returns() {
+    const TEST: &str = "leaked_batch_is_ended_when_poll_batch_returns";
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let drops = Drops::new();
+    {
+        let (shared, mut poller) = cq.split();
+        let _a = flushed_qp(&pd, shared, drops.token(1), 1);
+        let _b = flushed_qp(&pd, shared, drops.token(2), 2);
+        // Leak the batch that points at the first completion.
+        let start = Instant::now();
+        let mut leaked = None;
+        while leaked.is_none() && start.elapsed() < Duration::from_secs(2) {
+            leaked = poller.poll_batch(|b| std::mem::forget(b)).unwrap();
+        }
+        assert!(leaked.is_some(), "{TEST}: a flushed receive completes");
+        // The CQ lock was released: the next batch opens (a leaked batch used to keep the
+        // provider's CQ lock: this would wait forever) and finds the second completion.
+        let second = std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            s.spawn(move || {
+                let start = Instant::now();
+                loop {
+                    let got = poller.poll_batch(|b| b.completion().wr_id()).unwrap();
+                    if got.is_some() || start.elapsed() > Duration::from_secs(2) {
+                        let _ = tx.send(got);
+                        break;
+                    }
+                }
+            });
+            rx.recv_timeout(Duration::from_secs(10))
+                .expect("a batch after a leaked one opens")
+        });
+        assert!(second.is_some(), "the second completion is there");
+        // And the QPs on the CQ are destroyed from another thread at once.
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                drop(_a);
+                drop(_b);
+                let _ = tx.send(());
+            });
+            rx.recv_timeout(Duration::from_secs(10))
+                .expect("the QPs are destroyed");
+        });
+    }
+    assert_eq!(drops.count(), 2);
+    // On a panic inside the closure the batch is ended too.
+    let drops2 = Drops::new();
+    let (shared, mut poller) = cq.split();
+    let _q = flushed_qp(&pd, shared, drops2.token(3), 3);
+    let start = Instant::now();
+    let mut panicked = false;
+    while !panicked && start.elapsed() < Duration::from_secs(2) {
+        panicked = catch_unwind(AssertUnwindSafe(|| {
+            poller.poll_batch(|b| {
+                std::mem::forget(b);
+                panic!("handler panics with its batch leaked");
+            })
+        }))
+        .is_err();
+    }
+    assert!(panicked, "{TEST}: the flushed receive completes");
+    assert!(
+        poller.poll_batch(|_| ()).unwrap().is_none(),
+        "the CQ is usable and empty"
+    );
+}
+
+#[test]
+fn qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred() {
+    const TEST: &str = "qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, TEST);
+    let drops = Drops::new();
+    {
+        let pd = Pd::new(&ctx).unwrap();
+        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        let (shared, mut poller) = cq.split();
+        let victim = flushed_qp(&pd, shared, drops.token(7), 7);
+        let other = flushed_qp(&pd, shared, drops.token(8), 8);
+        let start = Instant::now();
+        let mut slot = Some((victim, other));
+        let mut ran = false;
+        while !ran && start.elapsed() < Duration::from_secs(2) {
+            ran = poller
+                .poll_batch(|batch| {
+                    let _ = batch.completion().wr_id();
+                    let (victim, other) = slot.take().expect("one batch runs this");
+                    // Destroy: refused before the call, the QP comes back.
+                    let e = victim.destroy().err().expect("destroy inside the batch");
+                    assert_eq!(e.error.kind, ErrorKind::BatchOpen);
+                    assert_eq!(e.error.verb, Verb::DestroyQp);
+                    assert_eq!(e.error.errno(), libc::EDEADLK);
+                    // Reset: refused likewise, the QP comes back in its state.
+                    let e = e.object.to_reset().err().expect("reset inside the batch");
+                    assert_eq!(e.error.kind, ErrorKind::BatchOpen);
+                    assert_eq!(e.error.verb, Verb::ModifyQp);
+                    // Moving to ERR does not take the CQ lock: allowed.
+                    let victim = e.qp.to_error().unwrap_or_else(|e| panic!("{}", e.error));
+                    // Drop: deferred to the end of the batch; the user context lives on.
+                    drop(victim);
+                    drop(other);
+                    assert_eq!(drops.count(), 0, "deferred while the batch is open");
+                })
+                .unwrap()
+                .is_some();
+        }
+        assert!(ran, "{TEST}: a flushed receive completes");
+        // The batch ended when poll_batch returned; the deferred QPs went then.
+        assert_eq!(drops.count(), 2, "destroyed when the batch ended");
+    }
+    leaks.assert_unchanged("QPs dropped inside a batch");
+}
+
+#[test]
+fn qp_destroy_on_another_thread_waits_for_the_batch() {
+    const TEST: &str = "qp_destroy_on_another_thread_waits_for_the_batch";
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let (shared, mut poller) = cq.split();
+    let qp = flushed_qp(&pd, shared, (), 1);
+    let batch_over = AtomicBool::new(false);
+    let start = Instant::now();
+    let mut qp = Some(qp);
+    let mut ran = false;
+    std::thread::scope(|s| {
+        while !ran && start.elapsed() < Duration::from_secs(2) {
+            ran = poller
+                .poll_batch(|_batch| {
+                    let qp = qp.take().expect("one batch");
+                    let over = &batch_over;
+                    let h = s.spawn(move || {
+                        destroyed(qp.destroy());
+                        over.load(Ordering::SeqCst)
+                    });
+                    std::thread::sleep(Duration::from_millis(200));
+                    batch_over.store(true, Ordering::SeqCst);
+                    h
+                })
+                .unwrap()
+                .map(|h| {
+                    let after = h.join().unwrap();
+                    if ctx.is_software() {
+                        // The software device takes the CQ lock in ibv_destroy_qp as mlx5 does.
+                        assert!(after, "{TEST}: the destroy waited for the batch to end");
+                    }
+                })
+                .is_some();
+        }
+    });
+    assert!(ran, "{TEST}: a flushed receive completes");
+}
+
+#[test]
+fn leaked_multicast_membership_does_not_block_the_qp_destroy() {
+    const TEST: &str = "leaked_multicast_membership_does_not_block_the_qp_destroy";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, TEST);
+    {
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).build().unwrap();
+        let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
+        let mut g = [0u8; 16];
+        g[0] = 0xff;
+        g[1] = 0x0e;
+        g[15] = 0x51;
+        let m = qp
+            .attach_mcast(Gid(g), 0)
+            .expect("attach a multicast group");
+        std::mem::forget(m);
+        let mut g2 = g;
+        g2[15] = 0x52;
+        let m2 = qp.attach_mcast(Gid(g2), 0).expect("attach a second group");
+        std::mem::forget(m2);
+        // The QP's destroy detaches the groups whose membership was leaked.
+        destroyed(qp.destroy());
+        // A dropped QP does too.
+        let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
+        let qp = qp
+            .to_init(UdInit {
+                port_num: 1,
+                pkey_index: 0,
+                qkey: 0x1111_1111,
+            })
+            .unwrap_or_else(|e| panic!("{}", e.error));
+        std::mem::forget(qp.attach_mcast(Gid(g), 0).unwrap());
+        drop(qp);
+        destroyed(cq.destroy());
+        destroyed(pd.destroy());
+    }
+    leaks.assert_unchanged("leaked multicast memberships");
+}
