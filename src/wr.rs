@@ -561,11 +561,24 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         }
     }
 
-    /// `ibv_post_send` of `N` chained work requests in one call.
+    /// `ibv_post_send` of `N` chained work requests in one call. Only a QP in RTS sends, as
+    /// for [`post_send`](Self::post_send).
+    ///
+    /// On failure the [`PostError`] names the first request not posted, and every request
+    /// before it was posted, whoever found the fault: a request that fails a check made here
+    /// (caps, inline size) ends the chain there, and the ones before it are posted in one
+    /// call, as the provider posts the ones before its `bad_wr`.
+    ///
+    /// An empty chain (`N = 0`) posts nothing and returns `Ok(())` without calling the
+    /// provider, whose `wr` must point at a first request ("a linked list of work requests",
+    /// ibv_post_send(3)) that an empty array does not have.
     pub fn post_send_chain<const N: usize>(
         &self,
         wrs: &[SendWr<'_, T, SGE>; N],
-    ) -> Result<(), PostError> {
+    ) -> Result<(), PostError>
+    where
+        St: SendReady,
+    {
         let mut raw: [sys::ibv_send_wr; N] = std::array::from_fn(|_| zeroed_send_wr());
         let mut inline = [sys::ibv_sge {
             addr: 0,
@@ -573,17 +586,33 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
             lkey: 0,
         }; N];
         let caps = self.caps();
-        for (i, wr) in wrs.iter().enumerate() {
-            wr.fill(&caps, &mut raw[i], &mut inline[i])
-                .map_err(|error| PostError { index: i, error })?;
+        let mut checked = Ok(());
+        let mut n = 0;
+        for (wr, (raw, inline)) in wrs.iter().zip(raw.iter_mut().zip(inline.iter_mut())) {
+            if let Err(error) = wr.fill(&caps, raw, inline) {
+                checked = Err(PostError { index: n, error });
+                break;
+            }
+            n += 1;
         }
+        if n > 0 {
+            self.post_send_list(&mut raw[..n])?;
+        }
+        checked
+    }
+
+    /// Links the filled requests `raw` (at least one) and posts them in one call.
+    fn post_send_list(&self, raw: &mut [sys::ibv_send_wr]) -> Result<(), PostError> {
+        debug_assert!(!raw.is_empty());
         let base = raw.as_mut_ptr();
-        for i in 1..N {
-            // SAFETY: both indices are in the array, which does not move until the call returns.
+        for i in 1..raw.len() {
+            // SAFETY: both indices are in the slice, which does not move until the call returns.
             unsafe { (*base.add(i - 1)).next = base.add(i) };
         }
         let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: a live QP in RTS; the chain and what it points to live across the call.
+        // SAFETY: a live QP in RTS (the callers' bound); `base` points at the first of at
+        // least one request, linked in order, the last one's `next` NULL (zeroed); the chain
+        // and what it points to live across the call.
         match unsafe {
             ctx_op_call!(
                 (*self.as_raw()).context,

@@ -567,3 +567,70 @@ fn extended_cq_batches_with_real_traffic_take_every_completion_once() {
         0
     );
 }
+
+/// Polls `cq` once more after a pause: nothing else completed.
+fn assert_quiet(cq: &Cq<'_>) {
+    std::thread::sleep(Duration::from_millis(50));
+    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
+    let more: Vec<u64> = cq.poll(&mut wc).unwrap().iter().map(|w| w.wr_id()).collect();
+    assert!(more.is_empty(), "unexpected completions: {more:?}");
+}
+
+#[test]
+fn an_empty_chain_posts_nothing() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let (a, b) = rc_pair(&ctx, &pd, &cq);
+    let mut dst = vec![0u8; 64];
+    let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    b.post_recv(10, &[dmr.sge(0..64).unwrap()]).unwrap();
+    // No request: the provider is not called (it would read a request that does not exist).
+    a.post_send_chain::<0>(&[]).expect("an empty chain is Ok");
+    assert_quiet(&cq);
+    // The QP is untouched: the next request is the first one the peer receives.
+    a.post_send(&SendWr::send_inline(1, b"after").signaled())
+        .unwrap();
+    let mut got = wait(&cq, 2);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        got.iter().map(|d| (d.wr_id, d.status, d.byte_len)).collect::<Vec<_>>(),
+        [(1, WcStatus::SUCCESS, 5), (10, WcStatus::SUCCESS, 5)]
+    );
+    assert_quiet(&cq);
+}
+
+#[test]
+fn a_chain_refused_by_a_check_posts_the_requests_before_it() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let (a, b) = rc_pair(&ctx, &pd, &cq);
+    let mut dst = vec![0u8; 64];
+    let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    for i in 0..3 {
+        b.post_recv(10 + i, &[dmr.sge(0..64).unwrap()]).unwrap();
+    }
+    let big = vec![0u8; a.caps().max_inline_data as usize + 1];
+    let e = a
+        .post_send_chain(&[
+            SendWr::send_inline(1, b"one").signaled(),
+            SendWr::send_inline(2, &big).signaled(),
+            SendWr::send_inline(3, b"three").signaled(),
+        ])
+        .expect_err("request 1 is over max_inline_data");
+    assert_eq!(e.index, 1, "{e}");
+    assert_eq!(e.error.verb, Verb::PostSend);
+    assert!(
+        matches!(e.error.kind, ErrorKind::OutOfRange { what: "inline length", .. }),
+        "{e}"
+    );
+    // PostError: "the ones before it were posted", and only those.
+    let mut got = wait(&cq, 2);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        got.iter().map(|d| (d.wr_id, d.byte_len)).collect::<Vec<_>>(),
+        [(1, 3), (10, 3)]
+    );
+    assert_quiet(&cq);
+}
