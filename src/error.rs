@@ -141,6 +141,10 @@ pub enum ErrorKind {
     /// An object passed to the verb belongs to another context (or, for a CQ's parent domain,
     /// is not one). Checked before the FFI call; a C program would get `EINVAL`.
     WrongContext(&'static str),
+    /// An object passed to the verb is of the right context but another protection domain,
+    /// where the verbs require the same one (a UD send's address handle and its QP). Checked
+    /// before the FFI call; a C program would get `EINVAL` or a failed completion.
+    WrongPd(&'static str),
 }
 
 /// An error of a verb: which verb, and why.
@@ -192,6 +196,7 @@ impl Error {
             ErrorKind::CqOverrun => libc::ENOSPC,
             ErrorKind::NotSoftware => libc::EOPNOTSUPP,
             ErrorKind::WrongContext(_) => libc::EINVAL,
+            ErrorKind::WrongPd(_) => libc::EINVAL,
             ErrorKind::MissingProviderOp(_) => libc::EOPNOTSUPP,
         }
     }
@@ -235,6 +240,9 @@ impl fmt::Display for Error {
             }
             ErrorKind::WrongContext(what) => {
                 write!(f, "{}: {what} belongs to another device context", self.verb)
+            }
+            ErrorKind::WrongPd(what) => {
+                write!(f, "{}: {what} belongs to another protection domain", self.verb)
             }
         }
     }

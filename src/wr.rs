@@ -15,7 +15,7 @@
 //! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
 
 use crate::cq::Threading;
-use crate::error::{Error, Result, Verb};
+use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
 use crate::mr::{AtomicTarget, RemoteAddr, Sge};
 use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
@@ -420,9 +420,13 @@ impl std::error::Error for PostError {}
 
 impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data).
+    ///
+    /// `qp` is the live QP the request is posted on: a UD request's address handle must be of
+    /// its PD (and so of its context), checked here before the provider sees it.
     #[inline(always)]
     fn fill(
         &self,
+        qp: *mut sys::ibv_qp,
         caps: &crate::qp::QpCap,
         wr: &mut sys::ibv_send_wr,
         inline: &mut sys::ibv_sge,
@@ -512,7 +516,27 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
                 atomic(wr, r, add, 0);
             }
         }
-        if let Some(d) = self.ud {
+        // Only UD requests carry a destination (`send_to*`); for the other types this is
+        // decided at compile time and costs nothing.
+        if let (sys::ibv_qp_type::IBV_QPT_UD, Some(d)) = (T::RAW, self.ud) {
+            // ibv_post_send(3): `ah` is the "Address handle (AH) for the remote node address";
+            // the provider reads it as its own type, and the AH must be of the QP's PD (rxe:
+            // "PDs don't match for AH and QP"). A PD is of one context, so one comparison
+            // covers both; the error says which.
+            // SAFETY: the AH is live (borrowed by `d`) and so is the QP; their `pd` and
+            // `context` are fixed at creation.
+            let (ah_pd, ah_ctx, qp_pd, qp_ctx) =
+                unsafe { ((*d.ah).pd, (*d.ah).context, (*qp).pd, (*qp).context) };
+            if ah_pd != qp_pd {
+                return Err(Error {
+                    verb: Verb::PostSend,
+                    kind: if ah_ctx != qp_ctx {
+                        ErrorKind::WrongContext("ah")
+                    } else {
+                        ErrorKind::WrongPd("ah")
+                    },
+                });
+            }
             wr.wr.ud = sys::ud_t {
                 ah: d.ah,
                 remote_qpn: d.remote_qpn,
@@ -543,7 +567,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
             length: 0,
             lkey: 0,
         };
-        wr.fill(&self.caps(), &mut raw, &mut inline)?;
+        wr.fill(self.as_raw(), &self.caps(), &mut raw, &mut inline)?;
         let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
         // SAFETY: a live QP in RTS; `raw` and what it points to (the caller's SGEs, borrowed by
         // `wr`, and `inline`) live across the call, which copies what it needs.
@@ -566,8 +590,8 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     ///
     /// On failure the [`PostError`] names the first request not posted, and every request
     /// before it was posted, whoever found the fault: a request that fails a check made here
-    /// (caps, inline size) ends the chain there, and the ones before it are posted in one
-    /// call, as the provider posts the ones before its `bad_wr`.
+    /// (caps, inline size, the address handle's PD) ends the chain there, and the ones before
+    /// it are posted in one call, as the provider posts the ones before its `bad_wr`.
     ///
     /// An empty chain (`N = 0`) posts nothing and returns `Ok(())` without calling the
     /// provider, whose `wr` must point at a first request ("a linked list of work requests",
@@ -589,7 +613,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         let mut checked = Ok(());
         let mut n = 0;
         for (wr, (raw, inline)) in wrs.iter().zip(raw.iter_mut().zip(inline.iter_mut())) {
-            if let Err(error) = wr.fill(&caps, raw, inline) {
+            if let Err(error) = wr.fill(self.as_raw(), &caps, raw, inline) {
                 checked = Err(PostError { index: n, error });
                 break;
             }

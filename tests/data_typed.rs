@@ -634,3 +634,75 @@ fn a_chain_refused_by_a_check_posts_the_requests_before_it() {
     );
     assert_quiet(&cq);
 }
+
+#[test]
+fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
+    use typed_verbs::{AddressHandle, UdDest, UdInit};
+    let ctx = open();
+    // A second open of the same device is another context.
+    let other = Context::open(ctx.device_name()).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let init = UdInit {
+        port_num: 1,
+        pkey_index: 0,
+        qkey: 0x1111,
+    };
+    let up = || {
+        Qp::<typed_verbs::Ud>::builder(&pd, &cq, &cq)
+            .max_send_wr(4)
+            .max_recv_wr(4)
+            .build()
+            .unwrap()
+            .to_init(init)
+            .unwrap()
+            .to_rtr(())
+            .unwrap()
+            .to_rts(SqPsn { sq_psn: 0 })
+            .unwrap()
+    };
+    let (a, b) = (up(), up());
+    let ah = AddressHandle::new(&pd, av(&ctx)).unwrap();
+    let other_pd = Pd::new(&other).unwrap();
+    let other_ctx_ah = AddressHandle::new(&other_pd, av(&other)).unwrap();
+    let pd2 = Pd::new(&ctx).unwrap();
+    let other_pd_ah = AddressHandle::new(&pd2, av(&ctx)).unwrap();
+    let mut src = vec![0u8; 64];
+    let mut dst = vec![0u8; 4 * 64];
+    let smr = Mr::new(&pd, &mut src, AccessFlags::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    for i in 0..4 {
+        b.post_recv(10 + i, &[dmr.sge(i as usize * 64..i as usize * 64 + 64).unwrap()])
+            .unwrap();
+    }
+    let sgl = [smr.sge(0..8).unwrap()];
+    let to = |ah| UdDest::new(ah, b.qp_num(), 0x1111);
+
+    let e = a
+        .post_send(&SendWr::send_to(1, &sgl, to(&other_ctx_ah)).signaled())
+        .expect_err("an AH of another context");
+    assert_eq!(e.verb, Verb::PostSend);
+    assert_eq!(e.kind, ErrorKind::WrongContext("ah"), "{e}");
+    assert_eq!(e.errno(), libc::EINVAL);
+    let e = a
+        .post_send(&SendWr::send_to_inline(2, b"x", to(&other_pd_ah)).signaled())
+        .expect_err("an AH of another PD");
+    assert_eq!(e.kind, ErrorKind::WrongPd("ah"), "{e}");
+    // In a chain: the request before the foreign AH is posted, the rest is not.
+    let e = a
+        .post_send_chain(&[
+            SendWr::send_to(3, &sgl, to(&ah)).signaled(),
+            SendWr::send_to_with_imm(4, &sgl, to(&other_ctx_ah), 9).signaled(),
+            SendWr::send_to(5, &sgl, to(&ah)).signaled(),
+        ])
+        .expect_err("an AH of another context in a chain");
+    assert_eq!((e.index, e.error.kind.clone()), (1, ErrorKind::WrongContext("ah")));
+    // Nothing reached the device but request 3: one send, one receive (GRH + 8 bytes).
+    let mut got = wait(&cq, 2);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        got.iter().map(|d| (d.wr_id, d.status, d.byte_len)).collect::<Vec<_>>(),
+        [(3, WcStatus::SUCCESS, 8), (10, WcStatus::SUCCESS, 48)]
+    );
+    assert_quiet(&cq);
+}
