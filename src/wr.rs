@@ -419,7 +419,8 @@ impl std::fmt::Display for PostError {
 impl std::error::Error for PostError {}
 
 impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
-    /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data).
+    /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data,
+    /// or as the valid, empty SGE array an empty list points at).
     ///
     /// `qp` is the live QP the request is posted on: a UD request's address handle must be of
     /// its PD (and so of its context), checked here before the provider sees it.
@@ -447,7 +448,13 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
                         caps.max_send_sge.into(),
                     ));
                 }
-                wr.sg_list = sgl.as_ptr() as *mut sys::ibv_sge;
+                // An empty list (legal: a zero-length message) still hands the provider a
+                // pointer to a real SGE, not the dangling one of an empty slice.
+                wr.sg_list = if sgl.is_empty() {
+                    inline
+                } else {
+                    sgl.as_ptr() as *mut sys::ibv_sge
+                };
                 wr.num_sge = sgl.len() as i32;
             }
             Data::Inline(bytes) => {
@@ -683,10 +690,21 @@ fn post_recv_raw(
             max_sge.into(),
         ));
     }
+    // An empty list (legal: a receive for a zero-length message) still hands the provider a
+    // pointer to a real SGE, not the dangling one of an empty slice.
+    let mut empty = sys::ibv_sge {
+        addr: 0,
+        length: 0,
+        lkey: 0,
+    };
     let mut wr = sys::ibv_recv_wr {
         wr_id,
         next: std::ptr::null_mut(),
-        sg_list: sgl.as_ptr() as *mut sys::ibv_sge,
+        sg_list: if sgl.is_empty() {
+            &mut empty
+        } else {
+            sgl.as_ptr() as *mut sys::ibv_sge
+        },
         num_sge: sgl.len() as i32,
     };
     let mut bad = std::ptr::null_mut();
@@ -738,5 +756,49 @@ impl<C, const SGE: usize> Srq<'_, C, SGE> {
                 unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty list is handed to the provider as a valid pointer with `num_sge` 0, not the
+    /// dangling pointer of an empty slice.
+    #[test]
+    fn an_empty_list_points_at_a_real_sge() {
+        let caps = crate::qp::QpCap {
+            max_send_sge: 1,
+            ..Default::default()
+        };
+        let none: &[Sge] = &[];
+        let mut raw = zeroed_send_wr();
+        let mut inline = sys::ibv_sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
+        // An RC request: `fill` does not read the QP.
+        SendWr::<Rc>::send(1, none)
+            .fill(std::ptr::null_mut(), &caps, &mut raw, &mut inline)
+            .unwrap();
+        assert_eq!(raw.num_sge, 0);
+        assert_eq!(raw.sg_list, &mut inline as *mut sys::ibv_sge);
+
+        let mut seen = (0, std::ptr::null_mut());
+        let mut probe = |wr: *mut sys::ibv_recv_wr, _bad| {
+            // SAFETY: `post_recv_raw` hands a valid request.
+            let wr = unsafe { &*wr };
+            seen = (wr.num_sge, wr.sg_list);
+            // SAFETY: the pointer must be readable even for no SGE.
+            let _ = unsafe { wr.sg_list.read() };
+            0
+        };
+        post_recv_raw(Verb::PostRecv, 1, 7, (none, false), &mut probe).unwrap();
+        assert_eq!(seen.0, 0);
+        assert!(
+            seen.1 != none.as_ptr() as *mut sys::ibv_sge,
+            "not the empty slice's dangling pointer"
+        );
     }
 }

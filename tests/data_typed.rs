@@ -706,3 +706,27 @@ fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
     );
     assert_quiet(&cq);
 }
+
+#[test]
+fn empty_sge_lists_send_and_receive_zero_bytes() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let (a, b) = rc_pair(&ctx, &pd, &cq);
+    let none: &[Sge] = &[];
+    b.post_recv(10, none).unwrap();
+    b.post_recv(11, &[]).unwrap();
+    a.post_send(&SendWr::send(1, none).signaled()).unwrap();
+    a.post_send(&SendWr::send(2, &[]).signaled()).unwrap();
+    let mut got = wait(&cq, 4);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        got.iter().map(|d| (d.wr_id, d.status, d.byte_len)).collect::<Vec<_>>(),
+        [
+            (1, WcStatus::SUCCESS, 0),
+            (2, WcStatus::SUCCESS, 0),
+            (10, WcStatus::SUCCESS, 0),
+            (11, WcStatus::SUCCESS, 0)
+        ]
+    );
+}
