@@ -242,7 +242,11 @@ impl fmt::Display for Error {
                 write!(f, "{}: {what} belongs to another device context", self.verb)
             }
             ErrorKind::WrongPd(what) => {
-                write!(f, "{}: {what} belongs to another protection domain", self.verb)
+                write!(
+                    f,
+                    "{}: {what} belongs to another protection domain",
+                    self.verb
+                )
             }
         }
     }

@@ -572,7 +572,12 @@ fn extended_cq_batches_with_real_traffic_take_every_completion_once() {
 fn assert_quiet(cq: &Cq<'_>) {
     std::thread::sleep(Duration::from_millis(50));
     let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
-    let more: Vec<u64> = cq.poll(&mut wc).unwrap().iter().map(|w| w.wr_id()).collect();
+    let more: Vec<u64> = cq
+        .poll(&mut wc)
+        .unwrap()
+        .iter()
+        .map(|w| w.wr_id())
+        .collect();
     assert!(more.is_empty(), "unexpected completions: {more:?}");
 }
 
@@ -594,7 +599,9 @@ fn an_empty_chain_posts_nothing() {
     let mut got = wait(&cq, 2);
     got.sort_by_key(|d| d.wr_id);
     assert_eq!(
-        got.iter().map(|d| (d.wr_id, d.status, d.byte_len)).collect::<Vec<_>>(),
+        got.iter()
+            .map(|d| (d.wr_id, d.status, d.byte_len))
+            .collect::<Vec<_>>(),
         [(1, WcStatus::SUCCESS, 5), (10, WcStatus::SUCCESS, 5)]
     );
     assert_quiet(&cq);
@@ -622,14 +629,22 @@ fn a_chain_refused_by_a_check_posts_the_requests_before_it() {
     assert_eq!(e.index, 1, "{e}");
     assert_eq!(e.error.verb, Verb::PostSend);
     assert!(
-        matches!(e.error.kind, ErrorKind::OutOfRange { what: "inline length", .. }),
+        matches!(
+            e.error.kind,
+            ErrorKind::OutOfRange {
+                what: "inline length",
+                ..
+            }
+        ),
         "{e}"
     );
     // PostError: "the ones before it were posted", and only those.
     let mut got = wait(&cq, 2);
     got.sort_by_key(|d| d.wr_id);
     assert_eq!(
-        got.iter().map(|d| (d.wr_id, d.byte_len)).collect::<Vec<_>>(),
+        got.iter()
+            .map(|d| (d.wr_id, d.byte_len))
+            .collect::<Vec<_>>(),
         [(1, 3), (10, 3)]
     );
     assert_quiet(&cq);
@@ -672,8 +687,11 @@ fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
     let smr = Mr::new(&pd, &mut src, AccessFlags::LOCAL_WRITE).unwrap();
     let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
     for i in 0..4 {
-        b.post_recv(10 + i, &[dmr.sge(i as usize * 64..i as usize * 64 + 64).unwrap()])
-            .unwrap();
+        b.post_recv(
+            10 + i,
+            &[dmr.sge(i as usize * 64..i as usize * 64 + 64).unwrap()],
+        )
+        .unwrap();
     }
     let sgl = [smr.sge(0..8).unwrap()];
     let to = |ah| UdDest::new(ah, b.qp_num(), 0x1111);
@@ -696,12 +714,17 @@ fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
             SendWr::send_to(5, &sgl, to(&ah)).signaled(),
         ])
         .expect_err("an AH of another context in a chain");
-    assert_eq!((e.index, e.error.kind.clone()), (1, ErrorKind::WrongContext("ah")));
+    assert_eq!(
+        (e.index, e.error.kind.clone()),
+        (1, ErrorKind::WrongContext("ah"))
+    );
     // Nothing reached the device but request 3: one send, one receive (GRH + 8 bytes).
     let mut got = wait(&cq, 2);
     got.sort_by_key(|d| d.wr_id);
     assert_eq!(
-        got.iter().map(|d| (d.wr_id, d.status, d.byte_len)).collect::<Vec<_>>(),
+        got.iter()
+            .map(|d| (d.wr_id, d.status, d.byte_len))
+            .collect::<Vec<_>>(),
         [(3, WcStatus::SUCCESS, 8), (10, WcStatus::SUCCESS, 48)]
     );
     assert_quiet(&cq);
@@ -721,7 +744,9 @@ fn empty_sge_lists_send_and_receive_zero_bytes() {
     let mut got = wait(&cq, 4);
     got.sort_by_key(|d| d.wr_id);
     assert_eq!(
-        got.iter().map(|d| (d.wr_id, d.status, d.byte_len)).collect::<Vec<_>>(),
+        got.iter()
+            .map(|d| (d.wr_id, d.status, d.byte_len))
+            .collect::<Vec<_>>(),
         [
             (1, WcStatus::SUCCESS, 0),
             (2, WcStatus::SUCCESS, 0),
