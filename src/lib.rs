@@ -41,6 +41,7 @@ pub mod pd;
 pub mod qp;
 pub mod qp_state;
 pub mod raw;
+mod sealed;
 pub mod software;
 pub mod srq;
 pub mod wc;

@@ -20,6 +20,7 @@ use crate::ffi::{ctx_op_call, sys};
 use crate::mr::{AtomicTarget, RemoteAddr, Sge};
 use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
+use crate::sealed::{Sealed, SealedFor, SealedSgeList};
 use crate::srq::Srq;
 use std::marker::PhantomData;
 
@@ -28,7 +29,7 @@ use std::marker::PhantomData;
     message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`",
     label = "a datagram QP needs a destination for every send"
 )]
-pub trait Connected: QpType {}
+pub trait Connected: QpType + Sealed {}
 impl Connected for Rc {}
 impl Connected for Uc {}
 impl Connected for RawPacket {}
@@ -38,7 +39,7 @@ impl Connected for RawPacket {}
     message = "a `{Self}` QP cannot send immediate data: RC, UC and UD can",
     label = "no immediate data on this QP type"
 )]
-pub trait ImmCapable: QpType {}
+pub trait ImmCapable: QpType + Sealed {}
 impl ImmCapable for Rc {}
 impl ImmCapable for Uc {}
 impl ImmCapable for Ud {}
@@ -48,7 +49,7 @@ impl ImmCapable for Ud {}
     message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can",
     label = "no RDMA write on this QP type"
 )]
-pub trait RdmaWriteCapable: QpType {}
+pub trait RdmaWriteCapable: QpType + Sealed {}
 impl RdmaWriteCapable for Rc {}
 impl RdmaWriteCapable for Uc {}
 
@@ -57,7 +58,7 @@ impl RdmaWriteCapable for Uc {}
     message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can",
     label = "reads and atomics need a reliable connection"
 )]
-pub trait ReliableOnly: QpType {}
+pub trait ReliableOnly: QpType + Sealed {}
 impl ReliableOnly for Rc {}
 
 /// The states in which receives may be posted (INIT on; in ERR they complete flushed).
@@ -65,7 +66,7 @@ impl ReliableOnly for Rc {}
     message = "receives can be posted from INIT on: this QP is in `{Self}`; call `to_init` first",
     label = "the QP is still in RESET"
 )]
-pub trait RecvReady: QpState {}
+pub trait RecvReady: QpState + Sealed {}
 impl RecvReady for Init {}
 impl RecvReady for Rtr {}
 impl RecvReady for Rts {}
@@ -76,21 +77,25 @@ impl RecvReady for ErrorState {}
     message = "work requests are sent from RTS: this QP is in `{Self}`; bring it up with to_init, to_rtr and to_rts",
     label = "the QP is not ready to send"
 )]
-pub trait SendReady: QpState {}
+pub trait SendReady: QpState + Sealed {}
 impl SendReady for Rts {}
 
 /// `OwnRq<N>: HasOwnRq<L>` when the list `L` fits its receive SGE cap `N`: only a QP with its
 /// own receive queue takes `post_recv` (a list that does not fit is reported by [`SgeList`]).
+///
+/// Sealed for every `L`: `post_recv` trusts `recv_list`'s claim that the list fits.
+
 #[diagnostic::on_unimplemented(
     message = "this QP takes its receives from an SRQ: post them with `srq.post_recv(..)`, not on the QP",
     label = "no receive queue of its own"
 )]
-pub trait HasOwnRq<L>: RecvSide {
+pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     /// The list's elements, and whether its length was proven within the cap.
     fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
     where
         L: 'x;
 }
+impl<const N: usize, L: SgeList<N>> SealedFor<L> for OwnRq<N> {}
 impl<const N: usize, L: SgeList<N>> HasOwnRq<L> for OwnRq<N> {
     #[inline(always)]
     fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
@@ -113,7 +118,7 @@ pub const MAX_TYPED_SGE: usize = 64;
     label = "SGE cap too large for the type",
     note = "lists longer than the type's cap are slices, checked against the actual cap when posted"
 )]
-pub trait TypedSgeCap<const N: usize> {}
+pub trait TypedSgeCap<const N: usize>: Sealed {}
 
 /// `[Sge; N]: WithinSgeCap<CAP>` holds when `N <= CAP <= MAX_TYPED_SGE`: the comparison the
 /// type system makes for a fixed-size list. It is one impl per pair (generated below) rather than
@@ -124,7 +129,7 @@ pub trait TypedSgeCap<const N: usize> {}
     label = "more SGEs than the queue's type allows",
     note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
-pub trait WithinSgeCap<const CAP: usize> {}
+pub trait WithinSgeCap<const CAP: usize>: Sealed {}
 
 macro_rules! within_sge_cap {
     ([$($below:literal)*]) => {};
@@ -135,6 +140,8 @@ macro_rules! within_sge_cap {
         within_sge_cap!([$($below)* $cap] $($rest)*);
     };
 }
+impl Sealed for Sge {}
+impl<const N: usize> Sealed for [Sge; N] {}
 within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
     29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
     60 61 62 63 64);
@@ -147,12 +154,15 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 /// `&[Sge; N]`, must have `N <= CAP`, or the program does not compile; a slice (`&[Sge]`,
 /// `&Vec<Sge>`) may be longer than `CAP` and is checked against the queue's actual cap when
 /// posted ([`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange)).
+///
+/// Sealed: a list that claims `FITS` is posted without a check, so only the crate's lists
+/// implement it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not fit the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
     label = "more SGEs than the queue's type allows",
     note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
-pub trait SgeList<const CAP: usize>: Copy {
+pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// Whether the length is proven within the cap at compile time (no check when posted).
     const FITS: bool;
     /// The elements, for as long as the list borrows them.
@@ -176,6 +186,9 @@ macro_rules! sge_list {
         }
     )*};
 }
+impl<const N: usize> SealedSgeList for &[Sge; N] {}
+impl SealedSgeList for &[Sge] {}
+impl SealedSgeList for &Vec<Sge> {}
 sge_list! {
     [const N: usize, const CAP: usize] &[Sge; N], fits: true, where [[Sge; N]: WithinSgeCap<CAP>];
     [const CAP: usize] &[Sge], fits: false, where [];
