@@ -17,9 +17,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-pub(crate) mod sealed {
-    pub trait Sealed {}
-}
+pub(crate) use crate::sealed;
 
 /// Whether a CQ may be used from several threads: [`Shared`] (the default) or
 /// [`SingleThreaded`] (`IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: "no locking is required").
@@ -55,7 +53,7 @@ impl Threading for SingleThreaded {
 }
 
 /// The threading of a QP that uses two CQs: [`Shared`] only when both are.
-pub trait JoinThreading<B: Threading>: Threading {
+pub trait JoinThreading<B: Threading>: Threading + sealed::Sealed {
     /// The result.
     type Out: Threading;
 }
@@ -481,7 +479,7 @@ unsafe impl<C: Sync> Sync for Cq<'_, C> {}
     label = "a legacy `Cq` has no ibv_start_poll iterator",
     note = "a `Cq` is polled with `cq.poll(&mut [WorkCompletion; N])` (ibv_poll_cq)"
 )]
-pub trait ExtendedPolling {}
+pub trait ExtendedPolling: sealed::Sealed {}
 
 impl<'a> Cq<'a, ()> {
     /// Starts building a CQ on `ctx`.

@@ -158,7 +158,7 @@ macro_rules! flag_traits {
             label = $label,
             note = "a CQ's wc_flags are its type parameter: a field can be read only if its flag was requested at ibv_create_cq_ex"
         )]
-        pub trait $trait: WcFlags {}
+        pub trait $trait: WcFlags + sealed::Sealed {}
         impl<$(const $p: bool),*> $trait for WcFlagSet<$($a),*> {}
     )*};
 }
@@ -564,7 +564,7 @@ impl StatusState for Failure {}
     label = "the completion's status is not known to be success here",
     note = "a failed completion has only wr_id, status and vendor_err"
 )]
-pub trait Succeeded: StatusState {}
+pub trait Succeeded: StatusState + sealed::Sealed {}
 impl Succeeded for Success {}
 
 /// The completion a batch points at: reads go straight to the provider's `ibv_wc_read_*`

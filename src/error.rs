@@ -147,6 +147,10 @@ pub enum ErrorKind {
     /// would never return; it is refused before the call. Do it after the batch, or drop the QP:
     /// a QP dropped inside a batch is destroyed when the batch ends. Errno `EDEADLK`.
     BatchOpen,
+    /// An object passed to the verb is of the right context but another protection domain,
+    /// where the verbs require the same one (a UD send's address handle and its QP). Checked
+    /// before the FFI call; a C program would get `EINVAL` or a failed completion.
+    WrongPd(&'static str),
 }
 
 /// An error of a verb: which verb, and why.
@@ -198,6 +202,7 @@ impl Error {
             ErrorKind::CqOverrun => libc::ENOSPC,
             ErrorKind::NotSoftware => libc::EOPNOTSUPP,
             ErrorKind::WrongContext(_) => libc::EINVAL,
+            ErrorKind::WrongPd(_) => libc::EINVAL,
             ErrorKind::MissingProviderOp(_) => libc::EOPNOTSUPP,
             ErrorKind::BatchOpen => libc::EDEADLK,
         }
@@ -250,6 +255,13 @@ impl fmt::Display for Error {
                  (destroyed when the batch ends)",
                 self.verb
             ),
+            ErrorKind::WrongPd(what) => {
+                write!(
+                    f,
+                    "{}: {what} belongs to another protection domain",
+                    self.verb
+                )
+            }
         }
     }
 }

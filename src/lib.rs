@@ -43,6 +43,7 @@ pub mod qp;
 pub mod qp_state;
 pub mod raw;
 pub mod safety;
+mod sealed;
 pub mod software;
 pub mod srq;
 pub mod wc;

@@ -55,7 +55,7 @@ qp_types!(
     label = "ibv_create_qp fails for this QP type with an SRQ",
     note = "ibv_create_qp(3): it fails for a QP of a type other than IBV_QPT_RC or IBV_QPT_UD associated with an SRQ"
 )]
-pub trait SrqCapable: QpType {}
+pub trait SrqCapable: QpType + sealed::Sealed {}
 impl SrqCapable for Rc {}
 impl SrqCapable for Ud {}
 
@@ -64,7 +64,7 @@ impl SrqCapable for Ud {}
     message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast)",
     label = "not a UD QP"
 )]
-pub trait MulticastCapable: QpType {}
+pub trait MulticastCapable: QpType + sealed::Sealed {}
 impl MulticastCapable for Ud {}
 
 /// Where a QP's receives go: [`OwnRq`] or [`UsesSrq`].
@@ -94,7 +94,7 @@ impl RecvSide for UsesSrq {
     label = "this QP takes its receives from an SRQ",
     note = "ibv_create_qp(3): the attributes max_recv_wr and max_recv_sge are ignored if the QP is to be associated with an SRQ"
 )]
-pub trait OwnsRecvQueue: RecvSide {
+pub trait OwnsRecvQueue: RecvSide + sealed::Sealed {
     /// The same receive side with another receive SGE cap.
     type WithRecvSge<const N: usize>: OwnsRecvQueue;
 }

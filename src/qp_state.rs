@@ -166,10 +166,20 @@ impl AddressVector {
 }
 
 /// The attributes of one transition, written into `struct ibv_qp_attr` with their mask bits.
-pub trait TransitionAttr {
+/// Sealed: `ibv_modify_qp` takes the mask `apply` returns.
+pub trait TransitionAttr: crate::sealed::SealedTransitionAttr {
     #[doc(hidden)]
     fn apply(&self, attr: &mut sys::ibv_qp_attr) -> i32;
 }
+
+impl crate::sealed::SealedTransitionAttr for () {}
+impl crate::sealed::SealedTransitionAttr for ConnectedInit {}
+impl crate::sealed::SealedTransitionAttr for UdInit {}
+impl crate::sealed::SealedTransitionAttr for RawPacketInit {}
+impl crate::sealed::SealedTransitionAttr for RcRtr {}
+impl crate::sealed::SealedTransitionAttr for UcRtr {}
+impl crate::sealed::SealedTransitionAttr for RcRts {}
+impl crate::sealed::SealedTransitionAttr for SqPsn {}
 
 impl TransitionAttr for () {
     fn apply(&self, _: &mut sys::ibv_qp_attr) -> i32 {
@@ -341,7 +351,7 @@ impl TransitionAttr for SqPsn {
 }
 
 /// The attributes each transition takes for a QP type.
-pub trait Transitions: QpType {
+pub trait Transitions: QpType + sealed::Sealed {
     /// RESET → INIT.
     type Init: TransitionAttr;
     /// INIT → RTR.
@@ -403,7 +413,7 @@ macro_rules! require_state {
     ($($tr:ident: $st:ident, $msg:literal;)*) => {$(
         #[doc = concat!("Implemented by [`", stringify!($st), "`] only.")]
         #[diagnostic::on_unimplemented(message = $msg, label = "not the state this transition starts from")]
-        pub trait $tr: QpState {}
+        pub trait $tr: QpState + sealed::Sealed {}
         impl $tr for $st {}
     )*};
 }

@@ -15,11 +15,12 @@
 //! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
 
 use crate::cq::Threading;
-use crate::error::{Error, Result, Verb};
+use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
 use crate::mr::{AtomicTarget, RemoteAddr, Sge};
 use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
+use crate::sealed::{Sealed, SealedFor, SealedSgeList};
 use crate::srq::Srq;
 use std::marker::PhantomData;
 
@@ -28,7 +29,7 @@ use std::marker::PhantomData;
     message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`",
     label = "a datagram QP needs a destination for every send"
 )]
-pub trait Connected: QpType {}
+pub trait Connected: QpType + Sealed {}
 impl Connected for Rc {}
 impl Connected for Uc {}
 impl Connected for RawPacket {}
@@ -38,7 +39,7 @@ impl Connected for RawPacket {}
     message = "a `{Self}` QP cannot send immediate data: RC, UC and UD can",
     label = "no immediate data on this QP type"
 )]
-pub trait ImmCapable: QpType {}
+pub trait ImmCapable: QpType + Sealed {}
 impl ImmCapable for Rc {}
 impl ImmCapable for Uc {}
 impl ImmCapable for Ud {}
@@ -48,7 +49,7 @@ impl ImmCapable for Ud {}
     message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can",
     label = "no RDMA write on this QP type"
 )]
-pub trait RdmaWriteCapable: QpType {}
+pub trait RdmaWriteCapable: QpType + Sealed {}
 impl RdmaWriteCapable for Rc {}
 impl RdmaWriteCapable for Uc {}
 
@@ -57,7 +58,7 @@ impl RdmaWriteCapable for Uc {}
     message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can",
     label = "reads and atomics need a reliable connection"
 )]
-pub trait ReliableOnly: QpType {}
+pub trait ReliableOnly: QpType + Sealed {}
 impl ReliableOnly for Rc {}
 
 /// The states in which receives may be posted (INIT on; in ERR they complete flushed).
@@ -65,7 +66,7 @@ impl ReliableOnly for Rc {}
     message = "receives can be posted from INIT on: this QP is in `{Self}`; call `to_init` first",
     label = "the QP is still in RESET"
 )]
-pub trait RecvReady: QpState {}
+pub trait RecvReady: QpState + Sealed {}
 impl RecvReady for Init {}
 impl RecvReady for Rtr {}
 impl RecvReady for Rts {}
@@ -76,21 +77,25 @@ impl RecvReady for ErrorState {}
     message = "work requests are sent from RTS: this QP is in `{Self}`; bring it up with to_init, to_rtr and to_rts",
     label = "the QP is not ready to send"
 )]
-pub trait SendReady: QpState {}
+pub trait SendReady: QpState + Sealed {}
 impl SendReady for Rts {}
 
 /// `OwnRq<N>: HasOwnRq<L>` when the list `L` fits its receive SGE cap `N`: only a QP with its
 /// own receive queue takes `post_recv` (a list that does not fit is reported by [`SgeList`]).
+///
+/// Sealed for every `L`: `post_recv` trusts `recv_list`'s claim that the list fits.
+
 #[diagnostic::on_unimplemented(
     message = "this QP takes its receives from an SRQ: post them with `srq.post_recv(..)`, not on the QP",
     label = "no receive queue of its own"
 )]
-pub trait HasOwnRq<L>: RecvSide {
+pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     /// The list's elements, and whether its length was proven within the cap.
     fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
     where
         L: 'x;
 }
+impl<const N: usize, L: SgeList<N>> SealedFor<L> for OwnRq<N> {}
 impl<const N: usize, L: SgeList<N>> HasOwnRq<L> for OwnRq<N> {
     #[inline(always)]
     fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
@@ -113,7 +118,7 @@ pub const MAX_TYPED_SGE: usize = 64;
     label = "SGE cap too large for the type",
     note = "lists longer than the type's cap are slices, checked against the actual cap when posted"
 )]
-pub trait TypedSgeCap<const N: usize> {}
+pub trait TypedSgeCap<const N: usize>: Sealed {}
 
 /// `[Sge; N]: WithinSgeCap<CAP>` holds when `N <= CAP <= MAX_TYPED_SGE`: the comparison the
 /// type system makes for a fixed-size list. It is one impl per pair (generated below) rather than
@@ -124,7 +129,7 @@ pub trait TypedSgeCap<const N: usize> {}
     label = "more SGEs than the queue's type allows",
     note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
-pub trait WithinSgeCap<const CAP: usize> {}
+pub trait WithinSgeCap<const CAP: usize>: Sealed {}
 
 macro_rules! within_sge_cap {
     ([$($below:literal)*]) => {};
@@ -135,6 +140,8 @@ macro_rules! within_sge_cap {
         within_sge_cap!([$($below)* $cap] $($rest)*);
     };
 }
+impl Sealed for Sge {}
+impl<const N: usize> Sealed for [Sge; N] {}
 within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
     29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
     60 61 62 63 64);
@@ -147,12 +154,15 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 /// `&[Sge; N]`, must have `N <= CAP`, or the program does not compile; a slice (`&[Sge]`,
 /// `&Vec<Sge>`) may be longer than `CAP` and is checked against the queue's actual cap when
 /// posted ([`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange)).
+///
+/// Sealed: a list that claims `FITS` is posted without a check, so only the crate's lists
+/// implement it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not fit the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
     label = "more SGEs than the queue's type allows",
     note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
-pub trait SgeList<const CAP: usize>: Copy {
+pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// Whether the length is proven within the cap at compile time (no check when posted).
     const FITS: bool;
     /// The elements, for as long as the list borrows them.
@@ -176,6 +186,9 @@ macro_rules! sge_list {
         }
     )*};
 }
+impl<const N: usize> SealedSgeList for &[Sge; N] {}
+impl SealedSgeList for &[Sge] {}
+impl SealedSgeList for &Vec<Sge> {}
 sge_list! {
     [const N: usize, const CAP: usize] &[Sge; N], fits: true, where [[Sge; N]: WithinSgeCap<CAP>];
     [const CAP: usize] &[Sge], fits: false, where [];
@@ -419,10 +432,15 @@ impl std::fmt::Display for PostError {
 impl std::error::Error for PostError {}
 
 impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
-    /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data).
+    /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data,
+    /// or as the valid, empty SGE array an empty list points at).
+    ///
+    /// `qp` is the live QP the request is posted on: a UD request's address handle must be of
+    /// its PD (and so of its context), checked here before the provider sees it.
     #[inline(always)]
     fn fill(
         &self,
+        qp: *mut sys::ibv_qp,
         caps: &crate::qp::QpCap,
         wr: &mut sys::ibv_send_wr,
         inline: &mut sys::ibv_sge,
@@ -443,7 +461,13 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
                         caps.max_send_sge.into(),
                     ));
                 }
-                wr.sg_list = sgl.as_ptr() as *mut sys::ibv_sge;
+                // An empty list (legal: a zero-length message) still hands the provider a
+                // pointer to a real SGE, not the dangling one of an empty slice.
+                wr.sg_list = if sgl.is_empty() {
+                    inline
+                } else {
+                    sgl.as_ptr() as *mut sys::ibv_sge
+                };
                 wr.num_sge = sgl.len() as i32;
             }
             Data::Inline(bytes) => {
@@ -512,7 +536,27 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
                 atomic(wr, r, add, 0);
             }
         }
-        if let Some(d) = self.ud {
+        // Only UD requests carry a destination (`send_to*`); for the other types this is
+        // decided at compile time and costs nothing.
+        if let (sys::ibv_qp_type::IBV_QPT_UD, Some(d)) = (T::RAW, self.ud) {
+            // ibv_post_send(3): `ah` is the "Address handle (AH) for the remote node address";
+            // the provider reads it as its own type, and the AH must be of the QP's PD (rxe:
+            // "PDs don't match for AH and QP"). A PD is of one context, so one comparison
+            // covers both; the error says which.
+            // SAFETY: the AH is live (borrowed by `d`) and so is the QP; their `pd` and
+            // `context` are fixed at creation.
+            let (ah_pd, ah_ctx, qp_pd, qp_ctx) =
+                unsafe { ((*d.ah).pd, (*d.ah).context, (*qp).pd, (*qp).context) };
+            if ah_pd != qp_pd {
+                return Err(Error {
+                    verb: Verb::PostSend,
+                    kind: if ah_ctx != qp_ctx {
+                        ErrorKind::WrongContext("ah")
+                    } else {
+                        ErrorKind::WrongPd("ah")
+                    },
+                });
+            }
             wr.wr.ud = sys::ud_t {
                 ah: d.ah,
                 remote_qpn: d.remote_qpn,
@@ -543,7 +587,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
             length: 0,
             lkey: 0,
         };
-        wr.fill(&self.caps(), &mut raw, &mut inline)?;
+        wr.fill(self.as_raw(), &self.caps(), &mut raw, &mut inline)?;
         let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
         // SAFETY: a live QP in RTS; `raw` and what it points to (the caller's SGEs, borrowed by
         // `wr`, and `inline`) live across the call, which copies what it needs.
@@ -561,11 +605,24 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         }
     }
 
-    /// `ibv_post_send` of `N` chained work requests in one call.
+    /// `ibv_post_send` of `N` chained work requests in one call. Only a QP in RTS sends, as
+    /// for [`post_send`](Self::post_send).
+    ///
+    /// On failure the [`PostError`] names the first request not posted, and every request
+    /// before it was posted, whoever found the fault: a request that fails a check made here
+    /// (caps, inline size, the address handle's PD) ends the chain there, and the ones before
+    /// it are posted in one call, as the provider posts the ones before its `bad_wr`.
+    ///
+    /// An empty chain (`N = 0`) posts nothing and returns `Ok(())` without calling the
+    /// provider, whose `wr` must point at a first request ("a linked list of work requests",
+    /// ibv_post_send(3)) that an empty array does not have.
     pub fn post_send_chain<const N: usize>(
         &self,
         wrs: &[SendWr<'_, T, SGE>; N],
-    ) -> Result<(), PostError> {
+    ) -> Result<(), PostError>
+    where
+        St: SendReady,
+    {
         let mut raw: [sys::ibv_send_wr; N] = std::array::from_fn(|_| zeroed_send_wr());
         let mut inline = [sys::ibv_sge {
             addr: 0,
@@ -573,17 +630,33 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
             lkey: 0,
         }; N];
         let caps = self.caps();
-        for (i, wr) in wrs.iter().enumerate() {
-            wr.fill(&caps, &mut raw[i], &mut inline[i])
-                .map_err(|error| PostError { index: i, error })?;
+        let mut checked = Ok(());
+        let mut n = 0;
+        for (wr, (raw, inline)) in wrs.iter().zip(raw.iter_mut().zip(inline.iter_mut())) {
+            if let Err(error) = wr.fill(self.as_raw(), &caps, raw, inline) {
+                checked = Err(PostError { index: n, error });
+                break;
+            }
+            n += 1;
         }
+        if n > 0 {
+            self.post_send_list(&mut raw[..n])?;
+        }
+        checked
+    }
+
+    /// Links the filled requests `raw` (at least one) and posts them in one call.
+    fn post_send_list(&self, raw: &mut [sys::ibv_send_wr]) -> Result<(), PostError> {
+        debug_assert!(!raw.is_empty());
         let base = raw.as_mut_ptr();
-        for i in 1..N {
-            // SAFETY: both indices are in the array, which does not move until the call returns.
+        for i in 1..raw.len() {
+            // SAFETY: both indices are in the slice, which does not move until the call returns.
             unsafe { (*base.add(i - 1)).next = base.add(i) };
         }
         let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: a live QP in RTS; the chain and what it points to live across the call.
+        // SAFETY: a live QP in RTS (the callers' bound); `base` points at the first of at
+        // least one request, linked in order, the last one's `next` NULL (zeroed); the chain
+        // and what it points to live across the call.
         match unsafe {
             ctx_op_call!(
                 (*self.as_raw()).context,
@@ -630,10 +703,21 @@ fn post_recv_raw(
             max_sge.into(),
         ));
     }
+    // An empty list (legal: a receive for a zero-length message) still hands the provider a
+    // pointer to a real SGE, not the dangling one of an empty slice.
+    let mut empty = sys::ibv_sge {
+        addr: 0,
+        length: 0,
+        lkey: 0,
+    };
     let mut wr = sys::ibv_recv_wr {
         wr_id,
         next: std::ptr::null_mut(),
-        sg_list: sgl.as_ptr() as *mut sys::ibv_sge,
+        sg_list: if sgl.is_empty() {
+            &mut empty
+        } else {
+            sgl.as_ptr() as *mut sys::ibv_sge
+        },
         num_sge: sgl.len() as i32,
     };
     let mut bad = std::ptr::null_mut();
@@ -685,5 +769,49 @@ impl<C, const SGE: usize> Srq<'_, C, SGE> {
                 unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty list is handed to the provider as a valid pointer with `num_sge` 0, not the
+    /// dangling pointer of an empty slice.
+    #[test]
+    fn an_empty_list_points_at_a_real_sge() {
+        let caps = crate::qp::QpCap {
+            max_send_sge: 1,
+            ..Default::default()
+        };
+        let none: &[Sge] = &[];
+        let mut raw = zeroed_send_wr();
+        let mut inline = sys::ibv_sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
+        // An RC request: `fill` does not read the QP.
+        SendWr::<Rc>::send(1, none)
+            .fill(std::ptr::null_mut(), &caps, &mut raw, &mut inline)
+            .unwrap();
+        assert_eq!(raw.num_sge, 0);
+        assert_eq!(raw.sg_list, &mut inline as *mut sys::ibv_sge);
+
+        let mut seen = (0, std::ptr::null_mut());
+        let mut probe = |wr: *mut sys::ibv_recv_wr, _bad| {
+            // SAFETY: `post_recv_raw` hands a valid request.
+            let wr = unsafe { &*wr };
+            seen = (wr.num_sge, wr.sg_list);
+            // SAFETY: the pointer must be readable even for no SGE.
+            let _ = unsafe { wr.sg_list.read() };
+            0
+        };
+        post_recv_raw(Verb::PostRecv, 1, 7, (none, false), &mut probe).unwrap();
+        assert_eq!(seen.0, 0);
+        assert!(
+            seen.1 != none.as_ptr() as *mut sys::ibv_sge,
+            "not the empty slice's dangling pointer"
+        );
     }
 }

@@ -567,3 +567,191 @@ fn extended_cq_batches_with_real_traffic_take_every_completion_once() {
         0
     );
 }
+
+/// Polls `cq` once more after a pause: nothing else completed.
+fn assert_quiet(cq: &Cq<'_>) {
+    std::thread::sleep(Duration::from_millis(50));
+    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
+    let more: Vec<u64> = cq
+        .poll(&mut wc)
+        .unwrap()
+        .iter()
+        .map(|w| w.wr_id())
+        .collect();
+    assert!(more.is_empty(), "unexpected completions: {more:?}");
+}
+
+#[test]
+fn an_empty_chain_posts_nothing() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let (a, b) = rc_pair(&ctx, &pd, &cq);
+    let mut dst = vec![0u8; 64];
+    let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    b.post_recv(10, &[dmr.sge(0..64).unwrap()]).unwrap();
+    // No request: the provider is not called (it would read a request that does not exist).
+    a.post_send_chain::<0>(&[]).expect("an empty chain is Ok");
+    assert_quiet(&cq);
+    // The QP is untouched: the next request is the first one the peer receives.
+    a.post_send(&SendWr::send_inline(1, b"after").signaled())
+        .unwrap();
+    let mut got = wait(&cq, 2);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        got.iter()
+            .map(|d| (d.wr_id, d.status, d.byte_len))
+            .collect::<Vec<_>>(),
+        [(1, WcStatus::SUCCESS, 5), (10, WcStatus::SUCCESS, 5)]
+    );
+    assert_quiet(&cq);
+}
+
+#[test]
+fn a_chain_refused_by_a_check_posts_the_requests_before_it() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let (a, b) = rc_pair(&ctx, &pd, &cq);
+    let mut dst = vec![0u8; 64];
+    let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    for i in 0..3 {
+        b.post_recv(10 + i, &[dmr.sge(0..64).unwrap()]).unwrap();
+    }
+    let big = vec![0u8; a.caps().max_inline_data as usize + 1];
+    let e = a
+        .post_send_chain(&[
+            SendWr::send_inline(1, b"one").signaled(),
+            SendWr::send_inline(2, &big).signaled(),
+            SendWr::send_inline(3, b"three").signaled(),
+        ])
+        .expect_err("request 1 is over max_inline_data");
+    assert_eq!(e.index, 1, "{e}");
+    assert_eq!(e.error.verb, Verb::PostSend);
+    assert!(
+        matches!(
+            e.error.kind,
+            ErrorKind::OutOfRange {
+                what: "inline length",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // PostError: "the ones before it were posted", and only those.
+    let mut got = wait(&cq, 2);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        got.iter()
+            .map(|d| (d.wr_id, d.byte_len))
+            .collect::<Vec<_>>(),
+        [(1, 3), (10, 3)]
+    );
+    assert_quiet(&cq);
+}
+
+#[test]
+fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
+    use typed_verbs::{AddressHandle, UdDest, UdInit};
+    let ctx = open();
+    // A second open of the same device is another context.
+    let other = Context::open(ctx.device_name()).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let init = UdInit {
+        port_num: 1,
+        pkey_index: 0,
+        qkey: 0x1111,
+    };
+    let up = || {
+        Qp::<typed_verbs::Ud>::builder(&pd, &cq, &cq)
+            .max_send_wr(4)
+            .max_recv_wr(4)
+            .build()
+            .unwrap()
+            .to_init(init)
+            .unwrap()
+            .to_rtr(())
+            .unwrap()
+            .to_rts(SqPsn { sq_psn: 0 })
+            .unwrap()
+    };
+    let (a, b) = (up(), up());
+    let ah = AddressHandle::new(&pd, av(&ctx)).unwrap();
+    let other_pd = Pd::new(&other).unwrap();
+    let other_ctx_ah = AddressHandle::new(&other_pd, av(&other)).unwrap();
+    let pd2 = Pd::new(&ctx).unwrap();
+    let other_pd_ah = AddressHandle::new(&pd2, av(&ctx)).unwrap();
+    let mut src = vec![0u8; 64];
+    let mut dst = vec![0u8; 4 * 64];
+    let smr = Mr::new(&pd, &mut src, AccessFlags::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    for i in 0..4 {
+        b.post_recv(
+            10 + i,
+            &[dmr.sge(i as usize * 64..i as usize * 64 + 64).unwrap()],
+        )
+        .unwrap();
+    }
+    let sgl = [smr.sge(0..8).unwrap()];
+    let to = |ah| UdDest::new(ah, b.qp_num(), 0x1111);
+
+    let e = a
+        .post_send(&SendWr::send_to(1, &sgl, to(&other_ctx_ah)).signaled())
+        .expect_err("an AH of another context");
+    assert_eq!(e.verb, Verb::PostSend);
+    assert_eq!(e.kind, ErrorKind::WrongContext("ah"), "{e}");
+    assert_eq!(e.errno(), libc::EINVAL);
+    let e = a
+        .post_send(&SendWr::send_to_inline(2, b"x", to(&other_pd_ah)).signaled())
+        .expect_err("an AH of another PD");
+    assert_eq!(e.kind, ErrorKind::WrongPd("ah"), "{e}");
+    // In a chain: the request before the foreign AH is posted, the rest is not.
+    let e = a
+        .post_send_chain(&[
+            SendWr::send_to(3, &sgl, to(&ah)).signaled(),
+            SendWr::send_to_with_imm(4, &sgl, to(&other_ctx_ah), 9).signaled(),
+            SendWr::send_to(5, &sgl, to(&ah)).signaled(),
+        ])
+        .expect_err("an AH of another context in a chain");
+    assert_eq!(
+        (e.index, e.error.kind.clone()),
+        (1, ErrorKind::WrongContext("ah"))
+    );
+    // Nothing reached the device but request 3: one send, one receive (GRH + 8 bytes).
+    let mut got = wait(&cq, 2);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        got.iter()
+            .map(|d| (d.wr_id, d.status, d.byte_len))
+            .collect::<Vec<_>>(),
+        [(3, WcStatus::SUCCESS, 8), (10, WcStatus::SUCCESS, 48)]
+    );
+    assert_quiet(&cq);
+}
+
+#[test]
+fn empty_sge_lists_send_and_receive_zero_bytes() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let (a, b) = rc_pair(&ctx, &pd, &cq);
+    let none: &[Sge] = &[];
+    b.post_recv(10, none).unwrap();
+    b.post_recv(11, &[]).unwrap();
+    a.post_send(&SendWr::send(1, none).signaled()).unwrap();
+    a.post_send(&SendWr::send(2, &[]).signaled()).unwrap();
+    let mut got = wait(&cq, 4);
+    got.sort_by_key(|d| d.wr_id);
+    assert_eq!(
+        got.iter()
+            .map(|d| (d.wr_id, d.status, d.byte_len))
+            .collect::<Vec<_>>(),
+        [
+            (1, WcStatus::SUCCESS, 0),
+            (2, WcStatus::SUCCESS, 0),
+            (10, WcStatus::SUCCESS, 0),
+            (11, WcStatus::SUCCESS, 0)
+        ]
+    );
+}

@@ -1,0 +1,37 @@
+//! The seals of the crate's proof-carrying traits.
+//!
+//! A trait whose impls a guarantee relies on (a QP type, a receive side, a state, an
+//! [`SgeList`](crate::SgeList) that claims to fit a cap, ...) has one of these traits as a
+//! supertrait. They are public traits in this private module: code outside the crate cannot
+//! name them, so it cannot implement them, so it cannot implement the traits they seal, and
+//! every impl of those is one written here. A trait sealed by a sealed supertrait (such as
+//! `Connected: QpType`) names its seal too, so that a user's impl fails with the message below.
+//!
+//! Most traits share [`Sealed`]; a trait whose implementors are a family of their own has its
+//! own seal, so that the compiler's list of "types that implement it" is that family.
+
+macro_rules! seals {
+    ($($(#[$m:meta])* $name:ident $(<$l:ident>)?;)*) => {$(
+        $(#[$m])*
+        #[diagnostic::on_unimplemented(
+            message = "`{Self}` cannot implement this typed-verbs trait: it is sealed, because the crate's guarantees rely on its impls",
+            label = "typed-verbs traits that carry a proof are implemented by the crate only",
+            note = "use one of the types that implement it in typed-verbs"
+        )]
+        pub trait $name $(<$l>)? {}
+    )*};
+}
+
+seals! {
+    /// The crate's marker and handle types: QP types, receive sides, states, threading, CQs,
+    /// flag sets, completion states; `Sge` and `[Sge; N]` for the SGE-cap traits.
+    Sealed;
+    /// `Self: SealedFor<L>`: `Self` may implement a sealed trait about `L`. A trait generic over
+    /// a type the caller picks (such as [`HasOwnRq<L>`](crate::wr::HasOwnRq)) is not sealed by a
+    /// seal on `Self` alone: `impl HasOwnRq<MyList> for UsesSrq` would pass the orphan rules.
+    SealedFor<L>;
+    /// The references that are an [`SgeList`](crate::SgeList).
+    SealedSgeList;
+    /// The attribute structs of QP state transitions.
+    SealedTransitionAttr;
+}

@@ -1,0 +1,16 @@
+// Posting a chain of sends on a QP that is only in INIT.
+use typed_verbs::{AccessFlags, ConnectedInit, Context, Cq, Mr, Pd, Qp, Rc, SendWr};
+
+fn main() -> Result<(), typed_verbs::Error> {
+    let ctx = Context::open("sw0")?;
+    let pd = Pd::new(&ctx)?;
+    let cq = Cq::builder(&ctx).cqe(8).build()?;
+    let mut buf = [0u8; 64];
+    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)?;
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
+    let qp = qp.to_init(init).map_err(|e| e.error)?;
+    let sgl = [mr.sge(0..64).unwrap()];
+    qp.post_send_chain(&[SendWr::send(1, &sgl), SendWr::send(2, &sgl)]).map_err(|e| e.error)?;
+    Ok(())
+}
