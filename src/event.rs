@@ -26,8 +26,16 @@
 //! wait for the acks of their object's events; as above, destroying the object acks the events
 //! of it that are still held first.
 //!
-//! Both fds can be watched with poll/epoll: the channel through
-//! [`AsFd`](std::os::fd::AsFd), the context through [`Context::async_fd`].
+//! # Readiness without the power to consume
+//!
+//! Both fds are readable while an event waits. [`CompChannel::wait_readable`] and
+//! [`Context::wait_async_readable`] wait for that in poll(2) with a timeout; with the feature
+//! `tokio`, [`CompChannel::cq_events`] awaits it; for a poll/epoll/mio loop of your own, the
+//! fds' numbers are [`CompChannel::as_raw_fd`](std::os::fd::AsRawFd::as_raw_fd) and
+//! [`Context::async_fd`]. Neither is handed out as a [`BorrowedFd`](std::os::fd::BorrowedFd)
+//! (`AsFd`): safe code could then `dup` it and `read` an event that libibverbs never acks, and
+//! the destroy verb of its object would wait for that ack forever. A raw fd number can be read
+//! from only with `unsafe`, whose caller promises not to consume events.
 
 use crate::backend;
 use crate::cq::AnyCq;
@@ -40,10 +48,11 @@ use crate::{Context, Cq, CqEx, Qp, Srq, Threading};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // Completion events
@@ -718,17 +727,32 @@ pub(crate) fn set_nonblocking(fd: RawFd) -> std::result::Result<(), i32> {
     Ok(())
 }
 
-/// Waits until `fd` is readable (poll(2) without a timeout; EINTR retried).
-pub(crate) fn wait_readable(fd: RawFd) -> std::result::Result<(), i32> {
+/// Waits until `fd` is readable, at most `timeout` (`None`: without a limit), in poll(2);
+/// whether it became readable. EINTR is retried (with the time left).
+pub(crate) fn wait_readable(fd: RawFd, timeout: Option<Duration>) -> std::result::Result<bool, i32> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
     loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(std::time::Instant::now());
+                // Rounded up, so a short timeout still waits; capped at poll's int.
+                let ms = left.as_nanos().div_ceil(1_000_000);
+                ms.min(i32::MAX as u128) as i32
+            }
+        };
         let mut p = libc::pollfd {
             fd,
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut p, 1, -1) } >= 0 {
-            return Ok(());
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        if n >= 0 {
+            if p.revents & libc::POLLNVAL != 0 {
+                return Err(libc::EBADF);
+            }
+            return Ok(n > 0);
         }
         let e = std::io::Error::last_os_error()
             .raw_os_error()
@@ -740,20 +764,29 @@ pub(crate) fn wait_readable(fd: RawFd) -> std::result::Result<(), i32> {
 }
 
 impl Context {
-    /// The context's async event fd (`context->async_fd`), to watch with poll/epoll: readable
-    /// while an event waits. It is made O_NONBLOCK by the first
+    /// The number of the context's async event fd (`context->async_fd`), to register with
+    /// poll/epoll/mio: readable while an event waits. Only the number: a
+    /// [`BorrowedFd`](std::os::fd::BorrowedFd) would let safe code read an event that is
+    /// never acked (see the [module docs](crate::event)). It is made O_NONBLOCK by the first
     /// [`get_async_event`](Self::get_async_event) or
     /// [`try_get_async_event`](Self::try_get_async_event). Fails with EBADF (naming
     /// `ibv_get_async_event`) for a context without one: a software context opened when no
     /// eventfd could be made.
-    pub fn async_fd(&self) -> Result<BorrowedFd<'_>> {
+    pub fn async_fd(&self) -> Result<RawFd> {
         // SAFETY: a live context; the field is set at open.
         let fd = unsafe { (*self.as_raw()).async_fd };
         if fd < 0 {
             return Err(Error::os(Verb::GetAsyncEvent, libc::EBADF));
         }
-        // SAFETY: a valid fd, open for as long as the context is, which outlives the borrow.
-        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+        Ok(fd)
+    }
+
+    /// Waits (in poll(2)) until the async event fd is readable, that is until an async event
+    /// waits, for at most `timeout` (`None`: without a limit). Whether it became readable.
+    /// Nothing is read: [`try_get_async_event`](Self::try_get_async_event) takes the event.
+    pub fn wait_async_readable(&self, timeout: Option<Duration>) -> Result<bool> {
+        let fd = self.async_fd()?;
+        wait_readable(fd, timeout).map_err(|e| Error::os(Verb::GetAsyncEvent, e))
     }
 
     /// `ibv_get_async_event`, blocking until there is an event. The guard acks it when
@@ -765,7 +798,7 @@ impl Context {
             }
             // SAFETY: a live context's async fd.
             let fd = unsafe { (*self.as_raw()).async_fd };
-            wait_readable(fd).map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
+            wait_readable(fd, None).map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
         }
     }
 
