@@ -5,6 +5,12 @@
 //! `ibv_gid`, ...) it writes by hand; those, and the C structures that the software device
 //! embeds, are checked here against sizes and offsets measured from <infiniband/verbs.h> by the
 //! build script (`c_layout.rs`). A mismatch is a compile error.
+//!
+//! C enums that C fills are read as integers. rdma-sys generates every C enum as integer
+//! constants (a `Type` alias and a module of values, or a bit-set newtype) except
+//! `enum ibv_event_type`, which it makes a Rust `enum`: a value the build's headers lack would
+//! be undefined behaviour in it, so `struct ibv_async_event` is read through the crate's own
+//! mirror, [`RawAsyncEvent`], whose `event_type` is a `u32`.
 
 pub use rdma_sys as sys;
 
@@ -138,6 +144,86 @@ const_assert_eq!(
     offset_of!(sys::ibv_cq, channel),
     offset_of!(sys::ibv_cq_ex, channel)
 );
+
+/// `struct ibv_async_event`, with `event_type` as the integer it is in C.
+///
+/// rdma-sys declares `event_type` as its Rust `enum ibv_event_type` (the one C enum it
+/// generates as a Rust enum): a value the build's headers do not name, which a newer
+/// libibverbs or kernel may write, would be undefined behaviour as soon as Rust reads it. This
+/// mirror, whose layout is checked against the C one below, is what the crate hands to
+/// `ibv_get_async_event`/`ibv_ack_async_event` (as a pointer cast, which C reads and writes as
+/// its own struct) and reads; [`event_type`] names the values.
+#[repr(C)]
+pub struct RawAsyncEvent {
+    /// The object or port the event is about; which member is set depends on `event_type`.
+    pub element: sys::ibv_async_event_element_t,
+    /// `enum ibv_event_type`, as an integer.
+    pub event_type: u32,
+}
+
+impl RawAsyncEvent {
+    /// All zero: no object, `IBV_EVENT_CQ_ERR`, every byte initialised (an out-parameter).
+    pub fn zeroed() -> Self {
+        // SAFETY: a pointer-or-int union and an integer: all-zero is a valid value of each.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl std::fmt::Debug for RawAsyncEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: every member is plain data of at most the union's size, and the crate only
+        // makes and fills the union with all its bytes initialised (zeroed first).
+        let element = unsafe { self.element.wq } as usize;
+        f.debug_struct("RawAsyncEvent")
+            .field("element", &format_args!("{element:#x}"))
+            .field("event_type", &self.event_type)
+            .finish()
+    }
+}
+
+const_assert_eq!(size_of::<RawAsyncEvent>(), c::SIZEOF_ibv_async_event);
+const_assert_eq!(align_of::<RawAsyncEvent>(), c::ALIGNOF_ibv_async_event);
+const_assert_eq!(
+    offset_of!(RawAsyncEvent, element),
+    c::OFFSETOF_ibv_async_event_element
+);
+const_assert_eq!(
+    offset_of!(RawAsyncEvent, event_type),
+    c::OFFSETOF_ibv_async_event_event_type
+);
+const_assert_eq!(size_of::<u32>(), c::SIZEOF_ibv_event_type);
+// rdma-sys's struct is the same memory, so that a pointer to one is a pointer to the other.
+const_assert_eq!(size_of::<sys::ibv_async_event>(), size_of::<RawAsyncEvent>());
+const_assert_eq!(
+    offset_of!(sys::ibv_async_event, event_type),
+    offset_of!(RawAsyncEvent, event_type)
+);
+
+/// The values of `enum ibv_event_type`, as the integers [`RawAsyncEvent::event_type`] holds.
+#[allow(missing_docs)]
+pub mod event_type {
+    use super::sys::ibv_event_type as e;
+    pub const CQ_ERR: u32 = e::IBV_EVENT_CQ_ERR as u32;
+    pub const QP_FATAL: u32 = e::IBV_EVENT_QP_FATAL as u32;
+    pub const QP_REQ_ERR: u32 = e::IBV_EVENT_QP_REQ_ERR as u32;
+    pub const QP_ACCESS_ERR: u32 = e::IBV_EVENT_QP_ACCESS_ERR as u32;
+    pub const COMM_EST: u32 = e::IBV_EVENT_COMM_EST as u32;
+    pub const SQ_DRAINED: u32 = e::IBV_EVENT_SQ_DRAINED as u32;
+    pub const PATH_MIG: u32 = e::IBV_EVENT_PATH_MIG as u32;
+    pub const PATH_MIG_ERR: u32 = e::IBV_EVENT_PATH_MIG_ERR as u32;
+    pub const DEVICE_FATAL: u32 = e::IBV_EVENT_DEVICE_FATAL as u32;
+    pub const PORT_ACTIVE: u32 = e::IBV_EVENT_PORT_ACTIVE as u32;
+    pub const PORT_ERR: u32 = e::IBV_EVENT_PORT_ERR as u32;
+    pub const LID_CHANGE: u32 = e::IBV_EVENT_LID_CHANGE as u32;
+    pub const PKEY_CHANGE: u32 = e::IBV_EVENT_PKEY_CHANGE as u32;
+    pub const SM_CHANGE: u32 = e::IBV_EVENT_SM_CHANGE as u32;
+    pub const SRQ_ERR: u32 = e::IBV_EVENT_SRQ_ERR as u32;
+    pub const SRQ_LIMIT_REACHED: u32 = e::IBV_EVENT_SRQ_LIMIT_REACHED as u32;
+    pub const QP_LAST_WQE_REACHED: u32 = e::IBV_EVENT_QP_LAST_WQE_REACHED as u32;
+    pub const CLIENT_REREGISTER: u32 = e::IBV_EVENT_CLIENT_REREGISTER as u32;
+    pub const GID_CHANGE: u32 = e::IBV_EVENT_GID_CHANGE as u32;
+    pub const WQ_FATAL: u32 = e::IBV_EVENT_WQ_FATAL as u32;
+}
 
 check_layout!(verbs_context {
     sz,

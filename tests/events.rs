@@ -15,7 +15,7 @@ use typed_verbs::event::EventAcks;
 use typed_verbs::qp::RecvSide;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    raw, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq, Mr, Pd,
+    raw, software, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq, Mr, Pd,
     Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
 };
 
@@ -320,6 +320,39 @@ fn readiness_is_awaited_without_handing_out_the_fds() {
         drop(ev);
         assert!(!ctx.wait_async_readable(short).unwrap());
     });
+}
+
+#[test]
+fn an_event_type_the_headers_lack_is_read_as_its_integer() {
+    // `enum ibv_event_type` is read as an integer: a value a newer kernel may report (here 42
+    // and u32::MAX, which the build's headers lack) comes back as AsyncEvent::Other(n), and a
+    // known port event as its variant. The software device raises them as port events.
+    let test = "an_event_type_the_headers_lack_is_read_as_its_integer";
+    let ctx = open();
+    if !common::software_only(&ctx, test, "an async event of any type on demand") {
+        return;
+    }
+    let port_active = 9; // IBV_EVENT_PORT_ACTIVE
+    for (ty, want) in [
+        (42, AsyncEvent::Other(42)),
+        (u32::MAX, AsyncEvent::Other(u32::MAX)),
+        (port_active, AsyncEvent::PortActive(1)),
+    ] {
+        software::raise_port_event(&ctx, ty, 1).unwrap();
+        assert!(ctx.wait_async_readable(Some(Duration::from_secs(5))).unwrap());
+        let ev = ctx.try_get_async_event().unwrap().expect("raised");
+        assert_eq!(*ev, want);
+        assert_eq!(ev.event_type(), ty);
+        drop(ev); // acked: the port's event names no object
+    }
+    assert!(ctx.try_get_async_event().unwrap().is_none());
+    // A type that names an object (here IBV_EVENT_CQ_ERR and IBV_EVENT_WQ_FATAL) needs a live
+    // one: refused, as is port 0.
+    for (ty, port) in [(0, 1), (19, 1), (42, 0)] {
+        let e = software::raise_port_event(&ctx, ty, port).unwrap_err();
+        assert_eq!((e.verb, e.errno()), (Verb::RaiseAsyncEvent, libc::EINVAL));
+    }
+    assert!(ctx.try_get_async_event().unwrap().is_none());
 }
 
 #[test]

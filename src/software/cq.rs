@@ -587,7 +587,7 @@ pub(super) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
             (*sw).overrun.store(true, Ordering::Release);
             // As rxe_cq_post: a full CQ raises IBV_EVENT_CQ_ERR (every time a completion finds
             // it full) and the completion is lost.
-            (*(*sw).ctx).raise(sys::ibv_event_type::IBV_EVENT_CQ_ERR, cq as usize);
+            (*(*sw).ctx).raise(ffi::event_type::CQ_ERR, cq as usize);
             return Pushed::Overrun;
         }
         *(*sw).slots[(tail & (*sw).mask) as usize].get() = *cqe;

@@ -358,7 +358,7 @@ impl SwSrq {
         if fire {
             // SAFETY: a live SRQ's context is live.
             unsafe { &*self.ctx }.raise(
-                sys::ibv_event_type::IBV_EVENT_SRQ_LIMIT_REACHED,
+                crate::ffi::event_type::SRQ_LIMIT_REACHED,
                 self as *const SwSrq as usize,
             );
         }
