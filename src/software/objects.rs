@@ -589,6 +589,11 @@ pub(super) unsafe fn create_qp(
     {
         return Err(libc::EINVAL);
     }
+    if a.qp_type == IBV_QPT_RC {
+        // RC QPs get RNR NAKs, whose retries the timer thread makes: started here, where a
+        // thread that cannot start is an error (EAGAIN), not inside a post.
+        super::data::start_rnr_timer()?;
+    }
     take(&c.live.qps, cfg.max_objects)?;
     // Actual values, as rxe computes them: rings rounded up to a power of two less one; a send
     // WQE holds max(sge * 16, inline) bytes, which sets both the SGE count and the inline size.
