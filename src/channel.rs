@@ -14,7 +14,7 @@ use std::time::Duration;
 /// A completion event channel: "essentially a file descriptor that is used to deliver
 /// completion notifications". The fd is readable while an event waits: wait for that with
 /// [`wait_readable`](Self::wait_readable), with tokio through
-/// [`cq_events`](Self::cq_events) (feature `tokio`), or register its number
+/// `cq_events` (feature `tokio`), or register its number
 /// ([`AsRawFd`]) with poll/epoll/mio yourself.
 ///
 /// The channel hands out the fd's number only, never a [`BorrowedFd`](std::os::fd::BorrowedFd)

@@ -28,9 +28,10 @@
 //!
 //! # Readiness without the power to consume
 //!
-//! Both fds are readable while an event waits. [`CompChannel::wait_readable`] and
+//! Both fds are readable while an event waits.
+//! [`CompChannel::wait_readable`](crate::CompChannel::wait_readable) and
 //! [`Context::wait_async_readable`] wait for that in poll(2) with a timeout; with the feature
-//! `tokio`, [`CompChannel::cq_events`] awaits it; for a poll/epoll/mio loop of your own, the
+//! `tokio`, `CompChannel::cq_events` awaits it; for a poll/epoll/mio loop of your own, the
 //! fds' numbers are [`CompChannel::as_raw_fd`](std::os::fd::AsRawFd::as_raw_fd) and
 //! [`Context::async_fd`]. Neither is handed out as a [`BorrowedFd`](std::os::fd::BorrowedFd)
 //! (`AsFd`): safe code could then `dup` it and `read` an event that libibverbs never acks, and
@@ -723,7 +724,10 @@ pub(crate) fn set_nonblocking(fd: RawFd) -> std::result::Result<(), i32> {
 
 /// Waits until `fd` is readable, at most `timeout` (`None`: without a limit), in poll(2);
 /// whether it became readable. EINTR is retried (with the time left).
-pub(crate) fn wait_readable(fd: RawFd, timeout: Option<Duration>) -> std::result::Result<bool, i32> {
+pub(crate) fn wait_readable(
+    fd: RawFd,
+    timeout: Option<Duration>,
+) -> std::result::Result<bool, i32> {
     let deadline = timeout.map(|t| std::time::Instant::now() + t);
     loop {
         let ms = match deadline {

@@ -193,7 +193,10 @@ const_assert_eq!(
 );
 const_assert_eq!(size_of::<u32>(), c::SIZEOF_ibv_event_type);
 // rdma-sys's struct is the same memory, so that a pointer to one is a pointer to the other.
-const_assert_eq!(size_of::<sys::ibv_async_event>(), size_of::<RawAsyncEvent>());
+const_assert_eq!(
+    size_of::<sys::ibv_async_event>(),
+    size_of::<RawAsyncEvent>()
+);
 const_assert_eq!(
     offset_of!(sys::ibv_async_event, event_type),
     offset_of!(RawAsyncEvent, event_type)

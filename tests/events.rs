@@ -15,8 +15,8 @@ use typed_verbs::event::EventAcks;
 use typed_verbs::qp::RecvSide;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    raw, software, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq, Mr, Pd,
-    Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
+    raw, software, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq,
+    Mr, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
 };
 
 /// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
@@ -298,11 +298,17 @@ fn readiness_is_awaited_without_handing_out_the_fds() {
             .unwrap();
         assert!(ch.wait_readable(long).unwrap(), "no event within 5 s");
         assert!(ch.wait_readable(None).unwrap());
-        assert!(readable(ch.as_raw_fd(), 0), "the number polls as the channel");
+        assert!(
+            readable(ch.as_raw_fd(), 0),
+            "the number polls as the channel"
+        );
         let ev = ch.try_get_cq_event().unwrap().expect("the fd was readable");
         assert!(ev.is_for(&cq));
         drop(ev);
-        assert!(!ch.wait_readable(short).unwrap(), "taken, so no longer readable");
+        assert!(
+            !ch.wait_readable(short).unwrap(),
+            "taken, so no longer readable"
+        );
         completions(&cq, 1);
 
         // `small` still holds the first send's completion: `small.cqe()` more signaled sends
@@ -313,10 +319,20 @@ fn readiness_is_awaited_without_handing_out_the_fds() {
                 .unwrap();
         }
         completions(&cq, small.cqe() as usize);
-        assert!(ctx.wait_async_readable(long).unwrap(), "no async event within 5 s");
+        assert!(
+            ctx.wait_async_readable(long).unwrap(),
+            "no async event within 5 s"
+        );
         assert!(readable(ctx.async_fd().unwrap(), 0));
-        let ev = ctx.try_get_async_event().unwrap().expect("the fd was readable");
-        assert!(matches!(*ev, AsyncEvent::CqErr(c) if c.is(&small)), "{:?}", *ev);
+        let ev = ctx
+            .try_get_async_event()
+            .unwrap()
+            .expect("the fd was readable");
+        assert!(
+            matches!(*ev, AsyncEvent::CqErr(c) if c.is(&small)),
+            "{:?}",
+            *ev
+        );
         drop(ev);
         assert!(!ctx.wait_async_readable(short).unwrap());
     });
@@ -339,7 +355,9 @@ fn an_event_type_the_headers_lack_is_read_as_its_integer() {
         (port_active, AsyncEvent::PortActive(1)),
     ] {
         software::raise_port_event(&ctx, ty, 1).unwrap();
-        assert!(ctx.wait_async_readable(Some(Duration::from_secs(5))).unwrap());
+        assert!(ctx
+            .wait_async_readable(Some(Duration::from_secs(5)))
+            .unwrap());
         let ev = ctx.try_get_async_event().unwrap().expect("raised");
         assert_eq!(*ev, want);
         assert_eq!(ev.event_type(), ty);

@@ -304,7 +304,9 @@ pub fn raise_port_event(ctx: &crate::Context, event_type: u32, port: u8) -> Resu
     use crate::ffi::event_type::WQ_FATAL;
     let raw = ctx.as_raw();
     require_software(raw, Verb::RaiseAsyncEvent)?;
-    if port == 0 || event_type == WQ_FATAL || events::element_of(event_type) != events::Element::Other
+    if port == 0
+        || event_type == WQ_FATAL
+        || events::element_of(event_type) != events::Element::Other
     {
         return Err(Error::os(Verb::RaiseAsyncEvent, libc::EINVAL));
     }
@@ -355,10 +357,7 @@ impl SwContext {
 ///
 /// # Safety
 /// The object is live.
-unsafe fn event_counts<'a>(
-    ty: u32,
-    element: usize,
-) -> Option<&'a events::EventCounts> {
+unsafe fn event_counts<'a>(ty: u32, element: usize) -> Option<&'a events::EventCounts> {
     // SAFETY: caller's contract: the element is a live object of the kind its type names.
     unsafe {
         match events::element_of(ty) {
