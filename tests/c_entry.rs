@@ -19,6 +19,12 @@ fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
 #[test]
 fn every_extern_c_fn_is_made_by_c_entry() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if !root.join("src").is_dir() {
+        // The test binary runs without its sources (in the rxe VM): the check is of the
+        // sources, the same on every device, and runs where they are.
+        println!("SKIP every_extern_c_fn_is_made_by_c_entry: the crate's sources are not here");
+        return;
+    }
     let mut files = Vec::new();
     sources(&root.join("src"), &mut files);
     assert!(files.len() > 10, "found the crate's sources");
