@@ -1,5 +1,6 @@
 //! Measures the C layout of the libibverbs structures whose Rust mirrors are written by hand
-//! (rdma-sys's `ibv_wc` and `ibv_gid`), the structures the software device fills, and
+//! (rdma-sys's `ibv_wc` and `ibv_gid`, and the crate's own `ibv_async_event` mirror), the
+//! structures the software device fills, and
 //! `verbs_context`, which the crate's own `verbs_get_ctx` reads, so that
 //! `src/ffi.rs` can assert at compile time that each mirror has the C size, alignment and field
 //! offsets. It compiles and runs a small C program against <infiniband/verbs.h>.
@@ -41,6 +42,8 @@ int main(void) {
     P(ibv_send_wr, ud_remote_qpn, wr.ud.remote_qpn) P(ibv_send_wr, ud_remote_qkey, wr.ud.remote_qkey)
     S(ibv_recv_wr) O(ibv_recv_wr, next) O(ibv_recv_wr, sg_list) O(ibv_recv_wr, num_sge)
     S(ibv_sge) O(ibv_sge, addr) O(ibv_sge, length) O(ibv_sge, lkey)
+    S(ibv_async_event) O(ibv_async_event, element) O(ibv_async_event, event_type)
+    printf("pub const SIZEOF_ibv_event_type: usize = %zu;\n", sizeof(enum ibv_event_type));
     S(verbs_context) O(verbs_context, sz) O(verbs_context, context) O(verbs_context, create_cq_ex)
     O(verbs_context, alloc_parent_domain) O(verbs_context, query_port)
     return 0;

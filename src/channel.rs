@@ -7,12 +7,21 @@ use crate::ffi::sys;
 use crate::object::{destroy, Destroy};
 use crate::Context;
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
+use std::time::Duration;
 
 /// A completion event channel: "essentially a file descriptor that is used to deliver
-/// completion notifications". Its fd is available through [`AsFd`] for poll/epoll: it is
-/// readable while an event waits.
+/// completion notifications". The fd is readable while an event waits: wait for that with
+/// [`wait_readable`](Self::wait_readable), with tokio through
+/// `cq_events` (feature `tokio`), or register its number
+/// ([`AsRawFd`]) with poll/epoll/mio yourself.
+///
+/// The channel hands out the fd's number only, never a [`BorrowedFd`](std::os::fd::BorrowedFd)
+/// (it is not [`AsFd`](std::os::fd::AsFd)): with one, safe code could `dup` the fd and `read`
+/// an event that libibverbs then never acks, and the CQ's destroy would wait for that ack
+/// forever. Reading a raw fd number takes `unsafe`, so only code that promises not to consume
+/// from it can.
 ///
 /// The fd is made O_NONBLOCK when the channel is created, as rdma-core's users do to poll it:
 /// [`try_get_cq_event`](Self::try_get_cq_event) then never blocks, and
@@ -54,8 +63,17 @@ impl<'ctx> CompChannel<'ctx> {
             if let Some(ev) = self.try_get_cq_event()? {
                 return Ok(ev);
             }
-            event::wait_readable(self.as_raw_fd()).map_err(|e| Error::os(Verb::GetCqEvent, e))?;
+            event::wait_readable(self.as_raw_fd(), None)
+                .map_err(|e| Error::os(Verb::GetCqEvent, e))?;
         }
+    }
+
+    /// Waits (in poll(2)) until the channel's fd is readable, that is until a completion event
+    /// waits, for at most `timeout` (`None`: without a limit). Whether it became readable.
+    /// Nothing is read: [`try_get_cq_event`](Self::try_get_cq_event) takes the event. Another
+    /// thread may take it first, so `true` is a hint, as readiness always is.
+    pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<bool> {
+        event::wait_readable(self.as_raw_fd(), timeout).map_err(|e| Error::os(Verb::GetCqEvent, e))
     }
 
     /// `ibv_get_cq_event` without waiting: `None` when no event waits (EAGAIN on the
@@ -83,16 +101,12 @@ impl<'ctx> CompChannel<'ctx> {
     }
 }
 
-impl AsFd for CompChannel<'_> {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: the fd is open for as long as the channel lives, which outlives the borrow.
-        unsafe { BorrowedFd::borrow_raw((*self.as_raw()).fd) }
-    }
-}
-
+/// The fd's number, for poll/epoll/mio registration: readable while an event waits. Not
+/// [`AsFd`](std::os::fd::AsFd), on purpose (see [`CompChannel`]).
 impl AsRawFd for CompChannel<'_> {
     fn as_raw_fd(&self) -> RawFd {
-        self.as_fd().as_raw_fd()
+        // SAFETY: a live channel; `fd` is written once at creation.
+        unsafe { (*self.as_raw()).fd }
     }
 }
 

@@ -447,15 +447,17 @@ fn is_rxe(ctx: &Context) -> bool {
     !ctx.is_software() && ctx.attr().vendor_id == 0x00ff_ffff && ctx.attr().vendor_part_id == 0
 }
 
-/// rxe's provider as rdma-core shipped it before release 55 (Debian 12 has 44) ends the batch
-/// itself when `next_poll` finds the CQ empty: it stores the consumer index and unlocks. The
-/// `end_poll` that ibv_create_cq_ex(3) then requires advances and unlocks a second time, which
-/// corrupts the CQ. The crate cannot tell the provider's release at run time, so on rxe every
-/// batch is one completion long: `next_poll` answers ENOENT without touching the provider, and
-/// the provider's `end_poll` ends the batch, as start_poll + end_poll always did correctly.
-/// Other providers keep their own `next_poll`; the poll loop pays nothing for this.
-unsafe extern "C" fn rxe_next_poll(_cq: *mut sys::ibv_cq_ex) -> std::os::raw::c_int {
-    libc::ENOENT
+crate::ffi::c_entry! {
+    /// rxe's provider as rdma-core shipped it before release 55 (Debian 12 has 44) ends the batch
+    /// itself when `next_poll` finds the CQ empty: it stores the consumer index and unlocks. The
+    /// `end_poll` that ibv_create_cq_ex(3) then requires advances and unlocks a second time, which
+    /// corrupts the CQ. The crate cannot tell the provider's release at run time, so on rxe every
+    /// batch is one completion long: `next_poll` answers ENOENT without touching the provider, and
+    /// the provider's `end_poll` ends the batch, as start_poll + end_poll always did correctly.
+    /// Other providers keep their own `next_poll`; the poll loop pays nothing for this.
+    fn rxe_next_poll(_cq: *mut sys::ibv_cq_ex) -> std::os::raw::c_int = on_panic(libc::EIO) {
+        libc::ENOENT
+    }
 }
 
 /// A completion queue created with `ibv_create_cq`, polled with `ibv_poll_cq` into the caller's

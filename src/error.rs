@@ -53,6 +53,8 @@ pub enum Verb {
     InjectCompletion,
     /// Registering a software device (not a libibverbs verb).
     RegisterSoftwareDevice,
+    /// The software device's async-event hook (not a libibverbs verb).
+    RaiseAsyncEvent,
 }
 
 impl Verb {
@@ -100,6 +102,7 @@ impl Verb {
             Verb::DetachMcast => "ibv_detach_mcast",
             Verb::InjectCompletion => "software::inject",
             Verb::RegisterSoftwareDevice => "software::register",
+            Verb::RaiseAsyncEvent => "software::raise_port_event",
         }
     }
 }

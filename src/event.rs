@@ -26,24 +26,34 @@
 //! wait for the acks of their object's events; as above, destroying the object acks the events
 //! of it that are still held first.
 //!
-//! Both fds can be watched with poll/epoll: the channel through
-//! [`AsFd`](std::os::fd::AsFd), the context through [`Context::async_fd`].
+//! # Readiness without the power to consume
+//!
+//! Both fds are readable while an event waits.
+//! [`CompChannel::wait_readable`](crate::CompChannel::wait_readable) and
+//! [`Context::wait_async_readable`] wait for that in poll(2) with a timeout; with the feature
+//! `tokio`, `CompChannel::cq_events` awaits it; for a poll/epoll/mio loop of your own, the
+//! fds' numbers are [`CompChannel::as_raw_fd`](std::os::fd::AsRawFd::as_raw_fd) and
+//! [`Context::async_fd`]. Neither is handed out as a [`BorrowedFd`](std::os::fd::BorrowedFd)
+//! (`AsFd`): safe code could then `dup` it and `read` an event that libibverbs never acks, and
+//! the destroy verb of its object would wait for that ack forever. A raw fd number can be read
+//! from only with `unsafe`, whose caller promises not to consume events.
 
 use crate::backend;
 use crate::cq::AnyCq;
 use crate::cq_ex::WcFlags;
 use crate::error::{Error, Result, Verb};
-use crate::ffi::sys;
+use crate::ffi::{sys, RawAsyncEvent};
 use crate::qp::{QpType, RecvSide};
 use crate::qp_state::QpState;
 use crate::{Context, Cq, CqEx, Qp, Srq, Threading};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // Completion events
@@ -423,37 +433,38 @@ pub enum AsyncEvent {
     ClientReregister(u8),
     /// `IBV_EVENT_DEVICE_FATAL`: "CA is in FATAL state".
     DeviceFatal,
-    /// An event type this crate does not name (`IBV_EVENT_WQ_FATAL`, or a newer one).
+    /// An event type this crate does not name (`IBV_EVENT_WQ_FATAL`), or any value the build's
+    /// headers do not know (a newer libibverbs or kernel may report one): the integer as C
+    /// wrote it. Its element is not read.
     Other(u32),
 }
 
 impl AsyncEvent {
     /// The event's `enum ibv_event_type` value.
     pub fn event_type(&self) -> u32 {
-        use sys::ibv_event_type::*;
-        let t = match self {
-            AsyncEvent::CqErr(_) => IBV_EVENT_CQ_ERR,
-            AsyncEvent::QpFatal(_) => IBV_EVENT_QP_FATAL,
-            AsyncEvent::QpReqErr(_) => IBV_EVENT_QP_REQ_ERR,
-            AsyncEvent::QpAccessErr(_) => IBV_EVENT_QP_ACCESS_ERR,
-            AsyncEvent::CommEst(_) => IBV_EVENT_COMM_EST,
-            AsyncEvent::SqDrained(_) => IBV_EVENT_SQ_DRAINED,
-            AsyncEvent::PathMig(_) => IBV_EVENT_PATH_MIG,
-            AsyncEvent::PathMigErr(_) => IBV_EVENT_PATH_MIG_ERR,
-            AsyncEvent::LastWqeReached(_) => IBV_EVENT_QP_LAST_WQE_REACHED,
-            AsyncEvent::SrqErr(_) => IBV_EVENT_SRQ_ERR,
-            AsyncEvent::SrqLimitReached(_) => IBV_EVENT_SRQ_LIMIT_REACHED,
-            AsyncEvent::PortActive(_) => IBV_EVENT_PORT_ACTIVE,
-            AsyncEvent::PortErr(_) => IBV_EVENT_PORT_ERR,
-            AsyncEvent::LidChange(_) => IBV_EVENT_LID_CHANGE,
-            AsyncEvent::PkeyChange(_) => IBV_EVENT_PKEY_CHANGE,
-            AsyncEvent::GidChange(_) => IBV_EVENT_GID_CHANGE,
-            AsyncEvent::SmChange(_) => IBV_EVENT_SM_CHANGE,
-            AsyncEvent::ClientReregister(_) => IBV_EVENT_CLIENT_REREGISTER,
-            AsyncEvent::DeviceFatal => IBV_EVENT_DEVICE_FATAL,
-            AsyncEvent::Other(t) => return *t,
-        };
-        t as u32
+        use crate::ffi::event_type::*;
+        match self {
+            AsyncEvent::CqErr(_) => CQ_ERR,
+            AsyncEvent::QpFatal(_) => QP_FATAL,
+            AsyncEvent::QpReqErr(_) => QP_REQ_ERR,
+            AsyncEvent::QpAccessErr(_) => QP_ACCESS_ERR,
+            AsyncEvent::CommEst(_) => COMM_EST,
+            AsyncEvent::SqDrained(_) => SQ_DRAINED,
+            AsyncEvent::PathMig(_) => PATH_MIG,
+            AsyncEvent::PathMigErr(_) => PATH_MIG_ERR,
+            AsyncEvent::LastWqeReached(_) => QP_LAST_WQE_REACHED,
+            AsyncEvent::SrqErr(_) => SRQ_ERR,
+            AsyncEvent::SrqLimitReached(_) => SRQ_LIMIT_REACHED,
+            AsyncEvent::PortActive(_) => PORT_ACTIVE,
+            AsyncEvent::PortErr(_) => PORT_ERR,
+            AsyncEvent::LidChange(_) => LID_CHANGE,
+            AsyncEvent::PkeyChange(_) => PKEY_CHANGE,
+            AsyncEvent::GidChange(_) => GID_CHANGE,
+            AsyncEvent::SmChange(_) => SM_CHANGE,
+            AsyncEvent::ClientReregister(_) => CLIENT_REREGISTER,
+            AsyncEvent::DeviceFatal => DEVICE_FATAL,
+            AsyncEvent::Other(t) => *t,
+        }
     }
 
     /// The QP the event names, for the QP events.
@@ -476,8 +487,8 @@ impl AsyncEvent {
     ///
     /// # Safety
     /// `ev` came from `ibv_get_async_event` and is not acked.
-    unsafe fn from_raw(ev: &sys::ibv_async_event) -> (AsyncEvent, usize) {
-        use sys::ibv_event_type::*;
+    unsafe fn from_raw(ev: &RawAsyncEvent) -> (AsyncEvent, usize) {
+        use crate::ffi::event_type::*;
         // SAFETY: caller's contract: the union member read is the one the event type names,
         // and a named QP is live until the event is acked.
         unsafe {
@@ -494,54 +505,56 @@ impl AsyncEvent {
             let port = || ev.element.port_num.clamp(0, 255) as u8;
             let srq = || ev.element.srq as usize;
             match ev.event_type {
-                IBV_EVENT_CQ_ERR => {
+                CQ_ERR => {
                     let p = ev.element.cq as usize;
                     (AsyncEvent::CqErr(CqRef(p)), p)
                 }
-                IBV_EVENT_QP_FATAL => {
+                QP_FATAL => {
                     let (q, p) = qp();
                     (AsyncEvent::QpFatal(q), p)
                 }
-                IBV_EVENT_QP_REQ_ERR => {
+                QP_REQ_ERR => {
                     let (q, p) = qp();
                     (AsyncEvent::QpReqErr(q), p)
                 }
-                IBV_EVENT_QP_ACCESS_ERR => {
+                QP_ACCESS_ERR => {
                     let (q, p) = qp();
                     (AsyncEvent::QpAccessErr(q), p)
                 }
-                IBV_EVENT_COMM_EST => {
+                COMM_EST => {
                     let (q, p) = qp();
                     (AsyncEvent::CommEst(q), p)
                 }
-                IBV_EVENT_SQ_DRAINED => {
+                SQ_DRAINED => {
                     let (q, p) = qp();
                     (AsyncEvent::SqDrained(q), p)
                 }
-                IBV_EVENT_PATH_MIG => {
+                PATH_MIG => {
                     let (q, p) = qp();
                     (AsyncEvent::PathMig(q), p)
                 }
-                IBV_EVENT_PATH_MIG_ERR => {
+                PATH_MIG_ERR => {
                     let (q, p) = qp();
                     (AsyncEvent::PathMigErr(q), p)
                 }
-                IBV_EVENT_QP_LAST_WQE_REACHED => {
+                QP_LAST_WQE_REACHED => {
                     let (q, p) = qp();
                     (AsyncEvent::LastWqeReached(q), p)
                 }
-                IBV_EVENT_SRQ_ERR => (AsyncEvent::SrqErr(SrqRef(srq())), srq()),
-                IBV_EVENT_SRQ_LIMIT_REACHED => (AsyncEvent::SrqLimitReached(SrqRef(srq())), srq()),
-                IBV_EVENT_PORT_ACTIVE => (AsyncEvent::PortActive(port()), 0),
-                IBV_EVENT_PORT_ERR => (AsyncEvent::PortErr(port()), 0),
-                IBV_EVENT_LID_CHANGE => (AsyncEvent::LidChange(port()), 0),
-                IBV_EVENT_PKEY_CHANGE => (AsyncEvent::PkeyChange(port()), 0),
-                IBV_EVENT_GID_CHANGE => (AsyncEvent::GidChange(port()), 0),
-                IBV_EVENT_SM_CHANGE => (AsyncEvent::SmChange(port()), 0),
-                IBV_EVENT_CLIENT_REREGISTER => (AsyncEvent::ClientReregister(port()), 0),
-                IBV_EVENT_DEVICE_FATAL => (AsyncEvent::DeviceFatal, 0),
-                // A WQ (the crate makes none): its address, so that the ack reaches it.
-                other => (AsyncEvent::Other(other as u32), ev.element.wq as usize),
+                SRQ_ERR => (AsyncEvent::SrqErr(SrqRef(srq())), srq()),
+                SRQ_LIMIT_REACHED => (AsyncEvent::SrqLimitReached(SrqRef(srq())), srq()),
+                PORT_ACTIVE => (AsyncEvent::PortActive(port()), 0),
+                PORT_ERR => (AsyncEvent::PortErr(port()), 0),
+                LID_CHANGE => (AsyncEvent::LidChange(port()), 0),
+                PKEY_CHANGE => (AsyncEvent::PkeyChange(port()), 0),
+                GID_CHANGE => (AsyncEvent::GidChange(port()), 0),
+                SM_CHANGE => (AsyncEvent::SmChange(port()), 0),
+                CLIENT_REREGISTER => (AsyncEvent::ClientReregister(port()), 0),
+                DEVICE_FATAL => (AsyncEvent::DeviceFatal, 0),
+                // A WQ (the crate makes none), or a type newer than the build's headers (an
+                // integer, so any value is fine): the element's bits as they came, so that
+                // the ack passes them back.
+                other => (AsyncEvent::Other(other), ev.element.wq as usize),
             }
         }
     }
@@ -550,36 +563,27 @@ impl AsyncEvent {
 /// An async event got and not yet acked, as `ibv_get_async_event` returned it.
 #[derive(Clone, Copy)]
 struct RawEvent {
-    ty: sys::ibv_event_type,
+    /// `enum ibv_event_type`, as the integer C wrote.
+    ty: u32,
     /// The element, as an address (or the port number).
     element: usize,
 }
 
 impl RawEvent {
-    fn to_raw(self, event: &AsyncEvent) -> sys::ibv_async_event {
-        let element = match event {
-            AsyncEvent::CqErr(_) => sys::ibv_async_event_element_t {
-                cq: self.element as *mut sys::ibv_cq,
-            },
+    fn to_raw(self, event: &AsyncEvent) -> RawAsyncEvent {
+        let mut raw = RawAsyncEvent::zeroed();
+        raw.event_type = self.ty;
+        // Each member written in place, so the zeroed bytes a narrower one leaves stay zero.
+        match event {
+            AsyncEvent::CqErr(_) => raw.element.cq = self.element as *mut sys::ibv_cq,
             AsyncEvent::SrqErr(_) | AsyncEvent::SrqLimitReached(_) => {
-                sys::ibv_async_event_element_t {
-                    srq: self.element as *mut sys::ibv_srq,
-                }
+                raw.element.srq = self.element as *mut sys::ibv_srq
             }
-            e if e.qp().is_some() => sys::ibv_async_event_element_t {
-                qp: self.element as *mut sys::ibv_qp,
-            },
-            AsyncEvent::Other(_) => sys::ibv_async_event_element_t {
-                wq: self.element as *mut sys::ibv_wq,
-            },
-            _ => sys::ibv_async_event_element_t {
-                port_num: self.element as i32,
-            },
-        };
-        sys::ibv_async_event {
-            element,
-            event_type: self.ty,
+            e if e.qp().is_some() => raw.element.qp = self.element as *mut sys::ibv_qp,
+            AsyncEvent::Other(_) => raw.element.wq = self.element as *mut sys::ibv_wq,
+            _ => raw.element.port_num = self.element as i32,
         }
+        raw
     }
 }
 
@@ -718,17 +722,35 @@ pub(crate) fn set_nonblocking(fd: RawFd) -> std::result::Result<(), i32> {
     Ok(())
 }
 
-/// Waits until `fd` is readable (poll(2) without a timeout; EINTR retried).
-pub(crate) fn wait_readable(fd: RawFd) -> std::result::Result<(), i32> {
+/// Waits until `fd` is readable, at most `timeout` (`None`: without a limit), in poll(2);
+/// whether it became readable. EINTR is retried (with the time left).
+pub(crate) fn wait_readable(
+    fd: RawFd,
+    timeout: Option<Duration>,
+) -> std::result::Result<bool, i32> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
     loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(std::time::Instant::now());
+                // Rounded up, so a short timeout still waits; capped at poll's int.
+                let ms = left.as_nanos().div_ceil(1_000_000);
+                ms.min(i32::MAX as u128) as i32
+            }
+        };
         let mut p = libc::pollfd {
             fd,
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut p, 1, -1) } >= 0 {
-            return Ok(());
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        if n >= 0 {
+            if p.revents & libc::POLLNVAL != 0 {
+                return Err(libc::EBADF);
+            }
+            return Ok(n > 0);
         }
         let e = std::io::Error::last_os_error()
             .raw_os_error()
@@ -740,20 +762,29 @@ pub(crate) fn wait_readable(fd: RawFd) -> std::result::Result<(), i32> {
 }
 
 impl Context {
-    /// The context's async event fd (`context->async_fd`), to watch with poll/epoll: readable
-    /// while an event waits. It is made O_NONBLOCK by the first
+    /// The number of the context's async event fd (`context->async_fd`), to register with
+    /// poll/epoll/mio: readable while an event waits. Only the number: a
+    /// [`BorrowedFd`](std::os::fd::BorrowedFd) would let safe code read an event that is
+    /// never acked (see the [module docs](crate::event)). It is made O_NONBLOCK by the first
     /// [`get_async_event`](Self::get_async_event) or
     /// [`try_get_async_event`](Self::try_get_async_event). Fails with EBADF (naming
     /// `ibv_get_async_event`) for a context without one: a software context opened when no
     /// eventfd could be made.
-    pub fn async_fd(&self) -> Result<BorrowedFd<'_>> {
+    pub fn async_fd(&self) -> Result<RawFd> {
         // SAFETY: a live context; the field is set at open.
         let fd = unsafe { (*self.as_raw()).async_fd };
         if fd < 0 {
             return Err(Error::os(Verb::GetAsyncEvent, libc::EBADF));
         }
-        // SAFETY: a valid fd, open for as long as the context is, which outlives the borrow.
-        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+        Ok(fd)
+    }
+
+    /// Waits (in poll(2)) until the async event fd is readable, that is until an async event
+    /// waits, for at most `timeout` (`None`: without a limit). Whether it became readable.
+    /// Nothing is read: [`try_get_async_event`](Self::try_get_async_event) takes the event.
+    pub fn wait_async_readable(&self, timeout: Option<Duration>) -> Result<bool> {
+        let fd = self.async_fd()?;
+        wait_readable(fd, timeout).map_err(|e| Error::os(Verb::GetAsyncEvent, e))
     }
 
     /// `ibv_get_async_event`, blocking until there is an event. The guard acks it when
@@ -765,7 +796,7 @@ impl Context {
             }
             // SAFETY: a live context's async fd.
             let fd = unsafe { (*self.as_raw()).async_fd };
-            wait_readable(fd).map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
+            wait_readable(fd, None).map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
         }
     }
 
@@ -775,8 +806,8 @@ impl Context {
         // SAFETY: a live context's async fd.
         set_nonblocking(unsafe { (*ctx).async_fd })
             .map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
-        // SAFETY: the event struct is plain C data, written by the call.
-        let mut raw: sys::ibv_async_event = unsafe { std::mem::zeroed() };
+        // Zeroed, so every byte of the union is initialised whichever member C writes.
+        let mut raw = RawAsyncEvent::zeroed();
         // SAFETY: a live context; `raw` valid for writes.
         match unsafe { backend::of(ctx).get_async_event(ctx, &mut raw) } {
             Ok(()) => {}

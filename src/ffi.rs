@@ -5,6 +5,12 @@
 //! `ibv_gid`, ...) it writes by hand; those, and the C structures that the software device
 //! embeds, are checked here against sizes and offsets measured from <infiniband/verbs.h> by the
 //! build script (`c_layout.rs`). A mismatch is a compile error.
+//!
+//! C enums that C fills are read as integers. rdma-sys generates every C enum as integer
+//! constants (a `Type` alias and a module of values, or a bit-set newtype) except
+//! `enum ibv_event_type`, which it makes a Rust `enum`: a value the build's headers lack would
+//! be undefined behaviour in it, so `struct ibv_async_event` is read through the crate's own
+//! mirror, [`RawAsyncEvent`], whose `event_type` is a `u32`.
 
 pub use rdma_sys as sys;
 
@@ -138,6 +144,89 @@ const_assert_eq!(
     offset_of!(sys::ibv_cq, channel),
     offset_of!(sys::ibv_cq_ex, channel)
 );
+
+/// `struct ibv_async_event`, with `event_type` as the integer it is in C.
+///
+/// rdma-sys declares `event_type` as its Rust `enum ibv_event_type` (the one C enum it
+/// generates as a Rust enum): a value the build's headers do not name, which a newer
+/// libibverbs or kernel may write, would be undefined behaviour as soon as Rust reads it. This
+/// mirror, whose layout is checked against the C one below, is what the crate hands to
+/// `ibv_get_async_event`/`ibv_ack_async_event` (as a pointer cast, which C reads and writes as
+/// its own struct) and reads; [`event_type`] names the values.
+#[repr(C)]
+pub struct RawAsyncEvent {
+    /// The object or port the event is about; which member is set depends on `event_type`.
+    pub element: sys::ibv_async_event_element_t,
+    /// `enum ibv_event_type`, as an integer.
+    pub event_type: u32,
+}
+
+impl RawAsyncEvent {
+    /// All zero: no object, `IBV_EVENT_CQ_ERR`, every byte initialised (an out-parameter).
+    pub fn zeroed() -> Self {
+        // SAFETY: a pointer-or-int union and an integer: all-zero is a valid value of each.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl std::fmt::Debug for RawAsyncEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: every member is plain data of at most the union's size, and the crate only
+        // makes and fills the union with all its bytes initialised (zeroed first).
+        let element = unsafe { self.element.wq } as usize;
+        f.debug_struct("RawAsyncEvent")
+            .field("element", &format_args!("{element:#x}"))
+            .field("event_type", &self.event_type)
+            .finish()
+    }
+}
+
+const_assert_eq!(size_of::<RawAsyncEvent>(), c::SIZEOF_ibv_async_event);
+const_assert_eq!(align_of::<RawAsyncEvent>(), c::ALIGNOF_ibv_async_event);
+const_assert_eq!(
+    offset_of!(RawAsyncEvent, element),
+    c::OFFSETOF_ibv_async_event_element
+);
+const_assert_eq!(
+    offset_of!(RawAsyncEvent, event_type),
+    c::OFFSETOF_ibv_async_event_event_type
+);
+const_assert_eq!(size_of::<u32>(), c::SIZEOF_ibv_event_type);
+// rdma-sys's struct is the same memory, so that a pointer to one is a pointer to the other.
+const_assert_eq!(
+    size_of::<sys::ibv_async_event>(),
+    size_of::<RawAsyncEvent>()
+);
+const_assert_eq!(
+    offset_of!(sys::ibv_async_event, event_type),
+    offset_of!(RawAsyncEvent, event_type)
+);
+
+/// The values of `enum ibv_event_type`, as the integers [`RawAsyncEvent::event_type`] holds.
+#[allow(missing_docs)]
+pub mod event_type {
+    use super::sys::ibv_event_type as e;
+    pub const CQ_ERR: u32 = e::IBV_EVENT_CQ_ERR as u32;
+    pub const QP_FATAL: u32 = e::IBV_EVENT_QP_FATAL as u32;
+    pub const QP_REQ_ERR: u32 = e::IBV_EVENT_QP_REQ_ERR as u32;
+    pub const QP_ACCESS_ERR: u32 = e::IBV_EVENT_QP_ACCESS_ERR as u32;
+    pub const COMM_EST: u32 = e::IBV_EVENT_COMM_EST as u32;
+    pub const SQ_DRAINED: u32 = e::IBV_EVENT_SQ_DRAINED as u32;
+    pub const PATH_MIG: u32 = e::IBV_EVENT_PATH_MIG as u32;
+    pub const PATH_MIG_ERR: u32 = e::IBV_EVENT_PATH_MIG_ERR as u32;
+    pub const DEVICE_FATAL: u32 = e::IBV_EVENT_DEVICE_FATAL as u32;
+    pub const PORT_ACTIVE: u32 = e::IBV_EVENT_PORT_ACTIVE as u32;
+    pub const PORT_ERR: u32 = e::IBV_EVENT_PORT_ERR as u32;
+    pub const LID_CHANGE: u32 = e::IBV_EVENT_LID_CHANGE as u32;
+    pub const PKEY_CHANGE: u32 = e::IBV_EVENT_PKEY_CHANGE as u32;
+    pub const SM_CHANGE: u32 = e::IBV_EVENT_SM_CHANGE as u32;
+    pub const SRQ_ERR: u32 = e::IBV_EVENT_SRQ_ERR as u32;
+    pub const SRQ_LIMIT_REACHED: u32 = e::IBV_EVENT_SRQ_LIMIT_REACHED as u32;
+    pub const QP_LAST_WQE_REACHED: u32 = e::IBV_EVENT_QP_LAST_WQE_REACHED as u32;
+    pub const CLIENT_REREGISTER: u32 = e::IBV_EVENT_CLIENT_REREGISTER as u32;
+    pub const GID_CHANGE: u32 = e::IBV_EVENT_GID_CHANGE as u32;
+    pub const WQ_FATAL: u32 = e::IBV_EVENT_WQ_FATAL as u32;
+}
 
 check_layout!(verbs_context {
     sz,
@@ -276,3 +365,80 @@ pub(crate) const CQ_INIT_ATTR_MASK_PD: u32 = 1 << 1;
 pub const CREATE_CQ_ATTR_SINGLE_THREADED: u32 = 1 << 0;
 /// `IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN`.
 pub const CREATE_CQ_ATTR_IGNORE_OVERRUN: u32 = 1 << 1;
+
+/// Runs `body`, the body of a C entry point, so that no panic crosses into C (unwinding out of
+/// an `extern "C"` function aborts the process): a panic becomes `on_panic()`, the entry
+/// point's failure value. The panic's payload is leaked, not dropped, since its `Drop` could
+/// panic again outside the catch. Used only through [`c_entry!`].
+#[inline(always)]
+pub(crate) fn no_unwind<R>(on_panic: impl FnOnce() -> R, body: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(r) => r,
+        Err(payload) => {
+            std::mem::forget(payload);
+            on_panic()
+        }
+    }
+}
+
+/// Defines functions the crate hands to C as pointers (the software device's `ibv_context.ops`
+/// and `ibv_cq_ex` operations, the crate's own `next_poll` for rxe): every one is made here,
+/// so every one runs its body under [`no_unwind`], and no `extern "C" fn` of the crate is
+/// written anywhere else (`tests/c_entry.rs` checks the sources).
+///
+/// ```text
+/// c_entry! {
+///     /// docs
+///     pub(super) fn name(arg: Type, ...) -> Ret = on_panic(FAILURE) { body }
+/// }
+/// ```
+///
+/// makes `pub(super) unsafe extern "C" fn name(arg: Type, ...) -> Ret`. What a panic returns,
+/// by what the C caller expects:
+/// * a verb that returns an errno (`post_send`, `post_recv`, `post_srq_recv`,
+///   `req_notify_cq`, `start_poll`, `next_poll`): `EIO`;
+/// * `poll_cq`, which returns a count or a negative value: `-EIO`;
+/// * a completion field reader (`read_*`), which cannot fail: 0;
+/// * `end_poll`, which returns nothing: nothing.
+///
+/// Failures the bodies expect (a full queue, an allocation that cannot be made) are errnos
+/// they return themselves; the panic value is for bugs, which then stay inside the process's
+/// reach instead of aborting it.
+macro_rules! c_entry {
+    ($(
+        $(#[$meta:meta])*
+        $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
+            = on_panic($fail:expr) $body:block
+    )*) => {$(
+        $(#[$meta])*
+        $vis unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            $crate::ffi::no_unwind(|| $fail, || $body)
+        }
+    )*};
+}
+pub(crate) use c_entry;
+
+#[cfg(test)]
+mod tests {
+    c_entry! {
+        fn panics(n: i32) -> i32 = on_panic(-libc::EIO) {
+            if n > 0 {
+                panic!("a bug in a C entry point");
+            }
+            n
+        }
+        fn panics_without_value() = on_panic(()) {
+            panic!("a bug in a C entry point that returns nothing");
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_c_entry_point_is_its_failure_value() {
+        // SAFETY: the functions have no preconditions.
+        unsafe {
+            assert_eq!(panics(0), 0);
+            assert_eq!(panics(1), -libc::EIO);
+            panics_without_value();
+        }
+    }
+}

@@ -14,7 +14,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use crate::backend;
-use crate::ffi::sys;
+use crate::ffi::{sys, RawAsyncEvent};
 use std::os::raw::c_void;
 use std::ptr::NonNull;
 
@@ -93,9 +93,13 @@ pub unsafe fn ibv_ack_cq_events(cq: *mut sys::ibv_cq, n: u32) {
 }
 
 /// `ibv_get_async_event`. Blocks unless the context's async fd is O_NONBLOCK.
+///
+/// The event is a [`RawAsyncEvent`], rdma-sys's `ibv_async_event` with `event_type` as an
+/// integer: a type newer than the build's headers would be undefined behaviour in rdma-sys's
+/// Rust enum.
 pub unsafe fn ibv_get_async_event(
     ctx: *mut sys::ibv_context,
-    event: *mut sys::ibv_async_event,
+    event: *mut RawAsyncEvent,
 ) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
     unsafe { backend::of(ctx).get_async_event(ctx, event) }
@@ -103,25 +107,20 @@ pub unsafe fn ibv_get_async_event(
 
 /// `ibv_ack_async_event`: acks an event got with [`ibv_get_async_event`]; the destroy verb of
 /// the object it names waits for it.
-pub unsafe fn ibv_ack_async_event(event: *mut sys::ibv_async_event) {
-    use sys::ibv_event_type::*;
+pub unsafe fn ibv_ack_async_event(event: *mut RawAsyncEvent) {
+    use crate::ffi::event_type::*;
     // SAFETY: the caller's contract: an event got and not acked, whose object is live; the
     // union member read is the one its type names.
     unsafe {
         let ctx = match (*event).event_type {
-            IBV_EVENT_CQ_ERR => (*(*event).element.cq).context,
-            IBV_EVENT_SRQ_ERR | IBV_EVENT_SRQ_LIMIT_REACHED => (*(*event).element.srq).context,
-            IBV_EVENT_QP_FATAL
-            | IBV_EVENT_QP_REQ_ERR
-            | IBV_EVENT_QP_ACCESS_ERR
-            | IBV_EVENT_COMM_EST
-            | IBV_EVENT_SQ_DRAINED
-            | IBV_EVENT_PATH_MIG
-            | IBV_EVENT_PATH_MIG_ERR
-            | IBV_EVENT_QP_LAST_WQE_REACHED => (*(*event).element.qp).context,
-            // A WQ's event (only rdma-core has WQs), or a port's or the device's, which
-            // libibverbs acks by doing nothing; so does the software device.
-            _ => return sys::ibv_ack_async_event(event),
+            CQ_ERR => (*(*event).element.cq).context,
+            SRQ_ERR | SRQ_LIMIT_REACHED => (*(*event).element.srq).context,
+            QP_FATAL | QP_REQ_ERR | QP_ACCESS_ERR | COMM_EST | SQ_DRAINED | PATH_MIG
+            | PATH_MIG_ERR | QP_LAST_WQE_REACHED => (*(*event).element.qp).context,
+            // A WQ's event (only rdma-core has WQs), a port's or the device's, which
+            // libibverbs acks by doing nothing (so does the software device), or a type newer
+            // than the build's headers, which only libibverbs knows.
+            _ => return sys::ibv_ack_async_event(event.cast()),
         };
         backend::of(ctx).ack_async_event(event)
     }

@@ -1611,3 +1611,185 @@ fn software_devices_exchange_data_and_raw_packet_sends_are_refused() {
     assert_eq!((rc, bad), (libc::EOPNOTSUPP, wr.raw()));
     quiet(raw_qp.send_cq);
 }
+
+// ---------------------------------------------------------------------------------------------
+// No panic or allocation failure reaches C: each case runs in a child process (this test
+// binary run again for that one test), since on a device that aborts it would take the whole
+// test run down; the parent checks that the child ended normally and what it printed.
+// ---------------------------------------------------------------------------------------------
+
+/// The environment variable that makes a test run its child half.
+const CHILD_ENV: &str = "TYPED_VERBS_TEST_CHILD";
+
+/// Whether this process is the child of `test`.
+fn is_child(test: &str) -> bool {
+    std::env::var(CHILD_ENV).is_ok_and(|v| v == test)
+}
+
+/// Runs `test` alone in a child process; gives its stdout, after checking that it exited
+/// normally (a panic crossing into C aborts it with SIGABRT).
+fn run_child(test: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, test)
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the child of {test} did not end normally ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Limits this process's address space to what it maps now plus `headroom` bytes, so that a
+/// larger allocation (or a thread's stack) fails as it would on a machine out of memory.
+fn limit_address_space(headroom: u64) {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: u64 = statm.split_whitespace().next().unwrap().parse().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` valid for writes.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) }, 0);
+    lim.rlim_cur = (pages * page + headroom).min(lim.rlim_max);
+    // SAFETY: `lim` valid for reads.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) }, 0);
+}
+
+#[test]
+fn an_rnr_timer_that_cannot_start_fails_qp_creation_instead_of_aborting_a_post() {
+    // The software device's RNR timer thread starts with the first RC QP; where the thread
+    // cannot be made, that creation fails with EAGAIN. (It used to start at the first RNR NAK,
+    // inside ibv_post_send, where the failure was a panic crossing into C: an abort.)
+    let test = "an_rnr_timer_that_cannot_start_fails_qp_creation_instead_of_aborting_a_post";
+    if is_child(test) {
+        let mut env = Env::new();
+        let (send_cq, recv_cq) = (env.cq(), env.cq());
+        let src = env.buf(64, LOCAL_WRITE);
+        // No room for a thread's stack from here on.
+        limit_address_space(1 << 20);
+        let mut attr = sys::ibv_qp_init_attr {
+            qp_context: ptr::null_mut(),
+            send_cq,
+            recv_cq,
+            srq: ptr::null_mut(),
+            cap: sys::ibv_qp_cap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            qp_type: IBV_QPT_RC,
+            sq_sig_all: 0,
+        };
+        // SAFETY: a live PD; the CQs are live objects of its context.
+        match unsafe { raw::ibv_create_qp(env.pd, &mut attr) } {
+            Err(e) => println!("CHILD create_qp errno {e}"),
+            Ok(qp) => {
+                let qp = qp.as_ptr();
+                // SAFETY: destroyed once, before the CQs.
+                env.push(move || unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp"));
+                // A send to a QP with no receive posted: an RNR NAK, which needs the timer.
+                let q = Qp {
+                    raw: qp,
+                    // SAFETY: a live QP.
+                    num: unsafe { (*qp).qp_num },
+                    qpt: IBV_QPT_RC,
+                    cap: attr.cap,
+                    send_cq,
+                    recv_cq,
+                };
+                env.connect(&q, &q, 0, 3);
+                let (rc, _) = post_send_list(
+                    &q,
+                    &mut send_wr(1, IBV_WR_SEND, SIGNALED, &[src.sge(0, 8)]).wr,
+                );
+                println!("CHILD post_send rc {rc}");
+            }
+        }
+        return;
+    }
+    let ctx = open();
+    if !software_only(&ctx, test, "the software device's RNR timer thread") {
+        return;
+    }
+    drop(ctx);
+    let out = run_child(test);
+    assert!(
+        out.contains(&format!("CHILD create_qp errno {}", libc::EAGAIN)),
+        "expected the RC QP's creation to fail with EAGAIN:\n{out}"
+    );
+}
+
+#[test]
+fn a_send_longer_than_max_msg_sz_is_refused_at_the_post() {
+    // Three SGEs of 1 GiB each over one registered (never touched) 1 GiB region: 3 GiB, above
+    // the port's max_msg_sz of 2^31. The post fails with EINVAL. (The device used to gather
+    // the 3 GiB into one buffer while executing the request, and aborted where that allocation
+    // failed; the child's address space is limited so that it would.)
+    let test = "a_send_longer_than_max_msg_sz_is_refused_at_the_post";
+    const GIB: usize = 1 << 30;
+    if is_child(test) {
+        let mut env = Env::new();
+        let mut spec = Spec::new(IBV_QPT_RC);
+        spec.send_sge = 4;
+        let (a, _b) = env.pair(spec, REMOTE_ALL, 0);
+        // SAFETY: a fresh anonymous mapping, never touched; unmapped after the MR goes.
+        let mem = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                GIB,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(mem, libc::MAP_FAILED);
+        // SAFETY: unmapped once, after the MR is deregistered (cleanups run in reverse).
+        env.push(move || unsafe {
+            libc::munmap(mem, GIB);
+        });
+        // SAFETY: a live PD; the mapping stays until after ibv_dereg_mr.
+        let mr = unsafe { raw::ibv_reg_mr(env.pd, mem, GIB, LOCAL_WRITE) }
+            .expect("ibv_reg_mr")
+            .as_ptr();
+        // SAFETY: deregistered once.
+        env.push(move || unsafe { raw::ibv_dereg_mr(mr) }.expect("ibv_dereg_mr"));
+        let sge = sys::ibv_sge {
+            addr: mem as u64,
+            length: GIB as u32,
+            // SAFETY: a live MR.
+            lkey: unsafe { (*mr).lkey },
+        };
+        limit_address_space(256 << 20);
+        let mut w = send_wr(1, IBV_WR_SEND, SIGNALED, &[sge, sge, sge]);
+        let (rc, bad) = post_send_list(&a, &mut w.wr);
+        println!(
+            "CHILD post_send rc {rc} bad_wr {}",
+            std::ptr::eq(bad, &w.wr)
+        );
+        return;
+    }
+    let ctx = open();
+    if !software_only(
+        &ctx,
+        test,
+        "the software device's max_msg_sz check at the post",
+    ) {
+        return;
+    }
+    drop(ctx);
+    let out = run_child(test);
+    assert!(
+        out.contains(&format!("CHILD post_send rc {} bad_wr true", libc::EINVAL)),
+        "expected the post to fail with EINVAL naming the request:\n{out}"
+    );
+}

@@ -8,15 +8,15 @@
 mod common;
 
 use common::{destroyed, open};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::event::EventAcks;
 use typed_verbs::qp::RecvSide;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    raw, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq, Mr, Pd,
-    Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
+    raw, software, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq,
+    Mr, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
 };
 
 /// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
@@ -36,9 +36,9 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// poll(2) on `fd` for POLLIN, at most `ms` milliseconds: whether it became readable.
-fn readable(fd: BorrowedFd<'_>, ms: i32) -> bool {
+fn readable(fd: RawFd, ms: i32) -> bool {
     let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
+        fd,
         events: libc::POLLIN,
         revents: 0,
     };
@@ -189,7 +189,7 @@ fn a_completion_on_an_armed_cq_puts_one_event_on_the_channel() {
 
         // One event per arming: the second completion came to a disarmed CQ.
         assert!(
-            !readable(ch.as_fd(), 200),
+            !readable(ch.as_raw_fd(), 200),
             "a second event without re-arming"
         );
         assert!(ch.try_get_cq_event().unwrap().is_none());
@@ -218,14 +218,14 @@ fn the_channel_fd_polls_readable_when_an_event_waits() {
 
         // poll(2): nothing yet, then readable within the timeout once a completion came.
         cq.req_notify(false).unwrap();
-        assert!(!readable(ch.as_fd(), 0));
+        assert!(!readable(ch.as_raw_fd(), 0));
         b.post_recv(2, &[m.dst.sge(0..16).unwrap()]).unwrap();
         a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]))
             .unwrap();
-        assert!(readable(ch.as_fd(), 5000), "no event within 5 s");
+        assert!(readable(ch.as_raw_fd(), 5000), "no event within 5 s");
         let ev = ch.try_get_cq_event().unwrap().expect("the fd was readable");
         assert!(ev.is_for(&cq));
-        assert!(!readable(ch.as_fd(), 0), "read, so no longer readable");
+        assert!(!readable(ch.as_raw_fd(), 0), "read, so no longer readable");
         completions(&cq, 1);
 
         // epoll(7), level-triggered, on the same fd.
@@ -256,6 +256,121 @@ fn the_channel_fd_polls_readable_when_an_event_waits() {
         assert!(ch.try_get_cq_event().unwrap().unwrap().is_for(&cq));
         completions(&cq, 1);
     });
+}
+
+#[test]
+fn readiness_is_awaited_without_handing_out_the_fds() {
+    // The channel and the context give readiness (wait_readable, wait_async_readable) and the
+    // fds' numbers, never a BorrowedFd that safe code could dup and read from.
+    within(LIMIT, || {
+        let ctx = open();
+        let ch = CompChannel::new(&ctx).unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
+        let small = Cq::builder(&ctx).cqe(1).build().unwrap();
+        let a = Qp::<Rc>::builder(&pd, &small, &cq)
+            .max_send_wr(8)
+            .max_recv_wr(8)
+            .build()
+            .unwrap();
+        let b = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_send_wr(8)
+            .max_recv_wr(8)
+            .build()
+            .unwrap();
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
+        let m = bufs(&pd, &mut s, &mut d);
+        let short = Some(Duration::from_millis(100));
+        let long = Some(Duration::from_secs(5));
+
+        // Nothing waits: both time out, having read nothing.
+        cq.req_notify(false).unwrap();
+        assert!(!ch.wait_readable(short).unwrap());
+        assert!(!ctx.wait_async_readable(short).unwrap());
+        assert!(!ch.wait_readable(Some(Duration::ZERO)).unwrap());
+
+        // A completion on the armed CQ: the channel becomes readable, and stays so until the
+        // event is taken (waiting consumed nothing).
+        b.post_recv(1, &[m.dst.sge(0..16).unwrap()]).unwrap();
+        a.post_send(&SendWr::send(2, &[m.src.sge(0..16).unwrap()]).signaled())
+            .unwrap();
+        assert!(ch.wait_readable(long).unwrap(), "no event within 5 s");
+        assert!(ch.wait_readable(None).unwrap());
+        assert!(
+            readable(ch.as_raw_fd(), 0),
+            "the number polls as the channel"
+        );
+        let ev = ch.try_get_cq_event().unwrap().expect("the fd was readable");
+        assert!(ev.is_for(&cq));
+        drop(ev);
+        assert!(
+            !ch.wait_readable(short).unwrap(),
+            "taken, so no longer readable"
+        );
+        completions(&cq, 1);
+
+        // `small` still holds the first send's completion: `small.cqe()` more signaled sends
+        // overrun it, a completion is lost, and the async fd becomes readable (CQ_ERR).
+        for i in 0..small.cqe() as u64 {
+            b.post_recv(10 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
+            a.post_send(&SendWr::send(20 + i, &[m.src.sge(0..16).unwrap()]).signaled())
+                .unwrap();
+        }
+        completions(&cq, small.cqe() as usize);
+        assert!(
+            ctx.wait_async_readable(long).unwrap(),
+            "no async event within 5 s"
+        );
+        assert!(readable(ctx.async_fd().unwrap(), 0));
+        let ev = ctx
+            .try_get_async_event()
+            .unwrap()
+            .expect("the fd was readable");
+        assert!(
+            matches!(*ev, AsyncEvent::CqErr(c) if c.is(&small)),
+            "{:?}",
+            *ev
+        );
+        drop(ev);
+        assert!(!ctx.wait_async_readable(short).unwrap());
+    });
+}
+
+#[test]
+fn an_event_type_the_headers_lack_is_read_as_its_integer() {
+    // `enum ibv_event_type` is read as an integer: a value a newer kernel may report (here 42
+    // and u32::MAX, which the build's headers lack) comes back as AsyncEvent::Other(n), and a
+    // known port event as its variant. The software device raises them as port events.
+    let test = "an_event_type_the_headers_lack_is_read_as_its_integer";
+    let ctx = open();
+    if !common::software_only(&ctx, test, "an async event of any type on demand") {
+        return;
+    }
+    let port_active = 9; // IBV_EVENT_PORT_ACTIVE
+    for (ty, want) in [
+        (42, AsyncEvent::Other(42)),
+        (u32::MAX, AsyncEvent::Other(u32::MAX)),
+        (port_active, AsyncEvent::PortActive(1)),
+    ] {
+        software::raise_port_event(&ctx, ty, 1).unwrap();
+        assert!(ctx
+            .wait_async_readable(Some(Duration::from_secs(5)))
+            .unwrap());
+        let ev = ctx.try_get_async_event().unwrap().expect("raised");
+        assert_eq!(*ev, want);
+        assert_eq!(ev.event_type(), ty);
+        drop(ev); // acked: the port's event names no object
+    }
+    assert!(ctx.try_get_async_event().unwrap().is_none());
+    // A type that names an object (here IBV_EVENT_CQ_ERR and IBV_EVENT_WQ_FATAL) needs a live
+    // one: refused, as is port 0.
+    for (ty, port) in [(0, 1), (19, 1), (42, 0)] {
+        let e = software::raise_port_event(&ctx, ty, port).unwrap_err();
+        assert_eq!((e.verb, e.errno()), (Verb::RaiseAsyncEvent, libc::EINVAL));
+    }
+    assert!(ctx.try_get_async_event().unwrap().is_none());
 }
 
 #[test]
@@ -368,7 +483,7 @@ fn try_get_on_an_empty_channel_is_none() {
     let cq = Cq::builder(&ctx).cqe(4).channel(&ch).build().unwrap();
     cq.req_notify(false).unwrap();
     cq.req_notify(true).unwrap();
-    assert!(!readable(ch.as_fd(), 100));
+    assert!(!readable(ch.as_raw_fd(), 100));
     assert!(ch.try_get_cq_event().unwrap().is_none());
     // The fd is O_NONBLOCK, as rdma-core's users set it.
     // SAFETY: F_GETFL on the channel's open fd.
@@ -397,7 +512,7 @@ fn solicited_only_arming_ignores_an_unsolicited_receive_and_fires_on_a_solicited
             .unwrap();
         assert_eq!(completions(&recv_cq, 1), [(10, WcStatus::SUCCESS)]);
         assert!(
-            !readable(ch.as_fd(), 300),
+            !readable(ch.as_raw_fd(), 300),
             "an event for an unsolicited receive"
         );
         assert!(ch.try_get_cq_event().unwrap().is_none());
@@ -443,7 +558,7 @@ fn solicited_only_arming_and_a_failed_send_completion() {
             .unwrap();
         assert_eq!(completions(&send_cq, 1), [(1, WcStatus::REM_ACCESS_ERR)]);
         assert!(
-            !readable(ch.as_fd(), 300),
+            !readable(ch.as_raw_fd(), 300),
             "a failed send completion woke a CQ armed for solicited completions"
         );
         // Armed for any completion, the flush of the next request (the QP is in ERR) fires.
@@ -511,7 +626,7 @@ fn raw_destroy_cq_waits_until_its_events_are_acked() {
             .unwrap();
         completions(&cq, 1);
     }
-    assert!(readable(ch.as_fd(), 5000), "no event within 5 s");
+    assert!(readable(ch.as_raw_fd(), 5000), "no event within 5 s");
     // SAFETY: a live channel.
     let (got, _) = unsafe { raw::ibv_get_cq_event(ch.as_raw()) }.expect("ibv_get_cq_event");
     assert_eq!(got.as_ptr(), cq.as_raw());

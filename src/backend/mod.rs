@@ -81,10 +81,10 @@ pub(crate) trait ControlPath: Sync {
     unsafe fn get_async_event(
         &self,
         ctx: *mut sys::ibv_context,
-        out: *mut sys::ibv_async_event,
+        out: *mut crate::ffi::RawAsyncEvent,
     ) -> Result<(), Errno>;
     /// `ibv_ack_async_event`.
-    unsafe fn ack_async_event(&self, ev: *mut sys::ibv_async_event);
+    unsafe fn ack_async_event(&self, ev: *mut crate::ffi::RawAsyncEvent);
     unsafe fn create_srq(
         &self,
         pd: *mut sys::ibv_pd,

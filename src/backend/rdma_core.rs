@@ -144,15 +144,17 @@ impl ControlPath for RdmaCore {
     unsafe fn get_async_event(
         &self,
         ctx: *mut sys::ibv_context,
-        out: *mut sys::ibv_async_event,
+        out: *mut crate::ffi::RawAsyncEvent,
     ) -> Result<(), Errno> {
-        // SAFETY: live context, `out` valid for writes.
-        rc(unsafe { sys::ibv_get_async_event(ctx, out) })
+        // SAFETY: live context, `out` valid for writes; RawAsyncEvent has the C layout (checked
+        // in ffi), and Rust never reads it as rdma-sys's struct, whose enum field could not
+        // hold every value C may write.
+        rc(unsafe { sys::ibv_get_async_event(ctx, out.cast()) })
     }
-    unsafe fn ack_async_event(&self, ev: *mut sys::ibv_async_event) {
+    unsafe fn ack_async_event(&self, ev: *mut crate::ffi::RawAsyncEvent) {
         // SAFETY: an event ibv_get_async_event returned, acked once; its object is live (its
-        // destroy waits for the ack).
-        unsafe { sys::ibv_ack_async_event(ev) }
+        // destroy waits for the ack). Passed to C as its own struct, as above.
+        unsafe { sys::ibv_ack_async_event(ev.cast()) }
     }
     unsafe fn create_srq(
         &self,

@@ -13,7 +13,7 @@ use crate::backend::Errno;
 use crate::cq::AnyCq;
 use crate::cq_ex::flags as wcf;
 use crate::error::{Error, ErrorKind, Result, Verb};
-use crate::ffi::{self, sys};
+use crate::ffi::{self, c_entry, sys};
 use crate::wc::{WcOpcode, WcStatus};
 use lock_api::RawMutex as _;
 use std::cell::UnsafeCell;
@@ -242,12 +242,15 @@ pub(super) unsafe fn create(
     if !a.channel.is_null() && unsafe { (*a.channel).context } != ctx {
         return Err(libc::EINVAL);
     }
-    take(&c.live.cqs, cfg.max_objects)?;
-
     let depth = rxe_round(a.cqe) as u64;
-    let slots = (0..=depth)
-        .map(|_| UnsafeCell::new(Cqe::default()))
-        .collect::<Box<[_]>>();
+    // Sized by the caller's `cqe`: ENOMEM rather than an abort when it cannot be allocated.
+    let mut slots = Vec::new();
+    slots
+        .try_reserve_exact(depth as usize + 1)
+        .map_err(|_| libc::ENOMEM)?;
+    slots.extend((0..=depth).map(|_| UnsafeCell::new(Cqe::default())));
+    let slots = slots.into_boxed_slice();
+    take(&c.live.cqs, cfg.max_objects)?;
     // SAFETY: ibv_cq_ex is plain C data (the pthread mutex/cond are zero-initialised, which is
     // their static initializer on glibc); every field the device uses is set below.
     let mut ex: sys::ibv_cq_ex = unsafe { std::mem::zeroed() };
@@ -375,10 +378,11 @@ unsafe fn set_current(cq: *mut SwCq, pos: u64) {
     }
 }
 
-unsafe extern "C" fn start_poll(
+c_entry! {
+fn start_poll(
     ex: *mut sys::ibv_cq_ex,
     _attr: *mut sys::ibv_poll_cq_attr,
-) -> c_int {
+) -> c_int = on_panic(libc::EIO) {
     let cq = ex as *mut SwCq;
     // SAFETY: libibverbs' contract: `ex` is a live CQ of this provider, so a SwCq.
     unsafe {
@@ -399,8 +403,10 @@ unsafe extern "C" fn start_poll(
     }
     0
 }
+}
 
-unsafe extern "C" fn next_poll(ex: *mut sys::ibv_cq_ex) -> c_int {
+c_entry! {
+fn next_poll(ex: *mut sys::ibv_cq_ex) -> c_int = on_panic(libc::EIO) {
     let cq = ex as *mut SwCq;
     // SAFETY: inside a batch (libibverbs' contract), so we are the consumer.
     unsafe {
@@ -414,8 +420,10 @@ unsafe extern "C" fn next_poll(ex: *mut sys::ibv_cq_ex) -> c_int {
     }
     0
 }
+}
 
-unsafe extern "C" fn end_poll(ex: *mut sys::ibv_cq_ex) {
+c_entry! {
+fn end_poll(ex: *mut sys::ibv_cq_ex) = on_panic(()) {
     let cq = ex as *mut SwCq;
     // SAFETY: ends the batch start_poll began (libibverbs' contract).
     unsafe {
@@ -429,13 +437,16 @@ unsafe extern "C" fn end_poll(ex: *mut sys::ibv_cq_ex) {
         }
     }
 }
+}
 
 macro_rules! readers {
     ($($name:ident: $field:ident -> $t:ty;)*) => {$(
-        unsafe extern "C" fn $name(ex: *mut sys::ibv_cq_ex) -> $t {
-            // SAFETY: called inside a batch after a successful start/next_poll, so `cur` points
-            // at the current completion (libibverbs' contract for ibv_wc_read_*).
-            unsafe { (**(*(ex as *mut SwCq)).cur.get()).$field as $t }
+        c_entry! {
+            fn $name(ex: *mut sys::ibv_cq_ex) -> $t = on_panic(0) {
+                // SAFETY: called inside a batch after a successful start/next_poll, so `cur`
+                // points at the current completion (libibverbs' contract for ibv_wc_read_*).
+                unsafe { (**(*(ex as *mut SwCq)).cur.get()).$field as $t }
+            }
         }
     )*};
 }
@@ -456,12 +467,13 @@ readers! {
     read_flow_tag: flow_tag -> u32;
 }
 
+c_entry! {
 /// `ibv_context.ops.poll_cq`: copies up to `n` completions into `wc`.
-pub(super) unsafe extern "C" fn poll_cq(
+pub(super) fn poll_cq(
     ibcq: *mut sys::ibv_cq,
     n: c_int,
     wc: *mut sys::ibv_wc,
-) -> c_int {
+) -> c_int = on_panic(-libc::EIO) {
     if n < 0 {
         return -libc::EINVAL;
     }
@@ -504,14 +516,16 @@ pub(super) unsafe extern "C" fn poll_cq(
     }
     i
 }
+}
 
+c_entry! {
 /// `ibv_context.ops.req_notify_cq`: arms the CQ for the next completion or the next solicited
 /// one. As rxe's: a CQ armed for the next completion stays so when it is armed again for a
 /// solicited one.
-pub(super) unsafe extern "C" fn req_notify_cq(
+pub(super) fn req_notify_cq(
     ibcq: *mut sys::ibv_cq,
     solicited_only: c_int,
-) -> c_int {
+) -> c_int = on_panic(libc::EIO) {
     let arm = if solicited_only != 0 {
         ARMED_SOLICITED
     } else {
@@ -523,6 +537,7 @@ pub(super) unsafe extern "C" fn req_notify_cq(
         (a != ARMED_NEXT).then_some(arm)
     });
     0
+}
 }
 
 /// The read/ack counts of a software CQ's events.
@@ -587,7 +602,7 @@ pub(super) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
             (*sw).overrun.store(true, Ordering::Release);
             // As rxe_cq_post: a full CQ raises IBV_EVENT_CQ_ERR (every time a completion finds
             // it full) and the completion is lost.
-            (*(*sw).ctx).raise(sys::ibv_event_type::IBV_EVENT_CQ_ERR, cq as usize);
+            (*(*sw).ctx).raise(ffi::event_type::CQ_ERR, cq as usize);
             return Pushed::Overrun;
         }
         *(*sw).slots[(tail & (*sw).mask) as usize].get() = *cqe;

@@ -12,7 +12,8 @@
 //! 6.1 with rdma-core 44 shows it on rxe0; `tests/data_raw.rs` runs the same assertions on both.
 //!
 //! * **Posting.** A send request is checked (SGE count, inline size, atomic length and
-//!   alignment: EINVAL, `bad_wr` set) and queued; the send queue holds `cap.max_send_wr`
+//!   alignment, a total length above the port's `max_msg_sz` of 2^31: EINVAL, `bad_wr` set)
+//!   and queued; the send queue holds `cap.max_send_wr`
 //!   requests not yet completed (ENOMEM beyond). Then the doorbell: below RTS it fails with
 //!   EINVAL and the requests stay queued, to run at the next post in RTS (rxe's provider writes
 //!   the request into its ring before the kernel refuses the doorbell, so `bad_wr` is NULL). A
@@ -74,7 +75,7 @@
 use super::cq::{self, Cqe};
 use super::objects::{SwAh, SwQp, SwSrq};
 use super::sw_context;
-use crate::ffi::sys;
+use crate::ffi::{c_entry, sys};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_int;
@@ -105,6 +106,25 @@ const ACCESS_REMOTE_ATOMIC: i32 = 1 << 3;
 const UD_MTU: usize = 128 << super::ACTIVE_MTU;
 /// The GRH in front of every UD receive.
 const GRH_LEN: usize = 40;
+
+/// The port's `max_msg_sz`: the longest message a request may carry.
+const MAX_MSG_SZ: u64 = 1 << 31;
+
+/// Copies the `n` SGEs at `list` (a posted request's), failing with ENOMEM instead of aborting
+/// when they cannot be allocated: the size comes from the caller.
+///
+/// # Safety
+/// `list` holds `n` readable entries (or `n` is 0).
+unsafe fn copy_sges(list: *const sys::ibv_sge, n: usize) -> Result<Vec<sys::ibv_sge>, c_int> {
+    let mut v = Vec::new();
+    if n == 0 {
+        return Ok(v);
+    }
+    v.try_reserve_exact(n).map_err(|_| libc::ENOMEM)?;
+    // SAFETY: the caller's contract.
+    v.extend_from_slice(unsafe { std::slice::from_raw_parts(list, n) });
+    Ok(v)
+}
 
 /// A posted receive.
 pub(super) struct RecvWqe {
@@ -248,6 +268,9 @@ enum MrFault {
     Key,
     /// The range is not inside the region.
     Range,
+    /// The device could not allocate what the request needs (its length is bounded by the
+    /// port's max_msg_sz, but memory may still run out).
+    NoMem,
 }
 
 /// Checks `[addr, addr + len)` against the region `key` of `ctx` for `pd` and `access`; gives
@@ -279,7 +302,9 @@ fn gather(qp: &SwQp, sges: &[sys::ibv_sge]) -> Result<Vec<u8>, MrFault> {
         let p = check_mr(qp.ctx(), s.lkey, qp.ibv.pd, 0, s.addr, s.length.into())?;
         spans.push((p, s.length as usize));
     }
-    let mut out = Vec::with_capacity(spans.iter().map(|s| s.1).sum());
+    let mut out = Vec::new();
+    out.try_reserve_exact(spans.iter().map(|s| s.1).sum())
+        .map_err(|_| MrFault::NoMem)?;
     for (p, n) in spans {
         // SAFETY: inside a registered region (checked), which stays registered while the
         // fabric lock is held; the device reads it as a DMA engine would.
@@ -336,13 +361,14 @@ impl SendWqe {
         if w.num_sge < 0 || w.num_sge as u32 > qp.cap.max_send_sge {
             return Err(libc::EINVAL);
         }
-        let sges = if w.num_sge == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: the caller's contract: `sg_list` holds `num_sge` entries.
-            unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
-        };
+        // SAFETY: the caller's contract: `sg_list` holds `num_sge` entries.
+        let sges = unsafe { copy_sges(w.sg_list, w.num_sge as usize) }?;
         let length: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+        // No message is longer than the port's max_msg_sz; the device would otherwise buffer
+        // (and the caller allocate) what no port can send.
+        if length > MAX_MSG_SZ {
+            return Err(libc::EINVAL);
+        }
         let atomic = matches!(
             w.opcode,
             IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD
@@ -365,7 +391,9 @@ impl SendWqe {
         }
         let mut inline = None;
         if w.send_flags & SEND_INLINE != 0 {
-            let mut data = Vec::with_capacity(length as usize);
+            let mut data = Vec::new();
+            data.try_reserve_exact(length as usize)
+                .map_err(|_| libc::ENOMEM)?;
             for s in sges.iter().filter(|s| s.length > 0) {
                 // SAFETY: the caller's contract: inline data is readable at post time.
                 data.extend_from_slice(unsafe {
@@ -570,6 +598,7 @@ impl<'g> Run<'g> {
                 Ok(d) => d,
                 Err(MrFault::Key) => return Step::fail(IBV_WC_LOC_QP_OP_ERR),
                 Err(MrFault::Range) => return Step::fail(IBV_WC_LOC_PROT_ERR),
+                Err(MrFault::NoMem) => return Step::fail(IBV_WC_GENERAL_ERR),
             },
             (_, false) => Vec::new(),
         };
@@ -699,6 +728,9 @@ impl<'g> Run<'g> {
             }
             IBV_WR_RDMA_READ => {
                 let mut data = Vec::new();
+                if data.try_reserve_exact(w.length as usize).is_err() {
+                    return Step::fail(IBV_WC_GENERAL_ERR);
+                }
                 if w.length > 0 {
                     let source = check_mr(
                         dest.ctx(),
@@ -893,7 +925,9 @@ fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
         return Step::fail(IBV_WC_RNR_RETRY_EXC_ERR);
     }
     let retry_at = now + Duration::from_micros(usec);
-    let timer = rnr_timer().arm(retry_at, qp.ibv.qp_num);
+    // The timer thread runs: the creation of this RC QP started it. (Were it not running, the
+    // request would wait for a receive at `dest` instead of the timer.)
+    let timer = rnr_timer().map_or(0, |t| t.arm(retry_at, qp.ibv.qp_num));
     q.rnr = Some(RnrWait {
         left: if left == 7 { 7 } else { left - 1 },
         retry_at,
@@ -903,7 +937,9 @@ fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
 }
 
 /// The RNR timers of every software QP: one thread that sleeps until the earliest is due and
-/// then retries that QP's head request under the fabric lock. Started by the first RNR NAK.
+/// then retries that QP's head request under the fabric lock. Started by the creation of the
+/// first RC QP ([`start_rnr_timer`]), where a thread that cannot start is an error to return;
+/// an RNR NAK, inside a post, finds it running.
 struct RnrTimers {
     /// (when, QP number, arming): a min-heap by time.
     due: Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(Instant, u32, u64)>>>,
@@ -911,20 +947,37 @@ struct RnrTimers {
     next: AtomicU64,
 }
 
-fn rnr_timer() -> &'static RnrTimers {
-    static TIMERS: OnceLock<&'static RnrTimers> = OnceLock::new();
-    TIMERS.get_or_init(|| {
-        let t: &'static RnrTimers = Box::leak(Box::new(RnrTimers {
-            due: Mutex::new(Default::default()),
-            wake: parking_lot::Condvar::new(),
-            next: AtomicU64::new(1),
-        }));
+static RNR_TIMERS: RnrTimers = RnrTimers {
+    due: Mutex::new(std::collections::BinaryHeap::new()),
+    wake: parking_lot::Condvar::new(),
+    next: AtomicU64::new(1),
+};
+
+/// Whether the RNR timer thread runs; taken while it is started, so it starts once.
+static RNR_TIMER_STARTED: Mutex<bool> = Mutex::new(false);
+
+/// Starts the RNR timer thread unless it runs: called by the creation of an RC QP (the only
+/// type that gets RNR NAKs), so that it runs before any can come. Fails with EAGAIN when the
+/// thread cannot be made (as `pthread_create`; the QP is then not created, and a later
+/// creation tries again).
+pub(super) fn start_rnr_timer() -> Result<(), c_int> {
+    let mut started = RNR_TIMER_STARTED.lock();
+    if !*started {
         std::thread::Builder::new()
             .name("typed-verbs-sw-rnr".into())
-            .spawn(move || t.run())
-            .expect("spawning the software device's RNR timer thread");
-        t
-    })
+            .spawn(|| RNR_TIMERS.run())
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ENOMEM) | None => libc::EAGAIN,
+                Some(n) => n,
+            })?;
+        *started = true;
+    }
+    Ok(())
+}
+
+/// The RNR timers, if their thread runs (it does once an RC QP exists).
+fn rnr_timer() -> Option<&'static RnrTimers> {
+    (*RNR_TIMER_STARTED.lock()).then_some(&RNR_TIMERS)
 }
 
 impl RnrTimers {
@@ -1012,12 +1065,13 @@ pub(super) fn after_modify(g: &Fabric, qp: &SwQp, cur: u32, next: u32) {
     }
 }
 
+c_entry! {
 /// `ibv_context.ops.post_send`.
-pub(super) unsafe extern "C" fn post_send(
+pub(super) fn post_send(
     ibqp: *mut sys::ibv_qp,
     wr: *mut sys::ibv_send_wr,
     bad: *mut *mut sys::ibv_send_wr,
-) -> c_int {
+) -> c_int = on_panic(libc::EIO) {
     // SAFETY: libibverbs' contract: `bad` is valid for writes.
     unsafe { bad.write(ptr::null_mut()) };
     if wr.is_null() {
@@ -1044,6 +1098,7 @@ pub(super) unsafe extern "C" fn post_send(
             if q.sq.len() >= qp.cap.max_send_wr as usize {
                 return Err(libc::ENOMEM);
             }
+            q.sq.try_reserve(1).map_err(|_| libc::ENOMEM)?;
             q.sq.push_back(wqe);
             Ok(())
         });
@@ -1064,6 +1119,7 @@ pub(super) unsafe extern "C" fn post_send(
     run.run_sq(qp);
     run.drain();
     rc
+}
 }
 
 /// Checks and queues a list of receives into `rq` (capacity `max_wr`, `max_sge` SGEs each), as
@@ -1094,11 +1150,13 @@ unsafe fn queue_recvs(
             unsafe { bad.write(cur) };
             return rc;
         }
-        let sges = if w.num_sge == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: `sg_list` holds `num_sge` entries.
-            unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
+        // SAFETY: `sg_list` holds `num_sge` entries.
+        let sges = unsafe { copy_sges(w.sg_list, w.num_sge as usize) };
+        let Ok(sges) = sges.and_then(|v| q.try_reserve(1).map(|()| v).map_err(|_| libc::ENOMEM))
+        else {
+            // SAFETY: `bad` is valid for writes (the caller's contract).
+            unsafe { bad.write(cur) };
+            return libc::ENOMEM;
         };
         q.push_back(RecvWqe {
             wr_id: w.wr_id,
@@ -1109,12 +1167,13 @@ unsafe fn queue_recvs(
     0
 }
 
+c_entry! {
 /// `ibv_context.ops.post_recv`.
-pub(super) unsafe extern "C" fn post_recv(
+pub(super) fn post_recv(
     ibqp: *mut sys::ibv_qp,
     wr: *mut sys::ibv_recv_wr,
     bad: *mut *mut sys::ibv_recv_wr,
-) -> c_int {
+) -> c_int = on_panic(libc::EIO) {
     // SAFETY: libibverbs' contract: `bad` is valid for writes.
     unsafe { bad.write(ptr::null_mut()) };
     let g = lock();
@@ -1133,13 +1192,15 @@ pub(super) unsafe extern "C" fn post_recv(
     run.drain();
     rc
 }
+}
 
+c_entry! {
 /// `ibv_context.ops.post_srq_recv`.
-pub(super) unsafe extern "C" fn post_srq_recv(
+pub(super) fn post_srq_recv(
     ibsrq: *mut sys::ibv_srq,
     wr: *mut sys::ibv_recv_wr,
     bad: *mut *mut sys::ibv_recv_wr,
-) -> c_int {
+) -> c_int = on_panic(libc::EIO) {
     // SAFETY: libibverbs' contract: a live SRQ of this provider.
     let srq = unsafe { &*(ibsrq as *const SwSrq) };
     let g = lock();
@@ -1153,4 +1214,5 @@ pub(super) unsafe extern "C" fn post_srq_recv(
     run.kick_waiting_for(|d| d.ibv.srq == ibsrq);
     run.drain();
     rc
+}
 }

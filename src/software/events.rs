@@ -170,7 +170,8 @@ impl EventCounts {
 /// element as an address (or the port number).
 #[derive(Clone, Copy)]
 pub(super) struct AsyncItem {
-    pub(super) ty: crate::ffi::sys::ibv_event_type,
+    /// `enum ibv_event_type`, as the integer C has.
+    pub(super) ty: u32,
     pub(super) element: usize,
 }
 
@@ -180,23 +181,18 @@ pub(super) enum Element {
     Cq,
     Qp,
     Srq,
-    /// A port number, the device, or an object the device does not have (a WQ).
+    /// A port number, the device, an object the device does not have (a WQ), or a type the
+    /// device does not name.
     Other,
 }
 
-pub(super) fn element_of(ty: crate::ffi::sys::ibv_event_type) -> Element {
-    use crate::ffi::sys::ibv_event_type::*;
+pub(super) fn element_of(ty: u32) -> Element {
+    use crate::ffi::event_type::*;
     match ty {
-        IBV_EVENT_CQ_ERR => Element::Cq,
-        IBV_EVENT_QP_FATAL
-        | IBV_EVENT_QP_REQ_ERR
-        | IBV_EVENT_QP_ACCESS_ERR
-        | IBV_EVENT_COMM_EST
-        | IBV_EVENT_SQ_DRAINED
-        | IBV_EVENT_PATH_MIG
-        | IBV_EVENT_PATH_MIG_ERR
-        | IBV_EVENT_QP_LAST_WQE_REACHED => Element::Qp,
-        IBV_EVENT_SRQ_ERR | IBV_EVENT_SRQ_LIMIT_REACHED => Element::Srq,
+        CQ_ERR => Element::Cq,
+        QP_FATAL | QP_REQ_ERR | QP_ACCESS_ERR | COMM_EST | SQ_DRAINED | PATH_MIG | PATH_MIG_ERR
+        | QP_LAST_WQE_REACHED => Element::Qp,
+        SRQ_ERR | SRQ_LIMIT_REACHED => Element::Srq,
         _ => Element::Other,
     }
 }

@@ -292,6 +292,33 @@ pub(crate) fn open(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
     unsafe { NonNull::new_unchecked(raw) }
 }
 
+/// Raises the async event `event_type` about port `port` on a software context, as the kernel
+/// reports a port's event: it waits until `ibv_get_async_event` reads it. Any value that names
+/// no object may be raised, including one `enum ibv_event_type` does not have (a newer kernel's),
+/// to test how such a value is read ([`AsyncEvent::Other`](crate::AsyncEvent::Other)).
+///
+/// Fails with [`ErrorKind::NotSoftware`] on a real device's context, with EINVAL for a type
+/// that names a CQ, QP, SRQ or WQ (it would need a live object) or for port 0, and with EBADF
+/// for a context without an async event fd.
+pub fn raise_port_event(ctx: &crate::Context, event_type: u32, port: u8) -> Result<()> {
+    use crate::ffi::event_type::WQ_FATAL;
+    let raw = ctx.as_raw();
+    require_software(raw, Verb::RaiseAsyncEvent)?;
+    if port == 0
+        || event_type == WQ_FATAL
+        || events::element_of(event_type) != events::Element::Other
+    {
+        return Err(Error::os(Verb::RaiseAsyncEvent, libc::EINVAL));
+    }
+    // SAFETY: a live software context (checked above).
+    let c = unsafe { sw_context(raw) };
+    if c.async_events.is_none() {
+        return Err(Error::os(Verb::RaiseAsyncEvent, libc::EBADF));
+    }
+    c.raise(event_type, port.into());
+    Ok(())
+}
+
 /// The objects a software context holds now; `None` for a context on a real device.
 pub fn live_objects(ctx: &crate::Context) -> Option<LiveObjects> {
     let raw = ctx.as_raw();
@@ -309,7 +336,7 @@ impl SwContext {
 
     /// Raises the async event `ty` on `element` (an object of this context, or a port): it
     /// waits in the context's queue until `ibv_get_async_event` reads it.
-    pub(crate) fn raise(&self, ty: sys::ibv_event_type, element: usize) {
+    pub(crate) fn raise(&self, ty: u32, element: usize) {
         if let Some(q) = &self.async_events {
             q.push(events::AsyncItem { ty, element });
         }
@@ -330,10 +357,7 @@ impl SwContext {
 ///
 /// # Safety
 /// The object is live.
-unsafe fn event_counts<'a>(
-    ty: sys::ibv_event_type,
-    element: usize,
-) -> Option<&'a events::EventCounts> {
+unsafe fn event_counts<'a>(ty: u32, element: usize) -> Option<&'a events::EventCounts> {
     // SAFETY: caller's contract: the element is a live object of the kind its type names.
     unsafe {
         match events::element_of(ty) {
@@ -566,7 +590,7 @@ impl ControlPath for Software {
     unsafe fn get_async_event(
         &self,
         ctx: *mut sys::ibv_context,
-        out: *mut sys::ibv_async_event,
+        out: *mut crate::ffi::RawAsyncEvent,
     ) -> Result<(), Errno> {
         // SAFETY: live context.
         let c = unsafe { sw_context(ctx) };
@@ -580,31 +604,22 @@ impl ControlPath for Software {
                 n.async_read()
             }
         })?;
-        let element = match events::element_of(e.ty) {
-            events::Element::Cq => sys::ibv_async_event_element_t {
-                cq: e.element as *mut sys::ibv_cq,
-            },
-            events::Element::Qp => sys::ibv_async_event_element_t {
-                qp: e.element as *mut sys::ibv_qp,
-            },
-            events::Element::Srq => sys::ibv_async_event_element_t {
-                srq: e.element as *mut sys::ibv_srq,
-            },
-            events::Element::Other => sys::ibv_async_event_element_t {
-                port_num: e.element as i32,
-            },
-        };
+        // Zeroed first and each member written in place, so the union's bytes are all
+        // initialised whichever member the type names.
+        let mut ev = crate::ffi::RawAsyncEvent::zeroed();
+        ev.event_type = e.ty;
+        match events::element_of(e.ty) {
+            events::Element::Cq => ev.element.cq = e.element as *mut sys::ibv_cq,
+            events::Element::Qp => ev.element.qp = e.element as *mut sys::ibv_qp,
+            events::Element::Srq => ev.element.srq = e.element as *mut sys::ibv_srq,
+            events::Element::Other => ev.element.port_num = e.element as i32,
+        }
         // SAFETY: `out` valid for writes (caller's contract).
-        unsafe {
-            out.write(sys::ibv_async_event {
-                element,
-                event_type: e.ty,
-            })
-        };
+        unsafe { out.write(ev) };
         Ok(())
     }
 
-    unsafe fn ack_async_event(&self, ev: *mut sys::ibv_async_event) {
+    unsafe fn ack_async_event(&self, ev: *mut crate::ffi::RawAsyncEvent) {
         // SAFETY: an event get_async_event returned, not yet acked: its object is live (its
         // destroy waits for this ack), and the union member read is the one written for the
         // event's type.

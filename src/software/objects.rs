@@ -358,7 +358,7 @@ impl SwSrq {
         if fire {
             // SAFETY: a live SRQ's context is live.
             unsafe { &*self.ctx }.raise(
-                sys::ibv_event_type::IBV_EVENT_SRQ_LIMIT_REACHED,
+                crate::ffi::event_type::SRQ_LIMIT_REACHED,
                 self as *const SwSrq as usize,
             );
         }
@@ -588,6 +588,11 @@ pub(super) unsafe fn create_qp(
         || (!with_srq && (cap.max_recv_wr > cfg.max_qp_wr || cap.max_recv_sge > cfg.max_sge))
     {
         return Err(libc::EINVAL);
+    }
+    if a.qp_type == IBV_QPT_RC {
+        // RC QPs get RNR NAKs, whose retries the timer thread makes: started here, where a
+        // thread that cannot start is an error (EAGAIN), not inside a post.
+        super::data::start_rnr_timer()?;
     }
     take(&c.live.qps, cfg.max_objects)?;
     // Actual values, as rxe computes them: rings rounded up to a power of two less one; a send
