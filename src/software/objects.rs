@@ -599,7 +599,12 @@ pub(super) unsafe fn create_qp(
     // WQE holds max(sge * 16, inline) bytes, which sets both the SGE count and the inline size.
     let (asked_send_wr, asked_recv_wr) = (cap.max_send_wr, cap.max_recv_wr);
     let sge_bytes = std::mem::size_of::<sys::ibv_sge>() as u32;
-    let wqe = (cap.max_send_sge * sge_bytes).max(cap.max_inline_data);
+    // Saturating: a device registered with a huge `max_sge` must not overflow (a panic here
+    // would be a failed create of the control path, not a WQE size).
+    let wqe = cap
+        .max_send_sge
+        .saturating_mul(sge_bytes)
+        .max(cap.max_inline_data);
     cap.max_send_wr = rxe_round(cap.max_send_wr);
     cap.max_send_sge = wqe / sge_bytes;
     cap.max_inline_data = wqe;
