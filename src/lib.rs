@@ -32,6 +32,7 @@ pub mod channel;
 pub mod cq;
 pub mod cq_ex;
 pub mod device;
+pub mod dma;
 pub mod error;
 pub mod event;
 pub mod ffi;
