@@ -22,6 +22,10 @@ pub enum Verb {
     MrRead,
     /// Copying into a memory region (not a libibverbs verb).
     MrWrite,
+    /// Allocating a page-aligned buffer, `PageBuf::new` (not a libibverbs verb).
+    AllocBuf,
+    /// Mapping huge pages, `HugeBuf::new` (not a libibverbs verb).
+    AllocHugeBuf,
     CreateCompChannel,
     DestroyCompChannel,
     CreateCq,
@@ -71,6 +75,8 @@ impl Verb {
             Verb::DeregMr => "ibv_dereg_mr",
             Verb::MrRead => "Mr::read",
             Verb::MrWrite => "Mr::write",
+            Verb::AllocBuf => "PageBuf::new",
+            Verb::AllocHugeBuf => "HugeBuf::new",
             Verb::CreateCompChannel => "ibv_create_comp_channel",
             Verb::DestroyCompChannel => "ibv_destroy_comp_channel",
             Verb::CreateCq => "ibv_create_cq",
@@ -141,6 +147,10 @@ pub enum ErrorKind {
     /// An object passed to the verb belongs to another context (or, for a CQ's parent domain,
     /// is not one). Checked before the FFI call; a C program would get `EINVAL`.
     WrongContext(&'static str),
+    /// No huge pages to map: the kernel has none configured (`vm.nr_hugepages`), all are in
+    /// use (`ENOMEM` from `mmap`), or it has no huge page size (`EOPNOTSUPP`). The errno is
+    /// the one given.
+    NoHugePages(i32),
 }
 
 /// An error of a verb: which verb, and why.
@@ -193,6 +203,7 @@ impl Error {
             ErrorKind::NotSoftware => libc::EOPNOTSUPP,
             ErrorKind::WrongContext(_) => libc::EINVAL,
             ErrorKind::MissingProviderOp(_) => libc::EOPNOTSUPP,
+            ErrorKind::NoHugePages(e) => e,
         }
     }
 
@@ -236,6 +247,11 @@ impl fmt::Display for Error {
             ErrorKind::WrongContext(what) => {
                 write!(f, "{}: {what} belongs to another device context", self.verb)
             }
+            ErrorKind::NoHugePages(e) => write!(
+                f,
+                "{}: no huge pages available (errno {e}); reserve some with vm.nr_hugepages",
+                self.verb
+            ),
         }
     }
 }
