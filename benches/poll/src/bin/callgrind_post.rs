@@ -16,7 +16,7 @@ fn main() {
     let cq = Cq::builder(&ctx).cqe(256).build().unwrap();
     let pair = rc_pair(&ctx, &pd, &cq);
     let (mut l, mut r, mut v) = (vec![0u8; 64], vec![0u8; 64], vec![0u8; 64]);
-    let local = Mr::new(&pd, &mut l, AccessFlags::LOCAL_WRITE).unwrap();
+    let local = Mr::new(&pd, l, AccessFlags::LOCAL_WRITE).unwrap();
     let remote = Mr::new(
         &pd,
         &mut r,
@@ -25,7 +25,7 @@ fn main() {
             .union(AccessFlags::REMOTE_ATOMIC),
     )
     .unwrap();
-    let recv = Mr::new(&pd, &mut v, AccessFlags::LOCAL_WRITE).unwrap();
+    let recv = Mr::new(&pd, v, AccessFlags::LOCAL_WRITE).unwrap();
     match args
         .iter()
         .map(String::as_str)
