@@ -80,6 +80,15 @@
 //! flag unchanged. Elsewhere (other architectures, and under Miri, which cannot run assembly) the
 //! primitives are that loop of [`AtomicU8::from_ptr`] loads and stores.
 //!
+//! # Race detectors
+//!
+//! Valgrind's helgrind and DRD see machine instructions, not the memory model: to them a relaxed
+//! atomic access is a plain `mov`, so they report these copies (which are atomic) as races. The
+//! two primitives are never inlined, so a suppression can name them:
+//! `typed_verbs::dma::copy_from_shared` and `typed_verbs::dma::copy_to_shared`. Every other
+//! access to registered memory in the crate goes through them, so a race such a tool reports
+//! anywhere else is real.
+//!
 //! [`AtomicU8`]: std::sync::atomic::AtomicU8
 //! [`AtomicU8::from_ptr`]: std::sync::atomic::AtomicU8::from_ptr
 
@@ -92,7 +101,7 @@
 ///   the abstract machine).
 /// - `dst..dst + len` is valid for writes, is not accessed by anyone else during the call, and
 ///   does not overlap `src..src + len`.
-#[inline]
+#[inline(never)]
 pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: *mut u8, len: usize) {
     // SAFETY: the caller's contract, which is the one `copy_bytewise` states.
     unsafe { copy_bytewise(src, dst, len, Shared::Src) }
@@ -107,7 +116,7 @@ pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: *mut u8, len: usize) 
 ///   the abstract machine).
 /// - `src..src + len` is valid for reads, is not written by anyone else during the call, and
 ///   does not overlap `dst..dst + len`.
-#[inline]
+#[inline(never)]
 pub(crate) unsafe fn copy_to_shared(src: *const u8, dst: *mut u8, len: usize) {
     // SAFETY: the caller's contract, which is the one `copy_bytewise` states.
     unsafe { copy_bytewise(src, dst, len, Shared::Dst) }
