@@ -188,7 +188,7 @@ mod tests {
         let src: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
         for len in [0, 1, 7, 8, 9, 63, 64, 65, 999] {
             for off in [0, 1, 3] {
-                let mut dst = vec![0xeeu8; 1001];
+                let mut dst = vec![0xeeu8; 1010];
                 // SAFETY: both in range, distinct, private to this test.
                 unsafe { copy_to_shared(src.as_ptr(), dst.as_mut_ptr().add(off), len) };
                 assert_eq!(&dst[off..off + len], &src[..len]);

@@ -147,9 +147,9 @@ pub enum ErrorKind {
     /// An object passed to the verb belongs to another context (or, for a CQ's parent domain,
     /// is not one). Checked before the FFI call; a C program would get `EINVAL`.
     WrongContext(&'static str),
-    /// No huge pages to map: the kernel has none configured (`vm.nr_hugepages`), all are in
-    /// use (`ENOMEM` from `mmap`), or it has no huge page size (`EOPNOTSUPP`). The errno is
-    /// the one given.
+    /// No huge pages to map: the kernel has none configured (`vm.nr_hugepages`) or all are in
+    /// use (`ENOMEM` from `mmap`), lacks hugetlb support (`ENOSYS`, `EINVAL`), or has no huge
+    /// page size (`EOPNOTSUPP`). The errno is the one given.
     NoHugePages(i32),
 }
 

@@ -268,9 +268,10 @@ impl HugeBuf {
     /// At least `len` zeroed bytes on huge pages, reserved now (no fault can fail later).
     ///
     /// Fails before the call with `OutOfRange` for `len` 0 or a length that cannot be rounded
-    /// up, and with [`ErrorKind::NoHugePages`] when the kernel has no huge page size or `mmap`
-    /// finds no free huge pages (`ENOMEM`: none configured, `vm.nr_hugepages`, or all in use);
-    /// any other `mmap` failure is its errno.
+    /// up, and with [`ErrorKind::NoHugePages`] when the kernel has no huge page size
+    /// (`EOPNOTSUPP`), `mmap` finds no free huge pages (`ENOMEM`: none configured in
+    /// `vm.nr_hugepages`, or all in use) or the kernel lacks hugetlb support (`ENOSYS`,
+    /// `EINVAL`); any other `mmap` failure is its errno.
     pub fn new(len: usize) -> Result<HugeBuf> {
         let no_huge = |errno| Error {
             verb: Verb::AllocHugeBuf,
@@ -302,10 +303,9 @@ impl HugeBuf {
         };
         if p == libc::MAP_FAILED {
             let e = Error::last_os(Verb::AllocHugeBuf);
-            return Err(if e.errno() == libc::ENOMEM {
-                no_huge(libc::ENOMEM)
-            } else {
-                e
+            return Err(match e.errno() {
+                errno @ (libc::ENOMEM | libc::ENOSYS | libc::EINVAL) => no_huge(errno),
+                _ => e,
             });
         }
         Ok(HugeBuf {
