@@ -21,7 +21,8 @@ use pingpong::{because, Opts, Out, Program, Role, Side, RECV_WRID, SEND_WRID};
 use std::process::ExitCode;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    AccessFlags, AddressHandle, Mr, OwnRq, Pd, Qp, SendWr, Sge, Shared, SqPsn, Ud, UdDest, UdInit,
+    AccessFlags, AddressHandle, Mr, OwnRq, PageBuf, Pd, Qp, SendWr, Sge, Shared, SqPsn, Ud, UdDest,
+    UdInit,
 };
 
 const PROGRAM: Program = Program {
@@ -74,9 +75,11 @@ fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
         return Err(format!("Requested size larger than port MTU ({mtu})"));
     }
     let pd = Pd::new(&ctx).map_err(because("Couldn't allocate PD"))?;
-    let mut buf = vec![0x7b_u8; size + GRH_LEN];
-    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)
-        .map_err(because("Couldn't register MR"))?;
+    // Page-aligned, as rdma-core's memalign(page_size, size).
+    let mut buf = PageBuf::new(size + GRH_LEN).map_err(because("Couldn't allocate work buf."))?;
+    buf.fill(0x7b);
+    let mr =
+        Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
     let recv = mr.sge(0..size + GRH_LEN).expect("the whole region");
     let send = mr.sge(GRH_LEN..size + GRH_LEN).expect("past the GRH");
     let channel = pingpong::channel(&ctx, o)?;

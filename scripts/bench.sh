@@ -23,6 +23,8 @@
 # 4. Unless --no-criterion: `cargo bench -p typed-verbs-bench` (criterion, about 15 s of
 #    measuring), and the time per completion it estimated for each variant.
 # 5. Prints the table and writes it as markdown to target/bench/poll.md.
+# 6. The post_send benchmark (target/bench/post.md), then, unless --no-criterion, the safe
+#    copies into and out of registered memory against memcpy (target/bench/copy.md).
 #
 # Installs missing system packages first (scripts/setup.sh, and valgrind).
 set -euo pipefail
@@ -305,3 +307,46 @@ throughput=$("$post_bin" throughput 3)
 echo
 cat "$out/post.md"
 echo "bench: written to $out/post.md"
+
+# ---------------------------------------------------------------------------------------------
+# The safe copies into and out of registered memory (benches/poll/benches/copy.rs): Mr::write
+# and Mr::read, byte-wise atomic (src/dma.rs), against copy_from_slice (memcpy) between private
+# buffers, at 4 KiB and 1 MiB; criterion wall time as bytes per second. Skipped with
+# --no-criterion (there is nothing to count: the copy is one instruction, rep movsb).
+if [ "$criterion" -eq 1 ]; then
+    echo "bench: criterion: cargo bench -p typed-verbs-bench --bench copy"
+    cargo bench -p typed-verbs-bench --bench copy
+    # Time per iteration (slope, else mean) in ns from criterion's estimates.
+    copy_ns() {
+        awk '{
+            if (match($0, /"slope":\{"confidence_interval":\{[^}]*\},"point_estimate":[0-9.e+-]+/) ||
+                match($0, /"mean":\{"confidence_interval":\{[^}]*\},"point_estimate":[0-9.e+-]+/)) {
+                s = substr($0, RSTART, RLENGTH); sub(/.*:/, "", s); print s
+            }
+        }' "target/criterion/mr_copy/$1/new/estimates.json"
+    }
+    gbps() { awk -v b="$1" -v ns="$2" 'BEGIN { printf "%.2f", b / ns }'; }
+    {
+        echo "## Copies into and out of registered memory against memcpy"
+        echo
+        echo "Bytes per second (GB/s, 10^9) from criterion; a 1 MiB region on sw0 (\`PageBuf\`),"
+        echo "page-aligned private buffers; memcpy is \`copy_from_slice\` between two private buffers."
+        echo
+        echo "| copy | size | safe copy GB/s | memcpy GB/s | safe / memcpy |"
+        echo "|---|---:|---:|---:|---:|"
+        for size in 4k 1m; do
+            if [ "$size" = 4k ]; then bytes=4096; else bytes=1048576; fi
+            for dir in in out; do
+                if [ "$dir" = in ]; then safe=write_$size; label="into (\`Mr::write\`)";
+                else safe=read_$size; label="out of (\`Mr::read\`)"; fi
+                s=$(copy_ns "$safe")
+                m=$(copy_ns "memcpy_${dir}_$size")
+                printf '| %s | %s | %s | %s | %s |\n' "$label" "$size" "$(gbps "$bytes" "$s")" \
+                    "$(gbps "$bytes" "$m")" "$(ratio "$m" "$s")"
+            done
+        done
+    } >"$out/copy.md"
+    echo
+    cat "$out/copy.md"
+    echo "bench: written to $out/copy.md"
+fi

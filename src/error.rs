@@ -22,6 +22,10 @@ pub enum Verb {
     MrRead,
     /// Copying into a memory region (not a libibverbs verb).
     MrWrite,
+    /// Allocating a page-aligned buffer, `PageBuf::new` (not a libibverbs verb).
+    AllocBuf,
+    /// Mapping huge pages, `HugeBuf::new` (not a libibverbs verb).
+    AllocHugeBuf,
     CreateCompChannel,
     DestroyCompChannel,
     CreateCq,
@@ -73,6 +77,8 @@ impl Verb {
             Verb::DeregMr => "ibv_dereg_mr",
             Verb::MrRead => "Mr::read",
             Verb::MrWrite => "Mr::write",
+            Verb::AllocBuf => "PageBuf::new",
+            Verb::AllocHugeBuf => "HugeBuf::new",
             Verb::CreateCompChannel => "ibv_create_comp_channel",
             Verb::DestroyCompChannel => "ibv_destroy_comp_channel",
             Verb::CreateCq => "ibv_create_cq",
@@ -154,6 +160,10 @@ pub enum ErrorKind {
     /// where the verbs require the same one (a UD send's address handle and its QP). Checked
     /// before the FFI call; a C program would get `EINVAL` or a failed completion.
     WrongPd(&'static str),
+    /// No huge pages to map: the kernel has none configured (`vm.nr_hugepages`) or all are in
+    /// use (`ENOMEM` from `mmap`), lacks hugetlb support (`ENOSYS`, `EINVAL`), or has no huge
+    /// page size (`EOPNOTSUPP`). The errno is the one given.
+    NoHugePages(i32),
 }
 
 /// An error of a verb: which verb, and why.
@@ -208,6 +218,7 @@ impl Error {
             ErrorKind::WrongPd(_) => libc::EINVAL,
             ErrorKind::MissingProviderOp(_) => libc::EOPNOTSUPP,
             ErrorKind::BatchOpen => libc::EDEADLK,
+            ErrorKind::NoHugePages(e) => e,
         }
     }
 
@@ -265,6 +276,11 @@ impl fmt::Display for Error {
                     self.verb
                 )
             }
+            ErrorKind::NoHugePages(e) => write!(
+                f,
+                "{}: no huge pages available (errno {e}); reserve some with vm.nr_hugepages",
+                self.verb
+            ),
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod channel;
 pub mod cq;
 pub mod cq_ex;
 pub mod device;
+pub mod dma;
 pub mod error;
 pub mod event;
 pub mod ffi;
@@ -59,7 +60,7 @@ pub use cq_ex::{
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
 pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
 pub use event::{AsyncEvent, AsyncEventGuard, CqEvent, EventAcks};
-pub use mr::{AtomicTarget, Mr, RemoteAddr, RemoteMr, Sge};
+pub use mr::{AtomicTarget, Borrowed, HugeBuf, Mr, OwnedBuf, PageBuf, RemoteAddr, RemoteMr, Sge};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
     Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, RecvSide, Uc, Ud,
@@ -135,8 +136,12 @@ mod handle_sizes {
     assert_eq_size!(Completion<'static, Standard>, P);
     assert_eq_size!(Srq<'static, String>, P);
     assert_eq_size!(Mr<'static>, P);
+    assert_eq_size!(Mr<'static, Vec<u8>>, P);
+    assert_eq_size!(Mr<'static, HugeBuf>, P);
+    assert_eq_size!(Mr<'static, mr::Borrowed<'static>>, P);
     assert_eq_size!(Option<AddressHandle<'static>>, P);
     assert_eq_size!(Option<Mr<'static>>, P);
+    assert_eq_size!(Option<Mr<'static, Box<[u8]>>>, P);
     assert_eq_size!(Option<Srq<'static>>, P);
     assert_eq_size!(Qp<'static, Rc, OwnRq, SingleThreaded, String>, P);
     assert_eq_size!(Option<Qp<'static, Ud, UsesSrq>>, P);

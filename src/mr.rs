@@ -1,33 +1,430 @@
-//! Memory regions (ibv_reg_mr(3)) tied to the buffer they register.
+//! Memory regions (ibv_reg_mr(3)) and the memory they cover.
 //!
-//! [`Mr`] borrows its buffer mutably for as long as it is registered: the buffer cannot be
-//! freed, moved or touched through another path meanwhile, and it is back in the caller's hands
-//! once the region is deregistered (or dropped). The device reads and writes the buffer on its
-//! own (DMA), so safe access goes through copies ([`Mr::read`], [`Mr::write`]); a slice of it is
-//! `unsafe`, for the caller to promise that no work request is using that range.
+//! Registered memory is shared with the device, which reads and writes it on its own for as
+//! long as it is registered; [`crate::dma`] sets out who may touch it when and why the safe
+//! API's accesses are free of data races. Two things make a region safe whatever the program
+//! leaks:
+//!
+//! - **An owned region** ([`Mr::new`]) owns its buffer: a [`PageBuf`] (page-aligned, zeroed), a
+//!   [`HugeBuf`] (huge pages, where the OS has them), a `Vec<u8>` or a `Box<[u8]>`, whose heap
+//!   data does not move when the value does ([`OwnedBuf`], sealed). The buffer comes back only
+//!   once `ibv_dereg_mr` has succeeded ([`Mr::destroy`]). Forgetting the region
+//!   (`mem::forget`, an `Rc` cycle) leaks the buffer with it: the memory the device may still
+//!   write stays allocated, and no safe code can reach it.
+//! - **A borrowed buffer** is registered only inside [`Mr::scoped`], which deregisters it before
+//!   returning, on every exit path, unwinding included; the closure gets a reference to the
+//!   region that cannot leave it.
+//!
+//! While registered, the buffer is never handed out as a Rust reference: safe access is through
+//! copies ([`Mr::read`], [`Mr::write`], byte-wise atomic), and a slice of it is `unsafe`
+//! ([`Mr::as_slice`]).
 
 use crate::backend;
-use crate::error::{DestroyError, Error, Result, Verb};
+use crate::dma;
+use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
-use crate::object::{destroy, Destroy};
 use crate::pd::Pd;
 use crate::qp_state::AccessFlags;
 use std::marker::PhantomData;
-use std::ops::Range;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut, Range};
 use std::ptr::NonNull;
 
-/// A registered memory region over a `&'b mut [u8]`.
-pub struct Mr<'b> {
-    raw: NonNull<sys::ibv_mr>,
-    _m: PhantomData<&'b mut [u8]>,
+mod sealed {
+    use crate::error::Error;
+
+    /// How a region's memory is given back after deregistration.
+    pub trait Memory {
+        /// After a successful `ibv_dereg_mr` from `Drop`: drops the owned buffer at
+        /// `addr..addr + len` (nothing for a borrow).
+        ///
+        /// # Safety
+        /// `addr` and `len` are those of a buffer registered through this type, now
+        /// deregistered, released once.
+        unsafe fn release(addr: *mut u8, len: usize);
+        /// `ibv_dereg_mr` failed in `Drop`: the memory may still be written by the device.
+        fn dereg_failed(error: &Error);
+    }
+
+    /// An owned buffer taken apart for registration and put back together after it.
+    pub trait Owned: Memory + Sized {
+        /// The buffer's address and length; the buffer is now owned by the region.
+        fn into_raw(self) -> (*mut u8, usize);
+        /// The buffer back.
+        ///
+        /// # Safety
+        /// `addr`, `len` came from `into_raw` of this type, and are put back once.
+        unsafe fn from_raw(addr: *mut u8, len: usize) -> Self;
+    }
 }
 
-// SAFETY: the region is an address range and keys; its buffer is only reached through copies
-// (or `unsafe` accessors whose callers synchronise), so it may move between threads and be
-// shared.
-unsafe impl Send for Mr<'_> {}
-// SAFETY: as above; `read` and `write` copy through raw pointers, like the device does.
-unsafe impl Sync for Mr<'_> {}
+/// What a region covers: an owned buffer ([`OwnedBuf`]) or a scoped borrow ([`Borrowed`]).
+/// Sealed: the crate's leak safety rests on how each kind is given back.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not memory a region can cover: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
+    label = "not an owned buffer"
+)]
+pub trait Memory: sealed::Memory {}
+
+/// A buffer a region can own ([`Mr::new`]): its bytes stay at one address while the value is
+/// owned, even when it moves, and the region never hands it out while registered. Implemented
+/// by [`PageBuf`], [`HugeBuf`], `Vec<u8>` (registered over its length; spare capacity is given
+/// back first) and `Box<[u8]>`. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a buffer a memory region can own: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
+    label = "not an owned buffer",
+    note = "a borrowed buffer would be given back when the region is forgotten while the device may still write it; `Mr::scoped(&pd, &mut buf, access, |mr| ...)` registers a borrow for the closure's run"
+)]
+pub trait OwnedBuf: Memory + sealed::Owned + Send {}
+
+/// An owned buffer whose deregistration failed in `Drop`: it may still be written, so it is
+/// leaked (it stays allocated; nothing safe can reach it).
+fn leak_on_dereg_failure(_: &Error) {}
+
+/// A registered memory region. `B` is what it covers: an owned buffer (default [`PageBuf`]),
+/// or [`Borrowed`] inside [`Mr::scoped`]. One pointer in size: the buffer's address and length
+/// are the region's own (`ibv_mr.addr`, `length`).
+pub struct Mr<'pd, B: Memory = PageBuf> {
+    raw: NonNull<sys::ibv_mr>,
+    _m: PhantomData<(&'pd (), B)>,
+}
+
+// SAFETY: the region is a C object usable from any thread, and its memory is only reached
+// through byte-wise atomic copies (or `unsafe` accessors whose callers exclude writers); the
+// owned buffer `B` is `Send` (sealed impls), so it may come back on another thread.
+unsafe impl<B: Memory + Send> Send for Mr<'_, B> {}
+// SAFETY: `&Mr` gives only keys, copies through `crate::dma` (race-free, see there) and the
+// `unsafe` `as_slice`; never a `&B`.
+unsafe impl<B: Memory + Send> Sync for Mr<'_, B> {}
+
+/// The memory of a region registered inside [`Mr::scoped`]: a borrow of the caller's buffer for
+/// the scope. It cannot be made outside the crate.
+pub struct Borrowed<'b>(PhantomData<&'b mut [u8]>);
+
+impl sealed::Memory for Borrowed<'_> {
+    unsafe fn release(_: *mut u8, _: usize) {}
+    fn dereg_failed(error: &Error) {
+        // The borrow ends when `scoped` returns or unwinds, and the caller may then free or
+        // reuse the buffer while the device can still write it. It cannot be leaked instead
+        // (it is not ours), and returning would hand it back: stop the process.
+        eprintln!(
+            "typed-verbs: {error}: a borrowed buffer is still registered and its borrow is \
+             ending; aborting, since the device could write memory that is no longer ours"
+        );
+        std::process::abort();
+    }
+}
+impl Memory for Borrowed<'_> {}
+
+/// The page size (`sysconf(_SC_PAGESIZE)`).
+fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(p)
+            .ok()
+            .filter(|p| p.is_power_of_two())
+            .unwrap_or(4096)
+    })
+}
+
+/// A zeroed buffer aligned to the page size, from the global allocator: what a region usually
+/// covers. It dereferences to `[u8]` while the program owns it; once given to [`Mr::new`] it
+/// comes back from [`Mr::destroy`].
+pub struct PageBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: owns its bytes like a Box<[u8]>.
+unsafe impl Send for PageBuf {}
+// SAFETY: as above; `&PageBuf` gives `&[u8]` only.
+unsafe impl Sync for PageBuf {}
+
+impl PageBuf {
+    /// `len` zeroed bytes at a page-aligned address. `len` 0 allocates nothing (and cannot be
+    /// registered); a `len` whose page-rounded size exceeds `isize::MAX` is `OutOfRange`, an
+    /// allocation failure `ENOMEM`.
+    pub fn new(len: usize) -> Result<PageBuf> {
+        let page = page_size();
+        if len == 0 {
+            // An aligned dangling pointer, as for an empty Vec.
+            return Ok(PageBuf {
+                ptr: NonNull::new(page as *mut u8).expect("a page size is not 0"),
+                len: 0,
+            });
+        }
+        let layout = Self::layout(len).ok_or_else(|| {
+            Error::range(
+                Verb::AllocBuf,
+                "len",
+                len as u64,
+                0,
+                (isize::MAX as usize - (page - 1)) as u64,
+            )
+        })?;
+        // SAFETY: the layout's size is not zero.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(p).ok_or(Error::os(Verb::AllocBuf, libc::ENOMEM))?;
+        Ok(PageBuf { ptr, len })
+    }
+
+    fn layout(len: usize) -> Option<std::alloc::Layout> {
+        std::alloc::Layout::from_size_align(len, page_size()).ok()
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a buffer of no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Deref for PageBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` initialised bytes owned by `self` (or a dangling empty slice).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for PageBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for PageBuf {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            let layout = Self::layout(self.len).expect("the layout it was allocated with");
+            // SAFETY: allocated in `new` with this layout, freed once.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+impl std::fmt::Debug for PageBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageBuf")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl sealed::Memory for PageBuf {
+    unsafe fn release(addr: *mut u8, len: usize) {
+        // SAFETY: the caller's contract.
+        drop(unsafe { <Self as sealed::Owned>::from_raw(addr, len) })
+    }
+    fn dereg_failed(error: &Error) {
+        leak_on_dereg_failure(error)
+    }
+}
+impl sealed::Owned for PageBuf {
+    fn into_raw(self) -> (*mut u8, usize) {
+        let this = ManuallyDrop::new(self);
+        (this.ptr.as_ptr(), this.len)
+    }
+    unsafe fn from_raw(addr: *mut u8, len: usize) -> Self {
+        PageBuf {
+            // SAFETY: the caller's contract: the pointer of a PageBuf, never null.
+            ptr: unsafe { NonNull::new_unchecked(addr) },
+            len,
+        }
+    }
+}
+impl Memory for PageBuf {}
+impl OwnedBuf for PageBuf {}
+
+/// Zeroed memory backed by huge pages: an anonymous `mmap` with `MAP_HUGETLB`, of the system's
+/// default huge page size, where the OS provides them. Its length is the requested one rounded
+/// up to whole huge pages, and a region over it covers all of it.
+pub struct HugeBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: owns its mapping like a Box<[u8]>.
+unsafe impl Send for HugeBuf {}
+// SAFETY: as above; `&HugeBuf` gives `&[u8]` only.
+unsafe impl Sync for HugeBuf {}
+
+impl HugeBuf {
+    /// The default huge page size (`Hugepagesize` in `/proc/meminfo`), if the kernel has one.
+    pub fn huge_page_size() -> Option<usize> {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = info.lines().find(|l| l.starts_with("Hugepagesize:"))?;
+        let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        kb.checked_mul(1024).filter(|s| s.is_power_of_two())
+    }
+
+    /// At least `len` zeroed bytes on huge pages, reserved now (no fault can fail later).
+    ///
+    /// Fails before the call with `OutOfRange` for `len` 0 or a length that cannot be rounded
+    /// up, and with [`ErrorKind::NoHugePages`] when the kernel has no huge page size
+    /// (`EOPNOTSUPP`), `mmap` finds no free huge pages (`ENOMEM`: none configured in
+    /// `vm.nr_hugepages`, or all in use) or the kernel lacks hugetlb support (`ENOSYS`,
+    /// `EINVAL`); any other `mmap` failure is its errno.
+    pub fn new(len: usize) -> Result<HugeBuf> {
+        let no_huge = |errno| Error {
+            verb: Verb::AllocHugeBuf,
+            kind: ErrorKind::NoHugePages(errno),
+        };
+        let huge = Self::huge_page_size().ok_or(no_huge(libc::EOPNOTSUPP))?;
+        let size = len
+            .checked_next_multiple_of(huge)
+            .filter(|&s| len > 0 && s <= isize::MAX as usize)
+            .ok_or_else(|| {
+                Error::range(
+                    Verb::AllocHugeBuf,
+                    "len",
+                    len as u64,
+                    1,
+                    (isize::MAX as usize / huge * huge) as u64,
+                )
+            })?;
+        // SAFETY: a new private anonymous mapping; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = Error::last_os(Verb::AllocHugeBuf);
+            return Err(match e.errno() {
+                errno @ (libc::ENOMEM | libc::ENOSYS | libc::EINVAL) => no_huge(errno),
+                _ => e,
+            });
+        }
+        Ok(HugeBuf {
+            ptr: NonNull::new(p.cast()).expect("mmap succeeded"),
+            len: size,
+        })
+    }
+
+    /// The length in bytes: whole huge pages.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: a `HugeBuf` has at least one page.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Deref for HugeBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: a live mapping of `len` readable bytes owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for HugeBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, writable, borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for HugeBuf {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once; a failure (impossible for a whole
+        // mapping) would leave it mapped, which is safe.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+impl std::fmt::Debug for HugeBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HugeBuf")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl sealed::Memory for HugeBuf {
+    unsafe fn release(addr: *mut u8, len: usize) {
+        // SAFETY: the caller's contract.
+        drop(unsafe { <Self as sealed::Owned>::from_raw(addr, len) })
+    }
+    fn dereg_failed(error: &Error) {
+        leak_on_dereg_failure(error)
+    }
+}
+impl sealed::Owned for HugeBuf {
+    fn into_raw(self) -> (*mut u8, usize) {
+        let this = ManuallyDrop::new(self);
+        (this.ptr.as_ptr(), this.len)
+    }
+    unsafe fn from_raw(addr: *mut u8, len: usize) -> Self {
+        HugeBuf {
+            // SAFETY: the caller's contract: the pointer of a mapping, never null.
+            ptr: unsafe { NonNull::new_unchecked(addr) },
+            len,
+        }
+    }
+}
+impl Memory for HugeBuf {}
+impl OwnedBuf for HugeBuf {}
+
+impl sealed::Memory for Box<[u8]> {
+    unsafe fn release(addr: *mut u8, len: usize) {
+        // SAFETY: the caller's contract.
+        drop(unsafe { <Self as sealed::Owned>::from_raw(addr, len) })
+    }
+    fn dereg_failed(error: &Error) {
+        leak_on_dereg_failure(error)
+    }
+}
+impl sealed::Owned for Box<[u8]> {
+    fn into_raw(self) -> (*mut u8, usize) {
+        let len = self.len();
+        (Box::into_raw(self).cast(), len)
+    }
+    unsafe fn from_raw(addr: *mut u8, len: usize) -> Self {
+        // SAFETY: the caller's contract: the parts of a Box<[u8]>.
+        unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(addr, len)) }
+    }
+}
+impl Memory for Box<[u8]> {}
+impl OwnedBuf for Box<[u8]> {}
+
+impl sealed::Memory for Vec<u8> {
+    unsafe fn release(addr: *mut u8, len: usize) {
+        // SAFETY: the caller's contract.
+        drop(unsafe { <Box<[u8]> as sealed::Owned>::from_raw(addr, len) })
+    }
+    fn dereg_failed(error: &Error) {
+        leak_on_dereg_failure(error)
+    }
+}
+impl sealed::Owned for Vec<u8> {
+    /// Registered as a `Box<[u8]>`: capacity equal to length, so the region's address and
+    /// length are all that is needed to give it back.
+    fn into_raw(self) -> (*mut u8, usize) {
+        <Box<[u8]> as sealed::Owned>::into_raw(self.into_boxed_slice())
+    }
+    unsafe fn from_raw(addr: *mut u8, len: usize) -> Self {
+        // SAFETY: the caller's contract: the parts of the Box<[u8]> `into_raw` made.
+        unsafe { <Box<[u8]> as sealed::Owned>::from_raw(addr, len) }.into_vec()
+    }
+}
+impl Memory for Vec<u8> {}
+impl OwnedBuf for Vec<u8> {}
 
 /// A scatter/gather element: part of a registered region (`struct ibv_sge`).
 #[derive(Clone, Copy)]
@@ -121,32 +518,120 @@ pub struct RemoteAddr {
     pub rkey: u32,
 }
 
-impl<'b> Mr<'b> {
-    /// `ibv_reg_mr` of `buf` in `pd` with `access`. An empty buffer is refused before the call.
-    pub fn new(pd: &'b Pd<'_>, buf: &'b mut [u8], access: AccessFlags) -> Result<Self> {
-        if buf.is_empty() {
-            return Err(Error::range(Verb::RegMr, "length", 0, 1, isize::MAX as u64));
+/// Registers `len` bytes at `addr` in `pd`: the one `ibv_reg_mr` of both constructors.
+///
+/// # Safety
+/// `addr..addr + len` stays allocated and in place until the region is deregistered.
+unsafe fn reg_mr(
+    pd: &Pd<'_>,
+    addr: *mut u8,
+    len: usize,
+    access: AccessFlags,
+) -> Result<NonNull<sys::ibv_mr>> {
+    if len == 0 {
+        return Err(Error::range(Verb::RegMr, "length", 0, 1, isize::MAX as u64));
+    }
+    let pdr = pd.as_raw();
+    // SAFETY: a live PD; the caller keeps the range allocated and in place while registered.
+    unsafe { backend::of((*pdr).context).reg_mr(pdr, addr.cast(), len, access.bits() as i32) }
+        .map_err(|e| Error::os(Verb::RegMr, e))
+}
+
+impl<'pd, B: OwnedBuf> Mr<'pd, B> {
+    /// `ibv_reg_mr` of `buf` in `pd` with `access`; the region owns `buf` until
+    /// [`destroy`](Self::destroy) gives it back. An empty buffer is refused before the call;
+    /// on an error `buf` is dropped (nothing is registered).
+    ///
+    /// A borrowed buffer (`&mut [u8]`) does not compile here: register it with
+    /// [`Mr::scoped`].
+    pub fn new(pd: &'pd Pd<'_>, buf: B, access: AccessFlags) -> Result<Self> {
+        let (addr, len) = sealed::Owned::into_raw(buf);
+        // SAFETY: the buffer's bytes are owned by the region from here: they stay allocated
+        // and in place until a successful deregistration gives them back, or forever if the
+        // region is leaked.
+        match unsafe { reg_mr(pd, addr, len, access) } {
+            Ok(raw) => Ok(Mr {
+                raw,
+                _m: PhantomData,
+            }),
+            Err(e) => {
+                // SAFETY: not registered; the parts `into_raw` just gave, put back once.
+                drop(unsafe { <B as sealed::Owned>::from_raw(addr, len) });
+                Err(e)
+            }
         }
-        let pdr = pd.as_raw();
-        // SAFETY: a live PD; `buf` stays borrowed (allocated, unmoved) while the region lives.
-        let raw = unsafe {
-            backend::of((*pdr).context).reg_mr(
-                pdr,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                access.bits() as i32,
-            )
-        }
-        .map_err(|e| Error::os(Verb::RegMr, e))?;
-        Ok(Mr {
-            raw,
-            _m: PhantomData,
-        })
     }
 
+    /// `ibv_dereg_mr`, then the buffer back, with what the device and [`write`](Self::write)
+    /// put in it. On failure the region comes back, still registered, inside the error.
+    pub fn destroy(self) -> Result<B, DestroyError<Self>> {
+        let (addr, len) = self.parts();
+        // SAFETY: a live MR, deregistered once: on success `self` is forgotten.
+        match unsafe { self.dereg() } {
+            Ok(()) => {
+                std::mem::forget(self);
+                // SAFETY: deregistered; the parts of the buffer `new` took, given back once.
+                Ok(unsafe { <B as sealed::Owned>::from_raw(addr, len) })
+            }
+            Err(error) => Err(DestroyError {
+                object: self,
+                error,
+            }),
+        }
+    }
+}
+
+impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
+    /// Registers the borrowed `buf` in `pd` with `access` for the run of `f`, and deregisters
+    /// it before returning `f`'s result: on every exit path, a panic in `f` included (the
+    /// region is a local of this function, which the caller cannot forget).
+    ///
+    /// `f` gets the region by a reference of its own lifetime (`for<'s>`), so neither the
+    /// region nor the reference can leave it; [`Sge`]s and [`RemoteMr`]s copied out are plain
+    /// data, which the device checks against its registered regions. An empty buffer is refused
+    /// before the call (and `f` does not run).
+    ///
+    /// If `ibv_dereg_mr` fails here the process aborts with a message: the buffer is only
+    /// borrowed, so it can neither be kept registered (it is not ours to leak) nor be given
+    /// back while the device may still write it. (Neither rdma-core nor the software device
+    /// fails a deregistration of a region no memory window is bound to; this crate binds none.)
+    pub fn scoped<R>(
+        pd: &'pd Pd<'_>,
+        buf: &'b mut [u8],
+        access: AccessFlags,
+        f: impl for<'s> FnOnce(&'s Mr<'pd, Borrowed<'s>>) -> R,
+    ) -> Result<R> {
+        // SAFETY: `buf` is borrowed mutably until this function returns, and `mr` is dropped
+        // (deregistered, or the process aborts) before it returns or finishes unwinding.
+        let raw = unsafe { reg_mr(pd, buf.as_mut_ptr(), buf.len(), access) }?;
+        let mr = Mr::<'pd, Borrowed<'b>> {
+            raw,
+            _m: PhantomData,
+        };
+        Ok(f(&mr))
+        // `mr` drops here, or during unwinding: `ibv_dereg_mr`, abort on failure.
+    }
+}
+
+impl<B: Memory> Mr<'_, B> {
     fn get(&self) -> &sys::ibv_mr {
         // SAFETY: a live MR; the provider does not change these fields after registration.
         unsafe { self.raw.as_ref() }
+    }
+
+    /// The registered buffer's address and length.
+    fn parts(&self) -> (*mut u8, usize) {
+        (self.get().addr.cast(), self.get().length)
+    }
+
+    /// `ibv_dereg_mr`.
+    ///
+    /// # Safety
+    /// Called at most once with success; after success the region must not be used or dropped.
+    unsafe fn dereg(&self) -> Result<(), Error> {
+        let mr = self.as_raw();
+        // SAFETY: a live MR (the caller's contract).
+        unsafe { backend::of((*mr).context).dereg_mr(mr) }.map_err(|e| Error::os(Verb::DeregMr, e))
     }
 
     /// The local key, for scatter/gather elements.
@@ -205,72 +690,66 @@ impl<'b> Mr<'b> {
         }
     }
 
-    /// Copies `out.len()` bytes from `offset` of the region.
+    /// Copies `out.len()` bytes from `offset` of the region. Each byte of the region is read
+    /// atomically ([`crate::dma`]): racing the device or another thread's [`write`](Self::write)
+    /// gives some mix of old and new bytes, never undefined behaviour. Poll the completion of
+    /// what wrote the range before reading it.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.check(offset, out.len(), Verb::MrRead)?;
-        // SAFETY: in range (checked); the region's memory is borrowed for 'b and only reached
-        // through raw pointers, so no Rust reference aliases what the device writes.
-        unsafe {
-            std::ptr::copy(
-                (self.get().addr as *const u8).add(offset),
-                out.as_mut_ptr(),
-                out.len(),
-            )
-        };
+        // SAFETY: `offset..offset + out.len()` is inside the registered buffer (checked), which
+        // stays allocated while `self` lives and is accessed by others only byte-wise
+        // atomically (crate::dma's model). `out` is a `&mut` of ours: not registered memory
+        // (never handed out as `&mut`), so it does not overlap.
+        unsafe { dma::copy_from_shared(self.parts().0.add(offset), out.as_mut_ptr(), out.len()) };
         Ok(())
     }
 
-    /// Copies `data` into the region at `offset`.
+    /// Copies `data` into the region at `offset`. Each byte of the region is written
+    /// atomically ([`crate::dma`]), so racing the device or another thread is not a data race.
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
         self.check(offset, data.len(), Verb::MrWrite)?;
-        // SAFETY: as in `read`.
-        unsafe {
-            std::ptr::copy(
-                data.as_ptr(),
-                (self.get().addr as *mut u8).add(offset),
-                data.len(),
-            )
-        };
+        // SAFETY: as in `read`. `data` is not written by anyone during the call: a `&[u8]` into
+        // this region exists only through `as_slice`, whose contract forbids this call while
+        // it lives.
+        unsafe { dma::copy_to_shared(data.as_ptr(), self.parts().0.add(offset), data.len()) };
         Ok(())
     }
 
     /// The region as a slice, without a copy.
     ///
     /// # Safety
-    /// No work request may be writing the region (a posted receive, a peer's RDMA write or
-    /// atomic) while the slice lives, and [`write`](Self::write) must not be called meanwhile.
+    /// While the returned slice lives, nothing may write any byte of the region: no posted
+    /// receive or RDMA read response landing in it, no peer's RDMA write or atomic naming it,
+    /// no [`write`](Self::write) from any thread. (Readers, the device's included, are fine.)
+    /// A `&[u8]` tells the compiler the bytes do not change; a write meanwhile is undefined
+    /// behaviour. Typically: poll the completion of every request that writes the range, and
+    /// post none until the slice is gone.
     pub unsafe fn as_slice(&self) -> &[u8] {
-        // SAFETY: the caller's contract; the range is the registered buffer.
-        unsafe { std::slice::from_raw_parts(self.get().addr as *const u8, self.len()) }
+        // SAFETY: the registered buffer, allocated for as long as `self` is borrowed; the
+        // caller's contract excludes writers for the slice's life.
+        unsafe { std::slice::from_raw_parts(self.parts().0, self.len()) }
     }
 
     /// The C region. It stays owned by `self`.
     pub fn as_raw(&self) -> *mut sys::ibv_mr {
         self.raw.as_ptr()
     }
-
-    /// `ibv_dereg_mr`: the buffer is the caller's again.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
-        destroy(self)
-    }
 }
 
-impl Destroy for Mr<'_> {
-    unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        let mr = self.as_raw();
-        // SAFETY: a live MR, deregistered once.
-        unsafe { backend::of((*mr).context).dereg_mr(mr) }.map_err(|e| Error::os(Verb::DeregMr, e))
-    }
-}
-
-impl Drop for Mr<'_> {
+impl<B: Memory> Drop for Mr<'_, B> {
     fn drop(&mut self) {
-        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
-        let _ = unsafe { self.destroy_raw() };
+        let (addr, len) = self.parts();
+        // SAFETY: dropped once. An error cannot be reported from drop (use `destroy`).
+        match unsafe { self.dereg() } {
+            // SAFETY: deregistered; the memory's parts, released once.
+            Ok(()) => unsafe { B::release(addr, len) },
+            // Still registered: an owned buffer is leaked, a borrow aborts (see `scoped`).
+            Err(e) => B::dereg_failed(&e),
+        }
     }
 }
 
-impl std::fmt::Debug for Mr<'_> {
+impl<B: Memory> std::fmt::Debug for Mr<'_, B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mr")
             .field("len", &self.len())

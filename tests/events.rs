@@ -16,7 +16,7 @@ use typed_verbs::qp::RecvSide;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
     raw, software, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq,
-    Mr, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
+    Mr, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
 };
 
 /// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
@@ -144,10 +144,11 @@ struct Bufs<'p> {
     dst: Mr<'p>,
 }
 
-fn bufs<'p>(pd: &'p Pd<'_>, src: &'p mut [u8], dst: &'p mut [u8]) -> Bufs<'p> {
+fn bufs<'p>(pd: &'p Pd<'_>, src: usize, dst: usize) -> Bufs<'p> {
+    let buf = |len| PageBuf::new(len).unwrap();
     Bufs {
-        src: Mr::new(pd, src, AccessFlags::LOCAL_WRITE).unwrap(),
-        dst: Mr::new(pd, dst, AccessFlags::LOCAL_WRITE).unwrap(),
+        src: Mr::new(pd, buf(src), AccessFlags::LOCAL_WRITE).unwrap(),
+        dst: Mr::new(pd, buf(dst), AccessFlags::LOCAL_WRITE).unwrap(),
     }
 }
 
@@ -169,8 +170,7 @@ fn a_completion_on_an_armed_cq_puts_one_event_on_the_channel() {
             .build()
             .unwrap();
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         b.post_recv(2, &[m.dst.sge(0..16).unwrap()]).unwrap();
         cq.req_notify(false).unwrap();
         a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]).signaled())
@@ -213,8 +213,7 @@ fn the_channel_fd_polls_readable_when_an_event_waits() {
         let pd = Pd::new(&ctx).unwrap();
         let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
 
         // poll(2): nothing yet, then readable within the timeout once a completion came.
         cq.req_notify(false).unwrap();
@@ -280,8 +279,7 @@ fn readiness_is_awaited_without_handing_out_the_fds() {
             .unwrap();
         let (an, bn) = (a.qp_num(), b.qp_num());
         let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         let short = Some(Duration::from_millis(100));
         let long = Some(Duration::from_secs(5));
 
@@ -395,8 +393,7 @@ fn blocking_gets_wait_for_the_event_to_come() {
             .unwrap();
         let (an, bn) = (a.qp_num(), b.qp_num());
         let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         cq.req_notify(false).unwrap();
         std::thread::scope(|scope| {
             let comp = scope.spawn(|| ch.get_cq_event().map(|ev| ev.is_for(&cq)));
@@ -500,8 +497,7 @@ fn solicited_only_arming_ignores_an_unsolicited_receive_and_fires_on_a_solicited
         let send_cq = Cq::builder(&ctx).cqe(16).build().unwrap();
         let recv_cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
         let (a, b) = rc_pair(&ctx, &pd, &send_cq, &recv_cq);
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 64]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 64);
         for i in 0..3 {
             b.post_recv(10 + i, &[m.dst.sge(0..64).unwrap()]).unwrap();
         }
@@ -547,12 +543,12 @@ fn solicited_only_arming_and_a_failed_send_completion() {
         let send_cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
         let recv_cq = Cq::builder(&ctx).cqe(16).build().unwrap();
         let (a, _b) = rc_pair(&ctx, &pd, &send_cq, &recv_cq);
-        let mut s = vec![0u8; 16];
-        let src = Mr::new(&pd, &mut s, AccessFlags::LOCAL_WRITE).unwrap();
+        let s = vec![0u8; 16];
+        let src = Mr::new(&pd, s, AccessFlags::LOCAL_WRITE).unwrap();
         send_cq.req_notify(true).unwrap();
         // An RDMA write with an rkey the peer does not have: REM_ACCESS_ERR.
-        let mut far = vec![0u8; 16];
-        let far_mr = Mr::new(&pd, &mut far, AccessFlags::LOCAL_WRITE).unwrap();
+        let far = vec![0u8; 16];
+        let far_mr = Mr::new(&pd, far, AccessFlags::LOCAL_WRITE).unwrap();
         let bogus = far_mr.remote().at(0, 16).unwrap();
         a.post_send(&SendWr::rdma_write(1, &[src.sge(0..16).unwrap()], bogus).signaled())
             .unwrap();
@@ -578,8 +574,7 @@ fn event_acks_ack_many_events_at_once() {
         let pd = Pd::new(&ctx).unwrap();
         let cq = Cq::builder(&ctx).cqe(64).channel(&ch).build().unwrap();
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         let mut acks = EventAcks::new();
         assert!(acks.is_empty());
         for i in 0..5 {
@@ -618,8 +613,7 @@ fn raw_destroy_cq_waits_until_its_events_are_acked() {
     let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
     {
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         cq.req_notify(false).unwrap();
         b.post_recv(2, &[m.dst.sge(0..16).unwrap()]).unwrap();
         a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]))
@@ -660,8 +654,7 @@ fn destroying_a_cq_acks_the_events_still_held() {
         let cq = Cq::builder(&ctx).cqe(64).channel(&ch).build().unwrap();
         let other = Cq::builder(&ctx).cqe(64).channel(&ch).build().unwrap();
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         let mut held = Vec::new();
         let mut acks = EventAcks::new();
         for i in 0..3 {
@@ -702,8 +695,7 @@ fn an_event_of_a_cq_destroyed_on_another_thread_is_acked_once() {
         let cq = Cq::builder(&ctx).cqe(64).channel(&ch).build().unwrap();
         {
             let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-            let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-            let m = bufs(&pd, &mut s, &mut d);
+            let m = bufs(&pd, 16, 16);
             cq.req_notify(false).unwrap();
             b.post_recv(2, &[m.dst.sge(0..16).unwrap()]).unwrap();
             a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]))
@@ -740,8 +732,7 @@ fn cq_overrun_raises_cq_err() {
             .unwrap();
         let (an, bn) = (a.qp_num(), b.qp_num());
         let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         assert!(ctx.try_get_async_event().unwrap().is_none());
         for i in 0..=n {
             b.post_recv(100 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
@@ -821,8 +812,7 @@ fn a_receive_cq_overrun_raises_cq_err_and_moves_the_responder_to_err() {
             .unwrap();
         let (an, bn) = (a.qp_num(), b.qp_num());
         let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         for i in 0..4 {
             b.post_recv(100 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
         }
@@ -876,8 +866,7 @@ fn srq_limit_reached_when_a_receive_leaves_fewer_than_the_limit() {
             .unwrap();
         let (an, bn) = (a.qp_num(), b.qp_num());
         let (a, _b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16 * 8]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16 * 8);
         for i in 0..8 {
             let off = i as usize * 16;
             srq.post_recv(100 + i, &[m.dst.sge(off..off + 16).unwrap()])
@@ -952,8 +941,7 @@ fn destroying_an_srq_acks_its_async_event_still_held() {
                 .unwrap();
             let (an, bn) = (a.qp_num(), b.qp_num());
             let (a, _b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
-            let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 32]);
-            let m = bufs(&pd, &mut s, &mut d);
+            let m = bufs(&pd, 16, 32);
             srq.post_recv(1, &[m.dst.sge(0..16).unwrap()]).unwrap();
             srq.post_recv(2, &[m.dst.sge(16..32).unwrap()]).unwrap();
             srq.arm_limit(2).unwrap();
@@ -980,8 +968,7 @@ fn qp_errors_raise_no_async_event_as_on_rxe() {
         let ctx = open();
         let pd = Pd::new(&ctx).unwrap();
         let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
 
         // Remote access error: REM_ACCESS_ERR at the requester, the responder to ERR.
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
@@ -994,10 +981,9 @@ fn qp_errors_raise_no_async_event_as_on_rxe() {
 
         // Remote invalid request (an atomic the responder's access flags refuse).
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-        let mut r = vec![0u8; 16];
         let target = Mr::new(
             &pd,
-            &mut r,
+            vec![0u8; 16],
             AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
         )
         .unwrap();
@@ -1084,8 +1070,7 @@ fn an_event_is_awaited_through_tokio() {
             .build()
             .unwrap();
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-        let (mut s, mut d) = (vec![0u8; 16], vec![0u8; 16]);
-        let m = bufs(&pd, &mut s, &mut d);
+        let m = bufs(&pd, 16, 16);
         // Outside a runtime: an error, not a panic.
         let e = ch.cq_events().unwrap_err();
         assert_eq!(e.verb, Verb::GetCqEvent);

@@ -29,7 +29,7 @@ use typed_verbs::qp_state::{Rts, Transitions};
 use typed_verbs::wr::Connected;
 use typed_verbs::{
     AccessFlags, AddressVector, CompChannel, ConnectedInit, Context, Cq, Gid, GlobalRoute, Mr, Mtu,
-    OwnRq, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, SqPsn, Uc, UcRtr,
+    OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, SqPsn, Uc, UcRtr,
 };
 
 /// `PINGPONG_RECV_WRID`: the `wr_id` of every receive.
@@ -939,9 +939,11 @@ impl<T: Connection> Side for ConnectedSide<'_, T> {
 pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
     let ctx = open_device(o)?;
     let pd = Pd::new(&ctx).map_err(because("Couldn't allocate PD"))?;
-    let mut buf = vec![0x7b_u8; o.size as usize];
-    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)
-        .map_err(because("Couldn't register MR"))?;
+    // Page-aligned, as rdma-core's memalign(page_size, size).
+    let mut buf = PageBuf::new(o.size as usize).map_err(because("Couldn't allocate work buf."))?;
+    buf.fill(0x7b);
+    let mr =
+        Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
     let sge = mr.sge(0..o.size as usize).expect("the whole region");
     let channel = channel(&ctx, o)?;
     let cq = create_cq(&ctx, o.rx_depth + 1, channel.as_ref())?;

@@ -260,6 +260,13 @@ impl SwQp {
     }
 }
 
+/// Serialises the device's atomics (fetch-and-add, compare-and-swap) among themselves, which is
+/// all IBV_ATOMIC_HCA promises: each one's read-modify-write of its 8 bytes is indivisible with
+/// respect to the others, on any software context. (Data movement already runs under the
+/// fabric lock; this lock states the atomics' own guarantee, so it holds whatever the fabric
+/// lock's scope becomes.)
+static DEVICE_ATOMICS: Mutex<()> = Mutex::new(());
+
 /// Why a region check failed (rxe's copy_data: a key lookup fails with EINVAL, a range with
 /// EFAULT; the caller turns them into statuses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -306,9 +313,7 @@ fn gather(qp: &SwQp, sges: &[sys::ibv_sge]) -> Result<Vec<u8>, MrFault> {
     out.try_reserve_exact(spans.iter().map(|s| s.1).sum())
         .map_err(|_| MrFault::NoMem)?;
     for (p, n) in spans {
-        // SAFETY: inside a registered region (checked), which stays registered while the
-        // fabric lock is held; the device reads it as a DMA engine would.
-        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+        read_registered(p, n, &mut out);
     }
     Ok(out)
 }
@@ -343,12 +348,38 @@ fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(), MrFault>
     }
     let mut off = 0;
     for (p, n) in spans {
-        // SAFETY: inside a registered, locally writable region (checked), registered while the
-        // fabric lock is held; `copy` allows the source to overlap it (a loopback transfer).
-        unsafe { ptr::copy(data[off..].as_ptr(), p, n) };
+        write_registered(p, &data[off..off + n]);
         off += n;
     }
     Ok(())
+}
+
+/// Appends the `n` bytes of registered memory at `p` to `out`, each byte read as a Relaxed
+/// `AtomicU8` load (`crate::dma`): the program may be copying into the same bytes on another
+/// thread, and so may another transfer.
+///
+/// `p..p + n` must lie in a region found in an MR table under the fabric lock, which the caller
+/// holds: it stays registered, so allocated, until the lock is released.
+fn read_registered(p: *const u8, n: usize, out: &mut Vec<u8>) {
+    out.reserve(n);
+    let len = out.len();
+    // SAFETY: `p..p + n` is registered memory (the caller found it in an MR table and holds the
+    // fabric lock), which every party accesses byte-wise atomically (crate::dma's model). The
+    // spare capacity of `out` (reserved above) is private and cannot overlap registered memory
+    // (a Vec of the device's); its `n` bytes are initialised by the copy before `set_len`.
+    unsafe {
+        crate::dma::copy_from_shared(p, out.as_mut_ptr().add(len), n);
+        out.set_len(len + n);
+    }
+}
+
+/// Writes `data` into registered memory at `p`, each byte as a Relaxed `AtomicU8` store
+/// (`crate::dma`). `data` is the device's own copy (gathered before, so a loopback transfer
+/// cannot overlap it). Same requirement on `p..p + data.len()` as [`read_registered`].
+fn write_registered(p: *mut u8, data: &[u8]) {
+    // SAFETY: as in `read_registered`; `data` is a private buffer of the device's, not
+    // registered memory, so the two do not overlap and nobody writes `data` meanwhile.
+    unsafe { crate::dma::copy_to_shared(data.as_ptr(), p, data.len()) }
 }
 
 impl SendWqe {
@@ -715,9 +746,9 @@ impl<'g> Run<'g> {
                         }
                         return refuse(IBV_WC_REM_ACCESS_ERR);
                     };
-                    // SAFETY: inside a registered, remotely writable region of the responder
-                    // (checked), registered while the fabric lock is held; `copy` allows overlap.
-                    unsafe { ptr::copy(payload.as_ptr(), p, payload.len()) };
+                    // Inside a registered, remotely writable region of the responder (checked),
+                    // registered while the fabric lock is held.
+                    write_registered(p, &payload);
                 }
                 if let Some(r) = recv {
                     if !recv_success(dest, &r, w, IBV_WC_RECV_RDMA_WITH_IMM, len as u32, 0) {
@@ -743,11 +774,9 @@ impl<'g> Run<'g> {
                     let Ok(p) = source else {
                         return refuse(IBV_WC_REM_ACCESS_ERR);
                     };
-                    // SAFETY: inside a registered, remotely readable region (checked), which
-                    // stays registered while the fabric lock is held.
-                    data.extend_from_slice(unsafe {
-                        std::slice::from_raw_parts(p, w.length as usize)
-                    });
+                    // Inside a registered, remotely readable region (checked), which stays
+                    // registered while the fabric lock is held.
+                    read_registered(p, w.length as usize, &mut data);
                 }
                 // The response lands in the local SGEs; any failure there is LOC_PROT_ERR.
                 match scatter(qp, &w.sges, &data) {
@@ -767,21 +796,27 @@ impl<'g> Run<'g> {
                 let Ok(p) = target else {
                     return refuse(IBV_WC_REM_ACCESS_ERR);
                 };
-                // SAFETY: 8 bytes inside a registered region (checked), 8-byte aligned (checked
-                // at the post); every access the device makes to it is atomic.
-                let cell = unsafe { AtomicU64::from_ptr(p as *mut u64) };
-                let original = if op == IBV_WR_ATOMIC_FETCH_AND_ADD {
-                    cell.fetch_add(w.compare_add, Ordering::SeqCst)
+                // 8 bytes inside a registered region (checked), 8-byte aligned (checked at the
+                // post). IB atomics are atomic with respect to the HCA's other atomics only
+                // (IBV_ATOMIC_HCA, the atomic_cap this device reports, as rxe does), not to the
+                // CPU. So the word is not an AtomicU64: the program writes the same bytes with
+                // byte-wise atomic copies (Mr::write), and an 8-byte atomic write racing 1-byte
+                // atomic accesses is a mixed-size race, undefined in Rust's memory model. The
+                // read-modify-write runs under the lock all of this device's atomics take,
+                // through the same byte-wise primitives as every other access.
+                let held = DEVICE_ATOMICS.lock();
+                let mut word = Vec::with_capacity(8);
+                read_registered(p, 8, &mut word);
+                let original = u64::from_ne_bytes(word[..].try_into().expect("8 bytes"));
+                let new = if op == IBV_WR_ATOMIC_FETCH_AND_ADD {
+                    Some(original.wrapping_add(w.compare_add))
                 } else {
-                    match cell.compare_exchange(
-                        w.compare_add,
-                        w.swap,
-                        Ordering::SeqCst,
-                        Ordering::SeqCst,
-                    ) {
-                        Ok(v) | Err(v) => v,
-                    }
+                    (original == w.compare_add).then_some(w.swap)
                 };
+                if let Some(new) = new {
+                    write_registered(p, &new.to_ne_bytes());
+                }
+                drop(held);
                 match scatter(qp, &w.sges, &original.to_ne_bytes()) {
                     Ok(()) => Step::ok(),
                     Err(_) => Step::fail(IBV_WC_LOC_PROT_ERR),

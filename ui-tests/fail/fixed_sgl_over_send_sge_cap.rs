@@ -11,8 +11,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let mut buf = [0u8; 64];
-    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)?;
+    let buf = vec![0u8; 64];
+    let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)?;
     let _qp = Qp::<Rc>::builder(&pd, &cq, &cq).send_sge_cap::<2>().build()?;
     let _ = post;
     drop(mr);

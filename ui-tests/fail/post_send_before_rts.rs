@@ -5,8 +5,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let mut buf = [0u8; 64];
-    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)?;
+    let buf = vec![0u8; 64];
+    let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)?;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
     let qp = qp.to_init(init).map_err(|e| e.error)?;

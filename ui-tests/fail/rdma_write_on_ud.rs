@@ -4,8 +4,8 @@ use typed_verbs::{AccessFlags, Context, Mr, Pd, SendWr, Ud};
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
-    let mut buf = [0u8; 64];
-    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)?;
+    let buf = vec![0u8; 64];
+    let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)?;
     let sgl = [mr.sge(0..64).unwrap()];
     let remote = mr.remote().at(0, 64).unwrap();
     let _wr = SendWr::<Ud>::rdma_write(1, &sgl, remote);

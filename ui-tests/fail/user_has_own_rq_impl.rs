@@ -19,8 +19,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
     let srq = Srq::builder(&pd).max_wr(4).build()?;
-    let mut buf = [0u8; 64];
-    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)?;
+    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
     let qp = qp.to_init(init).map_err(|e| e.error)?;

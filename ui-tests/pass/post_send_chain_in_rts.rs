@@ -9,10 +9,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let mut src = *b"firstsecond";
-    let mut dst = [0u8; 16];
-    let tx = Mr::new(&pd, &mut src, AccessFlags::LOCAL_WRITE)?;
-    let rx = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE)?;
+    let tx = Mr::new(&pd, b"firstsecond".to_vec(), AccessFlags::LOCAL_WRITE)?;
+    let rx = Mr::new(&pd, vec![0u8; 16], AccessFlags::LOCAL_WRITE)?;
 
     let gid = ctx.query_gid(1, 0)?;
     let grh = Some(GlobalRoute { dgid: gid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 });

@@ -25,8 +25,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let mut buf = [0u8; 64];
-    let mr = Mr::new(&pd, &mut buf, AccessFlags::LOCAL_WRITE)?;
+    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
     let qp: Qp<'_, Rc, OwnRq, Shared, (), Init> =
         Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(4).build()?.to_init(init).map_err(|e| e.error)?;

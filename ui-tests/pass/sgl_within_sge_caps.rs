@@ -13,10 +13,10 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let mut src = *b"aaaabbbbcccc....";
-    let mut dst = [0u8; 32];
-    let tx = Mr::new(&pd, &mut src, AccessFlags::LOCAL_WRITE)?;
-    let rx = Mr::new(&pd, &mut dst, AccessFlags::LOCAL_WRITE)?;
+    let src = b"aaaabbbbcccc....".to_vec();
+    let dst = vec![0u8; 32];
+    let tx = Mr::new(&pd, src, AccessFlags::LOCAL_WRITE)?;
+    let rx = Mr::new(&pd, dst, AccessFlags::LOCAL_WRITE)?;
 
     let gid = ctx.query_gid(1, 0)?;
     let grh = Some(GlobalRoute { dgid: gid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 });

@@ -7,8 +7,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let mut buf = [0u8; 64];
-    let mr = Mr::new(&pd, &mut buf, AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)?;
+    let buf = vec![0u8; 64];
+    let mr = Mr::new(&pd, buf, AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)?;
     let sgl = [mr.sge(0..64).unwrap()];
     let word = [mr.sge(0..8).unwrap()];
     let remote = mr.remote().at(0, 64).unwrap();

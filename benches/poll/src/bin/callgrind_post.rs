@@ -5,7 +5,7 @@
 //! on one core, without callgrind.
 
 use std::time::{Duration, Instant};
-use typed_verbs::{AccessFlags, Cq, Mr, Pd, SendWr};
+use typed_verbs::{AccessFlags, Cq, Mr, PageBuf, Pd, SendWr};
 use typed_verbs_bench::open;
 use typed_verbs_bench::post::{drain, rc_pair, run};
 
@@ -15,17 +15,17 @@ fn main() {
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(256).build().unwrap();
     let pair = rc_pair(&ctx, &pd, &cq);
-    let (mut l, mut r, mut v) = (vec![0u8; 64], vec![0u8; 64], vec![0u8; 64]);
-    let local = Mr::new(&pd, &mut l, AccessFlags::LOCAL_WRITE).unwrap();
+    let buf = || PageBuf::new(64).unwrap();
+    let local = Mr::new(&pd, buf(), AccessFlags::LOCAL_WRITE).unwrap();
     let remote = Mr::new(
         &pd,
-        &mut r,
+        buf(),
         AccessFlags::REMOTE_WRITE
             .union(AccessFlags::REMOTE_READ)
             .union(AccessFlags::REMOTE_ATOMIC),
     )
     .unwrap();
-    let recv = Mr::new(&pd, &mut v, AccessFlags::LOCAL_WRITE).unwrap();
+    let recv = Mr::new(&pd, buf(), AccessFlags::LOCAL_WRITE).unwrap();
     match args
         .iter()
         .map(String::as_str)
