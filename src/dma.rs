@@ -28,7 +28,7 @@
 //!    registered memory with the same two primitives (gather for sends, scatter for receives
 //!    and read responses, RDMA write and read, the 8 bytes of an atomic). A real device does
 //!    its DMA outside the abstract machine; what it does is the device's contract (below).
-//! 4. **The primitives.** [`copy_from_shared`] and [`copy_to_shared`] have the semantics of a
+//! 4. **The primitives.** `copy_from_shared` and `copy_to_shared` have the semantics of a
 //!    loop in which *each byte on the shared side is one `Relaxed` [`AtomicU8`] load or store*
 //!    (the byte-wise atomic memcpy of C++ proposal P1478); the private side is an ordinary
 //!    access. All program and software-device accesses to registered memory are therefore

@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | types | a misuse does not compile | a field read without its `wc_flags` bit; a UC QP on an SRQ; destroying a CQ a QP uses; posting before RTS; a fixed SGE list over the queue's cap; a batch kept past its `poll_batch`; a crate trait implemented outside the crate |
 //! | run-time checks | refused before any FFI call, with an [`Error`](crate::Error) naming the verb | `cqe` out of range; an object of another context; destroying or resetting a QP inside its CQ's batch ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen)) |
-//! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), the zero-copy view of a memory region, everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
+//! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), [`Mr::as_slice`](crate::Mr::as_slice) (zero copy), everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
 //!
 //! The README's guarantee tables list each rule with its failing and passing UI test.
 //!
@@ -25,9 +25,15 @@
 //! explicit `destroy()` returns that error with the object, and a `Drop` leaves the parent
 //! allocated, so nothing the device or the provider can still reach is ever freed. In detail:
 //!
-//! - **Registered memory** (see [`mr`](crate::mr)): a region owns its buffer, or borrows one
-//!   only inside a closure that deregisters on every way out. Forgetting a region leaks its
-//!   buffer along with the registration, so the device never writes memory Rust may reuse.
+//! - **Registered memory** (the model is in [`dma`](crate::dma)): a region owns its buffer
+//!   ([`Mr::new`](crate::Mr::new) over a [`PageBuf`](crate::PageBuf),
+//!   [`HugeBuf`](crate::HugeBuf), `Vec<u8>` or `Box<[u8]>`) and gives it back only after
+//!   `ibv_dereg_mr` succeeded, or borrows one only inside [`Mr::scoped`](crate::Mr::scoped),
+//!   whose own frame deregisters it on every way out (and aborts the process if the device
+//!   refuses: borrowed memory can neither be leaked nor handed back while the device may write
+//!   it). Forgetting a region leaks its buffer along with the registration, so the device never
+//!   writes memory Rust may reuse. Safe reads and writes of registered memory, and the software
+//!   device's own copies and atomics, are byte-wise atomic, so none is a data race.
 //! - **Polling batches**: a [`Batch`](crate::Batch) exists only inside
 //!   [`CqEx::poll_batch`](crate::CqEx::poll_batch); a batch the closure leaks (or leaves behind
 //!   by panicking) is ended by `poll_batch` itself, so the provider's CQ lock, which
