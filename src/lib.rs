@@ -43,6 +43,7 @@ pub mod qp_state;
 pub mod raw;
 pub mod software;
 pub mod srq;
+mod sync;
 pub mod wc;
 pub mod wr;
 

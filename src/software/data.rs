@@ -75,7 +75,7 @@ use super::cq::{self, Cqe};
 use super::objects::{SwAh, SwQp, SwSrq};
 use super::sw_context;
 use crate::ffi::sys;
-use parking_lot::{Mutex, MutexGuard};
+use crate::sync::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_int;
 use std::ptr;
@@ -907,7 +907,7 @@ fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
 struct RnrTimers {
     /// (when, QP number, arming): a min-heap by time.
     due: Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(Instant, u32, u64)>>>,
-    wake: parking_lot::Condvar,
+    wake: crate::sync::Condvar,
     next: AtomicU64,
 }
 
@@ -916,7 +916,7 @@ fn rnr_timer() -> &'static RnrTimers {
     TIMERS.get_or_init(|| {
         let t: &'static RnrTimers = Box::leak(Box::new(RnrTimers {
             due: Mutex::new(Default::default()),
-            wake: parking_lot::Condvar::new(),
+            wake: crate::sync::Condvar::new(),
             next: AtomicU64::new(1),
         }));
         std::thread::Builder::new()
