@@ -95,8 +95,8 @@ run() {
         if [ "$rc" = 124 ]; then why="timed out after ${timeout_s}s"; elif [ "$rc" = 99 ]; then why="valgrind found errors"; else why="exit $rc"; fi
         echo "FAIL $tool $label ($why, ${secs}s) $summary"
         # valgrind's report without its banner, then the program's last lines.
-        grep -v -E '^==[0-9]+== *$' "$log" | sed -n '/Possible data race\|Invalid \|uninitialised\|Conditional jump\|are definitely lost\|are indirectly lost\|Lock at\|lock order\|Thread #[0-9]*:.*\(unlocked\|error\)\|Syscall param\|Mismatched free/,$p' | head -n 150 | sed 's/^/  /'
-        tail -n 15 "$OUT/$tool-$label.out" | sed 's/^/  | /'
+        grep -v -E '^==[0-9]+== *$' "$log" | sed -n '/Possible data race\|Invalid \|uninitialised\|Conditional jump\|are definitely lost\|are indirectly lost\|Lock at\|lock order\|Thread #[0-9]*:.*\(unlocked\|error\)\|Syscall param\|Mismatched free/,$p' | head -n 150 | sed 's/^/  /' || true
+        tail -n 15 "$OUT/$tool-$label.out" | sed 's/^/  | /' || true
         fail=$((fail + 1))
         failed+=("$tool $label")
     fi
