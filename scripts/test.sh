@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, integration, UI (trybuild, tests/ui.rs) and doc tests,
-# then the pingpong examples on the software device (scripts/pingpong.sh), then the runtime tests
+# then the pingpong examples on the software device (scripts/pingpong.sh), then the sanitizer
+# lane: the sw0 tests and the examples under valgrind's memcheck and helgrind
+# (scripts/sanitize.sh; TYPED_VERBS_NO_SANITIZE=1 leaves it out) and under Miri where a nightly
+# toolchain has it (scripts/miri.sh, which says so and skips otherwise), then the runtime tests
 # again on Soft-RoCE in a VM, with the examples against rdma-core's (scripts/rxe-lane.sh;
 # TYPED_VERBS_NO_VM=1 leaves the VM out).
 # Extra arguments go to `cargo test`, e.g. `bash scripts/test.sh ui` or
@@ -18,6 +21,13 @@ cargo test --workspace "$@" || status=$?
 # The pingpong examples on the software device, server and client in one process each.
 if [ "$status" -eq 0 ]; then
     bash scripts/pingpong.sh -- -n 2000 || status=$?
+fi
+# The sanitizer lane: memcheck and helgrind, then Miri (a SKIP line where nightly lacks it).
+if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_SANITIZE:-0}" != 1 ]; then
+    bash scripts/sanitize.sh || status=$?
+fi
+if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_SANITIZE:-0}" != 1 ]; then
+    bash scripts/miri.sh || status=$?
 fi
 # Then the same runtime tests on a real kernel RDMA device: rxe0 in a throw-away VM.
 if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then

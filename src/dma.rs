@@ -134,7 +134,9 @@ enum Shared {
 /// only accessed atomically by others during the call; the other side is valid, private for
 /// the call, and does not overlap it.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
-#[inline]
+// Always inlined, also in debug builds: the copy must be in the body of `copy_to_shared` /
+// `copy_from_shared`, the frames the sanitizer lane's helgrind suppression names.
+#[inline(always)]
 unsafe fn copy_bytewise(src: *const u8, dst: *mut u8, len: usize, _shared: Shared) {
     // SAFETY: the caller's contract makes every byte of both ranges valid for the access the
     // instruction makes. The block's effect is that of the byte loop in the portable

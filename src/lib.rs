@@ -47,6 +47,7 @@ pub mod safety;
 mod sealed;
 pub mod software;
 pub mod srq;
+mod sync;
 pub mod wc;
 pub mod wr;
 

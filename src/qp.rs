@@ -8,12 +8,12 @@ use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::pd::Pd;
 use crate::qp_state::{QpState, Reset};
 use crate::srq::Srq;
+use crate::sync::Mutex;
 use crate::wr::TypedSgeCap;
 use crate::Context;
 use crate::Sge;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
-use std::sync::Mutex;
 
 /// A QP transport type: [`Rc`], [`Uc`], [`Ud`] or [`RawPacket`].
 pub trait QpType: sealed::Sealed + 'static {
@@ -585,7 +585,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         T: MulticastCapable,
     {
         let g = gid.to_sys();
-        let mut groups = self.meta().mcast.lock().unwrap_or_else(|p| p.into_inner());
+        let mut groups = self.meta().mcast.lock();
         groups
             .try_reserve(1)
             .map_err(|_| Error::os(Verb::AttachMcast, libc::ENOMEM))?;
@@ -677,7 +677,7 @@ unsafe fn teardown<C>(qp: *mut sys::ibv_qp) -> Result<(), Error> {
         // Every group is tried: a device may already have dropped one (rxe keeps one
         // attachment per gid where the kernel keeps one per gid and lid); what is still
         // attached after this makes ibv_destroy_qp fail with EBUSY, reported below.
-        let mut groups = meta.mcast.lock().unwrap_or_else(|p| p.into_inner());
+        let mut groups = meta.mcast.lock();
         groups.retain(|&(gid, lid)| {
             let g = gid.to_sys();
             // SAFETY: a live QP; `g` valid for the call.
@@ -756,9 +756,7 @@ impl Destroy for McastMembership<'_> {
         let g = self.gid.to_sys();
         let qp = self.qp.as_ptr();
         // SAFETY: the QP is live (borrowed) and made by the crate's builder.
-        let mut groups = unsafe { groups_of(qp) }
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut groups = unsafe { groups_of(qp) }.lock();
         // SAFETY: the QP is live (borrowed); `g` valid for the call.
         unsafe { backend::of((*qp).context).detach_mcast(qp, &g, self.lid) }
             .map_err(|e| Error::os(Verb::DetachMcast, e))?;

@@ -14,6 +14,7 @@ use crate::cq::AnyCq;
 use crate::cq_ex::flags as wcf;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::{self, c_entry, sys};
+use crate::sync;
 use crate::wc::{WcOpcode, WcStatus};
 use lock_api::RawMutex as _;
 use std::cell::UnsafeCell;
@@ -170,8 +171,8 @@ pub(crate) struct SwCq {
     parent: *mut sys::ibv_pd,
     single_threaded: bool,
     ignore_overrun: bool,
-    consumer: parking_lot::RawMutex,
-    producer: parking_lot::RawMutex,
+    consumer: crate::sync::RawMutex,
+    producer: crate::sync::RawMutex,
     head: AtomicU64,
     tail: AtomicU64,
     /// The completion the batch points at; null outside a batch. Consumer side only.
@@ -308,8 +309,8 @@ pub(super) unsafe fn create(
         parent,
         single_threaded: flags & ffi::CREATE_CQ_ATTR_SINGLE_THREADED != 0,
         ignore_overrun: flags & ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN != 0,
-        consumer: parking_lot::RawMutex::INIT,
-        producer: parking_lot::RawMutex::INIT,
+        consumer: crate::sync::RawMutex::INIT,
+        producer: crate::sync::RawMutex::INIT,
         head: AtomicU64::new(0),
         tail: AtomicU64::new(0),
         cur: UnsafeCell::new(ptr::null()),
@@ -391,7 +392,9 @@ fn start_poll(
             (*cq).consumer.lock();
         }
         let head = (*cq).head.load(Ordering::Relaxed);
-        if head == (*cq).tail.load(Ordering::Acquire) {
+        let tail = (*cq).tail.load(Ordering::Acquire);
+        sync::acquire(&(*cq).tail);
+        if head == tail {
             // ENOENT: no completion; the batch did not start, so release the lock now
             // ("If an error code is given, end_poll shouldn't be called").
             if !st {
@@ -411,8 +414,11 @@ fn next_poll(ex: *mut sys::ibv_cq_ex) -> c_int = on_panic(libc::EIO) {
     // SAFETY: inside a batch (libibverbs' contract), so we are the consumer.
     unsafe {
         let head = (*cq).head.load(Ordering::Relaxed) + 1;
+        sync::release(&(*cq).head);
         (*cq).head.store(head, Ordering::Release);
-        if head == (*cq).tail.load(Ordering::Acquire) {
+        let tail = (*cq).tail.load(Ordering::Acquire);
+        sync::acquire(&(*cq).tail);
+        if head == tail {
             *(*cq).cur.get() = ptr::null();
             return libc::ENOENT;
         }
@@ -429,6 +435,7 @@ fn end_poll(ex: *mut sys::ibv_cq_ex) = on_panic(()) {
     unsafe {
         if !(*(*cq).cur.get()).is_null() {
             let head = (*cq).head.load(Ordering::Relaxed) + 1;
+            sync::release(&(*cq).head);
             (*cq).head.store(head, Ordering::Release);
             *(*cq).cur.get() = ptr::null();
         }
@@ -487,6 +494,7 @@ pub(super) fn poll_cq(
         }
         let mut head = (*cq).head.load(Ordering::Relaxed);
         let tail = (*cq).tail.load(Ordering::Acquire);
+        sync::acquire(&(*cq).tail);
         while i < n && head != tail {
             let e = &*(*cq).slots[(head & (*cq).mask) as usize].get();
             wc.add(i as usize).write(sys::ibv_wc {
@@ -509,6 +517,7 @@ pub(super) fn poll_cq(
             head += 1;
             i += 1;
         }
+        sync::release(&(*cq).head);
         (*cq).head.store(head, Ordering::Release);
         if !st {
             (*cq).consumer.unlock();
@@ -593,6 +602,7 @@ pub(super) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
         (*sw).producer.lock();
         let tail = (*sw).tail.load(Ordering::Relaxed);
         let head = (*sw).head.load(Ordering::Acquire);
+        sync::acquire(&(*sw).head);
         if tail - head >= (*sw).depth {
             (*sw).producer.unlock();
             if (*sw).ignore_overrun {
@@ -606,6 +616,7 @@ pub(super) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
             return Pushed::Overrun;
         }
         *(*sw).slots[(tail & (*sw).mask) as usize].get() = *cqe;
+        sync::release(&(*sw).tail);
         (*sw).tail.store(tail + 1, Ordering::Release);
         (*sw).producer.unlock();
         // As rxe_cq_post: an armed CQ is disarmed by the completion that satisfies it, and the

@@ -76,7 +76,7 @@ use super::cq::{self, Cqe};
 use super::objects::{SwAh, SwQp, SwSrq};
 use super::sw_context;
 use crate::ffi::{c_entry, sys};
-use parking_lot::{Mutex, MutexGuard};
+use crate::sync::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_int;
 use std::ptr;
@@ -978,13 +978,13 @@ fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
 struct RnrTimers {
     /// (when, QP number, arming): a min-heap by time.
     due: Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(Instant, u32, u64)>>>,
-    wake: parking_lot::Condvar,
+    wake: crate::sync::Condvar,
     next: AtomicU64,
 }
 
 static RNR_TIMERS: RnrTimers = RnrTimers {
     due: Mutex::new(std::collections::BinaryHeap::new()),
-    wake: parking_lot::Condvar::new(),
+    wake: crate::sync::Condvar::new(),
     next: AtomicU64::new(1),
 };
 

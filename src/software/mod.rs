@@ -28,7 +28,7 @@ use crate::backend::{ControlPath, Errno};
 use crate::cq_ex::flags as wcf;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
-use parking_lot::{Mutex, RwLock};
+use crate::sync::{Mutex, RwLock};
 use std::collections::HashSet;
 use std::os::raw::c_void;
 use std::ptr::NonNull;

@@ -5,7 +5,7 @@ use super::events::{EventCounts, EventQueue};
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
 use crate::ffi::sys;
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use std::collections::VecDeque;
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;

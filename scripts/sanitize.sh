@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The sanitizer lane, on the stable toolchain: the software-device (sw0) test suite and the
+# examples under valgrind.
+#
+#   memcheck  the unit tests and every integration-test binary of tests/*.rs (not the trybuild ui
+#             suite, not the doctests), one test at a time, then examples/demo.rs and the four
+#             pingpong examples on sw0 (`--self`: server and client on two threads of one
+#             process), polling and sleeping on completion events (-e). Zero errors: no invalid
+#             access, no use of uninitialised memory, no definite or indirect leak
+#             (scripts/valgrind/memcheck.supp names the leaks tests make on purpose).
+#   helgrind  the same test binaries, four tests at a time (so tests share the software device's
+#             fabric and its RNR timer thread concurrently), and the four pingpong examples,
+#             built with the feature `valgrind`, which tells helgrind the happens-before edges of
+#             the crate's locks and of the software CQ's ring (src/sync.rs). Zero races and zero
+#             lock-order or pthread-API errors; scripts/valgrind/helgrind.supp lists the false
+#             positives of std's, libtest's and parking_lot's own synchronisation and of atomic
+#             operations, each with the reason.
+#
+# Usage: bash scripts/sanitize.sh [memcheck] [helgrind]   (default: both)
+#   SANITIZE_TIMEOUT   seconds each program may run under valgrind (default 600)
+# Prints PASS or FAIL per program with valgrind's error summary (the errors of a failure are
+# printed), then a summary and the lane's duration; exits non-zero if anything failed. Full logs:
+# target/sanitize/<tool>-<program>.log. Installs valgrind with apt if it is missing.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=setup.sh
+source scripts/setup.sh
+
+tools=()
+for a in "$@"; do
+    case $a in
+    memcheck | helgrind) tools+=("$a") ;;
+    *) echo "usage: bash scripts/sanitize.sh [memcheck] [helgrind]" >&2; exit 2 ;;
+    esac
+done
+[ "${#tools[@]}" -gt 0 ] || tools=(memcheck helgrind)
+
+lane_start=$(date +%s)
+if ! command -v valgrind >/dev/null 2>&1; then
+    echo "sanitize: installing valgrind"
+    if [ "$(id -u)" -eq 0 ]; then SUDO=(); elif command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else
+        echo "sanitize: valgrind is missing and this is not root: apt-get install valgrind" >&2
+        exit 1
+    fi
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+fi
+echo "sanitize: $(valgrind --version), tools: ${tools[*]}"
+
+OUT=target/sanitize
+mkdir -p "$OUT"
+timeout_s=${SANITIZE_TIMEOUT:-600}
+# A proc-macro crate's test binary links std dynamically.
+libdir=$(rustc --print target-libdir)
+pass=0
+fail=0
+failed=()
+
+# Builds the test binaries and the examples (debug: full debug info, debug assertions) and lists
+# the test binaries, "name path" per line, in $OUT/tests-<build>.txt.
+build() {
+    local name=$1
+    shift
+    echo "sanitize: building the test binaries and the examples ($name)"
+    if ! cargo test --workspace --lib --tests --no-run "$@" >"$OUT/build-$name.log" 2>&1 ||
+        ! cargo build --examples "$@" >>"$OUT/build-$name.log" 2>&1; then
+        tail -n 30 "$OUT/build-$name.log" >&2
+        echo "sanitize: the build failed" >&2
+        exit 1
+    fi
+    sed -n 's/^ *Executable \(unittests src\/lib.rs\|tests\/\([A-Za-z0-9_]*\)\.rs\) (\(.*\))$/\2 \3/p' \
+        "$OUT/build-$name.log" |
+        awk '$1 != "ui" { if (NF == 1) { n = $1; sub(/.*\//, "", n); sub(/-[0-9a-f]+$/, "", n); print n "-unit " $1 } else print }' \
+            >"$OUT/tests-$name.txt"
+}
+
+# run TOOL LABEL VALGRIND-OPTIONS... -- PROGRAM ARGS...
+run() {
+    local tool=$1 label=$2
+    shift 2
+    local opts=()
+    while [ "$1" != -- ]; do opts+=("$1"); shift; done
+    shift
+    local log=$OUT/$tool-$label.log start rc=0
+    start=$(date +%s)
+    LD_LIBRARY_PATH=$libdir timeout "$timeout_s" valgrind --tool="$tool" --error-exitcode=99 \
+        --num-callers=40 --log-file="$log" "${opts[@]}" "$@" >"$OUT/$tool-$label.out" 2>&1 || rc=$?
+    local summary secs=$(($(date +%s) - start))
+    summary=$(grep -o 'ERROR SUMMARY: .*' "$log" | tail -n 1 || true)
+    if [ "$rc" = 0 ]; then
+        echo "PASS $tool $label (${secs}s) $summary"
+        pass=$((pass + 1))
+    else
+        if [ "$rc" = 124 ]; then why="timed out after ${timeout_s}s"; elif [ "$rc" = 99 ]; then why="valgrind found errors"; else why="exit $rc"; fi
+        echo "FAIL $tool $label ($why, ${secs}s) $summary"
+        # valgrind's report without its banner, then the program's last lines.
+        grep -v -E '^==[0-9]+== *$' "$log" | sed -n '/Possible data race\|Invalid \|uninitialised\|Conditional jump\|are definitely lost\|are indirectly lost\|Lock at\|lock order\|Thread #[0-9]*:.*\(unlocked\|error\)\|Syscall param\|Mismatched free/,$p' | head -n 150 | sed 's/^/  /' || true
+        tail -n 15 "$OUT/$tool-$label.out" | sed 's/^/  | /' || true
+        fail=$((fail + 1))
+        failed+=("$tool $label")
+    fi
+}
+
+# The examples: demo, then each pingpong polling and with -e, -n 200 exchanges on a receive
+# queue of 16 (32 for srq's 16 QPs), so every ring wraps many times.
+examples() {
+    local tool=$1
+    shift
+    run "$tool" demo "$@" -- target/debug/examples/demo
+    local p depth
+    for p in rc uc ud srq; do
+        depth=16
+        [ "$p" = srq ] && depth=32
+        run "$tool" "${p}_pingpong" "$@" -- target/debug/examples/${p}_pingpong --self -d sw0 -n 200 -r "$depth"
+        run "$tool" "${p}_pingpong-e" "$@" -- target/debug/examples/${p}_pingpong --self -d sw0 -n 200 -r "$depth" -e
+    done
+}
+
+for tool in "${tools[@]}"; do
+    tool_start=$(date +%s)
+    case $tool in
+    memcheck)
+        build default
+        opts=(--leak-check=full --show-leak-kinds=definite,indirect
+            --errors-for-leak-kinds=definite,indirect --suppressions=scripts/valgrind/memcheck.supp)
+        while read -r name bin; do
+            run memcheck "$name" "${opts[@]}" -- "$bin" --test-threads=1
+        done <"$OUT/tests-default.txt"
+        # --fair-sched: the pingpong threads spin on their CQs; valgrind runs one thread at a time.
+        examples memcheck "${opts[@]}" --fair-sched=yes
+        ;;
+    helgrind)
+        build valgrind --features valgrind
+        opts=(--suppressions=scripts/valgrind/helgrind.supp)
+        while read -r name bin; do
+            run helgrind "$name" "${opts[@]}" -- "$bin" --test-threads=4
+        done <"$OUT/tests-valgrind.txt"
+        examples helgrind "${opts[@]}" --fair-sched=yes
+        ;;
+    esac
+    echo "sanitize: $tool done in $(($(date +%s) - tool_start))s"
+done
+
+elapsed=$(($(date +%s) - lane_start))
+if [ "$fail" = 0 ]; then
+    echo "sanitize: $pass passed, 0 failed (${tools[*]}) in ${elapsed}s"
+else
+    echo "sanitize: $pass passed, $fail FAILED (${failed[*]}) in ${elapsed}s; logs in $OUT/" >&2
+    exit 1
+fi
