@@ -120,8 +120,20 @@ impl Destroy for CompChannel<'_> {
 
 impl Drop for CompChannel<'_> {
     fn drop(&mut self) {
-        // SAFETY: dropped once.
-        let _ = unsafe { self.destroy_raw() };
+        /// `ibv_destroy_comp_channel` of a channel whose handle is gone.
+        unsafe fn destroy_channel(ch: *mut std::os::raw::c_void, _: *mut std::os::raw::c_void) {
+            let ch = ch.cast::<sys::ibv_comp_channel>();
+            // SAFETY: `drop`'s channel, destroyed once.
+            let _ = unsafe { backend::of((*ch).context).destroy_comp_channel(ch) };
+        }
+        // SAFETY: dropped once: a live channel, destroyed once by `destroy_channel`.
+        unsafe {
+            crate::object::drop_or_queue(
+                self.as_raw().cast(),
+                std::ptr::null_mut(),
+                destroy_channel,
+            )
+        }
     }
 }
 

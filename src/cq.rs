@@ -9,12 +9,14 @@ use crate::event::CqAcks;
 use crate::ffi::{self, sys};
 use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::pd::ParentDomain;
+use crate::teardown;
 use crate::wc::WorkCompletion;
 use crate::Context;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::mem::MaybeUninit;
+use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub(crate) use crate::sealed;
@@ -188,13 +190,11 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     }
 }
 
-/// What a CQ's `cq_context` points at: the acknowledgement state of its completion events and
-/// the state of its polling batch, first (`#[repr(C)]`, so both are found without knowing `C`),
-/// and the typed user context.
+/// What a CQ's `cq_context` points at: the acknowledgement state of its completion events,
+/// first (`#[repr(C)]`, so it is found without knowing `C`), and the typed user context.
 #[repr(C)]
 pub(crate) struct CqMeta<C> {
     pub(crate) acks: Arc<CqAcks>,
-    pub(crate) batch: BatchState,
     pub(crate) user: C,
 }
 
@@ -202,139 +202,59 @@ impl<C> CqMeta<C> {
     pub(crate) fn new(user: C) -> Self {
         CqMeta {
             acks: CqAcks::new(),
-            batch: BatchState::new(),
             user,
         }
     }
 }
 
-/// The batch state of the CQ whose `cq_context` is `cq_context`.
+/// `ibv_poll_cq` is refused inside a polling batch (see [`crate::teardown`]).
+#[inline(always)]
+fn refuse_inside_batch() -> Result<()> {
+    if teardown::inside_batch() {
+        return Err(Error {
+            verb: Verb::PollCq,
+            kind: ErrorKind::BatchOpen,
+        });
+    }
+    Ok(())
+}
+
+/// The `Drop` of a CQ of either kind: destroys it and frees its user context; or, when a QP
+/// that may use it waits for the end of this thread's batch ([`crate::teardown`]), drops the
+/// user context now and queues the destroy behind that QP.
 ///
 /// # Safety
-/// `cq_context` is the context of a live CQ made by this crate's builders (a `CqMeta<_>`); the
-/// reference does not outlive the CQ.
-pub(crate) unsafe fn batch_state<'a>(cq: *mut sys::ibv_cq) -> &'a BatchState {
-    // SAFETY: caller's contract; `batch` is at the same offset in every `CqMeta<C>` (repr(C),
-    // after the `Arc` that starts each).
-    unsafe { &(*((*cq).cq_context as *const CqMeta<()>)).batch }
-}
-
-/// Whether a polling batch (`ibv_start_poll` .. `ibv_end_poll`) is open on a CQ, and on which
-/// thread; and the QPs whose destruction waits for it to end.
-///
-/// Providers hold their CQ lock for a whole batch (mlx5: `mlx5_start_poll` takes `cq->lock`,
-/// `mlx5_end_poll` releases it), and `ibv_destroy_qp` and the modify to RESET take the same lock
-/// (`mlx5_lock_cqs`, `__mlx5_cq_clean`). A thread that destroys or resets a QP while it has a
-/// batch open on one of the QP's CQs therefore spins forever. The typed layer records the open
-/// batch here, so that such a destroy is refused ([`ErrorKind::BatchOpen`]) or, from `Drop`,
-/// deferred to the end of the batch. A batch on another thread ends by itself (batches exist
-/// only inside [`CqEx::poll_batch`](crate::CqEx::poll_batch)), so there the destroy just waits.
-pub(crate) struct BatchState {
-    /// `thread_token()` of the thread inside `poll_batch` on this CQ (the batch may have ended
-    /// inside the closure already); 0 when none is.
-    owner: AtomicUsize,
-    /// QPs dropped while their thread had this CQ's batch open: destroyed when it ends.
-    deferred: AtomicPtr<Deferred>,
-}
-
-/// A QP whose destruction was deferred to the end of a batch.
-pub(crate) struct Deferred {
-    pub(crate) qp: *mut sys::ibv_qp,
-    /// The QP's teardown, monomorphized for its user context type.
-    pub(crate) run: unsafe fn(*mut sys::ibv_qp),
-    next: *mut Deferred,
-}
-
-/// A number unique to the calling thread among live threads: the address of a thread-local.
-#[inline(always)]
-pub(crate) fn thread_token() -> usize {
-    thread_local! {
-        static TOKEN: u8 = const { 0 };
-    }
-    TOKEN.with(|t| t as *const u8 as usize)
-}
-
-impl BatchState {
-    fn new() -> Self {
-        BatchState {
-            owner: AtomicUsize::new(0),
-            deferred: AtomicPtr::new(ptr::null_mut()),
-        }
-    }
-
-    /// Records that the calling thread opened a batch and runs its closure.
-    #[inline(always)]
-    pub(crate) fn opened(&self) {
-        self.owner.store(thread_token(), Ordering::Relaxed);
-    }
-
-    /// Records that the calling thread left `poll_batch` (the batch has ended).
-    #[inline(always)]
-    pub(crate) fn closed(&self) {
-        self.owner.store(0, Ordering::Relaxed);
-    }
-
-    /// Whether the calling thread has a batch open on this CQ. Only the owner writes its own
-    /// token, so the answer is exact for the calling thread.
-    pub(crate) fn open_on_this_thread(&self) -> bool {
-        self.owner.load(Ordering::Relaxed) == thread_token()
-    }
-
-    /// Defers the teardown of `qp` to the end of this thread's batch.
-    pub(crate) fn defer(&self, qp: *mut sys::ibv_qp, run: unsafe fn(*mut sys::ibv_qp)) {
-        let node = Box::into_raw(Box::new(Deferred {
-            qp,
-            run,
-            next: ptr::null_mut(),
-        }));
-        let mut head = self.deferred.load(Ordering::Relaxed);
-        loop {
-            // SAFETY: `node` is ours until it is published by the exchange below.
-            unsafe { (*node).next = head };
-            match self.deferred.compare_exchange_weak(
-                head,
-                node,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(h) => head = h,
+/// `cq` is a live CQ made by a builder with user context `C`, whose handle is gone.
+pub(crate) unsafe fn drop_cq<C>(cq: *mut sys::ibv_cq) {
+    // SAFETY: caller's contract.
+    let meta = unsafe { (*cq).cq_context } as *mut CqMeta<C>;
+    if teardown::must_wait() {
+        /// The queued part: the C CQ, and the rest of its context (the user part is gone).
+        unsafe fn later<C>(cq: *mut c_void, meta: *mut c_void) {
+            // SAFETY: `drop_cq`'s CQ and its CqMeta<C>, whose user context was dropped in
+            // place: freed as CqMeta<ManuallyDrop<C>> (the same layout), without dropping it
+            // again. A CQ that cannot be destroyed keeps its context.
+            unsafe {
+                if destroy_cq(cq.cast()).is_ok() {
+                    drop(Box::from_raw(meta as *mut CqMeta<ManuallyDrop<C>>));
+                }
             }
         }
-    }
-
-    /// Whether teardowns wait for the end of the batch.
-    #[inline(always)]
-    pub(crate) fn has_deferred(&self) -> bool {
-        !self.deferred.load(Ordering::Relaxed).is_null()
-    }
-
-    /// Runs the deferred teardowns, once the batch has ended, on the thread that had it open.
-    /// Pushes and pops both happen only on the thread that holds the CQ's one right to poll (the
-    /// `&mut` of `poll_batch`), so the list has one user at a time. Each node is unlinked before
-    /// its teardown runs (a teardown drops the QP's user context: user code), so a panic there
-    /// leaves the rest for the next batch's end and never runs a teardown twice.
-    pub(crate) fn run_deferred(&self) {
-        loop {
-            let head = self.deferred.load(Ordering::Acquire);
-            if head.is_null() {
-                return;
-            }
-            // SAFETY: a node published by `defer`, not freed while it is in the list.
-            let next = unsafe { (*head).next };
-            if self
-                .deferred
-                .compare_exchange(head, next, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                continue;
-            }
-            // SAFETY: unlinked above, so ours alone; it came from `Box::into_raw` in `defer`.
-            let node = unsafe { Box::from_raw(head) };
-            // SAFETY: `qp` is a live QP whose handle is gone (dropped) and whose teardown was
-            // deferred once; `run` is that QP's own teardown.
-            unsafe { (node.run)(node.qp) };
+        // SAFETY: the handle is gone, so the CQ and its context are the queue's until `later`
+        // runs; the user context is dropped after the CQ is queued, so even if its drop
+        // panics the CQ is destroyed, and it is not touched again.
+        unsafe {
+            teardown::defer(later::<C>, cq.cast(), meta.cast());
+            ptr::drop_in_place(&mut (*meta).user);
         }
+        return;
+    }
+    let left = Leftover::user_box::<CqMeta<C>>(meta.cast());
+    // SAFETY: caller's contract; an error cannot be reported from drop (use `destroy`), and
+    // the user context then stays with the live CQ.
+    if unsafe { destroy_cq(cq) }.is_ok() {
+        // SAFETY: the CQ is destroyed and its handle gone; freed once.
+        unsafe { left.free() };
     }
 }
 
@@ -506,7 +426,12 @@ impl<'a, C> Cq<'a, C> {
 
     /// `ibv_poll_cq`: moves up to `wc.len()` completions into `wc` and returns the filled part.
     #[inline]
+    ///
+    /// Refused with [`ErrorKind::BatchOpen`] inside [`CqEx::poll_batch`]: `ibv_poll_cq` takes
+    /// this CQ's lock, which a thread holding another CQ's lock never waits for
+    /// ([the safety model](crate::safety)).
     pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w [WorkCompletion]> {
+        refuse_inside_batch()?;
         let n = wc.len().min(i32::MAX as usize) as i32;
         // SAFETY: a live CQ; WorkCompletion is repr(transparent) over ibv_wc and `wc` has room
         // for `n` entries.
@@ -518,12 +443,14 @@ impl<'a, C> Cq<'a, C> {
     }
 
     /// `ibv_poll_cq` into an array the caller need not initialise (a stack array of
-    /// `MaybeUninit`); returns the filled, now initialised, part.
+    /// `MaybeUninit`); returns the filled, now initialised, part. Refused inside a batch, as
+    /// [`poll`](Self::poll).
     #[inline]
     pub fn poll_uninit<'w>(
         &self,
         wc: &'w mut [MaybeUninit<WorkCompletion>],
     ) -> Result<&'w [WorkCompletion]> {
+        refuse_inside_batch()?;
         let n = wc.len().min(i32::MAX as usize) as i32;
         // SAFETY: a live CQ; WorkCompletion is repr(transparent) over ibv_wc, so the array has
         // room for `n` of them; ibv_poll_cq writes the first `got`.
@@ -604,7 +531,8 @@ pub(crate) unsafe fn destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Error> {
 
 impl<C> Drop for Cq<'_, C> {
     fn drop(&mut self) {
-        crate::object::destroy_in_drop(self);
+        // SAFETY: dropped once: a live CQ made by the builder with `C`.
+        unsafe { drop_cq::<C>(self.raw.as_ptr()) }
     }
 }
 

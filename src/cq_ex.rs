@@ -33,12 +33,11 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-use crate::cq::{
-    batch_state, destroy_cq, kind, sealed, AnyCq, CqBuilder, CqMeta, Shared, Threading,
-};
-use crate::error::{DestroyError, Error, Result, Verb};
+use crate::cq::{destroy_cq, kind, sealed, AnyCq, CqBuilder, CqMeta, Shared, Threading};
+use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{self, cq_ex_call, sys};
 use crate::object::{destroy, Destroy, Leftover};
+use crate::teardown;
 use crate::wc::{WcOpcode, WcStatus};
 use crate::Context;
 use std::cell::Cell;
@@ -320,7 +319,8 @@ impl<F: WcFlags, T: Threading, C> Destroy for CqEx<'_, F, T, C> {
 
 impl<F: WcFlags, T: Threading, C> Drop for CqEx<'_, F, T, C> {
     fn drop(&mut self) {
-        crate::object::destroy_in_drop(self);
+        // SAFETY: dropped once: a live CQ made by the builder with `C`.
+        unsafe { crate::cq::drop_cq::<C>(self.as_raw_cq()) }
     }
 }
 
@@ -391,7 +391,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
     f: impl FnOnce(Batch<'_, F>) -> R,
 ) -> Result<Option<R>> {
     /// Ends a batch that `f` left open (leaked), also when `f` panics; then marks the thread as
-    /// out of the batch and runs the QP teardowns deferred to its end. Local to this call:
+    /// out of the batch, which runs the teardowns deferred to its end. Local to this call:
     /// nobody can forget it.
     struct End<'s> {
         cq: NonNull<sys::ibv_cq_ex>,
@@ -405,40 +405,39 @@ unsafe fn poll_batch<F: WcFlags, R>(
                 // it and clears `open`) nor ended otherwise: this is its one end.
                 unsafe { cq_ex_call!(self.cq.as_ptr(), end_poll) };
             }
-            // SAFETY: a live CQ of this crate's builders (poll_batch's contract). Found again
-            // from the CQ rather than kept across the closure: one load instead of a spill.
-            let state = unsafe { batch_state(ibv_cq_ex_to_cq(self.cq.as_ptr())) };
-            state.closed();
-            if state.has_deferred() {
-                state.run_deferred();
-            }
+            teardown::leave();
         }
+    }
+    // A thread inside a batch never waits for a CQ lock (crate::teardown): a second batch
+    // would take another CQ's lock while this one is held.
+    if !teardown::enter() {
+        return Err(Error {
+            verb: Verb::StartPoll,
+            kind: ErrorKind::BatchOpen,
+        });
     }
     let mut attr = sys::ibv_poll_cq_attr { comp_mask: 0 };
     // SAFETY: caller's contract.
     match unsafe { cq_ex_call!(cq.as_ptr(), start_poll, &mut attr) } {
         0 => {}
-        libc::ENOENT => return Ok(None),
-        e => return Err(Error::os(Verb::StartPoll, e)),
+        e => {
+            teardown::leave();
+            return match e {
+                libc::ENOENT => Ok(None),
+                e => Err(Error::os(Verb::StartPoll, e)),
+            };
+        }
     }
     // Whether the batch is open: a flag on this stack frame, which the batch clears when it is
     // dropped. In a loop that drops its batch the compiler sees it cleared and `End` checks
     // nothing.
     let open = Cell::new(true);
-    // SAFETY: caller's contract: a live CQ of this crate's builders, so a CqMeta context.
-    unsafe { batch_state(ibv_cq_ex_to_cq(cq.as_ptr())) }.opened();
     let _end = End { cq, open: &open };
     Ok(Some(f(Batch {
         cq,
         open: &open,
         _m: PhantomData,
     })))
-}
-
-/// `ibv_cq_ex_to_cq`: a cast (the layout assertions in `ffi` check that `ibv_cq` is a prefix).
-#[inline(always)]
-fn ibv_cq_ex_to_cq(cq: *mut sys::ibv_cq_ex) -> *mut sys::ibv_cq {
-    cq.cast()
 }
 
 /// The right to poll a [`CqEx`] whose shared half QPs hold. Made by [`CqEx::split`]; there is

@@ -6,6 +6,7 @@ use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::software::{self, SwDevice};
 use std::ffi::CStr;
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -208,7 +209,8 @@ struct ContextInner {
 /// An open device context (`struct ibv_context`). Everything else is created from it and
 /// borrows it, so it cannot be closed while any of them lives.
 pub struct Context {
-    inner: Box<ContextInner>,
+    /// Taken (and freed after `ibv_close_device`) by `Drop` or `close`.
+    inner: ManuallyDrop<Box<ContextInner>>,
 }
 
 // SAFETY: libibverbs contexts are thread-safe; the Rust-side fields are immutable.
@@ -237,11 +239,11 @@ impl Context {
             return Err(Error::os(Verb::QueryDevice, e));
         }
         Ok(Context {
-            inner: Box::new(ContextInner {
+            inner: ManuallyDrop::new(Box::new(ContextInner {
                 raw,
                 name,
                 attr: DeviceAttr::from_raw(&a),
-            }),
+            })),
         })
     }
 
@@ -328,15 +330,28 @@ impl Context {
         self.inner.raw.as_ptr()
     }
 
-    /// `ibv_close_device`. Every object of the context is gone by now (they borrow it).
+    /// `ibv_close_device`. Every object of the context is gone by now (they borrow it), but for
+    /// a QP dropped inside this thread's polling batch, whose destroy waits for the batch's end
+    /// ([the safety model](crate::safety)): then the close is refused with
+    /// [`ErrorKind::BatchOpen`] (rdma-core would close the
+    /// context under that QP); dropping the context instead closes it after the QP.
     pub fn close(self) -> Result<(), DestroyError<Self>> {
+        if crate::teardown::must_wait() {
+            return Err(DestroyError {
+                object: self,
+                error: Error {
+                    verb: Verb::CloseDevice,
+                    kind: crate::ErrorKind::BatchOpen,
+                },
+            });
+        }
         let raw = self.as_raw();
         // SAFETY: a live context with no objects left (they borrow `self`).
         match unsafe { backend::of(raw).close_device(raw) } {
             Ok(()) => {
-                let this = std::mem::ManuallyDrop::new(self);
+                let mut this = ManuallyDrop::new(self);
                 // SAFETY: the Box is dropped exactly once here, without running Context::drop.
-                drop(unsafe { std::ptr::read(&this.inner) });
+                drop(unsafe { ManuallyDrop::take(&mut this.inner) });
                 Ok(())
             }
             Err(e) => Err(DestroyError {
@@ -349,9 +364,24 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        /// `ibv_close_device`, then the context's own allocation (`inner`, a leaked
+        /// `Box<ContextInner>`), which the device list and the backends may read until then.
+        unsafe fn close(raw: *mut std::os::raw::c_void, inner: *mut std::os::raw::c_void) {
+            let raw = raw.cast::<sys::ibv_context>();
+            // SAFETY: `drop`'s context, closed once; `inner` its box, freed once. An error
+            // cannot be reported from drop (use `close`): the context then stays open, and
+            // its box allocated.
+            unsafe {
+                if backend::of(raw).close_device(raw).is_ok() {
+                    drop(Box::from_raw(inner.cast::<ContextInner>()));
+                }
+            }
+        }
         let raw = self.as_raw();
-        // SAFETY: a live context; all objects borrowing it are gone. An error cannot be
-        // reported from drop: use `close` to see it.
-        let _ = unsafe { backend::of(raw).close_device(raw) };
+        // SAFETY: taken once, here; `self.inner` is not used again.
+        let inner = Box::into_raw(unsafe { ManuallyDrop::take(&mut self.inner) });
+        // SAFETY: dropped once: a live context whose objects are gone (they borrow it) or
+        // queued before it; closed once by `close`.
+        unsafe { crate::object::drop_or_queue(raw.cast(), inner.cast(), close) }
     }
 }

@@ -150,11 +150,13 @@ pub enum ErrorKind {
     /// An object passed to the verb belongs to another context (or, for a CQ's parent domain,
     /// is not one). Checked before the FFI call; a C program would get `EINVAL`.
     WrongContext(&'static str),
-    /// The calling thread has a polling batch open on one of the QP's CQs (inside
-    /// [`CqEx::poll_batch`](crate::CqEx::poll_batch)). Destroying the QP or moving it to RESET
-    /// takes the provider's CQ lock, which the batch holds until it ends (mlx5), so the call
-    /// would never return; it is refused before the call. Do it after the batch, or drop the QP:
-    /// a QP dropped inside a batch is destroyed when the batch ends. Errno `EDEADLK`.
+    /// The calling thread is inside [`CqEx::poll_batch`](crate::CqEx::poll_batch), whose batch
+    /// holds the provider's CQ lock (mlx5), and the call would wait for a CQ lock: destroying
+    /// a QP or moving it to RESET (they take its CQs' locks), `ibv_poll_cq`, or a second
+    /// batch. Waiting there could last for ever (for the lock this thread holds, or for a
+    /// thread that waits for it), so the call is refused before it is made (see the crate's
+    /// `teardown` rule in [`safety`](crate::safety)). Do it after the batch; a QP dropped
+    /// inside one is destroyed when it ends. Errno `EDEADLK`.
     BatchOpen,
     /// An object passed to the verb is of the right context but another protection domain,
     /// where the verbs require the same one (a UD send's address handle and its QP). Checked
@@ -264,9 +266,9 @@ impl fmt::Display for Error {
             }
             ErrorKind::BatchOpen => write!(
                 f,
-                "{}: this thread has a polling batch open on one of the QP's CQs, whose lock the \
-                 call would wait for forever: call it after the batch ends, or drop the QP \
-                 (destroyed when the batch ends)",
+                "{}: refused inside poll_batch, whose batch holds a CQ lock: the call would wait \
+                 for a CQ lock and could wait for ever; make it after the batch (a QP dropped \
+                 inside one is destroyed when it ends)",
                 self.verb
             ),
             ErrorKind::WrongPd(what) => {

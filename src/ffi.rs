@@ -368,14 +368,20 @@ pub const CREATE_CQ_ATTR_IGNORE_OVERRUN: u32 = 1 << 1;
 
 /// Runs `body`, the body of a C entry point, so that no panic crosses into C (unwinding out of
 /// an `extern "C"` function aborts the process): a panic becomes `on_panic()`, the entry
-/// point's failure value. The panic's payload is leaked, not dropped, since its `Drop` could
-/// panic again outside the catch. Used only through [`c_entry!`].
+/// point's failure value. The panic's payload is dropped under a second catch: if that drop
+/// panics as well, the second payload is leaked. Used only through [`c_entry!`].
 #[inline(always)]
 pub(crate) fn no_unwind<R>(on_panic: impl FnOnce() -> R, body: impl FnOnce() -> R) -> R {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
         Ok(r) => r,
         Err(payload) => {
-            std::mem::forget(payload);
+            // The payload's own drop may panic too: that second payload is leaked rather than
+            // let out.
+            if let Err(again) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload)))
+            {
+                std::mem::forget(again);
+            }
             on_panic()
         }
     }

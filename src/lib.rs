@@ -48,6 +48,7 @@ mod sealed;
 pub mod software;
 pub mod srq;
 mod sync;
+mod teardown;
 pub mod wc;
 pub mod wr;
 

@@ -116,17 +116,14 @@ impl sealed::Memory for Borrowed<'_> {
 }
 impl Memory for Borrowed<'_> {}
 
-/// The page size (`sysconf(_SC_PAGESIZE)`).
+/// The page size (`sysconf(_SC_PAGESIZE)`; asked each time: a buffer is not made in a hot path).
 fn page_size() -> usize {
-    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *PAGE.get_or_init(|| {
-        // SAFETY: sysconf has no preconditions.
-        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        usize::try_from(p)
-            .ok()
-            .filter(|p| p.is_power_of_two())
-            .unwrap_or(4096)
-    })
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(p)
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(4096)
 }
 
 /// A zeroed buffer aligned to the page size, from the global allocator: what a region usually

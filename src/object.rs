@@ -84,6 +84,29 @@ pub(crate) fn destroy_in_drop<T: Destroy>(obj: &mut T) {
     }
 }
 
+/// The `Drop` of an object without a user context that a QP may use (context, PD, parent
+/// domain, channel): destroyed now, or, when a QP dropped inside this thread's polling batch
+/// waits for the batch's end, queued behind it ([`crate::teardown`]), so that it is destroyed
+/// after the QP instead of failing with `EBUSY` (or, for a context, being closed under it).
+/// An error cannot be reported from `Drop` (use `destroy`).
+///
+/// # Safety
+/// `destroy(raw, extra)` destroys the object once and frees `extra` if it owns it; the
+/// object's handle is gone.
+pub(crate) unsafe fn drop_or_queue(
+    raw: *mut std::os::raw::c_void,
+    extra: *mut std::os::raw::c_void,
+    destroy: crate::teardown::Teardown,
+) {
+    if crate::teardown::must_wait() {
+        // SAFETY: caller's contract: the object is the queue's now.
+        unsafe { crate::teardown::defer(destroy, raw, extra) }
+    } else {
+        // SAFETY: caller's contract.
+        unsafe { destroy(raw, extra) }
+    }
+}
+
 /// A typed user context stored behind a C object's `void *..._context`: boxed on create, freed
 /// when the object is destroyed (or when its creation fails, so no error path leaks it).
 pub(crate) struct UserBox<T>(*mut T);

@@ -6,6 +6,7 @@ use crate::ffi::sys;
 use crate::object::{destroy, Destroy};
 use crate::Context;
 use std::marker::PhantomData;
+use std::os::raw::c_void;
 use std::ptr::NonNull;
 
 /// A protection domain (`ibv_alloc_pd`). It borrows its context, and everything created in it
@@ -53,9 +54,19 @@ impl Destroy for Pd<'_> {
 
 impl Drop for Pd<'_> {
     fn drop(&mut self) {
-        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
-        let _ = unsafe { self.destroy_raw() };
+        // SAFETY: dropped once: a live PD, deallocated once by `dealloc`.
+        unsafe { crate::object::drop_or_queue(self.as_raw().cast(), std::ptr::null_mut(), dealloc) }
     }
+}
+
+/// `ibv_dealloc_pd` of a PD or parent domain whose handle is gone.
+///
+/// # Safety
+/// `pd` is a live PD, deallocated once.
+unsafe fn dealloc(pd: *mut c_void, _: *mut c_void) {
+    let pd = pd.cast::<sys::ibv_pd>();
+    // SAFETY: caller's contract.
+    let _ = unsafe { backend::of((*pd).context).dealloc_pd(pd) };
 }
 
 /// A parent domain (`ibv_alloc_parent_domain`): a PD that a CQ created with
@@ -120,8 +131,8 @@ impl Destroy for ParentDomain<'_> {
 
 impl Drop for ParentDomain<'_> {
     fn drop(&mut self) {
-        // SAFETY: dropped once.
-        let _ = unsafe { self.destroy_raw() };
+        // SAFETY: dropped once: a live parent domain, deallocated once by `dealloc`.
+        unsafe { crate::object::drop_or_queue(self.as_raw().cast(), std::ptr::null_mut(), dealloc) }
     }
 }
 

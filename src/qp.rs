@@ -1,7 +1,7 @@
 //! Queue pairs (ibv_create_qp(3)): the QP type and the receive side are type parameters.
 
 use crate::backend;
-use crate::cq::{batch_state, sealed, AnyCq, BatchState, JoinThreading, Shared, Threading};
+use crate::cq::{sealed, AnyCq, JoinThreading, Shared, Threading};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
@@ -9,10 +9,12 @@ use crate::pd::Pd;
 use crate::qp_state::{QpState, Reset};
 use crate::srq::Srq;
 use crate::sync::Mutex;
+use crate::teardown;
 use crate::wr::TypedSgeCap;
 use crate::Context;
 use crate::Sge;
 use std::marker::PhantomData;
+use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 
 /// A QP transport type: [`Rc`], [`Uc`], [`Ud`] or [`RawPacket`].
@@ -621,7 +623,7 @@ impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> Des
 {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         // SAFETY: a live QP made by the builder with `C`, destroyed once.
-        unsafe { teardown::<C>(self.as_raw()) }
+        unsafe { destroy_checked(self.as_raw()) }
     }
     fn leftover(&self) -> Leftover {
         // SAFETY: a live QP made by the builder with `C`.
@@ -638,73 +640,81 @@ impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> Dro
     }
 }
 
-/// The batch state of the CQ of `qp` on which the calling thread has a polling batch open, if
-/// any: destroying the QP or moving it to RESET then would wait forever for the CQ lock the
-/// batch holds (see [`BatchState`]).
+/// Detaches `qp` from `groups` (the ones that fail stay in it) and destroys it. Every group is
+/// tried: a device may already have dropped one (rxe keeps one attachment per gid where the
+/// kernel keeps one per gid and lid); what is still attached after this makes
+/// `ibv_destroy_qp` fail with EBUSY, reported. Runs no user code.
 ///
 /// # Safety
-/// `qp` is a live QP made by this crate's builder (its CQs are the crate's, and outlive it).
-pub(crate) unsafe fn batch_open_here<'a>(qp: *mut sys::ibv_qp) -> Option<&'a BatchState> {
-    // SAFETY: caller's contract; libibverbs fills send_cq and recv_cq at creation.
-    let cqs = unsafe { [(*qp).send_cq, (*qp).recv_cq] };
-    cqs.into_iter()
-        .filter(|cq| !cq.is_null())
-        // SAFETY: the QP's CQs are live CQs of this crate's builders.
-        .map(|cq| unsafe { batch_state(cq) })
-        .find(|st| st.open_on_this_thread())
+/// `qp` is a live QP, destroyed at most once.
+unsafe fn destroy_with_groups(
+    qp: *mut sys::ibv_qp,
+    groups: &mut Vec<(Gid, u16)>,
+) -> Result<(), Error> {
+    // SAFETY: caller's contract.
+    let backend = unsafe { backend::of((*qp).context) };
+    groups.retain(|&(gid, lid)| {
+        let g = gid.to_sys();
+        // SAFETY: a live QP; `g` valid for the call.
+        unsafe { backend.detach_mcast(qp, &g, lid) }.is_err()
+    });
+    // SAFETY: a live QP with no multicast group left, destroyed once.
+    unsafe { backend.destroy_qp(qp) }.map_err(|e| Error::os(Verb::DestroyQp, e))
 }
 
-/// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] while this thread has a batch open on
-/// one of its CQs; otherwise the multicast groups still attached (leaked memberships) are
-/// detached first, then `ibv_destroy_qp`. Runs no user code; the user context is the caller's
-/// to free (its `Leftover`) once the handle is disarmed.
+/// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] inside a polling batch (it would wait
+/// for the CQ locks, see [`crate::teardown`]); otherwise the multicast groups still attached
+/// (leaked memberships) are detached first, then `ibv_destroy_qp`. Runs no user code; the user
+/// context is the caller's to free (its `Leftover`) once the handle is disarmed.
 ///
 /// # Safety
-/// `qp` is a live QP made by the builder with user context `C`, destroyed at most once.
-unsafe fn teardown<C>(qp: *mut sys::ibv_qp) -> Result<(), Error> {
-    // SAFETY: caller's contract.
-    if unsafe { batch_open_here(qp) }.is_some() {
+/// `qp` is a live QP made by this crate's builder, destroyed at most once.
+unsafe fn destroy_checked(qp: *mut sys::ibv_qp) -> Result<(), Error> {
+    if teardown::inside_batch() {
         return Err(Error {
             verb: Verb::DestroyQp,
             kind: ErrorKind::BatchOpen,
         });
     }
-    // SAFETY: caller's contract: qp_context is the QP's QpMeta<C>, alive until it is freed.
-    let meta = unsafe { &*((*qp).qp_context as *const QpMeta<C>) };
-    // SAFETY: a live QP.
-    let backend = unsafe { backend::of((*qp).context) };
-    {
-        // Every group is tried: a device may already have dropped one (rxe keeps one
-        // attachment per gid where the kernel keeps one per gid and lid); what is still
-        // attached after this makes ibv_destroy_qp fail with EBUSY, reported below.
-        let mut groups = meta.mcast.lock();
-        groups.retain(|&(gid, lid)| {
-            let g = gid.to_sys();
-            // SAFETY: a live QP; `g` valid for the call.
-            unsafe { backend.detach_mcast(qp, &g, lid) }.is_err()
-        });
-    }
-    // SAFETY: a live QP with no multicast group left, destroyed once.
-    unsafe { backend.destroy_qp(qp) }.map_err(|e| Error::os(Verb::DestroyQp, e))
+    // SAFETY: caller's contract.
+    unsafe { destroy_with_groups(qp, &mut groups_of(qp).lock()) }
 }
 
-/// A QP's `Drop`: tears it down and frees its user context, or, while this thread has a batch
-/// open on one of its CQs, defers both to the end of that batch (where this runs again).
+/// A QP's `Drop`: tears it down and frees its user context. Inside a polling batch the
+/// destroy waits for the batch's end ([`crate::teardown`]); the user context is dropped at
+/// once, since it may borrow what the closure frees next.
 ///
 /// # Safety
 /// `qp` is a live QP made by the builder with user context `C`, whose handle is gone; called
-/// once per handle (and once per deferral).
+/// once.
 unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
     // SAFETY: caller's contract.
-    if let Some(state) = unsafe { batch_open_here(qp) } {
-        state.defer(qp, drop_qp::<C>);
+    let meta = unsafe { (*qp).qp_context } as *mut QpMeta<C>;
+    if teardown::inside_batch() {
+        /// The queued part: the groups left and the C QP.
+        unsafe fn later(qp: *mut c_void, groups: *mut c_void) {
+            // SAFETY: `drop_qp`'s QP and the boxed groups it queued, each used once here.
+            unsafe {
+                let mut groups = Box::from_raw(groups as *mut Vec<(Gid, u16)>);
+                let _ = destroy_with_groups(qp.cast(), &mut groups);
+            }
+        }
+        // SAFETY: the meta is the QP's, ours since the handle is gone.
+        let groups = std::mem::take(unsafe { &mut *(*meta).mcast.lock() });
+        let groups = Box::into_raw(Box::new(groups));
+        // SAFETY: the QP and its groups are the queue's until `later` runs (nothing else can
+        // destroy the QP: its handle is gone). Its meta is no longer read by anything: freed,
+        // with the user context, after the QP is queued, so a panic there loses nothing.
+        unsafe {
+            teardown::defer(later, qp.cast(), groups.cast());
+            drop(Box::from_raw(meta));
+        }
         return;
     }
-    // SAFETY: caller's contract.
-    let left = Leftover::user_box::<QpMeta<C>>(unsafe { (*qp).qp_context });
+    let left = Leftover::user_box::<QpMeta<C>>(meta.cast());
     // SAFETY: caller's contract; an error cannot be reported from drop (use `destroy`), and
     // the user context then stays with the live QP.
-    if unsafe { teardown::<C>(qp) }.is_ok() {
+    if unsafe { destroy_checked(qp) }.is_ok() {
         // SAFETY: the QP is destroyed and its handle gone; freed once.
         unsafe { left.free() };
     }

@@ -18,7 +18,7 @@ use crate::backend;
 use crate::cq::{sealed, Threading};
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
-use crate::qp::{batch_open_here, Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
+use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::Context;
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -436,9 +436,8 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
         attr.qp_state = To::RAW;
         let qp = self.as_raw();
         // The modify to RESET takes the provider's CQ locks (mlx5: `__mlx5_cq_clean`), which a
-        // batch this thread has open holds until it ends: refused, as for destroy.
-        // SAFETY: a live QP of the crate's builder.
-        if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET && unsafe { batch_open_here(qp) }.is_some() {
+        // thread inside a batch never waits for (crate::teardown): refused, as for destroy.
+        if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET && crate::teardown::inside_batch() {
             return Err(ModifyError {
                 qp: self,
                 error: Error {

@@ -11,7 +11,7 @@
 //! | kind | what | examples |
 //! |---|---|---|
 //! | types | a misuse does not compile | a field read without its `wc_flags` bit; a UC QP on an SRQ; destroying a CQ a QP uses; posting before RTS; a fixed SGE list over the queue's cap; a batch kept past its `poll_batch`; a crate trait implemented outside the crate |
-//! | run-time checks | refused before any FFI call, with an [`Error`](crate::Error) naming the verb | `cqe` out of range; an object of another context; destroying or resetting a QP inside its CQ's batch ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen)) |
+//! | run-time checks | refused before any FFI call, with an [`Error`](crate::Error) naming the verb | `cqe` out of range; an object of another context; waiting for a CQ lock inside a polling batch ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen)) |
 //! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), [`Mr::as_slice`](crate::Mr::as_slice) (zero copy), everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
 //!
 //! The README's guarantee tables list each rule with its failing and passing UI test.
@@ -49,25 +49,35 @@
 //!
 //! A typed user context (a CQ's, QP's or SRQ's) is user code when it drops. It is dropped only
 //! after the C object is destroyed and the handle disarmed (`mem::forget` in `destroy`, or from
-//! inside `Drop`, which Rust runs once): a panic there unwinds through no handle that could
-//! destroy the object again. A QP dropped while its own thread has a batch open on one of its
-//! CQs is destroyed when that batch ends; its user context is dropped then.
+//! inside `Drop`, which Rust runs once), or, when the destroy has to wait (below), after the
+//! object is queued for it: a panic there unwinds through no handle that could destroy the
+//! object again.
 //!
-//! ## Waits the crate cannot let happen
+//! ## A thread inside a batch never waits for a CQ lock
 //!
-//! rdma-core's mlx5 provider holds its CQ lock from `ibv_start_poll` to `ibv_end_poll`, and
-//! takes the same lock in `ibv_destroy_qp` and in the modify to RESET. So:
+//! rdma-core's mlx5 provider holds a CQ's lock from `ibv_start_poll` to `ibv_end_poll`, and
+//! takes CQ locks in `ibv_destroy_qp` (both of the QP's CQs, in order), in the modify to RESET,
+//! in `ibv_poll_cq` and in the next `ibv_start_poll`. A thread that holds one CQ lock and waits
+//! for another can deadlock with a thread that does the opposite (a QP destroy holding one of
+//! its CQs' locks), and one that waits for the lock it holds spins for ever. So, inside
+//! [`CqEx::poll_batch`](crate::CqEx::poll_batch), on that thread:
 //!
-//! - on the thread with the open batch, [`Qp::destroy`](crate::Qp::destroy) and
-//!   [`to_reset`](crate::Qp::to_reset) are refused with `BatchOpen`, and dropping the QP is
-//!   deferred to the batch's end, instead of spinning for ever;
-//! - on another thread they wait until the batch ends, which it does when its closure returns.
-//!   A closure that itself waits for that other thread (joins it, or waits on a lock the
-//!   other thread holds while it destroys) builds a wait-for cycle between the program's own
-//!   threads, which no library can break; it is a deadlock in the same sense as two mutexes
-//!   taken in opposite orders, not memory unsafety.
+//! - a second `poll_batch` (on any CQ), [`Cq::poll`](crate::Cq::poll),
+//!   [`Qp::destroy`](crate::Qp::destroy) and [`to_reset`](crate::Qp::to_reset) are refused with
+//!   [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), before any call;
+//! - a QP dropped there is destroyed when the batch ends (its multicast groups detached then);
+//!   its user context is dropped at once, since it may borrow what the closure frees next;
+//! - an object such a QP may still use (its context, PD, CQs, SRQ, and their channel or parent
+//!   domain), dropped there afterwards, is destroyed after it, at the batch's end, instead of
+//!   failing with `EBUSY` (or, for a context, being closed under the QP); `Context::close` is
+//!   refused there for that reason.
 //!
-//! The software device takes the lock where mlx5 does, so the tests see this class of hang.
+//! Outside a batch, a destroy waits for a batch another thread has open on the QP's CQs; that
+//! batch ends when its closure returns. A closure that itself waits for the destroying thread
+//! (joins it, or waits on a lock that thread holds) builds a wait-for cycle between the
+//! program's own threads, which no library can break: a deadlock in the same sense as two
+//! mutexes taken in opposite orders, not memory unsafety. The software device takes the CQ
+//! locks where mlx5 does, so the tests see this class of hang.
 //!
 //! ## Threads
 //!

@@ -8,6 +8,8 @@ use crate::pd::Pd;
 use crate::wr::TypedSgeCap;
 use crate::{Context, Sge};
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::os::raw::c_void;
 use std::ptr::NonNull;
 
 /// The attributes of an SRQ (`struct ibv_srq_attr`).
@@ -31,6 +33,9 @@ impl From<sys::ibv_srq_attr> for SrqAttr {
     }
 }
 
+/// What an SRQ's `srq_context` points at. `#[repr(C)]`, so that a `SrqMeta<ManuallyDrop<C>>`
+/// has its layout (see `Drop`).
+#[repr(C)]
 struct SrqMeta<C> {
     created: SrqAttr,
     user: C,
@@ -255,6 +260,33 @@ impl<C, const SGE: usize> Destroy for Srq<'_, C, SGE> {
 
 impl<C, const SGE: usize> Drop for Srq<'_, C, SGE> {
     fn drop(&mut self) {
+        let srq = self.as_raw();
+        if crate::teardown::must_wait() {
+            // A QP dropped inside this thread's batch may use the SRQ until the batch ends
+            // (crate::teardown): the SRQ waits behind it; its user context goes now, since it
+            // may borrow what the closure frees next.
+            /// The queued part: the C SRQ, and the rest of its context.
+            unsafe fn later<C>(srq: *mut c_void, meta: *mut c_void) {
+                let srq = srq.cast::<sys::ibv_srq>();
+                // SAFETY: `drop`'s SRQ and its SrqMeta<C>, whose user context was dropped in
+                // place: freed as SrqMeta<ManuallyDrop<C>> (the same layout, repr(C)), without
+                // dropping it again. An SRQ that cannot be destroyed keeps its context.
+                unsafe {
+                    if backend::of((*srq).context).destroy_srq(srq).is_ok() {
+                        drop(Box::from_raw(meta as *mut SrqMeta<ManuallyDrop<C>>));
+                    }
+                }
+            }
+            // SAFETY: the handle is gone, so the SRQ and its context are the queue's until
+            // `later` runs; the user context is dropped after the SRQ is queued and is not
+            // touched again.
+            unsafe {
+                let meta = (*srq).srq_context as *mut SrqMeta<C>;
+                crate::teardown::defer(later::<C>, srq.cast(), meta.cast());
+                std::ptr::drop_in_place(&mut (*meta).user);
+            }
+            return;
+        }
         crate::object::destroy_in_drop(self);
     }
 }

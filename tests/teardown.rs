@@ -16,13 +16,13 @@ mod common;
 
 use common::{destroyed, feature, open, Drops, LeakCheck};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Init;
 use typed_verbs::{
-    AccessFlags, ConnectedInit, Cq, CqEx, ErrorKind, Gid, OwnRq, Pd, Qp, Rc, Sge, Shared, Srq,
-    Standard, Ud, UdInit, Verb,
+    software, AccessFlags, ConnectedInit, Cq, CqEx, ErrorKind, Gid, OwnRq, Pd, Qp, Rc, Sge, Shared,
+    Srq, Standard, Ud, UdInit, Verb,
 };
 
 const INIT: ConnectedInit = ConnectedInit {
@@ -206,17 +206,24 @@ fn qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred() {
                     assert_eq!(e.error.verb, Verb::ModifyQp);
                     // Moving to ERR does not take the CQ lock: allowed.
                     let victim = e.qp.to_error().unwrap_or_else(|e| panic!("{}", e.error));
-                    // Drop: deferred to the end of the batch; the user context lives on.
+                    // Drop: the destroy waits for the end of the batch; the user contexts go
+                    // at once (they may borrow what the closure frees next).
+                    let live = software::live_objects(&ctx).map(|l| l.qps);
                     drop(victim);
                     drop(other);
-                    assert_eq!(drops.count(), 0, "deferred while the batch is open");
+                    assert_eq!(drops.count(), 2, "user contexts dropped at once");
+                    assert_eq!(
+                        software::live_objects(&ctx).map(|l| l.qps),
+                        live,
+                        "the C QPs wait for the batch's end"
+                    );
                 })
                 .unwrap()
                 .is_some();
         }
         assert!(ran, "{TEST}: a flushed receive completes");
-        // The batch ended when poll_batch returned; the deferred QPs went then.
-        assert_eq!(drops.count(), 2, "destroyed when the batch ended");
+        // The batch ended when poll_batch returned; the deferred QPs went then (the leak check
+        // below).
     }
     leaks.assert_unchanged("QPs dropped inside a batch");
 }
@@ -299,4 +306,208 @@ fn leaked_multicast_membership_does_not_block_the_qp_destroy() {
         destroyed(pd.destroy());
     }
     leaks.assert_unchanged("leaked multicast memberships");
+}
+
+/// Runs `f` on a thread of its own and fails if it has not finished within 20 s: a hang is a
+/// failure, not a stuck test run. The thread is left behind on failure.
+fn within(test: &str, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+        panic!("{test}: did not finish within 20 s (a wait that never ends)");
+    }
+}
+
+/// Opens a batch on `poller` (retrying up to 2 s while the CQ is empty) and runs `f` in it.
+fn in_batch<R>(poller: &mut typed_verbs::Poller<'_, Standard>, f: impl FnOnce() -> R) -> R {
+    let start = Instant::now();
+    let mut f = Some(f);
+    loop {
+        if let Some(r) = poller
+            .poll_batch(|_b| (f.take().expect("runs once"))())
+            .unwrap()
+        {
+            return r;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "a completion arrives"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Inside a batch, nothing waits for a CQ lock: a second batch (on another CQ) and a legacy
+/// `ibv_poll_cq` are refused, as destroy and reset are.
+#[test]
+fn nothing_inside_a_batch_waits_for_a_cq_lock() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let mut other = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let legacy = Cq::builder(&ctx).cqe(8).build().unwrap();
+    let (shared, mut poller) = cq.split();
+    let _qp = flushed_qp(&pd, shared, (), 1);
+    let (nested, polled) = in_batch(&mut poller, || {
+        let nested = other
+            .poll_batch(|_| ())
+            .err()
+            .expect("a nested batch is refused");
+        let mut wc: [typed_verbs::WorkCompletion; 1] = Default::default();
+        let polled = legacy.poll(&mut wc).err().expect("ibv_poll_cq is refused");
+        (nested, polled)
+    });
+    assert_eq!(
+        (nested.verb, nested.kind),
+        (Verb::StartPoll, ErrorKind::BatchOpen)
+    );
+    assert_eq!(
+        (polled.verb, polled.kind),
+        (Verb::PollCq, ErrorKind::BatchOpen)
+    );
+    // After the batch both work again.
+    assert_eq!(other.poll_batch(|_| ()).unwrap(), None);
+    let mut wc: [typed_verbs::WorkCompletion; 1] = Default::default();
+    assert!(legacy.poll(&mut wc).unwrap().is_empty());
+}
+
+/// A user context may borrow what the batch's closure frees after dropping the QP: it is
+/// dropped with the QP's handle, not at the batch's end (when the borrow would be dangling).
+#[test]
+fn a_qp_user_context_is_dropped_with_its_handle_inside_a_batch() {
+    struct Sums<'x>(&'x [u8], &'x AtomicU64);
+    impl Drop for Sums<'_> {
+        fn drop(&mut self) {
+            let sum = self.0.iter().map(|&b| u64::from(b)).sum();
+            self.1.store(sum, Ordering::SeqCst);
+        }
+    }
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let (shared, mut poller) = cq.split();
+    let _qp = flushed_qp(&pd, shared, (), 1);
+    let seen = AtomicU64::new(0);
+    in_batch(&mut poller, || {
+        let data = vec![7u8; 4096];
+        let qp = Qp::<Ud>::builder(&pd, shared, shared)
+            .context(Sums(&data, &seen))
+            .build()
+            .unwrap();
+        drop(qp);
+        drop(data);
+    });
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        7 * 4096,
+        "the context read live data when it dropped"
+    );
+}
+
+/// Objects a deferred QP may use, dropped after it inside the same batch, are destroyed after
+/// it at the batch's end, not leaked with EBUSY; a context dropped there is closed after it.
+#[test]
+fn parents_dropped_after_a_deferred_qp_follow_it() {
+    const TEST: &str = "parents_dropped_after_a_deferred_qp_follow_it";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, TEST);
+    let drops = Drops::new();
+    {
+        let pd = Pd::new(&ctx).unwrap();
+        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        let (shared, mut poller) = cq.split();
+        let _qp = flushed_qp(&pd, shared, (), 1);
+        let name = ctx.device_name().to_string();
+        let token = drops.token(1);
+        in_batch(&mut poller, move || {
+            // Everything here is new and dropped in creation order, the QP first.
+            let ctx2 = typed_verbs::Context::open(&name).unwrap();
+            let pd2 = Pd::new(&ctx2).unwrap();
+            let cq2 = Cq::builder(&ctx2).context(token).build().unwrap();
+            let srq2 = Srq::builder(&pd2).build().ok();
+            let qp2 = Qp::<Rc>::builder(&pd2, &cq2, &cq2).build().unwrap();
+            drop(qp2);
+            drop(srq2);
+            drop(cq2);
+            drop(pd2);
+            drop(ctx2);
+        });
+        assert_eq!(
+            drops.count(),
+            1,
+            "the CQ's user context went with its handle"
+        );
+    }
+    // The second context was closed (its objects first), and nothing of ours leaked.
+    leaks.assert_unchanged("parents dropped inside a batch after a QP");
+}
+
+/// Two threads, each inside a batch on its own CQ, each drop a QP that uses the other's CQ: the
+/// destroys wait for the batches' ends instead of for each other's CQ locks.
+#[test]
+fn threads_inside_batches_do_not_wait_for_each_others_cq_locks() {
+    within(
+        "threads_inside_batches_do_not_wait_for_each_others_cq_locks",
+        || {
+            let ctx = open();
+            let pd = Pd::new(&ctx).unwrap();
+            let mut cq1 = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+            let mut cq2 = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+            let (s1, mut p1) = cq1.split();
+            let (s2, mut p2) = cq2.split();
+            let _f1 = flushed_qp(&pd, s1, (), 1);
+            let _f2 = flushed_qp(&pd, s2, (), 2);
+            let on_cq2 = Qp::<Rc>::builder(&pd, s2, s2).build().unwrap();
+            let on_cq1 = Qp::<Rc>::builder(&pd, s1, s1).build().unwrap();
+            let both = std::sync::Barrier::new(2);
+            std::thread::scope(|s| {
+                let both = &both;
+                s.spawn(move || {
+                    in_batch(&mut p1, || {
+                        both.wait();
+                        drop(on_cq2);
+                    })
+                });
+                s.spawn(move || {
+                    in_batch(&mut p2, || {
+                        both.wait();
+                        drop(on_cq1);
+                    })
+                });
+            });
+        },
+    );
+}
+
+/// A user context whose drop panics, dropped inside a batch: the QP is still destroyed at the
+/// batch's end, and so are the QPs dropped before it.
+#[test]
+fn a_panicking_user_context_inside_a_batch_strands_nothing() {
+    const TEST: &str = "a_panicking_user_context_inside_a_batch_strands_nothing";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, TEST);
+    {
+        let pd = Pd::new(&ctx).unwrap();
+        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        let (shared, mut poller) = cq.split();
+        let _qp = flushed_qp(&pd, shared, (), 1);
+        let good = Qp::<Ud>::builder(&pd, shared, shared).build().unwrap();
+        let bad = Qp::<Ud>::builder(&pd, shared, shared)
+            .context(PanicOnDrop)
+            .build()
+            .unwrap();
+        let mut qps = Some((good, bad));
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            in_batch(&mut poller, || {
+                let (good, bad) = qps.take().unwrap();
+                drop(good);
+                drop(bad);
+            })
+        }));
+        assert!(r.is_err(), "{TEST}: the context's panic reaches the caller");
+    }
+    leaks.assert_unchanged("a panicking user context inside a batch");
 }
