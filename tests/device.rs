@@ -191,6 +191,21 @@ fn register_rejects_bad_and_duplicate_names() {
                 ..SwConfig::default()
             },
         ),
+        // ibv_device_attr's limits are C ints: a larger one would read back as nonsense.
+        (
+            "dev-huge-cqe",
+            SwConfig {
+                max_cqe: u32::MAX,
+                ..SwConfig::default()
+            },
+        ),
+        (
+            "dev-huge-sge",
+            SwConfig {
+                max_sge: i32::MAX as u32 + 1,
+                ..SwConfig::default()
+            },
+        ),
     ] {
         let e = software::register(name, cfg).expect_err("invalid registration");
         assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL), "{name:?}");

@@ -166,10 +166,23 @@ pub(crate) fn devices() -> Vec<Arc<SwDevice>> {
 /// the life of the process, like a device that was plugged in.
 ///
 /// Fails with EEXIST if a software device already has that name, and with EINVAL for an empty
-/// name, a name of more than 63 bytes, or a config with zero `num_comp_vectors` or `max_cqe`.
+/// name, a name of more than 63 bytes, a config with zero `num_comp_vectors` or `max_cqe`, or a
+/// limit that `struct ibv_device_attr` cannot carry (its `int` fields: above `i32::MAX`).
 pub fn register(name: &str, config: SwConfig) -> Result<()> {
     let bad = name.is_empty() || name.len() > 63 || name.contains('\0');
-    if bad || config.num_comp_vectors == 0 || config.max_cqe == 0 {
+    let limits = [
+        config.max_cqe,
+        config.max_qp_wr,
+        config.max_sge,
+        config.max_srq_wr,
+        config.max_srq_sge,
+        config.max_inline_data,
+        config.num_comp_vectors,
+        config.max_objects,
+        config.max_mcast,
+    ];
+    let too_big = limits.iter().any(|&l| l > i32::MAX as u32);
+    if bad || too_big || config.num_comp_vectors == 0 || config.max_cqe == 0 {
         return Err(Error::os(Verb::RegisterSoftwareDevice, libc::EINVAL));
     }
     let mut devs = devices_lock().lock();
