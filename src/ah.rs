@@ -49,7 +49,9 @@ impl<'a> AddressHandle<'a> {
 impl Destroy for AddressHandle<'_> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         let ah = self.as_raw();
-        // SAFETY: a live AH, destroyed once; no posted work request borrows it any more.
+        // SAFETY: a live AH, destroyed once with success (`destroy_raw`'s contract). A posted
+        // work request does not refer to it: the provider copies the address vector at post (as
+        // the software device does).
         unsafe { backend::of((*ah).context).destroy_ah(ah) }
             .map_err(|e| Error::os(Verb::DestroyAh, e))
     }

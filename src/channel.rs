@@ -112,7 +112,8 @@ impl AsRawFd for CompChannel<'_> {
 
 impl Destroy for CompChannel<'_> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        // SAFETY: a live channel with no CQ left (they borrow it).
+        // SAFETY: a live channel, destroyed once with success (`destroy_raw`'s contract). A CQ
+        // still using it (leaked, or queued to a batch's end) makes the destroy fail with EBUSY.
         unsafe { backend::of((*self.as_raw()).context).destroy_comp_channel(self.as_raw()) }
             .map_err(|e| Error::os(Verb::DestroyCompChannel, e))
     }

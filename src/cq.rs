@@ -501,7 +501,9 @@ impl<'a, C> Cq<'a, C> {
 
 impl<C> Destroy for Cq<'_, C> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        // SAFETY: a live CQ that no QP uses (they borrow it).
+        // SAFETY: a live CQ made by a builder, destroyed once with success (`destroy_raw`'s
+        // contract). A QP still using it (leaked, or queued to a batch's end) makes the destroy
+        // fail with EBUSY, and the CQ stays.
         unsafe { destroy_cq(self.raw.as_ptr()) }
     }
     fn leftover(&self) -> Leftover {

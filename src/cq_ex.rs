@@ -308,7 +308,9 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
 
 impl<F: WcFlags, T: Threading, C> Destroy for CqEx<'_, F, T, C> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        // SAFETY: a live CQ that no QP uses (they borrow it), destroyed once.
+        // SAFETY: a live CQ made by a builder, destroyed once with success (`destroy_raw`'s
+        // contract). A QP still using it (leaked, or queued to a batch's end) makes the destroy
+        // fail with EBUSY, and the CQ stays.
         unsafe { destroy_cq(self.as_raw_cq()) }
     }
     fn leftover(&self) -> Leftover {
@@ -531,7 +533,8 @@ impl<F: WcFlags> Batch<'_, F> {
 impl<F: WcFlags> Drop for Batch<'_, F> {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: the batch was started by a successful ibv_start_poll and this is its one end.
+        // SAFETY: the batch `poll_batch` opened with a successful ibv_start_poll, still open;
+        // this is its one end (`open` is cleared, so `poll_batch` does not end it again).
         unsafe { cq_ex_call!(self.cq.as_ptr(), end_poll) };
         self.open.set(false);
     }

@@ -346,7 +346,10 @@ impl Context {
             });
         }
         let raw = self.as_raw();
-        // SAFETY: a live context with no objects left (they borrow `self`).
+        // SAFETY: a live context, closed once with success (then `self` is not dropped). Its
+        // objects borrow it, so none is left but leaked ones, which nothing safe reaches again
+        // (the software device refuses with EBUSY), and none is queued behind a batch (checked
+        // above).
         match unsafe { backend::of(raw).close_device(raw) } {
             Ok(()) => {
                 let mut this = ManuallyDrop::new(self);
@@ -380,8 +383,8 @@ impl Drop for Context {
         let raw = self.as_raw();
         // SAFETY: taken once, here; `self.inner` is not used again.
         let inner = Box::into_raw(unsafe { ManuallyDrop::take(&mut self.inner) });
-        // SAFETY: dropped once: a live context whose objects are gone (they borrow it) or
-        // queued before it; closed once by `close`.
+        // SAFETY: dropped once: a live context whose objects are gone (they borrow it), queued
+        // before it, or leaked (nothing safe reaches those again); closed once by `close`.
         unsafe { crate::object::drop_or_queue(raw.cast(), inner.cast(), close) }
     }
 }

@@ -46,7 +46,8 @@ impl<'ctx> Pd<'ctx> {
 
 impl Destroy for Pd<'_> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        // SAFETY: a live PD with no users left (they borrow it).
+        // SAFETY: a live PD, deallocated once with success (`destroy_raw`'s contract). An object
+        // still using it (leaked, or queued to a batch's end) makes the dealloc fail with EBUSY.
         unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
             .map_err(|e| Error::os(Verb::DeallocPd, e))
     }
@@ -123,7 +124,9 @@ impl<'pd> ParentDomain<'pd> {
 
 impl Destroy for ParentDomain<'_> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        // SAFETY: a live parent domain with no CQ left (they borrow it).
+        // SAFETY: a live parent domain, deallocated once with success (`destroy_raw`'s
+        // contract). A CQ still using it (leaked, or queued to a batch's end) makes the dealloc
+        // fail with EBUSY.
         unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
             .map_err(|e| Error::os(Verb::DeallocPd, e))
     }

@@ -658,7 +658,8 @@ unsafe fn destroy_with_groups(
         // SAFETY: a live QP; `g` valid for the call.
         unsafe { backend.detach_mcast(qp, &g, lid) }.is_err()
     });
-    // SAFETY: a live QP with no multicast group left, destroyed once.
+    // SAFETY: a live QP, destroyed at most once (caller's contract); a group still attached
+    // makes the destroy fail with EBUSY, which is reported.
     unsafe { backend.destroy_qp(qp) }.map_err(|e| Error::os(Verb::DestroyQp, e))
 }
 

@@ -23,7 +23,11 @@
 //! What a leaked handle borrowed (its context, PD, CQs, SRQ, channel) is free again in Rust's
 //! eyes, but the C library refuses to destroy a parent that a live child uses (`EBUSY`): an
 //! explicit `destroy()` returns that error with the object, and a `Drop` leaves the parent
-//! allocated, so nothing the device or the provider can still reach is ever freed. In detail:
+//! allocated, so nothing the device or the provider can still reach is ever freed. The one
+//! exception is the context: rdma-core's `ibv_close_device` does not refuse, the kernel tears
+//! the leaked objects down with it (the software device refuses with `EBUSY`); nothing safe
+//! reaches a leaked object again, and its memory (an owned region's buffer included) stays
+//! allocated. In detail:
 //!
 //! - **Registered memory** (the model is in [`dma`](crate::dma)): a region owns its buffer
 //!   ([`Mr::new`](crate::Mr::new) over a [`PageBuf`](crate::PageBuf),

@@ -248,7 +248,8 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
 impl<C, const SGE: usize> Destroy for Srq<'_, C, SGE> {
     unsafe fn destroy_raw(&self) -> Result<(), Error> {
         let srq = self.as_raw();
-        // SAFETY: a live SRQ no QP uses (they borrow it), destroyed once.
+        // SAFETY: a live SRQ, destroyed once with success (`destroy_raw`'s contract). A QP still
+        // using it (leaked, or queued to a batch's end) makes the destroy fail with EBUSY.
         unsafe { backend::of((*srq).context).destroy_srq(srq) }
             .map_err(|e| Error::os(Verb::DestroySrq, e))
     }

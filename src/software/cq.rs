@@ -369,8 +369,8 @@ pub(super) unsafe fn destroy(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
 /// `cq` is a live software CQ; the caller is the consumer.
 #[inline]
 unsafe fn set_current(cq: *mut SwCq, pos: u64) {
-    // SAFETY: pos - head < depth, so the slot holds a published completion that producers will
-    // not touch until `head` passes it.
+    // SAFETY: `pos` is `head` and below `tail` (the callers check), so the slot holds a
+    // published completion that producers will not touch until `head` passes it.
     unsafe {
         let e = (*cq).slots[(pos & (*cq).mask) as usize].get() as *const Cqe;
         *(*cq).cur.get() = e;
