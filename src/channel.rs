@@ -127,10 +127,13 @@ impl Drop for CompChannel<'_> {
             // SAFETY: `drop`'s channel, destroyed once.
             let _ = unsafe { backend::of((*ch).context).destroy_comp_channel(ch) };
         }
-        // SAFETY: dropped once: a live channel, destroyed once by `destroy_channel`.
+        let ch = self.as_raw();
+        // SAFETY: dropped once: a live channel of its context, destroyed once by
+        // `destroy_channel`.
         unsafe {
             crate::object::drop_or_queue(
-                self.as_raw().cast(),
+                (*ch).context,
+                ch.cast(),
                 std::ptr::null_mut(),
                 destroy_channel,
             )

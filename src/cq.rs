@@ -219,42 +219,35 @@ fn refuse_inside_batch() -> Result<()> {
     Ok(())
 }
 
-/// The `Drop` of a CQ of either kind: destroys it and frees its user context; or, when a QP
-/// that may use it waits for the end of this thread's batch ([`crate::teardown`]), drops the
-/// user context now and queues the destroy behind that QP.
+/// The `Drop` of a CQ of either kind: destroys it (or, while a QP of its context dropped inside
+/// a polling batch waits for the batch's end, queues the destroy behind it: [`crate::teardown`])
+/// and drops its user context.
 ///
 /// # Safety
 /// `cq` is a live CQ made by a builder with user context `C`, whose handle is gone.
 pub(crate) unsafe fn drop_cq<C>(cq: *mut sys::ibv_cq) {
-    // SAFETY: caller's contract.
-    let meta = unsafe { (*cq).cq_context } as *mut CqMeta<C>;
-    if teardown::must_wait() {
-        /// The queued part: the C CQ, and the rest of its context (the user part is gone).
-        unsafe fn later<C>(cq: *mut c_void, meta: *mut c_void) {
-            // SAFETY: `drop_cq`'s CQ and its CqMeta<C>, whose user context was dropped in
-            // place: freed as CqMeta<ManuallyDrop<C>> (the same layout), without dropping it
-            // again. A CQ that cannot be destroyed keeps its context.
-            unsafe {
-                if destroy_cq(cq.cast()).is_ok() {
-                    drop(Box::from_raw(meta as *mut CqMeta<ManuallyDrop<C>>));
-                }
+    /// The C CQ's destroy, and the rest of its context once the user context is moved out:
+    /// freed as CqMeta<ManuallyDrop<C>> (the same layout, repr(C)), without dropping the user
+    /// context again. A CQ that cannot be destroyed keeps what is left of its context.
+    unsafe fn destroy<C>(cq: *mut c_void, meta: *mut c_void) {
+        // SAFETY: `drop_cq`'s CQ and its CqMeta<C> whose user context was moved out; once.
+        unsafe {
+            if destroy_cq(cq.cast()).is_ok() {
+                drop(Box::from_raw(meta as *mut CqMeta<ManuallyDrop<C>>));
             }
         }
-        // SAFETY: the handle is gone, so the CQ and its context are the queue's until `later`
-        // runs; the user context is dropped after the CQ is queued, so even if its drop
-        // panics the CQ is destroyed, and it is not touched again.
-        unsafe {
-            teardown::defer(later::<C>, cq.cast(), meta.cast());
-            ptr::drop_in_place(&mut (*meta).user);
-        }
-        return;
     }
-    let left = Leftover::user_box::<CqMeta<C>>(meta.cast());
-    // SAFETY: caller's contract; an error cannot be reported from drop (use `destroy`), and
-    // the user context then stays with the live CQ.
-    if unsafe { destroy_cq(cq) }.is_ok() {
-        // SAFETY: the CQ is destroyed and its handle gone; freed once.
-        unsafe { left.free() };
+    // SAFETY: caller's contract: cq_context is the CQ's CqMeta<C>, ours since the handle is
+    // gone. The user context is moved out first, so that nothing that runs the queued destroy
+    // (on any thread) can meet it, and dropped last, after the CQ is destroyed or queued: a
+    // panic there then loses nothing.
+    unsafe {
+        let meta = (*cq).cq_context as *mut CqMeta<C>;
+        let user = ptr::read(&(*meta).user);
+        if !teardown::wait_behind((*cq).context, destroy::<C>, cq.cast(), meta.cast()) {
+            destroy::<C>(cq.cast(), meta.cast());
+        }
+        drop(user);
     }
 }
 

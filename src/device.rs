@@ -336,7 +336,7 @@ impl Context {
     /// [`ErrorKind::BatchOpen`] (rdma-core would close the
     /// context under that QP); dropping the context instead closes it after the QP.
     pub fn close(self) -> Result<(), DestroyError<Self>> {
-        if crate::teardown::must_wait() {
+        if crate::teardown::waiting(self.as_raw()) {
             return Err(DestroyError {
                 object: self,
                 error: Error {
@@ -385,6 +385,6 @@ impl Drop for Context {
         let inner = Box::into_raw(unsafe { ManuallyDrop::take(&mut self.inner) });
         // SAFETY: dropped once: a live context whose objects are gone (they borrow it), queued
         // before it, or leaked (nothing safe reaches those again); closed once by `close`.
-        unsafe { crate::object::drop_or_queue(raw.cast(), inner.cast(), close) }
+        unsafe { crate::object::drop_or_queue(raw, raw.cast(), inner.cast(), close) }
     }
 }

@@ -72,36 +72,23 @@ pub(crate) fn destroy<T: Destroy>(obj: T) -> Result<(), DestroyError<T>> {
     }
 }
 
-/// The body of `Drop` for objects with a leftover: destroy, then free the leftover. A panic in
-/// the user context's `Drop` unwinds out of this `drop`, which Rust never runs twice.
-pub(crate) fn destroy_in_drop<T: Destroy>(obj: &mut T) {
-    let left = obj.leftover();
-    // SAFETY: called from `drop`, once; an error cannot be reported from drop (use `destroy`),
-    // and the leftover then stays with the live C object.
-    if unsafe { obj.destroy_raw() }.is_ok() {
-        // SAFETY: the C object is destroyed; its leftover is freed once, here.
-        unsafe { left.free() };
-    }
-}
-
 /// The `Drop` of an object without a user context that a QP may use (context, PD, parent
-/// domain, channel): destroyed now, or, when a QP dropped inside this thread's polling batch
-/// waits for the batch's end, queued behind it ([`crate::teardown`]), so that it is destroyed
-/// after the QP instead of failing with `EBUSY` (or, for a context, being closed under it).
-/// An error cannot be reported from `Drop` (use `destroy`).
+/// domain, channel), of context `ctx`: destroyed now, or, while a QP of `ctx` dropped inside a
+/// polling batch waits for the batch's end, queued behind it ([`crate::teardown`]), so that it
+/// is destroyed after the QP instead of failing with `EBUSY` (or, for a context, being closed
+/// under it). An error cannot be reported from `Drop` (use `destroy`).
 ///
 /// # Safety
-/// `destroy(raw, extra)` destroys the object once and frees `extra` if it owns it; the
-/// object's handle is gone.
+/// `destroy(raw, extra)` destroys the object once and frees `extra` if it owns it, on any
+/// thread; the object's handle is gone; `ctx` is its live context.
 pub(crate) unsafe fn drop_or_queue(
+    ctx: *mut crate::ffi::sys::ibv_context,
     raw: *mut std::os::raw::c_void,
     extra: *mut std::os::raw::c_void,
     destroy: crate::teardown::Teardown,
 ) {
-    if crate::teardown::must_wait() {
-        // SAFETY: caller's contract: the object is the queue's now.
-        unsafe { crate::teardown::defer(destroy, raw, extra) }
-    } else {
+    // SAFETY: caller's contract: the object is the queue's if it is queued.
+    if !unsafe { crate::teardown::wait_behind(ctx, destroy, raw, extra) } {
         // SAFETY: caller's contract.
         unsafe { destroy(raw, extra) }
     }

@@ -7,7 +7,7 @@ use crate::object::{destroy, Destroy};
 use crate::Context;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 /// A protection domain (`ibv_alloc_pd`). It borrows its context, and everything created in it
 /// borrows the PD, so it cannot be deallocated while a QP, SRQ or parent domain uses it.
@@ -55,8 +55,9 @@ impl Destroy for Pd<'_> {
 
 impl Drop for Pd<'_> {
     fn drop(&mut self) {
-        // SAFETY: dropped once: a live PD, deallocated once by `dealloc`.
-        unsafe { crate::object::drop_or_queue(self.as_raw().cast(), std::ptr::null_mut(), dealloc) }
+        let pd = self.as_raw();
+        // SAFETY: dropped once: a live PD of its context, deallocated once by `dealloc`.
+        unsafe { crate::object::drop_or_queue((*pd).context, pd.cast(), ptr::null_mut(), dealloc) }
     }
 }
 
@@ -134,8 +135,10 @@ impl Destroy for ParentDomain<'_> {
 
 impl Drop for ParentDomain<'_> {
     fn drop(&mut self) {
-        // SAFETY: dropped once: a live parent domain, deallocated once by `dealloc`.
-        unsafe { crate::object::drop_or_queue(self.as_raw().cast(), std::ptr::null_mut(), dealloc) }
+        let pd = self.as_raw();
+        // SAFETY: dropped once: a live parent domain of its context, deallocated once by
+        // `dealloc`.
+        unsafe { crate::object::drop_or_queue((*pd).context, pd.cast(), ptr::null_mut(), dealloc) }
     }
 }
 

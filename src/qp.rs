@@ -707,7 +707,7 @@ unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
         // destroy the QP: its handle is gone). Its meta is no longer read by anything: freed,
         // with the user context, after the QP is queued, so a panic there loses nothing.
         unsafe {
-            teardown::defer(later, qp.cast(), groups.cast());
+            teardown::defer((*qp).context, later, qp.cast(), groups.cast());
             drop(Box::from_raw(meta));
         }
         return;

@@ -71,10 +71,11 @@
 //!   [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), before any call;
 //! - a QP dropped there is destroyed when the batch ends (its multicast groups detached then);
 //!   its user context is dropped at once, since it may borrow what the closure frees next;
-//! - an object such a QP may still use (its context, PD, CQs, SRQ, and their channel or parent
-//!   domain), dropped there afterwards, is destroyed after it, at the batch's end, instead of
-//!   failing with `EBUSY` (or, for a context, being closed under the QP); `Context::close` is
-//!   refused there for that reason.
+//! - while such a QP waits, an object of its context that it may still use (the context, its
+//!   PD, CQs, SRQ, and their channel or parent domain), dropped on any thread (the QP's
+//!   borrows ended with its handle, so they may have moved), is destroyed after it instead of
+//!   failing with `EBUSY` (or, for a context, being closed under the QP, which rdma-core's
+//!   `ibv_close_device` would do); `Context::close` is refused meanwhile.
 //!
 //! Outside a batch, a destroy waits for a batch another thread has open on the QP's CQs; that
 //! batch ends when its closure returns. A closure that itself waits for the destroying thread

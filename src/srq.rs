@@ -261,34 +261,32 @@ impl<C, const SGE: usize> Destroy for Srq<'_, C, SGE> {
 
 impl<C, const SGE: usize> Drop for Srq<'_, C, SGE> {
     fn drop(&mut self) {
-        let srq = self.as_raw();
-        if crate::teardown::must_wait() {
-            // A QP dropped inside this thread's batch may use the SRQ until the batch ends
-            // (crate::teardown): the SRQ waits behind it; its user context goes now, since it
-            // may borrow what the closure frees next.
-            /// The queued part: the C SRQ, and the rest of its context.
-            unsafe fn later<C>(srq: *mut c_void, meta: *mut c_void) {
-                let srq = srq.cast::<sys::ibv_srq>();
-                // SAFETY: `drop`'s SRQ and its SrqMeta<C>, whose user context was dropped in
-                // place: freed as SrqMeta<ManuallyDrop<C>> (the same layout, repr(C)), without
-                // dropping it again. An SRQ that cannot be destroyed keeps its context.
-                unsafe {
-                    if backend::of((*srq).context).destroy_srq(srq).is_ok() {
-                        drop(Box::from_raw(meta as *mut SrqMeta<ManuallyDrop<C>>));
-                    }
+        /// The C SRQ's destroy, and the rest of its context once the user context is moved
+        /// out: freed as SrqMeta<ManuallyDrop<C>> (the same layout, repr(C)), without dropping
+        /// the user context again. An SRQ that cannot be destroyed keeps what is left.
+        unsafe fn destroy<C>(srq: *mut c_void, meta: *mut c_void) {
+            let srq = srq.cast::<sys::ibv_srq>();
+            // SAFETY: `drop`'s SRQ and its SrqMeta<C> whose user context was moved out; once.
+            unsafe {
+                if backend::of((*srq).context).destroy_srq(srq).is_ok() {
+                    drop(Box::from_raw(meta as *mut SrqMeta<ManuallyDrop<C>>));
                 }
             }
-            // SAFETY: the handle is gone, so the SRQ and its context are the queue's until
-            // `later` runs; the user context is dropped after the SRQ is queued and is not
-            // touched again.
-            unsafe {
-                let meta = (*srq).srq_context as *mut SrqMeta<C>;
-                crate::teardown::defer(later::<C>, srq.cast(), meta.cast());
-                std::ptr::drop_in_place(&mut (*meta).user);
-            }
-            return;
         }
-        crate::object::destroy_in_drop(self);
+        let srq = self.as_raw();
+        // SAFETY: dropped once: srq_context is the SRQ's SrqMeta<C>, ours since the handle is
+        // gone. The user context is moved out first (a queued destroy may run on any thread)
+        // and dropped after the SRQ is destroyed or queued (a QP dropped inside a batch may
+        // still use the SRQ: crate::teardown).
+        unsafe {
+            let meta = (*srq).srq_context as *mut SrqMeta<C>;
+            let user = std::ptr::read(&(*meta).user);
+            if !crate::teardown::wait_behind((*srq).context, destroy::<C>, srq.cast(), meta.cast())
+            {
+                destroy::<C>(srq.cast(), meta.cast());
+            }
+            drop(user);
+        }
     }
 }
 

@@ -14,19 +14,25 @@
 //! - a nested `poll_batch` (on any CQ), `Cq::poll`, `Qp::destroy` and the move to RESET are
 //!   refused there with [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), before the call;
 //! - a QP dropped there is destroyed when the batch ends: its user context is dropped at once
-//!   (it may borrow what the closure frees next), the C object and its multicast groups wait;
-//! - an object a deferred QP may still use (its context, PD, CQs, SRQ, and what those use: the
-//!   channel, a parent domain), dropped on that thread before the batch ended, waits behind the
-//!   QP in the same queue, so it is destroyed after it instead of failing with `EBUSY` (or, for
-//!   a context, being closed under the QP); its user context too is dropped at once.
+//!   (it may borrow what the closure frees next), the C object and its multicast groups wait
+//!   in the thread's queue, run when its batch ends;
+//! - while such a QP waits, the objects of its context that it may still use (the context, a
+//!   PD, CQ, SRQ, channel or parent domain), dropped on *any* thread, wait too: behind it, in
+//!   its context's wait list, run in drop order once the last waiting QP of the context is
+//!   destroyed. They are destroyed after it instead of failing with `EBUSY` (or, for a context,
+//!   being closed under the QP, which rdma-core's `ibv_close_device` would do); their user
+//!   contexts are dropped at once; `Context::close` is refused meanwhile.
 //!
-//! The queue is the thread's own (a thread-local): only the thread that deferred runs it, when
-//! its batch ends, in the order the teardowns were deferred. A teardown that panics (none runs
-//! user code, and the crate's own do not panic) would leave the rest queued for the next batch.
+//! The thread's queue is a thread-local: only the thread that deferred runs it. The context's
+//! wait list is shared (a lock), and whoever destroys the last waiting QP of the context runs
+//! it. No teardown in either runs user code.
 
+use crate::ffi::sys;
+use crate::sync::Mutex;
 use std::cell::Cell;
 use std::os::raw::c_void;
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A deferred teardown: a function and the two pointers it takes (the C object and what the
 /// crate allocated for it). A plain function pointer, so that no user type is kept alive in it.
@@ -37,6 +43,8 @@ struct Node {
     run: Teardown,
     a: *mut c_void,
     b: *mut c_void,
+    /// The context whose wait list waits for this teardown.
+    ctx: *mut sys::ibv_context,
     next: *mut Node,
 }
 
@@ -97,19 +105,40 @@ fn run_deferred(b: &Batch) {
         }
         // SAFETY: `defer`'s contract: `run` may be called once with these pointers.
         unsafe { (node.run)(node.a, node.b) };
+        done(node.ctx);
     }
 }
 
-/// Queues `run(a, b)` to the end of this thread's batch, after what is queued already.
+/// Queues `run(a, b)`, the destroy of a QP of context `ctx`, to the end of this thread's batch,
+/// after what is queued already; until it has run, what of `ctx` is dropped waits behind it
+/// ([`wait_behind`]).
 ///
 /// # Safety
 /// `run(a, b)` may be called once, on this thread, at the end of its batch: `a` and `b` stay
-/// valid until then and nothing else tears them down.
-pub(crate) unsafe fn defer(run: Teardown, a: *mut c_void, b: *mut c_void) {
+/// valid until then and nothing else tears them down; `ctx` is their live context.
+pub(crate) unsafe fn defer(
+    ctx: *mut sys::ibv_context,
+    run: Teardown,
+    a: *mut c_void,
+    b: *mut c_void,
+) {
+    {
+        let mut waiting = WAITING.lock();
+        match waiting.iter_mut().find(|w| w.ctx == ctx as usize) {
+            Some(w) => w.pending += 1,
+            None => waiting.push(Waiting {
+                ctx: ctx as usize,
+                pending: 1,
+                after: Vec::new(),
+            }),
+        }
+        ANY.fetch_add(1, Ordering::Release);
+    }
     let node = Box::into_raw(Box::new(Node {
         run,
         a,
         b,
+        ctx,
         next: ptr::null_mut(),
     }));
     BATCH.with(|b| {
@@ -124,8 +153,69 @@ pub(crate) unsafe fn defer(run: Teardown, a: *mut c_void, b: *mut c_void) {
     })
 }
 
-/// For the `Drop` of an object a deferred QP may use: true when the object's teardown must
-/// wait, that is when the calling thread is inside a batch and has deferred a teardown.
-pub(crate) fn must_wait() -> bool {
-    BATCH.with(|b| b.inside.get() && !b.head.get().is_null())
+/// The QPs of one context whose destroy waits for a batch's end, and what of the context was
+/// dropped after them.
+struct Waiting {
+    ctx: usize,
+    pending: usize,
+    after: Vec<(Teardown, usize, usize)>,
+}
+
+/// Every context with waiting QPs (few: one entry per context while a batch is deferring).
+static WAITING: Mutex<Vec<Waiting>> = Mutex::new(Vec::new());
+/// How many QPs wait, over all contexts: lets the `Drop` of a parent skip the lock when none
+/// does. Raised under the lock before the QP's handle is gone, so a parent dropped after it
+/// (on any thread, which needs the handle's borrow to have ended first) sees it.
+static ANY: AtomicUsize = AtomicUsize::new(0);
+
+/// A waiting QP of `ctx` is destroyed: when it was the last one, runs what waited behind it.
+fn done(ctx: *mut sys::ibv_context) {
+    let after = {
+        let mut waiting = WAITING.lock();
+        ANY.fetch_sub(1, Ordering::Release);
+        let Some(i) = waiting.iter().position(|w| w.ctx == ctx as usize) else {
+            return;
+        };
+        waiting[i].pending -= 1;
+        if waiting[i].pending > 0 {
+            return;
+        }
+        waiting.swap_remove(i).after
+    };
+    for (run, a, b) in after {
+        // SAFETY: `wait_behind`'s contract: each runs once, here.
+        unsafe { run(a as *mut c_void, b as *mut c_void) };
+    }
+}
+
+/// For the `Drop` of an object of context `ctx` that a waiting QP may use: when a QP of `ctx`
+/// waits, queues `run(a, b)` behind it and returns true; otherwise returns false, and the
+/// caller destroys the object now.
+///
+/// # Safety
+/// When it returns true, `run(a, b)` may be called once, on any thread, after the QPs of `ctx`
+/// that wait now are destroyed: `a` and `b` stay valid until then and nothing else tears them
+/// down.
+pub(crate) unsafe fn wait_behind(
+    ctx: *mut sys::ibv_context,
+    run: Teardown,
+    a: *mut c_void,
+    b: *mut c_void,
+) -> bool {
+    if ANY.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    let mut waiting = WAITING.lock();
+    match waiting.iter_mut().find(|w| w.ctx == ctx as usize) {
+        Some(w) => {
+            w.after.push((run, a as usize, b as usize));
+            true
+        }
+        None => false,
+    }
+}
+
+/// Whether a QP of `ctx` waits for a batch's end (then `Context::close` is refused).
+pub(crate) fn waiting(ctx: *mut sys::ibv_context) -> bool {
+    ANY.load(Ordering::Acquire) != 0 && WAITING.lock().iter().any(|w| w.ctx == ctx as usize)
 }

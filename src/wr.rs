@@ -84,7 +84,6 @@ impl SendReady for Rts {}
 /// own receive queue takes `post_recv` (a list that does not fit is reported by [`SgeList`]).
 ///
 /// Sealed for every `L`: `post_recv` trusts `recv_list`'s claim that the list fits.
-
 #[diagnostic::on_unimplemented(
     message = "this QP takes its receives from an SRQ: post them with `srq.post_recv(..)`, not on the QP",
     label = "no receive queue of its own"

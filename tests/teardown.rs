@@ -196,12 +196,12 @@ fn qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred() {
                     let _ = batch.completion().wr_id();
                     let (victim, other) = slot.take().expect("one batch runs this");
                     // Destroy: refused before the call, the QP comes back.
-                    let e = victim.destroy().err().expect("destroy inside the batch");
+                    let e = victim.destroy().expect_err("destroy inside the batch");
                     assert_eq!(e.error.kind, ErrorKind::BatchOpen);
                     assert_eq!(e.error.verb, Verb::DestroyQp);
                     assert_eq!(e.error.errno(), libc::EDEADLK);
                     // Reset: refused likewise, the QP comes back in its state.
-                    let e = e.object.to_reset().err().expect("reset inside the batch");
+                    let e = e.object.to_reset().expect_err("reset inside the batch");
                     assert_eq!(e.error.kind, ErrorKind::BatchOpen);
                     assert_eq!(e.error.verb, Verb::ModifyQp);
                     // Moving to ERR does not take the CQ lock: allowed.
@@ -354,10 +354,9 @@ fn nothing_inside_a_batch_waits_for_a_cq_lock() {
     let (nested, polled) = in_batch(&mut poller, || {
         let nested = other
             .poll_batch(|_| ())
-            .err()
-            .expect("a nested batch is refused");
+            .expect_err("a nested batch is refused");
         let mut wc: [typed_verbs::WorkCompletion; 1] = Default::default();
-        let polled = legacy.poll(&mut wc).err().expect("ibv_poll_cq is refused");
+        let polled = legacy.poll(&mut wc).expect_err("ibv_poll_cq is refused");
         (nested, polled)
     });
     assert_eq!(
@@ -510,4 +509,60 @@ fn a_panicking_user_context_inside_a_batch_strands_nothing() {
         assert!(r.is_err(), "{TEST}: the context's panic reaches the caller");
     }
     leaks.assert_unchanged("a panicking user context inside a batch");
+}
+
+/// Objects a waiting QP uses may move to another thread once its handle is gone: dropped
+/// there, they wait behind it too (per context, not per thread), and its context is not closed
+/// under it: `close` is refused meanwhile and a dropped context is closed after the QP.
+#[test]
+fn parents_dropped_on_another_thread_wait_for_the_qp() {
+    const TEST: &str = "parents_dropped_on_another_thread_wait_for_the_qp";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, TEST);
+    {
+        let pd = Pd::new(&ctx).unwrap();
+        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        let (shared, mut poller) = cq.split();
+        let _qp = flushed_qp(&pd, shared, (), 1);
+        let name = ctx.device_name().to_string();
+        let ctx_ref = &ctx;
+        let refused = in_batch(&mut poller, move || {
+            // Of the test's own context: a PD and CQ dropped on another thread.
+            let pd2 = Pd::new(ctx_ref).unwrap();
+            let cq2 = Cq::builder(ctx_ref).build().unwrap();
+            let qp2 = Qp::<Rc>::builder(&pd2, &cq2, &cq2).build().unwrap();
+            drop(qp2);
+            std::thread::scope(|s| {
+                s.spawn(move || {
+                    drop(cq2);
+                    drop(pd2);
+                });
+            });
+            // Another context: its QP waits, the context moves to another thread and is
+            // closed there.
+            let ctx3 = typed_verbs::Context::open(&name).unwrap();
+            let pd3 = Pd::new(&ctx3).unwrap();
+            let cq3 = Cq::builder(&ctx3).build().unwrap();
+            let qp3 = Qp::<Rc>::builder(&pd3, &cq3, &cq3).build().unwrap();
+            drop(qp3);
+            drop(cq3);
+            drop(pd3);
+            std::thread::spawn(move || match ctx3.close() {
+                Ok(()) => None,
+                Err(e) => {
+                    let kind = e.error.kind.clone();
+                    drop(e.object); // dropping closes it after the QP
+                    Some(kind)
+                }
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(
+            refused,
+            Some(ErrorKind::BatchOpen),
+            "{TEST}: close while a QP waits"
+        );
+    }
+    leaks.assert_unchanged("parents dropped on another thread while their QP waited");
 }
