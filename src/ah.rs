@@ -3,7 +3,8 @@
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::sys;
-use crate::object::{destroy, Destroy};
+use crate::object::{destroy, Destroy, Leftover, Node};
+use crate::parent::Parent;
 use crate::pd::Pd;
 use crate::qp_state::AddressVector;
 use std::marker::PhantomData;
@@ -11,7 +12,7 @@ use std::ptr::NonNull;
 
 /// An address handle in a PD. UD work requests that name it borrow it, so it outlives them.
 pub struct AddressHandle<'a> {
-    raw: NonNull<sys::ibv_ah>,
+    node: NonNull<Node<sys::ibv_ah>>,
     _m: PhantomData<&'a Pd<'a>>,
 }
 
@@ -22,22 +23,26 @@ unsafe impl Send for AddressHandle<'_> {}
 unsafe impl Sync for AddressHandle<'_> {}
 
 impl<'a> AddressHandle<'a> {
-    /// `ibv_create_ah` for `av` in `pd`. On RoCE the address vector needs a global route.
-    pub fn new(pd: &'a Pd<'_>, av: AddressVector) -> Result<Self> {
+    /// `ibv_create_ah` for `av` in `pd` (`&pd`, or `&Arc<Pd>` for an AH that keeps its PD
+    /// alive: [`crate::parent`]). On RoCE the address vector needs a global route.
+    pub fn new<'p: 'a>(pd: impl Parent<'a, Target = Pd<'p>>, av: AddressVector) -> Result<Self> {
         let mut attr = av.to_sys();
-        let p = pd.as_raw();
+        let pd = pd.into_held();
+        let p = pd.get().as_raw();
         // SAFETY: a live PD; `attr` valid for the call.
         let raw = unsafe { backend::of((*p).context).create_ah(p, &mut attr) }
             .map_err(|e| Error::os(Verb::CreateAh, e))?;
         Ok(AddressHandle {
-            raw,
+            node: Node::into_handle(raw, pd.into_keep()),
             _m: PhantomData,
         })
     }
 
     /// The C address handle. It stays owned by `self`.
+    #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_ah {
-        self.raw.as_ptr()
+        // SAFETY: the handle's node lives as long as the handle.
+        unsafe { Node::raw(self.node) }
     }
 
     /// `ibv_destroy_ah`.
@@ -55,12 +60,22 @@ impl Destroy for AddressHandle<'_> {
         unsafe { backend::of((*ah).context).destroy_ah(ah) }
             .map_err(|e| Error::os(Verb::DestroyAh, e))
     }
+    fn leftover(&self) -> Leftover {
+        Node::leftover(self.node)
+    }
 }
 
 impl Drop for AddressHandle<'_> {
     fn drop(&mut self) {
-        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`).
-        let _ = unsafe { self.destroy_raw() };
+        let node = self.leftover();
+        // SAFETY: dropped once; an error cannot be reported from drop (use `destroy`): the AH
+        // then stays, and so does its node with the PD it keeps.
+        if unsafe { self.destroy_raw() }.is_ok() {
+            // SAFETY: destroyed; the node is freed once.
+            unsafe { node.free() }
+        } else {
+            std::mem::forget(node);
+        }
     }
 }
 

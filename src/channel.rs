@@ -4,7 +4,8 @@ use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::event::{self, CqEvent};
 use crate::ffi::sys;
-use crate::object::{destroy, Destroy};
+use crate::object::{destroy, Destroy, Leftover, Node};
+use crate::parent::Parent;
 use crate::Context;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
@@ -31,7 +32,7 @@ use std::time::Duration;
 /// "ibv_destroy_comp_channel() fails if any CQs are still associated with the completion event
 /// channel": a CQ created with a channel borrows it, so that is a compile-time fact here.
 pub struct CompChannel<'ctx> {
-    raw: NonNull<sys::ibv_comp_channel>,
+    node: NonNull<Node<sys::ibv_comp_channel>>,
     _ctx: PhantomData<&'ctx Context>,
 }
 
@@ -41,13 +42,16 @@ unsafe impl Send for CompChannel<'_> {}
 unsafe impl Sync for CompChannel<'_> {}
 
 impl<'ctx> CompChannel<'ctx> {
-    /// `ibv_create_comp_channel`.
-    pub fn new(ctx: &'ctx Context) -> Result<Self> {
+    /// `ibv_create_comp_channel` on `ctx`: `&ctx`, or `&Arc<Context>` for a channel that keeps
+    /// its context alive ([`crate::parent`]).
+    pub fn new(ctx: impl Parent<'ctx, Target = Context>) -> Result<Self> {
+        let ctx = ctx.into_held();
+        let c = ctx.get().as_raw();
         // SAFETY: a live context.
-        let raw = unsafe { backend::of(ctx.as_raw()).create_comp_channel(ctx.as_raw()) }
+        let raw = unsafe { backend::of(c).create_comp_channel(c) }
             .map_err(|e| Error::os(Verb::CreateCompChannel, e))?;
         let ch = CompChannel {
-            raw,
+            node: Node::into_handle(raw, ctx.into_keep()),
             _ctx: PhantomData,
         };
         // On failure `ch` is dropped: ibv_destroy_comp_channel.
@@ -92,7 +96,8 @@ impl<'ctx> CompChannel<'ctx> {
 
     /// The C channel. It stays owned by `self`.
     pub fn as_raw(&self) -> *mut sys::ibv_comp_channel {
-        self.raw.as_ptr()
+        // SAFETY: the handle's node lives as long as the handle.
+        unsafe { Node::raw(self.node) }
     }
 
     /// `ibv_destroy_comp_channel`.
@@ -117,24 +122,32 @@ impl Destroy for CompChannel<'_> {
         unsafe { backend::of((*self.as_raw()).context).destroy_comp_channel(self.as_raw()) }
             .map_err(|e| Error::os(Verb::DestroyCompChannel, e))
     }
+    fn leftover(&self) -> Leftover {
+        Node::leftover(self.node)
+    }
 }
 
 impl Drop for CompChannel<'_> {
     fn drop(&mut self) {
-        /// `ibv_destroy_comp_channel` of a channel whose handle is gone.
-        unsafe fn destroy_channel(ch: *mut std::os::raw::c_void, _: *mut std::os::raw::c_void) {
+        /// `ibv_destroy_comp_channel` of a channel whose handle is gone, then its node (which
+        /// releases the context it keeps); a channel that cannot be destroyed keeps both.
+        unsafe fn destroy_channel(ch: *mut std::os::raw::c_void, node: *mut std::os::raw::c_void) {
             let ch = ch.cast::<sys::ibv_comp_channel>();
-            // SAFETY: `drop`'s channel, destroyed once.
-            let _ = unsafe { backend::of((*ch).context).destroy_comp_channel(ch) };
+            // SAFETY: `drop`'s channel and node, destroyed and freed once.
+            unsafe {
+                if backend::of((*ch).context).destroy_comp_channel(ch).is_ok() {
+                    Node::<sys::ibv_comp_channel>::free(node);
+                }
+            }
         }
         let ch = self.as_raw();
-        // SAFETY: dropped once: a live channel of its context, destroyed once by
-        // `destroy_channel`.
+        // SAFETY: dropped once: a live channel of its context and its node, destroyed and freed
+        // once by `destroy_channel`.
         unsafe {
             crate::object::drop_or_queue(
                 (*ch).context,
                 ch.cast(),
-                std::ptr::null_mut(),
+                self.node.as_ptr().cast(),
                 destroy_channel,
             )
         }
@@ -223,3 +236,6 @@ mod tokio_events {
 
 #[cfg(feature = "tokio")]
 pub use tokio_events::AsyncCompChannel;
+
+impl crate::sealed::SealedParent for CompChannel<'_> {}
+impl crate::parent::ParentObject for CompChannel<'_> {}

@@ -8,6 +8,7 @@ use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::event::CqAcks;
 use crate::ffi::{self, sys};
 use crate::object::{destroy, Destroy, Leftover, UserBox};
+use crate::parent::{Held, Keep, Parent};
 use crate::pd::ParentDomain;
 use crate::teardown;
 use crate::wc::WorkCompletion;
@@ -73,7 +74,7 @@ impl JoinThreading<SingleThreaded> for SingleThreaded {
 }
 
 /// A CQ of either kind, as a QP's send or receive CQ ("may be the same CQ, plain or extended").
-pub trait AnyCq: sealed::Sealed {
+pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
     /// The CQ's threading.
     type Threading: Threading;
     /// The CQ as `struct ibv_cq *` (for an extended CQ, `ibv_cq_ex_to_cq`).
@@ -94,26 +95,29 @@ pub mod kind {
 /// The attributes of a CQ to create. Made by [`Cq::builder`] or [`CqEx::builder`].
 #[must_use = "a builder does nothing until .build()"]
 pub struct CqBuilder<'a, K, C = ()> {
-    ctx: &'a Context,
+    ctx: Held<'a, Context>,
     cqe: u32,
     user: C,
     channel: *mut sys::ibv_comp_channel,
     comp_vector: u32,
     flags: u32,
     parent: *mut sys::ibv_pd,
+    /// What keeps the channel and the parent domain alive, if they are shared.
+    keep: [Keep; 2],
     _k: PhantomData<(K, &'a ())>,
 }
 
 impl<'a, K, C> CqBuilder<'a, K, C> {
-    pub(crate) fn new(ctx: &'a Context, user: C) -> Self {
+    pub(crate) fn new(ctx: impl Parent<'a, Target = Context>, user: C) -> Self {
         CqBuilder {
-            ctx,
+            ctx: ctx.into_held(),
             cqe: 1,
             user,
             channel: ptr::null_mut(),
             comp_vector: 0,
             flags: 0,
             parent: ptr::null_mut(),
+            keep: [Keep::NONE, Keep::NONE],
             _k: PhantomData,
         }
     }
@@ -126,10 +130,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
         self
     }
 
-    /// The completion channel that completion events go to (none by default). The CQ borrows
-    /// the channel, so the channel cannot be destroyed while the CQ lives.
-    pub fn channel(mut self, channel: &'a CompChannel<'_>) -> Self {
-        self.channel = channel.as_raw();
+    /// The completion channel that completion events go to (none by default). The CQ holds
+    /// the channel (`&channel`, or `&Arc<CompChannel>`: [`crate::parent`]), so the channel
+    /// cannot be destroyed while the CQ lives.
+    pub fn channel<'c: 'a>(mut self, channel: impl Parent<'a, Target = CompChannel<'c>>) -> Self {
+        let channel = channel.into_held();
+        self.channel = channel.get().as_raw();
+        self.keep[0] = channel.into_keep();
         self
     }
 
@@ -152,17 +159,19 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
             comp_vector: self.comp_vector,
             flags: self.flags,
             parent: self.parent,
+            keep: self.keep,
             _k: PhantomData,
         }
     }
 
     /// The checks a C program would learn about from EINVAL, made before any FFI call.
     fn check(&self, verb: Verb) -> Result<()> {
-        let max = self.ctx.attr().max_cqe;
+        let ctx = self.ctx.get();
+        let max = ctx.attr().max_cqe;
         if self.cqe < 1 || self.cqe > max {
             return Err(Error::range(verb, "cqe", self.cqe.into(), 1, max.into()));
         }
-        let n = self.ctx.num_comp_vectors();
+        let n = ctx.num_comp_vectors();
         if self.comp_vector >= n {
             return Err(Error::range(
                 verb,
@@ -173,14 +182,14 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
             ));
         }
         // SAFETY: a non-null channel is a live CompChannel borrowed by the builder.
-        if !self.channel.is_null() && unsafe { (*self.channel).context } != self.ctx.as_raw() {
+        if !self.channel.is_null() && unsafe { (*self.channel).context } != ctx.as_raw() {
             return Err(Error {
                 verb,
                 kind: ErrorKind::WrongContext("channel"),
             });
         }
         // SAFETY: a non-null parent is a live ParentDomain borrowed by the builder.
-        if !self.parent.is_null() && unsafe { (*self.parent).context } != self.ctx.as_raw() {
+        if !self.parent.is_null() && unsafe { (*self.parent).context } != ctx.as_raw() {
             return Err(Error {
                 verb,
                 kind: ErrorKind::WrongContext("parent_domain"),
@@ -191,19 +200,28 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
 }
 
 /// What a CQ's `cq_context` points at: the acknowledgement state of its completion events,
-/// first (`#[repr(C)]`, so it is found without knowing `C`), and the typed user context.
+/// first (`#[repr(C)]`, so it is found without knowing `C`), what keeps its context, channel
+/// and parent domain alive (released when the meta is freed, after the CQ is destroyed), and
+/// the typed user context.
 #[repr(C)]
 pub(crate) struct CqMeta<C> {
     pub(crate) acks: Arc<CqAcks>,
+    /// Held for its `Drop` only.
+    #[allow(dead_code)]
+    keep: [Keep; 3],
     pub(crate) user: C,
 }
 
 impl<C> CqMeta<C> {
-    pub(crate) fn new(user: C) -> Self {
-        CqMeta {
+    fn new<K>(b: CqBuilder<'_, K, C>) -> (Self, *mut sys::ibv_context) {
+        let [channel, parent] = b.keep;
+        let ctx = b.ctx.get().as_raw();
+        let meta = CqMeta {
             acks: CqAcks::new(),
-            user,
-        }
+            keep: [b.ctx.into_keep(), channel, parent],
+            user: b.user,
+        };
+        (meta, ctx)
     }
 }
 
@@ -265,17 +283,13 @@ impl<'a, C: Send + Sync> CqBuilder<'a, kind::Legacy, C> {
     /// `ibv_create_cq`.
     pub fn build(self) -> Result<Cq<'a, C>> {
         self.check(Verb::CreateCq)?;
-        let user = UserBox::new(CqMeta::new(self.user));
-        // SAFETY: a live context; the channel (if any) is live and of this context; the
-        // integers were range-checked above.
+        let (cqe, channel, comp_vector) = (self.cqe, self.channel, self.comp_vector);
+        let (meta, ctx) = CqMeta::new(self);
+        let user = UserBox::new(meta);
+        // SAFETY: a live context (kept alive by the meta); the channel (if any) is live and of
+        // this context; the integers were range-checked above.
         let raw = unsafe {
-            backend::of(self.ctx.as_raw()).create_cq(
-                self.ctx.as_raw(),
-                self.cqe as i32,
-                user.as_void(),
-                self.channel,
-                self.comp_vector as i32,
-            )
+            backend::of(ctx).create_cq(ctx, cqe as i32, user.as_void(), channel, comp_vector as i32)
         }
         .map_err(|e| Error::os(Verb::CreateCq, e))?; // `user` is freed on this path
         user.into_raw();
@@ -289,8 +303,13 @@ impl<'a, C: Send + Sync> CqBuilder<'a, kind::Legacy, C> {
 impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// Takes the CQ's resources from `parent_domain` (`IBV_CQ_INIT_ATTR_MASK_PD`). The CQ
     /// borrows it. A device without parent domains cannot make one in the first place.
-    pub fn parent_domain(mut self, parent_domain: &'a ParentDomain<'_>) -> Self {
-        self.parent = parent_domain.as_raw();
+    pub fn parent_domain<'p: 'a>(
+        mut self,
+        parent_domain: impl Parent<'a, Target = ParentDomain<'p>>,
+    ) -> Self {
+        let pd = parent_domain.into_held();
+        self.parent = pd.get().as_raw();
+        self.keep[1] = pd.into_keep();
         self
     }
 
@@ -311,7 +330,7 @@ impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<
     /// [`ignore_overrun`](Self::ignore_overrun)). A device lacking a flag gives EOPNOTSUPP.
     pub fn build(self) -> Result<CqEx<'a, F, T, C>> {
         self.check(Verb::CreateCqEx)?;
-        let user = UserBox::new(CqMeta::new(self.user));
+        let rxe = is_rxe(self.ctx.get());
         let flags = self.flags | T::CREATE_FLAGS;
         let mut comp_mask = 0;
         if flags != 0 {
@@ -320,24 +339,27 @@ impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<
         if !self.parent.is_null() {
             comp_mask |= ffi::CQ_INIT_ATTR_MASK_PD;
         }
+        let (cqe, channel, comp_vector, parent) =
+            (self.cqe, self.channel, self.comp_vector, self.parent);
+        let (meta, ctx) = CqMeta::new(self);
+        let user = UserBox::new(meta);
         let mut attr = sys::ibv_cq_init_attr_ex {
-            cqe: self.cqe,
+            cqe,
             cq_context: user.as_void(),
-            channel: self.channel,
-            comp_vector: self.comp_vector,
+            channel,
+            comp_vector,
             wc_flags: F::BITS,
             comp_mask,
             flags,
-            parent_domain: self.parent,
+            parent_domain: parent,
         };
-        // SAFETY: a live context; channel and parent domain live and of this context; `attr`
-        // valid for the call.
-        let raw =
-            unsafe { backend::of(self.ctx.as_raw()).create_cq_ex(self.ctx.as_raw(), &mut attr) }
-                .map_err(|e| Error::os(Verb::CreateCqEx, e))?; // `user` is freed on this path
+        // SAFETY: a live context (kept alive by the meta); channel and parent domain live and
+        // of this context; `attr` valid for the call.
+        let raw = unsafe { backend::of(ctx).create_cq_ex(ctx, &mut attr) }
+            .map_err(|e| Error::os(Verb::CreateCqEx, e))?; // `user` is freed on this path
         user.into_raw();
         let cq = CqEx::from_raw(raw);
-        if is_rxe(self.ctx) {
+        if rxe {
             // SAFETY: a CQ just created, not yet shared; the provider never reads its own
             // next_poll pointer, the application's calls do.
             unsafe { (*raw.as_ptr()).next_poll = Some(rxe_next_poll) };
@@ -397,8 +419,9 @@ unsafe impl<C: Sync> Sync for Cq<'_, C> {}
 pub trait ExtendedPolling: sealed::Sealed {}
 
 impl<'a> Cq<'a, ()> {
-    /// Starts building a CQ on `ctx`.
-    pub fn builder(ctx: &'a Context) -> CqBuilder<'a, kind::Legacy, ()> {
+    /// Starts building a CQ on `ctx` (`&ctx`, or `&Arc<Context>` for a CQ that keeps its
+    /// context alive: [`crate::parent`]).
+    pub fn builder(ctx: impl Parent<'a, Target = Context>) -> CqBuilder<'a, kind::Legacy, ()> {
         CqBuilder::new(ctx, ())
     }
 }
@@ -472,7 +495,7 @@ impl<'a, C> Cq<'a, C> {
     /// what to do instead.
     #[doc(hidden)]
     pub fn poll_batch<R>(
-        &mut self,
+        &self,
         _f: impl FnOnce(crate::cq_ex::Batch<'_, crate::NoFields>) -> R,
     ) -> Result<Option<R>>
     where
@@ -540,3 +563,6 @@ impl<C> AnyCq for Cq<'_, C> {
 }
 
 crate::object::debug_handle!(Cq<'a, C>);
+
+impl<C> crate::sealed::SealedParent for Cq<'_, C> {}
+impl<C> crate::parent::ParentObject for Cq<'_, C> {}

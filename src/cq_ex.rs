@@ -221,7 +221,9 @@ unsafe impl<F: WcFlags, T: Threading, C: Sync> Sync for CqEx<'_, F, T, C> where 
 
 impl<'a, F: WcFlags, T: Threading> CqEx<'a, F, T, ()> {
     /// Starts building an extended CQ on `ctx` with the flags `F` and threading `T`.
-    pub fn builder(ctx: &'a Context) -> CqBuilder<'a, kind::Extended<F, T>, ()> {
+    pub fn builder(
+        ctx: impl crate::parent::Parent<'a, Target = Context>,
+    ) -> CqBuilder<'a, kind::Extended<F, T>, ()> {
         CqBuilder::new(ctx, ())
     }
 }
@@ -263,12 +265,16 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// panics) the batch is ended exactly once before this returns or unwinds: the provider's
     /// CQ lock, which `ibv_start_poll` takes, can never stay held.
     ///
-    /// This needs the CQ exclusively. A CQ that QPs use is polled through the [`Poller`] that
-    /// [`split`](Self::split) gives.
+    /// A shared reference is enough: QPs may use the CQ meanwhile. Two threads polling a
+    /// [`Shared`] CQ take turns on the provider's CQ lock (`ibv_start_poll` to
+    /// `ibv_end_poll`); a SINGLE_THREADED CQ is not `Sync`, so it is polled from one thread;
+    /// and a thread that already has a batch open gets [`ErrorKind::BatchOpen`] instead of a
+    /// second one ([`crate::teardown`]), so no thread ever waits for a CQ lock it holds.
     #[inline]
-    pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
-        // SAFETY: a live extended CQ made by a builder; `&mut self` means no other batch is open
-        // on it.
+    pub fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: a live extended CQ made by a builder. Batches on it are serialized by the
+        // provider's lock (Shared) or by the CQ staying on one thread (SINGLE_THREADED is not
+        // Sync), and refused on a thread that has one open.
         unsafe { poll_batch(self.raw, f) }
     }
 
@@ -458,9 +464,10 @@ unsafe impl<F: WcFlags, T: Threading> Send for Poller<'_, F, T> where T::Marker:
 impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
     /// Opens a batch, as [`CqEx::poll_batch`].
     #[inline]
-    pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
-        // SAFETY: the poller is the one right to poll this live CQ; `&mut self` means no other
-        // batch is open on it.
+    pub fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: a live CQ (the poller borrows it). The poller is neither Sync nor, for a
+        // SINGLE_THREADED CQ, Send, and a thread with a batch open is refused a second one, as
+        // in `CqEx::poll_batch`.
         unsafe { poll_batch(self.cq, f) }
     }
 }
@@ -471,13 +478,13 @@ pub trait Pollable: sealed::Sealed {
     /// The CQ's `wc_flags`.
     type Flags: WcFlags;
     /// Opens a batch, runs `f` on it and ends it ([`CqEx::poll_batch`]).
-    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, Self::Flags>) -> R) -> Result<Option<R>>;
+    fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, Self::Flags>) -> R) -> Result<Option<R>>;
 }
 
 impl<F: WcFlags, T: Threading, C> Pollable for CqEx<'_, F, T, C> {
     type Flags = F;
     #[inline(always)]
-    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+    fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         CqEx::poll_batch(self, f)
     }
 }
@@ -486,7 +493,7 @@ impl<F: WcFlags, T: Threading> sealed::Sealed for Poller<'_, F, T> {}
 impl<F: WcFlags, T: Threading> Pollable for Poller<'_, F, T> {
     type Flags = F;
     #[inline(always)]
-    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+    fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         Poller::poll_batch(self, f)
     }
 }
@@ -729,3 +736,6 @@ impl<F: WcFlags, S: StatusState> std::fmt::Debug for Completion<'_, F, S> {
 }
 
 crate::object::debug_handle!(CqEx<'a, F, T, C> where F: WcFlags, T: Threading);
+
+impl<F: WcFlags, T: Threading, C> crate::sealed::SealedParent for CqEx<'_, F, T, C> {}
+impl<F: WcFlags, T: Threading, C> crate::parent::ParentObject for CqEx<'_, F, T, C> {}

@@ -388,3 +388,6 @@ impl Drop for Context {
         unsafe { crate::object::drop_or_queue(raw, raw.cast(), inner.cast(), close) }
     }
 }
+
+impl crate::sealed::SealedParent for Context {}
+impl crate::parent::ParentObject for Context {}

@@ -39,6 +39,7 @@ pub mod event;
 pub mod ffi;
 pub mod mr;
 mod object;
+pub mod parent;
 pub mod pd;
 pub mod qp;
 pub mod qp_state;

@@ -23,6 +23,8 @@ use crate::backend;
 use crate::dma;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
+use crate::object::Node;
+use crate::parent::Parent;
 use crate::pd::Pd;
 use crate::qp_state::AccessFlags;
 use std::marker::PhantomData;
@@ -85,7 +87,7 @@ fn leak_on_dereg_failure(_: &Error) {}
 /// or [`Borrowed`] inside [`Mr::scoped`]. One pointer in size: the buffer's address and length
 /// are the region's own (`ibv_mr.addr`, `length`).
 pub struct Mr<'pd, B: Memory = PageBuf> {
-    raw: NonNull<sys::ibv_mr>,
+    node: NonNull<Node<sys::ibv_mr>>,
     _m: PhantomData<(&'pd (), B)>,
 }
 
@@ -539,16 +541,22 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     /// [`destroy`](Self::destroy) gives it back. An empty buffer is refused before the call;
     /// on an error `buf` is dropped (nothing is registered).
     ///
-    /// A borrowed buffer (`&mut [u8]`) does not compile here: register it with
-    /// [`Mr::scoped`].
-    pub fn new(pd: &'pd Pd<'_>, buf: B, access: AccessFlags) -> Result<Self> {
+    /// `pd` is `&pd`, or `&Arc<Pd>` for a region that keeps its PD alive
+    /// ([`crate::parent`]). A borrowed buffer (`&mut [u8]`) does not compile here: register it
+    /// with [`Mr::scoped`].
+    pub fn new<'p: 'pd>(
+        pd: impl Parent<'pd, Target = Pd<'p>>,
+        buf: B,
+        access: AccessFlags,
+    ) -> Result<Self> {
+        let pd = pd.into_held();
         let (addr, len) = sealed::Owned::into_raw(buf);
         // SAFETY: the buffer's bytes are owned by the region from here: they stay allocated
         // and in place until a successful deregistration gives them back, or forever if the
         // region is leaked.
-        match unsafe { reg_mr(pd, addr, len, access) } {
+        match unsafe { reg_mr(pd.get(), addr, len, access) } {
             Ok(raw) => Ok(Mr {
-                raw,
+                node: Node::into_handle(raw, pd.into_keep()),
                 _m: PhantomData,
             }),
             Err(e) => {
@@ -566,9 +574,14 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
         // SAFETY: a live MR, deregistered once: on success `self` is forgotten.
         match unsafe { self.dereg() } {
             Ok(()) => {
+                let node = self.node;
                 std::mem::forget(self);
-                // SAFETY: deregistered; the parts of the buffer `new` took, given back once.
-                Ok(unsafe { <B as sealed::Owned>::from_raw(addr, len) })
+                // SAFETY: deregistered; the parts of the buffer `new` took, given back once,
+                // and the node (releasing the PD it keeps) freed once.
+                unsafe {
+                    Node::<sys::ibv_mr>::free(node.as_ptr().cast());
+                    Ok(<B as sealed::Owned>::from_raw(addr, len))
+                }
             }
             Err(error) => Err(DestroyError {
                 object: self,
@@ -602,7 +615,7 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
         // (deregistered, or the process aborts) before it returns or finishes unwinding.
         let raw = unsafe { reg_mr(pd, buf.as_mut_ptr(), buf.len(), access) }?;
         let mr = Mr::<'pd, Borrowed<'b>> {
-            raw,
+            node: Node::into_handle(raw, crate::parent::Keep::NONE),
             _m: PhantomData,
         };
         Ok(f(&mr))
@@ -611,9 +624,11 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
 }
 
 impl<B: Memory> Mr<'_, B> {
+    #[inline]
     fn get(&self) -> &sys::ibv_mr {
-        // SAFETY: a live MR; the provider does not change these fields after registration.
-        unsafe { self.raw.as_ref() }
+        // SAFETY: a live MR (its node lives as long as the handle); the provider does not
+        // change these fields after registration.
+        unsafe { &*Node::raw(self.node) }
     }
 
     /// The registered buffer's address and length.
@@ -728,8 +743,10 @@ impl<B: Memory> Mr<'_, B> {
     }
 
     /// The C region. It stays owned by `self`.
+    #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_mr {
-        self.raw.as_ptr()
+        // SAFETY: the handle's node lives as long as the handle.
+        unsafe { Node::raw(self.node) }
     }
 }
 
@@ -738,8 +755,12 @@ impl<B: Memory> Drop for Mr<'_, B> {
         let (addr, len) = self.parts();
         // SAFETY: dropped once. An error cannot be reported from drop (use `destroy`).
         match unsafe { self.dereg() } {
-            // SAFETY: deregistered; the memory's parts, released once.
-            Ok(()) => unsafe { B::release(addr, len) },
+            // SAFETY: deregistered; the memory's parts, released once, then the node (and the
+            // PD it keeps), freed once.
+            Ok(()) => unsafe {
+                B::release(addr, len);
+                Node::<sys::ibv_mr>::free(self.node.as_ptr().cast());
+            },
             // Still registered: an owned buffer is leaked, a borrow aborts (see `scoped`).
             Err(e) => B::dereg_failed(&e),
         }

@@ -139,3 +139,51 @@ macro_rules! debug_handle {
     };
 }
 pub(crate) use debug_handle;
+
+/// A C object without a context pointer of its own (PD, parent domain, channel, address
+/// handle, memory region) and what keeps its parents alive: what its handle points at, so the
+/// handle stays one pointer. Freed after the C object is destroyed, which releases the parents
+/// in that order.
+pub(crate) struct Node<R> {
+    pub(crate) raw: std::ptr::NonNull<R>,
+    /// Held for its `Drop` only.
+    #[allow(dead_code)]
+    pub(crate) keep: crate::parent::Keep,
+}
+
+impl<R> Node<R> {
+    /// A node for `raw`, keeping `keep` alive: leaked to the handle.
+    pub(crate) fn into_handle(
+        raw: std::ptr::NonNull<R>,
+        keep: crate::parent::Keep,
+    ) -> std::ptr::NonNull<Node<R>> {
+        std::ptr::NonNull::from(Box::leak(Box::new(Node { raw, keep })))
+    }
+
+    /// The C object of the node at `node`.
+    ///
+    /// # Safety
+    /// `node` is a live node (its handle lives).
+    #[inline(always)]
+    pub(crate) unsafe fn raw(node: std::ptr::NonNull<Node<R>>) -> *mut R {
+        // SAFETY: caller's contract; the field is written once at creation.
+        unsafe { (*node.as_ptr()).raw.as_ptr() }
+    }
+
+    /// Frees the node at `p` (releasing what it keeps alive), once its C object is destroyed.
+    ///
+    /// # Safety
+    /// `p` came from `into_handle`; its C object is destroyed; freed once.
+    pub(crate) unsafe fn free(p: *mut std::os::raw::c_void) {
+        // SAFETY: caller's contract.
+        drop(unsafe { Box::from_raw(p.cast::<Node<R>>()) })
+    }
+
+    /// The node as the leftover of its handle's `destroy`.
+    pub(crate) fn leftover(node: std::ptr::NonNull<Node<R>>) -> Leftover {
+        Leftover {
+            ptr: node.as_ptr().cast(),
+            free: Some(Node::<R>::free),
+        }
+    }
+}

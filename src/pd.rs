@@ -3,16 +3,18 @@
 use crate::backend;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
-use crate::object::{destroy, Destroy};
+use crate::object::{destroy, Destroy, Leftover, Node};
+use crate::parent::Parent;
 use crate::Context;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 
-/// A protection domain (`ibv_alloc_pd`). It borrows its context, and everything created in it
-/// borrows the PD, so it cannot be deallocated while a QP, SRQ or parent domain uses it.
+/// A protection domain (`ibv_alloc_pd`). It holds its context (borrowed, or shared through an
+/// `Arc`: [`crate::parent`]), and everything created in it holds the PD, so it cannot be
+/// deallocated while a QP, SRQ, region or parent domain uses it.
 pub struct Pd<'ctx> {
-    raw: NonNull<sys::ibv_pd>,
+    node: NonNull<Node<sys::ibv_pd>>,
     _ctx: PhantomData<&'ctx Context>,
 }
 
@@ -22,20 +24,24 @@ unsafe impl Send for Pd<'_> {}
 unsafe impl Sync for Pd<'_> {}
 
 impl<'ctx> Pd<'ctx> {
-    /// `ibv_alloc_pd`.
-    pub fn new(ctx: &'ctx Context) -> Result<Self> {
+    /// `ibv_alloc_pd` on `ctx`: `&ctx`, or `&Arc<Context>` for a PD that keeps its context
+    /// alive ([`crate::parent`]).
+    pub fn new(ctx: impl Parent<'ctx, Target = Context>) -> Result<Self> {
+        let ctx = ctx.into_held();
+        let c = ctx.get().as_raw();
         // SAFETY: a live context.
-        let raw = unsafe { backend::of(ctx.as_raw()).alloc_pd(ctx.as_raw()) }
-            .map_err(|e| Error::os(Verb::AllocPd, e))?;
+        let raw = unsafe { backend::of(c).alloc_pd(c) }.map_err(|e| Error::os(Verb::AllocPd, e))?;
         Ok(Pd {
-            raw,
+            node: Node::into_handle(raw, ctx.into_keep()),
             _ctx: PhantomData,
         })
     }
 
     /// The C PD. It stays owned by `self`.
+    #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_pd {
-        self.raw.as_ptr()
+        // SAFETY: the handle's node lives as long as the handle.
+        unsafe { Node::raw(self.node) }
     }
 
     /// `ibv_dealloc_pd`.
@@ -51,30 +57,46 @@ impl Destroy for Pd<'_> {
         unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
             .map_err(|e| Error::os(Verb::DeallocPd, e))
     }
+    fn leftover(&self) -> Leftover {
+        Node::leftover(self.node)
+    }
 }
 
 impl Drop for Pd<'_> {
     fn drop(&mut self) {
         let pd = self.as_raw();
-        // SAFETY: dropped once: a live PD of its context, deallocated once by `dealloc`.
-        unsafe { crate::object::drop_or_queue((*pd).context, pd.cast(), ptr::null_mut(), dealloc) }
+        // SAFETY: dropped once: a live PD of its context and its node, deallocated and freed
+        // once by `dealloc`.
+        unsafe {
+            crate::object::drop_or_queue(
+                (*pd).context,
+                pd.cast(),
+                self.node.as_ptr().cast(),
+                dealloc,
+            )
+        }
     }
 }
 
-/// `ibv_dealloc_pd` of a PD or parent domain whose handle is gone.
+/// `ibv_dealloc_pd` of a PD or parent domain whose handle is gone, then its node (which
+/// releases the parents it keeps). A PD that cannot be deallocated keeps its node, and with it
+/// its parents.
 ///
 /// # Safety
-/// `pd` is a live PD, deallocated once.
-unsafe fn dealloc(pd: *mut c_void, _: *mut c_void) {
+/// `pd` is a live PD and `node` its node, deallocated and freed once.
+unsafe fn dealloc(pd: *mut c_void, node: *mut c_void) {
     let pd = pd.cast::<sys::ibv_pd>();
     // SAFETY: caller's contract.
-    let _ = unsafe { backend::of((*pd).context).dealloc_pd(pd) };
+    if unsafe { backend::of((*pd).context).dealloc_pd(pd) }.is_ok() {
+        // SAFETY: the PD is deallocated; its node is freed once.
+        unsafe { Node::<sys::ibv_pd>::free(node) }
+    }
 }
 
 /// A parent domain (`ibv_alloc_parent_domain`): a PD that a CQ created with
 /// `IBV_CQ_INIT_ATTR_MASK_PD` takes its resources from. It borrows the PD it wraps.
 pub struct ParentDomain<'pd> {
-    raw: NonNull<sys::ibv_pd>,
+    node: NonNull<Node<sys::ibv_pd>>,
     _pd: PhantomData<&'pd Pd<'pd>>,
 }
 
@@ -87,8 +109,10 @@ impl<'pd> ParentDomain<'pd> {
     /// `ibv_alloc_parent_domain` over `pd`, without a thread domain or custom allocators.
     /// A device without parent domains gives EOPNOTSUPP; a `pd` of another context gives
     /// [`ErrorKind::WrongContext`], checked before the call.
-    pub fn new<'ctx>(ctx: &'ctx Context, pd: &'pd Pd<'ctx>) -> Result<Self> {
-        // SAFETY: a live PD (borrowed); its context pointer is fixed at allocation.
+    pub fn new<'ctx: 'pd>(ctx: &Context, pd: impl Parent<'pd, Target = Pd<'ctx>>) -> Result<Self> {
+        let held = pd.into_held();
+        let pd = held.get();
+        // SAFETY: a live PD (held); its context pointer is fixed at allocation.
         if unsafe { (*pd.as_raw()).context } != ctx.as_raw() {
             return Err(Error {
                 verb: Verb::AllocParentDomain,
@@ -107,14 +131,16 @@ impl<'pd> ParentDomain<'pd> {
         let raw = unsafe { backend::of(ctx.as_raw()).alloc_parent_domain(ctx.as_raw(), &mut attr) }
             .map_err(|e| Error::os(Verb::AllocParentDomain, e))?;
         Ok(ParentDomain {
-            raw,
+            node: Node::into_handle(raw, held.into_keep()),
             _pd: PhantomData,
         })
     }
 
     /// The C parent domain (an `ibv_pd`). It stays owned by `self`.
+    #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_pd {
-        self.raw.as_ptr()
+        // SAFETY: the handle's node lives as long as the handle.
+        unsafe { Node::raw(self.node) }
     }
 
     /// `ibv_dealloc_pd` on the parent domain.
@@ -131,16 +157,31 @@ impl Destroy for ParentDomain<'_> {
         unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
             .map_err(|e| Error::os(Verb::DeallocPd, e))
     }
+    fn leftover(&self) -> Leftover {
+        Node::leftover(self.node)
+    }
 }
 
 impl Drop for ParentDomain<'_> {
     fn drop(&mut self) {
         let pd = self.as_raw();
-        // SAFETY: dropped once: a live parent domain of its context, deallocated once by
-        // `dealloc`.
-        unsafe { crate::object::drop_or_queue((*pd).context, pd.cast(), ptr::null_mut(), dealloc) }
+        // SAFETY: dropped once: a live parent domain of its context and its node, deallocated
+        // and freed once by `dealloc`.
+        unsafe {
+            crate::object::drop_or_queue(
+                (*pd).context,
+                pd.cast(),
+                self.node.as_ptr().cast(),
+                dealloc,
+            )
+        }
     }
 }
 
 crate::object::debug_handle!(Pd<'a>);
 crate::object::debug_handle!(ParentDomain<'a>);
+
+impl crate::sealed::SealedParent for Pd<'_> {}
+impl crate::parent::ParentObject for Pd<'_> {}
+impl crate::sealed::SealedParent for ParentDomain<'_> {}
+impl crate::parent::ParentObject for ParentDomain<'_> {}

@@ -5,6 +5,7 @@ use crate::cq::{sealed, AnyCq, JoinThreading, Shared, Threading};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
+use crate::parent::{Keep, Parent};
 use crate::pd::Pd;
 use crate::qp_state::{QpState, Reset};
 use crate::srq::Srq;
@@ -169,6 +170,10 @@ struct QpMeta<C> {
     mcast: Mutex<Vec<(Gid, u16)>>,
     cap: QpCap,
     sq_sig_all: bool,
+    /// What keeps the PD, CQs and SRQ alive when they are shared: released with the meta,
+    /// after the QP is destroyed.
+    #[allow(dead_code)]
+    keep: [Keep; 4],
     user: C,
 }
 
@@ -228,6 +233,8 @@ pub struct QpBuilder<'a, T, R, S, C = (), const SGE: usize = 1> {
     cap: QpCap,
     sq_sig_all: bool,
     user: C,
+    /// What keeps the PD, CQs and SRQ alive when they are shared.
+    keep: [Keep; 4],
     _m: PhantomData<(&'a (), T, R, S)>,
 }
 
@@ -235,21 +242,23 @@ type Joined<SC, RC> = <<SC as AnyCq>::Threading as JoinThreading<<RC as AnyCq>::
 
 impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` in `pd` with its own receive queue. `send_cq` and
-    /// `recv_cq` may be the same CQ, legacy or extended.
-    pub fn builder<SC, RC>(
-        pd: &'a Pd<'_>,
-        send_cq: &'a SC,
-        recv_cq: &'a RC,
+    /// `recv_cq` may be the same CQ, legacy or extended. Each parent is `&parent`, or
+    /// `&Arc<parent>` for a QP that keeps it alive ([`crate::parent`]).
+    pub fn builder<'p: 'a, SC, RC>(
+        pd: impl Parent<'a, Target = Pd<'p>>,
+        send_cq: impl Parent<'a, Target = SC>,
+        recv_cq: impl Parent<'a, Target = RC>,
     ) -> QpBuilder<'a, T, OwnRq, Joined<SC, RC>>
     where
-        SC: AnyCq,
-        RC: AnyCq,
+        SC: AnyCq + 'a,
+        RC: AnyCq + 'a,
         SC::Threading: JoinThreading<RC::Threading>,
     {
+        let (pd, send_cq, recv_cq) = (pd.into_held(), send_cq.into_held(), recv_cq.into_held());
         QpBuilder {
-            pd: pd.as_raw(),
-            send_cq: send_cq.as_raw_cq(),
-            recv_cq: recv_cq.as_raw_cq(),
+            pd: pd.get().as_raw(),
+            send_cq: send_cq.get().as_raw_cq(),
+            recv_cq: recv_cq.get().as_raw_cq(),
             srq: ptr::null_mut(),
             cap: QpCap {
                 max_send_wr: 1,
@@ -260,29 +269,39 @@ impl<'a, T: QpType> Qp<'a, T> {
             },
             sq_sig_all: false,
             user: (),
+            keep: [
+                pd.into_keep(),
+                send_cq.into_keep(),
+                recv_cq.into_keep(),
+                Keep::NONE,
+            ],
             _m: PhantomData,
         }
     }
 
     /// Starts building a QP of type `T` whose receives come from `srq`. Only RC and UD QPs may
-    /// take an SRQ; the receive caps cannot be set (they would be ignored).
-    pub fn builder_with_srq<SC, RC, SrqC, const SRQ_SGE: usize>(
-        pd: &'a Pd<'_>,
-        send_cq: &'a SC,
-        recv_cq: &'a RC,
-        srq: &'a Srq<'_, SrqC, SRQ_SGE>,
+    /// take an SRQ; the receive caps cannot be set (they would be ignored). Parents as for
+    /// [`builder`](Self::builder).
+    pub fn builder_with_srq<'p: 'a, 's: 'a, SC, RC, SrqC, const SRQ_SGE: usize>(
+        pd: impl Parent<'a, Target = Pd<'p>>,
+        send_cq: impl Parent<'a, Target = SC>,
+        recv_cq: impl Parent<'a, Target = RC>,
+        srq: impl Parent<'a, Target = Srq<'s, SrqC, SRQ_SGE>>,
     ) -> QpBuilder<'a, T, UsesSrq, Joined<SC, RC>>
     where
         T: SrqCapable,
-        SC: AnyCq,
-        RC: AnyCq,
+        SC: AnyCq + 'a,
+        RC: AnyCq + 'a,
         SC::Threading: JoinThreading<RC::Threading>,
+        SrqC: 'a,
     {
+        let (pd, send_cq, recv_cq) = (pd.into_held(), send_cq.into_held(), recv_cq.into_held());
+        let srq = srq.into_held();
         QpBuilder {
-            pd: pd.as_raw(),
-            send_cq: send_cq.as_raw_cq(),
-            recv_cq: recv_cq.as_raw_cq(),
-            srq: srq.as_raw(),
+            pd: pd.get().as_raw(),
+            send_cq: send_cq.get().as_raw_cq(),
+            recv_cq: recv_cq.get().as_raw_cq(),
+            srq: srq.get().as_raw(),
             cap: QpCap {
                 max_send_wr: 1,
                 max_recv_wr: 0,
@@ -292,6 +311,12 @@ impl<'a, T: QpType> Qp<'a, T> {
             },
             sq_sig_all: false,
             user: (),
+            keep: [
+                pd.into_keep(),
+                send_cq.into_keep(),
+                recv_cq.into_keep(),
+                srq.into_keep(),
+            ],
             _m: PhantomData,
         }
     }
@@ -396,6 +421,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
             cap,
             sq_sig_all: self.sq_sig_all,
             user: user(self.user),
+            keep: self.keep,
             _m: PhantomData,
         }
     }
@@ -457,6 +483,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
             cap: self.cap,
             sq_sig_all: self.sq_sig_all,
             mcast: Mutex::new(Vec::new()),
+            keep: self.keep,
             user: self.user,
         });
         let mut init = sys::ibv_qp_init_attr {

@@ -34,4 +34,6 @@ seals! {
     SealedSgeList;
     /// The attribute structs of QP state transitions.
     SealedTransitionAttr;
+    /// The parent objects, and the ways of holding one ([`Parent`](crate::parent::Parent)).
+    SealedParent;
 }

@@ -4,6 +4,7 @@ use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
+use crate::parent::{Held, Keep, Parent};
 use crate::pd::Pd;
 use crate::wr::TypedSgeCap;
 use crate::{Context, Sge};
@@ -38,6 +39,9 @@ impl From<sys::ibv_srq_attr> for SrqAttr {
 #[repr(C)]
 struct SrqMeta<C> {
     created: SrqAttr,
+    /// What keeps the PD alive, if it is shared: released after the SRQ is destroyed.
+    #[allow(dead_code)]
+    keep: Keep,
     user: C,
 }
 
@@ -57,17 +61,18 @@ unsafe impl<C: Sync, const SGE: usize> Sync for Srq<'_, C, SGE> {}
 /// The attributes of an SRQ to create. Made by [`Srq::builder`].
 #[must_use = "a builder does nothing until .build()"]
 pub struct SrqBuilder<'a, C = (), const SGE: usize = 1> {
-    pd: &'a Pd<'a>,
+    pd: Held<'a, Pd<'a>>,
     max_wr: u32,
     max_sge: u32,
     user: C,
 }
 
 impl<'a> Srq<'a, ()> {
-    /// Starts building an SRQ in `pd` (max_wr 1, max_sge 1).
-    pub fn builder(pd: &'a Pd<'_>) -> SrqBuilder<'a, ()> {
+    /// Starts building an SRQ in `pd` (max_wr 1, max_sge 1): `&pd`, or `&Arc<Pd>` for an SRQ
+    /// that keeps its PD alive ([`crate::parent`]).
+    pub fn builder<'p: 'a>(pd: impl Parent<'a, Target = Pd<'p>>) -> SrqBuilder<'a, ()> {
         SrqBuilder {
-            pd,
+            pd: pd.into_held(),
             max_wr: 1,
             max_sge: 1,
             user: (),
@@ -122,7 +127,7 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     where
         C: Send + Sync,
     {
-        let pd = self.pd.as_raw();
+        let pd = self.pd.get().as_raw();
         // SAFETY: a live PD's context is live.
         let a = unsafe { crate::qp::device_attr((*pd).context, Verb::CreateSrq) }?;
         if self.max_wr < 1 || self.max_wr > a.max_srq_wr.max(0) as u32 {
@@ -147,6 +152,7 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
         }
         let meta = UserBox::new(SrqMeta {
             created: SrqAttr::default(),
+            keep: self.pd.into_keep(),
             user: self.user,
         });
         let mut init = sys::ibv_srq_init_attr {
@@ -295,3 +301,6 @@ impl<C, const SGE: usize> std::fmt::Debug for Srq<'_, C, SGE> {
         f.debug_tuple("Srq").field(&self.as_raw()).finish()
     }
 }
+
+impl<C, const SGE: usize> crate::sealed::SealedParent for Srq<'_, C, SGE> {}
+impl<C, const SGE: usize> crate::parent::ParentObject for Srq<'_, C, SGE> {}

@@ -1,0 +1,345 @@
+//! Owned handles: parents shared through `Arc` (crate::parent). A program keeps a connection's
+//! objects in one struct without a lifetime, returns it from a setup function, keeps many in a
+//! map, moves them to other threads, and the objects are still destroyed children first.
+
+mod common;
+use common::{open, software_only};
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use typed_verbs::qp_state::Rts;
+use typed_verbs::{
+    software, AccessFlags, AddressHandle, AddressVector, CompChannel, ConnectedInit, Context, CqEx,
+    ErrorKind, GlobalRoute, Mr, Mtu, OwnRq, PageBuf, ParentDomain, Pd, Qp, Rc, RcRtr, RcRts,
+    SendWr, Shared, Srq, Standard, Verb,
+};
+
+type Res<T = ()> = Result<T, Box<dyn StdError + Send + Sync>>;
+
+/// One RC connection in loopback and everything it needs, owned: no lifetime parameter.
+struct Conn {
+    cq: Arc<CqEx<'static, Standard>>,
+    a: Qp<'static, Rc, OwnRq, Shared, (), Rts>,
+    b: Qp<'static, Rc, OwnRq, Shared, (), Rts>,
+    send: Mr<'static>,
+    recv: Mr<'static>,
+}
+
+fn av(ctx: &Context) -> Res<AddressVector> {
+    Ok(AddressVector {
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        port_num: 1,
+        grh: Some(GlobalRoute {
+            dgid: ctx.query_gid(1, 0)?,
+            flow_label: 0,
+            sgid_index: 0,
+            hop_limit: 1,
+            traffic_class: 0,
+        }),
+    })
+}
+
+/// Brings `qp` to RTS towards `dest`.
+fn up(
+    ctx: &Context,
+    qp: Qp<'static, Rc>,
+    dest: u32,
+) -> Res<Qp<'static, Rc, OwnRq, Shared, (), Rts>> {
+    let init = ConnectedInit {
+        port_num: 1,
+        pkey_index: 0,
+        access: AccessFlags::LOCAL_WRITE,
+    };
+    let rtr = RcRtr {
+        av: av(ctx)?,
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: 0,
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+    };
+    let rts = RcRts {
+        sq_psn: 0,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+    };
+    Ok(qp.to_init(init)?.to_rtr(rtr)?.to_rts(rts)?)
+}
+
+/// The setup function a server has: it returns the connection, and the context and PD it made
+/// stay alive inside it.
+fn connect(ctx: &Arc<Context>, pd: &Arc<Pd<'static>>) -> Res<Conn> {
+    let cq = Arc::new(CqEx::<Standard>::builder(ctx).cqe(16).build()?);
+    let build = || {
+        Qp::<Rc>::builder(pd, &cq, &cq)
+            .max_send_wr(4)
+            .max_recv_wr(4)
+            .build()
+    };
+    let (a, b) = (build()?, build()?);
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let (a, b) = (up(ctx, a, bn)?, up(ctx, b, an)?);
+    let send = Mr::new(pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    let recv = Mr::new(pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    Ok(Conn {
+        cq,
+        a,
+        b,
+        send,
+        recv,
+    })
+}
+
+impl Conn {
+    /// Sends `msg` from `a` to `b` and returns what `b` received.
+    fn echo(&self, msg: &[u8]) -> Res<Vec<u8>> {
+        self.b
+            .post_recv(1, &[self.recv.sge(0..4096).ok_or("sge")?])?;
+        self.send.write(0, msg)?;
+        let sge = self.send.sge(0..msg.len()).ok_or("sge")?;
+        self.a.post_send(&SendWr::send(2, &[sge]).signaled())?;
+        let (mut done, start) = (0, Instant::now());
+        while done < 2 {
+            assert!(start.elapsed() < Duration::from_secs(5), "completions");
+            // Polled through the Arc: a shared reference is enough.
+            self.cq.poll_batch(|batch| {
+                assert!(batch.completion().result().is_ok(), "a failed completion");
+                done += 1;
+            })?;
+        }
+        let mut out = vec![0u8; msg.len()];
+        self.recv.read(0, &mut out)?;
+        Ok(out)
+    }
+}
+
+#[test]
+fn owned_connections_live_in_a_map_and_move_to_threads() -> Res {
+    let ctx = Arc::new(open());
+    let pd = Arc::new(Pd::new(&ctx)?);
+    let mut conns: HashMap<u32, Conn> = HashMap::new();
+    for _ in 0..2 {
+        let c = connect(&ctx, &pd)?;
+        conns.insert(c.a.qp_num(), c);
+    }
+    let (probe, before) = (Arc::clone(&ctx), software::live_objects(&ctx));
+    // The setup's own references go; the connections keep the context and PD alive.
+    drop((ctx, pd));
+    let mut threads = Vec::new();
+    for (qpn, conn) in conns.drain() {
+        threads.push(std::thread::spawn(move || -> Res<u32> {
+            let got = conn.echo(format!("hello {qpn}").as_bytes())?;
+            assert_eq!(got, format!("hello {qpn}").into_bytes());
+            Ok(qpn)
+        }));
+    }
+    for t in threads {
+        t.join().expect("thread")?;
+    }
+    if let Some(before) = before {
+        let after = software::live_objects(&probe).unwrap();
+        // Each thread dropped its connection: 2 QPs, 1 CQ, 2 MRs each; the PD went with the
+        // last one.
+        assert_eq!(
+            (before.qps - after.qps, before.cqs - after.cqs),
+            (4, 2),
+            "QPs and CQs destroyed"
+        );
+        assert_eq!(
+            (before.mrs - after.mrs, after.pds),
+            (4, 0),
+            "MRs and the PD"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn shared_parents_are_destroyed_after_their_last_child() -> Res {
+    let ctx = open();
+    if !software_only(
+        &ctx,
+        "shared_parents_are_destroyed_after_their_last_child",
+        "live_objects",
+    ) {
+        return Ok(());
+    }
+    let ctx = Arc::new(ctx);
+    let probe = Arc::clone(&ctx);
+    let live = || software::live_objects(&probe).unwrap();
+    let pd = Arc::new(Pd::new(&ctx)?);
+    let channel = Arc::new(CompChannel::new(&ctx)?);
+    let cq = Arc::new(
+        CqEx::<Standard>::builder(&ctx)
+            .channel(&channel)
+            .cqe(4)
+            .build()?,
+    );
+    let srq = Arc::new(Srq::builder(&pd).max_wr(4).build()?);
+    let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
+    let ah = AddressHandle::new(&pd, av(&ctx)?)?;
+    drop((channel, cq, srq, pd));
+    let l = live();
+    assert_eq!(
+        (l.pds, l.comp_channels, l.cqs, l.srqs, l.qps),
+        (1, 1, 1, 1, 1)
+    );
+    // The QP goes first; its CQ (and the CQ's channel) and its SRQ go with it; the PD stays
+    // for the region and the address handle.
+    drop(qp);
+    let l = live();
+    assert_eq!(
+        (l.pds, l.comp_channels, l.cqs, l.srqs, l.qps),
+        (1, 0, 0, 0, 0)
+    );
+    assert_eq!(mr.destroy()?.len(), 64); // the buffer comes back
+    assert_eq!(live().pds, 1);
+    drop(ah);
+    assert_eq!((live().pds, live().mrs, live().ahs), (0, 0, 0));
+    // The context outlives them all; closing it works once the probe is its last reference.
+    drop(ctx);
+    Arc::into_inner(probe)
+        .expect("the last reference")
+        .close()?;
+    Ok(())
+}
+
+#[test]
+fn a_forgotten_child_keeps_its_shared_parents_alive() -> Res {
+    let ctx = open();
+    if !software_only(
+        &ctx,
+        "a_forgotten_child_keeps_its_shared_parents_alive",
+        "live_objects",
+    ) {
+        return Ok(());
+    }
+    let ctx = Arc::new(ctx);
+    let pd = Arc::new(Pd::new(&ctx)?);
+    let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    std::mem::forget(qp);
+    let probe = Arc::clone(&ctx);
+    drop((pd, cq, ctx));
+    // Leaked, not dangling: the QP's parents stay, with the QP.
+    let l = software::live_objects(&probe).unwrap();
+    assert_eq!((l.pds, l.cqs, l.qps), (1, 1, 1));
+    // The context cannot be closed from safe code while they live: the leaked QP holds it.
+    assert!(Arc::into_inner(probe).is_none());
+    Ok(())
+}
+
+#[test]
+fn a_parent_domain_and_mixed_borrowed_and_shared_parents() -> Res {
+    let ctx = Arc::new(open());
+    let pd = Arc::new(Pd::new(&ctx)?);
+    let Some(parent) = common::feature(
+        &ctx,
+        "a_parent_domain_and_mixed_borrowed_and_shared_parents",
+        "parent domains",
+        ParentDomain::new(&ctx, &pd),
+    ) else {
+        return Ok(());
+    };
+    // Borrowed CQ, shared PD: the QP's lifetime is the CQ borrow's.
+    let cq = CqEx::<Standard>::builder(&ctx)
+        .parent_domain(Arc::new(parent))
+        .cqe(4)
+        .build()?;
+    let qp = Qp::<Rc>::builder(Arc::clone(&pd), &cq, &cq).build()?;
+    drop(pd);
+    drop(qp);
+    drop(cq);
+    Ok(())
+}
+
+#[test]
+fn a_second_batch_on_the_same_cq_is_refused_on_its_thread() -> Res {
+    let ctx = open();
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    let pd = Pd::new(&ctx)?;
+    let (a, b) = {
+        let build = || Qp::<Rc>::builder(&pd, &cq, &cq).build();
+        (build()?, build()?)
+    };
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    // Put a completion in the CQ: a receive flushed by the move to ERR.
+    let a = a
+        .to_init(ConnectedInit {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::LOCAL_WRITE,
+        })
+        .unwrap();
+    let buf = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
+    a.post_recv(5, &[buf.sge(0..64).ok_or("sge")?])?;
+    let a = a.to_error().unwrap();
+    let _ = (an, bn, b);
+    let start = Instant::now();
+    let nested = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the flush completion"
+        );
+        // The same CQ, through the same shared reference, inside its own batch.
+        if let Some(r) = cq.poll_batch(|first| {
+            let second = cq
+                .poll_batch(|_| ())
+                .expect_err("a nested batch is refused");
+            assert_eq!(first.completion().wr_id(), 5);
+            second
+        })? {
+            break r;
+        }
+    };
+    assert_eq!(
+        (nested.verb, nested.kind),
+        (Verb::StartPoll, ErrorKind::BatchOpen)
+    );
+    // After the batch, polling works again (and finds the CQ empty).
+    assert_eq!(cq.poll_batch(|_| ())?, None);
+    drop(a);
+    Ok(())
+}
+
+#[test]
+fn a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy() -> Res {
+    let ctx = open();
+    let test = "a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy";
+    if !software_only(&ctx, test, "inject and live_objects") {
+        return Ok(());
+    }
+    let ctx = Arc::new(ctx);
+    let polled = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    software::inject(
+        &polled,
+        typed_verbs::InjectedCompletion::success(1, typed_verbs::WcOpcode::RECV),
+    )?;
+    let pd = Arc::new(Pd::new(&ctx)?);
+    let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    // The QP holds the last references to its PD and CQ.
+    drop((pd, cq));
+    let live = || software::live_objects(&ctx).unwrap();
+    let inside = polled.poll_batch(|_batch| {
+        drop(qp); // destroyed at the batch's end; its PD and CQ wait behind it
+        let l = live();
+        (l.qps, l.cqs, l.pds)
+    })?;
+    // Inside: nothing was destroyed yet (the QP waits for the batch, its parents for the QP).
+    assert_eq!(inside, Some((1, 2, 1)));
+    let l = live();
+    assert_eq!(
+        (l.qps, l.cqs, l.pds),
+        (0, 1, 0),
+        "after the batch, in order"
+    );
+    Ok(())
+}
