@@ -150,3 +150,8 @@ mod handle_sizes {
     assert_eq_size!(Option<Qp<'static, Ud, UsesSrq>>, P);
     assert_eq_size!(Qp<'static, Rc, OwnRq, Shared, (), qp_state::Rts>, P);
 }
+
+/// The README's programs, run as doctests (on the software device).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
