@@ -18,6 +18,11 @@ source scripts/setup.sh
 start=$(date +%s)
 status=0
 cargo test --workspace "$@" || status=$?
+# The tokio feature's tests: completion events awaited through tokio, owned handles moved into
+# tokio tasks.
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    cargo test --features tokio --test ownership --test events || status=$?
+fi
 # The pingpong examples on the software device, server and client in one process each.
 if [ "$status" -eq 0 ]; then
     bash scripts/pingpong.sh -- -n 2000 || status=$?

@@ -343,3 +343,20 @@ fn a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy() -
     );
     Ok(())
 }
+
+#[cfg(feature = "tokio")]
+#[test]
+fn an_owned_connection_moves_into_a_tokio_task() -> Res {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let ctx = Arc::new(open());
+    let pd = Arc::new(Pd::new(&ctx)?);
+    let conn = connect(&ctx, &pd)?;
+    drop((ctx, pd));
+    let got = rt.block_on(async move {
+        tokio::spawn(async move { conn.echo(b"from a task").map_err(|e| e.to_string()) }).await
+    })??;
+    assert_eq!(got, b"from a task");
+    Ok(())
+}
