@@ -11,7 +11,7 @@ use super::events::EventCounts;
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
 use crate::cq::AnyCq;
-use crate::cq_ex::flags as wcf;
+use crate::ffi::wc_ex_flags as wcf;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::{self, c_entry, sys};
 use crate::sync;

@@ -25,7 +25,7 @@ mod objects;
 pub use cq::{has_overrun, inject, lost_completions, InjectedCompletion};
 
 use crate::backend::{ControlPath, Errno};
-use crate::cq_ex::flags as wcf;
+use crate::ffi::wc_ex_flags as wcf;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::sync::{Mutex, RwLock};
