@@ -25,9 +25,9 @@ mod objects;
 pub use cq::{has_overrun, inject, lost_completions, InjectedCompletion};
 
 use crate::backend::{ControlPath, Errno};
-use crate::ffi::wc_ex_flags as wcf;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
+use crate::ffi::wc_ex_flags as wcf;
 use crate::sync::{Mutex, RwLock};
 use std::collections::HashSet;
 use std::os::raw::c_void;
@@ -580,11 +580,10 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
-        // Async events the typed layer holds for the CQ are acked first: destroy waits for them.
-        crate::event::destroying(cq.cast(), || {
-            // SAFETY: live CQ.
-            unsafe { cq::destroy(cq) }
-        })
+        // The destroy waits for the acks of the CQ's async events: the typed layer acks the
+        // ones it holds before it calls this (crate::event::destroy_cq).
+        // SAFETY: live CQ.
+        unsafe { cq::destroy(cq) }
     }
 
     unsafe fn get_cq_event(
@@ -679,10 +678,9 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_srq(&self, srq: *mut sys::ibv_srq) -> Result<(), Errno> {
-        crate::event::destroying(srq.cast(), || {
-            // SAFETY: live SRQ.
-            unsafe { objects::destroy_srq(srq) }
-        })
+        // As destroy_cq: the typed layer acks the SRQ's async events it holds first.
+        // SAFETY: live SRQ.
+        unsafe { objects::destroy_srq(srq) }
     }
 
     unsafe fn create_qp(
@@ -731,10 +729,9 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
-        crate::event::destroying(qp.cast(), || {
-            // SAFETY: live QP.
-            unsafe { objects::destroy_qp(qp) }
-        })
+        // As destroy_cq: the typed layer acks the QP's async events it holds first.
+        // SAFETY: live QP.
+        unsafe { objects::destroy_qp(qp) }
     }
 
     unsafe fn create_ah(
