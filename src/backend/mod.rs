@@ -13,6 +13,7 @@
 //! and out-pointers must be valid for writes. Errors are errnos.
 
 pub(crate) mod rdma_core;
+pub mod software;
 
 use crate::ffi::sys;
 use std::os::raw::c_void;
@@ -153,8 +154,8 @@ pub(crate) trait ControlPath: Sync {
 /// # Safety
 /// `ctx` must be a live context opened by this crate.
 pub(crate) unsafe fn of(ctx: *mut sys::ibv_context) -> &'static dyn ControlPath {
-    if crate::software::owns_context(ctx) {
-        &crate::software::SOFTWARE
+    if software::owns_context(ctx) {
+        &software::SOFTWARE
     } else {
         &rdma_core::RDMA_CORE
     }
