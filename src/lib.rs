@@ -45,7 +45,7 @@ pub mod qp_state;
 pub mod raw;
 pub mod safety;
 mod sealed;
-pub use backend::software;
+pub mod software;
 pub mod srq;
 mod sync;
 mod teardown;
