@@ -15,8 +15,8 @@
 #    report of it in target/bench/callgrind.<variant>.txt.
 # 3. From each: total = every instruction inside the drain function (inclusive); provider = the
 #    inclusive instructions of the calls it makes into the software device's CQ functions
-#    (typed_verbs::software::cq::start_poll, next_poll, end_poll, read_*, poll_cq); own = total -
-#    provider, which keeps malloc/free in the own cost of the Vec variant. Each divided by
+#    (typed_verbs::backend::software::cq::start_poll, next_poll, end_poll, read_*, poll_cq);
+#    own = total - provider, which keeps malloc/free in the own cost of the Vec variant. Each divided by
 #    rounds x N: instructions per completion. The figures come from the call graph in the
 #    callgrind file (each call's inclusive cost); the same figures read from callgrind_annotate
 #    --inclusive=yes are compared with them, and a difference is reported as a warning.
@@ -92,7 +92,7 @@ declare -A LABEL=(
     [vec]="(d) Vec"
     [poll_cq]="(e) ibv_poll_cq"
 )
-PROVIDER='^typed_verbs::software::cq::'
+PROVIDER='^typed_verbs::backend::software::cq::'
 out=target/bench
 mkdir -p "$out"
 
@@ -258,7 +258,7 @@ echo "bench: written to $out/poll.md"
 # function that callgrind counts alone; "provider" is the software device's post_send (and what
 # it calls), the same for both; "own" is the rest: building and checking the request.
 POSTS=1024
-PROVIDER='^typed_verbs::software::'
+PROVIDER='^typed_verbs::backend::software::'
 echo "bench: building callgrind_post (profile bench-callgrind)"
 cargo build -q -p typed-verbs-bench --profile bench-callgrind --bin callgrind_post
 post_bin=target/bench-callgrind/callgrind_post

@@ -539,7 +539,7 @@ pub(crate) unsafe fn destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Error> {
     unsafe {
         let meta = (*cq).cq_context as *const CqMeta<()>;
         (*meta).acks.close(cq);
-        if let Err(e) = backend::of((*cq).context).destroy_cq(cq) {
+        if let Err(e) = crate::event::destroy_cq(cq) {
             (*meta).acks.reopen();
             return Err(Error::os(Verb::DestroyCq, e));
         }

@@ -44,36 +44,8 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-/// The `IBV_WC_EX_WITH_*` bits (enum ibv_wc_flags_ex).
-pub mod flags {
-    /// `IBV_WC_EX_WITH_BYTE_LEN`
-    pub const BYTE_LEN: u64 = 1 << 0;
-    /// `IBV_WC_EX_WITH_IMM`
-    pub const IMM: u64 = 1 << 1;
-    /// `IBV_WC_EX_WITH_QP_NUM`
-    pub const QP_NUM: u64 = 1 << 2;
-    /// `IBV_WC_EX_WITH_SRC_QP`
-    pub const SRC_QP: u64 = 1 << 3;
-    /// `IBV_WC_EX_WITH_SLID`
-    pub const SLID: u64 = 1 << 4;
-    /// `IBV_WC_EX_WITH_SL`
-    pub const SL: u64 = 1 << 5;
-    /// `IBV_WC_EX_WITH_DLID_PATH_BITS`
-    pub const DLID_PATH_BITS: u64 = 1 << 6;
-    /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`
-    pub const COMPLETION_TIMESTAMP: u64 = 1 << 7;
-    /// `IBV_WC_EX_WITH_CVLAN`
-    pub const CVLAN: u64 = 1 << 8;
-    /// `IBV_WC_EX_WITH_FLOW_TAG`
-    pub const FLOW_TAG: u64 = 1 << 9;
-    /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`
-    pub const COMPLETION_TIMESTAMP_WALLCLOCK: u64 = 1 << 11;
-    /// The fields `ibv_poll_cq` always returns (`IBV_WC_STANDARD_FLAGS`).
-    pub const STANDARD: u64 = BYTE_LEN | IMM | QP_NUM | SRC_QP | SLID | SL | DLID_PATH_BITS;
-    /// Every flag of the man page.
-    pub const ALL: u64 =
-        STANDARD | COMPLETION_TIMESTAMP | CVLAN | FLOW_TAG | COMPLETION_TIMESTAMP_WALLCLOCK;
-}
+/// The `IBV_WC_EX_WITH_*` bits (enum ibv_wc_flags_ex), defined with the other C constants.
+pub use crate::ffi::wc_ex_flags as flags;
 
 /// A CQ's set of `wc_flags`, as a type. Implemented only by [`WcFlagSet`].
 pub trait WcFlags: sealed::Sealed + 'static {

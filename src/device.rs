@@ -2,9 +2,10 @@
 //! device by name, and querying its attributes and ports.
 
 use crate::backend;
+use crate::backend::SwDevice;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
-use crate::software::{self, SwDevice};
+use crate::software;
 use std::ffi::CStr;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -61,7 +62,7 @@ impl std::fmt::Debug for Device {
 /// A machine without any RDMA device (libibverbs says ENOSYS) still lists the software devices.
 /// Under Miri, which cannot call C, the list is the software devices alone.
 pub fn devices() -> Result<Vec<Device>> {
-    let mut out: Vec<Device> = software::devices()
+    let mut out: Vec<Device> = backend::software_devices()
         .into_iter()
         .map(|d| Device {
             name: d.name.clone(),
@@ -117,7 +118,7 @@ impl Device {
     /// Opens the device (`ibv_open_device`) and reads its attributes.
     pub fn open(&self) -> Result<Context> {
         let raw = match &self.dev {
-            DeviceRef::Software(d) => software::open(d),
+            DeviceRef::Software(d) => backend::open_software(d),
             DeviceRef::RdmaCore { dev, .. } => {
                 // SAFETY: a live device of a live list.
                 let ctx = unsafe { sys::ibv_open_device(dev.as_ptr()) };
@@ -274,7 +275,7 @@ impl Context {
 
     /// Whether this context is on a software device.
     pub fn is_software(&self) -> bool {
-        software::owns_context(self.as_raw())
+        backend::is_software(self.as_raw())
     }
 
     /// The device's attributes, read when the context was opened.

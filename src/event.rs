@@ -627,8 +627,9 @@ fn held() -> &'static Mutex<HashMap<usize, Held>> {
 /// Runs `destroy`, the destroy verb of `object` (a CQ, QP or SRQ), after acking the async
 /// events of it that guards still hold: libibverbs' destroy verbs wait for those acks, and the
 /// guard may be held by the very thread that destroys. While it runs, an event of the object
-/// got on another thread is acked at once, so the destroy never waits on a guard. Each
-/// backend's destroy goes through here.
+/// got on another thread is acked at once, so the destroy never waits on a guard. Every
+/// destroy of a CQ, QP or SRQ goes through here ([`destroy_cq`], [`destroy_srq`],
+/// [`destroy_qp`]), above the backends.
 pub(crate) fn destroying<R>(object: *mut c_void, destroy: impl FnOnce() -> R) -> R {
     let key = object as usize;
     let slots = {
@@ -649,6 +650,44 @@ pub(crate) fn destroying<R>(object: *mut c_void, destroy: impl FnOnce() -> R) ->
         }
     }
     r
+}
+
+/// `ibv_destroy_cq` through the CQ's backend, inside [`destroying`]: the async events (CQ_ERR)
+/// of the CQ that guards still hold are acked first, as the destroy waits for them. Every
+/// destroy of a CQ goes through here, the typed layer's and [`raw`](crate::raw)'s.
+///
+/// # Safety
+/// `cq` is a live CQ (an extended one through `ibv_cq_ex_to_cq`), not used after a destroy that
+/// succeeded.
+pub(crate) unsafe fn destroy_cq(cq: *mut sys::ibv_cq) -> std::result::Result<(), backend::Errno> {
+    destroying(cq.cast(), || {
+        // SAFETY: caller's contract.
+        unsafe { backend::of((*cq).context).destroy_cq(cq) }
+    })
+}
+
+/// `ibv_destroy_srq` through the SRQ's backend, inside [`destroying`] (as [`destroy_cq`]).
+///
+/// # Safety
+/// `srq` is a live SRQ, not used after a destroy that succeeded.
+pub(crate) unsafe fn destroy_srq(
+    srq: *mut sys::ibv_srq,
+) -> std::result::Result<(), backend::Errno> {
+    destroying(srq.cast(), || {
+        // SAFETY: caller's contract.
+        unsafe { backend::of((*srq).context).destroy_srq(srq) }
+    })
+}
+
+/// `ibv_destroy_qp` through the QP's backend, inside [`destroying`] (as [`destroy_cq`]).
+///
+/// # Safety
+/// `qp` is a live QP, not used after a destroy that succeeded.
+pub(crate) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> std::result::Result<(), backend::Errno> {
+    destroying(qp.cast(), || {
+        // SAFETY: caller's contract.
+        unsafe { backend::of((*qp).context).destroy_qp(qp) }
+    })
 }
 
 /// An async event, acked (`ibv_ack_async_event`) when dropped. It derefs to the

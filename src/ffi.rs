@@ -227,6 +227,58 @@ pub mod event_type {
     pub const WQ_FATAL: u32 = e::IBV_EVENT_WQ_FATAL as u32;
 }
 
+/// The `IBV_WC_EX_WITH_*` bits (enum ibv_wc_flags_ex).
+pub mod wc_ex_flags {
+    /// `IBV_WC_EX_WITH_BYTE_LEN`
+    pub const BYTE_LEN: u64 = 1 << 0;
+    /// `IBV_WC_EX_WITH_IMM`
+    pub const IMM: u64 = 1 << 1;
+    /// `IBV_WC_EX_WITH_QP_NUM`
+    pub const QP_NUM: u64 = 1 << 2;
+    /// `IBV_WC_EX_WITH_SRC_QP`
+    pub const SRC_QP: u64 = 1 << 3;
+    /// `IBV_WC_EX_WITH_SLID`
+    pub const SLID: u64 = 1 << 4;
+    /// `IBV_WC_EX_WITH_SL`
+    pub const SL: u64 = 1 << 5;
+    /// `IBV_WC_EX_WITH_DLID_PATH_BITS`
+    pub const DLID_PATH_BITS: u64 = 1 << 6;
+    /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`
+    pub const COMPLETION_TIMESTAMP: u64 = 1 << 7;
+    /// `IBV_WC_EX_WITH_CVLAN`
+    pub const CVLAN: u64 = 1 << 8;
+    /// `IBV_WC_EX_WITH_FLOW_TAG`
+    pub const FLOW_TAG: u64 = 1 << 9;
+    /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`
+    pub const COMPLETION_TIMESTAMP_WALLCLOCK: u64 = 1 << 11;
+    /// The fields `ibv_poll_cq` always returns (`IBV_WC_STANDARD_FLAGS`).
+    pub const STANDARD: u64 = BYTE_LEN | IMM | QP_NUM | SRC_QP | SLID | SL | DLID_PATH_BITS;
+    /// Every flag of the man page.
+    pub const ALL: u64 =
+        STANDARD | COMPLETION_TIMESTAMP | CVLAN | FLOW_TAG | COMPLETION_TIMESTAMP_WALLCLOCK;
+
+    // The same values as verbs.h's, as rdma-sys generated them.
+    use super::sys::ibv_create_cq_wc_flags as w;
+    macro_rules! same_as_verbs_h {
+        ($($ours:ident = $c:ident),*) => {$(
+            static_assertions::const_assert_eq!($ours, w::$c.0 as u64);
+        )*};
+    }
+    same_as_verbs_h!(
+        BYTE_LEN = IBV_WC_EX_WITH_BYTE_LEN,
+        IMM = IBV_WC_EX_WITH_IMM,
+        QP_NUM = IBV_WC_EX_WITH_QP_NUM,
+        SRC_QP = IBV_WC_EX_WITH_SRC_QP,
+        SLID = IBV_WC_EX_WITH_SLID,
+        SL = IBV_WC_EX_WITH_SL,
+        DLID_PATH_BITS = IBV_WC_EX_WITH_DLID_PATH_BITS,
+        COMPLETION_TIMESTAMP = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+        CVLAN = IBV_WC_EX_WITH_CVLAN,
+        FLOW_TAG = IBV_WC_EX_WITH_FLOW_TAG,
+        COMPLETION_TIMESTAMP_WALLCLOCK = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK
+    );
+}
+
 check_layout!(verbs_context {
     sz,
     context,

@@ -73,7 +73,7 @@ pub unsafe fn ibv_create_cq_ex(
 /// `ibv_destroy_cq` (an extended CQ through `ibv_cq_ex_to_cq`).
 pub unsafe fn ibv_destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
-    unsafe { backend::of((*cq).context).destroy_cq(cq) }
+    unsafe { crate::event::destroy_cq(cq) }
 }
 
 /// `ibv_get_cq_event`: the CQ of the next completion event on `ch` and its `cq_context`.
@@ -148,7 +148,7 @@ pub unsafe fn ibv_create_srq(
 /// `ibv_destroy_srq`.
 pub unsafe fn ibv_destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
-    unsafe { backend::of((*srq).context).destroy_srq(srq) }
+    unsafe { crate::event::destroy_srq(srq) }
 }
 
 /// `ibv_create_qp`.
@@ -184,7 +184,7 @@ pub unsafe fn ibv_query_gid(
 /// `ibv_destroy_qp`.
 pub unsafe fn ibv_destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
-    unsafe { backend::of((*qp).context).destroy_qp(qp) }
+    unsafe { crate::event::destroy_qp(qp) }
 }
 
 /// `ibv_query_qp`: every attribute the provider reports, whatever `mask` asks for.

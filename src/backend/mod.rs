@@ -11,12 +11,23 @@
 //!
 //! Every method is `unsafe`: the pointers passed must be live objects of the backend's context,
 //! and out-pointers must be valid for writes. Errors are errnos.
+//!
+//! The backends are a layer below the typed layer: they use only the C side (`ffi`, `sync`,
+//! `dma`) and each other, never a typed-layer module (tests/layering.rs checks the sources).
+//! The typed layer reaches the software provider only through this module: [`of`], the
+//! software device list and opening ([`software_devices`], [`open_software`]) and
+//! [`is_software`]. Its test hooks are the one exception, in the public `typed_verbs::software`
+//! (src/software.rs).
 
 pub(crate) mod rdma_core;
+pub(crate) mod software;
 
 use crate::ffi::sys;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
+use std::sync::Arc;
+
+pub(crate) use software::SwDevice;
 
 pub(crate) type Errno = i32;
 
@@ -153,9 +164,25 @@ pub(crate) trait ControlPath: Sync {
 /// # Safety
 /// `ctx` must be a live context opened by this crate.
 pub(crate) unsafe fn of(ctx: *mut sys::ibv_context) -> &'static dyn ControlPath {
-    if crate::software::owns_context(ctx) {
-        &crate::software::SOFTWARE
+    if software::owns_context(ctx) {
+        &software::SOFTWARE
     } else {
         &rdma_core::RDMA_CORE
     }
+}
+
+/// Whether `ctx` is a context of a software device.
+pub(crate) fn is_software(ctx: *mut sys::ibv_context) -> bool {
+    software::owns_context(ctx)
+}
+
+/// The registered software devices, in registration order (the default one first). rdma-core's
+/// are listed by libibverbs (`ibv_get_device_list`).
+pub(crate) fn software_devices() -> Vec<Arc<SwDevice>> {
+    software::devices()
+}
+
+/// Opens a context on a software device (its `ibv_open_device`, which cannot fail).
+pub(crate) fn open_software(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
+    software::open(dev)
 }

@@ -117,12 +117,10 @@ impl ControlPath for RdmaCore {
         ptr(unsafe { crate::ffi::ibv_create_cq_ex(ctx, attr) }?)
     }
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
-        // Async events (CQ_ERR) the typed layer still holds for this CQ are acked first:
-        // ibv_destroy_cq waits for them.
-        crate::event::destroying(cq.cast(), || {
-            // SAFETY: live CQ (an extended CQ is passed through ibv_cq_ex_to_cq, a cast).
-            rc(unsafe { sys::ibv_destroy_cq(cq) })
-        })
+        // ibv_destroy_cq waits for the acks of the CQ's async events: the typed layer acks the
+        // ones it holds before it calls this (crate::event::destroy_cq).
+        // SAFETY: live CQ (an extended CQ is passed through ibv_cq_ex_to_cq, a cast).
+        rc(unsafe { sys::ibv_destroy_cq(cq) })
     }
     unsafe fn get_cq_event(
         &self,
@@ -183,10 +181,8 @@ impl ControlPath for RdmaCore {
     }
     unsafe fn destroy_srq(&self, srq: *mut sys::ibv_srq) -> Result<(), Errno> {
         // As destroy_cq: ibv_destroy_srq waits for the acks of the SRQ's async events.
-        crate::event::destroying(srq.cast(), || {
-            // SAFETY: live SRQ.
-            rc(unsafe { sys::ibv_destroy_srq(srq) })
-        })
+        // SAFETY: live SRQ.
+        rc(unsafe { sys::ibv_destroy_srq(srq) })
     }
     unsafe fn create_qp(
         &self,
@@ -227,10 +223,8 @@ impl ControlPath for RdmaCore {
     }
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
         // As destroy_cq: ibv_destroy_qp waits for the acks of the QP's async events.
-        crate::event::destroying(qp.cast(), || {
-            // SAFETY: live QP.
-            rc(unsafe { sys::ibv_destroy_qp(qp) })
-        })
+        // SAFETY: live QP.
+        rc(unsafe { sys::ibv_destroy_qp(qp) })
     }
     unsafe fn create_ah(
         &self,

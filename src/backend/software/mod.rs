@@ -1,4 +1,8 @@
-//! The software device: an in-process verbs provider, the crate's embedded default.
+//! The software device: an in-process verbs provider, the crate's embedded default. It sits
+//! below the typed layer, beside rdma-core: the typed layer reaches it through the seam
+//! ([`ControlPath`] and the C structures' function pointers), and its test hooks through the
+//! public module `typed_verbs::software` (src/software.rs), which turns the errnos here into
+//! typed errors.
 //!
 //! It fills the very C structures a hardware provider fills (`ibv_device`, `ibv_context` with its
 //! `ops`, `ibv_pd`, `ibv_comp_channel`, `ibv_cq_ex` with its polling function pointers, `ibv_srq`,
@@ -15,19 +19,18 @@
 //!
 //! A device named [`DEFAULT_DEVICE`] with [`SwConfig::default`] is always in the device list.
 //! [`register`] adds more, each with its own limits, so a test can make one behave like a given
-//! real device. [`inject`] puts a completion into a CQ, so polling can be tested without traffic.
+//! real device. [`push`] puts a completion into a CQ, so polling can be tested without traffic.
 
 mod cq;
 mod data;
 mod events;
 mod objects;
 
-pub use cq::{has_overrun, inject, lost_completions, InjectedCompletion};
+pub(crate) use cq::{has_overrun, lost_completions, push, Cqe, Pushed};
 
 use crate::backend::{ControlPath, Errno};
-use crate::cq_ex::flags as wcf;
-use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
+use crate::ffi::wc_ex_flags as wcf;
 use crate::sync::{Mutex, RwLock};
 use std::collections::HashSet;
 use std::os::raw::c_void;
@@ -168,7 +171,7 @@ pub(crate) fn devices() -> Vec<Arc<SwDevice>> {
 /// Fails with EEXIST if a software device already has that name, and with EINVAL for an empty
 /// name, a name of more than 63 bytes, a config with zero `num_comp_vectors` or `max_cqe`, or a
 /// limit that `struct ibv_device_attr` cannot carry (its `int` fields: above `i32::MAX`).
-pub fn register(name: &str, config: SwConfig) -> Result<()> {
+pub(crate) fn register(name: &str, config: SwConfig) -> Result<(), Errno> {
     let bad = name.is_empty() || name.len() > 63 || name.contains('\0');
     let limits = [
         config.max_cqe,
@@ -183,11 +186,11 @@ pub fn register(name: &str, config: SwConfig) -> Result<()> {
     ];
     let too_big = limits.iter().any(|&l| l > i32::MAX as u32);
     if bad || too_big || config.num_comp_vectors == 0 || config.max_cqe == 0 {
-        return Err(Error::os(Verb::RegisterSoftwareDevice, libc::EINVAL));
+        return Err(libc::EINVAL);
     }
     let mut devs = devices_lock().lock();
     if devs.iter().any(|d| d.name == name) {
-        return Err(Error::os(Verb::RegisterSoftwareDevice, libc::EEXIST));
+        return Err(libc::EEXIST);
     }
     devs.push(Arc::new(SwDevice::new(name, config)));
     Ok(())
@@ -307,36 +310,41 @@ pub(crate) fn open(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
 
 /// Raises the async event `event_type` about port `port` on a software context, as the kernel
 /// reports a port's event: it waits until `ibv_get_async_event` reads it. Any value that names
-/// no object may be raised, including one `enum ibv_event_type` does not have (a newer kernel's),
-/// to test how such a value is read ([`AsyncEvent::Other`](crate::AsyncEvent::Other)).
+/// no object may be raised, including one `enum ibv_event_type` does not have (a newer kernel's).
 ///
-/// Fails with [`ErrorKind::NotSoftware`] on a real device's context, with EINVAL for a type
-/// that names a CQ, QP, SRQ or WQ (it would need a live object) or for port 0, and with EBADF
-/// for a context without an async event fd.
-pub fn raise_port_event(ctx: &crate::Context, event_type: u32, port: u8) -> Result<()> {
+/// Fails with EINVAL for a type that names a CQ, QP, SRQ or WQ (it would need a live object) or
+/// for port 0, and with EBADF for a context without an async event fd.
+///
+/// # Safety
+/// `ctx` is a live software context.
+pub(crate) unsafe fn raise_port_event(
+    ctx: *mut sys::ibv_context,
+    event_type: u32,
+    port: u8,
+) -> Result<(), Errno> {
     use crate::ffi::event_type::WQ_FATAL;
-    let raw = ctx.as_raw();
-    require_software(raw, Verb::RaiseAsyncEvent)?;
     if port == 0
         || event_type == WQ_FATAL
         || events::element_of(event_type) != events::Element::Other
     {
-        return Err(Error::os(Verb::RaiseAsyncEvent, libc::EINVAL));
+        return Err(libc::EINVAL);
     }
-    // SAFETY: a live software context (checked above).
-    let c = unsafe { sw_context(raw) };
+    // SAFETY: caller's contract.
+    let c = unsafe { sw_context(ctx) };
     if c.async_events.is_none() {
-        return Err(Error::os(Verb::RaiseAsyncEvent, libc::EBADF));
+        return Err(libc::EBADF);
     }
     c.raise(event_type, port.into());
     Ok(())
 }
 
 /// The objects a software context holds now; `None` for a context on a real device.
-pub fn live_objects(ctx: &crate::Context) -> Option<LiveObjects> {
-    let raw = ctx.as_raw();
-    // SAFETY: `raw` is the live context of `ctx`, checked to be ours first.
-    owns_context(raw).then(|| unsafe { sw_context(raw) }.live.snapshot())
+///
+/// # Safety
+/// `ctx` is a live context.
+pub(crate) unsafe fn live_objects(ctx: *mut sys::ibv_context) -> Option<LiveObjects> {
+    // SAFETY: a live context (caller's contract), checked to be ours first.
+    owns_context(ctx).then(|| unsafe { sw_context(ctx) }.live.snapshot())
 }
 
 impl SwContext {
@@ -580,11 +588,10 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
-        // Async events the typed layer holds for the CQ are acked first: destroy waits for them.
-        crate::event::destroying(cq.cast(), || {
-            // SAFETY: live CQ.
-            unsafe { cq::destroy(cq) }
-        })
+        // The destroy waits for the acks of the CQ's async events: the typed layer acks the
+        // ones it holds before it calls this (crate::event::destroy_cq).
+        // SAFETY: live CQ.
+        unsafe { cq::destroy(cq) }
     }
 
     unsafe fn get_cq_event(
@@ -679,10 +686,9 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_srq(&self, srq: *mut sys::ibv_srq) -> Result<(), Errno> {
-        crate::event::destroying(srq.cast(), || {
-            // SAFETY: live SRQ.
-            unsafe { objects::destroy_srq(srq) }
-        })
+        // As destroy_cq: the typed layer acks the SRQ's async events it holds first.
+        // SAFETY: live SRQ.
+        unsafe { objects::destroy_srq(srq) }
     }
 
     unsafe fn create_qp(
@@ -731,10 +737,9 @@ impl ControlPath for Software {
     }
 
     unsafe fn destroy_qp(&self, qp: *mut sys::ibv_qp) -> Result<(), Errno> {
-        crate::event::destroying(qp.cast(), || {
-            // SAFETY: live QP.
-            unsafe { objects::destroy_qp(qp) }
-        })
+        // As destroy_cq: the typed layer acks the QP's async events it holds first.
+        // SAFETY: live QP.
+        unsafe { objects::destroy_qp(qp) }
     }
 
     unsafe fn create_ah(
@@ -780,16 +785,4 @@ pub(crate) fn port_gid() -> [u8; 16] {
     raw[1] = 0x80;
     raw[8..].copy_from_slice(&[0x02, 0x00, 0x5e, 0xff, 0xfe, 0x00, 0x00, 0x01]);
     raw
-}
-
-/// Fails with [`ErrorKind::NotSoftware`] unless `ctx` is a software context.
-pub(crate) fn require_software(ctx: *mut sys::ibv_context, verb: Verb) -> Result<()> {
-    if owns_context(ctx) {
-        Ok(())
-    } else {
-        Err(Error {
-            verb,
-            kind: ErrorKind::NotSoftware,
-        })
-    }
 }

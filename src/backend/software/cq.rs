@@ -1,7 +1,7 @@
 //! The software device's CQ: a ring of completions behind the `ibv_cq_ex` polling function
 //! pointers and the context's `poll_cq`/`req_notify_cq`.
 //!
-//! Producers (the injection hook and the device's QPs, both through [`push`]) are serialized by
+//! Producers (the device's QPs and the injection hook, both through [`push`]) are serialized by
 //! `producer`; consumers by `consumer`, which `start_poll` takes and `end_poll` releases, as
 //! rdma-core's providers hold their CQ lock for a whole batch. A CQ created with SINGLE_THREADED
 //! skips the consumer lock, as the flag promises ("no locking is required"). Head and tail are
@@ -10,155 +10,41 @@
 use super::events::EventCounts;
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
-use crate::cq::AnyCq;
-use crate::cq_ex::flags as wcf;
-use crate::error::{Error, ErrorKind, Result, Verb};
+use crate::ffi::wc_ex_flags as wcf;
 use crate::ffi::{self, c_entry, sys};
 use crate::sync;
-use crate::wc::{WcOpcode, WcStatus};
 use lock_api::RawMutex as _;
 use std::cell::UnsafeCell;
 use std::os::raw::{c_int, c_uint};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-/// One completion as the device stores it.
+/// One completion as the device stores it (and as the test hook `software::inject` hands it
+/// over).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Cqe {
-    pub(super) wr_id: u64,
-    pub(super) status: u32,
-    pub(super) opcode: u32,
-    pub(super) vendor_err: u32,
-    pub(super) byte_len: u32,
+    pub(crate) wr_id: u64,
+    pub(crate) status: u32,
+    pub(crate) opcode: u32,
+    pub(crate) vendor_err: u32,
+    pub(crate) byte_len: u32,
     /// Immediate data in network byte order, or the invalidated rkey (by `wc_flags`).
-    pub(super) imm_or_inv: u32,
-    pub(super) qp_num: u32,
-    pub(super) src_qp: u32,
-    pub(super) wc_flags: u32,
-    pub(super) pkey_index: u16,
-    pub(super) slid: u32,
-    pub(super) sl: u8,
-    pub(super) dlid_path_bits: u8,
-    pub(super) completion_ts: u64,
-    pub(super) completion_wallclock_ns: u64,
-    pub(super) cvlan: u16,
-    pub(super) flow_tag: u32,
+    pub(crate) imm_or_inv: u32,
+    pub(crate) qp_num: u32,
+    pub(crate) src_qp: u32,
+    pub(crate) wc_flags: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) slid: u32,
+    pub(crate) sl: u8,
+    pub(crate) dlid_path_bits: u8,
+    pub(crate) completion_ts: u64,
+    pub(crate) completion_wallclock_ns: u64,
+    pub(crate) cvlan: u16,
+    pub(crate) flow_tag: u32,
     /// Whether the completion satisfies a CQ armed for solicited completions only: on rxe, a
     /// receive of a message sent with IBV_SEND_SOLICITED (its SE bit), and a receive flushed
     /// without a message. Not part of `struct ibv_wc`.
-    pub(super) solicited: bool,
-}
-
-/// A completion to put into a software-device CQ with [`inject`]: what the device would write
-/// after a work request finished. Fields that are not set read as zero.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InjectedCompletion {
-    cqe: Cqe,
-}
-
-impl InjectedCompletion {
-    /// A successful completion of work request `wr_id` with `opcode`.
-    pub fn success(wr_id: u64, opcode: WcOpcode) -> Self {
-        let cqe = Cqe {
-            wr_id,
-            status: WcStatus::SUCCESS.raw(),
-            opcode: opcode.raw(),
-            ..Cqe::default()
-        };
-        InjectedCompletion { cqe }
-    }
-
-    /// A failed completion of `wr_id`: `status` (not [`WcStatus::SUCCESS`]) and the device's
-    /// `vendor_err`.
-    pub fn error(wr_id: u64, status: WcStatus, vendor_err: u32) -> Self {
-        let cqe = Cqe {
-            wr_id,
-            status: status.raw(),
-            vendor_err,
-            ..Cqe::default()
-        };
-        InjectedCompletion { cqe }
-    }
-
-    /// Sets `byte_len`.
-    pub fn byte_len(mut self, v: u32) -> Self {
-        self.cqe.byte_len = v;
-        self
-    }
-    /// Sets immediate data (host byte order) and the completion's `IBV_WC_WITH_IMM` flag.
-    pub fn imm_data(mut self, v: u32) -> Self {
-        self.cqe.imm_or_inv = v.to_be();
-        self.cqe.wc_flags = (self.cqe.wc_flags | ffi::IBV_WC_WITH_IMM) & !ffi::IBV_WC_WITH_INV;
-        self
-    }
-    /// Sets an invalidated rkey and the completion's `IBV_WC_WITH_INV` flag.
-    pub fn invalidated_rkey(mut self, v: u32) -> Self {
-        self.cqe.imm_or_inv = v;
-        self.cqe.wc_flags = (self.cqe.wc_flags | ffi::IBV_WC_WITH_INV) & !ffi::IBV_WC_WITH_IMM;
-        self
-    }
-    /// Sets `qp_num`.
-    pub fn qp_num(mut self, v: u32) -> Self {
-        self.cqe.qp_num = v;
-        self
-    }
-    /// Sets `src_qp`.
-    pub fn src_qp(mut self, v: u32) -> Self {
-        self.cqe.src_qp = v;
-        self
-    }
-    /// Sets `slid`.
-    pub fn slid(mut self, v: u16) -> Self {
-        self.cqe.slid = v.into();
-        self
-    }
-    /// Sets `sl`.
-    pub fn sl(mut self, v: u8) -> Self {
-        self.cqe.sl = v;
-        self
-    }
-    /// Sets `dlid_path_bits`.
-    pub fn dlid_path_bits(mut self, v: u8) -> Self {
-        self.cqe.dlid_path_bits = v;
-        self
-    }
-    /// Sets `pkey_index`.
-    pub fn pkey_index(mut self, v: u16) -> Self {
-        self.cqe.pkey_index = v;
-        self
-    }
-    /// Sets the device timestamp (HCA clock units).
-    pub fn completion_ts(mut self, v: u64) -> Self {
-        self.cqe.completion_ts = v;
-        self
-    }
-    /// Sets the wall-clock timestamp in nanoseconds.
-    pub fn completion_wallclock_ns(mut self, v: u64) -> Self {
-        self.cqe.completion_wallclock_ns = v;
-        self
-    }
-    /// Sets `cvlan`.
-    pub fn cvlan(mut self, v: u16) -> Self {
-        self.cqe.cvlan = v;
-        self
-    }
-    /// Sets `flow_tag`.
-    pub fn flow_tag(mut self, v: u32) -> Self {
-        self.cqe.flow_tag = v;
-        self
-    }
-    /// Sets the completion's `IBV_WC_GRH` flag (a UD receive whose buffer starts with a GRH).
-    pub fn with_grh(mut self) -> Self {
-        self.cqe.wc_flags |= 1 << 0;
-        self
-    }
-    /// Makes the completion solicited, as the receive of a message sent with
-    /// `IBV_SEND_SOLICITED` is: it raises a completion event on a CQ armed with
-    /// `req_notify(true)` (solicited only). Not visible in the completion itself.
-    pub fn solicited(mut self) -> Self {
-        self.cqe.solicited = true;
-        self
-    }
+    pub(crate) solicited: bool,
 }
 
 /// A software CQ. `ex` is first: a `*mut ibv_cq_ex` (or its `ibv_cq` prefix) of ours is a
@@ -558,29 +444,8 @@ pub(super) unsafe fn event_counts<'a>(cq: *mut sys::ibv_cq) -> &'a EventCounts {
     unsafe { &(*(cq as *mut SwCq)).events }
 }
 
-/// Puts `completion` into `cq`, a CQ of the software device, as the device would after a work
-/// request finished. The hook that lets polling be tested before traffic exists.
-///
-/// Fails with [`ErrorKind::NotSoftware`] on a real device's CQ, and with
-/// [`ErrorKind::CqOverrun`] when the CQ already holds `cqe` completions (a device would move the
-/// CQ to the error state). A CQ created with IGNORE_OVERRUN instead drops the completion and
-/// counts it (see [`lost_completions`]): "CQEs might be lost".
-pub fn inject<Q: AnyCq + ?Sized>(cq: &Q, completion: InjectedCompletion) -> Result<()> {
-    let raw = cq.as_raw_cq();
-    // SAFETY: `cq` is a live CQ, so its context pointer is live too.
-    super::require_software(unsafe { (*raw).context }, Verb::InjectCompletion)?;
-    // SAFETY: a live software CQ (checked above).
-    match unsafe { push(raw, &completion.cqe) } {
-        Pushed::Stored | Pushed::Lost => Ok(()),
-        Pushed::Overrun => Err(Error {
-            verb: Verb::InjectCompletion,
-            kind: ErrorKind::CqOverrun,
-        }),
-    }
-}
-
 /// What [`push`] did with a completion.
-pub(super) enum Pushed {
+pub(crate) enum Pushed {
     /// In the ring, visible to the consumer.
     Stored,
     /// The CQ was full and was created with IGNORE_OVERRUN: dropped and counted.
@@ -590,11 +455,12 @@ pub(super) enum Pushed {
     Overrun,
 }
 
-/// Puts `cqe` into `cq`: the one producer path, for [`inject`] and for the device's QPs.
+/// Puts `cqe` into `cq`: the one producer path, for the device's QPs and for the test hook that
+/// injects completions.
 ///
 /// # Safety
 /// `cq` is a live software CQ.
-pub(super) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
+pub(crate) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
     let sw = cq as *mut SwCq;
     // SAFETY: a live software CQ; the producer lock serializes producers, and the slot at
     // `tail` is not visible to the consumer until `tail` is published.
@@ -636,26 +502,22 @@ pub(super) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
     Pushed::Stored
 }
 
-/// How many completions a software CQ created with IGNORE_OVERRUN dropped because it was full;
-/// `None` for a real device's CQ.
-pub fn lost_completions<Q: AnyCq + ?Sized>(cq: &Q) -> Option<u64> {
-    let raw = cq.as_raw_cq();
-    // SAFETY: a live CQ; its context is live; a software CQ is a SwCq.
-    unsafe {
-        super::owns_context((*raw).context)
-            .then(|| (*(raw as *mut SwCq)).lost.load(Ordering::Relaxed))
-    }
+/// How many completions a CQ created with IGNORE_OVERRUN dropped because it was full.
+///
+/// # Safety
+/// `cq` is a live software CQ.
+pub(crate) unsafe fn lost_completions(cq: *mut sys::ibv_cq) -> u64 {
+    // SAFETY: caller's contract.
+    unsafe { (*(cq as *mut SwCq)).lost.load(Ordering::Relaxed) }
 }
 
-/// Whether a software CQ has overrun (and would be in the error state); `None` for a real
-/// device's CQ.
-pub fn has_overrun<Q: AnyCq + ?Sized>(cq: &Q) -> Option<bool> {
-    let raw = cq.as_raw_cq();
-    // SAFETY: as in `lost_completions`.
-    unsafe {
-        super::owns_context((*raw).context)
-            .then(|| (*(raw as *mut SwCq)).overrun.load(Ordering::Relaxed))
-    }
+/// Whether the CQ has overrun (and would be in the error state).
+///
+/// # Safety
+/// `cq` is a live software CQ.
+pub(crate) unsafe fn has_overrun(cq: *mut sys::ibv_cq) -> bool {
+    // SAFETY: caller's contract.
+    unsafe { (*(cq as *mut SwCq)).overrun.load(Ordering::Relaxed) }
 }
 
 /// # Safety

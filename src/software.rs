@@ -1,0 +1,221 @@
+//! The software device's test hooks: the one way the typed layer and programs reach the
+//! software provider other than through the verbs (which go through the backend seam on every
+//! device).
+//!
+//! The software device is an in-process verbs provider, the crate's embedded default (its
+//! implementation is a private backend beside rdma-core's). It fills the very C structures a
+//! hardware provider fills, so the typed layer's data path is the same code on it and on
+//! rdma-core; its control path follows the kernel's rules as rxe shows them, and it moves data
+//! between its QPs synchronously within the process, as rxe does.
+//!
+//! A device named [`DEFAULT_DEVICE`] with [`SwConfig::default`] is always in the device list.
+//! [`register`] adds more, each with its own limits, so a test can make one behave like a given
+//! real device. [`inject`] puts a completion into a CQ, so polling can be tested without traffic;
+//! [`live_objects`] counts what a context holds, so a test can show that no path leaks.
+//!
+//! The provider reports errnos; the hooks here turn them into an [`Error`] naming the hook, and
+//! fail with [`ErrorKind::NotSoftware`] on a real device's objects before reaching it.
+
+use crate::backend::software as provider;
+use crate::cq::AnyCq;
+use crate::error::{Error, ErrorKind, Result, Verb};
+use crate::wc::{WcOpcode, WcStatus};
+use crate::Context;
+use provider::{Cqe, Pushed};
+
+pub use provider::{LiveObjects, SwConfig, DEFAULT_DEVICE};
+
+/// Adds a software device named `name` with `config` to the device list. It stays registered for
+/// the life of the process, like a device that was plugged in.
+///
+/// Fails with EEXIST if a software device already has that name, and with EINVAL for an empty
+/// name, a name of more than 63 bytes, a config with zero `num_comp_vectors` or `max_cqe`, or a
+/// limit that `struct ibv_device_attr` cannot carry (its `int` fields: above `i32::MAX`).
+pub fn register(name: &str, config: SwConfig) -> Result<()> {
+    provider::register(name, config).map_err(|e| Error::os(Verb::RegisterSoftwareDevice, e))
+}
+
+/// The objects a software context holds now; `None` for a context on a real device.
+pub fn live_objects(ctx: &Context) -> Option<LiveObjects> {
+    // SAFETY: the live context of `ctx`.
+    unsafe { provider::live_objects(ctx.as_raw()) }
+}
+
+/// Raises the async event `event_type` about port `port` on a software context, as the kernel
+/// reports a port's event: it waits until `ibv_get_async_event` reads it. Any value that names
+/// no object may be raised, including one `enum ibv_event_type` does not have (a newer kernel's),
+/// to test how such a value is read ([`AsyncEvent::Other`](crate::AsyncEvent::Other)).
+///
+/// Fails with [`ErrorKind::NotSoftware`] on a real device's context, with EINVAL for a type
+/// that names a CQ, QP, SRQ or WQ (it would need a live object) or for port 0, and with EBADF
+/// for a context without an async event fd.
+pub fn raise_port_event(ctx: &Context, event_type: u32, port: u8) -> Result<()> {
+    let raw = ctx.as_raw();
+    require_software(raw, Verb::RaiseAsyncEvent)?;
+    // SAFETY: a live software context (checked above).
+    unsafe { provider::raise_port_event(raw, event_type, port) }
+        .map_err(|e| Error::os(Verb::RaiseAsyncEvent, e))
+}
+
+/// Puts `completion` into `cq`, a CQ of the software device, as the device would after a work
+/// request finished. The hook that lets polling be tested before traffic exists.
+///
+/// Fails with [`ErrorKind::NotSoftware`] on a real device's CQ, and with
+/// [`ErrorKind::CqOverrun`] when the CQ already holds `cqe` completions (a device would move the
+/// CQ to the error state). A CQ created with IGNORE_OVERRUN instead drops the completion and
+/// counts it (see [`lost_completions`]): "CQEs might be lost".
+pub fn inject<Q: AnyCq + ?Sized>(cq: &Q, completion: InjectedCompletion) -> Result<()> {
+    let raw = cq.as_raw_cq();
+    // SAFETY: `cq` is a live CQ, so its context pointer is live too.
+    require_software(unsafe { (*raw).context }, Verb::InjectCompletion)?;
+    // SAFETY: a live software CQ (checked above).
+    match unsafe { provider::push(raw, &completion.cqe) } {
+        Pushed::Stored | Pushed::Lost => Ok(()),
+        Pushed::Overrun => Err(Error {
+            verb: Verb::InjectCompletion,
+            kind: ErrorKind::CqOverrun,
+        }),
+    }
+}
+
+/// How many completions a software CQ created with IGNORE_OVERRUN dropped because it was full;
+/// `None` for a real device's CQ.
+pub fn lost_completions<Q: AnyCq + ?Sized>(cq: &Q) -> Option<u64> {
+    let raw = cq.as_raw_cq();
+    // SAFETY: a live CQ, so its context is live; checked to be a software CQ first.
+    unsafe { crate::backend::is_software((*raw).context).then(|| provider::lost_completions(raw)) }
+}
+
+/// Whether a software CQ has overrun (and would be in the error state); `None` for a real
+/// device's CQ.
+pub fn has_overrun<Q: AnyCq + ?Sized>(cq: &Q) -> Option<bool> {
+    let raw = cq.as_raw_cq();
+    // SAFETY: as in `lost_completions`.
+    unsafe { crate::backend::is_software((*raw).context).then(|| provider::has_overrun(raw)) }
+}
+
+/// Fails with [`ErrorKind::NotSoftware`] unless `ctx` is a software context.
+fn require_software(ctx: *mut crate::ffi::sys::ibv_context, verb: Verb) -> Result<()> {
+    if crate::backend::is_software(ctx) {
+        Ok(())
+    } else {
+        Err(Error {
+            verb,
+            kind: ErrorKind::NotSoftware,
+        })
+    }
+}
+
+/// A completion to put into a software-device CQ with [`inject`]: what the device would write
+/// after a work request finished. Fields that are not set read as zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InjectedCompletion {
+    cqe: Cqe,
+}
+
+impl InjectedCompletion {
+    /// A successful completion of work request `wr_id` with `opcode`.
+    pub fn success(wr_id: u64, opcode: WcOpcode) -> Self {
+        let cqe = Cqe {
+            wr_id,
+            status: WcStatus::SUCCESS.raw(),
+            opcode: opcode.raw(),
+            ..Cqe::default()
+        };
+        InjectedCompletion { cqe }
+    }
+
+    /// A failed completion of `wr_id`: `status` (not [`WcStatus::SUCCESS`]) and the device's
+    /// `vendor_err`.
+    pub fn error(wr_id: u64, status: WcStatus, vendor_err: u32) -> Self {
+        let cqe = Cqe {
+            wr_id,
+            status: status.raw(),
+            vendor_err,
+            ..Cqe::default()
+        };
+        InjectedCompletion { cqe }
+    }
+
+    /// Sets `byte_len`.
+    pub fn byte_len(mut self, v: u32) -> Self {
+        self.cqe.byte_len = v;
+        self
+    }
+    /// Sets immediate data (host byte order) and the completion's `IBV_WC_WITH_IMM` flag.
+    pub fn imm_data(mut self, v: u32) -> Self {
+        self.cqe.imm_or_inv = v.to_be();
+        self.cqe.wc_flags =
+            (self.cqe.wc_flags | crate::ffi::IBV_WC_WITH_IMM) & !crate::ffi::IBV_WC_WITH_INV;
+        self
+    }
+    /// Sets an invalidated rkey and the completion's `IBV_WC_WITH_INV` flag.
+    pub fn invalidated_rkey(mut self, v: u32) -> Self {
+        self.cqe.imm_or_inv = v;
+        self.cqe.wc_flags =
+            (self.cqe.wc_flags | crate::ffi::IBV_WC_WITH_INV) & !crate::ffi::IBV_WC_WITH_IMM;
+        self
+    }
+    /// Sets `qp_num`.
+    pub fn qp_num(mut self, v: u32) -> Self {
+        self.cqe.qp_num = v;
+        self
+    }
+    /// Sets `src_qp`.
+    pub fn src_qp(mut self, v: u32) -> Self {
+        self.cqe.src_qp = v;
+        self
+    }
+    /// Sets `slid`.
+    pub fn slid(mut self, v: u16) -> Self {
+        self.cqe.slid = v.into();
+        self
+    }
+    /// Sets `sl`.
+    pub fn sl(mut self, v: u8) -> Self {
+        self.cqe.sl = v;
+        self
+    }
+    /// Sets `dlid_path_bits`.
+    pub fn dlid_path_bits(mut self, v: u8) -> Self {
+        self.cqe.dlid_path_bits = v;
+        self
+    }
+    /// Sets `pkey_index`.
+    pub fn pkey_index(mut self, v: u16) -> Self {
+        self.cqe.pkey_index = v;
+        self
+    }
+    /// Sets the device timestamp (HCA clock units).
+    pub fn completion_ts(mut self, v: u64) -> Self {
+        self.cqe.completion_ts = v;
+        self
+    }
+    /// Sets the wall-clock timestamp in nanoseconds.
+    pub fn completion_wallclock_ns(mut self, v: u64) -> Self {
+        self.cqe.completion_wallclock_ns = v;
+        self
+    }
+    /// Sets `cvlan`.
+    pub fn cvlan(mut self, v: u16) -> Self {
+        self.cqe.cvlan = v;
+        self
+    }
+    /// Sets `flow_tag`.
+    pub fn flow_tag(mut self, v: u32) -> Self {
+        self.cqe.flow_tag = v;
+        self
+    }
+    /// Sets the completion's `IBV_WC_GRH` flag (a UD receive whose buffer starts with a GRH).
+    pub fn with_grh(mut self) -> Self {
+        self.cqe.wc_flags |= 1 << 0;
+        self
+    }
+    /// Makes the completion solicited, as the receive of a message sent with
+    /// `IBV_SEND_SOLICITED` is: it raises a completion event on a CQ armed with
+    /// `req_notify(true)` (solicited only). Not visible in the completion itself.
+    pub fn solicited(mut self) -> Self {
+        self.cqe.solicited = true;
+        self
+    }
+}
