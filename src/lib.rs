@@ -54,19 +54,18 @@ pub mod wr;
 
 pub use ah::AddressHandle;
 pub use channel::CompChannel;
-pub use cq::{AnyCq, Cq, CqBuilder, Shared, SingleThreaded, Threading};
+pub use cq::{AnyCq, Cq, CqBuilder, CqContext, Shared, SingleThreaded, Threading};
 pub use cq_ex::{
     AllFields, Batch, Completion, CqEx, Failure, NoFields, Poller, Standard, Success, Unchecked,
     WcFlagSet, WcFlags,
 };
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
-pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
+pub use error::{DestroyError, Error, ErrorKind, QpStateName, Result, Verb};
 pub use event::{AsyncEvent, AsyncEventGuard, CqEvent, EventAcks};
 pub use mr::{AtomicTarget, Borrowed, HugeBuf, Mr, OwnedBuf, PageBuf, RemoteAddr, RemoteMr, Sge};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
-    Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, RecvSide, Uc, Ud,
-    UsesSrq,
+    Gid, OwnRq, Qp, QpBuilder, QpCap, QpThreading, QpType, RawPacket, Rc, RecvSide, Uc, Ud, UsesSrq,
 };
 pub use qp_state::{
     AccessFlags, AddressVector, ConnectedInit, GlobalRoute, ModifyError, Mtu, RawPacketInit, RcRtr,
@@ -106,6 +105,10 @@ pub use typed_verbs_macros::wc_flags;
 ///   field's flag: a missing one is a compile error naming the flag to add.
 /// - `Recv::poll_legacy(&cq, handler)`: the same for a legacy [`Cq`], through `ibv_poll_cq`
 ///   into a stack array (only when every field exists in `struct ibv_wc`).
+/// - `Recv::try_poll(&mut cq, |r| -> Result<(), E> { .. })` and `Recv::try_poll_legacy`: the
+///   same with a handler that returns a `Result`, for any `E: From<typed_verbs::Error>`; an
+///   `Err` ends the batch and is returned (`RecvError` is a `std::error::Error`, so
+///   `let r = r?;` hands a failed completion on).
 ///
 /// Success fields: `wr_id`, `status`, `opcode`, `completion_flags`, `byte_len`, `imm_data`,
 /// `invalidated_rkey`, `qp_num`, `src_qp`, `slid`, `sl`, `dlid_path_bits`, `completion_ts`,

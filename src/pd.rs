@@ -38,8 +38,15 @@ impl<'ctx> Pd<'ctx> {
         self.raw.as_ptr()
     }
 
-    /// `ibv_dealloc_pd`.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_dealloc_pd`. If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_dealloc_pd`. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }
@@ -117,8 +124,15 @@ impl<'pd> ParentDomain<'pd> {
         self.raw.as_ptr()
     }
 
-    /// `ibv_dealloc_pd` on the parent domain.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_dealloc_pd` on the parent domain. If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_dealloc_pd` on the parent domain. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }

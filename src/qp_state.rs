@@ -16,7 +16,7 @@
 
 use crate::backend;
 use crate::cq::{sealed, Threading};
-use crate::error::{Error, ErrorKind, Result, Verb};
+use crate::error::{Error, ErrorKind, QpStateName, Result, Verb};
 use crate::ffi::sys;
 use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::Context;
@@ -381,7 +381,8 @@ impl Transitions for RawPacket {
     type Rts = ();
 }
 
-/// A refused `ibv_modify_qp`: the QP, still in its old state, and why.
+/// A refused `ibv_modify_qp`: the QP, still in its old state, and why. What the `try_to_*`
+/// transitions return; the `to_*` ones return the [`Error`] alone.
 pub struct ModifyError<Q> {
     /// The QP, unchanged.
     pub qp: Q,
@@ -404,6 +405,14 @@ impl<Q> fmt::Display for ModifyError<Q> {
 }
 
 impl<Q> std::error::Error for ModifyError<Q> {}
+
+/// The error alone: the QP is dropped (destroyed; inside a polling batch, when the batch
+/// ends). What `to_*` do when the device refuses; `?` does the same with a `try_to_*`'s error.
+impl<Q> From<ModifyError<Q>> for Error {
+    fn from(e: ModifyError<Q>) -> Error {
+        e.error
+    }
+}
 
 /// The result of a transition.
 pub type Modified<'a, T, R, S, C, From, To, const SGE: usize = 1> =
@@ -435,13 +444,17 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     ) -> Modified<'a, T, R, S, C, St, To, SGE> {
         attr.qp_state = To::RAW;
         let qp = self.as_raw();
+        let verb = Verb::ModifyQp {
+            from: QpStateName::from_raw(St::RAW),
+            to: QpStateName::from_raw(To::RAW),
+        };
         // The modify to RESET takes the provider's CQ locks (mlx5: `__mlx5_cq_clean`), which a
         // thread inside a batch never waits for (crate::teardown): refused, as for destroy.
         if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET && crate::teardown::inside_batch() {
             return Err(ModifyError {
                 qp: self,
                 error: Error {
-                    verb: Verb::ModifyQp,
+                    verb,
                     kind: ErrorKind::BatchOpen,
                 },
             });
@@ -451,7 +464,7 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
             Ok(()) => Ok(self.retype()),
             Err(e) => Err(ModifyError {
                 qp: self,
-                error: Error::os(Verb::ModifyQp, e),
+                error: Error::os(verb, e),
             }),
         }
     }
@@ -467,44 +480,90 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
         unsafe { std::mem::zeroed() }
     }
 
-    /// RESET → INIT with the attributes the QP type requires.
-    pub fn to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init, SGE>
+    /// `ibv_modify_qp` with the attributes `attr` writes.
+    fn modify_with<To: QpState>(
+        self,
+        attr: &impl TransitionAttr,
+    ) -> Modified<'a, T, R, S, C, St, To, SGE> {
+        let mut a = Self::zeroed_attr();
+        let mask = attr.apply(&mut a);
+        self.modify(a, mask)
+    }
+
+    /// RESET → INIT with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error (naming the transition) returned; [`try_to_init`](Self::try_to_init)
+    /// gives the QP back instead.
+    pub fn to_init(self, attr: T::Init) -> Result<Qp<'a, T, R, S, C, Init, SGE>>
     where
         St: FromReset,
     {
-        let mut a = Self::zeroed_attr();
-        let mask = attr.apply(&mut a);
-        self.modify(a, mask)
+        Ok(self.try_to_init(attr)?)
     }
 
-    /// INIT → RTR with the attributes the QP type requires.
-    pub fn to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
+    /// RESET → INIT, giving the QP back, still in RESET, if the device refuses.
+    pub fn try_to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init, SGE>
+    where
+        St: FromReset,
+    {
+        self.modify_with(&attr)
+    }
+
+    /// INIT → RTR with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error returned; [`try_to_rtr`](Self::try_to_rtr) gives it back.
+    pub fn to_rtr(self, attr: T::Rtr) -> Result<Qp<'a, T, R, S, C, Rtr, SGE>>
     where
         St: FromInit,
     {
-        let mut a = Self::zeroed_attr();
-        let mask = attr.apply(&mut a);
-        self.modify(a, mask)
+        Ok(self.try_to_rtr(attr)?)
     }
 
-    /// RTR → RTS with the attributes the QP type requires.
-    pub fn to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts, SGE>
+    /// INIT → RTR, giving the QP back, still in INIT, if the device refuses.
+    pub fn try_to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
+    where
+        St: FromInit,
+    {
+        self.modify_with(&attr)
+    }
+
+    /// RTR → RTS with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error returned; [`try_to_rts`](Self::try_to_rts) gives it back.
+    pub fn to_rts(self, attr: T::Rts) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
     where
         St: FromRtr,
     {
-        let mut a = Self::zeroed_attr();
-        let mask = attr.apply(&mut a);
-        self.modify(a, mask)
+        Ok(self.try_to_rts(attr)?)
     }
 
-    /// Any state → ERR: outstanding work requests complete with `IBV_WC_WR_FLUSH_ERR`.
-    pub fn to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState, SGE> {
-        self.modify(Self::zeroed_attr(), 0)
+    /// RTR → RTS, giving the QP back, still in RTR, if the device refuses.
+    pub fn try_to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts, SGE>
+    where
+        St: FromRtr,
+    {
+        self.modify_with(&attr)
     }
 
-    /// Any state → RESET (from RESET too, as the kernel allows).
-    pub fn to_reset(self) -> Modified<'a, T, R, S, C, St, Reset, SGE> {
-        self.modify(Self::zeroed_attr(), 0)
+    /// Any state → ERR: outstanding work requests complete with `IBV_WC_WR_FLUSH_ERR`. If the
+    /// device refuses, the QP is destroyed and the error returned;
+    /// [`try_to_error`](Self::try_to_error) gives it back.
+    pub fn to_error(self) -> Result<Qp<'a, T, R, S, C, ErrorState, SGE>> {
+        Ok(self.try_to_error()?)
+    }
+
+    /// Any state → ERR, giving the QP back, in its old state, if the device refuses.
+    pub fn try_to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState, SGE> {
+        self.modify_with(&())
+    }
+
+    /// Any state → RESET (from RESET too, as the kernel allows). If the device refuses (or
+    /// the call is made inside a polling batch, [`ErrorKind::BatchOpen`]), the QP is dropped
+    /// and the error returned: [`try_to_reset`](Self::try_to_reset) gives it back.
+    pub fn to_reset(self) -> Result<Qp<'a, T, R, S, C, Reset, SGE>> {
+        Ok(self.try_to_reset()?)
+    }
+
+    /// Any state → RESET, giving the QP back, in its old state, if the device refuses.
+    pub fn try_to_reset(self) -> Modified<'a, T, R, S, C, St, Reset, SGE> {
+        self.modify_with(&())
     }
 
     /// `ibv_query_qp` for the state the device reports.

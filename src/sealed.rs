@@ -34,4 +34,6 @@ seals! {
     SealedSgeList;
     /// The attribute structs of QP state transitions.
     SealedTransitionAttr;
+    /// `Self: SealedCqContext<T>`: `Self` may be the user context of a CQ of threading `T`.
+    SealedCqContext<T>;
 }

@@ -7,9 +7,11 @@ mod common;
 use common::{feature, open};
 use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
+use typed_verbs::software;
 use typed_verbs::{
     AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, Gid, GlobalRoute, Mtu, Pd,
-    Qp, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, SqPsn, Uc, UcRtr, Ud, UdInit, Verb,
+    Qp, QpStateName, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, SqPsn, Uc, UcRtr, Ud, UdInit,
+    Verb,
 };
 
 fn av(ctx: &Context, gid: Gid) -> AddressVector {
@@ -163,10 +165,16 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
         port_num: ctx.attr().phys_port_cnt + 1,
         ..CONNECTED_INIT
     };
-    let e = qp.to_init(bad_port).expect_err("port out of range");
+    let e = qp.try_to_init(bad_port).expect_err("port out of range");
     assert_eq!(
         (e.error.verb, e.error.kind.clone()),
-        (Verb::ModifyQp, ErrorKind::Os(libc::EINVAL))
+        (
+            Verb::ModifyQp {
+                from: QpStateName::Reset,
+                to: QpStateName::Init
+            },
+            ErrorKind::Os(libc::EINVAL)
+        )
     );
     let qp: Qp<'_, Rc, _, _, _, Reset> = e.qp;
     assert_eq!(qp.query_state().unwrap(), IBV_QPS_RESET);
@@ -179,7 +187,7 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
             ..av(&ctx, gid)
         };
         let e = qp
-            .to_rtr(rc_rtr(no_grh, dest))
+            .try_to_rtr(rc_rtr(no_grh, dest))
             .expect_err("RoCE needs a GRH");
         assert_eq!(e.error.errno(), libc::EINVAL);
         let qp = e.qp;
@@ -187,6 +195,42 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
         let qp = qp.to_rtr(rc_rtr(av(&ctx, gid), dest)).unwrap();
         assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR);
     }
+}
+
+#[test]
+fn a_refused_to_transition_names_it_and_destroys_the_qp() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let qps = || software::live_objects(&ctx).map(|l| l.qps);
+    let before = qps();
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    assert_eq!(qps(), before.map(|n| n + 1));
+    let bad_port = ConnectedInit {
+        port_num: ctx.attr().phys_port_cnt + 1,
+        ..CONNECTED_INIT
+    };
+    // `to_init` returns the crate's Error (so `?` works anywhere) and the QP is gone.
+    let e: typed_verbs::Error = qp.to_init(bad_port).expect_err("port out of range");
+    assert_eq!(
+        e.verb,
+        Verb::ModifyQp {
+            from: QpStateName::Reset,
+            to: QpStateName::Init
+        }
+    );
+    assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
+    let text = e.to_string();
+    assert!(
+        text.starts_with("ibv_modify_qp RESET->INIT failed: ") && text.ends_with("(errno 22)"),
+        "{text}"
+    );
+    assert_eq!(qps(), before, "the refused QP is destroyed");
+    // A `try_to_*` error converts the same way, dropping the QP.
+    let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
+    let e: typed_verbs::Error = qp.try_to_error().map(drop).map_err(Into::into).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL);
+    assert_eq!(qps(), before);
 }
 
 #[test]
@@ -213,9 +257,16 @@ fn error_state_is_reachable_from_reset_only_through_init() {
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
     let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
     let e = qp
-        .to_error()
+        .try_to_error()
         .expect_err("RESET -> ERR is not in the state table");
     assert_eq!(e.error.errno(), libc::EINVAL);
+    assert_eq!(
+        e.error.verb,
+        Verb::ModifyQp {
+            from: QpStateName::Reset,
+            to: QpStateName::Err
+        }
+    );
     let qp =
         e.qp.to_init(UdInit {
             port_num: 1,
