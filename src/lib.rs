@@ -68,13 +68,32 @@ pub use qp::{
     Gid, OwnRq, Qp, QpBuilder, QpCap, QpThreading, QpType, RawPacket, Rc, RecvSide, Uc, Ud, UsesSrq,
 };
 pub use qp_state::{
-    AccessFlags, AddressVector, ConnectedInit, GlobalRoute, ModifyError, Mtu, RawPacketInit, RcRtr,
-    RcRts, SqPsn, UcRtr, UdInit,
+    AccessFlags, AddressVector, AltPath, ConnectedInit, ConnectedInitModify, ErrorState,
+    GlobalRoute, Init, ModifyError, Mtu, PathMigState, QpState, RawPacketInit, RcRtr, RcRts,
+    RcRtsModify, Reset, Rtr, Rts, SqPsn, UcRtr, UcRtsModify, UdInit, UdInitModify, UdRtsModify,
 };
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
 pub use wc::{WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
+
+/// What a typical program needs, in one import: `use typed_verbs::prelude::*;`.
+///
+/// The handles (context, PD, CQs, SRQ, QP, memory region), the QP types, receive sides,
+/// threading markers and states that name a QP in a signature (`Qp<'a, Rc, OwnRq, Shared, (),
+/// Rts>`), the attributes of each transition, work requests and SGEs, the `wc_flags!` and
+/// `completion_record!` macros, and the crate's [`Error`] and [`Result`] (whose error type
+/// defaults to `Error`, so `Result<T, Box<dyn std::error::Error>>` still reads as usual).
+pub mod prelude {
+    pub use crate::{
+        completion_record, wc_flags, AccessFlags, AddressVector, AltPath, AnyCq, CompChannel,
+        ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Error, ErrorState, Gid,
+        GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd, Poller, Qp,
+        QpThreading, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, RemoteMr, Reset,
+        Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, SqPsn, Srq, Standard, Uc, UcRtr,
+        UcRtsModify, Ud, UdDest, UdInit, UdInitModify, UdRtsModify, UsesSrq, WcOpcode, WcStatus,
+    };
+}
 
 /// Names a CQ's `wc_flags` as a type: `wc_flags!(BYTE_LEN | IMM)` is the [`WcFlagSet`] with
 /// those two flags. The names are the man page's without `IBV_WC_EX_WITH_` (`BYTE_LEN`, `IMM`,
