@@ -87,11 +87,11 @@ pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 pub mod prelude {
     pub use crate::{
         completion_record, wc_flags, AccessFlags, AddressVector, AltPath, AnyCq, CompChannel,
-        ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Error, ErrorState, Gid,
-        GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd, Poller, Qp,
-        QpThreading, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, RemoteMr, Reset,
-        Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, SqPsn, Srq, Standard, Uc, UcRtr,
-        UcRtsModify, Ud, UdDest, UdInit, UdInitModify, UdRtsModify, UsesSrq, WcOpcode, WcStatus,
+        ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Error, ErrorState, Gid, GlobalRoute,
+        HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd, Poller, Qp, QpThreading,
+        RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, RemoteMr, Reset, Result, Rtr, Rts,
+        SendWr, Sge, Shared, SingleThreaded, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud,
+        UdDest, UdInit, UdInitModify, UdRtsModify, UsesSrq, WcOpcode, WcStatus,
     };
 }
 
