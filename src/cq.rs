@@ -275,9 +275,12 @@ pub(crate) unsafe fn user_context<'a, C>(cq: *mut sys::ibv_cq) -> &'a C {
     unsafe { &(*((*cq).cq_context as *const CqMeta<C>)).user }
 }
 
-impl<'a, C: CqContext<Shared>> CqBuilder<'a, kind::Legacy, C> {
+impl<'a, C> CqBuilder<'a, kind::Legacy, C> {
     /// `ibv_create_cq`.
-    pub fn build(self) -> Result<Cq<'a, C>> {
+    pub fn build(self) -> Result<Cq<'a, C>>
+    where
+        C: CqContext<Shared>,
+    {
         self.check(Verb::CreateCq)?;
         let user = UserBox::new(CqMeta::new(self.user));
         // SAFETY: a live context; the channel (if any) is live and of this context; the
@@ -300,7 +303,7 @@ impl<'a, C: CqContext<Shared>> CqBuilder<'a, kind::Legacy, C> {
     }
 }
 
-impl<'a, F: WcFlags, T: Threading, C: CqContext<T>> CqBuilder<'a, kind::Extended<F, T>, C> {
+impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// Takes the CQ's resources from `parent_domain` (`IBV_CQ_INIT_ATTR_MASK_PD`). The CQ
     /// borrows it. A device without parent domains cannot make one in the first place.
     pub fn parent_domain(mut self, parent_domain: &'a ParentDomain<'_>) -> Self {
@@ -323,7 +326,11 @@ impl<'a, F: WcFlags, T: Threading, C: CqContext<T>> CqBuilder<'a, kind::Extended
 
     /// `ibv_create_cq_ex`, with `wc_flags` from `F` and create flags from `T` (and
     /// [`ignore_overrun`](Self::ignore_overrun)). A device lacking a flag gives EOPNOTSUPP.
-    pub fn build(self) -> Result<CqEx<'a, F, T, C>> {
+    /// A [`Shared`] CQ's user context must be `Send + Sync` ([`CqContext`]).
+    pub fn build(self) -> Result<CqEx<'a, F, T, C>>
+    where
+        C: CqContext<T>,
+    {
         self.check(Verb::CreateCqEx)?;
         let user = UserBox::new(CqMeta::new(self.user));
         let flags = self.flags | T::CREATE_FLAGS;

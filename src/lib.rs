@@ -91,7 +91,7 @@ pub mod prelude {
         HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd, Poller, Qp, QpThreading,
         RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, RemoteMr, Reset, Result, Rtr, Rts,
         SendWr, Sge, Shared, SingleThreaded, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud,
-        UdDest, UdInit, UdInitModify, UdRtsModify, UsesSrq, WcOpcode, WcStatus,
+        UdDest, UdInit, UdInitModify, UdRtsModify, UsesSrq, WcOpcode, WcStatus, WorkCompletion,
     };
 }
 
