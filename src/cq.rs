@@ -71,10 +71,12 @@ impl<A: Threading, B: Threading> JoinThreading<B> for A {
 }
 
 /// The user contexts a CQ of threading `T` may hold. A [`Shared`] CQ is for several threads,
-/// so its context must be `Send + Sync`; a [`SingleThreaded`] one, whose handle and QPs never
-/// leave the thread, may hold any (an `Rc<RefCell<..>>`): a CQ's drop moves its user context
-/// out and drops it on the dropping thread before the C object's destroy is run or queued
-/// behind a waiting QP ([`crate::teardown`]), and nothing else reads it off the thread.
+/// so its context must be `Send + Sync`; a [`SingleThreaded`] one may hold any (an
+/// `Rc<RefCell<..>>`). That is sound because the CQ is `Send` only when its context is, and
+/// `Sync` never; its QPs and its `Poller` never leave their thread and never read the context;
+/// and a CQ's drop moves the context out and drops it on the dropping thread before the C
+/// object's destroy runs or is queued behind a waiting QP ([the safety model](crate::safety)),
+/// so no other thread meets it.
 #[diagnostic::on_unimplemented(
     message = "the user context of a Shared CQ must be Send + Sync, and `{Self}` is not: create the CQ with `SingleThreaded` to keep it on one thread, or use a thread-safe context (`Arc<Mutex<..>>`)",
     label = "this CQ's user context is not Send + Sync",
