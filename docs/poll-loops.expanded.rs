@@ -25,6 +25,13 @@ pub struct RecvError {
     /// `vendor_err` of the failed completion.
     pub vendor_err: u32,
 }
+/// A failed completion, as an error: in a `try_poll` handler, `let c = c?;` hands it on.
+impl ::core::fmt::Display for RecvError {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        ::core::write!(f, "work completion failed: {:?}", self)
+    }
+}
+impl ::std::error::Error for RecvError {}
 /// A successful completion as [`Recv::poll`] hands it over: a view of the batch's current completion with exactly the declared fields, each read from the provider when its method is called. [`to_record`](RecvRef::to_record) reads them all into a [`Recv`].
 pub struct RecvRef<'b, F: ::typed_verbs::WcFlags>(
     ::typed_verbs::Completion<'b, F, ::typed_verbs::Success>,
@@ -130,6 +137,76 @@ impl Recv {
             ::core::option::Option::None => Ok(0),
         }
     }
+    /// [`poll`](Self::poll) with a handler that returns `Result<(), E>`, for any
+    /// `E: From<typed_verbs::Error>` (the crate's `Error`, `Box<dyn std::error::Error>`,
+    /// `anyhow::Error`, an error type of the program's own): an `Err` ends the batch at
+    /// once (`ibv_end_poll`) and is returned; the completions after the one it failed on
+    /// stay in the CQ for the next poll. The failed-completion record is an error
+    /// itself, so `let c = c?;` hands a failed work request on.
+    #[inline]
+    pub fn try_poll<P, H, E>(
+        cq: &mut P,
+        mut handler: H,
+    ) -> ::core::result::Result<usize, E>
+    where
+        P: ::typed_verbs::cq_ex::Pollable,
+        P::Flags: ::typed_verbs::cq_ex::WithByteLen + ::typed_verbs::cq_ex::WithImm
+            + ::typed_verbs::cq_ex::WithQpNum + ::typed_verbs::WcFlags,
+        H: for<'b> FnMut(
+            ::core::result::Result<RecvRef<'b, P::Flags>, RecvError>,
+        ) -> ::core::result::Result<(), E>,
+        E: ::core::convert::From<::typed_verbs::Error>,
+    {
+        use ::typed_verbs::cq_ex::PollStop;
+        let polled = ::typed_verbs::cq_ex::Pollable::poll_batch(
+            cq,
+            |mut batch| {
+                let mut left = Self::MAX_BATCH;
+                loop {
+                    let out = match batch.completion().result() {
+                        Ok(c) => handler(Ok(RecvRef(c))),
+                        Err(c) => {
+                            handler(
+                                Err(RecvError {
+                                    wr_id: c.wr_id(),
+                                    status: c.status(),
+                                    vendor_err: c.vendor_err(),
+                                }),
+                            )
+                        }
+                    };
+                    if let Err(e) = out {
+                        return Err(PollStop::Handler(e));
+                    }
+                    left -= 1;
+                    if left == 0 {
+                        return Ok(Self::MAX_BATCH);
+                    }
+                    match batch.advance() {
+                        Ok(::core::option::Option::Some(next)) => batch = next,
+                        Ok(::core::option::Option::None) => {
+                            return Ok(Self::MAX_BATCH - left);
+                        }
+                        Err(e) => return Err(PollStop::Errno(e.errno())),
+                    }
+                }
+            },
+        )?;
+        match polled {
+            ::core::option::Option::Some(Ok(taken)) => Ok(taken),
+            ::core::option::Option::Some(Err(PollStop::Errno(errno))) => {
+                Err(
+                    ::typed_verbs::Error {
+                        verb: ::typed_verbs::Verb::NextPoll,
+                        kind: ::typed_verbs::ErrorKind::Os(errno),
+                    }
+                        .into(),
+                )
+            }
+            ::core::option::Option::Some(Err(PollStop::Handler(e))) => Err(e),
+            ::core::option::Option::None => Ok(0),
+        }
+    }
     /// Polls a legacy `Cq` once: `ibv_poll_cq` into a stack array of `MAX_BATCH` entries,
     /// then `handler` for each completion taken, in order. Returns how many.
     #[inline]
@@ -165,6 +242,51 @@ impl Recv {
                             vendor_err: w.vendor_err(),
                         }),
                     )
+                }
+            }
+        }
+        Ok(taken.len())
+    }
+    /// [`poll_legacy`](Self::poll_legacy) with a handler that returns `Result<(), E>`,
+    /// for any `E: From<typed_verbs::Error>` (the crate's `Error`,
+    /// `Box<dyn std::error::Error>`, `anyhow::Error`, ...): an `Err` is returned at once,
+    /// and the completions taken after the one it failed on are dropped.
+    #[inline]
+    pub fn try_poll_legacy<C, H, E>(
+        cq: &::typed_verbs::Cq<'_, C>,
+        mut handler: H,
+    ) -> ::core::result::Result<usize, E>
+    where
+        H: FnMut(
+            ::core::result::Result<Recv, RecvError>,
+        ) -> ::core::result::Result<(), E>,
+        E: ::core::convert::From<::typed_verbs::Error>,
+    {
+        let mut entries = [const {
+            ::core::mem::MaybeUninit::<::typed_verbs::WorkCompletion>::uninit()
+        }; 16usize];
+        let taken = cq.poll_uninit(&mut entries)?;
+        for w in taken {
+            match w.success() {
+                Some(s) => {
+                    handler(
+                        Ok(Recv {
+                            wr_id: w.wr_id(),
+                            opcode: s.opcode(),
+                            byte_len: s.byte_len(),
+                            imm_data: s.imm_data(),
+                            qp_num: s.qp_num(),
+                        }),
+                    )?
+                }
+                None => {
+                    handler(
+                        Err(RecvError {
+                            wr_id: w.wr_id(),
+                            status: w.status(),
+                            vendor_err: w.vendor_err(),
+                        }),
+                    )?
                 }
             }
         }

@@ -10,8 +10,8 @@
 use std::os::fd::AsRawFd;
 use std::process::ExitCode;
 use typed_verbs::{
-    software, wc_flags, CompChannel, Context, Cq, CqEx, DestroyError, Error, ErrorKind, Gid,
-    InjectedCompletion, Pd, Poller, Qp, QpCap, Rc, Srq, Uc, Ud, WcOpcode, WcStatus,
+    software, wc_flags, CompChannel, Context, Cq, CqEx, Error, ErrorKind, Gid, InjectedCompletion,
+    Pd, Poller, Qp, QpCap, Rc, Srq, Uc, Ud, WcOpcode, WcStatus,
 };
 
 /// The extended CQ's `wc_flags`: the fields its completions expose.
@@ -44,9 +44,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// A failed `destroy` gives the object back with the error; the demo only reports the error.
-fn gone<T>(r: Result<(), DestroyError<T>>, what: &str) -> Result<(), Error> {
-    r.map_err(|e| e.error)?;
+/// Reports an explicit destroy; a failed one is the demo's error (`?`).
+fn gone(r: Result<(), Error>, what: &str) -> Result<(), Error> {
+    r?;
     println!("  destroyed {what}");
     Ok(())
 }
@@ -288,15 +288,16 @@ fn run(device: Option<&str>) -> Result<(), Error> {
     let mut group = [0u8; 16];
     group[..2].copy_from_slice(&[0xff, 0x0e]);
     group[14..].copy_from_slice(&[0x12, 0x34]);
-    let member = ud.attach_mcast(Gid(group), 0xc001)?;
+    ud.attach_mcast(Gid(group), 0xc001)?;
     println!(
         "  ud qp joined multicast group {} (ibv_attach_mcast, lid 0xc001)",
-        gid_str(member.gid())
+        gid_str(Gid(group))
     );
     if let Some(live) = software::live_objects(&ctx) {
         println!("  live objects: {live:?}");
     }
-    gone(member.detach(), "multicast membership (ibv_detach_mcast)")?;
+    ud.detach_mcast(Gid(group), 0xc001)?;
+    println!("  ud qp left the group (ibv_detach_mcast)");
 
     if ctx.is_software() {
         println!("inject completions (software device hook) and poll:");

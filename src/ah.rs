@@ -45,8 +45,15 @@ impl<'a> AddressHandle<'a> {
         unsafe { Node::raw(self.node) }
     }
 
-    /// `ibv_destroy_ah`.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_destroy_ah`. If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_destroy_ah`. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }

@@ -100,8 +100,15 @@ impl<'ctx> CompChannel<'ctx> {
         unsafe { Node::raw(self.node) }
     }
 
-    /// `ibv_destroy_comp_channel`.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_destroy_comp_channel`. If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_destroy_comp_channel`. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }

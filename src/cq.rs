@@ -29,6 +29,10 @@ pub trait Threading: sealed::Sealed + 'static {
     const CREATE_FLAGS: u32;
     #[doc(hidden)]
     type Marker: ?Sized;
+    /// The threading of a QP whose other CQ has threading `B`: [`Shared`] only when both are
+    /// (defined for every pair, so generic code needs no bound for it).
+    #[doc(hidden)]
+    type Join<B: Threading>: Threading;
 }
 
 /// A CQ the provider locks: it is `Sync`, and QPs using it may live on any thread.
@@ -49,29 +53,41 @@ impl sealed::Sealed for SingleThreaded {}
 impl Threading for Shared {
     const CREATE_FLAGS: u32 = 0;
     type Marker = ();
+    type Join<B: Threading> = B;
 }
 impl Threading for SingleThreaded {
     const CREATE_FLAGS: u32 = ffi::CREATE_CQ_ATTR_SINGLE_THREADED;
     type Marker = dyn SingleThreadedCq_CreateItWithSharedToUseItFromSeveralThreads + Send;
+    type Join<B: Threading> = SingleThreaded;
 }
 
-/// The threading of a QP that uses two CQs: [`Shared`] only when both are.
+/// The threading of a QP that uses two CQs: [`Shared`] only when both are. Implemented for
+/// every pair; name the result with [`QpThreading`](crate::qp::QpThreading).
 pub trait JoinThreading<B: Threading>: Threading + sealed::Sealed {
     /// The result.
     type Out: Threading;
 }
-impl JoinThreading<Shared> for Shared {
-    type Out = Shared;
+impl<A: Threading, B: Threading> JoinThreading<B> for A {
+    type Out = A::Join<B>;
 }
-impl JoinThreading<SingleThreaded> for Shared {
-    type Out = SingleThreaded;
-}
-impl JoinThreading<Shared> for SingleThreaded {
-    type Out = SingleThreaded;
-}
-impl JoinThreading<SingleThreaded> for SingleThreaded {
-    type Out = SingleThreaded;
-}
+
+/// The user contexts a CQ of threading `T` may hold. A [`Shared`] CQ is for several threads,
+/// so its context must be `Send + Sync`; a [`SingleThreaded`] one may hold any (an
+/// `Rc<RefCell<..>>`). That is sound because the CQ is `Send` only when its context is, and
+/// `Sync` never; its QPs and its `Poller` never leave their thread and never read the context;
+/// and a CQ's drop moves the context out and drops it on the dropping thread before the C
+/// object's destroy runs or is queued behind a waiting QP ([the safety model](crate::safety)),
+/// so no other thread meets it.
+#[diagnostic::on_unimplemented(
+    message = "the user context of a Shared CQ must be Send + Sync, and `{Self}` is not: create the CQ with `SingleThreaded` to keep it on one thread, or use a thread-safe context (`Arc<Mutex<..>>`)",
+    label = "this CQ's user context is not Send + Sync",
+    note = "a legacy `Cq` is always Shared"
+)]
+pub trait CqContext<T: Threading>: crate::sealed::SealedCqContext<T> {}
+impl<C: Send + Sync> crate::sealed::SealedCqContext<Shared> for C {}
+impl<C: Send + Sync> CqContext<Shared> for C {}
+impl<C> crate::sealed::SealedCqContext<SingleThreaded> for C {}
+impl<C> CqContext<SingleThreaded> for C {}
 
 /// A CQ of either kind, as a QP's send or receive CQ ("may be the same CQ, plain or extended").
 pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
@@ -279,9 +295,12 @@ pub(crate) unsafe fn user_context<'a, C>(cq: *mut sys::ibv_cq) -> &'a C {
     unsafe { &(*((*cq).cq_context as *const CqMeta<C>)).user }
 }
 
-impl<'a, C: Send + Sync> CqBuilder<'a, kind::Legacy, C> {
+impl<'a, C> CqBuilder<'a, kind::Legacy, C> {
     /// `ibv_create_cq`.
-    pub fn build(self) -> Result<Cq<'a, C>> {
+    pub fn build(self) -> Result<Cq<'a, C>>
+    where
+        C: CqContext<Shared>,
+    {
         self.check(Verb::CreateCq)?;
         let (cqe, channel, comp_vector) = (self.cqe, self.channel, self.comp_vector);
         let (meta, ctx) = CqMeta::new(self);
@@ -300,7 +319,7 @@ impl<'a, C: Send + Sync> CqBuilder<'a, kind::Legacy, C> {
     }
 }
 
-impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<F, T>, C> {
+impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// Takes the CQ's resources from `parent_domain` (`IBV_CQ_INIT_ATTR_MASK_PD`). The CQ
     /// borrows it. A device without parent domains cannot make one in the first place.
     pub fn parent_domain<'p: 'a>(
@@ -328,7 +347,11 @@ impl<'a, F: WcFlags, T: Threading, C: Send + Sync> CqBuilder<'a, kind::Extended<
 
     /// `ibv_create_cq_ex`, with `wc_flags` from `F` and create flags from `T` (and
     /// [`ignore_overrun`](Self::ignore_overrun)). A device lacking a flag gives EOPNOTSUPP.
-    pub fn build(self) -> Result<CqEx<'a, F, T, C>> {
+    /// A [`Shared`] CQ's user context must be `Send + Sync` ([`CqContext`]).
+    pub fn build(self) -> Result<CqEx<'a, F, T, C>>
+    where
+        C: CqContext<T>,
+    {
         self.check(Verb::CreateCqEx)?;
         let rxe = is_rxe(self.ctx.get());
         let flags = self.flags | T::CREATE_FLAGS;
@@ -509,8 +532,15 @@ impl<'a, C> Cq<'a, C> {
         self.raw.as_ptr()
     }
 
-    /// `ibv_destroy_cq`.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_destroy_cq`. If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_destroy_cq`. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }

@@ -278,8 +278,15 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
         self.raw.as_ptr()
     }
 
-    /// `ibv_destroy_cq` ("CQ should be destroyed with ibv_destroy_cq").
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_destroy_cq` ("CQ should be destroyed with ibv_destroy_cq"). If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_destroy_cq` ("CQ should be destroyed with ibv_destroy_cq"). On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }
@@ -468,6 +475,16 @@ impl<F: WcFlags, T: Threading> Pollable for Poller<'_, F, T> {
     fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         Poller::poll_batch(self, f)
     }
+}
+
+/// Why a generated `try_poll` loop left its batch early: `ibv_next_poll`'s errno or the
+/// handler's error. Only for [`completion_record!`](crate::completion_record)'s expansion.
+#[doc(hidden)]
+pub enum PollStop<E> {
+    /// `ibv_next_poll` failed with this errno.
+    Errno(i32),
+    /// The handler returned this error.
+    Handler(E),
 }
 
 /// An open polling batch: between `ibv_start_poll` and `ibv_end_poll`, handed to the closure of

@@ -336,7 +336,16 @@ impl Context {
     /// ([the safety model](crate::safety)): then the close is refused with
     /// [`ErrorKind::BatchOpen`] (rdma-core would close the
     /// context under that QP); dropping the context instead closes it after the QP.
-    pub fn close(self) -> Result<(), DestroyError<Self>> {
+    ///
+    /// If the close fails, the error is returned and the context dropped (its `Drop` closes it
+    /// after that QP, or tries once more); [`try_close`](Self::try_close) gives it back.
+    pub fn close(self) -> Result<()> {
+        Ok(self.try_close()?)
+    }
+
+    /// `ibv_close_device`, as [`close`](Self::close); on failure the context comes back,
+    /// still open, inside the error.
+    pub fn try_close(self) -> Result<(), DestroyError<Self>> {
         if crate::teardown::waiting(self.as_raw()) {
             return Err(DestroyError {
                 object: self,

@@ -43,7 +43,14 @@ pub enum Verb {
     DestroySrq,
     CreateQp,
     QueryQp,
-    ModifyQp,
+    /// `ibv_modify_qp` moving a QP from state `from` to state `to` (the same state for a
+    /// modify that stays, such as INIT → INIT): an error names the transition refused.
+    ModifyQp {
+        /// The state the QP was in.
+        from: QpStateName,
+        /// The state asked for.
+        to: QpStateName,
+    },
     DestroyQp,
     QueryGid,
     PostSend,
@@ -96,7 +103,7 @@ impl Verb {
             Verb::DestroySrq => "ibv_destroy_srq",
             Verb::CreateQp => "ibv_create_qp",
             Verb::QueryQp => "ibv_query_qp",
-            Verb::ModifyQp => "ibv_modify_qp",
+            Verb::ModifyQp { .. } => "ibv_modify_qp",
             Verb::QueryGid => "ibv_query_gid",
             Verb::PostSend => "ibv_post_send",
             Verb::PostRecv => "ibv_post_recv",
@@ -115,7 +122,66 @@ impl Verb {
 
 impl fmt::Display for Verb {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Verb::ModifyQp { from, to } => write!(f, "{} {from}->{to}", self.name()),
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+/// A QP state as an error names it (`enum ibv_qp_state`), e.g. in
+/// [`Verb::ModifyQp`]'s transition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum QpStateName {
+    /// `IBV_QPS_RESET`
+    Reset,
+    /// `IBV_QPS_INIT`
+    Init,
+    /// `IBV_QPS_RTR`
+    Rtr,
+    /// `IBV_QPS_RTS`
+    Rts,
+    /// `IBV_QPS_SQD`
+    Sqd,
+    /// `IBV_QPS_SQE`
+    Sqe,
+    /// `IBV_QPS_ERR`
+    Err,
+    /// A value the build's headers do not name (read as an integer, as C wrote it).
+    Other(u32),
+}
+
+impl QpStateName {
+    /// The state of `enum ibv_qp_state` value `raw`.
+    pub fn from_raw(raw: crate::ffi::sys::ibv_qp_state::Type) -> Self {
+        use crate::ffi::sys::ibv_qp_state::*;
+        match raw {
+            IBV_QPS_RESET => QpStateName::Reset,
+            IBV_QPS_INIT => QpStateName::Init,
+            IBV_QPS_RTR => QpStateName::Rtr,
+            IBV_QPS_RTS => QpStateName::Rts,
+            IBV_QPS_SQD => QpStateName::Sqd,
+            IBV_QPS_SQE => QpStateName::Sqe,
+            IBV_QPS_ERR => QpStateName::Err,
+            n => QpStateName::Other(n),
+        }
+    }
+}
+
+impl fmt::Display for QpStateName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            QpStateName::Reset => "RESET",
+            QpStateName::Init => "INIT",
+            QpStateName::Rtr => "RTR",
+            QpStateName::Rts => "RTS",
+            QpStateName::Sqd => "SQD",
+            QpStateName::Sqe => "SQE",
+            QpStateName::Err => "ERR",
+            QpStateName::Other(n) => return write!(f, "state {n}"),
+        };
+        f.write_str(name)
     }
 }
 
@@ -233,14 +299,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            ErrorKind::Os(e) => {
-                write!(
-                    f,
-                    "{} failed: {} (errno {e})",
-                    self.verb,
-                    std::io::Error::from_raw_os_error(*e)
-                )
-            }
+            ErrorKind::Os(e) => write!(f, "{} failed: {} (errno {e})", self.verb, strerror(*e)),
             ErrorKind::OutOfRange {
                 what,
                 value,
@@ -289,7 +348,27 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// A destroy that failed: the error, and the object back so that the caller may retry.
+/// The C library's description of `errno`, without the "(os error N)" that `io::Error` adds:
+/// an [`Error`] prints the errno once, as "(errno N)".
+fn strerror(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    match text.rfind(" (os error ") {
+        Some(end) => text[..end].to_owned(),
+        None => text,
+    }
+}
+
+// `?` into `Box<dyn Error + Send + Sync>` and anyhow needs these; every field is plain data.
+static_assertions::assert_impl_all!(Error: Send, Sync, std::error::Error);
+const _: fn() = || {
+    fn is_static<T: 'static>() {}
+    is_static::<Error>();
+};
+
+/// A destroy that failed: the error, and the object back so that the caller may retry. What
+/// `try_destroy` (and [`Context::try_close`](crate::Context::try_close)) return; `destroy`
+/// returns the plain [`Error`] and drops the object, and `?` turns this one into an [`Error`]
+/// the same way (`From`).
 #[derive(Debug)]
 pub struct DestroyError<T> {
     /// The object that is still alive.
@@ -306,5 +385,36 @@ impl<T> fmt::Display for DestroyError<T> {
 
 impl<T: fmt::Debug> std::error::Error for DestroyError<T> {}
 
+/// The error alone: the object is dropped, and its `Drop` tries the destroy once more (and,
+/// if that fails too, leaks the C object rather than freeing what the device may still use).
+impl<T> From<DestroyError<T>> for Error {
+    fn from(e: DestroyError<T>) -> Error {
+        e.error
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_transition_names_it_and_prints_the_errno_once() {
+        let e = Error::os(
+            Verb::ModifyQp {
+                from: QpStateName::Reset,
+                to: QpStateName::Init,
+            },
+            libc::EINVAL,
+        );
+        let text = e.to_string();
+        assert!(
+            text.starts_with("ibv_modify_qp RESET->INIT failed: "),
+            "{text}"
+        );
+        assert_eq!(text.matches("22").count(), 1, "{text}");
+        assert!(text.ends_with("(errno 22)"), "{text}");
+    }
+}

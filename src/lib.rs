@@ -55,28 +55,46 @@ pub mod wr;
 
 pub use ah::AddressHandle;
 pub use channel::CompChannel;
-pub use cq::{AnyCq, Cq, CqBuilder, Shared, SingleThreaded, Threading};
+pub use cq::{AnyCq, Cq, CqBuilder, CqContext, Shared, SingleThreaded, Threading};
 pub use cq_ex::{
     AllFields, Batch, Completion, CqEx, Failure, NoFields, Poller, Standard, Success, Unchecked,
     WcFlagSet, WcFlags,
 };
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
-pub use error::{DestroyError, Error, ErrorKind, Result, Verb};
+pub use error::{DestroyError, Error, ErrorKind, QpStateName, Result, Verb};
 pub use event::{AsyncEvent, AsyncEventGuard, CqEvent, EventAcks};
 pub use mr::{AtomicTarget, Borrowed, HugeBuf, Mr, OwnedBuf, PageBuf, RemoteAddr, RemoteMr, Sge};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
-    Gid, McastMembership, OwnRq, Qp, QpBuilder, QpCap, QpType, RawPacket, Rc, RecvSide, Uc, Ud,
-    UsesSrq,
+    Gid, OwnRq, Qp, QpBuilder, QpCap, QpThreading, QpType, RawPacket, Rc, RecvSide, Uc, Ud, UsesSrq,
 };
 pub use qp_state::{
-    AccessFlags, AddressVector, ConnectedInit, GlobalRoute, ModifyError, Mtu, RawPacketInit, RcRtr,
-    RcRts, SqPsn, UcRtr, UdInit,
+    AccessFlags, AddressVector, AltPath, ConnectedInit, ConnectedInitModify, ErrorState,
+    GlobalRoute, Init, ModifyError, Mtu, PathMigState, QpState, RawPacketInit, RcRtr, RcRts,
+    RcRtsModify, Reset, Rtr, Rts, SqPsn, UcRtr, UcRtsModify, UdInit, UdInitModify, UdRtsModify,
 };
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
 pub use wc::{WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
+
+/// What a typical program needs, in one import: `use typed_verbs::prelude::*;`.
+///
+/// The handles (context, PD, CQs, SRQ, QP, memory region), the QP types, receive sides,
+/// threading markers and states that name a QP in a signature (`Qp<'a, Rc, OwnRq, Shared, (),
+/// Rts>`), the attributes of each transition, work requests and SGEs, the `wc_flags!` and
+/// `completion_record!` macros, and the crate's [`Error`] and [`Result`] (whose error type
+/// defaults to `Error`, so `Result<T, Box<dyn std::error::Error>>` still reads as usual).
+pub mod prelude {
+    pub use crate::{
+        completion_record, wc_flags, AccessFlags, AddressVector, AltPath, AnyCq, CompChannel,
+        ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Error, ErrorState, Gid, GlobalRoute,
+        HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd, Poller, Qp, QpThreading,
+        RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, RemoteMr, Reset, Result, Rtr, Rts,
+        SendWr, Sge, Shared, SingleThreaded, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud,
+        UdDest, UdInit, UdInitModify, UdRtsModify, UsesSrq, WcOpcode, WcStatus, WorkCompletion,
+    };
+}
 
 /// Names a CQ's `wc_flags` as a type: `wc_flags!(BYTE_LEN | IMM)` is the [`WcFlagSet`] with
 /// those two flags. The names are the man page's without `IBV_WC_EX_WITH_` (`BYTE_LEN`, `IMM`,
@@ -107,6 +125,10 @@ pub use typed_verbs_macros::wc_flags;
 ///   field's flag: a missing one is a compile error naming the flag to add.
 /// - `Recv::poll_legacy(&cq, handler)`: the same for a legacy [`Cq`], through `ibv_poll_cq`
 ///   into a stack array (only when every field exists in `struct ibv_wc`).
+/// - `Recv::try_poll(&mut cq, |r| -> Result<(), E> { .. })` and `Recv::try_poll_legacy`: the
+///   same with a handler that returns a `Result`, for any `E: From<typed_verbs::Error>`; an
+///   `Err` ends the batch and is returned (`RecvError` is a `std::error::Error`, so
+///   `let r = r?;` hands a failed completion on).
 ///
 /// Success fields: `wr_id`, `status`, `opcode`, `completion_flags`, `byte_len`, `imm_data`,
 /// `invalidated_rkey`, `qp_num`, `src_qp`, `slid`, `sl`, `dlid_path_bits`, `completion_ts`,

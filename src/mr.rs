@@ -568,8 +568,16 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     }
 
     /// `ibv_dereg_mr`, then the buffer back, with what the device and [`write`](Self::write)
-    /// put in it. On failure the region comes back, still registered, inside the error.
-    pub fn destroy(self) -> Result<B, DestroyError<Self>> {
+    /// put in it. If it fails, the error is returned and the region dropped: its `Drop` tries
+    /// once more and, failing again, leaks the buffer (the device may still write it).
+    /// [`try_destroy`](Self::try_destroy) gives the region back instead.
+    pub fn destroy(self) -> Result<B> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_dereg_mr`, then the buffer back. On failure the region comes back, still
+    /// registered, inside the error.
+    pub fn try_destroy(self) -> Result<B, DestroyError<Self>> {
         let (addr, len) = self.parts();
         // SAFETY: a live MR, deregistered once: on success `self` is forgotten.
         match unsafe { self.dereg() } {

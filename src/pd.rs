@@ -44,8 +44,15 @@ impl<'ctx> Pd<'ctx> {
         unsafe { Node::raw(self.node) }
     }
 
-    /// `ibv_dealloc_pd`.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_dealloc_pd`. If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_dealloc_pd`. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }
@@ -143,8 +150,15 @@ impl<'pd> ParentDomain<'pd> {
         unsafe { Node::raw(self.node) }
     }
 
-    /// `ibv_dealloc_pd` on the parent domain.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_dealloc_pd` on the parent domain. If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_dealloc_pd` on the parent domain. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }

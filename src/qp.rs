@@ -159,14 +159,14 @@ pub(crate) unsafe fn device_attr(
     Ok(a)
 }
 
-/// What a QP's `qp_context` points at. `#[repr(C)]` with the multicast groups first, so a
-/// membership finds them without knowing `C`.
+/// What a QP's `qp_context` points at. `#[repr(C)]` with the multicast groups first, so the
+/// destroy finds them without knowing `C`.
 #[repr(C)]
 struct QpMeta<C> {
     /// The multicast groups the QP is attached to ("ibv_destroy_qp() fails if the QP is
-    /// attached to a multicast group"): the QP's destroy detaches what is left, so a leaked
-    /// [`McastMembership`] cannot make the QP (and with it its CQs, PD and context) impossible
-    /// to destroy.
+    /// attached to a multicast group"): the QP's destroy detaches what is left, so a group
+    /// never left cannot make the QP (and with it its CQs, PD and context) impossible to
+    /// destroy.
     mcast: Mutex<Vec<(Gid, u16)>>,
     cap: QpCap,
     sq_sig_all: bool,
@@ -238,7 +238,25 @@ pub struct QpBuilder<'a, T, R, S, C = (), const SGE: usize = 1> {
     _m: PhantomData<(&'a (), T, R, S)>,
 }
 
-type Joined<SC, RC> = <<SC as AnyCq>::Threading as JoinThreading<<RC as AnyCq>::Threading>>::Out;
+/// The threading of a QP whose send CQ is `SC` and receive CQ `RC` (the same CQ by default):
+/// [`Shared`] when both CQs are, [`SingleThreaded`](crate::SingleThreaded) otherwise. What
+/// [`Qp::builder`] gives; lets generic code name its QPs:
+///
+/// ```
+/// use typed_verbs::{AnyCq, Pd, Qp, QpThreading, Rc, OwnRq};
+///
+/// fn make_qp<'a, C: AnyCq>(pd: &'a Pd<'_>, cq: &'a C) -> typed_verbs::Result<Qp<'a, Rc, OwnRq, QpThreading<C>>> {
+///     Qp::<Rc>::builder(pd, cq, cq).max_send_wr(16).build()
+/// }
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// # let pd = Pd::new(&ctx)?;
+/// # let cq = typed_verbs::Cq::builder(&ctx).cqe(4).build()?;
+/// # make_qp(&pd, &cq)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+pub type QpThreading<SC, RC = SC> =
+    <<SC as AnyCq>::Threading as JoinThreading<<RC as AnyCq>::Threading>>::Out;
+type Joined<SC, RC> = QpThreading<SC, RC>;
 
 impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` in `pd` with its own receive queue. `send_cq` and
@@ -606,10 +624,12 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         Ok(init.cap.into())
     }
 
-    /// `ibv_attach_mcast`: joins the multicast group `gid` (UD QPs only). While the returned
-    /// membership lives the QP cannot be destroyed ("ibv_destroy_qp() fails if the QP is
-    /// attached to a multicast group"); dropping it detaches.
-    pub fn attach_mcast(&self, gid: Gid, lid: u16) -> Result<McastMembership<'_>>
+    /// `ibv_attach_mcast`: joins the multicast group `gid` (UD QPs only), in any state, so a
+    /// QP may join before it is brought up. The QP keeps its groups (through its transitions
+    /// too); [`detach_mcast`](Self::detach_mcast) leaves one, and the QP's destroy (or drop)
+    /// leaves those still joined first, since "ibv_destroy_qp() fails if the QP is attached to
+    /// a multicast group". Attaching to a group already joined is a no-op, as in the kernel.
+    pub fn attach_mcast(&self, gid: Gid, lid: u16) -> Result<()>
     where
         T: MulticastCapable,
     {
@@ -625,13 +645,30 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         if !groups.contains(&(gid, lid)) {
             groups.push((gid, lid));
         }
-        drop(groups);
-        Ok(McastMembership {
-            qp: self.raw,
-            gid,
-            lid,
-            _m: PhantomData,
-        })
+        Ok(())
+    }
+
+    /// `ibv_detach_mcast`: leaves the multicast group `gid` joined with `lid`. A group the QP
+    /// has not joined is the device's error (`EINVAL` on rxe).
+    pub fn detach_mcast(&self, gid: Gid, lid: u16) -> Result<()>
+    where
+        T: MulticastCapable,
+    {
+        let g = gid.to_sys();
+        let mut groups = self.meta().mcast.lock();
+        // SAFETY: a live QP; `g` valid for the call.
+        unsafe { backend::of((*self.as_raw()).context).detach_mcast(self.as_raw(), &g, lid) }
+            .map_err(|e| Error::os(Verb::DetachMcast, e))?;
+        groups.retain(|&m| m != (gid, lid));
+        Ok(())
+    }
+
+    /// The multicast groups the QP has joined (gid and lid), in the order joined.
+    pub fn mcast_groups(&self) -> Vec<(Gid, u16)>
+    where
+        T: MulticastCapable,
+    {
+        self.meta().mcast.lock().clone()
     }
 
     /// The C QP. It stays owned by `self`.
@@ -639,8 +676,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         self.raw.as_ptr()
     }
 
-    /// `ibv_destroy_qp`.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_destroy_qp` (the multicast groups still attached are detached first). If it fails,
+    /// the error is returned and the QP dropped: its `Drop` tries once more (inside a polling
+    /// batch, [`ErrorKind::BatchOpen`], when the batch ends) and, failing again, leaks the C
+    /// QP. [`try_destroy`](Self::try_destroy) gives the QP back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_destroy_qp`. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }
@@ -692,7 +737,7 @@ unsafe fn destroy_with_groups(
 
 /// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] inside a polling batch (it would wait
 /// for the CQ locks, see [`crate::teardown`]); otherwise the multicast groups still attached
-/// (leaked memberships) are detached first, then `ibv_destroy_qp`. Runs no user code; the user
+/// (never left) are detached first, then `ibv_destroy_qp`. Runs no user code; the user
 /// context is the caller's to free (its `Leftover`) once the handle is disarmed.
 ///
 /// # Safety
@@ -762,54 +807,6 @@ impl Gid {
     }
 }
 
-/// A UD QP's membership of a multicast group. It borrows the QP; dropping it (or
-/// [`detach`](Self::detach)) calls `ibv_detach_mcast`.
-#[must_use = "dropping the membership detaches the QP from the group at once"]
-pub struct McastMembership<'q> {
-    qp: NonNull<sys::ibv_qp>,
-    gid: Gid,
-    lid: u16,
-    _m: PhantomData<&'q ()>,
-}
-
-// SAFETY: ibv_detach_mcast may be called from any thread.
-unsafe impl Send for McastMembership<'_> {}
-// SAFETY: the membership only holds immutable data.
-unsafe impl Sync for McastMembership<'_> {}
-
-impl McastMembership<'_> {
-    /// The group.
-    pub fn gid(&self) -> Gid {
-        self.gid
-    }
-
-    /// `ibv_detach_mcast`.
-    pub fn detach(self) -> Result<(), DestroyError<Self>> {
-        destroy(self)
-    }
-}
-
-impl Destroy for McastMembership<'_> {
-    unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        let g = self.gid.to_sys();
-        let qp = self.qp.as_ptr();
-        // SAFETY: the QP is live (borrowed) and made by the crate's builder.
-        let mut groups = unsafe { groups_of(qp) }.lock();
-        // SAFETY: the QP is live (borrowed); `g` valid for the call.
-        unsafe { backend::of((*qp).context).detach_mcast(qp, &g, self.lid) }
-            .map_err(|e| Error::os(Verb::DetachMcast, e))?;
-        groups.retain(|&m| m != (self.gid, self.lid));
-        Ok(())
-    }
-}
-
-impl Drop for McastMembership<'_> {
-    fn drop(&mut self) {
-        // SAFETY: dropped once; an error cannot be reported from drop (use `detach`).
-        let _ = unsafe { self.destroy_raw() };
-    }
-}
-
 impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> std::fmt::Debug
     for Qp<'_, T, R, S, C, St, SGE>
 {
@@ -820,14 +817,5 @@ impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> std
             .field("qp_num", &self.qp_num())
             .field("send_sge_cap", &SGE)
             .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for McastMembership<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McastMembership")
-            .field("gid", &self.gid)
-            .field("lid", &self.lid)
-            .finish()
     }
 }

@@ -13,10 +13,19 @@
 //! | RESET → INIT | pkey_index, port, access flags | pkey_index, port, access flags | pkey_index, port, qkey | port |
 //! | INIT → RTR | address vector, path MTU, dest QPN, RQ PSN, max_dest_rd_atomic, min_rnr_timer | address vector, path MTU, dest QPN, RQ PSN | none | none |
 //! | RTR → RTS | SQ PSN, timeout, retry_cnt, rnr_retry, max_rd_atomic | SQ PSN | SQ PSN | none |
+//!
+//! A QP in INIT or RTS may also change some attributes without leaving its state
+//! ([`modify_init`](Qp::modify_init), [`modify_rts`](Qp::modify_rts)); each takes a struct of
+//! `Option`s with exactly the table's optional attributes for that QP type:
+//!
+//! | modify | RC | UC | UD | RAW_PACKET |
+//! |---|---|---|---|---|
+//! | INIT → INIT | pkey_index, port, access flags | pkey_index, port, access flags | pkey_index, port, qkey | nothing |
+//! | RTS → RTS | access flags, alt path, path migration state, min_rnr_timer | access flags, alt path, path migration state | qkey | nothing |
 
 use crate::backend;
 use crate::cq::{sealed, Threading};
-use crate::error::{Error, ErrorKind, Result, Verb};
+use crate::error::{Error, ErrorKind, QpStateName, Result, Verb};
 use crate::ffi::sys;
 use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::Context;
@@ -180,6 +189,11 @@ impl crate::sealed::SealedTransitionAttr for RcRtr {}
 impl crate::sealed::SealedTransitionAttr for UcRtr {}
 impl crate::sealed::SealedTransitionAttr for RcRts {}
 impl crate::sealed::SealedTransitionAttr for SqPsn {}
+impl crate::sealed::SealedTransitionAttr for ConnectedInitModify {}
+impl crate::sealed::SealedTransitionAttr for UdInitModify {}
+impl crate::sealed::SealedTransitionAttr for RcRtsModify {}
+impl crate::sealed::SealedTransitionAttr for UcRtsModify {}
+impl crate::sealed::SealedTransitionAttr for UdRtsModify {}
 
 impl TransitionAttr for () {
     fn apply(&self, _: &mut sys::ibv_qp_attr) -> i32 {
@@ -197,7 +211,9 @@ const RETRY_CNT: i32 = 1 << 10;
 const RNR_RETRY: i32 = 1 << 11;
 const RQ_PSN: i32 = 1 << 12;
 const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
+const ALT_PATH: i32 = 1 << 14;
 const MIN_RNR_TIMER: i32 = 1 << 15;
+const PATH_MIG_STATE: i32 = 1 << 18;
 const SQ_PSN: i32 = 1 << 16;
 const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
 const ACCESS_FLAGS: i32 = 1 << 3;
@@ -350,6 +366,168 @@ impl TransitionAttr for SqPsn {
     }
 }
 
+/// Writes the attributes that are `Some` into `a`, returning their mask bits.
+macro_rules! optional {
+    ($a:ident, $mask:ident; $($field:expr => $bit:ident: $v:ident => $body:expr;)*) => {$(
+        if let Some($v) = $field {
+            $body;
+            $mask |= $bit;
+        }
+    )*};
+}
+
+/// INIT → INIT of an RC or UC QP: what the kernel's state table lets it change ("optional"
+/// attributes of INIT → INIT: `pkey_index`, `port`, `access_flags`). `None` leaves an
+/// attribute as it is; [`Default`] changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConnectedInitModify {
+    /// The port.
+    pub port_num: Option<u8>,
+    /// The P_Key table index.
+    pub pkey_index: Option<u16>,
+    /// What the remote side may do to this QP's memory.
+    pub access: Option<AccessFlags>,
+}
+
+impl TransitionAttr for ConnectedInitModify {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        let mut mask = 0;
+        optional! { a, mask;
+            self.port_num => PORT: v => a.port_num = v;
+            self.pkey_index => PKEY_INDEX: v => a.pkey_index = v;
+            self.access => ACCESS_FLAGS: v => a.qp_access_flags = v.bits();
+        }
+        mask
+    }
+}
+
+/// INIT → INIT of a UD QP: `pkey_index`, `port` and `qkey` (the kernel's state table).
+/// `None` leaves an attribute as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UdInitModify {
+    /// The port.
+    pub port_num: Option<u8>,
+    /// The P_Key table index.
+    pub pkey_index: Option<u16>,
+    /// The Q_Key this QP accepts.
+    pub qkey: Option<u32>,
+}
+
+impl TransitionAttr for UdInitModify {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        let mut mask = 0;
+        optional! { a, mask;
+            self.port_num => PORT: v => a.port_num = v;
+            self.pkey_index => PKEY_INDEX: v => a.pkey_index = v;
+            self.qkey => QKEY: v => a.qkey = v;
+        }
+        mask
+    }
+}
+
+/// The path migration state (`enum ibv_mig_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathMigState {
+    /// `IBV_MIG_MIGRATED`: the QP uses its alternate path; path migration is not armed.
+    Migrated = 0,
+    /// `IBV_MIG_REARM`: arm path migration (the QP moves to ARMED).
+    Rearm = 1,
+    /// `IBV_MIG_ARMED`: path migration is armed.
+    Armed = 2,
+}
+
+/// The alternate path of a connected QP (`alt_ah_attr`, `alt_pkey_index`, `alt_port_num`,
+/// `alt_timeout`, set together with `IBV_QP_ALT_PATH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AltPath {
+    /// Where the remote QP is on the alternate path.
+    pub av: AddressVector,
+    /// The P_Key table index on the alternate path.
+    pub pkey_index: u16,
+    /// The local port of the alternate path.
+    pub port_num: u8,
+    /// The local ACK timeout on the alternate path (encoded, 0..=31).
+    pub timeout: u8,
+}
+
+impl AltPath {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) {
+        a.alt_ah_attr = self.av.to_sys();
+        a.alt_pkey_index = self.pkey_index;
+        a.alt_port_num = self.port_num;
+        a.alt_timeout = self.timeout;
+    }
+}
+
+/// RTS → RTS of an RC QP: what the kernel's state table lets it change (access flags, the
+/// alternate path, the path migration state, `min_rnr_timer`). `None` leaves an attribute as
+/// it is. (`cur_qp_state`, also allowed, is the QP's type: RTS.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RcRtsModify {
+    /// What the remote side may do to this QP's memory.
+    pub access: Option<AccessFlags>,
+    /// The RNR NAK timer (encoded, 0..=31).
+    pub min_rnr_timer: Option<u8>,
+    /// The alternate path.
+    pub alt_path: Option<AltPath>,
+    /// The path migration state.
+    pub path_mig_state: Option<PathMigState>,
+}
+
+impl TransitionAttr for RcRtsModify {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        let mut mask = 0;
+        optional! { a, mask;
+            self.access => ACCESS_FLAGS: v => a.qp_access_flags = v.bits();
+            self.min_rnr_timer => MIN_RNR_TIMER: v => a.min_rnr_timer = v;
+            self.alt_path => ALT_PATH: v => v.apply(a);
+            self.path_mig_state => PATH_MIG_STATE: v => a.path_mig_state = v as u32;
+        }
+        mask
+    }
+}
+
+/// RTS → RTS of a UC QP: access flags, the alternate path and the path migration state (the
+/// kernel's state table). `None` leaves an attribute as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UcRtsModify {
+    /// What the remote side may do to this QP's memory.
+    pub access: Option<AccessFlags>,
+    /// The alternate path.
+    pub alt_path: Option<AltPath>,
+    /// The path migration state.
+    pub path_mig_state: Option<PathMigState>,
+}
+
+impl TransitionAttr for UcRtsModify {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        let mut mask = 0;
+        optional! { a, mask;
+            self.access => ACCESS_FLAGS: v => a.qp_access_flags = v.bits();
+            self.alt_path => ALT_PATH: v => v.apply(a);
+            self.path_mig_state => PATH_MIG_STATE: v => a.path_mig_state = v as u32;
+        }
+        mask
+    }
+}
+
+/// RTS → RTS of a UD QP: the Q_Key (the kernel's state table). `None` changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UdRtsModify {
+    /// The Q_Key this QP accepts.
+    pub qkey: Option<u32>,
+}
+
+impl TransitionAttr for UdRtsModify {
+    fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
+        let mut mask = 0;
+        optional! { a, mask;
+            self.qkey => QKEY: v => a.qkey = v;
+        }
+        mask
+    }
+}
+
 /// The attributes each transition takes for a QP type.
 pub trait Transitions: QpType + sealed::Sealed {
     /// RESET → INIT.
@@ -358,30 +536,44 @@ pub trait Transitions: QpType + sealed::Sealed {
     type Rtr: TransitionAttr;
     /// RTR → RTS.
     type Rts: TransitionAttr;
+    /// INIT → INIT: what may change in INIT.
+    type InitModify: TransitionAttr;
+    /// RTS → RTS: what may change in RTS.
+    type RtsModify: TransitionAttr;
 }
 
 impl Transitions for Rc {
     type Init = ConnectedInit;
     type Rtr = RcRtr;
     type Rts = RcRts;
+    type InitModify = ConnectedInitModify;
+    type RtsModify = RcRtsModify;
 }
 impl Transitions for Uc {
     type Init = ConnectedInit;
     type Rtr = UcRtr;
     type Rts = SqPsn;
+    type InitModify = ConnectedInitModify;
+    type RtsModify = UcRtsModify;
 }
 impl Transitions for Ud {
     type Init = UdInit;
     type Rtr = ();
     type Rts = SqPsn;
+    type InitModify = UdInitModify;
+    type RtsModify = UdRtsModify;
 }
+/// The kernel's table lets a RAW_PACKET QP change nothing in INIT → INIT and RTS → RTS.
 impl Transitions for RawPacket {
     type Init = RawPacketInit;
     type Rtr = ();
     type Rts = ();
+    type InitModify = ();
+    type RtsModify = ();
 }
 
-/// A refused `ibv_modify_qp`: the QP, still in its old state, and why.
+/// A refused `ibv_modify_qp`: the QP, still in its old state, and why. What the `try_to_*`
+/// transitions return; the `to_*` ones return the [`Error`] alone.
 pub struct ModifyError<Q> {
     /// The QP, unchanged.
     pub qp: Q,
@@ -405,6 +597,14 @@ impl<Q> fmt::Display for ModifyError<Q> {
 
 impl<Q> std::error::Error for ModifyError<Q> {}
 
+/// The error alone: the QP is dropped (destroyed; inside a polling batch, when the batch
+/// ends). What `to_*` do when the device refuses; `?` does the same with a `try_to_*`'s error.
+impl<Q> From<ModifyError<Q>> for Error {
+    fn from(e: ModifyError<Q>) -> Error {
+        e.error
+    }
+}
+
 /// The result of a transition.
 pub type Modified<'a, T, R, S, C, From, To, const SGE: usize = 1> =
     std::result::Result<Qp<'a, T, R, S, C, To, SGE>, ModifyError<Qp<'a, T, R, S, C, From, SGE>>>;
@@ -422,6 +622,8 @@ require_state! {
     FromReset: Reset, "a QP goes to INIT from RESET: this QP is in `{Self}`; call `to_reset` first";
     FromInit: Init, "a QP goes to RTR from INIT: this QP is in `{Self}`; call `to_init` first";
     FromRtr: Rtr, "a QP goes to RTS from RTR: this QP is in `{Self}`; call `to_rtr` first";
+    InInit: Init, "`modify_init` changes a QP in INIT (INIT -> INIT): this QP is in `{Self}`";
+    InRts: Rts, "`modify_rts` changes a QP in RTS (RTS -> RTS): this QP is in `{Self}`";
 }
 
 impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
@@ -435,13 +637,17 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     ) -> Modified<'a, T, R, S, C, St, To, SGE> {
         attr.qp_state = To::RAW;
         let qp = self.as_raw();
+        let verb = Verb::ModifyQp {
+            from: QpStateName::from_raw(St::RAW),
+            to: QpStateName::from_raw(To::RAW),
+        };
         // The modify to RESET takes the provider's CQ locks (mlx5: `__mlx5_cq_clean`), which a
         // thread inside a batch never waits for (crate::teardown): refused, as for destroy.
         if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET && crate::teardown::inside_batch() {
             return Err(ModifyError {
                 qp: self,
                 error: Error {
-                    verb: Verb::ModifyQp,
+                    verb,
                     kind: ErrorKind::BatchOpen,
                 },
             });
@@ -451,7 +657,7 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
             Ok(()) => Ok(self.retype()),
             Err(e) => Err(ModifyError {
                 qp: self,
-                error: Error::os(Verb::ModifyQp, e),
+                error: Error::os(verb, e),
             }),
         }
     }
@@ -467,44 +673,133 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
         unsafe { std::mem::zeroed() }
     }
 
-    /// RESET → INIT with the attributes the QP type requires.
-    pub fn to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init, SGE>
+    /// `ibv_modify_qp` with the attributes `attr` writes.
+    fn modify_with<To: QpState>(
+        self,
+        attr: &impl TransitionAttr,
+    ) -> Modified<'a, T, R, S, C, St, To, SGE> {
+        let mut a = Self::zeroed_attr();
+        let mask = attr.apply(&mut a);
+        self.modify(a, mask)
+    }
+
+    /// RESET → INIT with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error (naming the transition) returned; [`try_to_init`](Self::try_to_init)
+    /// gives the QP back instead.
+    pub fn to_init(self, attr: T::Init) -> Result<Qp<'a, T, R, S, C, Init, SGE>>
     where
         St: FromReset,
     {
-        let mut a = Self::zeroed_attr();
-        let mask = attr.apply(&mut a);
-        self.modify(a, mask)
+        Ok(self.try_to_init(attr)?)
     }
 
-    /// INIT → RTR with the attributes the QP type requires.
-    pub fn to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
+    /// RESET → INIT, giving the QP back, still in RESET, if the device refuses.
+    pub fn try_to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init, SGE>
+    where
+        St: FromReset,
+    {
+        self.modify_with(&attr)
+    }
+
+    /// INIT → RTR with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error returned; [`try_to_rtr`](Self::try_to_rtr) gives it back.
+    pub fn to_rtr(self, attr: T::Rtr) -> Result<Qp<'a, T, R, S, C, Rtr, SGE>>
     where
         St: FromInit,
     {
-        let mut a = Self::zeroed_attr();
-        let mask = attr.apply(&mut a);
-        self.modify(a, mask)
+        Ok(self.try_to_rtr(attr)?)
     }
 
-    /// RTR → RTS with the attributes the QP type requires.
-    pub fn to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts, SGE>
+    /// INIT → RTR, giving the QP back, still in INIT, if the device refuses.
+    pub fn try_to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
+    where
+        St: FromInit,
+    {
+        self.modify_with(&attr)
+    }
+
+    /// RTR → RTS with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error returned; [`try_to_rts`](Self::try_to_rts) gives it back.
+    pub fn to_rts(self, attr: T::Rts) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
     where
         St: FromRtr,
     {
+        Ok(self.try_to_rts(attr)?)
+    }
+
+    /// RTR → RTS, giving the QP back, still in RTR, if the device refuses.
+    pub fn try_to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts, SGE>
+    where
+        St: FromRtr,
+    {
+        self.modify_with(&attr)
+    }
+
+    /// Any state → ERR: outstanding work requests complete with `IBV_WC_WR_FLUSH_ERR`. If the
+    /// device refuses, the QP is destroyed and the error returned;
+    /// [`try_to_error`](Self::try_to_error) gives it back.
+    pub fn to_error(self) -> Result<Qp<'a, T, R, S, C, ErrorState, SGE>> {
+        Ok(self.try_to_error()?)
+    }
+
+    /// Any state → ERR, giving the QP back, in its old state, if the device refuses.
+    pub fn try_to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState, SGE> {
+        self.modify_with(&())
+    }
+
+    /// Any state → RESET (from RESET too, as the kernel allows). If the device refuses (or
+    /// the call is made inside a polling batch, [`ErrorKind::BatchOpen`]), the QP is dropped
+    /// and the error returned: [`try_to_reset`](Self::try_to_reset) gives it back.
+    pub fn to_reset(self) -> Result<Qp<'a, T, R, S, C, Reset, SGE>> {
+        Ok(self.try_to_reset()?)
+    }
+
+    /// Any state → RESET, giving the QP back, in its old state, if the device refuses.
+    pub fn try_to_reset(self) -> Modified<'a, T, R, S, C, St, Reset, SGE> {
+        self.modify_with(&())
+    }
+
+    /// INIT → INIT: changes what the kernel's state table lets a QP in INIT change (for RC and
+    /// UC: port, P_Key index, access flags; for UD: port, P_Key index, Q_Key), leaving the
+    /// attributes that are `None` as they are. The QP stays in INIT, so it is borrowed; if the
+    /// device refuses, nothing changed and the error names `ibv_modify_qp INIT->INIT`.
+    pub fn modify_init(&self, attr: T::InitModify) -> Result<()>
+    where
+        St: InInit,
+    {
+        self.modify_in_place(&attr)
+    }
+
+    /// RTS → RTS: changes what the kernel's state table lets a QP in RTS change (for RC: access
+    /// flags, `min_rnr_timer`, the alternate path, the path migration state; for UC the same
+    /// but `min_rnr_timer`; for UD the Q_Key), leaving the attributes that are `None` as they
+    /// are. The QP stays in RTS; if the device refuses, nothing changed and the error names
+    /// `ibv_modify_qp RTS->RTS`.
+    pub fn modify_rts(&self, attr: T::RtsModify) -> Result<()>
+    where
+        St: InRts,
+    {
+        self.modify_in_place(&attr)
+    }
+
+    /// `ibv_modify_qp` from `St` to `St` with the attributes `attr` writes.
+    fn modify_in_place(&self, attr: &impl TransitionAttr) -> Result<()> {
         let mut a = Self::zeroed_attr();
         let mask = attr.apply(&mut a);
-        self.modify(a, mask)
-    }
-
-    /// Any state → ERR: outstanding work requests complete with `IBV_WC_WR_FLUSH_ERR`.
-    pub fn to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState, SGE> {
-        self.modify(Self::zeroed_attr(), 0)
-    }
-
-    /// Any state → RESET (from RESET too, as the kernel allows).
-    pub fn to_reset(self) -> Modified<'a, T, R, S, C, St, Reset, SGE> {
-        self.modify(Self::zeroed_attr(), 0)
+        a.qp_state = St::RAW;
+        let qp = self.as_raw();
+        let name = QpStateName::from_raw(St::RAW);
+        // SAFETY: a live QP; `a` valid for the call. A modify that stays in INIT or RTS takes
+        // no CQ lock, so it is allowed inside a polling batch.
+        unsafe { backend::of((*qp).context).modify_qp(qp, &mut a, mask | STATE) }.map_err(|e| {
+            Error::os(
+                Verb::ModifyQp {
+                    from: name,
+                    to: name,
+                },
+                e,
+            )
+        })
     }
 
     /// `ibv_query_qp` for the state the device reports.

@@ -42,9 +42,9 @@
 //!   [`CqEx::poll_batch`](crate::CqEx::poll_batch); a batch the closure leaks (or leaves behind
 //!   by panicking) is ended by `poll_batch` itself, so the provider's CQ lock, which
 //!   `ibv_start_poll` takes and `ibv_end_poll` releases, is never left held.
-//! - **Multicast memberships**: a QP remembers its groups; its destroy detaches the groups of
-//!   leaked [`McastMembership`](crate::McastMembership)s first, so a leaked guard does not make
-//!   the QP, and with it its CQs, PD and context, impossible to destroy.
+//! - **Multicast groups**: a QP remembers the groups it joined; its destroy (and drop) detaches
+//!   those never left first, so a group cannot make the QP, and with it its CQs, PD and
+//!   context, impossible to destroy.
 //! - **Completion and async events**: a held event is acked by its guard; a CQ's destroy acks
 //!   the events still held for it before `ibv_destroy_cq` (which waits for acks), so a leaked
 //!   event cannot make the destroy wait for ever.

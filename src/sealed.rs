@@ -36,4 +36,6 @@ seals! {
     SealedTransitionAttr;
     /// The parent objects, and the ways of holding one ([`Parent`](crate::parent::Parent)).
     SealedParent;
+    /// `Self: SealedCqContext<T>`: `Self` may be the user context of a CQ of threading `T`.
+    SealedCqContext<T>;
 }

@@ -245,8 +245,15 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
         self.raw.as_ptr()
     }
 
-    /// `ibv_destroy_srq`.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+    /// `ibv_destroy_srq`. If it fails, the error is returned and the object dropped: its `Drop`
+    /// tries once more and, failing again, leaks the C object (nothing is freed that the
+    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_destroy_srq`. On failure the object comes back inside the error, still alive.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
 }

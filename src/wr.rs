@@ -430,6 +430,14 @@ impl std::fmt::Display for PostError {
 
 impl std::error::Error for PostError {}
 
+/// The error alone, for `?` in a function returning [`Error`] (the index is dropped: match on
+/// the `PostError` to know which requests were posted).
+impl From<PostError> for Error {
+    fn from(e: PostError) -> Error {
+        e.error
+    }
+}
+
 impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data,
     /// or as the valid, empty SGE array an empty list points at).

@@ -271,16 +271,14 @@ fn a_second_batch_on_the_same_cq_is_refused_on_its_thread() -> Res {
     };
     let (an, bn) = (a.qp_num(), b.qp_num());
     // Put a completion in the CQ: a receive flushed by the move to ERR.
-    let a = a
-        .to_init(ConnectedInit {
-            port_num: 1,
-            pkey_index: 0,
-            access: AccessFlags::LOCAL_WRITE,
-        })
-        .unwrap();
+    let a = a.to_init(ConnectedInit {
+        port_num: 1,
+        pkey_index: 0,
+        access: AccessFlags::LOCAL_WRITE,
+    })?;
     let buf = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     a.post_recv(5, &[buf.sge(0..64).ok_or("sge")?])?;
-    let a = a.to_error().unwrap();
+    let a = a.to_error()?;
     let _ = (an, bn, b);
     let start = Instant::now();
     let nested = loop {

@@ -7,9 +7,12 @@ mod common;
 use common::{feature, open};
 use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
+use typed_verbs::software;
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, Gid, GlobalRoute, Mtu, Pd,
-    Qp, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, SqPsn, Uc, UcRtr, Ud, UdInit, Verb,
+    AccessFlags, AddressVector, AltPath, ConnectedInit, ConnectedInitModify, Context, Cq,
+    ErrorKind, Gid, GlobalRoute, Mr, Mtu, PageBuf, PathMigState, Pd, Qp, QpStateName, RawPacket,
+    RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, SendWr, SqPsn, Uc, UcRtr, Ud, UdInit,
+    UdInitModify, UdRtsModify, Verb, WcStatus, WorkCompletion,
 };
 
 fn av(ctx: &Context, gid: Gid) -> AddressVector {
@@ -163,10 +166,16 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
         port_num: ctx.attr().phys_port_cnt + 1,
         ..CONNECTED_INIT
     };
-    let e = qp.to_init(bad_port).expect_err("port out of range");
+    let e = qp.try_to_init(bad_port).expect_err("port out of range");
     assert_eq!(
         (e.error.verb, e.error.kind.clone()),
-        (Verb::ModifyQp, ErrorKind::Os(libc::EINVAL))
+        (
+            Verb::ModifyQp {
+                from: QpStateName::Reset,
+                to: QpStateName::Init
+            },
+            ErrorKind::Os(libc::EINVAL)
+        )
     );
     let qp: Qp<'_, Rc, _, _, _, Reset> = e.qp;
     assert_eq!(qp.query_state().unwrap(), IBV_QPS_RESET);
@@ -179,7 +188,7 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
             ..av(&ctx, gid)
         };
         let e = qp
-            .to_rtr(rc_rtr(no_grh, dest))
+            .try_to_rtr(rc_rtr(no_grh, dest))
             .expect_err("RoCE needs a GRH");
         assert_eq!(e.error.errno(), libc::EINVAL);
         let qp = e.qp;
@@ -187,6 +196,42 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
         let qp = qp.to_rtr(rc_rtr(av(&ctx, gid), dest)).unwrap();
         assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR);
     }
+}
+
+#[test]
+fn a_refused_to_transition_names_it_and_destroys_the_qp() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let qps = || software::live_objects(&ctx).map(|l| l.qps);
+    let before = qps();
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    assert_eq!(qps(), before.map(|n| n + 1));
+    let bad_port = ConnectedInit {
+        port_num: ctx.attr().phys_port_cnt + 1,
+        ..CONNECTED_INIT
+    };
+    // `to_init` returns the crate's Error (so `?` works anywhere) and the QP is gone.
+    let e: typed_verbs::Error = qp.to_init(bad_port).expect_err("port out of range");
+    assert_eq!(
+        e.verb,
+        Verb::ModifyQp {
+            from: QpStateName::Reset,
+            to: QpStateName::Init
+        }
+    );
+    assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
+    let text = e.to_string();
+    assert!(
+        text.starts_with("ibv_modify_qp RESET->INIT failed: ") && text.ends_with("(errno 22)"),
+        "{text}"
+    );
+    assert_eq!(qps(), before, "the refused QP is destroyed");
+    // A `try_to_*` error converts the same way, dropping the QP.
+    let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
+    let e: typed_verbs::Error = qp.try_to_error().map(drop).map_err(Into::into).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL);
+    assert_eq!(qps(), before);
 }
 
 #[test]
@@ -213,9 +258,16 @@ fn error_state_is_reachable_from_reset_only_through_init() {
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
     let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
     let e = qp
-        .to_error()
+        .try_to_error()
         .expect_err("RESET -> ERR is not in the state table");
     assert_eq!(e.error.errno(), libc::EINVAL);
+    assert_eq!(
+        e.error.verb,
+        Verb::ModifyQp {
+            from: QpStateName::Reset,
+            to: QpStateName::Err
+        }
+    );
     let qp =
         e.qp.to_init(UdInit {
             port_num: 1,
@@ -225,4 +277,235 @@ fn error_state_is_reachable_from_reset_only_through_init() {
         .unwrap();
     let qp: Qp<'_, Ud, _, _, _, ErrorState> = qp.to_error().unwrap();
     assert_eq!(qp.query_state().unwrap(), IBV_QPS_ERR);
+}
+
+/// The attributes a QP has, as the device reports them (`ibv_query_qp`).
+fn query_attr<T: typed_verbs::qp::QpType, St: typed_verbs::QpState>(
+    qp: &Qp<'_, T, typed_verbs::OwnRq, typed_verbs::Shared, (), St>,
+) -> typed_verbs::ffi::sys::ibv_qp_attr {
+    // SAFETY: plain C data.
+    let (mut attr, mut init) = unsafe { std::mem::zeroed() };
+    // SAFETY: a live QP; out-pointers valid for the call. Every attribute the tests read is
+    // in the mask.
+    unsafe { typed_verbs::raw::ibv_query_qp(qp.as_raw(), &mut attr, 0x7f_ffff, &mut init) }
+        .expect("ibv_query_qp");
+    attr
+}
+
+/// Polls `cq` for one completion, at most 2 s; its status.
+fn one_status(cq: &Cq<'_>) -> WcStatus {
+    let start = std::time::Instant::now();
+    let mut wc: [WorkCompletion; 1] = [WorkCompletion::new()];
+    while start.elapsed() < std::time::Duration::from_secs(2) {
+        if let Some(w) = cq.poll(&mut wc).unwrap().first() {
+            return w.status();
+        }
+    }
+    panic!("no completion within 2 s");
+}
+
+/// An RDMA write of 8 bytes from `a` into `target` (registered with remote write) through
+/// `b`, `a`'s peer; the status of the write's completion on `cq`.
+fn rdma_write_status(
+    pd: &Pd<'_>,
+    cq: &Cq<'_>,
+    a: &Qp<'_, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts>,
+    target: &Mr<'_>,
+) -> WcStatus {
+    let src = Mr::new(pd, PageBuf::new(64).unwrap(), AccessFlags::LOCAL_WRITE).unwrap();
+    src.write(0, b"modified").unwrap();
+    let sgl = [src.sge(0..8).unwrap()];
+    let wr = SendWr::rdma_write(9, &sgl, target.remote().at(0, 8).unwrap());
+    a.post_send(&wr.signaled()).unwrap();
+    one_status(cq)
+}
+
+#[test]
+fn modify_init_changes_what_the_peer_may_do() {
+    let ctx = open();
+    let gid = ctx.query_gid(1, 0).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let target = Mr::new(&pd, PageBuf::new(64).unwrap(), AccessFlags::REMOTE_WRITE).unwrap();
+    let no_remote = ConnectedInit {
+        access: AccessFlags::NONE,
+        ..CONNECTED_INIT
+    };
+    // Two pairs whose responder `b` comes up without remote write; the second one's is given
+    // remote write by INIT -> INIT.
+    for modify in [false, true] {
+        let a = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+        let b = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        let b = b.to_init(no_remote).unwrap();
+        if modify {
+            b.modify_init(ConnectedInitModify {
+                access: Some(AccessFlags::REMOTE_WRITE),
+                ..Default::default()
+            })
+            .expect("INIT -> INIT with access flags");
+            assert_eq!(b.query_state().unwrap(), IBV_QPS_INIT, "still in INIT");
+            assert_eq!(
+                query_attr(&b).qp_access_flags,
+                AccessFlags::REMOTE_WRITE.bits()
+            );
+        }
+        let b = b
+            .to_rtr(rc_rtr(av(&ctx, gid), an))
+            .unwrap()
+            .to_rts(RC_RTS)
+            .unwrap();
+        let a = a
+            .to_init(CONNECTED_INIT)
+            .unwrap()
+            .to_rtr(rc_rtr(av(&ctx, gid), bn))
+            .unwrap()
+            .to_rts(RC_RTS)
+            .unwrap();
+        let status = rdma_write_status(&pd, &cq, &a, &target);
+        if modify {
+            assert_eq!(status, WcStatus::SUCCESS);
+            let mut out = [0u8; 8];
+            target.read(0, &mut out).unwrap();
+            assert_eq!(&out, b"modified");
+        } else {
+            assert_eq!(status, WcStatus::REM_INV_REQ_ERR, "no remote write on b");
+        }
+        drop((a, b));
+    }
+    // A port the device lacks is refused, naming INIT -> INIT, and the QP stays as it was.
+    let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
+    let qp = qp
+        .to_init(UdInit {
+            port_num: 1,
+            pkey_index: 0,
+            qkey: 0x1111,
+        })
+        .unwrap();
+    let e = qp
+        .modify_init(UdInitModify {
+            port_num: Some(ctx.attr().phys_port_cnt + 1),
+            ..Default::default()
+        })
+        .expect_err("no such port");
+    assert_eq!(
+        (e.verb, e.errno()),
+        (
+            Verb::ModifyQp {
+                from: QpStateName::Init,
+                to: QpStateName::Init
+            },
+            libc::EINVAL
+        )
+    );
+    assert!(
+        e.to_string().starts_with("ibv_modify_qp INIT->INIT failed"),
+        "{e}"
+    );
+    assert_eq!(qp.query_state().unwrap(), IBV_QPS_INIT);
+    // A UD QP's Q_Key changes in INIT.
+    qp.modify_init(UdInitModify {
+        qkey: Some(0x2222),
+        ..Default::default()
+    })
+    .expect("INIT -> INIT with a qkey");
+    assert_eq!(query_attr(&qp).qkey, 0x2222);
+}
+
+/// Brings `qp` to RTS with `access` and `dest` as its peer.
+fn rc_up<'a>(
+    ctx: &Context,
+    qp: Qp<'a, Rc>,
+    access: AccessFlags,
+    dest: u32,
+) -> Qp<'a, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts> {
+    let gid = ctx.query_gid(1, 0).unwrap();
+    qp.to_init(ConnectedInit {
+        access,
+        ..CONNECTED_INIT
+    })
+    .unwrap()
+    .to_rtr(rc_rtr(av(ctx, gid), dest))
+    .unwrap()
+    .to_rts(RC_RTS)
+    .unwrap()
+}
+
+#[test]
+fn modify_rts_changes_access_rnr_timer_path_and_qkey() {
+    let ctx = open();
+    let gid = ctx.query_gid(1, 0).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let target = Mr::new(&pd, PageBuf::new(64).unwrap(), AccessFlags::REMOTE_WRITE).unwrap();
+    let a = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let b = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let b = rc_up(&ctx, b, AccessFlags::NONE, an);
+    let a = rc_up(&ctx, a, AccessFlags::NONE, bn);
+    // RTS -> RTS: remote write, another RNR timer, an alternate path, migration re-armed.
+    let alt = AltPath {
+        av: av(&ctx, gid),
+        pkey_index: 0,
+        port_num: 1,
+        timeout: 16,
+    };
+    b.modify_rts(RcRtsModify {
+        access: Some(AccessFlags::REMOTE_WRITE),
+        min_rnr_timer: Some(5),
+        alt_path: Some(alt),
+        path_mig_state: Some(PathMigState::Rearm),
+    })
+    .expect("RTS -> RTS");
+    assert_eq!(b.query_state().unwrap(), IBV_QPS_RTS, "still in RTS");
+    let attr = query_attr(&b);
+    assert_eq!(attr.qp_access_flags, AccessFlags::REMOTE_WRITE.bits());
+    assert_eq!(attr.min_rnr_timer, 5);
+    assert_eq!((attr.alt_port_num, attr.alt_timeout), (1, 16));
+    assert!(
+        matches!(attr.path_mig_state, 1 | 2),
+        "REARM, or ARMED once armed: {}",
+        attr.path_mig_state
+    );
+    assert_eq!(rdma_write_status(&pd, &cq, &a, &target), WcStatus::SUCCESS);
+    // An attribute the device refuses (alt_timeout is 5 bits) changes nothing, and the error
+    // names RTS -> RTS.
+    let e = b
+        .modify_rts(RcRtsModify {
+            access: Some(AccessFlags::NONE),
+            alt_path: Some(AltPath { timeout: 32, ..alt }),
+            ..Default::default()
+        })
+        .expect_err("alt_timeout 32");
+    assert_eq!(
+        (e.verb, e.errno()),
+        (
+            Verb::ModifyQp {
+                from: QpStateName::Rts,
+                to: QpStateName::Rts
+            },
+            libc::EINVAL
+        )
+    );
+    assert_eq!(
+        query_attr(&b).qp_access_flags,
+        AccessFlags::REMOTE_WRITE.bits()
+    );
+    // A UD QP's Q_Key changes in RTS.
+    let ud = Qp::<Ud>::builder(&pd, &cq, &cq)
+        .build()
+        .unwrap()
+        .to_init(UdInit {
+            port_num: 1,
+            pkey_index: 0,
+            qkey: 0x1111,
+        })
+        .unwrap()
+        .to_rtr(())
+        .unwrap()
+        .to_rts(SqPsn { sq_psn: 0 })
+        .unwrap();
+    ud.modify_rts(UdRtsModify { qkey: Some(0x3333) })
+        .expect("RTS -> RTS with a qkey");
+    assert_eq!(query_attr(&ud).qkey, 0x3333);
 }

@@ -854,15 +854,23 @@ fn ud_multicast_attach_and_detach() {
     g2.0[15] = 0x18;
     assert!(g1.is_multicast() && g2.is_multicast());
 
-    let m1 = qp.attach_mcast(g1, 0).expect("attach a multicast group");
-    assert_eq!(m1.gid(), g1);
+    qp.attach_mcast(g1, 0).expect("attach a multicast group");
+    assert_eq!(qp.mcast_groups(), vec![(g1, 0)]);
     assert_eq!(count(), base.map(|n| n + 1));
-    let m2 = qp.attach_mcast(g2, 0).expect("attach a second group");
+    qp.attach_mcast(g2, 0).expect("attach a second group");
     assert_eq!(count(), base.map(|n| n + 2));
-    destroyed(m1.detach());
+    qp.detach_mcast(g1, 0).expect("detach the first group");
+    assert_eq!(qp.mcast_groups(), vec![(g2, 0)]);
     assert_eq!(count(), base.map(|n| n + 1));
-    drop(m2); // dropping the membership detaches
+    qp.detach_mcast(g2, 0).expect("detach the second group");
     assert_eq!(count(), base);
+    // Leaving a group not joined is the device's EINVAL, and changes nothing.
+    let e = qp
+        .detach_mcast(g2, 0)
+        .expect_err("a group not joined cannot be left");
+    assert_eq!(e.verb, Verb::DetachMcast);
+    assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
+    assert!(qp.mcast_groups().is_empty());
 
     let mut bad = [0u8; 16];
     bad[0] = 0xfe;
@@ -877,10 +885,10 @@ fn ud_multicast_attach_and_detach() {
     assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
     assert_eq!(count(), base);
 
-    // Re-attaching after detach works, and the QP is destroyable once no membership lives.
-    let m = qp.attach_mcast(g1, 0).expect("attach again");
+    // Re-attaching after detach works, and the QP is destroyable once it has left.
+    qp.attach_mcast(g1, 0).expect("attach again");
     assert_eq!(count(), base.map(|n| n + 1));
-    destroyed(m.detach());
+    qp.detach_mcast(g1, 0).expect("detach again");
     destroyed(qp.destroy());
     assert_eq!(count(), base);
 }
@@ -916,7 +924,7 @@ fn explicit_destroy_of_every_object_type() {
         let mut g = [0u8; 16];
         g[0] = 0xff;
         g[15] = 0x42;
-        let m = qp.attach_mcast(Gid(g), 0).unwrap();
+        qp.attach_mcast(Gid(g), 0).unwrap();
         if start.is_some() {
             let now = software::live_objects(&ctx).unwrap();
             let n_srq = u32::from(srq.is_some());
@@ -934,7 +942,7 @@ fn explicit_destroy_of_every_object_type() {
                 }
             );
         }
-        destroyed(m.detach());
+        qp.detach_mcast(Gid(g), 0).unwrap();
         destroyed(qp.destroy());
         // Consume the Options whole, so their borrows end here (an `if let` would leave a
         // None to drop at the end of the scope, still borrowing what it borrowed).

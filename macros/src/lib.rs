@@ -468,6 +468,27 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                 }
                 Ok(taken.len())
             }
+
+            /// [`poll_legacy`](Self::poll_legacy) with a handler that returns `Result<(), E>`,
+            /// for any `E: From<typed_verbs::Error>` (the crate's `Error`,
+            /// `Box<dyn std::error::Error>`, `anyhow::Error`, ...): an `Err` is returned at once,
+            /// and the completions taken after the one it failed on are dropped.
+            #[inline]
+            pub fn try_poll_legacy<C, H, E>(cq: &::typed_verbs::Cq<'_, C>, mut handler: H) -> ::core::result::Result<usize, E>
+            where
+                H: FnMut(::core::result::Result<#s_name, #e_name>) -> ::core::result::Result<(), E>,
+                E: ::core::convert::From<::typed_verbs::Error>,
+            {
+                let mut entries = [const { ::core::mem::MaybeUninit::<::typed_verbs::WorkCompletion>::uninit() }; #max_batch];
+                let taken = cq.poll_uninit(&mut entries)?;
+                for w in taken {
+                    match w.success() {
+                        Some(s) => handler(Ok(#s_name { #(#s_idents: #s_reads),* }))?,
+                        None => handler(Err(#e_name { #(#e_idents: #e_reads),* }))?,
+                    }
+                }
+                Ok(taken.len())
+            }
         }
     });
 
@@ -493,6 +514,15 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                 pub #e_idents: #e_types,
             )*
         }
+
+        /// A failed completion, as an error: in a `try_poll` handler, `let c = c?;` hands it on.
+        impl ::core::fmt::Display for #e_name {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                ::core::write!(f, "work completion failed: {:?}", self)
+            }
+        }
+
+        impl ::std::error::Error for #e_name {}
 
         #[doc = #r_doc]
         #s_vis struct #r_name<'b, F: ::typed_verbs::WcFlags>(::typed_verbs::Completion<'b, F, ::typed_verbs::Success>);
@@ -560,6 +590,54 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                         verb: ::typed_verbs::Verb::NextPoll,
                         kind: ::typed_verbs::ErrorKind::Os(errno),
                     }),
+                    ::core::option::Option::None => Ok(0),
+                }
+            }
+
+            /// [`poll`](Self::poll) with a handler that returns `Result<(), E>`, for any
+            /// `E: From<typed_verbs::Error>` (the crate's `Error`, `Box<dyn std::error::Error>`,
+            /// `anyhow::Error`, an error type of the program's own): an `Err` ends the batch at
+            /// once (`ibv_end_poll`) and is returned; the completions after the one it failed on
+            /// stay in the CQ for the next poll. The failed-completion record is an error
+            /// itself, so `let c = c?;` hands a failed work request on.
+            #[inline]
+            pub fn try_poll<P, H, E>(cq: &mut P, mut handler: H) -> ::core::result::Result<usize, E>
+            where
+                P: ::typed_verbs::cq_ex::Pollable,
+                P::Flags: #flag_bounds ::typed_verbs::WcFlags,
+                H: for<'b> FnMut(::core::result::Result<#r_name<'b, P::Flags>, #e_name>) -> ::core::result::Result<(), E>,
+                E: ::core::convert::From<::typed_verbs::Error>,
+            {
+                use ::typed_verbs::cq_ex::PollStop;
+                let polled = ::typed_verbs::cq_ex::Pollable::poll_batch(cq, |mut batch| {
+                    let mut left = Self::MAX_BATCH;
+                    loop {
+                        let out = match batch.completion().result() {
+                            Ok(c) => handler(Ok(#r_name(c))),
+                            Err(c) => handler(Err(#e_name { #(#e_idents: c.#e_idents()),* })),
+                        };
+                        if let Err(e) = out {
+                            return Err(PollStop::Handler(e)); // the batch ends here
+                        }
+                        left -= 1;
+                        if left == 0 {
+                            return Ok(Self::MAX_BATCH);
+                        }
+                        match batch.advance() {
+                            Ok(::core::option::Option::Some(next)) => batch = next,
+                            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
+                            Err(e) => return Err(PollStop::Errno(e.errno())),
+                        }
+                    }
+                })?;
+                match polled {
+                    ::core::option::Option::Some(Ok(taken)) => Ok(taken),
+                    ::core::option::Option::Some(Err(PollStop::Errno(errno))) => Err(::typed_verbs::Error {
+                        verb: ::typed_verbs::Verb::NextPoll,
+                        kind: ::typed_verbs::ErrorKind::Os(errno),
+                    }
+                    .into()),
+                    ::core::option::Option::Some(Err(PollStop::Handler(e))) => Err(e),
                     ::core::option::Option::None => Ok(0),
                 }
             }

@@ -9,6 +9,6 @@ fn main() -> Result<(), typed_verbs::Error> {
     let pd = Arc::new(Pd::new(&ctx)?);
     let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
     let _qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
-    cq.destroy().map_err(|e| e.error)?;
+    cq.destroy()?;
     Ok(())
 }

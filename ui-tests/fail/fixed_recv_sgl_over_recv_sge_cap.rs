@@ -10,7 +10,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)?;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_sge(2).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let qp = qp.to_init(init).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?;
     let sgl = [mr.sge(0..32).unwrap(), mr.sge(32..64).unwrap()];
     qp.post_recv(1, &sgl)?;
     Ok(())

@@ -10,7 +10,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)?;
     let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let qp = qp.to_init(init).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?;
     qp.post_recv(1, &[mr.sge(0..64).unwrap()])?;
     Ok(())
 }

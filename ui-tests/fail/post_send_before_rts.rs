@@ -9,7 +9,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)?;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let qp = qp.to_init(init).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?;
     let sgl = [mr.sge(0..64).unwrap()];
     qp.post_send(&SendWr::send(1, &sgl))?;
     Ok(())

@@ -8,8 +8,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let qp = qp.to_init(init).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?;
     let sgl = [mr.sge(0..64).unwrap()];
-    qp.post_send_chain(&[SendWr::send(1, &sgl), SendWr::send(2, &sgl)]).map_err(|e| e.error)?;
+    qp.post_send_chain(&[SendWr::send(1, &sgl), SendWr::send(2, &sgl)])?;
     Ok(())
 }

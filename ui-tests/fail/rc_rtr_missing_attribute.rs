@@ -8,9 +8,9 @@ fn main() -> Result<(), typed_verbs::Error> {
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     let dest = qp.qp_num();
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let qp = qp.to_init(init).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?;
     let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: None };
     let rtr = RcRtr { av, path_mtu: Mtu::Mtu1024, dest_qp_num: dest, rq_psn: 0, max_dest_rd_atomic: 1 };
-    let _qp = qp.to_rtr(rtr).map_err(|e| e.error)?;
+    let _qp = qp.to_rtr(rtr)?;
     Ok(())
 }

@@ -7,7 +7,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let cq = Cq::builder(&ctx).cqe(8).build()?;
     let qp = Qp::<Uc>::builder(&pd, &cq, &cq).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let qp = qp.to_init(init).map_err(|e| e.error)?;
-    let _qp = qp.to_rts(SqPsn { sq_psn: 0 }).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?;
+    let _qp = qp.to_rts(SqPsn { sq_psn: 0 })?;
     Ok(())
 }

@@ -6,6 +6,6 @@ fn main() -> Result<(), typed_verbs::Error> {
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
-    let _qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 }).map_err(|e| e.error)?;
+    let _qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
     Ok(())
 }

@@ -22,7 +22,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let qp = qp.to_init(init).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?;
     qp.post_recv(1, List(&[mr.sge(0..64).unwrap()]))?;
     Ok(())
 }

@@ -22,7 +22,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let qp = qp.to_init(init).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?;
     let three = [mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap(), mr.sge(16..24).unwrap()];
     qp.post_recv(1, Three(&three))?;
     Ok(())

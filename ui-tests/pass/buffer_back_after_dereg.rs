@@ -9,12 +9,12 @@ fn main() -> Result<(), typed_verbs::Error> {
     let pd = Pd::new(&ctx)?;
     let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     mr.write(0, &[7; 8])?;
-    let buf: Vec<u8> = mr.destroy().map_err(|e| e.error)?;
+    let buf: Vec<u8> = mr.destroy()?;
     assert_eq!(buf[..8], [7; 8]);
     drop(buf);
 
     let page = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
-    let page: PageBuf = page.destroy().map_err(|e| e.error)?;
+    let page: PageBuf = page.destroy()?;
     assert_eq!(page.len(), 4096);
 
     let mut borrowed = vec![0u8; 64];

@@ -12,13 +12,13 @@ fn main() -> Result<(), typed_verbs::Error> {
         let parent = ParentDomain::new(&ctx, &pd)?;
         let cq_ex = CqEx::<Standard>::builder(&ctx).parent_domain(&parent).build()?;
         let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq_ex, &srq).build()?;
-        qp.destroy().map_err(|e| e.error)?;
-        srq.destroy().map_err(|e| e.error)?;
-        cq.destroy().map_err(|e| e.error)?;
-        channel.destroy().map_err(|e| e.error)?;
-        cq_ex.destroy().map_err(|e| e.error)?;
-        parent.destroy().map_err(|e| e.error)?;
-        pd.destroy().map_err(|e| e.error)?;
+        qp.destroy()?;
+        srq.destroy()?;
+        cq.destroy()?;
+        channel.destroy()?;
+        cq_ex.destroy()?;
+        parent.destroy()?;
+        pd.destroy()?;
     }
     {
         // The same objects, dropped at the end of the scope in reverse order.
@@ -26,6 +26,6 @@ fn main() -> Result<(), typed_verbs::Error> {
         let cq = Cq::builder(&ctx).cqe(8).build()?;
         let _qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     }
-    ctx.close().map_err(|e| e.error)?;
+    ctx.close()?;
     Ok(())
 }

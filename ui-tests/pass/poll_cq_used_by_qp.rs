@@ -33,8 +33,8 @@ fn main() -> Result<(), typed_verbs::Error> {
         .unwrap()
     })?;
     assert_eq!(seen, [(rc.qp_num().into(), rc.qp_num()), (ud.qp_num().into(), ud.qp_num())]);
-    rc.destroy().map_err(|e| e.error)?;
-    ud.destroy().map_err(|e| e.error)?;
-    cq.destroy().map_err(|e| e.error)?;
+    rc.destroy()?;
+    ud.destroy()?;
+    cq.destroy()?;
     Ok(())
 }

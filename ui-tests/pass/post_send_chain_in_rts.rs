@@ -19,14 +19,14 @@ fn main() -> Result<(), typed_verbs::Error> {
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(4).max_recv_wr(4).build()?;
     let rtr = RcRtr { av, path_mtu: Mtu::Mtu1024, dest_qp_num: qp.qp_num(), rq_psn: 0, max_dest_rd_atomic: 1, min_rnr_timer: 12 };
     let rts = RcRts { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
-    let qp = qp.to_init(init).map_err(|e| e.error)?.to_rtr(rtr).map_err(|e| e.error)?.to_rts(rts).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?.to_rtr(rtr)?.to_rts(rts)?;
 
     qp.post_recv(1, &[rx.sge(0..5).unwrap()])?;
     qp.post_recv(2, &[rx.sge(5..11).unwrap()])?;
-    qp.post_send_chain::<0>(&[]).map_err(|e| e.error)?;
+    qp.post_send_chain::<0>(&[])?;
     let (first, second) = ([tx.sge(0..5).unwrap()], [tx.sge(5..11).unwrap()]);
     qp.post_send_chain(&[SendWr::send(3, &first).signaled(), SendWr::send(4, &second).signaled()])
-        .map_err(|e| e.error)?;
+        ?;
     let mut wc: [WorkCompletion; 4] = Default::default();
     let mut done = 0;
     while done < 4 {

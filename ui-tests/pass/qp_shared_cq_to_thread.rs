@@ -7,9 +7,9 @@ fn main() -> Result<(), typed_verbs::Error> {
     let pd = Pd::new(&ctx)?;
     let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
-    std::thread::scope(|s| s.spawn(move || qp.destroy().map_err(|e| e.error)).join().unwrap())?;
+    std::thread::scope(|s| s.spawn(move || qp.destroy()).join().unwrap())?;
     let local = CqEx::<Standard, SingleThreaded>::builder(&ctx).cqe(4).build()?;
     let qp = Qp::<Rc>::builder(&pd, &local, &local).build()?;
-    qp.destroy().map_err(|e| e.error)?;
+    qp.destroy()?;
     Ok(())
 }

@@ -28,7 +28,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
     let qp: Qp<'_, Rc, OwnRq, Shared, (), Init> =
-        Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(4).build()?.to_init(init).map_err(|e| e.error)?;
+        Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(4).build()?.to_init(init)?;
     let one = [mr.sge(0..8).unwrap()];
     let slice: &[Sge] = &one;
     let vec = vec![mr.sge(8..16).unwrap()];

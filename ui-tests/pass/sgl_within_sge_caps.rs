@@ -26,7 +26,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     assert!(qp.caps().max_send_sge >= 3 && qp.caps().max_recv_sge >= 2);
     let rtr = RcRtr { av, path_mtu: Mtu::Mtu1024, dest_qp_num: qp.qp_num(), rq_psn: 0, max_dest_rd_atomic: 1, min_rnr_timer: 12 };
     let rts = RcRts { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
-    let qp = qp.to_init(init).map_err(|e| e.error)?.to_rtr(rtr).map_err(|e| e.error)?.to_rts(rts).map_err(|e| e.error)?;
+    let qp = qp.to_init(init)?.to_rtr(rtr)?.to_rts(rts)?;
 
     // Three SGEs, in reverse order of the buffer: gathered as listed.
     let three = [tx.sge(8..12).unwrap(), tx.sge(4..8).unwrap(), tx.sge(0..4).unwrap()];

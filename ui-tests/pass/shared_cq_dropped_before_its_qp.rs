@@ -12,7 +12,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     drop(cq);
     drop(pd);
-    qp.destroy().map_err(|e| e.error)?; // then the CQ and the PD, which only it held
-    Arc::into_inner(ctx).expect("no object holds the context").close().map_err(|e| e.error)?;
+    qp.destroy()?; // then the CQ and the PD, which only it held
+    Arc::into_inner(ctx).expect("no object holds the context").close()?;
     Ok(())
 }

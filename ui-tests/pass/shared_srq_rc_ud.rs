@@ -8,8 +8,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let srq = Srq::builder(&pd).max_wr(16).max_sge(2).build()?;
     let rc = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
     let ud = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
-    rc.destroy().map_err(|e| e.error)?;
-    ud.destroy().map_err(|e| e.error)?;
-    srq.destroy().map_err(|e| e.error)?;
+    rc.destroy()?;
+    ud.destroy()?;
+    srq.destroy()?;
     Ok(())
 }

@@ -27,11 +27,11 @@ fn main() -> Result<(), typed_verbs::Error> {
     let _ = SendWr::<RawPacket>::send(11, &sgl);
 
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
-    let rc = Qp::<Rc>::builder(&pd, &cq, &cq).build()?.to_init(init).map_err(|e| e.error)?;
+    let rc = Qp::<Rc>::builder(&pd, &cq, &cq).build()?.to_init(init)?;
     rc.post_recv(12, &sgl)?;
     let srq = Srq::builder(&pd).max_wr(4).build()?;
     let ud = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
-    let _ud = ud.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 }).map_err(|e| e.error)?;
+    let _ud = ud.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
     srq.post_recv(13, &sgl)?;
     Ok(())
 }

@@ -845,7 +845,14 @@ unsafe fn modify_attr(
         || (mask & MAX_QP_RD_ATOMIC != 0 && a.max_rd_atomic > 128)
         || (mask & MAX_DEST_RD_ATOMIC != 0 && a.max_dest_rd_atomic > 128)
         // RoCE: an address vector must carry a GRH (rdma_check_ah_attr).
-        || (mask & AV != 0 && (a.ah_attr.port_num != 1 || a.ah_attr.is_global == 0));
+        || (mask & AV != 0 && (a.ah_attr.port_num != 1 || a.ah_attr.is_global == 0))
+        // The alternate path: its address vector as the primary's, a valid port, and
+        // alt_timeout at most 31 (rxe_qp_chk_attr).
+        || (mask & ALT_PATH != 0
+            && (a.alt_ah_attr.port_num != 1
+                || a.alt_ah_attr.is_global == 0
+                || a.alt_port_num != 1
+                || a.alt_timeout > 31));
     if bad {
         return Err(libc::EINVAL);
     }
@@ -874,6 +881,11 @@ unsafe fn modify_attr(
         MAX_DEST_RD_ATOMIC => max_dest_rd_atomic,
         MIN_RNR_TIMER => min_rnr_timer,
         DEST_QPN => dest_qp_num & 0x00ff_ffff,
+        PATH_MIG_STATE => path_mig_state,
+        ALT_PATH => alt_ah_attr,
+        ALT_PATH => alt_pkey_index,
+        ALT_PATH => alt_port_num,
+        ALT_PATH => alt_timeout,
     }
     if next == IBV_QPS_RESET {
         // SAFETY: plain C data; a QP back in RESET has lost its attributes.
