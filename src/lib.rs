@@ -45,6 +45,7 @@ pub mod qp_state;
 pub mod raw;
 pub mod safety;
 mod sealed;
+pub mod slots;
 pub mod software;
 pub mod srq;
 mod sync;
@@ -72,6 +73,7 @@ pub use qp_state::{
     AccessFlags, AddressVector, ConnectedInit, GlobalRoute, ModifyError, Mtu, RawPacketInit, RcRtr,
     RcRts, SqPsn, UcRtr, UdInit,
 };
+pub use slots::{Received, Slot, SlotBatch, SlotCq, SlotPostError, SlotRq, SlotSrq, UsesSlotSrq};
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
 pub use wc::{WcOpcode, WcStatus, WorkCompletion};
@@ -148,4 +150,8 @@ mod handle_sizes {
     assert_eq_size!(Qp<'static, Rc, OwnRq, SingleThreaded, String>, P);
     assert_eq_size!(Option<Qp<'static, Ud, UsesSrq>>, P);
     assert_eq_size!(Qp<'static, Rc, OwnRq, Shared, (), qp_state::Rts>, P);
+    assert_eq_size!(Slot<'static>, P);
+    assert_eq_size!(Option<Slot<'static>>, P);
+    assert_eq_size!(SlotCq<'static, Standard>, P);
+    assert_eq_size!(SlotSrq<'static>, P);
 }

@@ -542,6 +542,15 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     /// A borrowed buffer (`&mut [u8]`) does not compile here: register it with
     /// [`Mr::scoped`].
     pub fn new(pd: &'pd Pd<'_>, buf: B, access: AccessFlags) -> Result<Self> {
+        let mr = Self::new_unrecorded(pd, buf, access)?;
+        // Its `Sge`s may outlive it: a slot region never takes its lkey (crate::slots).
+        crate::slots::note_plain_lkey(mr.lkey());
+        Ok(mr)
+    }
+
+    /// [`new`](Self::new) without recording the lkey as a plain region's: for a slot region
+    /// ([`crate::slots`]), whose lkey no `Sge` names.
+    pub(crate) fn new_unrecorded(pd: &'pd Pd<'_>, buf: B, access: AccessFlags) -> Result<Self> {
         let (addr, len) = sealed::Owned::into_raw(buf);
         // SAFETY: the buffer's bytes are owned by the region from here: they stay allocated
         // and in place until a successful deregistration gives them back, or forever if the
@@ -601,6 +610,8 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
         // SAFETY: `buf` is borrowed mutably until this function returns, and `mr` is dropped
         // (deregistered, or the process aborts) before it returns or finishes unwinding.
         let raw = unsafe { reg_mr(pd, buf.as_mut_ptr(), buf.len(), access) }?;
+        // SAFETY: just registered; its lkey is fixed.
+        crate::slots::note_plain_lkey(unsafe { raw.as_ref() }.lkey);
         let mr = Mr::<'pd, Borrowed<'b>> {
             raw,
             _m: PhantomData,

@@ -297,6 +297,29 @@ impl<'a, T: QpType> Qp<'a, T> {
     }
 }
 
+impl<'a, T: QpType, R: RecvSide, S: Threading> QpBuilder<'a, T, R, S> {
+    /// A builder of the QP in `pd` on these CQs and SRQ (live, borrowed for `'a` by the
+    /// caller), for the slot builders of [`crate::slots`].
+    pub(crate) fn from_parts(
+        pd: &'a Pd<'_>,
+        send_cq: *mut sys::ibv_cq,
+        recv_cq: *mut sys::ibv_cq,
+        srq: *mut sys::ibv_srq,
+        cap: QpCap,
+    ) -> Self {
+        QpBuilder {
+            pd: pd.as_raw(),
+            send_cq,
+            recv_cq,
+            srq,
+            cap,
+            sq_sig_all: false,
+            user: (),
+            _m: PhantomData,
+        }
+    }
+}
+
 impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a, T, R, S, C, SGE> {
     /// "Requested max number of outstanding WRs in the SQ" (default 1; at most `max_qp_wr`).
     pub fn max_send_wr(mut self, n: u32) -> Self {
