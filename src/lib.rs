@@ -109,9 +109,16 @@ pub use typed_verbs_macros::wc_flags;
 /// - `Recv::poll_legacy(&cq, handler)`: the same for a legacy [`Cq`], through `ibv_poll_cq`
 ///   into a stack array (only when every field exists in `struct ibv_wc`).
 ///
-/// Success fields: `wr_id`, `status`, `opcode`, `completion_flags`, `byte_len`, `imm_data`,
+/// A record with `slot` in its success record polls a [`SlotCq`] (or its
+/// [`SlotPoller`](slots::SlotPoller)) instead: each completion's [`Slot`] is handed to the
+/// handler, owned (the view's `into_slot()`, `received()` with the byte count, `into_record()`;
+/// the error record has `slot` too unless it is declared without it); `wr_id`, which is the
+/// slot itself, cannot be declared then. On a plain CQ `slot` is a compile error naming
+/// `.slots()`.
+///
+/// Success fields: `slot`, `wr_id`, `status`, `opcode`, `completion_flags`, `byte_len`, `imm_data`,
 /// `invalidated_rkey`, `qp_num`, `src_qp`, `slid`, `sl`, `dlid_path_bits`, `completion_ts`,
-/// `completion_wallclock_ns`, `cvlan`, `flow_tag`. Error fields: `wr_id`, `status`,
+/// `completion_wallclock_ns`, `cvlan`, `flow_tag`. Error fields: `slot`, `wr_id`, `status`,
 /// `vendor_err`. An unknown name, a success-only field in the error record and `max_batch = 0`
 /// are compile errors that say what to write instead.
 pub use typed_verbs_macros::completion_record;
