@@ -76,7 +76,9 @@ use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
 use crate::mr::{Mr, OwnedBuf, RemoteAddr};
 use crate::pd::Pd;
-use crate::qp::{OwnRq, OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable, UsesSrq};
+use crate::qp::{
+    OwnRq, OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable, UsesSrq,
+};
 use crate::qp_state::{AccessFlags, QpState};
 use crate::srq::{Srq, SrqAttr, SrqBuilder};
 use crate::sync::Mutex;
@@ -135,7 +137,10 @@ pub(crate) fn note_plain_lkey(lkey: u32) {
 }
 
 fn plain_lkey_seen(lkey: u32) -> bool {
-    PLAIN_LKEYS.lock().as_ref().is_some_and(|s| s.contains(&lkey))
+    PLAIN_LKEYS
+        .lock()
+        .as_ref()
+        .is_some_and(|s| s.contains(&lkey))
 }
 
 /// How many times a slot registration that got a plain region's lkey is repeated.
@@ -865,7 +870,12 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
         T: RdmaWriteCapable,
         St: SendReady,
     {
-        self.post_send_slot_op(slot, len, sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE, Some(remote))
+        self.post_send_slot_op(
+            slot,
+            len,
+            sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            Some(remote),
+        )
     }
 }
 

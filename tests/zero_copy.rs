@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::slots::{SlotPoller, SlotSends};
 use typed_verbs::{
-    wc_flags, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, ErrorKind, GlobalRoute,
-    Mr, Mtu, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, Received, RecvSide, Shared, Slot, SlotRq, Srq,
+    wc_flags, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, ErrorKind, GlobalRoute, Mr,
+    Mtu, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, Received, RecvSide, Shared, Slot, SlotRq, Srq,
     UsesSlotSrq, Verb, WcOpcode, WcStatus,
 };
 
@@ -113,12 +113,20 @@ fn wait<'s>(poller: &mut SlotPoller<'_, 's, Flags>, n: usize) -> Vec<Back<'s>> {
 fn assert_quiet(poller: &mut SlotPoller<'_, '_, Flags>) {
     std::thread::sleep(Duration::from_millis(50));
     let more = poller.poll_batch(|_| ()).unwrap();
-    assert!(more.is_none(), "a completion (and its slot) came back twice");
+    assert!(
+        more.is_none(),
+        "a completion (and its slot) came back twice"
+    );
 }
 
 fn slots<'pd>(pd: &'pd Pd<'_>, n: usize, len: usize) -> Vec<Slot<'pd>> {
-    let s = Slot::register(pd, PageBuf::new(n * len).unwrap(), AccessFlags::LOCAL_WRITE, len)
-        .unwrap();
+    let s = Slot::register(
+        pd,
+        PageBuf::new(n * len).unwrap(),
+        AccessFlags::LOCAL_WRITE,
+        len,
+    )
+    .unwrap();
     assert_eq!(s.len(), n);
     s
 }
@@ -127,7 +135,11 @@ fn slots<'pd>(pd: &'pd Pd<'_>, n: usize, len: usize) -> Vec<Slot<'pd>> {
 fn receives_land_in_slots_and_sends_come_back_writable() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(32).slots().build().unwrap();
+    let mut cq = CqEx::<Flags>::builder(&ctx)
+        .cqe(32)
+        .slots()
+        .build()
+        .unwrap();
     let (cq, mut poller) = cq.split();
     let build = || {
         Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -185,7 +197,11 @@ fn receives_land_in_slots_and_sends_come_back_writable() {
 fn an_srq_in_slot_mode_hands_its_slots_to_the_receiving_qp() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(32).slots().build().unwrap();
+    let mut cq = CqEx::<Flags>::builder(&ctx)
+        .cqe(32)
+        .slots()
+        .build()
+        .unwrap();
     let srq = Srq::builder(&pd).max_wr(8).slots().build().unwrap();
     let (cq, mut poller) = cq.split();
     let a = Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -227,7 +243,11 @@ fn a_qp_moved_to_err_gives_every_posted_slot_back_once() {
     let pd = Pd::new(&ctx).unwrap();
     let leaks = LeakCheck::new(&ctx, "a_qp_moved_to_err_gives_every_posted_slot_back_once");
     {
-        let mut cq = CqEx::<Flags>::builder(&ctx).cqe(32).slots().build().unwrap();
+        let mut cq = CqEx::<Flags>::builder(&ctx)
+            .cqe(32)
+            .slots()
+            .build()
+            .unwrap();
         let (cq, mut poller) = cq.split();
         let qp = Qp::<Rc>::slot_builder(&pd, cq, cq)
             .max_recv_wr(8)
@@ -262,7 +282,11 @@ fn a_qp_moved_to_err_gives_every_posted_slot_back_once() {
 fn a_refused_post_gives_the_slot_back() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(256).slots().build().unwrap();
+    let mut cq = CqEx::<Flags>::builder(&ctx)
+        .cqe(256)
+        .slots()
+        .build()
+        .unwrap();
     let (cq, mut poller) = cq.split();
     let build = || {
         Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -281,7 +305,12 @@ fn a_refused_post_gives_the_slot_back() {
     assert_eq!(e.error.verb, Verb::PostSend);
     assert!(matches!(
         e.error.kind,
-        ErrorKind::OutOfRange { what: "len", value: 65, max: 64, .. }
+        ErrorKind::OutOfRange {
+            what: "len",
+            value: 65,
+            max: 64,
+            ..
+        }
     ));
     assert_eq!(e.slot.as_ref().map(|s| s.as_ptr()), Some(p));
 
@@ -304,7 +333,10 @@ fn a_refused_post_gives_the_slot_back() {
             }
         }
     }
-    assert!(refused.is_some(), "the receive past the queue's size was refused");
+    assert!(
+        refused.is_some(),
+        "the receive past the queue's size was refused"
+    );
     // The posted ones come back with their flushes, once.
     let b = b.to_error().unwrap();
     let back = wait(&mut poller, cap);
@@ -317,7 +349,11 @@ fn a_refused_post_gives_the_slot_back() {
 fn an_rdma_write_from_a_slot_gives_the_slot_back() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(32).slots().build().unwrap();
+    let mut cq = CqEx::<Flags>::builder(&ctx)
+        .cqe(32)
+        .slots()
+        .build()
+        .unwrap();
     let (cq, mut poller) = cq.split();
     let build = || {
         Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -385,12 +421,17 @@ fn a_region_lives_until_its_last_slot_is_dropped() {
     let leaks = LeakCheck::new(&ctx, "a_region_lives_until_its_last_slot_is_dropped");
     let mut s = Slot::register(&pd, vec![9u8; 1000], AccessFlags::NONE, 300).unwrap();
     assert_eq!(s.len(), 3, "the 100 bytes left over are no slot");
-    assert!(s.iter().all(|s| s.len() == 300 && s.iter().all(|&b| b == 9)));
+    assert!(s
+        .iter()
+        .all(|s| s.len() == 300 && s.iter().all(|&b| b == 9)));
     let last = s.pop().unwrap();
     drop(s);
-    if let (Some(before), Some(now)) = (leaks.before(), typed_verbs::software::live_objects(&ctx))
-    {
-        assert_eq!(now.mrs, before.mrs + 1, "the region stays while a slot lives");
+    if let (Some(before), Some(now)) = (leaks.before(), typed_verbs::software::live_objects(&ctx)) {
+        assert_eq!(
+            now.mrs,
+            before.mrs + 1,
+            "the region stays while a slot lives"
+        );
     }
     // Slots move to other threads with their region.
     std::thread::scope(|t| {
@@ -409,7 +450,11 @@ typed_verbs::completion_record! {
 fn a_generated_poll_loop_hands_each_slot_to_the_handler() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(64).slots().build().unwrap();
+    let mut cq = CqEx::<Flags>::builder(&ctx)
+        .cqe(64)
+        .slots()
+        .build()
+        .unwrap();
     let (cq, mut poller) = cq.split();
     let build = || {
         Qp::<Rc>::slot_builder(&pd, cq, cq)

@@ -627,7 +627,10 @@ fn expand_slots(
     };
     let (s_plain, e_plain) = (plain(success_fields), plain(error_fields));
     let idents = |fields: &[&'static Field]| -> Vec<Ident> {
-        fields.iter().map(|f| Ident::new(f.name, Span::call_site())).collect()
+        fields
+            .iter()
+            .map(|f| Ident::new(f.name, Span::call_site()))
+            .collect()
     };
     let (s_idents, e_idents) = (idents(&s_plain), idents(&e_plain));
     let s_types: Vec<_> = s_plain.iter().map(|f| ty(f)).collect();
@@ -643,7 +646,10 @@ fn expand_slots(
     let mut flags: Vec<&str> = success_fields.iter().filter_map(|f| f.flag).collect();
     flags.sort_unstable();
     flags.dedup();
-    let bounds: Vec<Ident> = flags.iter().map(|t| Ident::new(t, Span::call_site())).collect();
+    let bounds: Vec<Ident> = flags
+        .iter()
+        .map(|t| Ident::new(t, Span::call_site()))
+        .collect();
     let flag_bounds = quote!(#(::typed_verbs::cq_ex::#bounds +)*);
     let error_slot = error_fields.iter().any(|f| f.name == SLOT);
     let (e_generics, e_derive, e_slot_field, e_slot_init) = if error_slot {
@@ -839,9 +845,12 @@ mod tests {
             .starts_with("`qp_num` is valid only on a successful completion"));
         assert!(bad("struct R { wr_id, wr_id } max_batch = 1;").contains("declared twice"));
         assert!(bad("struct R { wr_id } max_batch = 0;").starts_with("max_batch = 0"));
-        assert!(bad("struct R { slot, wr_id } max_batch = 1;").starts_with("`wr_id` of a slot completion"));
-        assert!(bad("struct R { byte_len } struct E { slot } max_batch = 1;")
-            .starts_with("`slot` in the error record needs `slot` in the success record"));
+        assert!(bad("struct R { slot, wr_id } max_batch = 1;")
+            .starts_with("`wr_id` of a slot completion"));
+        assert!(
+            bad("struct R { byte_len } struct E { slot } max_batch = 1;")
+                .starts_with("`slot` in the error record needs `slot` in the success record")
+        );
         assert!(bad("struct R { wr_id }").contains("add `max_batch = N;`"));
     }
 }
