@@ -97,7 +97,8 @@ use std::sync::Arc;
 /// (kept registered and allocated while any of its slots lives).
 #[repr(C)]
 struct SlotInner {
-    addr: *mut u8,
+    /// Not null: the compiler then knows the slices made from it are not either.
+    addr: NonNull<u8>,
     len: u32,
     lkey: u32,
     /// The region (an `Mr` that no one can reach any more); dropping the last one deregisters
@@ -213,8 +214,9 @@ impl<'pd> Slot<'pd> {
         let region: Arc<dyn Send + Sync> = Arc::new(mr);
         for i in 0..n {
             let inner = Box::new(SlotInner {
-                // SAFETY: `i * slot_len + slot_len <= len`: inside the registered buffer.
-                addr: unsafe { base.add(i * slot_len) },
+                // SAFETY: `i * slot_len + slot_len <= len`: inside the registered buffer, whose
+                // address is not null (a live allocation).
+                addr: unsafe { NonNull::new_unchecked(base.add(i * slot_len)) },
                 len: slot_len as u32,
                 lkey,
                 region: region.clone(),
@@ -267,7 +269,7 @@ impl<'r> Slot<'r> {
     fn sge(&self, len: u32) -> sys::ibv_sge {
         let i = self.inner();
         sys::ibv_sge {
-            addr: i.addr as u64,
+            addr: i.addr.as_ptr() as u64,
             length: len,
             lkey: i.lkey,
         }
@@ -282,7 +284,7 @@ impl Deref for Slot<'_> {
         // SAFETY: the slot's range of a region that stays allocated while the slot lives;
         // initialised (owned buffers are); nobody else writes it while the slot is not posted
         // (module docs), and it is not posted while a `Slot` exists.
-        unsafe { std::slice::from_raw_parts(i.addr, i.len as usize) }
+        unsafe { std::slice::from_raw_parts(i.addr.as_ptr(), i.len as usize) }
     }
 }
 
@@ -292,7 +294,7 @@ impl DerefMut for Slot<'_> {
         let i = self.inner();
         // SAFETY: as in `deref`; nobody else reads it either (no work request names it), and
         // the `&mut` borrows the one owner.
-        unsafe { std::slice::from_raw_parts_mut(i.addr, i.len as usize) }
+        unsafe { std::slice::from_raw_parts_mut(i.addr.as_ptr(), i.len as usize) }
     }
 }
 
