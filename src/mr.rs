@@ -17,7 +17,7 @@
 //!
 //! While registered, the buffer is never handed out as a Rust reference: safe access is through
 //! copies ([`Mr::read`], [`Mr::write`], byte-wise atomic), and a slice of it is `unsafe`
-//! ([`Mr::as_slice`]).
+//! ([`Mr::as_slice`]). For zero copy, register the memory as [`Slot`](crate::Slot)s instead.
 
 use crate::backend;
 use crate::dma;

@@ -50,7 +50,7 @@
 //!      its receive CQ only in slot mode ([`SlotRq`], or [`UsesSlotSrq`] whose SRQ takes slot
 //!      receives only) and as its send CQ only with [`SlotSends`], whose sends are all
 //!      signaled slot sends; `Qp::builder` and `software::inject` take no `SlotCq` (it is not
-//!      an [`AnyCq`](crate::AnyCq)), and the plain `post_recv`/`post_send` do not exist on
+//!      an [`AnyCq`]), and the plain `post_recv`/`post_send` do not exist on
 //!      slot-mode queues. The raw API's contract excludes other `wr_id`s on slot queues.
 //!    - each completion's `wr_id` is converted exactly once: by the crate, when a
 //!      [`SlotBatch`] enters the completion (`ibv_start_poll`, then each `ibv_next_poll`),
@@ -209,7 +209,7 @@ impl<'pd> Slot<'pd> {
         // reached only through them.
         let mr: Mr<'static, B> = unsafe {
             let mr = ManuallyDrop::new(mr);
-            ptr::read(&*mr as *const Mr<'pd, B> as *const Mr<'static, B>)
+            ptr::read((&*mr as *const Mr<'pd, B>).cast::<Mr<'static, B>>())
         };
         let region: Arc<dyn Send + Sync> = Arc::new(mr);
         for i in 0..n {
@@ -401,7 +401,7 @@ fn post_slot<'r, W>(
         e => {
             let error = Error::os(verb, e.abs());
             // "bad_wr: the first work request that failed": this one, so it was not posted.
-            let slot = (bad == wr as *mut W).then(|| {
+            let slot = ptr::eq(bad, wr).then(|| {
                 // SAFETY: the token made above, which the provider did not take.
                 unsafe { Slot::from_token(token) }
             });
@@ -417,7 +417,7 @@ fn post_slot<'r, W>(
 /// ([`SlotRq`], [`UsesSlotSrq`]) and the send CQ of QPs with [`SlotSends`]. Built with
 /// `CqEx::builder(&ctx)...slots().build()`.
 ///
-/// It is not an [`AnyCq`](crate::AnyCq): `Qp::builder` and `software::inject` do not take it,
+/// It is not an [`AnyCq`]: `Qp::builder` and `software::inject` do not take it,
 /// so no completion with a `wr_id` the program chose can reach it.
 #[repr(transparent)]
 pub struct SlotCq<'a, F: WcFlags, T: Threading = Shared, C = ()> {
@@ -608,11 +608,10 @@ impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
     pub fn advance(self) -> Result<Option<Self>> {
         let SlotBatch { batch, slot } = self;
         drop(slot);
-        Ok(match batch.advance()? {
-            // SAFETY: the batch of a slot CQ, just moved to its next completion.
-            Some(next) => Some(unsafe { SlotBatch::enter(next) }),
-            None => None,
-        })
+        // SAFETY: the batch of a slot CQ, just moved to its next completion.
+        Ok(batch
+            .advance()?
+            .map(|next| unsafe { SlotBatch::enter(next) }))
     }
 }
 
