@@ -230,11 +230,35 @@ fn an_srq_in_slot_mode_hands_its_slots_to_the_receiving_qp() {
     assert_eq!(&recv.slot[..recv.byte_len as usize], b"srq");
     assert_eq!(recv.slot.len(), 512, "a slot of the SRQ's");
 
-    // The two receives left belong to the SRQ, not to a QP: destroying the QPs completes
-    // none of them (they stay posted, and are leaked with the SRQ), and nothing else comes back.
-    drop(b);
-    drop(a);
+    // The two receives left belong to the SRQ, not to a QP: no flush returns them (destroying
+    // the SRQ would leak them, which is safe). Two more messages take them, and every slot of
+    // the SRQ has come back once.
+    let mut sent = back
+        .into_iter()
+        .find(|c| c.opcode == Some(WcOpcode::SEND))
+        .expect("the send")
+        .slot;
+    sent[..4].copy_from_slice(b"more");
+    a.post_send_slot(sent, 4).unwrap();
+    let mut s = slots(&pd, 1, 64).pop().unwrap();
+    s[..4].copy_from_slice(b"more");
+    a.post_send_slot(s, 4).unwrap();
+    let back = wait(&mut poller, 4);
+    let recvs: Vec<_> = back
+        .iter()
+        .filter(|c| c.opcode == Some(WcOpcode::RECV))
+        .collect();
+    assert_eq!(recvs.len(), 2);
+    assert!(recvs
+        .iter()
+        .all(|c| &c.slot[..c.byte_len as usize] == b"more" && c.slot.len() == 512));
+    drop(back);
     assert_quiet(&mut poller);
+    // Every slot is back and dropped: no region is left registered.
+    if let Some(now) = typed_verbs::software::live_objects(&ctx) {
+        assert_eq!(now.mrs, 0, "a region outlived its slots");
+    }
+    drop((a, b));
 }
 
 #[test]
