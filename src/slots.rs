@@ -975,6 +975,26 @@ impl<C> std::fmt::Debug for SlotSrq<'_, C> {
 mod tests {
     use super::*;
 
+    /// A slot region never takes an lkey a plain region had (a stale `Sge` could name it): the
+    /// software device's next keys are marked as plain regions' first, and the registration
+    /// goes past them.
+    #[test]
+    fn a_slot_region_skips_the_lkeys_of_plain_regions() {
+        let ctx = crate::Context::open("sw0").unwrap();
+        let pd = Pd::new(&ctx).unwrap();
+        let plain = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+        assert!(plain_lkey_seen(plain.lkey()), "a plain region's lkey is recorded");
+        // The software device's keys are its context's handle counter, shifted by 8.
+        let taken: Vec<u32> = (1..=4).map(|i| plain.lkey() + (i << 8)).collect();
+        for &k in &taken {
+            note_plain_lkey(k);
+        }
+        let slots = Slot::register(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE, 64).unwrap();
+        let lkey = slots[0].inner().lkey;
+        assert!(!taken.contains(&lkey), "the slot region took a plain region's lkey {lkey:#x}");
+        assert!(!plain_lkey_seen(lkey));
+    }
+
     #[test]
     fn a_slot_is_one_pointer() {
         assert_eq!(std::mem::size_of::<Slot<'static>>(), 8);
