@@ -52,6 +52,11 @@
 //!      signaled slot sends; `Qp::builder` and `software::inject` take no `SlotCq` (it is not
 //!      an [`AnyCq`]), and the plain `post_recv`/`post_send` do not exist on
 //!      slot-mode queues. The raw API's contract excludes other `wr_id`s on slot queues.
+//!    - a slot is posted only to a queue of its region's context (checked when posted,
+//!      `WrongContext("slot")`), so the slot CQ that gives it back borrows the region's context,
+//!      and the slot it gives back (bounded by that borrow) cannot outlive the context its
+//!      region needs; a protection domain dropped meanwhile stays allocated (`EBUSY`, the
+//!      region is still registered).
 //!    - each completion's `wr_id` is converted exactly once: by the crate, when a
 //!      [`SlotBatch`] enters the completion (`ibv_start_poll`, then each `ibv_next_poll`),
 //!      into an owned `Slot` that the batch holds until the program takes it or moves on. The
@@ -101,6 +106,10 @@ struct SlotInner {
     addr: NonNull<u8>,
     len: u32,
     lkey: u32,
+    /// The region's context: a slot is posted only to a queue of it (checked), so that the
+    /// completion that gives it back, whose CQ borrows that context, keeps the region's context
+    /// alive for as long as the slot lives.
+    ctx: *mut sys::ibv_context,
     /// The region (an `Mr` that no one can reach any more); dropping the last one deregisters
     /// it and frees its buffer.
     region: Arc<dyn Send + Sync>,
@@ -199,6 +208,8 @@ impl<'pd> Slot<'pd> {
             ));
         }
         let (base, lkey) = (mr.remote().addr as *mut u8, mr.lkey());
+        // SAFETY: a live PD; its context is fixed.
+        let ctx = unsafe { (*pd.as_raw()).context };
         let n = len / slot_len;
         let mut slots = Vec::new();
         slots
@@ -219,6 +230,7 @@ impl<'pd> Slot<'pd> {
                 addr: unsafe { NonNull::new_unchecked(base.add(i * slot_len)) },
                 len: slot_len as u32,
                 lkey,
+                ctx,
                 region: region.clone(),
             });
             slots.push(Slot {
@@ -385,14 +397,28 @@ impl From<SlotPostError<'_>> for Error {
 
 /// Posts `slot` with the request `wr` (whose `wr_id` is set here) through `post`; the slot back
 /// in the error if the provider did not take it.
+///
+/// The slot must be of the queue's context `ctx` (`WrongContext("slot")`, with the slot back):
+/// it comes back from a CQ that borrows that context, which keeps the region's context open
+/// while the slot lives only if they are the same.
 #[inline(always)]
 fn post_slot<'r, W>(
     slot: Slot<'r>,
+    ctx: *mut sys::ibv_context,
     verb: Verb,
     wr: &mut W,
     wr_id: impl FnOnce(&mut W) -> &mut u64,
     post: impl FnOnce(*mut W, *mut *mut W) -> i32,
 ) -> Result<(), SlotPostError<'r>> {
+    if slot.inner().ctx != ctx {
+        return Err(SlotPostError {
+            slot: Some(slot),
+            error: Error {
+                verb,
+                kind: ErrorKind::WrongContext("slot"),
+            },
+        });
+    }
     let token = slot.into_token();
     *wr_id(wr) = token;
     let mut bad: *mut W = ptr::null_mut();
@@ -785,6 +811,8 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
         };
         post_slot(
             slot,
+            // SAFETY: a live QP; its context is fixed.
+            unsafe { (*qp).context },
             Verb::PostRecv,
             &mut wr,
             |wr| &mut wr.wr_id,
@@ -834,6 +862,8 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
         }
         post_slot(
             slot,
+            // SAFETY: a live QP; its context is fixed.
+            unsafe { (*qp).context },
             Verb::PostSend,
             &mut wr,
             |wr| &mut wr.wr_id,
@@ -925,6 +955,8 @@ impl<'a, C> SlotSrq<'a, C> {
         };
         post_slot(
             slot,
+            // SAFETY: a live SRQ; its context is fixed.
+            unsafe { (*srq).context },
             Verb::PostSrqRecv,
             &mut wr,
             |wr| &mut wr.wr_id,
@@ -983,7 +1015,10 @@ mod tests {
         let ctx = crate::Context::open("sw0").unwrap();
         let pd = Pd::new(&ctx).unwrap();
         let plain = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
-        assert!(plain_lkey_seen(plain.lkey()), "a plain region's lkey is recorded");
+        assert!(
+            plain_lkey_seen(plain.lkey()),
+            "a plain region's lkey is recorded"
+        );
         // The software device's keys are its context's handle counter, shifted by 8.
         let taken: Vec<u32> = (1..=4).map(|i| plain.lkey() + (i << 8)).collect();
         for &k in &taken {
@@ -991,7 +1026,10 @@ mod tests {
         }
         let slots = Slot::register(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE, 64).unwrap();
         let lkey = slots[0].inner().lkey;
-        assert!(!taken.contains(&lkey), "the slot region took a plain region's lkey {lkey:#x}");
+        assert!(
+            !taken.contains(&lkey),
+            "the slot region took a plain region's lkey {lkey:#x}"
+        );
         assert!(!plain_lkey_seen(lkey));
     }
 

@@ -542,3 +542,38 @@ fn a_generated_poll_loop_hands_each_slot_to_the_handler() {
     assert_quiet(&mut poller);
     drop((a, b));
 }
+
+/// A slot comes back on a CQ that borrows the queue's context, and only that keeps its region's
+/// context open: a slot of another context is refused before the call, and given back.
+#[test]
+fn a_slot_of_another_context_is_refused() {
+    let ctx = open();
+    let other = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let other_pd = Pd::new(&other).unwrap();
+    let cq = CqEx::<Flags>::builder(&ctx).cqe(8).slots().build().unwrap();
+    let srq = Srq::builder(&pd).max_wr(4).slots().build().unwrap();
+    let qp = Qp::<Rc>::slot_builder(&pd, &cq, &cq).build().unwrap();
+    let qp = qp
+        .to_init(ConnectedInit {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::LOCAL_WRITE,
+        })
+        .unwrap();
+    let s = slots(&other_pd, 1, 64).pop().unwrap();
+    let p = s.as_ptr();
+    let e = qp.post_recv_slot(s).unwrap_err();
+    assert_eq!(
+        (e.error.verb, &e.error.kind),
+        (Verb::PostRecv, &ErrorKind::WrongContext("slot"))
+    );
+    let s = e.slot.expect("the slot back");
+    assert_eq!(s.as_ptr(), p);
+    let e = srq.post_recv_slot(s).unwrap_err();
+    assert_eq!(
+        (e.error.verb, &e.error.kind),
+        (Verb::PostSrqRecv, &ErrorKind::WrongContext("slot"))
+    );
+    assert_eq!(e.slot.map(|s| s.as_ptr()), Some(p));
+}
