@@ -23,7 +23,8 @@
 # 4. Unless --no-criterion: `cargo bench -p typed-verbs-bench` (criterion, about 15 s of
 #    measuring), and the time per completion it estimated for each variant.
 # 5. Prints the table and writes it as markdown to target/bench/poll.md.
-# 6. The post_send benchmark (target/bench/post.md), then, unless --no-criterion, the safe
+# 6. The post_send benchmark (target/bench/post.md), the zero-copy receive benchmark (slots
+#    against the copy path and C, target/bench/recv.md), then, unless --no-criterion, the safe
 #    copies into and out of registered memory against memcpy (target/bench/copy.md).
 #
 # Installs missing system packages first (scripts/setup.sh, and valgrind).
@@ -307,6 +308,57 @@ throughput=$("$post_bin" throughput 3)
 echo
 cat "$out/post.md"
 echo "bench: written to $out/post.md"
+
+# ---------------------------------------------------------------------------------------------
+# The receive benchmark (benches/poll/src/recv.rs): one zero-copy receive (post, completion,
+# reading the bytes) with slots (`post_recv_slot`, a `completion_record!` loop with `slot`),
+# with today's copy path (`post_recv` into a plain region, a generated loop, `Mr::read`), and in
+# C with wr_id = the buffer's descriptor (c/recv.c), on an RC pair on sw0. Each variant's post
+# and drain functions are counted together (two --toggle-collect); "provider" is the software
+# device's functions they call (post_recv and the CQ), the same work for all three.
+RECV_ROUNDS=16
+RECV_DEPTH=64 # typed_verbs_bench::recv::DEPTH
+echo "bench: building callgrind_recv (profile bench-callgrind)"
+cargo build -q -p typed-verbs-bench --profile bench-callgrind --bin callgrind_recv
+recv_bin=target/bench-callgrind/callgrind_recv
+RECV_VARIANTS=(slot copy c)
+declare -A RECV_POST=([slot]=slot_post_recv [copy]=copy_post_recv [c]=c_recv_post)
+declare -A RECV_DRAIN=([slot]=slot_drain [copy]=copy_drain [c]=c_recv_drain)
+declare -A RECV_OWN RECV_TOTAL
+for v in "${RECV_VARIANTS[@]}"; do
+    file=$out/callgrind.recv.$v.out
+    valgrind --tool=callgrind --toggle-collect="${RECV_POST[$v]}" \
+        --toggle-collect="${RECV_DRAIN[$v]}" --callgrind-out-file="$file" \
+        "$recv_bin" "$v" "$RECV_ROUNDS" >/dev/null 2>"$out/callgrind.recv.$v.log"
+    costs=$(callgrind_costs "$file")
+    total=$(awk '$1 == "total" { print $2 }' <<<"$costs")
+    prov=$(awk '$1 == "provider" { print $2 }' <<<"$costs")
+    RECV_TOTAL[$v]=$total
+    RECV_OWN[$v]=$((total - prov))
+done
+recv_per() { awk -v a="$1" -v n="$((RECV_ROUNDS * RECV_DEPTH))" 'BEGIN { printf "%.2f", a / n }'; }
+slot_minus_c=$(awk -v a="${RECV_OWN[slot]}" -v b="${RECV_OWN[c]}" -v n="$((RECV_ROUNDS * RECV_DEPTH))" \
+    'BEGIN { printf "%.2f", (a - b) / n }')
+{
+    echo "## Zero-copy receive: slots against the copy path and C"
+    echo
+    echo "Instructions per receive under callgrind ($((RECV_ROUNDS * RECV_DEPTH)) receives of 64 bytes, RC pair"
+    echo "on sw0): posting it, taking its completion and reading its bytes (byte count and first 8"
+    echo "bytes). *own* excludes the software device's functions (post_recv and the CQ's), which"
+    echo "are the same for all three; *total* includes them."
+    echo
+    echo "| variant | functions | own | total |"
+    echo "|---|---|---:|---:|"
+    for v in "${RECV_VARIANTS[@]}"; do
+        printf '| %s | `%s` + `%s` | %s | %s |\n' "$v" "${RECV_POST[$v]}" "${RECV_DRAIN[$v]}" \
+            "$(recv_per "${RECV_OWN[$v]}")" "$(recv_per "${RECV_TOTAL[$v]}")"
+    done
+    echo
+    echo "Slot own - C own: $slot_minus_c per receive (target <= 5: $(verdict "$slot_minus_c" "<=" 5))."
+} >"$out/recv.md"
+echo
+cat "$out/recv.md"
+echo "bench: written to $out/recv.md"
 
 # ---------------------------------------------------------------------------------------------
 # The safe copies into and out of registered memory (benches/poll/benches/copy.rs): Mr::write

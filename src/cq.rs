@@ -90,6 +90,11 @@ impl<C> crate::sealed::SealedCqContext<SingleThreaded> for C {}
 impl<C> CqContext<SingleThreaded> for C {}
 
 /// A CQ of either kind, as a QP's send or receive CQ ("may be the same CQ, plain or extended").
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a plain CQ: a QP built with `Qp::builder` completes on a `Cq` or `CqEx`",
+    label = "not a plain CQ",
+    note = "a `SlotCq` takes the completions of slot queues only: build the QP with `Qp::slot_builder` (or `slot_builder_with_srq`)"
+)]
 pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
     /// The CQ's threading.
     type Threading: Threading;

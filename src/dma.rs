@@ -21,7 +21,8 @@
 //!    buffer with it (the memory stays valid, registered, and unreachable by safe code),
 //!    and a scoped region cannot be forgotten because the program never owns it.
 //! 2. **How the program touches it.** While registered, the buffer is never handed out as a
-//!    Rust reference (`&[u8]`, `&mut [u8]`, `&mut Vec<u8>`): the safe API reaches it only
+//!    Rust reference (`&[u8]`, `&mut [u8]`, `&mut Vec<u8>`; a slot, below, is the one
+//!    exception): the safe API reaches it only
 //!    through [`Mr::read`](crate::Mr::read) and [`Mr::write`](crate::Mr::write), which copy with
 //!    this module's two primitives.
 //! 3. **How the device touches it.** The software device moves every payload into and out of
@@ -50,10 +51,18 @@
 //!
 //! # Zero copy
 //!
-//! [`Mr::as_slice`](crate::Mr::as_slice) is the one way to look at registered memory without a
-//! copy, and it is `unsafe`: while the slice lives, nothing may write the range (no posted
-//! receive, no peer's RDMA write or atomic naming it, no `Mr::write`, no other thread), because a
-//! `&[u8]` promises the compiler that the bytes do not change.
+//! [`Mr::as_slice`](crate::Mr::as_slice) looks at any region without a copy, and it is `unsafe`:
+//! while the slice lives, nothing may write the range (no posted receive, no peer's RDMA write or
+//! atomic naming it, no `Mr::write`, no other thread), because a `&[u8]` promises the compiler that
+//! the bytes do not change.
+//!
+//! The safe zero copy is a [`Slot`](crate::Slot) ([`crate::slots`]): a region no peer can access,
+//! split into disjoint slots, each owned by one `Slot` while not posted (a plain `&[u8]` or
+//! `&mut [u8]`, the exception to point 2) and by the queue while posted (the device's accesses,
+//! atomic on the software device). The two never overlap in time: posting moves the slot, and it
+//! comes back only with its completion, which orders the device's accesses before the program's
+//! (the software device's ring is release/acquire; a real provider's poll reads the completion
+//! after the DMA).
 //!
 //! # A real device's contract
 //!

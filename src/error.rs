@@ -232,6 +232,11 @@ pub enum ErrorKind {
     /// use (`ENOMEM` from `mmap`), lacks hugetlb support (`ENOSYS`, `EINVAL`), or has no huge
     /// page size (`EOPNOTSUPP`). The errno is the one given.
     NoHugePages(i32),
+    /// Memory a peer may access cannot become [`Slot`](crate::Slot)s, which the program reads
+    /// and writes as plain slices: the access flag named (`IBV_ACCESS_REMOTE_WRITE`,
+    /// `IBV_ACCESS_REMOTE_ATOMIC` or `IBV_ACCESS_REMOTE_READ`) was asked for. Checked before
+    /// the call; errno `EINVAL`.
+    RemoteAccess(&'static str),
 }
 
 /// An error of a verb: which verb, and why.
@@ -287,6 +292,7 @@ impl Error {
             ErrorKind::MissingProviderOp(_) => libc::EOPNOTSUPP,
             ErrorKind::BatchOpen => libc::EDEADLK,
             ErrorKind::NoHugePages(e) => e,
+            ErrorKind::RemoteAccess(_) => libc::EINVAL,
         }
     }
 
@@ -340,6 +346,12 @@ impl fmt::Display for Error {
             ErrorKind::NoHugePages(e) => write!(
                 f,
                 "{}: no huge pages available (errno {e}); reserve some with vm.nr_hugepages",
+                self.verb
+            ),
+            ErrorKind::RemoteAccess(flag) => write!(
+                f,
+                "{}: slots are plain slices, so their memory may not be open to peers: register \
+                 it without {flag}",
                 self.verb
             ),
         }

@@ -46,6 +46,7 @@ pub mod qp_state;
 pub mod raw;
 pub mod safety;
 mod sealed;
+pub mod slots;
 pub mod software;
 pub mod srq;
 mod sync;
@@ -73,6 +74,7 @@ pub use qp_state::{
     GlobalRoute, Init, ModifyError, Mtu, PathMigState, QpState, RawPacketInit, RcRtr, RcRts,
     RcRtsModify, Reset, Rtr, Rts, SqPsn, UcRtr, UcRtsModify, UdInit, UdInitModify, UdRtsModify,
 };
+pub use slots::{Received, Slot, SlotBatch, SlotCq, SlotPostError, SlotRq, SlotSrq, UsesSlotSrq};
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
 pub use wc::{WcOpcode, WcStatus, WorkCompletion};
@@ -130,9 +132,16 @@ pub use typed_verbs_macros::wc_flags;
 ///   `Err` ends the batch and is returned (`RecvError` is a `std::error::Error`, so
 ///   `let r = r?;` hands a failed completion on).
 ///
-/// Success fields: `wr_id`, `status`, `opcode`, `completion_flags`, `byte_len`, `imm_data`,
+/// A record with `slot` in its success record polls a [`SlotCq`] (or its
+/// [`SlotPoller`](slots::SlotPoller)) instead: each completion's [`Slot`] is handed to the
+/// handler, owned (the view's `into_slot()`, `received()` with the byte count, `into_record()`;
+/// the error record has `slot` too unless it is declared without it); `wr_id`, which is the
+/// slot itself, cannot be declared then. On a plain CQ `slot` is a compile error naming
+/// `.slots()`.
+///
+/// Success fields: `slot`, `wr_id`, `status`, `opcode`, `completion_flags`, `byte_len`, `imm_data`,
 /// `invalidated_rkey`, `qp_num`, `src_qp`, `slid`, `sl`, `dlid_path_bits`, `completion_ts`,
-/// `completion_wallclock_ns`, `cvlan`, `flow_tag`. Error fields: `wr_id`, `status`,
+/// `completion_wallclock_ns`, `cvlan`, `flow_tag`. Error fields: `slot`, `wr_id`, `status`,
 /// `vendor_err`. An unknown name, a success-only field in the error record and `max_batch = 0`
 /// are compile errors that say what to write instead.
 pub use typed_verbs_macros::completion_record;
@@ -171,6 +180,10 @@ mod handle_sizes {
     assert_eq_size!(Qp<'static, Rc, OwnRq, SingleThreaded, String>, P);
     assert_eq_size!(Option<Qp<'static, Ud, UsesSrq>>, P);
     assert_eq_size!(Qp<'static, Rc, OwnRq, Shared, (), qp_state::Rts>, P);
+    assert_eq_size!(Slot<'static>, P);
+    assert_eq_size!(Option<Slot<'static>>, P);
+    assert_eq_size!(SlotCq<'static, Standard>, P);
+    assert_eq_size!(SlotSrq<'static>, P);
 }
 
 /// The README's programs, run as doctests (on the software device).

@@ -17,7 +17,7 @@
 //!
 //! While registered, the buffer is never handed out as a Rust reference: safe access is through
 //! copies ([`Mr::read`], [`Mr::write`], byte-wise atomic), and a slice of it is `unsafe`
-//! ([`Mr::as_slice`]).
+//! ([`Mr::as_slice`]). For zero copy, register the memory as [`Slot`](crate::Slot)s instead.
 
 use crate::backend;
 use crate::dma;
@@ -549,6 +549,19 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
         buf: B,
         access: AccessFlags,
     ) -> Result<Self> {
+        let mr = Self::new_unrecorded(pd, buf, access)?;
+        // Its `Sge`s may outlive it: a slot region never takes its lkey (crate::slots).
+        crate::slots::note_plain_lkey(mr.lkey());
+        Ok(mr)
+    }
+
+    /// [`new`](Self::new) without recording the lkey as a plain region's: for a slot region
+    /// ([`crate::slots`]), whose lkey no `Sge` names.
+    pub(crate) fn new_unrecorded<'p: 'pd>(
+        pd: impl Parent<'pd, Target = Pd<'p>>,
+        buf: B,
+        access: AccessFlags,
+    ) -> Result<Self> {
         let pd = pd.into_held();
         let (addr, len) = sealed::Owned::into_raw(buf);
         // SAFETY: the buffer's bytes are owned by the region from here: they stay allocated
@@ -622,6 +635,8 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
         // SAFETY: `buf` is borrowed mutably until this function returns, and `mr` is dropped
         // (deregistered, or the process aborts) before it returns or finishes unwinding.
         let raw = unsafe { reg_mr(pd, buf.as_mut_ptr(), buf.len(), access) }?;
+        // SAFETY: just registered; its lkey is fixed.
+        crate::slots::note_plain_lkey(unsafe { raw.as_ref() }.lkey);
         let mr = Mr::<'pd, Borrowed<'b>> {
             node: Node::into_handle(raw, crate::parent::Keep::NONE),
             _m: PhantomData,

@@ -340,6 +340,32 @@ impl<'a, T: QpType> Qp<'a, T> {
     }
 }
 
+impl<'a, T: QpType, R: RecvSide, S: Threading> QpBuilder<'a, T, R, S> {
+    /// A builder of the QP in `pd` on these CQs and SRQ, for the slot builders of
+    /// [`crate::slots`]: the C objects are live for `'a`, held by the caller's borrows or by
+    /// `keep` (PD, send CQ, receive CQ, SRQ), which the QP takes over.
+    pub(crate) fn from_parts(
+        pd: *mut sys::ibv_pd,
+        send_cq: *mut sys::ibv_cq,
+        recv_cq: *mut sys::ibv_cq,
+        srq: *mut sys::ibv_srq,
+        cap: QpCap,
+        keep: [Keep; 4],
+    ) -> Self {
+        QpBuilder {
+            pd,
+            send_cq,
+            recv_cq,
+            srq,
+            cap,
+            sq_sig_all: false,
+            user: (),
+            keep,
+            _m: PhantomData,
+        }
+    }
+}
+
 impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a, T, R, S, C, SGE> {
     /// "Requested max number of outstanding WRs in the SQ" (default 1; at most `max_qp_wr`).
     pub fn max_send_wr(mut self, n: u32) -> Self {

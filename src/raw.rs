@@ -10,6 +10,13 @@
 //! Every function is `unsafe` with the contract of the C verb: pointers are live objects of a
 //! context opened by this crate (`Context::as_raw`), out-pointers are valid for writes, and an
 //! object is not used after it was destroyed.
+//!
+//! Slot queues ([`crate::slots`]): every work request posted to a QP or SRQ in slot mode, and so
+//! every completion on a [`SlotCq`](crate::SlotCq), carries a slot as its `wr_id`, which the
+//! crate turns back into an owned `Slot` when it polls the completion. Posting to such a queue
+//! through its raw pointer (`ibv_post_recv`, `ibv_post_srq_recv`, `ibv_post_send` of rdma-sys)
+//! with any other `wr_id`, or polling a slot CQ through its raw pointer, violates this
+//! contract.
 
 #![allow(clippy::missing_safety_doc)]
 

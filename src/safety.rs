@@ -10,9 +10,9 @@
 //!
 //! | kind | what | examples |
 //! |---|---|---|
-//! | types | a misuse does not compile | a field read without its `wc_flags` bit; a UC QP on an SRQ; destroying a CQ a QP uses; posting before RTS; a fixed SGE list over the queue's cap; a batch kept past its `poll_batch`; a crate trait implemented outside the crate |
+//! | types | a misuse does not compile | a slot used after it was posted; a plain QP on a slot CQ; a field read without its `wc_flags` bit; a UC QP on an SRQ; destroying a CQ a QP uses; posting before RTS; a fixed SGE list over the queue's cap; a batch kept past its `poll_batch`; a crate trait implemented outside the crate |
 //! | run-time checks | refused before any FFI call, with an [`Error`](crate::Error) naming the verb | `cqe` out of range; an object of another context; waiting for a CQ lock inside a polling batch ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen)) |
-//! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), [`Mr::as_slice`](crate::Mr::as_slice) (zero copy), everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
+//! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), [`Mr::as_slice`](crate::Mr::as_slice) (zero copy of any region; [`Slot`](crate::Slot) is the safe one), everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
 //!
 //! The README's guarantee tables list each rule with its failing and passing UI test.
 //!
@@ -48,6 +48,28 @@
 //! - **Completion and async events**: a held event is acked by its guard; a CQ's destroy acks
 //!   the events still held for it before `ibv_destroy_cq` (which waits for acks), so a leaked
 //!   event cannot make the destroy wait for ever.
+//!
+//! ## Zero copy: slots
+//!
+//! [`Slot`](crate::Slot)s ([`crate::slots`]) are the safe way to read and write registered memory
+//! as plain slices. A `&[u8]` (or `&mut [u8]`) is sound only while nothing else, the device and the
+//! software device's copies included, can write (or access) its bytes. The types make sure of it:
+//!
+//! 1. the region is registered without remote write, remote atomic and remote read (checked before
+//!    `ibv_reg_mr`), so no peer can reach it;
+//! 2. the region is never an `Mr` the program holds, none of its `Sge`s exist, and its lkey is one
+//!    no plain region of the process had, so the only work requests naming it are slot posts, each
+//!    naming its own slot's disjoint range;
+//! 3. posting moves the slot into the queue; it comes back only from the crate's conversion of a
+//!    completion's `wr_id` on a [`SlotCq`](crate::SlotCq), done once per completion as a
+//!    [`SlotBatch`](crate::SlotBatch) enters it, and only slot-mode queues complete on a slot CQ
+//!    (`Qp::builder` and `software::inject` do not take one; plain posts do not exist on slot
+//!    queues), so every `wr_id` there is a slot the queue owns;
+//! 4. the completion orders the device's accesses before the program's.
+//!
+//! A slot that never completes (its QP destroyed or reset, a receive posted in ERR, an overrun) is
+//! leaked with its region: safe. Raw posts with other `wr_id`s on a slot queue, or polling a slot
+//! CQ through its raw pointer, break the raw API's contract.
 //!
 //! ## No second destroy, whatever user code does
 //!

@@ -21,6 +21,7 @@ use crate::mr::{AtomicTarget, RemoteAddr, Sge};
 use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
 use crate::sealed::{Sealed, SealedFor, SealedSgeList};
+use crate::slots::PlainSendQueue;
 use crate::srq::Srq;
 use std::marker::PhantomData;
 
@@ -85,8 +86,8 @@ impl SendReady for Rts {}
 ///
 /// Sealed for every `L`: `post_recv` trusts `recv_list`'s claim that the list fits.
 #[diagnostic::on_unimplemented(
-    message = "this QP takes its receives from an SRQ: post them with `srq.post_recv(..)`, not on the QP",
-    label = "no receive queue of its own"
+    message = "this QP takes no plain receives: post them to its SRQ (`srq.post_recv(..)`), or, for a QP in slot mode, post slots (`qp.post_recv_slot(slot)`)",
+    label = "no plain receive queue of its own"
 )]
 pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     /// The list's elements, and whether its length was proven within the cap.
@@ -587,6 +588,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     pub fn post_send(&self, wr: &SendWr<'_, T, SGE>) -> Result<()>
     where
         St: SendReady,
+        R: PlainSendQueue,
     {
         let mut raw = zeroed_send_wr();
         let mut inline = sys::ibv_sge {
@@ -629,6 +631,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     ) -> Result<(), PostError>
     where
         St: SendReady,
+        R: PlainSendQueue,
     {
         let mut raw: [sys::ibv_send_wr; N] = std::array::from_fn(|_| zeroed_send_wr());
         let mut inline = [sys::ibv_sge {

@@ -5,9 +5,11 @@
 fn main() {
     println!("cargo:rerun-if-changed=c/poll_loop.c");
     println!("cargo:rerun-if-changed=c/post_send.c");
+    println!("cargo:rerun-if-changed=c/recv.c");
     cc::Build::new()
         .file("c/poll_loop.c")
         .file("c/post_send.c")
+        .file("c/recv.c")
         .opt_level(2)
         .warnings(true)
         .extra_warnings(true)

@@ -88,7 +88,18 @@ struct Field {
     legacy: Option<&'static str>,
 }
 
+/// The field that makes a record a slot record: the owned slot the completion hands back.
+const SLOT: &str = "slot";
+
 const FIELDS: &[Field] = &[
+    Field {
+        name: SLOT,
+        ty: "::typed_verbs::Slot<'s>",
+        flag: None,
+        success: true,
+        error: true,
+        legacy: None,
+    },
     Field {
         name: "wr_id",
         ty: "u64",
@@ -390,7 +401,13 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                 &format!("{}Error", decl.success.name),
                 decl.success.name.span(),
             );
-            let fields = ["wr_id", "status", "vendor_err"]
+            let slot_mode = decl.success.fields.iter().any(|i| i == SLOT);
+            let default: &[&str] = if slot_mode {
+                &["status", "vendor_err", SLOT]
+            } else {
+                &["wr_id", "status", "vendor_err"]
+            };
+            let fields = default
                 .iter()
                 .map(|n| Ident::new(n, Span::call_site()))
                 .collect();
@@ -413,6 +430,31 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
         }
         (Err(e), _) | (_, Err(e)) => return Err(e),
     };
+    let slot_mode = success_fields.iter().any(|f| f.name == SLOT);
+    let ident_of = |rec: &Record, name: &str| rec.fields.iter().find(|i| *i == name).cloned();
+    if slot_mode {
+        let wr_id = ident_of(&decl.success, "wr_id").or_else(|| ident_of(error_rec, "wr_id"));
+        if let Some(id) = wr_id {
+            return Err(syn::Error::new(
+                id.span(),
+                "`wr_id` of a slot completion is the slot itself, which the poll hands over: declare `slot` alone",
+            ));
+        }
+    } else if let Some(id) = ident_of(error_rec, SLOT) {
+        return Err(syn::Error::new(
+            id.span(),
+            "`slot` in the error record needs `slot` in the success record too: every completion of a slot CQ carries a slot",
+        ));
+    }
+    if slot_mode {
+        return Ok(expand_slots(
+            &decl,
+            error_rec,
+            &success_fields,
+            &error_fields,
+            max_batch,
+        ));
+    }
 
     let (s_attrs, s_vis, s_name) = (&decl.success.attrs, &decl.success.vis, &decl.success.name);
     let (e_attrs, e_vis, e_name) = (&error_rec.attrs, &error_rec.vis, &error_rec.name);
@@ -647,6 +689,191 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
     })
 }
 
+/// The expansion of a slot record (`slot` in the success record): a poll loop over a slot CQ
+/// (`SlotPollable`) that hands each completion's slot to the handler, owned.
+fn expand_slots(
+    decl: &Declaration,
+    error_rec: &Record,
+    success_fields: &[&'static Field],
+    error_fields: &[&'static Field],
+    max_batch: usize,
+) -> proc_macro2::TokenStream {
+    let (s_attrs, s_vis, s_name) = (&decl.success.attrs, &decl.success.vis, &decl.success.name);
+    let (e_attrs, e_vis, e_name) = (&error_rec.attrs, &error_rec.vis, &error_rec.name);
+    let plain = |fields: &[&'static Field]| -> Vec<&'static Field> {
+        fields.iter().copied().filter(|f| f.name != SLOT).collect()
+    };
+    let (s_plain, e_plain) = (plain(success_fields), plain(error_fields));
+    let idents = |fields: &[&'static Field]| -> Vec<Ident> {
+        fields
+            .iter()
+            .map(|f| Ident::new(f.name, Span::call_site()))
+            .collect()
+    };
+    let (s_idents, e_idents) = (idents(&s_plain), idents(&e_plain));
+    let s_types: Vec<_> = s_plain.iter().map(|f| ty(f)).collect();
+    let e_types: Vec<_> = e_plain.iter().map(|f| ty(f)).collect();
+    let s_docs: Vec<String> = s_plain
+        .iter()
+        .map(|f| format!(" `{}` of the completion.", f.name))
+        .collect();
+    let e_docs: Vec<String> = e_plain
+        .iter()
+        .map(|f| format!(" `{}` of the failed completion.", f.name))
+        .collect();
+    let mut flags: Vec<&str> = success_fields.iter().filter_map(|f| f.flag).collect();
+    flags.sort_unstable();
+    flags.dedup();
+    let bounds: Vec<Ident> = flags
+        .iter()
+        .map(|t| Ident::new(t, Span::call_site()))
+        .collect();
+    let flag_bounds = quote!(#(::typed_verbs::cq_ex::#bounds +)*);
+    let error_slot = error_fields.iter().any(|f| f.name == SLOT);
+    let (e_generics, e_derive, e_slot_field, e_slot_init) = if error_slot {
+        (
+            quote!(<'s>),
+            quote!(#[derive(Debug)]),
+            quote! {
+                /// The slot of the failed work request, back from the queue.
+                pub slot: ::typed_verbs::Slot<'s>,
+            },
+            quote!(slot,),
+        )
+    } else {
+        (
+            quote!(),
+            quote!(#[derive(Debug, Clone, Copy, PartialEq, Eq)]),
+            quote!(),
+            quote!(),
+        )
+    };
+    let r_name = Ident::new(&format!("{s_name}Ref"), s_name.span());
+    let r_doc = format!(
+        " A successful completion as [`{s_name}::poll`] hands it over: a view of the batch's current completion with exactly the declared fields, each read from the provider when its method is called, and the completion's slot, owned. [`into_record`]({r_name}::into_record) reads them all into a [`{s_name}`]."
+    );
+    quote! {
+        #(#s_attrs)*
+        #[derive(Debug)]
+        #s_vis struct #s_name<'s> {
+            /// The slot of the work request, back from the queue.
+            pub slot: ::typed_verbs::Slot<'s>,
+            #(
+                #[doc = #s_docs]
+                pub #s_idents: #s_types,
+            )*
+        }
+
+        #(#e_attrs)*
+        #e_derive
+        #e_vis struct #e_name #e_generics {
+            #e_slot_field
+            #(
+                #[doc = #e_docs]
+                pub #e_idents: #e_types,
+            )*
+        }
+
+        #[doc = #r_doc]
+        #s_vis struct #r_name<'b, 's, F: ::typed_verbs::WcFlags> {
+            completion: ::typed_verbs::Completion<'b, F, ::typed_verbs::Success>,
+            slot: ::typed_verbs::Slot<'s>,
+        }
+
+        impl<'b, 's, F> #r_name<'b, 's, F>
+        where
+            F: #flag_bounds ::typed_verbs::WcFlags,
+        {
+            #(
+                #[doc = #s_docs]
+                #[inline(always)]
+                pub fn #s_idents(&self) -> #s_types {
+                    self.completion.#s_idents()
+                }
+            )*
+
+            /// The completion's slot.
+            #[inline(always)]
+            pub fn slot(&self) -> &::typed_verbs::Slot<'s> {
+                &self.slot
+            }
+
+            /// The completion's slot, owned.
+            #[inline(always)]
+            pub fn into_slot(self) -> ::typed_verbs::Slot<'s> {
+                self.slot
+            }
+
+            /// The slot with the completion's byte count: the received bytes, no copy.
+            #[inline(always)]
+            pub fn received(self) -> ::typed_verbs::Received<'s>
+            where
+                F: ::typed_verbs::cq_ex::WithByteLen,
+            {
+                let n = self.completion.byte_len();
+                ::typed_verbs::Received::new(self.slot, n)
+            }
+
+            /// Reads every declared field, and takes the slot.
+            #[inline(always)]
+            pub fn into_record(self) -> #s_name<'s> {
+                #s_name { #(#s_idents: self.completion.#s_idents(),)* slot: self.slot }
+            }
+        }
+
+        impl #s_name<'_> {
+            /// The most completions one poll takes from the CQ (one batch).
+            pub const MAX_BATCH: usize = #max_batch;
+
+            /// Polls one batch from a slot CQ (a `SlotCq` or its `SlotPoller`): one
+            /// `ibv_start_poll`, an `ibv_next_poll` per further completion up to `MAX_BATCH`,
+            /// one `ibv_end_poll` (also if `handler` panics). `handler` gets each completion,
+            /// in order, with its slot, owned: a successful one as a view whose declared fields
+            /// it reads when it needs them, a failed one (a flush included) as the error
+            /// record. Returns how many were taken; 0 when the CQ was empty.
+            #[inline]
+            pub fn poll<'s, P, H>(cq: &mut P, mut handler: H) -> ::typed_verbs::Result<usize>
+            where
+                P: ::typed_verbs::slots::SlotPollable<'s>,
+                P::Flags: #flag_bounds ::typed_verbs::WcFlags,
+                H: for<'b> FnMut(::core::result::Result<#r_name<'b, 's, P::Flags>, #e_name #e_generics>),
+            {
+                let polled = ::typed_verbs::slots::SlotPollable::poll_slots(cq, |mut batch| {
+                    // Counts down: one decrement and branch per completion.
+                    let mut left = Self::MAX_BATCH;
+                    loop {
+                        // Every completion's slot, converted once by the batch when it entered
+                        // the completion.
+                        if let ::core::option::Option::Some(slot) = batch.take_slot() {
+                            match batch.completion().result() {
+                                Ok(c) => handler(Ok(#r_name { completion: c, slot })),
+                                Err(c) => handler(Err(#e_name { #e_slot_init #(#e_idents: c.#e_idents()),* })),
+                            }
+                        }
+                        left -= 1;
+                        if left == 0 {
+                            return Ok(Self::MAX_BATCH); // the batch ends here: ibv_end_poll
+                        }
+                        match batch.advance() {
+                            Ok(::core::option::Option::Some(next)) => batch = next,
+                            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
+                            Err(e) => return Err(e.errno()),
+                        }
+                    }
+                })?;
+                match polled {
+                    ::core::option::Option::Some(Ok(taken)) => Ok(taken),
+                    ::core::option::Option::Some(Err(errno)) => Err(::typed_verbs::Error {
+                        verb: ::typed_verbs::Verb::NextPoll,
+                        kind: ::typed_verbs::ErrorKind::Os(errno),
+                    }),
+                    ::core::option::Option::None => Ok(0),
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -696,6 +923,12 @@ mod tests {
             .starts_with("`qp_num` is valid only on a successful completion"));
         assert!(bad("struct R { wr_id, wr_id } max_batch = 1;").contains("declared twice"));
         assert!(bad("struct R { wr_id } max_batch = 0;").starts_with("max_batch = 0"));
+        assert!(bad("struct R { slot, wr_id } max_batch = 1;")
+            .starts_with("`wr_id` of a slot completion"));
+        assert!(
+            bad("struct R { byte_len } struct E { slot } max_batch = 1;")
+                .starts_with("`slot` in the error record needs `slot` in the success record")
+        );
         assert!(bad("struct R { wr_id }").contains("add `max_batch = N;`"));
     }
 }

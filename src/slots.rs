@@ -1,0 +1,1094 @@
+//! Zero-copy buffers: registered memory split into owned slots that move into a queue when
+//! posted and come back with their completion.
+//!
+//! A [`Slot`] is a part of a registered region that the program owns outright: it
+//! dereferences to `[u8]` (and `&mut [u8]`) with no copy and no `unsafe`. Posting moves it into
+//! the queue ([`Qp::post_recv_slot`], [`SlotSrq::post_recv_slot`], [`Qp::post_send_slot`],
+//! [`Qp::post_write_slot`]); the work request's `wr_id` is the slot itself (a pointer, as a C
+//! program would use); its completion on a [`SlotCq`] hands the slot back
+//! ([`SlotBatch::take_slot`], or the `slot` field of a
+//! [`completion_record!`](crate::completion_record)), with the completion's byte count
+//! ([`Received`]). A failed completion (a flush included) gives it back too.
+//!
+//! ```
+//! # use typed_verbs::*;
+//! # use typed_verbs::slots::*;
+//! let ctx = std::sync::Arc::new(Context::open("sw0")?);
+//! let pd = std::sync::Arc::new(Pd::new(&ctx)?);
+//! let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?;
+//! assert_eq!(slots.len(), 4);
+//! let mut slot = slots.pop().unwrap();
+//! slot[..5].copy_from_slice(b"hello"); // owned, not posted: a plain `&mut [u8]`
+//! assert_eq!(&slot[..5], b"hello");
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! # Why a slot's slice is sound
+//!
+//! A `&[u8]` promises the compiler that nothing writes the bytes while it lives, a `&mut [u8]`
+//! that nothing else reads or writes them. For registered memory the other party is the device
+//! (and the [software device](crate::software), whose copies are another thread's), so both
+//! promises hold only if no work request and no peer can access the range meanwhile:
+//!
+//! 1. **No peer.** A slot region is registered by [`Slot::register`], which refuses
+//!    `REMOTE_WRITE`, `REMOTE_ATOMIC` and `REMOTE_READ` before `ibv_reg_mr`
+//!    ([`ErrorKind::RemoteAccess`] names the flag): no rkey opens it to a peer, and the device
+//!    checks a region's access on every remote request.
+//! 2. **No other local work request.** The region is never an [`Mr`] the program holds: no
+//!    [`Mr::read`]/[`Mr::write`], no [`Sge`](crate::Sge) of it, its lkey is not exposed. The only
+//!    work requests that name it are the slot posts, each naming exactly its own slot's range,
+//!    and the slots of a region are disjoint. A stale `Sge` (plain data, which can outlive its
+//!    region) names another region's lkey; a device may hand that lkey out again, so a slot
+//!    region is registered only under an lkey no plain region of this process ever had (the
+//!    crate records every plain region's lkey; a slot registration that gets one of them is
+//!    deregistered and repeated). A stale `Sge` therefore names no slot region.
+//! 3. **Ownership.** A slot not posted is owned by exactly one `Slot`; posting moves it into the
+//!    queue (its `Box` becomes the `wr_id`), so the program cannot touch it while the device may.
+//!    It comes back only by converting a completion's `wr_id` on a [`SlotCq`], and that is
+//!    sound because of what reaches a slot CQ and how often it is converted:
+//!    - every work request that completes on a slot CQ carries a slot: a QP may use a slot CQ as
+//!      its receive CQ only in slot mode ([`SlotRq`], or [`UsesSlotSrq`] whose SRQ takes slot
+//!      receives only) and as its send CQ only with [`SlotSends`], whose sends are all
+//!      signaled slot sends; `Qp::builder` and `software::inject` take no `SlotCq` (it is not
+//!      an [`AnyCq`]), and the plain `post_recv`/`post_send` do not exist on
+//!      slot-mode queues. The raw API's contract excludes other `wr_id`s on slot queues.
+//!    - a slot is posted only to a queue of its region's context (checked when posted,
+//!      `WrongContext("slot")`), so the slot CQ that gives it back borrows the region's context,
+//!      and the slot it gives back (bounded by that borrow) cannot outlive the context its
+//!      region needs; a protection domain dropped meanwhile stays allocated (`EBUSY`, the
+//!      region is still registered).
+//!    - each completion's `wr_id` is converted exactly once: by the crate, when a
+//!      [`SlotBatch`] enters the completion (`ibv_start_poll`, then each `ibv_next_poll`),
+//!      into an owned `Slot` that the batch holds until the program takes it or moves on. The
+//!      device completes each work request once, with its `wr_id` valid for every status.
+//! 4. **Ordering.** The completion orders the device's accesses before the program's: the
+//!    provider publishes a completion after the data (on the software device, with release and
+//!    acquire on its ring), and the program reads the slot only after polling it.
+//!
+//! A posted slot that never completes is leaked, never freed: a QP destroyed or moved to RESET
+//! with slots posted (no completion returns them; their memory stays allocated and
+//! registered), a receive posted to a QP in ERR (rxe and the software device keep it without a
+//! completion), a completion lost to a CQ overrun, a CQ destroyed with completions in it. To get
+//! the slots back, move the QP to ERR and poll the flush completions before destroying it.
+//! Leaking is safe: the region, kept alive by the leaked slots, stays registered.
+//!
+//! A region's memory is given back (`ibv_dereg_mr`, then the buffer is freed) when its last slot
+//! is dropped.
+
+use crate::cq::{kind, sealed::Sealed, AnyCq, CqBuilder, JoinThreading, Shared, Threading};
+use crate::cq_ex::{Batch, Completion, CqEx, Poller, WcFlags};
+use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::ffi::{ctx_op_call, sys};
+use crate::mr::{Mr, OwnedBuf, RemoteAddr};
+use crate::parent::{Keep, Parent};
+use crate::pd::Pd;
+use crate::qp::{
+    OwnRq, OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable, UsesSrq,
+};
+use crate::qp_state::{AccessFlags, QpState};
+use crate::srq::{Srq, SrqAttr, SrqBuilder};
+use crate::sync::Mutex;
+use crate::wr::{Connected, RdmaWriteCapable, RecvReady, SendReady};
+use std::collections::HashSet;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+
+// ---------------------------------------------------------------------------------------------
+// Slots
+
+/// A slot region: the registration, deregistered when the last slot drops it, then the PD it
+/// keeps alive (fields drop in order).
+struct Region<B: OwnedBuf> {
+    _mr: Mr<'static, B>,
+    _pd: Keep,
+}
+
+/// What a slot points at: its range of the region, the region's lkey, and the region itself
+/// (kept registered and allocated while any of its slots lives).
+#[repr(C)]
+struct SlotInner {
+    /// Not null: the compiler then knows the slices made from it are not either.
+    addr: NonNull<u8>,
+    len: u32,
+    lkey: u32,
+    /// The region's context: a slot is posted only to a queue of it (checked), so that the
+    /// completion that gives it back, whose CQ borrows that context, keeps the region's context
+    /// alive for as long as the slot lives.
+    ctx: *mut sys::ibv_context,
+    /// The region (an `Mr` that no one can reach any more); dropping the last one deregisters
+    /// it and frees its buffer.
+    region: Arc<dyn Send + Sync>,
+}
+
+/// An owned part of a registered region, not posted: a `[u8]` the program reads and writes with
+/// no copy. One pointer in size; the pointer is the `wr_id` of the work request it is posted
+/// with. Made by [`Slot::register`]; see [the module docs](self) for why its slice is sound.
+///
+/// `'r` bounds how long the slot may live: its region's protection domain's borrow, or, for a
+/// slot given back by a [`SlotCq`], the CQ's borrow of its context.
+pub struct Slot<'r> {
+    inner: NonNull<SlotInner>,
+    _m: PhantomData<(&'r (), Box<[u8]>)>,
+}
+
+// SAFETY: a slot owns its bytes like a `Box<[u8]>`; its region (an `Mr` over an `OwnedBuf`,
+// which is `Send` and `Sync`) may be deregistered and freed from any thread.
+unsafe impl Send for Slot<'_> {}
+// SAFETY: `&Slot` gives `&[u8]` only.
+unsafe impl Sync for Slot<'_> {}
+
+/// The lkeys of every plain region this process registered: a slot region never takes one
+/// (point 2 of the module docs). Grows by one entry per distinct lkey value a device handed
+/// out to a plain region; devices reuse keys, so it stays bounded by the number of keys they
+/// cycle through.
+static PLAIN_LKEYS: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+
+/// Records the lkey of a plain region (one an `Sge` may name), before the region is returned.
+pub(crate) fn note_plain_lkey(lkey: u32) {
+    PLAIN_LKEYS
+        .lock()
+        .get_or_insert_with(HashSet::new)
+        .insert(lkey);
+}
+
+fn plain_lkey_seen(lkey: u32) -> bool {
+    PLAIN_LKEYS
+        .lock()
+        .as_ref()
+        .is_some_and(|s| s.contains(&lkey))
+}
+
+/// How many times a slot registration that got a plain region's lkey is repeated.
+const LKEY_TRIES: usize = 8;
+
+/// Access flags a slot region may not have, and their C names.
+const REMOTE: [(u32, &str); 3] = [
+    (1 << 1, "IBV_ACCESS_REMOTE_WRITE"),
+    (1 << 3, "IBV_ACCESS_REMOTE_ATOMIC"),
+    (1 << 2, "IBV_ACCESS_REMOTE_READ"),
+];
+
+impl<'pd> Slot<'pd> {
+    /// `ibv_reg_mr` of `buf` in `pd` with `access`, split into `buf.len() / slot_len` slots of
+    /// `slot_len` bytes each (a remainder is registered but unused). The region stays
+    /// registered until its last slot is dropped.
+    ///
+    /// Memory a peer may access is never handed out as a slice: `access` with remote write,
+    /// remote atomic or remote read is refused before the call
+    /// ([`ErrorKind::RemoteAccess`] naming the flag). Receives need
+    /// [`AccessFlags::LOCAL_WRITE`]; a region for sends only may have [`AccessFlags::NONE`].
+    /// `slot_len` must be 1 to `min(buf.len(), u32::MAX)` (`OutOfRange`; `buf` is then
+    /// dropped, nothing stays registered).
+    ///
+    /// The region keeps its PD, and the PD its context, alive until its last slot is dropped,
+    /// wherever the slots go (a slot comes back from a CQ that may outlive any borrow): `pd` is
+    /// shared, `&Arc<Pd<'static>>` (or a `&'static Pd<'static>`).
+    pub fn register<B: OwnedBuf + 'static>(
+        pd: impl Parent<'static, Target = Pd<'static>>,
+        buf: B,
+        access: AccessFlags,
+        slot_len: usize,
+    ) -> Result<Vec<Slot<'pd>>> {
+        if let Some(&(_, flag)) = REMOTE.iter().find(|(bit, _)| access.bits() & bit != 0) {
+            return Err(Error {
+                verb: Verb::RegMr,
+                kind: ErrorKind::RemoteAccess(flag),
+            });
+        }
+        let held = pd.into_held();
+        let pd = held.get();
+        let mut mr = Mr::new_unrecorded(pd, buf, access)?;
+        let mut tries = 1;
+        while plain_lkey_seen(mr.lkey()) {
+            if tries == LKEY_TRIES {
+                return Err(Error::os(Verb::RegMr, libc::EAGAIN)); // `mr` drops: deregistered
+            }
+            tries += 1;
+            let buf = mr.destroy()?;
+            mr = Mr::new_unrecorded(pd, buf, access)?;
+        }
+        let len = mr.len();
+        let max = len.min(u32::MAX as usize);
+        if slot_len == 0 || slot_len > max {
+            return Err(Error::range(
+                Verb::RegMr,
+                "slot_len",
+                slot_len as u64,
+                1,
+                max as u64,
+            ));
+        }
+        let (base, lkey) = (mr.remote().addr as *mut u8, mr.lkey());
+        // SAFETY: a live PD; its context is fixed.
+        let ctx = unsafe { (*pd.as_raw()).context };
+        let n = len / slot_len;
+        let mut slots = Vec::new();
+        slots
+            .try_reserve_exact(n)
+            .map_err(|_| Error::os(Verb::RegMr, libc::ENOMEM))?;
+        // SAFETY: only the lifetime changes (`Mr` holds no reference, only raw pointers): the
+        // region's PD is `'static` or kept alive by `_pd` below, which the region drops after
+        // the `Mr` (field order), and the region is reached only through its slots.
+        let mr: Mr<'static, B> = unsafe {
+            let mr = ManuallyDrop::new(mr);
+            ptr::read((&*mr as *const Mr<'_, B>).cast::<Mr<'static, B>>())
+        };
+        let region: Arc<dyn Send + Sync> = Arc::new(Region {
+            _mr: mr,
+            _pd: held.into_keep(),
+        });
+        for i in 0..n {
+            let inner = Box::new(SlotInner {
+                // SAFETY: `i * slot_len + slot_len <= len`: inside the registered buffer, whose
+                // address is not null (a live allocation).
+                addr: unsafe { NonNull::new_unchecked(base.add(i * slot_len)) },
+                len: slot_len as u32,
+                lkey,
+                ctx,
+                region: region.clone(),
+            });
+            slots.push(Slot {
+                // SAFETY: a Box is never null.
+                inner: unsafe { NonNull::new_unchecked(Box::into_raw(inner)) },
+                _m: PhantomData,
+            });
+        }
+        Ok(slots)
+    }
+}
+
+impl<'r> Slot<'r> {
+    #[inline(always)]
+    fn inner(&self) -> &SlotInner {
+        // SAFETY: the slot owns its live SlotInner.
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// The slot's length in bytes.
+    #[inline(always)]
+    #[allow(clippy::len_without_is_empty)] // never empty
+    pub fn len(&self) -> usize {
+        self.inner().len as usize
+    }
+
+    /// The work request's `wr_id`: the slot, now owned by the queue it is posted to.
+    #[inline(always)]
+    fn into_token(self) -> u64 {
+        ManuallyDrop::new(self).inner.as_ptr() as u64
+    }
+
+    /// The slot a completion's `wr_id` carries.
+    ///
+    /// # Safety
+    /// `token` came from `into_token` and is converted once (the queue no longer has it).
+    #[inline(always)]
+    unsafe fn from_token(token: u64) -> Slot<'r> {
+        Slot {
+            // SAFETY: the caller's contract: a Box pointer, not null.
+            inner: unsafe { NonNull::new_unchecked(token as *mut SlotInner) },
+            _m: PhantomData,
+        }
+    }
+
+    /// The SGE that names the slot's first `len` bytes (at most its length).
+    #[inline(always)]
+    fn sge(&self, len: u32) -> sys::ibv_sge {
+        let i = self.inner();
+        sys::ibv_sge {
+            addr: i.addr.as_ptr() as u64,
+            length: len,
+            lkey: i.lkey,
+        }
+    }
+}
+
+impl Deref for Slot<'_> {
+    type Target = [u8];
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        let i = self.inner();
+        // SAFETY: the slot's range of a region that stays allocated while the slot lives;
+        // initialised (owned buffers are); nobody else writes it while the slot is not posted
+        // (module docs), and it is not posted while a `Slot` exists.
+        unsafe { std::slice::from_raw_parts(i.addr.as_ptr(), i.len as usize) }
+    }
+}
+
+impl DerefMut for Slot<'_> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        let i = self.inner();
+        // SAFETY: as in `deref`; nobody else reads it either (no work request names it), and
+        // the `&mut` borrows the one owner.
+        unsafe { std::slice::from_raw_parts_mut(i.addr.as_ptr(), i.len as usize) }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the Box the slot owns, freed once; the last slot of a region drops the
+        // region (ibv_dereg_mr, then its buffer).
+        drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+    }
+}
+
+impl std::fmt::Debug for Slot<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot")
+            .field("addr", &self.inner().addr)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A slot given back by a receive's completion, with the completion's byte count: it
+/// dereferences to the received bytes, `&slot[..byte_len]`, with no copy.
+///
+/// For a receive the count is what the device placed in the slot (for UD, the 40-byte GRH
+/// first). A receive consumed by an RDMA write with immediate reports the write's length,
+/// whose bytes went to the written region, not to the slot: check the opcode. The count is
+/// clamped to the slot's length.
+#[derive(Debug)]
+pub struct Received<'r> {
+    slot: Slot<'r>,
+    byte_len: usize,
+}
+
+impl<'r> Received<'r> {
+    /// The first `byte_len` bytes of `slot` (at most all of it).
+    #[inline(always)]
+    pub fn new(slot: Slot<'r>, byte_len: u32) -> Self {
+        let byte_len = (byte_len as usize).min(slot.len());
+        Received { slot, byte_len }
+    }
+
+    /// How many bytes were received.
+    #[inline(always)]
+    pub fn byte_len(&self) -> usize {
+        self.byte_len
+    }
+
+    /// The whole slot back, to write and post again.
+    #[inline(always)]
+    pub fn into_slot(self) -> Slot<'r> {
+        self.slot
+    }
+}
+
+impl Deref for Received<'_> {
+    type Target = [u8];
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        &self.slot[..self.byte_len]
+    }
+}
+
+/// A refused slot post: why, and the slot back when the provider reported that it did not take
+/// the request (its `bad_wr` is the request). `None` when it failed without saying so (the
+/// software device and rxe fail a send doorbell below RTS that way, keeping the request): the
+/// slot then stays with the queue and comes back with the request's completion, if it has one.
+#[derive(Debug)]
+pub struct SlotPostError<'r> {
+    /// The slot, not posted.
+    pub slot: Option<Slot<'r>>,
+    /// Why.
+    pub error: Error,
+}
+
+impl std::fmt::Display for SlotPostError<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for SlotPostError<'_> {}
+
+impl From<SlotPostError<'_>> for Error {
+    fn from(e: SlotPostError<'_>) -> Error {
+        e.error
+    }
+}
+
+/// Posts `slot` with the request `wr` (whose `wr_id` is set here) through `post`; the slot back
+/// in the error if the provider did not take it.
+///
+/// The slot must be of the queue's context `ctx` (`WrongContext("slot")`, with the slot back):
+/// it comes back from a CQ that borrows that context, which keeps the region's context open
+/// while the slot lives only if they are the same.
+#[inline(always)]
+fn post_slot<'r, W>(
+    slot: Slot<'r>,
+    ctx: *mut sys::ibv_context,
+    verb: Verb,
+    wr: &mut W,
+    wr_id: impl FnOnce(&mut W) -> &mut u64,
+    post: impl FnOnce(*mut W, *mut *mut W) -> i32,
+) -> Result<(), SlotPostError<'r>> {
+    if slot.inner().ctx != ctx {
+        return Err(SlotPostError {
+            slot: Some(slot),
+            error: Error {
+                verb,
+                kind: ErrorKind::WrongContext("slot"),
+            },
+        });
+    }
+    let token = slot.into_token();
+    *wr_id(wr) = token;
+    let mut bad: *mut W = ptr::null_mut();
+    match post(wr, &mut bad) {
+        0 => Ok(()),
+        e => {
+            let error = Error::os(verb, e.abs());
+            // "bad_wr: the first work request that failed": this one, so it was not posted.
+            let slot = ptr::eq(bad, wr).then(|| {
+                // SAFETY: the token made above, which the provider did not take.
+                unsafe { Slot::from_token(token) }
+            });
+            Err(SlotPostError { slot, error })
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slot CQs
+
+/// An extended CQ whose every completion carries a slot: the receive CQ of slot-mode QPs
+/// ([`SlotRq`], [`UsesSlotSrq`]) and the send CQ of QPs with [`SlotSends`]. Built with
+/// `CqEx::builder(&ctx)...slots().build()`.
+///
+/// It is not an [`AnyCq`]: `Qp::builder` and `software::inject` do not take it,
+/// so no completion with a `wr_id` the program chose can reach it.
+#[repr(transparent)]
+pub struct SlotCq<'a, F: WcFlags, T: Threading = Shared, C = ()> {
+    cq: CqEx<'a, F, T, C>,
+}
+
+/// Builds a [`SlotCq`]: made by `.slots()` on an extended CQ's builder.
+#[must_use = "a builder does nothing until .build()"]
+pub struct SlotCqBuilder<'a, F: WcFlags, T: Threading, C> {
+    inner: CqBuilder<'a, kind::Extended<F, T>, C>,
+}
+
+impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
+    /// Makes the CQ a [`SlotCq`]: one whose completions hand back slots. Set the other
+    /// attributes (`cqe`, `channel`, `context`, ...) first.
+    pub fn slots(self) -> SlotCqBuilder<'a, F, T, C> {
+        SlotCqBuilder { inner: self }
+    }
+}
+
+impl<'a, F: WcFlags, T: Threading, C> SlotCqBuilder<'a, F, T, C> {
+    /// `ibv_create_cq_ex`, as for a plain extended CQ.
+    pub fn build(self) -> Result<SlotCq<'a, F, T, C>>
+    where
+        C: crate::cq::CqContext<T>,
+    {
+        self.inner.build().map(|cq| SlotCq { cq })
+    }
+}
+
+impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
+    /// The actual number of entries.
+    pub fn cqe(&self) -> u32 {
+        self.cq.cqe()
+    }
+
+    /// The typed user context given at creation.
+    pub fn user_context(&self) -> &C {
+        self.cq.user_context()
+    }
+
+    /// `ibv_req_notify_cq`, as [`CqEx::req_notify`].
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        self.cq.req_notify(solicited_only)
+    }
+
+    /// Opens a polling batch, as [`CqEx::poll_batch`], whose positions hand back their slots.
+    #[inline]
+    pub fn poll_batch<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: a slot CQ (every completion carries a slot token); the batch has just started,
+        // under the provider's CQ lock (or on the CQ's one thread), so no other batch converts
+        // this completion's token.
+        self.cq
+            .poll_batch(|batch| f(unsafe { SlotBatch::enter(batch) }))
+    }
+
+    /// Splits the CQ into the shared half, for QP builders, and the one [`SlotPoller`], as
+    /// [`CqEx::split`].
+    pub fn split(&mut self) -> (&Self, SlotPoller<'_, 'a, F, T>) {
+        let (shared, poller) = self.cq.split();
+        // SAFETY: `SlotCq` is `repr(transparent)` over the `CqEx`.
+        let shared = unsafe { &*(shared as *const CqEx<'a, F, T, C> as *const Self) };
+        (
+            shared,
+            SlotPoller {
+                poller,
+                _m: PhantomData,
+            },
+        )
+    }
+
+    /// The C CQ. Polling it other than through this handle takes completions whose `wr_id`s
+    /// are slots owned by the queue: an `unsafe` use whose caller must not convert or drop
+    /// them.
+    pub fn as_raw(&self) -> *mut sys::ibv_cq_ex {
+        self.cq.as_raw()
+    }
+
+    /// `ibv_destroy_cq`. Slots in completions not polled are leaked. If it fails, the error is
+    /// returned and the CQ dropped (see [`CqEx::destroy`]).
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_destroy_cq`; on failure the CQ comes back inside the error.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
+        self.cq.try_destroy().map_err(|e| DestroyError {
+            object: SlotCq { cq: e.object },
+            error: e.error,
+        })
+    }
+
+    fn raw_cq(&self) -> *mut sys::ibv_cq {
+        self.cq.as_raw_cq()
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> std::fmt::Debug for SlotCq<'_, F, T, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SlotCq").field(&self.cq.as_raw()).finish()
+    }
+}
+
+/// The right to poll a [`SlotCq`] whose shared half QPs hold; made by [`SlotCq::split`].
+pub struct SlotPoller<'p, 'a, F: WcFlags, T: Threading = Shared> {
+    poller: Poller<'p, F, T>,
+    _m: PhantomData<&'a ()>,
+}
+
+impl<'a, F: WcFlags, T: Threading> SlotPoller<'_, 'a, F, T> {
+    /// Opens a batch, as [`SlotCq::poll_batch`].
+    #[inline]
+    pub fn poll_batch<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: the poller of a slot CQ; the batch has just started.
+        self.poller
+            .poll_batch(|batch| f(unsafe { SlotBatch::enter(batch) }))
+    }
+}
+
+/// What opens a batch on a slot CQ: a [`SlotCq`] held exclusively, or its [`SlotPoller`].
+/// `completion_record!` records with a `slot` field poll these only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a slot CQ, so its completions carry no slots: the `slot` field needs a CQ built with `.slots()`",
+    label = "a plain CQ's wr_id is the program's number, not a slot",
+    note = "build it with `CqEx::<F>::builder(&ctx).slots().build()` and give it to `Qp::slot_builder`, or remove `slot` from the record"
+)]
+pub trait SlotPollable<'s>: Sealed {
+    /// The CQ's `wc_flags`.
+    type Flags: WcFlags;
+    /// Opens a batch ([`SlotCq::poll_batch`]).
+    fn poll_slots<R>(
+        &self,
+        f: impl FnOnce(SlotBatch<'_, 's, Self::Flags>) -> R,
+    ) -> Result<Option<R>>;
+}
+
+impl<F: WcFlags, T: Threading, C> Sealed for SlotCq<'_, F, T, C> {}
+impl<'a, F: WcFlags, T: Threading, C> SlotPollable<'a> for SlotCq<'a, F, T, C> {
+    type Flags = F;
+    #[inline(always)]
+    fn poll_slots<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
+        self.poll_batch(f)
+    }
+}
+
+impl<F: WcFlags, T: Threading> Sealed for SlotPoller<'_, '_, F, T> {}
+impl<'a, F: WcFlags, T: Threading> SlotPollable<'a> for SlotPoller<'_, 'a, F, T> {
+    type Flags = F;
+    #[inline(always)]
+    fn poll_slots<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
+        self.poll_batch(f)
+    }
+}
+
+/// An open polling batch of a [`SlotCq`]: a [`Batch`] whose current completion's slot the
+/// crate has turned back into an owned [`Slot`], once, on entering it. Take it with
+/// [`take_slot`](Self::take_slot); a slot not taken is dropped when the batch moves on or ends.
+#[must_use = "dropping the batch ends it (ibv_end_poll) and drops its slot"]
+pub struct SlotBatch<'b, 's, F: WcFlags> {
+    batch: Batch<'b, F>,
+    slot: Option<Slot<'s>>,
+}
+
+impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
+    /// # Safety
+    /// `batch` is of a slot CQ and has just entered its current completion (`ibv_start_poll`
+    /// or `ibv_next_poll` succeeded), whose `wr_id` no one converted yet.
+    #[inline(always)]
+    unsafe fn enter(batch: Batch<'b, F>) -> Self {
+        let token = batch.completion().wr_id();
+        // SAFETY: every completion on a slot CQ carries a slot token (module docs, point 3),
+        // converted here once: the batch enters each completion once.
+        let slot = Some(unsafe { Slot::from_token(token) });
+        SlotBatch { batch, slot }
+    }
+
+    /// The completion the batch points at (its `wr_id` is the slot's token: use
+    /// [`take_slot`](Self::take_slot)).
+    #[inline(always)]
+    pub fn completion(&self) -> Completion<'_, F> {
+        self.batch.completion()
+    }
+
+    /// The current completion's slot, the first time it is asked for (then `None`). Every
+    /// completion carries one, whatever its status (a flushed request's too).
+    #[inline(always)]
+    pub fn take_slot(&mut self) -> Option<Slot<'s>> {
+        self.slot.take()
+    }
+
+    /// `ibv_next_poll`, as [`Batch::advance`]; the current slot, if not taken, is dropped.
+    #[inline]
+    pub fn advance(self) -> Result<Option<Self>> {
+        let SlotBatch { batch, slot } = self;
+        drop(slot);
+        // SAFETY: the batch of a slot CQ, just moved to its next completion.
+        Ok(batch
+            .advance()?
+            .map(|next| unsafe { SlotBatch::enter(next) }))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slot-mode queues
+
+/// How a QP's send queue completes: [`PlainSends`] (its send CQ is a plain CQ, and it takes
+/// `post_send`) or [`SlotSends`] (its send CQ is a [`SlotCq`], and every send is a signaled
+/// slot send).
+pub trait SendMode: Sealed + 'static {}
+/// The send queue takes plain work requests ([`Qp::post_send`]) and completes on a plain CQ.
+#[derive(Debug)]
+pub enum PlainSends {}
+/// The send queue takes slot sends only ([`Qp::post_send_slot`], [`Qp::post_write_slot`]),
+/// each signaled, and completes on a [`SlotCq`].
+#[derive(Debug)]
+pub enum SlotSends {}
+impl Sealed for PlainSends {}
+impl Sealed for SlotSends {}
+impl SendMode for PlainSends {}
+impl SendMode for SlotSends {}
+
+/// The receive side of a QP in slot mode: its own receive queue takes slots only
+/// ([`Qp::post_recv_slot`]) and completes on a [`SlotCq`]; `X` is its send mode.
+pub struct SlotRq<X: SendMode = PlainSends>(PhantomData<X>);
+/// The receive side of a QP whose receives come from a [`SlotSrq`]; `X` is its send mode.
+pub struct UsesSlotSrq<X: SendMode = PlainSends>(PhantomData<X>);
+
+impl<X: SendMode> Sealed for SlotRq<X> {}
+impl<X: SendMode> Sealed for UsesSlotSrq<X> {}
+impl<X: SendMode> RecvSide for SlotRq<X> {
+    const RECV_SGE: usize = 1;
+}
+impl<X: SendMode> RecvSide for UsesSlotSrq<X> {
+    const RECV_SGE: usize = 0;
+}
+impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
+    // A slot is one SGE: the type's cap stays 1.
+    type WithRecvSge<const N: usize> = SlotRq<X>;
+}
+
+/// The receive sides whose QP takes plain sends ([`Qp::post_send`]): every one but those with
+/// [`SlotSends`], whose send CQ is a [`SlotCq`].
+#[diagnostic::on_unimplemented(
+    message = "this QP's send CQ is a slot CQ, so every send must carry a slot: post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`",
+    label = "a slot CQ takes no work request with a wr_id of the program's",
+    note = "for plain sends, build the QP with a plain send CQ: `Qp::slot_builder(&pd, &plain_cq, &slot_cq)`"
+)]
+pub trait PlainSendQueue: RecvSide + Sealed {}
+impl<const N: usize> PlainSendQueue for OwnRq<N> {}
+impl PlainSendQueue for UsesSrq {}
+impl PlainSendQueue for SlotRq<PlainSends> {}
+impl PlainSendQueue for UsesSlotSrq<PlainSends> {}
+
+/// The receive sides whose QP sends slots: those with [`SlotSends`].
+#[diagnostic::on_unimplemented(
+    message = "this QP's send CQ is a plain CQ, so a slot could not come back from it: build the QP with a slot CQ as its send CQ to send slots",
+    label = "slot sends need a slot send CQ",
+    note = "`Qp::slot_builder(&pd, &slot_cq, &slot_cq)` makes both CQs slot CQs"
+)]
+pub trait SlotSendQueue: RecvSide + Sealed {}
+impl SlotSendQueue for SlotRq<SlotSends> {}
+impl SlotSendQueue for UsesSlotSrq<SlotSends> {}
+
+/// A QP's send CQ in slot mode: a plain CQ ([`AnyCq`], with [`PlainSends`]) or a [`SlotCq`]
+/// (with [`SlotSends`]).
+pub trait SendCq: Sealed + crate::parent::ParentObject {
+    /// The QP's send mode with this CQ.
+    type Sends: SendMode;
+    /// The CQ's threading.
+    type Threading: Threading;
+    #[doc(hidden)]
+    fn send_cq_raw(&self) -> *mut sys::ibv_cq;
+}
+impl<Q: AnyCq> SendCq for Q {
+    type Sends = PlainSends;
+    type Threading = Q::Threading;
+    fn send_cq_raw(&self) -> *mut sys::ibv_cq {
+        self.as_raw_cq()
+    }
+}
+impl<F: WcFlags, T: Threading, C> SendCq for SlotCq<'_, F, T, C> {
+    type Sends = SlotSends;
+    type Threading = T;
+    fn send_cq_raw(&self) -> *mut sys::ibv_cq {
+        self.raw_cq()
+    }
+}
+
+type SlotJoined<SC, RT> = <<SC as SendCq>::Threading as JoinThreading<RT>>::Out;
+
+impl<'a, T: QpType> Qp<'a, T> {
+    /// Starts building a QP of type `T` in `pd` whose own receive queue takes slots
+    /// ([`SlotRq`]): its receives complete on the slot CQ `recv_cq`. `send_cq` is a plain CQ
+    /// (the QP then takes plain sends) or a [`SlotCq`] (the QP then sends slots only,
+    /// [`SlotSends`]); it may be `recv_cq` itself.
+    ///
+    /// Each parent is `&parent`, or `&Arc<parent>` for a QP that keeps it alive
+    /// ([`crate::parent`]).
+    pub fn slot_builder<'p: 'a, 'r: 'a, SC, F: WcFlags, RT: Threading, RC: 'a>(
+        pd: impl Parent<'a, Target = Pd<'p>>,
+        send_cq: impl Parent<'a, Target = SC>,
+        recv_cq: impl Parent<'a, Target = SlotCq<'r, F, RT, RC>>,
+    ) -> QpBuilder<'a, T, SlotRq<SC::Sends>, SlotJoined<SC, RT>>
+    where
+        SC: SendCq + 'a,
+        SC::Threading: JoinThreading<RT>,
+    {
+        let (pd, send_cq, recv_cq) = (pd.into_held(), send_cq.into_held(), recv_cq.into_held());
+        let cap = QpCap {
+            max_send_wr: 1,
+            max_recv_wr: 1,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        };
+        QpBuilder::from_parts(
+            pd.get().as_raw(),
+            send_cq.get().send_cq_raw(),
+            recv_cq.get().raw_cq(),
+            ptr::null_mut(),
+            cap,
+            [
+                pd.into_keep(),
+                send_cq.into_keep(),
+                recv_cq.into_keep(),
+                Keep::NONE,
+            ],
+        )
+    }
+
+    /// Starts building a QP of type `T` (RC or UD) whose receives come from the slot SRQ `srq`
+    /// and complete on the slot CQ `recv_cq`; `send_cq` as for
+    /// [`slot_builder`](Self::slot_builder).
+    pub fn slot_builder_with_srq<'p: 'a, 'r: 'a, 's: 'a, SC, F: WcFlags, RT: Threading, RC, SrqC>(
+        pd: impl Parent<'a, Target = Pd<'p>>,
+        send_cq: impl Parent<'a, Target = SC>,
+        recv_cq: impl Parent<'a, Target = SlotCq<'r, F, RT, RC>>,
+        srq: impl Parent<'a, Target = SlotSrq<'s, SrqC>>,
+    ) -> QpBuilder<'a, T, UsesSlotSrq<SC::Sends>, SlotJoined<SC, RT>>
+    where
+        T: SrqCapable,
+        SC: SendCq + 'a,
+        SC::Threading: JoinThreading<RT>,
+        RC: 'a,
+        SrqC: 'a,
+    {
+        let (pd, send_cq, recv_cq) = (pd.into_held(), send_cq.into_held(), recv_cq.into_held());
+        let srq = srq.into_held();
+        let cap = QpCap {
+            max_send_wr: 1,
+            max_recv_wr: 0,
+            max_send_sge: 1,
+            max_recv_sge: 0,
+            max_inline_data: 0,
+        };
+        QpBuilder::from_parts(
+            pd.get().as_raw(),
+            send_cq.get().send_cq_raw(),
+            recv_cq.get().raw_cq(),
+            srq.get().srq.as_raw(),
+            cap,
+            [
+                pd.into_keep(),
+                send_cq.into_keep(),
+                recv_cq.into_keep(),
+                srq.into_keep(),
+            ],
+        )
+    }
+}
+
+impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
+    Qp<'a, T, SlotRq<X>, S, C, St, SGE>
+{
+    /// `ibv_post_recv` of `slot`: the slot moves into the receive queue and comes back with the
+    /// receive's completion on the QP's slot CQ. From INIT on. If the provider refuses it, the
+    /// error gives it back.
+    #[inline]
+    pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>>
+    where
+        St: RecvReady,
+    {
+        let qp = self.as_raw();
+        let mut sge = slot.sge(slot.inner().len);
+        let mut wr = sys::ibv_recv_wr {
+            wr_id: 0,
+            next: ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+        };
+        post_slot(
+            slot,
+            // SAFETY: a live QP; its context is fixed.
+            unsafe { (*qp).context },
+            Verb::PostRecv,
+            &mut wr,
+            |wr| &mut wr.wr_id,
+            |wr, bad| {
+                // SAFETY: a live QP past RESET with its own receive queue; `wr` and its SGE
+                // live across the call.
+                unsafe { ctx_op_call!((*qp).context, post_recv, qp, wr, bad) }
+            },
+        )
+    }
+}
+
+impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: usize>
+    Qp<'a, T, R, S, C, St, SGE>
+{
+    /// A signaled send of the work request `opcode` with the slot's first `len` bytes.
+    #[inline(always)]
+    fn post_send_slot_op<'r>(
+        &self,
+        slot: Slot<'r>,
+        len: usize,
+        opcode: sys::ibv_wr_opcode::Type,
+        remote: Option<RemoteAddr>,
+    ) -> Result<(), SlotPostError<'r>> {
+        if len > slot.len() {
+            let max = slot.len() as u64;
+            return Err(SlotPostError {
+                slot: Some(slot),
+                error: Error::range(Verb::PostSend, "len", len as u64, 0, max),
+            });
+        }
+        let qp = self.as_raw();
+        let mut sge = slot.sge(len as u32);
+        // SAFETY: plain C data; all-zero is a valid (empty) work request.
+        let mut wr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.sg_list = &mut sge;
+        // A zero-length message has no SGE (some devices read a 0 length as 2 GiB); the
+        // pointer still names a real one.
+        wr.num_sge = (len != 0) as i32;
+        wr.opcode = opcode;
+        wr.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+        if let Some(r) = remote {
+            wr.wr.rdma = sys::rdma_t {
+                remote_addr: r.addr,
+                rkey: r.rkey,
+            };
+        }
+        post_slot(
+            slot,
+            // SAFETY: a live QP; its context is fixed.
+            unsafe { (*qp).context },
+            Verb::PostSend,
+            &mut wr,
+            |wr| &mut wr.wr_id,
+            |wr, bad| {
+                // SAFETY: a live QP in RTS (the callers' bound); `wr` and its SGE live across
+                // the call.
+                unsafe { ctx_op_call!((*qp).context, post_send, qp, wr, bad) }
+            },
+        )
+    }
+
+    /// `ibv_post_send` of a signaled `IBV_WR_SEND` of the slot's first `len` bytes: the slot
+    /// moves into the send queue (the device reads it until the send completes) and comes back,
+    /// writable again, with its completion on the QP's slot send CQ. `len` above the slot's
+    /// length is refused before the call (`OutOfRange`), with the slot back.
+    #[inline]
+    pub fn post_send_slot<'r>(&self, slot: Slot<'r>, len: usize) -> Result<(), SlotPostError<'r>>
+    where
+        T: Connected,
+        St: SendReady,
+    {
+        self.post_send_slot_op(slot, len, sys::ibv_wr_opcode::IBV_WR_SEND, None)
+    }
+
+    /// `ibv_post_send` of a signaled `IBV_WR_RDMA_WRITE` of the slot's first `len` bytes to
+    /// `remote`, the slot given back as for [`post_send_slot`](Self::post_send_slot).
+    #[inline]
+    pub fn post_write_slot<'r>(
+        &self,
+        slot: Slot<'r>,
+        len: usize,
+        remote: RemoteAddr,
+    ) -> Result<(), SlotPostError<'r>>
+    where
+        T: RdmaWriteCapable,
+        St: SendReady,
+    {
+        self.post_send_slot_op(
+            slot,
+            len,
+            sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            Some(remote),
+        )
+    }
+}
+
+/// A shared receive queue in slot mode: it takes slots only ([`post_recv_slot`]), and the QPs
+/// that use it ([`Qp::slot_builder_with_srq`]) complete its receives on slot CQs. Built with
+/// `Srq::builder(&pd)...slots().build()`.
+///
+/// [`post_recv_slot`]: Self::post_recv_slot
+pub struct SlotSrq<'a, C = ()> {
+    srq: Srq<'a, C, 1>,
+}
+
+/// Builds a [`SlotSrq`]: made by `.slots()` on an SRQ's builder.
+#[must_use = "a builder does nothing until .build()"]
+pub struct SlotSrqBuilder<'a, C> {
+    inner: SrqBuilder<'a, C, 1>,
+}
+
+impl<'a, C> SrqBuilder<'a, C, 1> {
+    /// Makes the SRQ a [`SlotSrq`], whose receives are slots (one SGE each). Set `max_wr` and
+    /// the context first.
+    pub fn slots(self) -> SlotSrqBuilder<'a, C> {
+        SlotSrqBuilder { inner: self }
+    }
+}
+
+impl<'a, C: Send + Sync> SlotSrqBuilder<'a, C> {
+    /// `ibv_create_srq`, as for a plain SRQ.
+    pub fn build(self) -> Result<SlotSrq<'a, C>> {
+        self.inner.build().map(|srq| SlotSrq { srq })
+    }
+}
+
+impl<'a, C> SlotSrq<'a, C> {
+    /// `ibv_post_srq_recv` of `slot`: it comes back with the completion of the receive that
+    /// takes it, on that QP's slot CQ. If the provider refuses it, the error gives it back.
+    #[inline]
+    pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>> {
+        let srq = self.srq.as_raw();
+        let mut sge = slot.sge(slot.inner().len);
+        let mut wr = sys::ibv_recv_wr {
+            wr_id: 0,
+            next: ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+        };
+        post_slot(
+            slot,
+            // SAFETY: a live SRQ; its context is fixed.
+            unsafe { (*srq).context },
+            Verb::PostSrqRecv,
+            &mut wr,
+            |wr| &mut wr.wr_id,
+            |wr, bad| {
+                // SAFETY: a live SRQ; `wr` and its SGE live across the call.
+                unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }
+            },
+        )
+    }
+
+    /// The attributes `ibv_create_srq` reported, as [`Srq::attr`].
+    pub fn attr(&self) -> SrqAttr {
+        self.srq.attr()
+    }
+
+    /// `ibv_modify_srq` with `IBV_SRQ_LIMIT`, as [`Srq::arm_limit`].
+    pub fn arm_limit(&self, limit: u32) -> Result<()> {
+        self.srq.arm_limit(limit)
+    }
+
+    /// The typed user context given at creation.
+    pub fn user_context(&self) -> &C {
+        self.srq.user_context()
+    }
+
+    /// The C SRQ. Posting to it other than through this handle must post slots
+    /// (the raw API's contract).
+    pub fn as_raw(&self) -> *mut sys::ibv_srq {
+        self.srq.as_raw()
+    }
+
+    /// `ibv_destroy_srq`. Slots still posted are leaked. If it fails, the error is returned
+    /// and the SRQ dropped (see [`Srq::destroy`]).
+    pub fn destroy(self) -> Result<()> {
+        Ok(self.try_destroy()?)
+    }
+
+    /// `ibv_destroy_srq`; on failure the SRQ comes back inside the error.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
+        self.srq.try_destroy().map_err(|e| DestroyError {
+            object: SlotSrq { srq: e.object },
+            error: e.error,
+        })
+    }
+}
+
+impl<C> std::fmt::Debug for SlotSrq<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SlotSrq").field(&self.srq.as_raw()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A slot region never takes an lkey a plain region had (a stale `Sge` could name it): the
+    /// software device's next keys are marked as plain regions' first, and the registration
+    /// goes past them.
+    #[test]
+    fn a_slot_region_skips_the_lkeys_of_plain_regions() {
+        let ctx = Arc::new(crate::Context::open("sw0").unwrap());
+        let pd = Arc::new(Pd::new(&ctx).unwrap());
+        let plain = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+        assert!(
+            plain_lkey_seen(plain.lkey()),
+            "a plain region's lkey is recorded"
+        );
+        // The software device's keys are its context's handle counter, shifted by 8.
+        let taken: Vec<u32> = (1..=4).map(|i| plain.lkey() + (i << 8)).collect();
+        for &k in &taken {
+            note_plain_lkey(k);
+        }
+        let slots = Slot::register(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE, 64).unwrap();
+        let lkey = slots[0].inner().lkey;
+        assert!(
+            !taken.contains(&lkey),
+            "the slot region took a plain region's lkey {lkey:#x}"
+        );
+        assert!(!plain_lkey_seen(lkey));
+    }
+
+    #[test]
+    fn a_slot_is_one_pointer() {
+        assert_eq!(std::mem::size_of::<Slot<'static>>(), 8);
+        assert_eq!(std::mem::size_of::<Option<Slot<'static>>>(), 8);
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> crate::sealed::SealedParent for SlotCq<'_, F, T, C> {}
+impl<F: WcFlags, T: Threading, C> crate::parent::ParentObject for SlotCq<'_, F, T, C> {}
+impl<C> crate::sealed::SealedParent for SlotSrq<'_, C> {}
+impl<C> crate::parent::ParentObject for SlotSrq<'_, C> {}
