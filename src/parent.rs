@@ -141,6 +141,8 @@ impl Keep {
         ptr: std::ptr::null(),
         release: None,
     };
+    /// Four of [`NONE`](Self::NONE): a QP's parents.
+    pub(crate) const NONE_4: [Keep; 4] = [Keep::NONE, Keep::NONE, Keep::NONE, Keep::NONE];
 
     fn arc<P: Send>(a: Arc<P>) -> Keep {
         /// Drops the `Arc<P>` that `arc` turned into a raw pointer.

@@ -790,22 +790,41 @@ unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
     // SAFETY: caller's contract.
     let meta = unsafe { (*qp).qp_context } as *mut QpMeta<C>;
     if teardown::inside_batch() {
-        /// The queued part: the groups left and the C QP.
-        unsafe fn later(qp: *mut c_void, groups: *mut c_void) {
-            // SAFETY: `drop_qp`'s QP and the boxed groups it queued, each used once here.
+        /// What waits with the C QP: the groups left, and what keeps its PD, CQs and SRQ
+        /// alive, released only after the QP is destroyed.
+        struct Later {
+            groups: Vec<(Gid, u16)>,
+            keep: [Keep; 4],
+        }
+        /// The queued part: the C QP, then its parents.
+        unsafe fn later(qp: *mut c_void, rest: *mut c_void) {
+            // SAFETY: `drop_qp`'s QP and the boxed rest it queued, each used once here.
             unsafe {
-                let mut groups = Box::from_raw(groups as *mut Vec<(Gid, u16)>);
-                let _ = destroy_with_groups(qp.cast(), &mut groups);
+                let mut rest = Box::from_raw(rest as *mut Later);
+                if destroy_with_groups(qp.cast(), &mut rest.groups).is_ok() {
+                    // Dropping a parent may run its user context's `Drop`: not here, inside the
+                    // batch's teardowns, but after them (crate::teardown).
+                    teardown::release_after(std::mem::replace(&mut rest.keep, Keep::NONE_4));
+                } else {
+                    // Still alive: it keeps its parents for good.
+                    std::mem::forget(rest);
+                }
             }
         }
         // SAFETY: the meta is the QP's, ours since the handle is gone.
-        let groups = std::mem::take(unsafe { &mut *(*meta).mcast.lock() });
-        let groups = Box::into_raw(Box::new(groups));
-        // SAFETY: the QP and its groups are the queue's until `later` runs (nothing else can
-        // destroy the QP: its handle is gone). Its meta is no longer read by anything: freed,
-        // with the user context, after the QP is queued, so a panic there loses nothing.
+        let rest = unsafe {
+            Later {
+                groups: std::mem::take(&mut *(*meta).mcast.lock()),
+                keep: std::mem::replace(&mut (*meta).keep, Keep::NONE_4),
+            }
+        };
+        let rest = Box::into_raw(Box::new(rest));
+        // SAFETY: the QP, its groups and its parents' references are the queue's until `later`
+        // runs (nothing else can destroy the QP: its handle is gone). Its meta is no longer
+        // read by anything: freed, with the user context, after the QP is queued, so a panic
+        // there loses nothing.
         unsafe {
-            teardown::defer((*qp).context, later, qp.cast(), groups.cast());
+            teardown::defer((*qp).context, later, qp.cast(), rest.cast());
             drop(Box::from_raw(meta));
         }
         return;

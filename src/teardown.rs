@@ -28,8 +28,9 @@
 //! it. No teardown in either runs user code.
 
 use crate::ffi::sys;
+use crate::parent::Keep;
 use crate::sync::Mutex;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::os::raw::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,6 +52,9 @@ struct Node {
 struct Batch {
     /// Whether the thread is inside `poll_batch`.
     inside: Cell<bool>,
+    /// The parents of deferred QPs that were destroyed, to release once the deferred teardowns
+    /// are done (releasing one may run a user context's `Drop`).
+    released: RefCell<Vec<[Keep; 4]>>,
     /// The deferred teardowns, first to run at the head.
     head: Cell<*mut Node>,
     tail: Cell<*mut Node>,
@@ -60,6 +64,7 @@ thread_local! {
     static BATCH: Batch = const {
         Batch {
             inside: Cell::new(false),
+            released: RefCell::new(Vec::new()),
             head: Cell::new(ptr::null_mut()),
             tail: Cell::new(ptr::null_mut()),
         }
@@ -85,6 +90,7 @@ pub(crate) fn leave() {
         b.inside.set(false);
         if !b.head.get().is_null() {
             run_deferred(b);
+            release_parents(b);
         }
     })
 }
@@ -107,6 +113,24 @@ fn run_deferred(b: &Batch) {
         unsafe { (node.run)(node.a, node.b) };
         done(node.ctx);
     }
+}
+
+/// Releases `keep`, the parents of a deferred QP just destroyed on this thread, once its
+/// deferred teardowns are done: releasing one may destroy the parent and run its user
+/// context's `Drop`, which is user code. While the thread unwinds (the batch's closure
+/// panicked) they wait for the next time (a panic in a `Drop` then would abort): until then
+/// the parents stay alive, which is a leak, never a dangling pointer.
+pub(crate) fn release_after(keep: [Keep; 4]) {
+    BATCH.with(|b| b.released.borrow_mut().push(keep))
+}
+
+/// Releases what [`release_after`] collected, unless the thread is unwinding.
+fn release_parents(b: &Batch) {
+    if std::thread::panicking() {
+        return;
+    }
+    let released = std::mem::take(&mut *b.released.borrow_mut());
+    drop(released);
 }
 
 /// Queues `run(a, b)`, the destroy of a QP of context `ctx`, to the end of this thread's batch,

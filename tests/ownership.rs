@@ -358,3 +358,61 @@ fn an_owned_connection_moves_into_a_tokio_task() -> Res {
     assert_eq!(got, b"from a task");
     Ok(())
 }
+
+#[test]
+fn a_qp_deferred_by_a_batch_holds_its_shared_parents_until_its_destroy() -> Res {
+    let ctx = Arc::new(open());
+    let pd = Arc::new(Pd::new(&ctx)?);
+    let polled = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
+    // One completion in `polled`: a receive flushed by the move to ERR.
+    let flushed = Qp::<Rc>::builder(&pd, &polled, &polled)
+        .build()?
+        .to_init(ConnectedInit {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::LOCAL_WRITE,
+        })?;
+    let buf = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
+    flushed.post_recv(9, &[buf.sge(0..64).ok_or("sge")?])?;
+    let _flushed = flushed.to_error()?;
+    let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(8).build()?);
+    let srq = Arc::new(Srq::builder(&pd).max_wr(4).build()?);
+    let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+    let before = software::live_objects(&ctx);
+    let (mut qp, mut cq, mut srq) = (Some(qp), Some(cq), Some(srq));
+    let start = Instant::now();
+    let inside = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the flush completion"
+        );
+        let r = polled.poll_batch(|_batch| {
+            drop(qp.take()); // its destroy waits for the batch's end
+                             // The waiting QP still holds its CQ and SRQ: neither can be taken back (and
+                             // destroyed under it, EBUSY), and neither is destroyed yet.
+            let cq = Arc::into_inner(cq.take().unwrap()).map(|cq| cq.try_destroy());
+            let srq = Arc::into_inner(srq.take().unwrap()).map(|srq| srq.try_destroy());
+            (cq.is_none(), srq.is_none())
+        })?;
+        if let Some(r) = r {
+            break r;
+        }
+    };
+    assert_eq!(
+        inside,
+        (true, true),
+        "a deferred QP let go of its parents early"
+    );
+    if let (Some(before), Some(after)) = (before, software::live_objects(&ctx)) {
+        // After the batch: the QP, then the CQ and SRQ it was the last to hold.
+        assert_eq!(
+            (
+                before.qps - after.qps,
+                before.cqs - after.cqs,
+                before.srqs - after.srqs
+            ),
+            (1, 1, 1)
+        );
+    }
+    Ok(())
+}
