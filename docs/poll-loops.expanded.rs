@@ -81,14 +81,14 @@ where
 impl Recv {
     /// The most completions one poll takes from the CQ (one batch).
     pub const MAX_BATCH: usize = 16usize;
-    /// Polls one batch from an extended CQ (`&cq`, or its `Poller`): one
+    /// Polls one batch from an extended CQ (a `CqEx` or its `Poller`): one
     /// `ibv_start_poll`, an `ibv_next_poll` per further completion up to `MAX_BATCH`,
     /// one `ibv_end_poll` (also if `handler` panics). `handler` gets each completion, in
     /// order: a successful one as a view whose declared fields it reads when and in the
     /// order it needs them (nothing is read that it does not ask for), a failed one as
     /// the error record. Returns how many were taken; 0 when the CQ was empty.
     #[inline]
-    pub fn poll<P, H>(cq: &P, mut handler: H) -> ::typed_verbs::Result<usize>
+    pub fn poll<P, H>(cq: &mut P, mut handler: H) -> ::typed_verbs::Result<usize>
     where
         P: ::typed_verbs::cq_ex::Pollable,
         P::Flags: ::typed_verbs::cq_ex::WithByteLen + ::typed_verbs::cq_ex::WithImm

@@ -353,6 +353,7 @@ fn run(device: Option<&str>) -> Result<(), Error> {
     }
 
     println!("destroy:");
+    drop(poller); // the CQ's right to poll, given back
     gone(rc.destroy(), "rc qp")?;
     gone(rc_srq.destroy(), "rc qp on the srq")?;
     gone(ud.destroy(), "ud qp")?;

@@ -227,6 +227,8 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
 #[repr(C)]
 pub(crate) struct CqMeta<C> {
     pub(crate) acks: Arc<CqAcks>,
+    /// Whether the CQ's one [`Poller`](crate::Poller) exists (an extended CQ's).
+    pub(crate) poller: std::sync::atomic::AtomicBool,
     /// Held for its `Drop` only.
     #[allow(dead_code)]
     keep: [Keep; 3],
@@ -239,11 +241,22 @@ impl<C> CqMeta<C> {
         let ctx = b.ctx.get().as_raw();
         let meta = CqMeta {
             acks: CqAcks::new(),
+            poller: std::sync::atomic::AtomicBool::new(false),
             keep: [b.ctx.into_keep(), channel, parent],
             user: b.user,
         };
         (meta, ctx)
     }
+}
+
+/// The claim on the one [`Poller`](crate::Poller) of a CQ made by a builder.
+///
+/// # Safety
+/// `cq` is such a live CQ; the reference does not outlive it.
+pub(crate) unsafe fn poller_claim<'a>(cq: *mut sys::ibv_cq) -> &'a std::sync::atomic::AtomicBool {
+    // SAFETY: caller's contract: cq_context is a CqMeta<C>, whose fields before `user` are at
+    // the same offsets whatever `C` is (repr(C)).
+    unsafe { &(*((*cq).cq_context as *const CqMeta<()>)).poller }
 }
 
 /// `ibv_poll_cq` is refused inside a polling batch (see [`crate::teardown`]).
@@ -523,7 +536,7 @@ impl<'a, C> Cq<'a, C> {
     /// what to do instead.
     #[doc(hidden)]
     pub fn poll_batch<R>(
-        &self,
+        &mut self,
         _f: impl FnOnce(crate::cq_ex::Batch<'_, crate::NoFields>) -> R,
     ) -> Result<Option<R>>
     where

@@ -43,6 +43,7 @@ use crate::Context;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 
 /// The `IBV_WC_EX_WITH_*` bits (enum ibv_wc_flags_ex), defined with the other C constants.
 pub use crate::ffi::wc_ex_flags as flags;
@@ -237,24 +238,45 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// panics) the batch is ended exactly once before this returns or unwinds: the provider's
     /// CQ lock, which `ibv_start_poll` takes, can never stay held.
     ///
-    /// A shared reference is enough: QPs may use the CQ meanwhile. Two threads polling a
-    /// [`Shared`] CQ take turns on the provider's CQ lock (`ibv_start_poll` to
-    /// `ibv_end_poll`); a SINGLE_THREADED CQ is not `Sync`, so it is polled from one thread;
-    /// and a thread that already has a batch open gets [`ErrorKind::BatchOpen`] instead of a
-    /// second one ([`crate::teardown`]), so no thread ever waits for a CQ lock it holds.
+    /// This needs the CQ exclusively (`&mut`). A CQ that QPs use, or that sits in an `Arc`, is
+    /// polled through its [`Poller`] ([`poller`](Self::poller), [`split`](Self::split)): one
+    /// exists at a time per CQ, so no two threads ever open batches on one CQ, and a batch's
+    /// closure cannot wait for another thread's batch on it. A thread that already has a batch
+    /// open (on any CQ) gets [`ErrorKind::BatchOpen`] instead of a second one
+    /// ([`crate::teardown`]).
     #[inline]
-    pub fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
-        // SAFETY: a live extended CQ made by a builder. Batches on it are serialized by the
-        // provider's lock (Shared) or by the CQ staying on one thread (SINGLE_THREADED is not
-        // Sync), and refused on a thread that has one open.
+    pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: a live extended CQ made by a builder; `&mut self` means no poller exists and
+        // no other batch is open on it.
         unsafe { poll_batch(self.raw, f) }
     }
 
+    /// The CQ's one [`Poller`], through a shared reference: for a CQ that QPs use or that is
+    /// shared through an `Arc` (take it on the thread that polls). While it lives, asking
+    /// again gives [`ErrorKind::PollerTaken`]; dropping it gives the right back. (A poller that
+    /// is leaked keeps it: the CQ is then polled by no one else, and `split` takes it back.)
+    pub fn poller(&self) -> Result<Poller<'_, F, T>> {
+        // SAFETY: a live CQ made by a builder.
+        let claim = unsafe { crate::cq::poller_claim(self.as_raw_cq()) };
+        if claim.swap(true, Ordering::Acquire) {
+            return Err(Error {
+                verb: Verb::StartPoll,
+                kind: ErrorKind::PollerTaken,
+            });
+        }
+        Ok(Poller {
+            cq: self.raw,
+            _m: PhantomData,
+        })
+    }
+
     /// Splits the CQ into a shared reference, for QPs (as send or receive CQ) and for
-    /// `req_notify`, and the one [`Poller`] that may open batches on it. Both borrow the CQ, so
-    /// it cannot be destroyed while either lives, and no second poller exists while this one
-    /// does.
+    /// `req_notify`, and its one [`Poller`] (taken back from a leaked one, if any). Both borrow
+    /// the CQ, so it cannot be destroyed while either lives.
     pub fn split(&mut self) -> (&Self, Poller<'_, F, T>) {
+        // SAFETY: a live CQ made by a builder. `&mut self`: no poller lives (a leaked one can
+        // never poll again), so the claim is this one's.
+        unsafe { crate::cq::poller_claim(self.as_raw_cq()) }.store(true, Ordering::Relaxed);
         let poller = Poller {
             cq: self.raw,
             _m: PhantomData,
@@ -427,10 +449,12 @@ unsafe fn poll_batch<F: WcFlags, R>(
     })))
 }
 
-/// The right to poll a [`CqEx`] whose shared half QPs hold. Made by [`CqEx::split`]; there is
-/// one at a time per CQ, and it opens one batch at a time.
+/// The right to poll a [`CqEx`] whose shared half QPs hold, or that an `Arc` shares. Made by
+/// [`CqEx::poller`] or [`CqEx::split`]; there is one at a time per CQ, and it opens one batch at
+/// a time. Dropping it gives the right back.
 ///
-/// It may move to another thread for a [`Shared`] CQ, not for a SINGLE_THREADED one.
+/// It may move to another thread for a [`Shared`] CQ, not for a SINGLE_THREADED one; it is not
+/// `Sync`, so only the thread that has it polls.
 pub struct Poller<'a, F: WcFlags, T: Threading = Shared> {
     cq: NonNull<sys::ibv_cq_ex>,
     _m: PhantomData<(&'a mut (), F, T)>,
@@ -443,11 +467,25 @@ unsafe impl<F: WcFlags, T: Threading> Send for Poller<'_, F, T> where T::Marker:
 impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
     /// Opens a batch, as [`CqEx::poll_batch`].
     #[inline]
-    pub fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
-        // SAFETY: a live CQ (the poller borrows it). The poller is neither Sync nor, for a
-        // SINGLE_THREADED CQ, Send, and a thread with a batch open is refused a second one, as
-        // in `CqEx::poll_batch`.
+    pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: the poller is the one right to poll this live CQ; `&mut self` means no other
+        // batch is open on it.
         unsafe { poll_batch(self.cq, f) }
+    }
+}
+
+impl<F: WcFlags, T: Threading> Drop for Poller<'_, F, T> {
+    fn drop(&mut self) {
+        let cq = self.cq.as_ptr().cast::<sys::ibv_cq>();
+        // SAFETY: a live CQ made by a builder (the poller borrows it); the claim is this
+        // poller's.
+        unsafe { crate::cq::poller_claim(cq) }.store(false, Ordering::Release);
+    }
+}
+
+impl<F: WcFlags, T: Threading> std::fmt::Debug for Poller<'_, F, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Poller").field(&self.cq).finish()
     }
 }
 
@@ -457,13 +495,13 @@ pub trait Pollable: sealed::Sealed {
     /// The CQ's `wc_flags`.
     type Flags: WcFlags;
     /// Opens a batch, runs `f` on it and ends it ([`CqEx::poll_batch`]).
-    fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, Self::Flags>) -> R) -> Result<Option<R>>;
+    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, Self::Flags>) -> R) -> Result<Option<R>>;
 }
 
 impl<F: WcFlags, T: Threading, C> Pollable for CqEx<'_, F, T, C> {
     type Flags = F;
     #[inline(always)]
-    fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         CqEx::poll_batch(self, f)
     }
 }
@@ -472,7 +510,7 @@ impl<F: WcFlags, T: Threading> sealed::Sealed for Poller<'_, F, T> {}
 impl<F: WcFlags, T: Threading> Pollable for Poller<'_, F, T> {
     type Flags = F;
     #[inline(always)]
-    fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         Poller::poll_batch(self, f)
     }
 }

@@ -237,6 +237,11 @@ pub enum ErrorKind {
     /// `IBV_ACCESS_REMOTE_ATOMIC` or `IBV_ACCESS_REMOTE_READ`) was asked for. Checked before
     /// the call; errno `EINVAL`.
     RemoteAccess(&'static str),
+    /// The CQ's [`Poller`](crate::Poller) is taken: one exists at a time per CQ, so that no two
+    /// threads open batches on it (a batch's closure that waited for a thread that polls the
+    /// same CQ would wait for ever). Drop the poller that has it, or poll through it. Errno
+    /// `EBUSY`.
+    PollerTaken,
 }
 
 /// An error of a verb: which verb, and why.
@@ -293,6 +298,7 @@ impl Error {
             ErrorKind::BatchOpen => libc::EDEADLK,
             ErrorKind::NoHugePages(e) => e,
             ErrorKind::RemoteAccess(_) => libc::EINVAL,
+            ErrorKind::PollerTaken => libc::EBUSY,
         }
     }
 
@@ -329,6 +335,12 @@ impl fmt::Display for Error {
             ErrorKind::WrongContext(what) => {
                 write!(f, "{}: {what} belongs to another device context", self.verb)
             }
+            ErrorKind::PollerTaken => write!(
+                f,
+                "{}: this CQ's poller is taken (one at a time per CQ): poll through it, or drop \
+                 it first",
+                self.verb
+            ),
             ErrorKind::BatchOpen => write!(
                 f,
                 "{}: refused inside poll_batch, whose batch holds a CQ lock: the call would wait \

@@ -99,6 +99,11 @@
 //!   failing with `EBUSY` (or, for a context, being closed under the QP, which rdma-core's
 //!   `ibv_close_device` would do); `Context::close` is refused meanwhile.
 //!
+//! No two threads open batches on one CQ: it is polled through `&mut` or through its one
+//! [`Poller`](crate::Poller) (`CqEx::split`, or `CqEx::poller`, which refuses a second one with
+//! [`ErrorKind::PollerTaken`](crate::ErrorKind::PollerTaken)), so a closure that waits for
+//! another thread never waits for one that waits for this batch's CQ to poll it.
+//!
 //! Outside a batch, a destroy waits for a batch another thread has open on the QP's CQs; that
 //! batch ends when its closure returns. A closure that itself waits for the destroying thread
 //! (joins it, or waits on a lock that thread holds) builds a wait-for cycle between the

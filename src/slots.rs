@@ -509,12 +509,23 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
 
     /// Opens a polling batch, as [`CqEx::poll_batch`], whose positions hand back their slots.
     #[inline]
-    pub fn poll_batch<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
-        // SAFETY: a slot CQ (every completion carries a slot token); the batch has just started,
-        // under the provider's CQ lock (or on the CQ's one thread), so no other batch converts
-        // this completion's token.
+    pub fn poll_batch<R>(
+        &mut self,
+        f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R,
+    ) -> Result<Option<R>> {
+        // SAFETY: a slot CQ (every completion carries a slot token); the batch has just
+        // started, and it is the only one open on the CQ (`&mut self`), so no other batch
+        // converts this completion's token.
         self.cq
             .poll_batch(|batch| f(unsafe { SlotBatch::enter(batch) }))
+    }
+
+    /// The CQ's one [`SlotPoller`] through a shared reference, as [`CqEx::poller`].
+    pub fn poller(&self) -> Result<SlotPoller<'_, 'a, F, T>> {
+        Ok(SlotPoller {
+            poller: self.cq.poller()?,
+            _m: PhantomData,
+        })
     }
 
     /// Splits the CQ into the shared half, for QP builders, and the one [`SlotPoller`], as
@@ -573,8 +584,12 @@ pub struct SlotPoller<'p, 'a, F: WcFlags, T: Threading = Shared> {
 impl<'a, F: WcFlags, T: Threading> SlotPoller<'_, 'a, F, T> {
     /// Opens a batch, as [`SlotCq::poll_batch`].
     #[inline]
-    pub fn poll_batch<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
-        // SAFETY: the poller of a slot CQ; the batch has just started.
+    pub fn poll_batch<R>(
+        &mut self,
+        f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R,
+    ) -> Result<Option<R>> {
+        // SAFETY: the poller of a slot CQ (the one batch open on it); the batch has just
+        // started.
         self.poller
             .poll_batch(|batch| f(unsafe { SlotBatch::enter(batch) }))
     }
@@ -592,7 +607,7 @@ pub trait SlotPollable<'s>: Sealed {
     type Flags: WcFlags;
     /// Opens a batch ([`SlotCq::poll_batch`]).
     fn poll_slots<R>(
-        &self,
+        &mut self,
         f: impl FnOnce(SlotBatch<'_, 's, Self::Flags>) -> R,
     ) -> Result<Option<R>>;
 }
@@ -601,7 +616,7 @@ impl<F: WcFlags, T: Threading, C> Sealed for SlotCq<'_, F, T, C> {}
 impl<'a, F: WcFlags, T: Threading, C> SlotPollable<'a> for SlotCq<'a, F, T, C> {
     type Flags = F;
     #[inline(always)]
-    fn poll_slots<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
+    fn poll_slots<R>(&mut self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
         self.poll_batch(f)
     }
 }
@@ -610,7 +625,7 @@ impl<F: WcFlags, T: Threading> Sealed for SlotPoller<'_, '_, F, T> {}
 impl<'a, F: WcFlags, T: Threading> SlotPollable<'a> for SlotPoller<'_, 'a, F, T> {
     type Flags = F;
     #[inline(always)]
-    fn poll_slots<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
+    fn poll_slots<R>(&mut self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
         self.poll_batch(f)
     }
 }

@@ -20,7 +20,7 @@ use typed_verbs::{
 macro_rules! one_flag {
     ($ctx:expr, $test:expr, $flag:ident, $i:ident => $inject:expr, $c:ident => $check:expr) => {{
         let r = CqEx::<wc_flags!($flag)>::builder($ctx).cqe(4).build();
-        if let Some(cq) = feature(
+        if let Some(mut cq) = feature(
             $ctx,
             $test,
             concat!("IBV_WC_EX_WITH_", stringify!($flag)),
@@ -242,7 +242,7 @@ fn cq_ex_single_threaded_is_created_and_polled() {
     let r = CqEx::<Standard, SingleThreaded>::builder(&ctx)
         .cqe(8)
         .build();
-    let Some(cq) = feature(&ctx, TEST, "IBV_CREATE_CQ_ATTR_SINGLE_THREADED", r) else {
+    let Some(mut cq) = feature(&ctx, TEST, "IBV_CREATE_CQ_ATTR_SINGLE_THREADED", r) else {
         return;
     };
     assert_eq!(cq.wc_flags(), flags::STANDARD);
@@ -284,7 +284,7 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
     // SAFETY: no work request is ever posted to a QP using this CQ; only the software device's
     // injection hook fills it, and the test reads what it loses through lost_completions.
     let builder = unsafe { CqEx::<Standard>::builder(&ctx).cqe(4).ignore_overrun() };
-    let Some(cq) = feature(
+    let Some(mut cq) = feature(
         &ctx,
         TEST,
         "IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN",
@@ -331,7 +331,7 @@ fn cq_ex_overrun_is_reported() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build().unwrap();
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build().unwrap();
     let n = u64::from(cq.cqe());
     for i in 0..n {
         software::inject(&cq, InjectedCompletion::success(i, WcOpcode::SEND)).unwrap();
@@ -369,7 +369,7 @@ fn cq_ex_with_parent_domain() {
             .cqe(8)
             .parent_domain(&pdom)
             .build();
-        if let Some(cq) = feature(&ctx, TEST, "a CQ in a parent domain", r) {
+        if let Some(mut cq) = feature(&ctx, TEST, "a CQ in a parent domain", r) {
             assert_eq!(cq.wc_flags(), flags::STANDARD);
             if let Some(b) = leaks.before() {
                 let now = software::live_objects(&ctx).unwrap();
@@ -713,7 +713,7 @@ fn cq_ex_no_fields_reads_opcode_and_own_flags() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    let cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build().expect("cq");
+    let mut cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build().expect("cq");
     software::inject(
         &cq,
         InjectedCompletion::success(3, WcOpcode::RDMA_READ)
@@ -752,7 +752,7 @@ fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    let cq = CqEx::<wc_flags!(IMM)>::builder(&ctx)
+    let mut cq = CqEx::<wc_flags!(IMM)>::builder(&ctx)
         .cqe(8)
         .build()
         .unwrap();
@@ -788,7 +788,7 @@ fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
 fn cq_ex_poll_batch_on_empty_cq_is_none() {
     const TEST: &str = "cq_ex_poll_batch_on_empty_cq_is_none";
     let ctx = open();
-    let cq = CqEx::<Standard>::builder(&ctx).build().expect("cq");
+    let mut cq = CqEx::<Standard>::builder(&ctx).build().expect("cq");
     for _ in 0..3 {
         // Repeatedly: an empty CQ (ENOENT) must not run the closure, nor leave the CQ locked
         // or a batch half-open.
@@ -814,7 +814,7 @@ fn cq_ex_batch_dropped_early_leaves_the_rest() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap();
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap();
     for id in 10..15 {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::RECV)).unwrap();
     }
@@ -866,7 +866,7 @@ fn cq_ex_panic_inside_a_batch_still_ends_it() {
     }
     // A Shared CQ: its ibv_start_poll takes the provider's lock and ibv_end_poll releases it,
     // so a poll_batch after a batch whose end_poll never ran would deadlock.
-    let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     for id in 1..=3 {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND)).unwrap();
     }
@@ -926,7 +926,7 @@ fn cq_ex_shared_between_threads_under_a_mutex() {
                     let mut mine = Vec::new();
                     while total.load(std::sync::atomic::Ordering::SeqCst) < PER_PRODUCER * PRODUCERS
                     {
-                        let guard = cq.lock().unwrap();
+                        let mut guard = cq.lock().unwrap();
                         let mut n = 0;
                         guard
                             .poll_batch(|batch| {
@@ -996,7 +996,7 @@ fn cq_ex_moves_to_another_thread() {
     // Polled and destroyed on another thread (CqEx is Send; its user context moves along).
     let ids = std::thread::scope(|s| {
         s.spawn(move || {
-            let cq = cq;
+            let mut cq = cq;
             assert_eq!(cq.user_context().id, 8);
             let mut ids = Vec::new();
             cq.poll_batch(|batch| {
@@ -1057,7 +1057,7 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-    let (shared, poller) = cq.split();
+    let (shared, mut poller) = cq.split();
     // QPs hold the shared half (as send and receive CQ) while the poller polls.
     let qp = typed_verbs::Qp::<typed_verbs::Rc>::builder(&pd, shared, shared)
         .build()
@@ -1107,7 +1107,7 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
                 }
             }
         }
-        let (poller, seen) = polling.join().expect("polling thread");
+        let (mut poller, seen) = polling.join().expect("polling thread");
         let drained = poller
             .poll_batch(|b| b.completion().wr_id())
             .unwrap()

@@ -105,10 +105,11 @@ impl Conn {
         let sge = self.send.sge(0..msg.len()).ok_or("sge")?;
         self.a.post_send(&SendWr::send(2, &[sge]).signaled())?;
         let (mut done, start) = (0, Instant::now());
+        // The CQ is shared (the QPs hold it): polled through its one poller.
+        let mut poller = self.cq.poller()?;
         while done < 2 {
             assert!(start.elapsed() < Duration::from_secs(5), "completions");
-            // Polled through the Arc: a shared reference is enough.
-            self.cq.poll_batch(|batch| {
+            poller.poll_batch(|batch| {
                 assert!(batch.completion().result().is_ok(), "a failed completion");
                 done += 1;
             })?;
@@ -261,15 +262,11 @@ fn a_parent_domain_and_mixed_borrowed_and_shared_parents() -> Res {
 }
 
 #[test]
-fn a_second_batch_on_the_same_cq_is_refused_on_its_thread() -> Res {
-    let ctx = open();
-    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+fn a_cq_has_one_poller_at_a_time() -> Res {
+    let ctx = Arc::new(open());
+    let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
     let pd = Pd::new(&ctx)?;
-    let (a, b) = {
-        let build = || Qp::<Rc>::builder(&pd, &cq, &cq).build();
-        (build()?, build()?)
-    };
-    let (an, bn) = (a.qp_num(), b.qp_num());
+    let a = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     // Put a completion in the CQ: a receive flushed by the move to ERR.
     let a = a.to_init(ConnectedInit {
         port_num: 1,
@@ -279,30 +276,37 @@ fn a_second_batch_on_the_same_cq_is_refused_on_its_thread() -> Res {
     let buf = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
     a.post_recv(5, &[buf.sge(0..64).ok_or("sge")?])?;
     let a = a.to_error()?;
-    let _ = (an, bn, b);
+    let mut poller = cq.poller()?;
+    let taken =
+        |e: typed_verbs::Error| (e.verb, e.kind) == (Verb::StartPoll, ErrorKind::PollerTaken);
+    // A second poller, on this thread or another, is refused: no second thread can open a batch
+    // on the CQ, so a batch's closure that waits for another thread never waits for one that
+    // waits for this CQ.
+    assert!(taken(cq.poller().expect_err("a second poller")));
     let start = Instant::now();
-    let nested = loop {
+    let (here, there) = loop {
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "the flush completion"
         );
-        // The same CQ, through the same shared reference, inside its own batch.
-        if let Some(r) = cq.poll_batch(|first| {
-            let second = cq
-                .poll_batch(|_| ())
-                .expect_err("a nested batch is refused");
+        let got = poller.poll_batch(|first| {
             assert_eq!(first.completion().wr_id(), 5);
-            second
-        })? {
+            let here = cq.poller().map(drop);
+            let other = Arc::clone(&cq);
+            let there = std::thread::spawn(move || other.poller().map(drop))
+                .join()
+                .unwrap();
+            (here, there)
+        })?;
+        if let Some(r) = got {
             break r;
         }
     };
-    assert_eq!(
-        (nested.verb, nested.kind),
-        (Verb::StartPoll, ErrorKind::BatchOpen)
-    );
-    // After the batch, polling works again (and finds the CQ empty).
-    assert_eq!(cq.poll_batch(|_| ())?, None);
+    assert!(taken(here.expect_err("a poller inside the batch")));
+    assert!(taken(there.expect_err("a poller on another thread")));
+    // Dropping the poller gives the right back.
+    drop(poller);
+    assert_eq!(cq.poller()?.poll_batch(|_| ())?, None);
     drop(a);
     Ok(())
 }
@@ -315,7 +319,7 @@ fn a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy() -
         return Ok(());
     }
     let ctx = Arc::new(ctx);
-    let polled = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    let mut polled = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     software::inject(
         &polled,
         typed_verbs::InjectedCompletion::success(1, typed_verbs::WcOpcode::RECV),
@@ -380,16 +384,17 @@ fn a_qp_deferred_by_a_batch_holds_its_shared_parents_until_its_destroy() -> Res 
     let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
     let before = software::live_objects(&ctx);
     let (mut qp, mut cq, mut srq) = (Some(qp), Some(cq), Some(srq));
+    let mut poller = polled.poller()?;
     let start = Instant::now();
     let inside = loop {
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "the flush completion"
         );
-        let r = polled.poll_batch(|_batch| {
-            drop(qp.take()); // its destroy waits for the batch's end
-                             // The waiting QP still holds its CQ and SRQ: neither can be taken back (and
-                             // destroyed under it, EBUSY), and neither is destroyed yet.
+        let r = poller.poll_batch(|_batch| {
+            // Its destroy waits for the batch's end. The waiting QP still holds its CQ and SRQ:
+            // neither can be taken back (and destroyed under it, EBUSY), nor is destroyed yet.
+            drop(qp.take());
             let cq = Arc::into_inner(cq.take().unwrap()).map(|cq| cq.try_destroy());
             let srq = Arc::into_inner(srq.take().unwrap()).map(|srq| srq.try_destroy());
             (cq.is_none(), srq.is_none())

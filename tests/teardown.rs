@@ -112,7 +112,7 @@ fn leaked_batch_is_ended_when_poll_batch_returns() {
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     let drops = Drops::new();
     {
-        let (shared, poller) = cq.split();
+        let (shared, mut poller) = cq.split();
         let _a = flushed_qp(&pd, shared, drops.token(1), 1);
         let _b = flushed_qp(&pd, shared, drops.token(2), 2);
         // Leak the batch that points at the first completion.
@@ -155,7 +155,7 @@ fn leaked_batch_is_ended_when_poll_batch_returns() {
     assert_eq!(drops.count(), 2);
     // On a panic inside the closure the batch is ended too.
     let drops2 = Drops::new();
-    let (shared, poller) = cq.split();
+    let (shared, mut poller) = cq.split();
     let _q = flushed_qp(&pd, shared, drops2.token(3), 3);
     let start = Instant::now();
     let mut panicked = false;
@@ -184,7 +184,7 @@ fn qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred() {
     {
         let pd = Pd::new(&ctx).unwrap();
         let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-        let (shared, poller) = cq.split();
+        let (shared, mut poller) = cq.split();
         let victim = flushed_qp(&pd, shared, drops.token(7), 7);
         let other = flushed_qp(&pd, shared, drops.token(8), 8);
         let start = Instant::now();
@@ -240,7 +240,7 @@ fn qp_destroy_on_another_thread_waits_for_the_batch() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-    let (shared, poller) = cq.split();
+    let (shared, mut poller) = cq.split();
     let qp = flushed_qp(&pd, shared, (), 1);
     let batch_over = AtomicBool::new(false);
     let start = Instant::now();
@@ -355,7 +355,7 @@ fn nothing_inside_a_batch_waits_for_a_cq_lock() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-    let other = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let mut other = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     let legacy = Cq::builder(&ctx).cqe(8).build().unwrap();
     let (shared, mut poller) = cq.split();
     let _qp = flushed_qp(&pd, shared, (), 1);

@@ -40,7 +40,8 @@ impl Server {
         Ok(n)
     }
     fn poll(&self) -> Result<usize, typed_verbs::Error> {
-        Ok(self.cq.poll_batch(|_batch| 1)?.unwrap_or(0))
+        let mut poller = self.cq.poller()?;
+        Ok(poller.poll_batch(|_batch| 1)?.unwrap_or(0))
     }
 }
 

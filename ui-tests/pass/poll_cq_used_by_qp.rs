@@ -7,7 +7,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let mut cq = CqEx::<wc_flags!(BYTE_LEN | QP_NUM)>::builder(&ctx).cqe(8).build()?;
-    let (shared, poller) = cq.split();
+    let (shared, mut poller) = cq.split();
     let rc = Qp::<Rc>::builder(&pd, shared, shared).build()?;
     let ud = Qp::<Ud>::builder(&pd, shared, shared).build()?;
     for qp in [rc.qp_num(), ud.qp_num()] {
