@@ -30,7 +30,8 @@ use std::time::Duration;
 /// `ibv_get_cq_event` on [`as_raw`](Self::as_raw) gets EAGAIN instead of blocking.)
 ///
 /// "ibv_destroy_comp_channel() fails if any CQs are still associated with the completion event
-/// channel": a CQ created with a channel borrows it, so that is a compile-time fact here.
+/// channel": a CQ created with a channel holds it (borrowed, or shared through an `Arc`:
+/// [`crate::parent`]), so that is a compile-time fact here.
 pub struct CompChannel<'ctx> {
     node: NonNull<Node<sys::ibv_comp_channel>>,
     _ctx: PhantomData<&'ctx Context>,

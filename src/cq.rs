@@ -437,7 +437,8 @@ crate::ffi::c_entry! {
 }
 
 /// A completion queue created with `ibv_create_cq`, polled with `ibv_poll_cq` into the caller's
-/// array. It borrows its context and channel; QPs that use it borrow it, so "ibv_destroy_cq()
+/// array. It holds its context and channel; QPs that use it hold it (borrowed, or shared through an
+/// `Arc`: [`crate::parent`]), so "ibv_destroy_cq()
 /// fails if any queue pair is still associated with this CQ" cannot happen.
 pub struct Cq<'a, C = ()> {
     raw: NonNull<sys::ibv_cq>,

@@ -179,7 +179,8 @@ flag_traits! {
 /// - `T`: [`Shared`] or [`SingleThreaded`](crate::SingleThreaded) (not `Sync`).
 /// - `C`: the typed user context.
 ///
-/// It borrows its context, channel and parent domain; QPs using it borrow it, so it cannot be
+/// It holds its context, channel and parent domain; QPs using it hold it (borrowed, or shared
+/// through an `Arc`: [`crate::parent`]), so it cannot be
 /// destroyed while a QP uses it.
 pub struct CqEx<'a, F: WcFlags, T: Threading = Shared, C = ()> {
     raw: NonNull<sys::ibv_cq_ex>,
@@ -243,7 +244,7 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// exists at a time per CQ, so no two threads ever open batches on one CQ, and a batch's
     /// closure cannot wait for another thread's batch on it. A thread that already has a batch
     /// open (on any CQ) gets [`ErrorKind::BatchOpen`] instead of a second one
-    /// ([`crate::teardown`]).
+    /// ([the safety model](crate::safety)).
     #[inline]
     pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         // SAFETY: a live extended CQ made by a builder; `&mut self` means no poller exists and

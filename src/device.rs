@@ -208,7 +208,8 @@ struct ContextInner {
 }
 
 /// An open device context (`struct ibv_context`). Everything else is created from it and
-/// borrows it, so it cannot be closed while any of them lives.
+/// holds it (borrows it, or keeps it alive through an `Arc`: [`crate::parent`]), so it cannot
+/// be closed while any of them lives.
 pub struct Context {
     /// Taken (and freed after `ibv_close_device`) by `Drop` or `close`.
     inner: ManuallyDrop<Box<ContextInner>>,

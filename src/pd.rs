@@ -101,7 +101,8 @@ unsafe fn dealloc(pd: *mut c_void, node: *mut c_void) {
 }
 
 /// A parent domain (`ibv_alloc_parent_domain`): a PD that a CQ created with
-/// `IBV_CQ_INIT_ATTR_MASK_PD` takes its resources from. It borrows the PD it wraps.
+/// `IBV_CQ_INIT_ATTR_MASK_PD` takes its resources from. It holds the PD it wraps (borrowed or shared:
+/// [`crate::parent`]).
 pub struct ParentDomain<'pd> {
     node: NonNull<Node<sys::ibv_pd>>,
     _pd: PhantomData<&'pd Pd<'pd>>,

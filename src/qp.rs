@@ -192,7 +192,8 @@ unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
 /// compile time, see [`SgeList`](crate::wr::SgeList); set with [`QpBuilder::send_sge_cap`]).
 ///
 /// `S` is [`Shared`] unless one of its CQs is SINGLE_THREADED; then the QP is neither `Send` nor
-/// `Sync`, since destroying it touches the CQ. It borrows its PD, CQs and SRQ, so none of them
+/// `Sync`, since destroying it touches the CQ. It holds its PD, CQs and SRQ (borrowed, or shared through `Arc`s:
+/// [`crate::parent`]), so none of them
 /// can be destroyed before it.
 pub struct Qp<
     'a,

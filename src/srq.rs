@@ -45,7 +45,8 @@ struct SrqMeta<C> {
     user: C,
 }
 
-/// A shared receive queue. It borrows its PD; QPs that use it borrow it, so "ibv_destroy_srq()
+/// A shared receive queue. It holds its PD; QPs that use it hold it (borrowed, or shared through an
+/// `Arc`: [`crate::parent`]), so "ibv_destroy_srq()
 /// fails if any queue pair is still associated with this SRQ" cannot happen. Its type promises
 /// `SGE` scatter elements per receive (default 1, set with [`SrqBuilder::sge_cap`]).
 pub struct Srq<'a, C = (), const SGE: usize = 1> {
