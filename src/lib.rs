@@ -30,6 +30,7 @@
 pub mod ah;
 mod backend;
 pub mod channel;
+pub mod connect;
 pub mod cq;
 pub mod cq_ex;
 pub mod device;
@@ -56,6 +57,7 @@ pub mod wr;
 
 pub use ah::AddressHandle;
 pub use channel::CompChannel;
+pub use connect::Endpoint;
 pub use cq::{AnyCq, Cq, CqBuilder, CqContext, Shared, SingleThreaded, Threading};
 pub use cq_ex::{
     AllFields, Batch, Completion, CqEx, Failure, NoFields, Poller, Standard, Success, Unchecked,
@@ -90,11 +92,12 @@ pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 pub mod prelude {
     pub use crate::{
         completion_record, wc_flags, AccessFlags, AddressVector, AltPath, AnyCq, CompChannel,
-        ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Error, ErrorState, Gid, GlobalRoute,
-        HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd, Poller, Qp, QpThreading,
-        RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, RemoteMr, Reset, Result, Rtr, Rts,
-        SendWr, Sge, Shared, SingleThreaded, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud,
-        UdDest, UdInit, UdInitModify, UdRtsModify, UsesSrq, WcOpcode, WcStatus, WorkCompletion,
+        ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Endpoint, Error, ErrorState, Gid,
+        GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd, Poller, Qp,
+        QpThreading, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, Received, RemoteMr,
+        Reset, Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, Slot, SlotCq, SlotRq,
+        SlotSrq, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud, UdDest, UdInit, UdInitModify,
+        UdRtsModify, UsesSlotSrq, UsesSrq, WcOpcode, WcStatus, WorkCompletion,
     };
 }
 

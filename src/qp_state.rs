@@ -104,8 +104,8 @@ impl fmt::Debug for AccessFlags {
     }
 }
 
-/// A path MTU (`enum ibv_mtu`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A path MTU (`enum ibv_mtu`), ordered by size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[allow(missing_docs)]
 pub enum Mtu {
     Mtu256 = 1,

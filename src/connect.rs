@@ -1,0 +1,177 @@
+//! Connecting an RC QP to its peer in one call: the three transitions of ibv_modify_qp(3)
+//! (RESET → INIT → RTR → RTS) with the attributes most programs use, from the two sides'
+//! [`Endpoint`]s, which the program exchanges out of band (a socket, a file, rdma_cm).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use typed_verbs::{AccessFlags, Context, CqEx, Pd, Qp, Rc, Standard};
+//!
+//! let ctx = Arc::new(Context::open("sw0")?);
+//! let pd = Arc::new(Pd::new(&ctx)?);
+//! let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(8).build()?);
+//! let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).build()?);
+//! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?); // sent to the peer in a real program
+//! let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?; // in RTS
+//! let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?;
+//! # drop((a, b));
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! Programs that need other attributes use the transitions themselves
+//! ([`Qp::to_init`], [`Qp::to_rtr`], [`Qp::to_rts`]).
+
+use crate::backend;
+use crate::error::{Error, QpStateName, Result, Verb};
+use crate::ffi::sys;
+use crate::qp::{Gid, Qp, Rc, RecvSide};
+use crate::qp_state::{
+    AccessFlags, AddressVector, ConnectedInit, GlobalRoute, Mtu, RcRtr, RcRts, Reset, Rts,
+};
+use crate::Threading;
+
+/// What a peer needs to connect its RC QP to this one: this QP's number, port, addresses,
+/// first packet sequence number and path MTU. Made by [`Qp::endpoint`]; plain data, to send to
+/// the peer however the program likes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Endpoint {
+    /// The QP's number.
+    pub qp_num: u32,
+    /// The port (from 1).
+    pub port_num: u8,
+    /// The port's LID (InfiniBand; 0 on RoCE).
+    pub lid: u16,
+    /// The GID at `gid_index` of the port (RoCE needs it: the address vector's global route).
+    pub gid: Gid,
+    /// The index of `gid` in the port's GID table.
+    pub gid_index: u8,
+    /// The first packet sequence number this QP sends (24 bits).
+    pub psn: u32,
+    /// The port's active MTU: the connection uses the smaller of the two sides'.
+    pub mtu: Mtu,
+}
+
+impl Mtu {
+    /// The MTU of `enum ibv_mtu`'s value `v` (a port's `active_mtu`), or `None`.
+    pub fn from_raw(v: u32) -> Option<Mtu> {
+        Some(match v {
+            1 => Mtu::Mtu256,
+            2 => Mtu::Mtu512,
+            3 => Mtu::Mtu1024,
+            4 => Mtu::Mtu2048,
+            5 => Mtu::Mtu4096,
+            _ => return None,
+        })
+    }
+}
+
+impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Reset, SGE> {
+    /// This QP's [`Endpoint`] on `port_num` with the GID at `gid_index`: `ibv_query_port` and
+    /// `ibv_query_gid`. The port number is checked against the device's `phys_port_cnt` and
+    /// the GID index against the port's `gid_tbl_len` before the calls (`OutOfRange`).
+    pub fn endpoint(&self, port_num: u8, gid_index: u8) -> Result<Endpoint> {
+        let qp = self.as_raw();
+        // SAFETY: a live QP's context is live.
+        let ctx = unsafe { (*qp).context };
+        // SAFETY: as above.
+        let dev = unsafe { crate::qp::device_attr(ctx, Verb::QueryPort) }?;
+        if port_num == 0 || port_num > dev.phys_port_cnt {
+            let max = dev.phys_port_cnt.into();
+            return Err(Error::range(
+                Verb::QueryPort,
+                "port_num",
+                port_num.into(),
+                1,
+                max,
+            ));
+        }
+        // SAFETY: plain C data.
+        let mut port: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: a live context, a port it has; `port` valid for writes.
+        unsafe { backend::of(ctx).query_port(ctx, port_num, &mut port) }
+            .map_err(|e| Error::os(Verb::QueryPort, e))?;
+        let table = port.gid_tbl_len.max(0) as u64;
+        if u64::from(gid_index) >= table {
+            let max = table.saturating_sub(1);
+            return Err(Error::range(
+                Verb::QueryGid,
+                "gid_index",
+                gid_index.into(),
+                0,
+                max,
+            ));
+        }
+        let mut gid = sys::ibv_gid { raw: [0; 16] };
+        // SAFETY: a live context; an index inside the port's table; `gid` valid for writes.
+        unsafe { backend::of(ctx).query_gid(ctx, port_num, gid_index.into(), &mut gid) }
+            .map_err(|e| Error::os(Verb::QueryGid, e))?;
+        Ok(Endpoint {
+            qp_num: self.qp_num(),
+            port_num,
+            lid: port.lid,
+            // SAFETY: both members of the union are 16 plain bytes.
+            gid: Gid(unsafe { gid.raw }),
+            gid_index,
+            psn: self.qp_num().wrapping_mul(0x9e37_79b9) & 0x00ff_ffff,
+            mtu: Mtu::from_raw(port.active_mtu).unwrap_or(Mtu::Mtu1024),
+        })
+    }
+
+    /// Connects this QP (of endpoint `local`) to the peer QP of endpoint `remote`: RESET →
+    /// INIT (port, P_Key index 0, `access` for what the peer may do here), → RTR (the peer's
+    /// address, QP number and PSN; the smaller MTU; one incoming RDMA read or atomic; RNR
+    /// timer 12), → RTS (this side's PSN; timeout 14, 7 retries, 7 RNR retries, one outgoing
+    /// RDMA read or atomic). `local` must be this QP's (`OutOfRange` naming `local.qp_num`,
+    /// before any call); a refused transition destroys the QP and names itself in the error.
+    pub fn connect(
+        self,
+        local: &Endpoint,
+        remote: &Endpoint,
+        access: AccessFlags,
+    ) -> Result<Qp<'a, Rc, R, S, C, Rts, SGE>> {
+        let own = self.qp_num();
+        if local.qp_num != own {
+            let verb = Verb::ModifyQp {
+                from: QpStateName::Reset,
+                to: QpStateName::Init,
+            };
+            let (value, own) = (local.qp_num.into(), own.into());
+            return Err(Error::range(verb, "local.qp_num", value, own, own));
+        }
+        let grh = (remote.gid != Gid::default()).then_some(GlobalRoute {
+            dgid: remote.gid,
+            flow_label: 0,
+            sgid_index: local.gid_index,
+            hop_limit: 1,
+            traffic_class: 0,
+        });
+        let av = AddressVector {
+            dlid: remote.lid,
+            sl: 0,
+            src_path_bits: 0,
+            static_rate: 0,
+            port_num: local.port_num,
+            grh,
+        };
+        let init = ConnectedInit {
+            port_num: local.port_num,
+            pkey_index: 0,
+            access,
+        };
+        let rtr = RcRtr {
+            av,
+            path_mtu: local.mtu.min(remote.mtu),
+            dest_qp_num: remote.qp_num,
+            rq_psn: remote.psn,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+        };
+        let rts = RcRts {
+            sq_psn: local.psn,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_rd_atomic: 1,
+        };
+        self.to_init(init)?.to_rtr(rtr)?.to_rts(rts)
+    }
+}
