@@ -52,11 +52,9 @@
 //!      signaled slot sends; `Qp::builder` and `software::inject` take no `SlotCq` (it is not
 //!      an [`AnyCq`]), and the plain `post_recv`/`post_send` do not exist on
 //!      slot-mode queues. The raw API's contract excludes other `wr_id`s on slot queues.
-//!    - a slot is posted only to a queue of its region's context (checked when posted,
-//!      `WrongContext("slot")`), so the slot CQ that gives it back borrows the region's context,
-//!      and the slot it gives back (bounded by that borrow) cannot outlive the context its
-//!      region needs; a protection domain dropped meanwhile stays allocated (`EBUSY`, the
-//!      region is still registered).
+//!    - a slot's region keeps its PD, and the PD its context, alive until its last slot is
+//!      dropped ([`Slot::register`] takes a shared PD), so a slot may outlive any queue, CQ or
+//!      borrow it passed through, and come back from a queue of any context.
 //!    - each completion's `wr_id` is converted exactly once: by the crate, when a
 //!      [`SlotBatch`] enters the completion (`ibv_start_poll`, then each `ibv_next_poll`),
 //!      into an owned `Slot` that the batch holds until the program takes it or moves on. The
@@ -415,27 +413,18 @@ impl From<SlotPostError<'_>> for Error {
 /// Posts `slot` with the request `wr` (whose `wr_id` is set here) through `post`; the slot back
 /// in the error if the provider did not take it.
 ///
-/// The slot must be of the queue's context `ctx` (`WrongContext("slot")`, with the slot back):
-/// it comes back from a CQ that borrows that context, which keeps the region's context open
-/// while the slot lives only if they are the same.
+/// A slot of another context's region may be posted: its region keeps its own PD and context
+/// alive wherever the slot goes, and this queue's device knows no region of its lkey (a region
+/// is registered once, on its own context), so the request fails with a completion error that
+/// gives the slot back.
 #[inline(always)]
 fn post_slot<'r, W>(
     slot: Slot<'r>,
-    ctx: *mut sys::ibv_context,
     verb: Verb,
     wr: &mut W,
     wr_id: impl FnOnce(&mut W) -> &mut u64,
     post: impl FnOnce(*mut W, *mut *mut W) -> i32,
 ) -> Result<(), SlotPostError<'r>> {
-    if slot.inner().ctx != ctx {
-        return Err(SlotPostError {
-            slot: Some(slot),
-            error: Error {
-                verb,
-                kind: ErrorKind::WrongContext("slot"),
-            },
-        });
-    }
     let token = slot.into_token();
     *wr_id(wr) = token;
     let mut bad: *mut W = ptr::null_mut();
@@ -868,8 +857,6 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
         };
         post_slot(
             slot,
-            // SAFETY: a live QP; its context is fixed.
-            unsafe { (*qp).context },
             Verb::PostRecv,
             &mut wr,
             |wr| &mut wr.wr_id,
@@ -919,8 +906,6 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
         }
         post_slot(
             slot,
-            // SAFETY: a live QP; its context is fixed.
-            unsafe { (*qp).context },
             Verb::PostSend,
             &mut wr,
             |wr| &mut wr.wr_id,
@@ -1012,8 +997,6 @@ impl<'a, C> SlotSrq<'a, C> {
         };
         post_slot(
             slot,
-            // SAFETY: a live SRQ; its context is fixed.
-            unsafe { (*srq).context },
             Verb::PostSrqRecv,
             &mut wr,
             |wr| &mut wr.wr_id,

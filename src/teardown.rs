@@ -30,7 +30,7 @@
 use crate::ffi::sys;
 use crate::parent::Keep;
 use crate::sync::Mutex;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::os::raw::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -53,8 +53,11 @@ struct Batch {
     /// Whether the thread is inside `poll_batch`.
     inside: Cell<bool>,
     /// The parents of deferred QPs that were destroyed, to release once the deferred teardowns
-    /// are done (releasing one may run a user context's `Drop`).
-    released: RefCell<Vec<[Keep; 4]>>,
+    /// are done (releasing one may run a user context's `Drop`): a leaked `Box<Vec<..>>` or
+    /// null, so that the thread-local has no destructor (a thread-local with one pays a state
+    /// test on every access, in every batch). A thread that exits with parents in it leaks
+    /// them (never a dangling pointer).
+    released: Cell<*mut Vec<[Keep; 4]>>,
     /// The deferred teardowns, first to run at the head.
     head: Cell<*mut Node>,
     tail: Cell<*mut Node>,
@@ -64,7 +67,7 @@ thread_local! {
     static BATCH: Batch = const {
         Batch {
             inside: Cell::new(false),
-            released: RefCell::new(Vec::new()),
+            released: Cell::new(ptr::null_mut()),
             head: Cell::new(ptr::null_mut()),
             tail: Cell::new(ptr::null_mut()),
         }
@@ -121,16 +124,27 @@ fn run_deferred(b: &Batch) {
 /// panicked) they wait for the next time (a panic in a `Drop` then would abort): until then
 /// the parents stay alive, which is a leak, never a dangling pointer.
 pub(crate) fn release_after(keep: [Keep; 4]) {
-    BATCH.with(|b| b.released.borrow_mut().push(keep))
+    BATCH.with(|b| {
+        let mut list = b.released.replace(ptr::null_mut());
+        if list.is_null() {
+            list = Box::into_raw(Box::default());
+        }
+        // SAFETY: this thread's list, taken out of the cell (so nothing else reaches it) and
+        // put back below; made by Box::into_raw.
+        unsafe { (*list).push(keep) };
+        b.released.set(list);
+    })
 }
 
 /// Releases what [`release_after`] collected, unless the thread is unwinding.
 fn release_parents(b: &Batch) {
-    if std::thread::panicking() {
+    if std::thread::panicking() || b.released.get().is_null() {
         return;
     }
-    let released = std::mem::take(&mut *b.released.borrow_mut());
-    drop(released);
+    // SAFETY: this thread's list, made by Box::into_raw in `release_after` and taken out of
+    // the cell here, once. Dropping it may run user code (a parent's user context), with the
+    // cell already empty.
+    drop(unsafe { Box::from_raw(b.released.replace(ptr::null_mut())) });
 }
 
 /// Queues `run(a, b)`, the destroy of a QP of context `ctx`, to the end of this thread's batch,

@@ -43,9 +43,13 @@ int c_recv_post(struct ibv_qp *qp, struct rbuf **free, unsigned *nfree)
 
 /*
  * Drains `cq`: folds each receive's byte count and first 8 bytes into `*h`, and puts its buffer
- * back on the free list. Returns how many, or -1 for a failed completion or poll.
+ * back on the free list (of `cap` entries). Returns how many, or -1 for a failed completion or
+ * poll, or a full free list. It makes the checks the safe Rust handler makes (the free list's
+ * capacity; the first 8 bytes read only from a receive of at least 8), so that both sides do the
+ * same work.
  */
-int c_recv_drain(struct ibv_cq_ex *cq, struct rbuf **free, unsigned *nfree, uint64_t *h)
+int c_recv_drain(struct ibv_cq_ex *cq, struct rbuf **free, unsigned *nfree, unsigned cap,
+		 uint64_t *h)
 {
 	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
 	int n = 0;
@@ -63,9 +67,14 @@ int c_recv_drain(struct ibv_cq_ex *cq, struct rbuf **free, unsigned *nfree, uint
 				return -1;
 			}
 			uint32_t len = ibv_wc_read_byte_len(cq);
-			uint64_t first;
-			memcpy(&first, (const void *)(uintptr_t)b->addr, sizeof first);
+			uint64_t first = 0;
+			if (len >= sizeof first)
+				memcpy(&first, (const void *)(uintptr_t)b->addr, sizeof first);
 			*h = mix(mix(*h, len), first);
+			if (*nfree == cap) {
+				ibv_end_poll(cq);
+				return -1;
+			}
 			free[(*nfree)++] = b;
 			n++;
 			if (++taken == MAX_BATCH)

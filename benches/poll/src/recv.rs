@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | slot | `slot_post_recv` / `slot_drain` | `Qp::post_recv_slot`, then a `completion_record!` loop with `slot`: the bytes read in place (`Received`) |
 //! | copy | `copy_post_recv` / `copy_drain` | today's safe path: `Qp::post_recv` into a plain region, a generated loop, and `Mr::read` of the bytes |
-//! | c | `c_recv_post` / `c_recv_drain` | C with `wr_id` = the buffer's descriptor, reading the bytes in place (`c/recv.c`) |
+//! | c | `c_recv_post` / `c_recv_drain` | C with `wr_id` = the buffer's descriptor, reading the bytes in place, with the checks the safe handler makes (`c/recv.c`) |
 //!
 //! Each round posts [`DEPTH`] receives (the post function), lets the peer send [`DEPTH`]
 //! messages of [`MSG`] bytes (not counted), and drains the receive CQ (the drain function),
@@ -154,6 +154,7 @@ extern "C" {
         cq: *mut sys::ibv_cq_ex,
         free: *mut *mut RBuf,
         nfree: *mut u32,
+        cap: u32,
         h: *mut u64,
     ) -> c_int;
 }
@@ -328,8 +329,17 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
                     0
                 );
                 send_round(&a);
-                // SAFETY: a live CQ that nothing else polls; the free list has room for DEPTH.
-                let n = unsafe { c_recv_drain(cq.as_raw(), free.as_mut_ptr(), &mut nfree, &mut h) };
+                // SAFETY: a live CQ that nothing else polls; the free list has room for DEPTH (its
+                // capacity, checked by the C side too).
+                let n = unsafe {
+                    c_recv_drain(
+                        cq.as_raw(),
+                        free.as_mut_ptr(),
+                        &mut nfree,
+                        DEPTH as u32,
+                        &mut h,
+                    )
+                };
                 assert_eq!(n, DEPTH as c_int);
             }
         }
