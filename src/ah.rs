@@ -80,9 +80,7 @@ impl Drop for AddressHandle<'_> {
         if unsafe { self.destroy_raw() }.is_ok() {
             // SAFETY: destroyed; the node is freed once.
             unsafe { node.free() }
-        } else {
-            std::mem::forget(node);
-        }
+        } // else the node (a plain pointer) is not freed: it keeps the PD for the live AH
     }
 }
 

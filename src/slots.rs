@@ -1049,6 +1049,11 @@ impl<C> std::fmt::Debug for SlotSrq<'_, C> {
     }
 }
 
+impl<F: WcFlags, T: Threading, C> crate::sealed::SealedParent for SlotCq<'_, F, T, C> {}
+impl<F: WcFlags, T: Threading, C> crate::parent::ParentObject for SlotCq<'_, F, T, C> {}
+impl<C> crate::sealed::SealedParent for SlotSrq<'_, C> {}
+impl<C> crate::parent::ParentObject for SlotSrq<'_, C> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1085,8 +1090,3 @@ mod tests {
         assert_eq!(std::mem::size_of::<Option<Slot<'static>>>(), 8);
     }
 }
-
-impl<F: WcFlags, T: Threading, C> crate::sealed::SealedParent for SlotCq<'_, F, T, C> {}
-impl<F: WcFlags, T: Threading, C> crate::parent::ParentObject for SlotCq<'_, F, T, C> {}
-impl<C> crate::sealed::SealedParent for SlotSrq<'_, C> {}
-impl<C> crate::parent::ParentObject for SlotSrq<'_, C> {}
