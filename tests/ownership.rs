@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
     software, AccessFlags, AddressHandle, AddressVector, CompChannel, ConnectedInit, Context, CqEx,
-    ErrorKind, GlobalRoute, Mr, Mtu, OwnRq, PageBuf, ParentDomain, Pd, Qp, Rc, RcRtr, RcRts,
-    SendWr, Shared, Srq, Standard, Verb,
+    ErrorKind, GlobalRoute, Mr, OwnRq, PageBuf, ParentDomain, Pd, Qp, Rc, SendWr, Shared, Srq,
+    Standard, Verb,
 };
 
 type Res<T = ()> = Result<T, Box<dyn StdError + Send + Sync>>;
@@ -26,52 +26,6 @@ struct Conn {
     recv: Mr<'static>,
 }
 
-fn av(ctx: &Context) -> Res<AddressVector> {
-    Ok(AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh: Some(GlobalRoute {
-            dgid: ctx.query_gid(1, 0)?,
-            flow_label: 0,
-            sgid_index: 0,
-            hop_limit: 1,
-            traffic_class: 0,
-        }),
-    })
-}
-
-/// Brings `qp` to RTS towards `dest`.
-fn up(
-    ctx: &Context,
-    qp: Qp<'static, Rc>,
-    dest: u32,
-) -> Res<Qp<'static, Rc, OwnRq, Shared, (), Rts>> {
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: AccessFlags::LOCAL_WRITE,
-    };
-    let rtr = RcRtr {
-        av: av(ctx)?,
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
-    };
-    Ok(qp.to_init(init)?.to_rtr(rtr)?.to_rts(rts)?)
-}
-
 /// The setup function a server has: it returns the connection, and the context and PD it made
 /// stay alive inside it.
 fn connect(ctx: &Arc<Context>, pd: &Arc<Pd<'static>>) -> Res<Conn> {
@@ -83,8 +37,9 @@ fn connect(ctx: &Arc<Context>, pd: &Arc<Pd<'static>>) -> Res<Conn> {
             .build()
     };
     let (a, b) = (build()?, build()?);
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let (a, b) = (up(ctx, a, bn)?, up(ctx, b, an)?);
+    let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    let access = AccessFlags::LOCAL_WRITE;
+    let (a, b) = (a.connect(&ea, &eb, access)?, b.connect(&eb, &ea, access)?);
     let send = Mr::new(pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
     let recv = Mr::new(pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
     Ok(Conn {
@@ -185,7 +140,21 @@ fn shared_parents_are_destroyed_after_their_last_child() -> Res {
     let srq = Arc::new(Srq::builder(&pd).max_wr(4).build()?);
     let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
     let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
-    let ah = AddressHandle::new(&pd, av(&ctx)?)?;
+    let av = AddressVector {
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        port_num: 1,
+        grh: Some(GlobalRoute {
+            dgid: ctx.query_gid(1, 0)?,
+            flow_label: 0,
+            sgid_index: 0,
+            hop_limit: 1,
+            traffic_class: 0,
+        }),
+    };
+    let ah = AddressHandle::new(&pd, av)?;
     drop((channel, cq, srq, pd));
     let l = live();
     assert_eq!(

@@ -12,63 +12,27 @@ use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::slots::{SlotPoller, SlotSends};
 use typed_verbs::{
-    wc_flags, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, ErrorKind, GlobalRoute, Mr,
-    Mtu, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, Received, RecvSide, Shared, Slot, SlotRq, Srq,
-    UsesSlotSrq, Verb, WcOpcode, WcStatus,
+    wc_flags, AccessFlags, ConnectedInit, CqEx, ErrorKind, Mr, PageBuf, Pd, Qp, Rc, Received,
+    RecvSide, Shared, Slot, SlotRq, Srq, UsesSlotSrq, Verb, WcOpcode, WcStatus,
 };
 
 type Flags = wc_flags!(BYTE_LEN | QP_NUM);
 
-fn av(ctx: &Context) -> AddressVector {
-    let gid = ctx.query_gid(1, 0).unwrap();
-    AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh: Some(GlobalRoute {
-            dgid: gid,
-            flow_label: 0,
-            sgid_index: 0,
-            hop_limit: 1,
-            traffic_class: 0,
-        }),
-    }
-}
-
-/// Brings an RC QP to RTS with `dest` as its peer.
-fn rc_up<'a, R: RecvSide>(
-    ctx: &Context,
-    qp: Qp<'a, Rc, R, Shared, (), Reset>,
-    dest: u32,
-) -> Qp<'a, Rc, R, Shared, (), Rts> {
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: AccessFlags::REMOTE_WRITE,
-    };
-    let rtr = RcRtr {
-        av: av(ctx),
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
-    };
-    qp.to_init(init)
-        .unwrap()
-        .to_rtr(rtr)
-        .unwrap()
-        .to_rts(rts)
-        .unwrap()
+/// Connects `a` and `b` to each other (`Qp::connect`), both open to remote writes.
+#[allow(clippy::type_complexity)]
+fn connect_pair<'a, 'b, R1: RecvSide, R2: RecvSide>(
+    a: Qp<'a, Rc, R1, Shared, (), Reset>,
+    b: Qp<'b, Rc, R2, Shared, (), Reset>,
+) -> (
+    Qp<'a, Rc, R1, Shared, (), Rts>,
+    Qp<'b, Rc, R2, Shared, (), Rts>,
+) {
+    let (ea, eb) = (a.endpoint(1, 0).unwrap(), b.endpoint(1, 0).unwrap());
+    let access = AccessFlags::REMOTE_WRITE;
+    (
+        a.connect(&ea, &eb, access).unwrap(),
+        b.connect(&eb, &ea, access).unwrap(),
+    )
 }
 
 /// A completion as the tests look at it: its status, opcode (on success), byte count and slot.
@@ -150,9 +114,7 @@ fn receives_land_in_slots_and_sends_come_back_writable() {
             .unwrap()
     };
     let (a, b) = (build(), build());
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let (a, b): (Qp<'_, Rc, SlotRq<SlotSends>, Shared, (), Rts>, _) =
-        (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let (a, b): (Qp<'_, Rc, SlotRq<SlotSends>, Shared, (), Rts>, _) = connect_pair(a, b);
 
     let mut recv = slots(&pd, 2, 1024);
     let recv_ptrs: HashSet<_> = recv.iter().map(|s| s.as_ptr()).collect();
@@ -213,9 +175,8 @@ fn an_srq_in_slot_mode_hands_its_slots_to_the_receiving_qp() {
         .max_send_wr(8)
         .build()
         .unwrap();
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let a = rc_up(&ctx, a, bn);
-    let b: Qp<'_, Rc, UsesSlotSrq<SlotSends>, Shared, (), Rts> = rc_up(&ctx, b, an);
+    let (a, b) = connect_pair(a, b);
+    let b: Qp<'_, Rc, UsesSlotSrq<SlotSends>, Shared, (), Rts> = b;
 
     for s in slots(&pd, 3, 512) {
         srq.post_recv_slot(s).unwrap();
@@ -320,8 +281,7 @@ fn a_refused_post_gives_the_slot_back() {
             .unwrap()
     };
     let (a, b) = (build(), build());
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let (a, b) = connect_pair(a, b);
 
     // A send longer than its slot: refused before the call, the slot back.
     let s = slots(&pd, 1, 64).pop().unwrap();
@@ -387,8 +347,7 @@ fn an_rdma_write_from_a_slot_gives_the_slot_back() {
             .unwrap()
     };
     let (a, b) = (build(), build());
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let (a, _b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let (a, _b) = connect_pair(a, b);
     // The target: a plain region a peer may write (never a slot).
     let target = Mr::new(&pd, PageBuf::new(4096).unwrap(), AccessFlags::REMOTE_WRITE).unwrap();
     let mut s = slots(&pd, 1, 4096).pop().unwrap();
@@ -489,8 +448,7 @@ fn a_generated_poll_loop_hands_each_slot_to_the_handler() {
             .unwrap()
     };
     let (a, b) = (build(), build());
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let (a, b) = connect_pair(a, b);
     const N: usize = 10;
     for s in slots(&pd, N, 64) {
         b.post_recv_slot(s).unwrap();
