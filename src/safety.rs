@@ -29,6 +29,11 @@
 //! reaches a leaked object again, and its memory (an owned region's buffer included) stays
 //! allocated. In detail:
 //!
+//! - **Shared parents** ([`parent`](crate::parent)): a child created from `Arc`'d parents holds
+//!   a reference to each and releases it only after its own C object is destroyed (a QP
+//!   destroyed at a batch's end holds them until then); forgetting the child forgets those
+//!   references, so its parents stay alive with it, and `Arc::into_inner` never hands back a
+//!   parent a live child uses.
 //! - **Registered memory** (the model is in [`dma`](crate::dma)): a region owns its buffer
 //!   ([`Mr::new`](crate::Mr::new) over a [`PageBuf`](crate::PageBuf),
 //!   [`HugeBuf`](crate::HugeBuf), `Vec<u8>` or `Box<[u8]>`) and gives it back only after
