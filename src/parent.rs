@@ -144,6 +144,11 @@ impl Keep {
     /// Four of [`NONE`](Self::NONE): a QP's parents.
     pub(crate) const NONE_4: [Keep; 4] = [Keep::NONE, Keep::NONE, Keep::NONE, Keep::NONE];
 
+    /// Whether it keeps nothing (a borrowed parent).
+    pub(crate) fn is_none(&self) -> bool {
+        self.release.is_none()
+    }
+
     fn arc<P: Send>(a: Arc<P>) -> Keep {
         /// Drops the `Arc<P>` that `arc` turned into a raw pointer.
         ///

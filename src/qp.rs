@@ -803,8 +803,8 @@ unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
             unsafe {
                 let mut rest = Box::from_raw(rest as *mut Later);
                 if destroy_with_groups(qp.cast(), &mut rest.groups).is_ok() {
-                    // Dropping a parent may run its user context's `Drop`: not here, inside the
-                    // batch's teardowns, but after them (crate::teardown).
+                    // Releasing a parent may run its user context's `Drop`: not here, inside
+                    // the batch's teardowns, but after them (crate::teardown).
                     teardown::release_after(std::mem::replace(&mut rest.keep, Keep::NONE_4));
                 } else {
                     // Still alive: it keeps its parents for good.

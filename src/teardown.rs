@@ -55,8 +55,8 @@ struct Batch {
     /// The parents of deferred QPs that were destroyed, to release once the deferred teardowns
     /// are done (releasing one may run a user context's `Drop`): a leaked `Box<Vec<..>>` or
     /// null, so that the thread-local has no destructor (a thread-local with one pays a state
-    /// test on every access, in every batch). A thread that exits with parents in it leaks
-    /// them (never a dangling pointer).
+    /// test on every access, in every batch). It is emptied (and freed) before the batch's
+    /// `poll_batch` returns or finishes unwinding.
     released: Cell<*mut Vec<[Keep; 4]>>,
     /// The deferred teardowns, first to run at the head.
     head: Cell<*mut Node>,
@@ -119,11 +119,14 @@ fn run_deferred(b: &Batch) {
 }
 
 /// Releases `keep`, the parents of a deferred QP just destroyed on this thread, once its
-/// deferred teardowns are done: releasing one may destroy the parent and run its user
-/// context's `Drop`, which is user code. While the thread unwinds (the batch's closure
-/// panicked) they wait for the next time (a panic in a `Drop` then would abort): until then
-/// the parents stay alive, which is a leak, never a dangling pointer.
+/// batch's deferred teardowns are done: releasing one may destroy the parent and run its user
+/// context's `Drop`, which is user code, and no teardown runs user code. (While the thread
+/// unwinds from a panicking closure they are released all the same, as a `Vec` drops its
+/// elements then: a panic in such a `Drop` aborts, as in any unwinding.)
 pub(crate) fn release_after(keep: [Keep; 4]) {
+    if keep.iter().all(Keep::is_none) {
+        return; // borrowed parents: nothing to release
+    }
     BATCH.with(|b| {
         let mut list = b.released.replace(ptr::null_mut());
         if list.is_null() {
@@ -136,9 +139,9 @@ pub(crate) fn release_after(keep: [Keep; 4]) {
     })
 }
 
-/// Releases what [`release_after`] collected, unless the thread is unwinding.
+/// Releases what [`release_after`] collected.
 fn release_parents(b: &Batch) {
-    if std::thread::panicking() || b.released.get().is_null() {
+    if b.released.get().is_null() {
         return;
     }
     // SAFETY: this thread's list, made by Box::into_raw in `release_after` and taken out of

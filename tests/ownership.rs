@@ -390,3 +390,34 @@ fn a_qp_deferred_by_a_batch_holds_its_shared_parents_until_its_destroy() -> Res 
     }
     Ok(())
 }
+
+#[test]
+fn a_panicking_batch_still_releases_the_shared_parents_of_a_qp_it_dropped() -> Res {
+    let ctx = open();
+    let test = "a_panicking_batch_still_releases_the_shared_parents_of_a_qp_it_dropped";
+    if !software_only(&ctx, test, "inject and live_objects") {
+        return Ok(());
+    }
+    let ctx = Arc::new(ctx);
+    let polled = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    software::inject(
+        &polled,
+        typed_verbs::InjectedCompletion::success(1, typed_verbs::WcOpcode::RECV),
+    )?;
+    let pd = Arc::new(Pd::new(&ctx)?);
+    let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    drop((pd, cq));
+    let mut poller = polled.poller()?;
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        poller.poll_batch(|_batch| {
+            drop(qp);
+            panic!("the closure panics after dropping the QP");
+        })
+    }));
+    assert!(unwound.is_err());
+    // Unwinding ended the batch: the QP was destroyed, then the CQ and PD it held.
+    let l = software::live_objects(&ctx).unwrap();
+    assert_eq!((l.qps, l.cqs, l.pds), (0, 1, 0));
+    Ok(())
+}
