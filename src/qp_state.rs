@@ -437,7 +437,8 @@ pub enum PathMigState {
 }
 
 /// The alternate path of a connected QP (`alt_ah_attr`, `alt_pkey_index`, `alt_port_num`,
-/// `alt_timeout`, set together with `IBV_QP_ALT_PATH`).
+/// `alt_timeout`, set together with `IBV_QP_ALT_PATH`). InfiniBand only: the kernel refuses
+/// alternate paths on RoCE (rxe and the software device are RoCE) with `EINVAL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AltPath {
     /// Where the remote QP is on the alternate path.
