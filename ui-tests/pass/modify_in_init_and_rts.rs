@@ -1,5 +1,6 @@
 // Neighbour of modify_rts_in_init: the INIT -> INIT and RTS -> RTS modifies the kernel's state
 // table allows, each with a struct of exactly the attributes it may change (None: unchanged).
+// (An alternate path, `alt_path`, is InfiniBand only: the kernel refuses it on RoCE, as sw0 does.)
 use typed_verbs::prelude::*;
 
 fn main() -> Result<()> {
@@ -19,8 +20,8 @@ fn main() -> Result<()> {
     qp.modify_rts(RcRtsModify {
         access: Some(AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ),
         min_rnr_timer: Some(1),
-        alt_path: Some(AltPath { av, pkey_index: 0, port_num: 1, timeout: 14 }),
         path_mig_state: Some(PathMigState::Rearm),
+        ..Default::default()
     })?;
 
     let ud = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
