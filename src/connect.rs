@@ -120,23 +120,58 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
     /// INIT (port, P_Key index 0, `access` for what the peer may do here), → RTR (the peer's
     /// address, QP number and PSN; the smaller MTU; one incoming RDMA read or atomic; RNR
     /// timer 12), → RTS (this side's PSN; timeout 14, 7 retries, 7 RNR retries, one outgoing
-    /// RDMA read or atomic). `local` must be this QP's (`OutOfRange` naming `local.qp_num`,
-    /// before any call); a refused transition destroys the QP and names itself in the error.
+    /// RDMA read or atomic).
+    ///
+    /// Checked before the transitions (`OutOfRange` naming the field): `local` is this QP's,
+    /// its port exists and its GID index is in the port's table, and the PSNs and the remote
+    /// QP number fit in 24 bits. A refused check or transition destroys the QP (it was taken by
+    /// value) and names the transition in the error.
     pub fn connect(
         self,
         local: &Endpoint,
         remote: &Endpoint,
         access: AccessFlags,
     ) -> Result<Qp<'a, Rc, R, S, C, Rts, SGE>> {
-        let own = self.qp_num();
-        if local.qp_num != own {
-            let verb = Verb::ModifyQp {
-                from: QpStateName::Reset,
-                to: QpStateName::Init,
-            };
-            let (value, own) = (local.qp_num.into(), own.into());
-            return Err(Error::range(verb, "local.qp_num", value, own, own));
-        }
+        let verb = Verb::ModifyQp {
+            from: QpStateName::Reset,
+            to: QpStateName::Init,
+        };
+        let range = |what, value: u64, min: u64, max: u64| {
+            if value < min || value > max {
+                Err(Error::range(verb, what, value, min, max))
+            } else {
+                Ok(())
+            }
+        };
+        let own = u64::from(self.qp_num());
+        range("local.qp_num", local.qp_num.into(), own, own)?;
+        // PSNs and QP numbers are 24 bits.
+        range("local.psn", local.psn.into(), 0, 0xff_ffff)?;
+        range("remote.psn", remote.psn.into(), 0, 0xff_ffff)?;
+        range("remote.qp_num", remote.qp_num.into(), 0, 0xff_ffff)?;
+        let qp = self.as_raw();
+        // SAFETY: a live QP's context is live.
+        let ctx = unsafe { (*qp).context };
+        // SAFETY: as above.
+        let dev = unsafe { crate::qp::device_attr(ctx, Verb::QueryPort) }?;
+        range(
+            "local.port_num",
+            local.port_num.into(),
+            1,
+            dev.phys_port_cnt.into(),
+        )?;
+        // SAFETY: plain C data.
+        let mut port: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: a live context, a port it has (checked); `port` valid for writes.
+        unsafe { backend::of(ctx).query_port(ctx, local.port_num, &mut port) }
+            .map_err(|e| Error::os(Verb::QueryPort, e))?;
+        let table = port.gid_tbl_len.max(0) as u64;
+        range(
+            "local.gid_index",
+            local.gid_index.into(),
+            0,
+            table.saturating_sub(1),
+        )?;
         let grh = (remote.gid != Gid::default()).then_some(GlobalRoute {
             dgid: remote.gid,
             flow_label: 0,

@@ -112,7 +112,8 @@
 //! Outside a batch, a destroy waits for a batch another thread has open on the QP's CQs; that
 //! batch ends when its closure returns. A closure that itself waits for the destroying thread
 //! (joins it, or waits on a lock that thread holds) builds a wait-for cycle between the
-//! program's own threads, which no library can break: a deadlock in the same sense as two
+//! program's own threads, which the crate does not break today (it would take a per-CQ gate
+//! that hands such a destroy to the batch's end): a deadlock in the same sense as two
 //! mutexes taken in opposite orders, not memory unsafety. The software device takes the CQ
 //! locks where mlx5 does, so the tests see this class of hang.
 //!

@@ -112,10 +112,6 @@ struct SlotInner {
     addr: NonNull<u8>,
     len: u32,
     lkey: u32,
-    /// The region's context: a slot is posted only to a queue of it (checked), so that the
-    /// completion that gives it back, whose CQ borrows that context, keeps the region's context
-    /// alive for as long as the slot lives.
-    ctx: *mut sys::ibv_context,
     /// The region (an `Mr` that no one can reach any more); dropping the last one deregisters
     /// it and frees its buffer.
     region: Arc<dyn Send + Sync>,
@@ -125,8 +121,9 @@ struct SlotInner {
 /// no copy. One pointer in size; the pointer is the `wr_id` of the work request it is posted
 /// with. Made by [`Slot::register`]; see [the module docs](self) for why its slice is sound.
 ///
-/// `'r` bounds how long the slot may live: its region's protection domain's borrow, or, for a
-/// slot given back by a [`SlotCq`], the CQ's borrow of its context.
+/// `'r` is the lifetime of what handed the slot out (`Slot::register` gives `'static` slots, a
+/// [`SlotCq`] its own lifetime); it bounds nothing soundness needs: the slot's region keeps its
+/// PD and context alive by itself.
 pub struct Slot<'r> {
     inner: NonNull<SlotInner>,
     _m: PhantomData<(&'r (), Box<[u8]>)>,
@@ -139,9 +136,10 @@ unsafe impl Send for Slot<'_> {}
 unsafe impl Sync for Slot<'_> {}
 
 /// The lkeys of every plain region this process registered: a slot region never takes one
-/// (point 2 of the module docs). Grows by one entry per distinct lkey value a device handed
-/// out to a plain region; devices reuse keys, so it stays bounded by the number of keys they
-/// cycle through.
+/// (point 2 of the module docs). Grows by one entry (4 bytes and the set's overhead) per
+/// distinct lkey value a device handed out to a plain region, and never shrinks: a device that
+/// varies a key byte per registration (rxe, mlx5) gives a process that registers and
+/// deregisters plain regions all the time a set that grows with them (at most 2^32 values).
 static PLAIN_LKEYS: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
 
 /// Records the lkey of a plain region (one an `Sge` may name), before the region is returned.
@@ -220,8 +218,6 @@ impl<'pd> Slot<'pd> {
             ));
         }
         let (base, lkey) = (mr.remote().addr as *mut u8, mr.lkey());
-        // SAFETY: a live PD; its context is fixed.
-        let ctx = unsafe { (*pd.as_raw()).context };
         let n = len / slot_len;
         let mut slots = Vec::new();
         slots
@@ -245,7 +241,6 @@ impl<'pd> Slot<'pd> {
                 addr: unsafe { NonNull::new_unchecked(base.add(i * slot_len)) },
                 len: slot_len as u32,
                 lkey,
-                ctx,
                 region: region.clone(),
             });
             slots.push(Slot {
@@ -414,9 +409,9 @@ impl From<SlotPostError<'_>> for Error {
 /// in the error if the provider did not take it.
 ///
 /// A slot of another context's region may be posted: its region keeps its own PD and context
-/// alive wherever the slot goes, and this queue's device knows no region of its lkey (a region
-/// is registered once, on its own context), so the request fails with a completion error that
-/// gives the slot back.
+/// alive wherever the slot goes, and the device refuses the request (a key of another PD, or
+/// none it knows, or an address outside the region its key names: each region's memory is its
+/// own), so it fails with a completion error that gives the slot back.
 #[inline(always)]
 fn post_slot<'r, W>(
     slot: Slot<'r>,

@@ -537,3 +537,18 @@ fn a_slot_keeps_its_context_and_comes_back_from_another() {
     drop((pd, ctx));
     assert_eq!((back.slot.as_ptr(), &back.slot[..4]), (p, &b"mine"[..]));
 }
+
+#[test]
+fn many_plain_regions_on_one_context_do_not_starve_slots_on_another() {
+    // A slot region skips the keys plain regions ever had; keys are the device's, not the
+    // context's, so a fresh context's first keys are not all taken by another context's.
+    let ctx = Arc::new(open());
+    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let plain: Vec<_> = (0..64)
+        .map(|_| Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap())
+        .collect();
+    let other = Arc::new(open());
+    let other_pd = Arc::new(Pd::new(&other).unwrap());
+    assert_eq!(slots(&other_pd, 4, 64).len(), 4);
+    drop(plain);
+}

@@ -129,10 +129,15 @@ pub(super) unsafe fn reg_mr(
     {
         return Err(libc::EINVAL);
     }
+    /// The next memory key index of the software device (all its contexts).
+    static MR_KEYS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
     take(&c.live.mrs, c.config().max_objects)?;
     // SAFETY: caller's contract.
     unsafe { pd_use(pd, 1) };
-    let key = c.handle() << 8 | 0x5a; // a key byte, as providers put in the low bits
+    // One key space for the whole device, as hardware has (not one per context: a process with
+    // many contexts would otherwise see the same keys again and again), with a key byte in the
+    // low bits, as providers put there.
+    let key = MR_KEYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) << 8 | 0x5a;
     let mr = Box::new(SwMr {
         ibv: sys::ibv_mr {
             context: ctx,
