@@ -100,18 +100,18 @@ impl Recv {
             |mut batch| {
                 let mut left = Self::MAX_BATCH;
                 loop {
-                    match batch.completion().result() {
-                        Ok(c) => handler(Ok(RecvRef(c))),
-                        Err(c) => {
-                            handler(
+                    handler(
+                        match batch.completion().result() {
+                            Ok(c) => Ok(RecvRef(c)),
+                            Err(c) => {
                                 Err(RecvError {
                                     wr_id: c.wr_id(),
                                     status: c.status(),
                                     vendor_err: c.vendor_err(),
-                                }),
-                            )
-                        }
-                    }
+                                })
+                            }
+                        },
+                    );
                     left -= 1;
                     if left == 0 {
                         return Ok(Self::MAX_BATCH);

@@ -229,6 +229,8 @@ pub(crate) struct CqMeta<C> {
     pub(crate) acks: Arc<CqAcks>,
     /// Whether the CQ's one [`Poller`](crate::Poller) exists (an extended CQ's).
     pub(crate) poller: std::sync::atomic::AtomicBool,
+    /// Who may take the provider's CQ lock next: a batch or a teardown ([`teardown`]'s gates).
+    pub(crate) gate: teardown::Gate,
     /// Held for its `Drop` only.
     #[allow(dead_code)]
     keep: [Keep; 3],
@@ -242,6 +244,7 @@ impl<C> CqMeta<C> {
         let meta = CqMeta {
             acks: CqAcks::new(),
             poller: std::sync::atomic::AtomicBool::new(false),
+            gate: teardown::Gate::new(),
             keep: [b.ctx.into_keep(), channel, parent],
             user: b.user,
         };
@@ -257,6 +260,16 @@ pub(crate) unsafe fn poller_claim<'a>(cq: *mut sys::ibv_cq) -> &'a std::sync::at
     // SAFETY: caller's contract: cq_context is a CqMeta<C>, whose fields before `user` are at
     // the same offsets whatever `C` is (repr(C)).
     unsafe { &(*((*cq).cq_context as *const CqMeta<()>)).poller }
+}
+
+/// The gate of a CQ made by a builder ([`teardown`]).
+///
+/// # Safety
+/// `cq` is such a live CQ; the reference does not outlive it.
+pub(crate) unsafe fn gate<'a>(cq: *mut sys::ibv_cq) -> &'a teardown::Gate {
+    // SAFETY: caller's contract: cq_context is a CqMeta<C>, whose fields before `user` are at
+    // the same offsets whatever `C` is (repr(C)).
+    unsafe { &(*((*cq).cq_context as *const CqMeta<()>)).gate }
 }
 
 /// `ibv_poll_cq` is refused inside a polling batch (see [`crate::teardown`]).

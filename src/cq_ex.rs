@@ -400,9 +400,10 @@ unsafe fn poll_batch<F: WcFlags, R>(
     cq: NonNull<sys::ibv_cq_ex>,
     f: impl FnOnce(Batch<'_, F>) -> R,
 ) -> Result<Option<R>> {
-    /// Ends a batch that `f` left open (leaked), also when `f` panics; then marks the thread as
-    /// out of the batch, which runs the teardowns deferred to its end. Local to this call:
-    /// nobody can forget it.
+    /// Ends a batch that `f` left open (leaked), also when `f` panics; then gives the CQ's gate
+    /// back, marks the thread as out of the batch, which runs the teardowns deferred to its
+    /// end, and runs those other threads handed to the batch (crate::teardown). Local to this
+    /// call: nobody can forget it.
     struct End<'s> {
         cq: NonNull<sys::ibv_cq_ex>,
         open: &'s Cell<bool>,
@@ -415,7 +416,14 @@ unsafe fn poll_batch<F: WcFlags, R>(
                 // it and clears `open`) nor ended otherwise: this is its one end.
                 unsafe { cq_ex_call!(self.cq.as_ptr(), end_poll) };
             }
+            // SAFETY: the live CQ of this batch (read again here rather than kept, which would
+            // hold a register through the whole batch).
+            let gate = unsafe { crate::cq::gate(self.cq.as_ptr().cast()) };
+            let handed = gate.close_batch();
             teardown::leave();
+            if handed {
+                gate.run_handed();
+            }
         }
     }
     // A thread inside a batch never waits for a CQ lock (crate::teardown): a second batch
@@ -426,12 +434,17 @@ unsafe fn poll_batch<F: WcFlags, R>(
             kind: ErrorKind::BatchOpen,
         });
     }
+    // SAFETY: caller's contract: a live CQ made by a builder; `ibv_cq_ex_to_cq` is a cast.
+    let gate = unsafe { crate::cq::gate(cq.as_ptr().cast()) };
+    if !gate.open_batch() {
+        return Err(refused_second_batch());
+    }
     let mut attr = sys::ibv_poll_cq_attr { comp_mask: 0 };
     // SAFETY: caller's contract.
     match unsafe { cq_ex_call!(cq.as_ptr(), start_poll, &mut attr) } {
         0 => {}
         e => {
-            teardown::leave();
+            no_batch(gate);
             return match e {
                 libc::ENOENT => Ok(None),
                 e => Err(Error::os(Verb::StartPoll, e)),
@@ -448,6 +461,30 @@ unsafe fn poll_batch<F: WcFlags, R>(
         open: &open,
         _m: PhantomData,
     })))
+}
+
+/// `ibv_start_poll` did not start a batch (ENOENT, the CQ is empty, or an error): the gate
+/// back and the thread out of the batch. Out of the poll loop's line, so that the loop's one
+/// `End` stays small.
+#[inline(never)]
+fn no_batch(gate: &teardown::Gate) {
+    let handed = gate.close_batch();
+    teardown::leave();
+    if handed {
+        gate.run_handed();
+    }
+}
+
+/// A second batch on a CQ that has one open (which the one poller per CQ excludes): the thread
+/// leaves the batch it entered, and the error.
+#[cold]
+#[inline(never)]
+fn refused_second_batch() -> Error {
+    teardown::leave();
+    Error {
+        verb: Verb::StartPoll,
+        kind: ErrorKind::BatchOpen,
+    }
 }
 
 /// The right to poll a [`CqEx`] whose shared half QPs hold, or that an `Arc` shares. Made by

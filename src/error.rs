@@ -216,13 +216,13 @@ pub enum ErrorKind {
     /// An object passed to the verb belongs to another context (or, for a CQ's parent domain,
     /// is not one). Checked before the FFI call; a C program would get `EINVAL`.
     WrongContext(&'static str),
-    /// The calling thread is inside [`CqEx::poll_batch`](crate::CqEx::poll_batch), whose batch
-    /// holds the provider's CQ lock (mlx5), and the call would wait for a CQ lock: destroying
-    /// a QP or moving it to RESET (they take its CQs' locks), `ibv_poll_cq`, or a second
-    /// batch. Waiting there could last for ever (for the lock this thread holds, or for a
-    /// thread that waits for it), so the call is refused before it is made (see the crate's
-    /// `teardown` rule in [`safety`](crate::safety)). Do it after the batch; a QP dropped
-    /// inside one is destroyed when it ends. Errno `EDEADLK`.
+    /// The call would wait for a CQ lock that a polling batch holds (mlx5 holds it from
+    /// `ibv_start_poll` to `ibv_end_poll`), and could wait for ever: the calling thread is inside
+    /// [`CqEx::poll_batch`](crate::CqEx::poll_batch) and the call is a QP's destroy or move to
+    /// RESET (they take its CQs' locks), `ibv_poll_cq` or a second batch; or another thread has
+    /// a batch open on the QP's CQ, whose closure may wait for this thread. Refused before the
+    /// call (see the crate's `teardown` rules in [`safety`](crate::safety)). Do it after the
+    /// batch; a QP dropped instead is destroyed when the batch ends. Errno `EDEADLK`.
     BatchOpen,
     /// An object passed to the verb is of the right context but another protection domain,
     /// where the verbs require the same one (a UD send's address handle and its QP). Checked
@@ -343,9 +343,9 @@ impl fmt::Display for Error {
             ),
             ErrorKind::BatchOpen => write!(
                 f,
-                "{}: refused inside poll_batch, whose batch holds a CQ lock: the call would wait \
-                 for a CQ lock and could wait for ever; make it after the batch (a QP dropped \
-                 inside one is destroyed when it ends)",
+                "{}: a polling batch holds the CQ lock this call takes (inside poll_batch, or \
+                 another thread's batch on the QP's CQ): it could wait for ever; make it after \
+                 the batch (a QP dropped instead is destroyed when the batch ends)",
                 self.verb
             ),
             ErrorKind::WrongPd(what) => {

@@ -770,72 +770,137 @@ unsafe fn destroy_with_groups(
 /// # Safety
 /// `qp` is a live QP made by this crate's builder, destroyed at most once.
 unsafe fn destroy_checked(qp: *mut sys::ibv_qp) -> Result<(), Error> {
+    let busy = Error {
+        verb: Verb::DestroyQp,
+        kind: ErrorKind::BatchOpen,
+    };
     if teardown::inside_batch() {
-        return Err(Error {
-            verb: Verb::DestroyQp,
-            kind: ErrorKind::BatchOpen,
-        });
+        return Err(busy);
     }
+    // A batch another thread has open on one of its CQs holds the lock the destroy takes:
+    // refused rather than waited for (crate::teardown's gates).
+    // SAFETY: caller's contract: a live QP, whose CQs live.
+    let gates = unsafe { teardown::close_gates(cqs_of(qp)) }.map_err(|_| busy)?;
     // SAFETY: caller's contract.
-    unsafe { destroy_with_groups(qp, &mut groups_of(qp).lock()) }
+    let r = unsafe { destroy_with_groups(qp, &mut groups_of(qp).lock()) };
+    drop(gates);
+    r
+}
+
+/// A live QP's send and receive CQs.
+///
+/// # Safety
+/// `qp` is live.
+pub(crate) unsafe fn cqs_of(qp: *mut sys::ibv_qp) -> [*mut sys::ibv_cq; 2] {
+    // SAFETY: caller's contract; the fields are fixed at creation.
+    unsafe { [(*qp).send_cq, (*qp).recv_cq] }
+}
+
+/// What waits with a C QP whose destroy waits (for this thread's batch, or another thread's):
+/// the groups left, and what keeps its PD, CQs and SRQ alive, released only after the QP is
+/// destroyed.
+struct Later {
+    groups: Vec<(Gid, u16)>,
+    keep: [Keep; 4],
+}
+
+/// A waiting QP's destroy, once nothing holds its CQs' locks: then its parents' release (not
+/// here, among teardowns: releasing one may run a user context's `Drop`; crate::teardown).
+///
+/// # Safety
+/// `qp` is a live QP and `rest` its boxed `Later`, each used once here; the QP's CQs' gates are
+/// closed to batches.
+unsafe fn later(qp: *mut c_void, rest: *mut c_void) {
+    // SAFETY: caller's contract.
+    unsafe {
+        let mut rest = Box::from_raw(rest as *mut Later);
+        if destroy_with_groups(qp.cast(), &mut rest.groups).is_ok() {
+            teardown::release_after(std::mem::replace(&mut rest.keep, Keep::NONE_4));
+        } else {
+            // Still alive: it keeps its parents for good.
+            std::mem::forget(rest);
+        }
+    }
+}
+
+/// [`later`] once the QP's CQs' gates are closed, or handed to the batch of another thread
+/// that holds one, to run after it ends.
+///
+/// # Safety
+/// As [`later`]'s, but for the gates.
+unsafe fn later_gated(qp: *mut c_void, rest: *mut c_void) {
+    let q = qp.cast::<sys::ibv_qp>();
+    // SAFETY: caller's contract: a live QP of a live context, whose CQs live until it is
+    // destroyed (its parents, held by `rest` or borrowed, wait behind it).
+    unsafe { teardown::run_or_hand((*q).context, cqs_of(q), later, qp, rest) };
+}
+
+/// Moves the groups and the parents out of a dropped QP's meta: what its waiting destroy
+/// needs, boxed. The rest of the meta (the user context) is the caller's to free, after the
+/// QP is queued or handed on, so that a panicking user context loses nothing.
+///
+/// # Safety
+/// `meta` is the QP's `QpMeta<C>`, ours since the handle is gone.
+unsafe fn into_later<C>(meta: *mut QpMeta<C>) -> *mut c_void {
+    // SAFETY: caller's contract.
+    let rest = unsafe {
+        Later {
+            groups: std::mem::take(&mut *(*meta).mcast.lock()),
+            keep: std::mem::replace(&mut (*meta).keep, Keep::NONE_4),
+        }
+    };
+    Box::into_raw(Box::new(rest)).cast()
 }
 
 /// A QP's `Drop`: tears it down and frees its user context. Inside a polling batch the
-/// destroy waits for the batch's end ([`crate::teardown`]); the user context is dropped at
-/// once, since it may borrow what the closure frees next.
+/// destroy waits for the batch's end; while another thread's batch holds one of its CQs'
+/// locks, for that batch's end ([`crate::teardown`]). A waiting QP's user context is dropped
+/// at once, since it may borrow what the closure frees next.
 ///
 /// # Safety
 /// `qp` is a live QP made by the builder with user context `C`, whose handle is gone; called
 /// once.
 unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
     // SAFETY: caller's contract.
-    let meta = unsafe { (*qp).qp_context } as *mut QpMeta<C>;
+    let (meta, ctx) = unsafe { ((*qp).qp_context as *mut QpMeta<C>, (*qp).context) };
     if teardown::inside_batch() {
-        /// What waits with the C QP: the groups left, and what keeps its PD, CQs and SRQ
-        /// alive, released only after the QP is destroyed.
-        struct Later {
-            groups: Vec<(Gid, u16)>,
-            keep: [Keep; 4],
-        }
-        /// The queued part: the C QP, then its parents.
-        unsafe fn later(qp: *mut c_void, rest: *mut c_void) {
-            // SAFETY: `drop_qp`'s QP and the boxed rest it queued, each used once here.
-            unsafe {
-                let mut rest = Box::from_raw(rest as *mut Later);
-                if destroy_with_groups(qp.cast(), &mut rest.groups).is_ok() {
-                    // Releasing a parent may run its user context's `Drop`: not here, inside
-                    // the batch's teardowns, but after them (crate::teardown).
-                    teardown::release_after(std::mem::replace(&mut rest.keep, Keep::NONE_4));
-                } else {
-                    // Still alive: it keeps its parents for good.
-                    std::mem::forget(rest);
-                }
-            }
-        }
-        // SAFETY: the meta is the QP's, ours since the handle is gone.
-        let rest = unsafe {
-            Later {
-                groups: std::mem::take(&mut *(*meta).mcast.lock()),
-                keep: std::mem::replace(&mut (*meta).keep, Keep::NONE_4),
-            }
-        };
-        let rest = Box::into_raw(Box::new(rest));
-        // SAFETY: the QP, its groups and its parents' references are the queue's until `later`
-        // runs (nothing else can destroy the QP: its handle is gone). Its meta is no longer
-        // read by anything: freed, with the user context, after the QP is queued, so a panic
-        // there loses nothing.
+        // SAFETY: the meta is the QP's, ours since the handle is gone. The QP, its groups and
+        // its parents' references are the queue's until `later_gated` runs (nothing else can
+        // destroy the QP: its handle is gone).
         unsafe {
-            teardown::defer((*qp).context, later, qp.cast(), rest.cast());
-            drop(Box::from_raw(meta));
+            let rest = into_later(meta);
+            teardown::defer(ctx, later_gated, qp.cast(), rest);
+            drop(Box::from_raw(meta)); // the user context, once the QP is queued
         }
         return;
     }
-    let left = Leftover::user_box::<QpMeta<C>>(meta.cast());
-    // SAFETY: caller's contract; an error cannot be reported from drop (use `destroy`), and
-    // the user context then stays with the live QP.
-    if unsafe { destroy_checked(qp) }.is_ok() {
-        // SAFETY: the QP is destroyed and its handle gone; freed once.
-        unsafe { left.free() };
+    // SAFETY: caller's contract: its CQs live while it does.
+    match unsafe { teardown::close_gates(cqs_of(qp)) } {
+        Ok(gates) => {
+            let left = Leftover::user_box::<QpMeta<C>>(meta.cast());
+            // SAFETY: caller's contract; an error cannot be reported from drop (use `destroy`),
+            // and the user context then stays with the live QP.
+            let destroyed = unsafe { destroy_with_groups(qp, &mut groups_of(qp).lock()) };
+            drop(gates);
+            if destroyed.is_ok() {
+                // SAFETY: the QP is destroyed and its handle gone; freed once.
+                unsafe { left.free() };
+            }
+        }
+        Err(_) => {
+            // Another thread's batch holds one of its CQs' locks: destroyed after that batch.
+            // SAFETY: as in the batch branch; `run_or_hand` runs it now or hands it on.
+            let ran = unsafe {
+                let rest = into_later(meta);
+                let cqs = cqs_of(qp);
+                let ran = teardown::run_or_hand(ctx, cqs, later, qp.cast(), rest);
+                drop(Box::from_raw(meta)); // the user context, once the QP is handed on
+                ran
+            };
+            if ran {
+                teardown::release_now();
+            }
+        }
     }
 }
 

@@ -653,8 +653,29 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
                 },
             });
         }
+        // The same locks, held by a batch another thread has open on one of its CQs: refused
+        // rather than waited for (crate::teardown's gates).
+        let gates = if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET {
+            // SAFETY: a live QP, whose CQs live while it does.
+            match unsafe { crate::teardown::close_gates(crate::qp::cqs_of(qp)) } {
+                Ok(gates) => Some(gates),
+                Err(_) => {
+                    return Err(ModifyError {
+                        qp: self,
+                        error: Error {
+                            verb,
+                            kind: ErrorKind::BatchOpen,
+                        },
+                    })
+                }
+            }
+        } else {
+            None
+        };
         // SAFETY: a live QP; `attr` valid for the call.
-        match unsafe { backend::of((*qp).context).modify_qp(qp, &mut attr, mask | STATE) } {
+        let modified = unsafe { backend::of((*qp).context).modify_qp(qp, &mut attr, mask | STATE) };
+        drop(gates);
+        match modified {
             Ok(()) => Ok(self.retype()),
             Err(e) => Err(ModifyError {
                 qp: self,

@@ -109,13 +109,14 @@
 //! [`ErrorKind::PollerTaken`](crate::ErrorKind::PollerTaken)), so a closure that waits for
 //! another thread never waits for one that waits for this batch's CQ to poll it.
 //!
-//! Outside a batch, a destroy waits for a batch another thread has open on the QP's CQs; that
-//! batch ends when its closure returns. A closure that itself waits for the destroying thread
-//! (joins it, or waits on a lock that thread holds) builds a wait-for cycle between the
-//! program's own threads, which the crate does not break today (it would take a per-CQ gate
-//! that hands such a destroy to the batch's end): a deadlock in the same sense as two
-//! mutexes taken in opposite orders, not memory unsafety. The software device takes the CQ
-//! locks where mlx5 does, so the tests see this class of hang.
+//! Outside a batch, no thread waits for a batch another thread has open on a QP's CQs either,
+//! since that batch's closure may wait for it (join it, or wait on a lock it holds): each CQ
+//! has a gate, held by its batch; a destroy or move to RESET that finds it held is refused
+//! (`BatchOpen`, the object back with `try_destroy` / `try_to_reset`), and a dropped QP is
+//! handed to the batch, which destroys it after it ends. A batch that finds a teardown in
+//! progress waits for it, which is bounded (a teardown runs no user code). The software device
+//! takes the CQ locks where mlx5 does, so the tests would see a wait that could hang
+//! (`tests/teardown.rs`).
 //!
 //! ## Threads
 //!

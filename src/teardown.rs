@@ -7,9 +7,17 @@
 //! `ibv_start_poll`. So a thread that holds one CQ lock (has a batch open) and then waits for
 //! another CQ lock can deadlock with a thread that holds the second and waits for the first
 //! (a QP destroy does), and a thread that waits for the lock it holds itself spins for ever.
-//! The crate keeps one rule, which makes both impossible:
+//! And a batch's closure is user code, which may wait for another thread (join it, take a lock
+//! it holds) that waits for the batch's CQ lock. The crate keeps two rules, which make all three
+//! impossible:
 //!
 //! **A thread inside [`CqEx::poll_batch`](crate::CqEx::poll_batch) never waits for a CQ lock.**
+//!
+//! **No thread waits for a CQ lock that another thread's batch holds** (the gates, below): a
+//! QP's destroy or move to RESET on another thread while a batch is open on one of its CQs is
+//! refused ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with
+//! `try_destroy` / `try_to_reset`) or, for a dropped QP, handed to that batch, which destroys it
+//! after it ends (the QP's user context dropped at once, its parents after it, as below).
 //!
 //! - a nested `poll_batch` (on any CQ), `Cq::poll`, `Qp::destroy` and the move to RESET are
 //!   refused there with [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), before the call;
@@ -23,9 +31,11 @@
 //!   being closed under the QP, which rdma-core's `ibv_close_device` would do); their user
 //!   contexts are dropped at once; `Context::close` is refused meanwhile.
 //!
-//! The thread's queue is a thread-local: only the thread that deferred runs it. The context's
-//! wait list is shared (a lock), and whoever destroys the last waiting QP of the context runs
-//! it. No teardown in either runs user code.
+//! The thread's queue is a thread-local: only the thread that deferred runs it. A batch's
+//! handed teardowns are in its CQ's meta; the batch's thread runs them after it ends. The
+//! context's wait list is shared (a lock), and whoever destroys the last waiting QP of the
+//! context runs it. No teardown in any of them runs user code: the parents a waiting QP kept
+//! alive are released after the teardowns.
 
 use crate::ffi::sys;
 use crate::parent::Keep;
@@ -139,6 +149,11 @@ pub(crate) fn release_after(keep: [Keep; 4]) {
     })
 }
 
+/// Releases what [`release_after`] collected on this thread, now (out of any batch).
+pub(crate) fn release_now() {
+    BATCH.with(release_parents)
+}
+
 /// Releases what [`release_after`] collected.
 fn release_parents(b: &Batch) {
     if b.released.get().is_null() {
@@ -163,18 +178,7 @@ pub(crate) unsafe fn defer(
     a: *mut c_void,
     b: *mut c_void,
 ) {
-    {
-        let mut waiting = WAITING.lock();
-        match waiting.iter_mut().find(|w| w.ctx == ctx as usize) {
-            Some(w) => w.pending += 1,
-            None => waiting.push(Waiting {
-                ctx: ctx as usize,
-                pending: 1,
-                after: Vec::new(),
-            }),
-        }
-        ANY.fetch_add(1, Ordering::Release);
-    }
+    park(ctx);
     let node = Box::into_raw(Box::new(Node {
         run,
         a,
@@ -192,6 +196,21 @@ pub(crate) unsafe fn defer(
         }
         b.tail.set(node);
     })
+}
+
+/// Counts a QP of `ctx` whose destroy waits for a batch's end: until [`done`], what of `ctx`
+/// is dropped waits behind it ([`wait_behind`]).
+fn park(ctx: *mut sys::ibv_context) {
+    let mut waiting = WAITING.lock();
+    match waiting.iter_mut().find(|w| w.ctx == ctx as usize) {
+        Some(w) => w.pending += 1,
+        None => waiting.push(Waiting {
+            ctx: ctx as usize,
+            pending: 1,
+            after: Vec::new(),
+        }),
+    }
+    ANY.fetch_add(1, Ordering::Release);
 }
 
 /// The QPs of one context whose destroy waits for a batch's end, and what of the context was
@@ -259,4 +278,212 @@ pub(crate) unsafe fn wait_behind(
 /// Whether a QP of `ctx` waits for a batch's end (then `Context::close` is refused).
 pub(crate) fn waiting(ctx: *mut sys::ibv_context) -> bool {
     ANY.load(Ordering::Acquire) != 0 && WAITING.lock().iter().any(|w| w.ctx == ctx as usize)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gates: no thread waits for a CQ lock that another thread's batch holds.
+//
+// A QP's destroy and its move to RESET take its CQs' locks (mlx5), which an open batch holds
+// until its closure returns. A closure that waits for the thread doing such a teardown (joins
+// it, or waits on a lock it holds) would wait for ever. So each CQ has a gate in its crate
+// meta: `poll_batch` holds it (OPEN) from before `ibv_start_poll` to after `ibv_end_poll`, a
+// teardown holds it (TEARDOWN) around the verb, and a teardown that finds a batch there does
+// not wait: it hands itself to that batch (DEFERRED), which runs it after its end. A batch that
+// finds a teardown there waits for it, which is bounded: a teardown runs no user code and
+// waits only for locks no batch holds.
+
+const FREE: u8 = 0;
+const OPEN: u8 = 1;
+const TEARDOWN: u8 = 2;
+const DEFERRED: u8 = 3;
+
+/// A teardown handed to a batch: `run(a, b)`, of context `ctx` (counted by [`park`]).
+struct Item {
+    run: Teardown,
+    a: usize,
+    b: usize,
+    ctx: usize,
+}
+
+/// A CQ's gate (see above), in its crate meta.
+pub(crate) struct Gate {
+    state: std::sync::atomic::AtomicU8,
+    deferred: Mutex<Vec<Item>>,
+}
+
+impl Gate {
+    pub(crate) const fn new() -> Gate {
+        Gate {
+            state: std::sync::atomic::AtomicU8::new(FREE),
+            deferred: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Taken by `poll_batch` before `ibv_start_poll`; waits for a teardown in progress (bounded).
+    /// False if a batch holds it already (the crate's one poller per CQ excludes that).
+    #[inline(always)]
+    pub(crate) fn open_batch(&self) -> bool {
+        self.state
+            .compare_exchange(FREE, OPEN, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            || self.open_batch_slow()
+    }
+
+    /// [`open_batch`](Self::open_batch) when the gate is not free: a teardown holds it (wait
+    /// for it) or a batch does (false).
+    #[cold]
+    #[inline(never)]
+    fn open_batch_slow(&self) -> bool {
+        loop {
+            match self
+                .state
+                .compare_exchange_weak(FREE, OPEN, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(OPEN | DEFERRED) => return false,
+                Err(_) => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Given back by `poll_batch` after `ibv_end_poll`: whether teardowns were handed to the
+    /// batch ([`run_handed`](Self::run_handed) them once the thread is out of it).
+    #[inline(always)]
+    pub(crate) fn close_batch(&self) -> bool {
+        self.state.swap(FREE, Ordering::Release) == DEFERRED
+    }
+
+    /// Runs the teardowns handed to the batch that just ended, on its thread, out of the batch;
+    /// then releases the parents they held.
+    #[cold]
+    pub(crate) fn run_handed(&self) {
+        let items = std::mem::take(&mut *self.deferred.lock());
+        for i in items {
+            // SAFETY: `hand`'s contract: each runs once, here.
+            unsafe { (i.run)(i.a as *mut c_void, i.b as *mut c_void) };
+            done(i.ctx as *mut sys::ibv_context);
+        }
+        BATCH.with(release_parents);
+    }
+
+    /// Hands `run(a, b)` to the batch that holds the gate: true, or false if no batch holds it
+    /// any more (the caller tries again).
+    ///
+    /// # Safety
+    /// As [`defer`]'s: `run(a, b)` may be called once, on the batch's thread, after its end.
+    unsafe fn hand(
+        &self,
+        ctx: *mut sys::ibv_context,
+        run: Teardown,
+        a: *mut c_void,
+        b: *mut c_void,
+    ) -> bool {
+        let mut deferred = self.deferred.lock();
+        let held =
+            match self
+                .state
+                .compare_exchange(OPEN, DEFERRED, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) | Err(DEFERRED) => true,
+                Err(_) => false,
+            };
+        if held {
+            park(ctx);
+            deferred.push(Item {
+                run,
+                a: a as usize,
+                b: b as usize,
+                ctx: ctx as usize,
+            });
+        }
+        held
+    }
+}
+
+/// The gate of `cq`, a CQ made by the crate's builder.
+///
+/// # Safety
+/// `cq` is live for `'a`.
+unsafe fn gate_of<'a>(cq: *mut sys::ibv_cq) -> &'a Gate {
+    // SAFETY: caller's contract: cq_context is the CQ's meta (`crate::cq::gate`).
+    unsafe { crate::cq::gate(cq) }
+}
+
+/// The gates of a QP's CQs, held by a teardown: given back when dropped.
+pub(crate) struct Held<'a>([Option<&'a Gate>; 2]);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        for g in self.0.iter().flatten() {
+            g.state.store(FREE, Ordering::Release);
+        }
+    }
+}
+
+/// Closes the gates of `cqs` (a QP's send and receive CQ) to batches for a teardown that takes
+/// their locks, or returns the gate of one that a batch holds: waiting for its lock could wait
+/// for ever. Waits only for other teardowns (bounded).
+///
+/// # Safety
+/// The CQs are live, made by the crate's builder, while the result lives.
+pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Held<'a>, &'a Gate> {
+    // SAFETY: caller's contract.
+    let first = unsafe { gate_of(cqs[0]) };
+    // SAFETY: as above.
+    let second = (cqs[1] != cqs[0]).then(|| unsafe { gate_of(cqs[1]) });
+    loop {
+        let mut held = Held([None, None]);
+        let mut retry = false;
+        for (slot, g) in held.0.iter_mut().zip([Some(first), second]) {
+            let Some(g) = g else { continue };
+            match g
+                .state
+                .compare_exchange(FREE, TEARDOWN, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => *slot = Some(g),
+                Err(TEARDOWN) => {
+                    retry = true;
+                    break;
+                }
+                Err(_) => return Err(g), // `held` gives back what it took
+            }
+        }
+        if !retry {
+            return Ok(held);
+        }
+        drop(held);
+        std::thread::yield_now();
+    }
+}
+
+/// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) now if no batch holds
+/// a gate of its CQs, with them closed; otherwise hands it to that batch, to run after its end.
+/// True if it ran now.
+///
+/// # Safety
+/// As [`defer`]'s, on any thread; the CQs live until `run` has run.
+pub(crate) unsafe fn run_or_hand(
+    ctx: *mut sys::ibv_context,
+    cqs: [*mut sys::ibv_cq; 2],
+    run: Teardown,
+    a: *mut c_void,
+    b: *mut c_void,
+) -> bool {
+    loop {
+        // SAFETY: caller's contract.
+        match unsafe { close_gates(cqs) } {
+            Ok(held) => {
+                // SAFETY: caller's contract.
+                unsafe { run(a, b) };
+                drop(held);
+                return true;
+            }
+            Err(gate) => {
+                // SAFETY: caller's contract.
+                if unsafe { gate.hand(ctx, run, a, b) } {
+                    return false;
+                }
+            }
+        }
+    }
 }

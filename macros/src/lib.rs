@@ -609,10 +609,11 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                     // Counts down: one decrement and branch per completion.
                     let mut left = Self::MAX_BATCH;
                     loop {
-                        match batch.completion().result() {
-                            Ok(c) => handler(Ok(#r_name(c))),
-                            Err(c) => handler(Err(#e_name { #(#e_idents: c.#e_idents()),* })),
-                        }
+                        // One call of the handler, so that it is inlined into the loop.
+                        handler(match batch.completion().result() {
+                            Ok(c) => Ok(#r_name(c)),
+                            Err(c) => Err(#e_name { #(#e_idents: c.#e_idents()),* }),
+                        });
                         left -= 1;
                         if left == 0 {
                             return Ok(Self::MAX_BATCH); // the batch ends here: ibv_end_poll
@@ -845,10 +846,11 @@ fn expand_slots(
                         // Every completion's slot, converted once by the batch when it entered
                         // the completion.
                         if let ::core::option::Option::Some(slot) = batch.take_slot() {
-                            match batch.completion().result() {
-                                Ok(c) => handler(Ok(#r_name { completion: c, slot })),
-                                Err(c) => handler(Err(#e_name { #e_slot_init #(#e_idents: c.#e_idents()),* })),
-                            }
+                            // One call of the handler, so that it is inlined into the loop.
+                            handler(match batch.completion().result() {
+                                Ok(c) => Ok(#r_name { completion: c, slot }),
+                                Err(c) => Err(#e_name { #e_slot_init #(#e_idents: c.#e_idents()),* }),
+                            })
                         }
                         left -= 1;
                         if left == 0 {
