@@ -832,7 +832,7 @@ unsafe fn later_gated(qp: *mut c_void, rest: *mut c_void) {
     let q = qp.cast::<sys::ibv_qp>();
     // SAFETY: caller's contract: a live QP of a live context, whose CQs live until it is
     // destroyed (its parents, held by `rest` or borrowed, wait behind it).
-    unsafe { teardown::run_or_hand((*q).context, cqs_of(q), later, qp, rest) };
+    unsafe { teardown::run_or_hand((*q).context, cqs_of(q), later, later_gated, qp, rest) };
 }
 
 /// Moves the groups and the parents out of a dropped QP's meta: what its waiting destroy
@@ -893,7 +893,7 @@ unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
             let ran = unsafe {
                 let rest = into_later(meta);
                 let cqs = cqs_of(qp);
-                let ran = teardown::run_or_hand(ctx, cqs, later, qp.cast(), rest);
+                let ran = teardown::run_or_hand(ctx, cqs, later, later_gated, qp.cast(), rest);
                 drop(Box::from_raw(meta)); // the user context, once the QP is handed on
                 ran
             };

@@ -457,15 +457,18 @@ pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Held<
 }
 
 /// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) now if no batch holds
-/// a gate of its CQs, with them closed; otherwise hands it to that batch, to run after its end.
-/// True if it ran now.
+/// a gate of its CQs, with them closed; otherwise hands `gated(a, b)` to that batch, to run
+/// after its end: `gated` closes the gates again before it runs `run` (the QP's other CQ may
+/// have a batch open by then, on yet another thread). True if it ran now.
 ///
 /// # Safety
-/// As [`defer`]'s, on any thread; the CQs live until `run` has run.
+/// As [`defer`]'s, on any thread; the CQs live until `run` has run; `gated(a, b)` is
+/// `run_or_hand(ctx, cqs, run, gated, a, b)`.
 pub(crate) unsafe fn run_or_hand(
     ctx: *mut sys::ibv_context,
     cqs: [*mut sys::ibv_cq; 2],
     run: Teardown,
+    gated: Teardown,
     a: *mut c_void,
     b: *mut c_void,
 ) -> bool {
@@ -480,7 +483,7 @@ pub(crate) unsafe fn run_or_hand(
             }
             Err(gate) => {
                 // SAFETY: caller's contract.
-                if unsafe { gate.hand(ctx, run, a, b) } {
+                if unsafe { gate.hand(ctx, gated, a, b) } {
                     return false;
                 }
             }

@@ -1,0 +1,100 @@
+//! Attacks on the per-CQ gates: what a batch runs after its end, for another thread.
+mod common;
+
+use common::{open, LeakCheck};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use typed_verbs::qp_state::Init;
+use typed_verbs::{AccessFlags, ConnectedInit, CqEx, Pd, Qp, Rc, Sge, Shared, OwnRq, Standard};
+
+const INIT: ConnectedInit = ConnectedInit {
+    port_num: 1,
+    pkey_index: 0,
+    access: AccessFlags::REMOTE_WRITE,
+};
+
+fn flushed_qp<'a>(
+    pd: &'a Pd<'_>,
+    cq: &'a CqEx<'_, Standard>,
+    wr_id: u64,
+) -> Qp<'a, Rc, OwnRq, Shared, (), typed_verbs::qp_state::ErrorState> {
+    let qp: Qp<'a, Rc, OwnRq, Shared, (), Init> = Qp::<Rc>::builder(pd, cq, cq)
+        .build()
+        .unwrap()
+        .to_init(INIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
+    qp.to_error().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn in_batch<R>(poller: &mut typed_verbs::Poller<'_, Standard>, f: impl FnOnce() -> R) -> R {
+    let start = Instant::now();
+    let mut f = Some(f);
+    loop {
+        if let Some(r) = poller
+            .poll_batch(|_b| (f.take().expect("runs once"))())
+            .unwrap()
+        {
+            return r;
+        }
+        assert!(start.elapsed() < Duration::from_secs(2), "a completion arrives");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn within(test: &str, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+        panic!("{test}: did not finish within 20 s (a wait that never ends)");
+    }
+}
+
+/// A QP on CQs A (send) and B (recv), dropped on T2 while T1 has a batch open on A: handed to
+/// A's batch. T1's batch ends and runs the handed destroy, which takes B's lock too, while T3
+/// has a batch open on B whose closure waits for T1's poll_batch to return. The rule "no
+/// thread waits for a CQ lock another thread's batch holds" says T1 must not wait for B.
+#[test]
+fn attack3_handed_teardown_waits_for_the_other_cqs_batch() {
+    within("handed_teardown_other_cq", || {
+        let ctx = open();
+        let leaks = LeakCheck::new(&ctx, "handed_teardown_other_cq");
+        {
+            let pd = Pd::new(&ctx).unwrap();
+            let mut a = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+            let mut b = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+            let (sa, mut pa) = a.split();
+            let (sb, mut pb) = b.split();
+            let _fa = flushed_qp(&pd, sa, 1);
+            let _fb = flushed_qp(&pd, sb, 2);
+            let victim = Qp::<Rc>::builder(&pd, sa, sb).build().unwrap();
+            let (t3_in_tx, t3_in_rx) = mpsc::channel::<()>();
+            let (t1_done_tx, t1_done_rx) = mpsc::channel::<()>();
+            let (go_tx, go_rx) = mpsc::channel::<()>();
+            std::thread::scope(|s| {
+                // T3: a batch on B, whose closure waits for T1's poll_batch to return.
+                s.spawn(move || {
+                    go_rx.recv().unwrap();
+                    in_batch(&mut pb, || {
+                        t3_in_tx.send(()).unwrap();
+                        t1_done_rx.recv().unwrap();
+                    });
+                });
+                // T1: a batch on A.
+                in_batch(&mut pa, || {
+                    // T2 drops the victim: A's gate is open, so it is handed to this batch.
+                    s.spawn(move || drop(victim)).join().unwrap();
+                    // Now T3 opens its batch on B.
+                    go_tx.send(()).unwrap();
+                    t3_in_rx.recv().unwrap();
+                });
+                // T1's poll_batch returned (the handed destroy ran).
+                t1_done_tx.send(()).unwrap();
+            });
+        }
+        leaks.assert_unchanged("the handed QP is destroyed");
+    });
+}
