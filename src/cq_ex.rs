@@ -420,10 +420,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
             // hold a register through the whole batch).
             let gate = unsafe { crate::cq::gate(self.cq.as_ptr().cast()) };
             let handed = gate.close_batch();
-            teardown::leave();
-            if handed {
-                gate.run_handed();
-            }
+            teardown::leave_batch(gate, handed);
         }
     }
     // A thread inside a batch never waits for a CQ lock (crate::teardown): a second batch
@@ -469,10 +466,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
 #[inline(never)]
 fn no_batch(gate: &teardown::Gate) {
     let handed = gate.close_batch();
-    teardown::leave();
-    if handed {
-        gate.run_handed();
-    }
+    teardown::leave_batch(gate, handed);
 }
 
 /// A second batch on a CQ that has one open (which the one poller per CQ excludes): the thread

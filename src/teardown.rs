@@ -108,6 +108,24 @@ pub(crate) fn leave() {
     })
 }
 
+/// The end of a batch on the CQ of `gate`, given back (`handed`: what [`Gate::close_batch`]
+/// returned): marks the thread as out of the batch, runs the teardowns deferred to its end and
+/// those handed to the batch, and only then releases the parents they held (which may run user
+/// code, and panic: no teardown is left behind by it).
+#[inline(always)]
+pub(crate) fn leave_batch(gate: &Gate, handed: bool) {
+    BATCH.with(|b| {
+        b.inside.set(false);
+        if handed || !b.head.get().is_null() {
+            run_deferred(b);
+            if handed {
+                gate.run_handed();
+            }
+            release_parents(b);
+        }
+    })
+}
+
 #[cold]
 fn run_deferred(b: &Batch) {
     loop {
@@ -353,17 +371,16 @@ impl Gate {
         self.state.swap(FREE, Ordering::Release) == DEFERRED
     }
 
-    /// Runs the teardowns handed to the batch that just ended, on its thread, out of the batch;
-    /// then releases the parents they held.
+    /// Runs the teardowns handed to the batch that just ended, on its thread, out of the batch.
+    /// The parents they held are released by the caller ([`leave_batch`]), after them.
     #[cold]
-    pub(crate) fn run_handed(&self) {
+    fn run_handed(&self) {
         let items = std::mem::take(&mut *self.deferred.lock());
         for i in items {
             // SAFETY: `hand`'s contract: each runs once, here.
             unsafe { (i.run)(i.a as *mut c_void, i.b as *mut c_void) };
             done(i.ctx as *mut sys::ibv_context);
         }
-        BATCH.with(release_parents);
     }
 
     /// Hands `run(a, b)` to the batch that holds the gate: true, or false if no batch holds it
