@@ -5,7 +5,7 @@ use common::{open, LeakCheck};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Init;
-use typed_verbs::{AccessFlags, ConnectedInit, CqEx, Pd, Qp, Rc, Sge, Shared, OwnRq, Standard};
+use typed_verbs::{AccessFlags, ConnectedInit, CqEx, OwnRq, Pd, Qp, Rc, Sge, Shared, Standard};
 
 const INIT: ConnectedInit = ConnectedInit {
     port_num: 1,
@@ -37,7 +37,10 @@ fn in_batch<R>(poller: &mut typed_verbs::Poller<'_, Standard>, f: impl FnOnce() 
         {
             return r;
         }
-        assert!(start.elapsed() < Duration::from_secs(2), "a completion arrives");
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "a completion arrives"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
