@@ -1,4 +1,5 @@
-//! Attacks on the per-CQ gates: what a batch runs after its end, for another thread.
+//! The per-CQ gates (src/teardown.rs): a teardown handed to a batch closes its QP's CQs' gates
+//! again before it runs, so it never waits for the QP's other CQ's batch on yet another thread.
 mod common;
 
 use common::{open, LeakCheck};
@@ -61,7 +62,7 @@ fn within(test: &str, f: impl FnOnce() + Send + 'static) {
 /// has a batch open on B whose closure waits for T1's poll_batch to return. The rule "no
 /// thread waits for a CQ lock another thread's batch holds" says T1 must not wait for B.
 #[test]
-fn attack3_handed_teardown_waits_for_the_other_cqs_batch() {
+fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
     within("handed_teardown_other_cq", || {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, "handed_teardown_other_cq");

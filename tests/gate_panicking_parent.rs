@@ -1,4 +1,5 @@
-//! Attacks on the per-CQ gates: a panic between a batch's end and its handed teardowns.
+//! The per-CQ gates (src/teardown.rs): a parent whose release panics at a batch's end does not
+//! make the batch skip the teardowns other threads handed to it.
 mod common;
 
 use common::open;
@@ -44,8 +45,15 @@ fn flushed_qp<'a>(
 /// end: leave() runs QP1's destroy and releases its parents (the panic), then the handed QP2
 /// should be destroyed too.
 #[test]
-fn attack3_panic_in_released_parent_loses_handed_teardown() {
+fn a_panicking_parent_release_does_not_lose_a_handed_teardown() {
     let ctx = open();
+    if !common::software_only(
+        &ctx,
+        "a_panicking_parent_release_does_not_lose_a_handed_teardown",
+        "live_objects",
+    ) {
+        return;
+    }
     let pd = Pd::new(&ctx).unwrap();
     let mut a = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     let (sa, mut pa) = a.split();

@@ -1,4 +1,5 @@
-//! Attacks on the per-CQ gates: many teardowns racing batches on shared CQs.
+//! The per-CQ gates (src/teardown.rs) under load: pollers on two CQs while other threads drop,
+//! destroy and reset QPs on them in both orders; nothing hangs, nothing leaks.
 mod common;
 
 use common::{open, LeakCheck};
@@ -28,7 +29,7 @@ fn within(test: &str, secs: u64, f: impl FnOnce() + Send + 'static) {
 /// QPs on (A,B), (B,A), (A,A) and drop, destroy or reset them. Every QP is destroyed, nothing
 /// hangs, the context closes.
 #[test]
-fn attack3_teardowns_race_batches_on_shared_cqs() {
+fn teardowns_race_batches_on_shared_cqs() {
     let iters: usize = std::env::var("ATTACK_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
