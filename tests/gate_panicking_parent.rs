@@ -88,7 +88,6 @@ fn a_panicking_parent_release_does_not_lose_a_handed_teardown() {
     let _ = pa.poll_batch(|_| ());
     std::thread::sleep(Duration::from_millis(50));
     let after = qps();
-    eprintln!("qps before {before:?} after {after:?}");
     assert_eq!(
         after.map(|n| n + 2),
         before,
