@@ -69,37 +69,15 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
     /// `ibv_query_gid`. The port number is checked against the device's `phys_port_cnt` and
     /// the GID index against the port's `gid_tbl_len` before the calls (`OutOfRange`).
     pub fn endpoint(&self, port_num: u8, gid_index: u8) -> Result<Endpoint> {
-        let qp = self.as_raw();
-        // SAFETY: a live QP's context is live.
-        let ctx = unsafe { (*qp).context };
-        // SAFETY: as above.
-        let dev = unsafe { crate::qp::device_attr(ctx, Verb::QueryPort) }?;
-        if port_num == 0 || port_num > dev.phys_port_cnt {
-            let max = dev.phys_port_cnt.into();
-            return Err(Error::range(
-                Verb::QueryPort,
-                "port_num",
-                port_num.into(),
-                1,
-                max,
-            ));
-        }
-        // SAFETY: plain C data.
-        let mut port: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
-        // SAFETY: a live context, a port it has; `port` valid for writes.
-        unsafe { backend::of(ctx).query_port(ctx, port_num, &mut port) }
-            .map_err(|e| Error::os(Verb::QueryPort, e))?;
-        let table = port.gid_tbl_len.max(0) as u64;
-        if u64::from(gid_index) >= table {
-            let max = table.saturating_sub(1);
-            return Err(Error::range(
-                Verb::QueryGid,
-                "gid_index",
-                gid_index.into(),
-                0,
-                max,
-            ));
-        }
+        let out = |what, value, min, max| {
+            let verb = if what == "gid_index" {
+                Verb::QueryGid
+            } else {
+                Verb::QueryPort
+            };
+            Error::range(verb, what, value, min, max)
+        };
+        let (ctx, port) = self.checked_port(port_num, gid_index, ["port_num", "gid_index"], out)?;
         let mut gid = sys::ibv_gid { raw: [0; 16] };
         // SAFETY: a live context; an index inside the port's table; `gid` valid for writes.
         unsafe { backend::of(ctx).query_gid(ctx, port_num, gid_index.into(), &mut gid) }
@@ -114,6 +92,36 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
             psn: self.qp_num().wrapping_mul(0x9e37_79b9) & 0x00ff_ffff,
             mtu: Mtu::from_raw(port.active_mtu).unwrap_or(Mtu::Mtu1024),
         })
+    }
+
+    /// This QP's port `port_num` (`ibv_query_port`), once the port number is checked against the
+    /// device's `phys_port_cnt` and `gid_index` against the port's `gid_tbl_len` before the
+    /// calls; `out` makes the `OutOfRange` error of each, named by `names`. Also the context.
+    fn checked_port(
+        &self,
+        port_num: u8,
+        gid_index: u8,
+        names: [&'static str; 2],
+        out: impl Fn(&'static str, u64, u64, u64) -> Error,
+    ) -> Result<(*mut sys::ibv_context, sys::ibv_port_attr)> {
+        // SAFETY: a live QP's context is live.
+        let ctx = unsafe { (*self.as_raw()).context };
+        // SAFETY: as above.
+        let dev = unsafe { crate::qp::device_attr(ctx, Verb::QueryPort) }?;
+        let ports = u64::from(dev.phys_port_cnt);
+        if port_num == 0 || u64::from(port_num) > ports {
+            return Err(out(names[0], port_num.into(), 1, ports));
+        }
+        // SAFETY: plain C data.
+        let mut port: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: a live context, a port it has (checked); `port` valid for writes.
+        unsafe { backend::of(ctx).query_port(ctx, port_num, &mut port) }
+            .map_err(|e| Error::os(Verb::QueryPort, e))?;
+        let table = port.gid_tbl_len.max(0) as u64;
+        if u64::from(gid_index) >= table {
+            return Err(out(names[1], gid_index.into(), 0, table.saturating_sub(1)));
+        }
+        Ok((ctx, port))
     }
 
     /// Connects this QP (of endpoint `local`) to the peer QP of endpoint `remote`: RESET →
@@ -149,29 +157,9 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
         range("local.psn", local.psn.into(), 0, 0xff_ffff)?;
         range("remote.psn", remote.psn.into(), 0, 0xff_ffff)?;
         range("remote.qp_num", remote.qp_num.into(), 0, 0xff_ffff)?;
-        let qp = self.as_raw();
-        // SAFETY: a live QP's context is live.
-        let ctx = unsafe { (*qp).context };
-        // SAFETY: as above.
-        let dev = unsafe { crate::qp::device_attr(ctx, Verb::QueryPort) }?;
-        range(
-            "local.port_num",
-            local.port_num.into(),
-            1,
-            dev.phys_port_cnt.into(),
-        )?;
-        // SAFETY: plain C data.
-        let mut port: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
-        // SAFETY: a live context, a port it has (checked); `port` valid for writes.
-        unsafe { backend::of(ctx).query_port(ctx, local.port_num, &mut port) }
-            .map_err(|e| Error::os(Verb::QueryPort, e))?;
-        let table = port.gid_tbl_len.max(0) as u64;
-        range(
-            "local.gid_index",
-            local.gid_index.into(),
-            0,
-            table.saturating_sub(1),
-        )?;
+        let names = ["local.port_num", "local.gid_index"];
+        let out = |what, value, min, max| Error::range(verb, what, value, min, max);
+        self.checked_port(local.port_num, local.gid_index, names, out)?;
         let grh = (remote.gid != Gid::default()).then_some(GlobalRoute {
             dgid: remote.gid,
             flow_label: 0,

@@ -252,24 +252,34 @@ impl<C> CqMeta<C> {
     }
 }
 
+/// The fields of a CQ's meta that do not depend on its user context type `C`: the
+/// acknowledgement state, the poller claim, the gate and the kept parents.
+///
+/// # Safety
+/// `cq` is a live CQ made by a builder; the reference does not outlive it.
+pub(crate) unsafe fn meta<'a>(cq: *mut sys::ibv_cq) -> &'a CqMeta<()> {
+    // SAFETY: caller's contract: cq_context is a CqMeta<C>, whose fields before `user` are at
+    // the same offsets whatever `C` is (repr(C)), and which is at least as large as
+    // CqMeta<()> (a zero-sized `user`).
+    unsafe { &*((*cq).cq_context as *const CqMeta<()>) }
+}
+
 /// The claim on the one [`Poller`](crate::Poller) of a CQ made by a builder.
 ///
 /// # Safety
-/// `cq` is such a live CQ; the reference does not outlive it.
+/// As [`meta`]'s.
 pub(crate) unsafe fn poller_claim<'a>(cq: *mut sys::ibv_cq) -> &'a std::sync::atomic::AtomicBool {
-    // SAFETY: caller's contract: cq_context is a CqMeta<C>, whose fields before `user` are at
-    // the same offsets whatever `C` is (repr(C)).
-    unsafe { &(*((*cq).cq_context as *const CqMeta<()>)).poller }
+    // SAFETY: caller's contract.
+    unsafe { &meta(cq).poller }
 }
 
 /// The gate of a CQ made by a builder ([`teardown`]).
 ///
 /// # Safety
-/// `cq` is such a live CQ; the reference does not outlive it.
+/// As [`meta`]'s.
 pub(crate) unsafe fn gate<'a>(cq: *mut sys::ibv_cq) -> &'a teardown::Gate {
-    // SAFETY: caller's contract: cq_context is a CqMeta<C>, whose fields before `user` are at
-    // the same offsets whatever `C` is (repr(C)).
-    unsafe { &(*((*cq).cq_context as *const CqMeta<()>)).gate }
+    // SAFETY: caller's contract.
+    unsafe { &meta(cq).gate }
 }
 
 /// `ibv_poll_cq` is refused inside a polling batch (see [`crate::teardown`]).
@@ -597,12 +607,12 @@ impl<C> Destroy for Cq<'_, C> {
 /// # Safety
 /// `cq` is a live CQ made by a builder, destroyed once.
 pub(crate) unsafe fn destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Error> {
-    // SAFETY: caller's contract; the acks are at the start of every `CqMeta<C>`.
+    // SAFETY: caller's contract.
     unsafe {
-        let meta = (*cq).cq_context as *const CqMeta<()>;
-        (*meta).acks.close(cq);
+        let meta = meta(cq);
+        meta.acks.close(cq);
         if let Err(e) = crate::event::destroy_cq(cq) {
-            (*meta).acks.reopen();
+            meta.acks.reopen();
             return Err(Error::os(Verb::DestroyCq, e));
         }
     }

@@ -427,9 +427,9 @@ unsafe fn gate_of<'a>(cq: *mut sys::ibv_cq) -> &'a Gate {
 }
 
 /// The gates of a QP's CQs, held by a teardown: given back when dropped.
-pub(crate) struct Held<'a>([Option<&'a Gate>; 2]);
+pub(crate) struct Closed<'a>([Option<&'a Gate>; 2]);
 
-impl Drop for Held<'_> {
+impl Drop for Closed<'_> {
     fn drop(&mut self) {
         for g in self.0.iter().flatten() {
             g.state.store(FREE, Ordering::Release);
@@ -443,13 +443,13 @@ impl Drop for Held<'_> {
 ///
 /// # Safety
 /// The CQs are live, made by the crate's builder, while the result lives.
-pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Held<'a>, &'a Gate> {
+pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Closed<'a>, &'a Gate> {
     // SAFETY: caller's contract.
     let first = unsafe { gate_of(cqs[0]) };
     // SAFETY: as above.
     let second = (cqs[1] != cqs[0]).then(|| unsafe { gate_of(cqs[1]) });
     loop {
-        let mut held = Held([None, None]);
+        let mut held = Closed([None, None]);
         let mut retry = false;
         for (slot, g) in held.0.iter_mut().zip([Some(first), second]) {
             let Some(g) = g else { continue };
