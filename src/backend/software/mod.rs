@@ -453,8 +453,8 @@ impl ControlPath for Software {
         a.max_cqe = c.max_cqe as i32;
         a.max_mr = c.max_objects as i32;
         a.max_pd = c.max_objects as i32;
-        a.max_qp_rd_atom = 128;
-        a.max_qp_init_rd_atom = 128;
+        a.max_qp_rd_atom = objects::MAX_QP_RD_ATOM.into();
+        a.max_qp_init_rd_atom = objects::MAX_QP_RD_ATOM.into();
         a.max_res_rd_atom = 128;
         a.atomic_cap = sys::ibv_atomic_cap::IBV_ATOMIC_HCA;
         a.max_mcast_grp = c.max_mcast as i32;
@@ -486,7 +486,7 @@ impl ControlPath for Software {
         p.state = sys::ibv_port_state::IBV_PORT_ACTIVE;
         p.max_mtu = sys::ibv_mtu::IBV_MTU_4096;
         p.active_mtu = ACTIVE_MTU;
-        p.gid_tbl_len = 1;
+        p.gid_tbl_len = GID_TBL_LEN as i32;
         p.max_msg_sz = 1 << 31;
         p.pkey_tbl_len = 1;
         p.phys_state = 5; // LinkUp
@@ -728,11 +728,18 @@ impl ControlPath for Software {
         index: i32,
         out: *mut sys::ibv_gid,
     ) -> Result<(), Errno> {
-        if port != 1 || index != 0 {
+        if port != 1 {
             return Err(libc::EINVAL);
         }
+        // rdma-core's ibv_query_gid: "Preserve API behavior for empty GID": the kernel's
+        // ENODATA for an entry that holds no GID is a zero GID; past the table, EINVAL.
+        let raw = match gid_entry(index) {
+            Ok(gid) => gid,
+            Err(libc::ENODATA) => [0; 16],
+            Err(e) => return Err(e),
+        };
         // SAFETY: `out` valid for writes.
-        unsafe { out.write(sys::ibv_gid { raw: port_gid() }) };
+        unsafe { out.write(sys::ibv_gid { raw }) };
         Ok(())
     }
 
@@ -774,6 +781,20 @@ impl ControlPath for Software {
     ) -> Result<(), Errno> {
         // SAFETY: live QP, gid readable.
         unsafe { objects::detach_mcast(qp, gid, lid) }
+    }
+}
+
+/// The length of port 1's GID table: rxe's RXE_PORT_GID_TBL_LEN. Only index 0 holds a GID.
+pub(crate) const GID_TBL_LEN: u32 = 1024;
+
+/// The GID at `index` of port 1, as the kernel's rdma_get_gid_attr finds it: EINVAL past the
+/// table ("if (index < 0 || index >= table->sz) return ERR_PTR(-EINVAL)"), ENODATA for an entry
+/// that holds no GID.
+pub(crate) fn gid_entry(index: i32) -> Result<[u8; 16], Errno> {
+    match u32::try_from(index) {
+        Ok(0) => Ok(port_gid()),
+        Ok(i) if i < GID_TBL_LEN => Err(libc::ENODATA),
+        _ => Err(libc::EINVAL),
     }
 }
 
