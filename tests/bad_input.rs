@@ -5,9 +5,10 @@
 
 mod common;
 
-use common::{note, open};
+use common::{note, open, open_registered};
 use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{Init, Rtr};
+use typed_verbs::software::SwConfig;
 use typed_verbs::{
     AccessFlags, AddressHandle, AddressVector, AltPath, ConnectedInit, ConnectedInitModify,
     Context, Cq, Error, ErrorKind, Gid, GlobalRoute, Mtu, Pd, Qp, QpStateName, Rc, RcRtr, RcRts,
@@ -409,4 +410,57 @@ fn query_gid_past_the_table_is_refused_before_the_call() {
             "an empty entry"
         );
     }
+}
+
+#[test]
+fn sgid_index_past_a_short_gid_table_is_refused_before_the_call() {
+    // sw0's and rxe0's GID tables (1024) are longer than a u8 index reaches: a software device
+    // with a table of 8 shows the check.
+    let ctx = open_registered(
+        "sw-bad-input-gids",
+        SwConfig {
+            gid_tbl_len: 8,
+            ..SwConfig::default()
+        },
+    );
+    let gid = ctx.query_gid(1, 0).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let n = qp.qp_num();
+    let qp = qp.to_init(INIT).unwrap();
+    let e = qp
+        .try_to_rtr(RcRtr {
+            av: av(gid, 8),
+            ..rtr(gid, n)
+        })
+        .expect_err("sgid_index 8 of 8");
+    out_of_range(&e.error, INIT_RTR, "ah_attr.grh.sgid_index", 8, (0, 7));
+    // Inside the table but empty: the device's ENODATA.
+    let e =
+        e.qp.try_to_rtr(RcRtr {
+            av: av(gid, 7),
+            ..rtr(gid, n)
+        })
+        .expect_err("sgid_index 7: no GID there");
+    assert_eq!(e.error.kind, ErrorKind::Os(libc::ENODATA));
+    e.qp.to_rtr(rtr(gid, n)).expect("sgid_index 0");
+    let e = AddressHandle::new(&pd, av(gid, 8)).expect_err("past the table");
+    assert_eq!(
+        (e.verb, e.kind),
+        (
+            Verb::CreateAh,
+            ErrorKind::OutOfRange {
+                what: "grh.sgid_index",
+                value: 8,
+                min: 0,
+                max: 7
+            }
+        )
+    );
+    let e = ctx.query_gid(1, 8).expect_err("past the table");
+    assert!(
+        matches!(e.kind, ErrorKind::OutOfRange { what: "index", .. }),
+        "{e}"
+    );
 }

@@ -184,11 +184,12 @@ pub(super) unsafe fn dereg_mr(mr: *mut sys::ibv_mr) -> Result<(), Errno> {
 /// EINVAL), a GRH on a RoCE port ("if (ah_attr->type == RDMA_AH_ATTR_TYPE_ROCE && !(ah_flags &
 /// IB_AH_GRH)) return -EINVAL"), and the source GID entry (`rdma_get_gid_attr`: "if (index < 0
 /// || index >= table->sz) return ERR_PTR(-EINVAL)", an entry that holds no GID -ENODATA).
-pub(super) fn check_av(a: &sys::ibv_ah_attr) -> Result<(), Errno> {
+/// `gids` is the length of the port's GID table.
+pub(super) fn check_av(a: &sys::ibv_ah_attr, gids: u32) -> Result<(), Errno> {
     if a.port_num != 1 || a.is_global == 0 {
         return Err(libc::EINVAL);
     }
-    super::gid_entry(a.grh.sgid_index.into()).map(drop)
+    super::gid_entry(a.grh.sgid_index.into(), gids).map(drop)
 }
 
 /// An address handle: the attributes it was created with, which a UD work request names.
@@ -217,7 +218,7 @@ pub(super) unsafe fn create_ah(
     // rdma_fill_sgid_attr: the one port, on RoCE a GRH (rdma_check_ah_attr), and a source GID
     // index that holds a GID (rdma_get_gid_attr: EINVAL past the table, ENODATA for an empty
     // entry).
-    check_av(&a)?;
+    check_av(&a, c.config().gid_tbl_len)?;
     take(&c.live.ahs, c.config().max_objects)?;
     // SAFETY: live PD.
     unsafe { pd_use(pd, 1) };
@@ -859,7 +860,8 @@ unsafe fn modify_attr(
     // before the driver checks the transition: an empty GID entry is ENODATA whatever else
     // is wrong.
     if mask & AV != 0 {
-        check_av(&a.ah_attr)?;
+        // SAFETY: a live QP's context is live.
+        check_av(&a.ah_attr, unsafe { &*(*sw).ctx }.config().gid_tbl_len)?;
     }
     if mask & CUR_STATE != 0 && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS) {
         return Err(libc::EINVAL);
