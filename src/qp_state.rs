@@ -200,9 +200,8 @@ impl AddressVector {
 /// Sealed: `ibv_modify_qp` takes the mask `apply` returns.
 ///
 /// Before the call, each attribute is held to its range and to the limits the device reported
-/// (the module's docs list them); a value outside is an
-/// [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) naming the attribute as in
-/// `struct ibv_qp_attr`, the transition, and the range.
+/// (the module's docs list them); a value outside is an [`ErrorKind::OutOfRange`] naming the
+/// attribute as in `struct ibv_qp_attr`, the transition, and the range.
 pub trait TransitionAttr: crate::sealed::SealedTransitionAttr {
     #[doc(hidden)]
     fn apply(&self, attr: &mut sys::ibv_qp_attr) -> i32;
