@@ -169,6 +169,8 @@ struct QpMeta<C> {
     /// destroy.
     mcast: Mutex<Vec<(Gid, u16)>>,
     cap: QpCap,
+    /// The device's limits the transitions' attributes are checked against.
+    limits: crate::qp_state::Limits,
     sq_sig_all: bool,
     /// What keeps the PD, CQs and SRQ alive when they are shared: released with the meta,
     /// after the QP is destroyed.
@@ -524,7 +526,12 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         // SAFETY: as above.
         let a = unsafe { device_attr(ctx, Verb::CreateQp) }?;
         self.check(&a)?;
+        // What the transitions' attributes are checked against: read once, here.
+        // SAFETY: as above.
+        let limits = unsafe { crate::qp_state::Limits::query(ctx, &a) }
+            .map_err(|e| Error::os(Verb::QueryPort, e))?;
         let meta = UserBox::new(QpMeta {
+            limits,
             cap: self.cap,
             sq_sig_all: self.sq_sig_all,
             mcast: Mutex::new(Vec::new()),
@@ -620,6 +627,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// the actual QP values of the QP that was created".
     pub fn caps(&self) -> QpCap {
         self.meta().cap
+    }
+
+    /// The device's limits the transitions' attributes are checked against.
+    pub(crate) fn limits(&self) -> &crate::qp_state::Limits {
+        &self.meta().limits
     }
 
     /// Whether every send work request generates a completion.
