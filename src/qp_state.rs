@@ -596,7 +596,12 @@ impl<Q> fmt::Display for ModifyError<Q> {
     }
 }
 
-impl<Q> std::error::Error for ModifyError<Q> {}
+impl<Q> std::error::Error for ModifyError<Q> {
+    /// The error's source: this error prints as its [`Error`].
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
 
 /// The error alone: the QP is dropped (destroyed; inside a polling batch, when the batch
 /// ends). What `to_*` do when the device refuses; `?` does the same with a `try_to_*`'s error.

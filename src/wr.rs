@@ -429,7 +429,12 @@ impl std::fmt::Display for PostError {
     }
 }
 
-impl std::error::Error for PostError {}
+impl std::error::Error for PostError {
+    /// The error's source: this error prints as its [`Error`].
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
 
 /// The error alone, for `?` in a function returning [`Error`] (the index is dropped: match on
 /// the `PostError` to know which requests were posted).
