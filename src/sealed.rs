@@ -38,4 +38,10 @@ seals! {
     SealedParent;
     /// `Self: SealedCqContext<T>`: `Self` may be the user context of a CQ of threading `T`.
     SealedCqContext<T>;
+    /// `Self: SealedWorkRequest<T>`: `Self` may be a work request for a QP of type `T`
+    /// ([`WorkRequestFor`](crate::wr::WorkRequestFor)).
+    SealedWorkRequest<T>;
+    /// `Self: SealedAttrOf<(E, Q)>`: `Self` may be passed where a transition of a `Q` QP takes
+    /// `E` ([`AttrOf`](crate::qp_state::AttrOf)).
+    SealedAttrOf<L>;
 }

@@ -64,7 +64,7 @@ impl ReliableOnly for Rc {}
 
 /// The states in which receives may be posted (INIT on; in ERR they complete flushed).
 #[diagnostic::on_unimplemented(
-    message = "receives can be posted from INIT on: this QP is in `{Self}`; call `to_init` first",
+    message = "receives can be posted from INIT on, and this QP is in `{Self}`: call `to_init` first; in generic code over the state `St`, add the bound `St: typed_verbs::wr::RecvReady`",
     label = "the QP is still in RESET"
 )]
 pub trait RecvReady: QpState + Sealed {}
@@ -75,7 +75,7 @@ impl RecvReady for ErrorState {}
 
 /// The state in which sends may be posted: RTS.
 #[diagnostic::on_unimplemented(
-    message = "work requests are sent from RTS: this QP is in `{Self}`; bring it up with to_init, to_rtr and to_rts",
+    message = "work requests are sent from RTS, and this QP is in `{Self}`: bring it up with `to_init`, `to_rtr` and `to_rts` (the steps it has not made); in generic code over the state `St`, add the bound `St: typed_verbs::wr::SendReady`",
     label = "the QP is not ready to send"
 )]
 pub trait SendReady: QpState + Sealed {}
@@ -193,6 +193,42 @@ sge_list! {
     [const N: usize, const CAP: usize] &[Sge; N], fits: true, where [[Sge; N]: WithinSgeCap<CAP>];
     [const CAP: usize] &[Sge], fits: false, where [];
     [const CAP: usize] &Vec<Sge>, fits: false, where [];
+}
+
+/// Implemented by nothing: the bound of the `SgeList` impls of `Sge` and `&Sge`, which
+/// therefore never apply. A single SGE given where a list is taken then gets an error that
+/// says so, rather than one about the queue's SGE cap.
+#[diagnostic::on_unimplemented(
+    message = "a single `Sge` is not a scatter/gather list: pass a list that holds it, `&[sge]` (an array, a slice or a `&Vec<Sge>`)",
+    label = "one SGE where a list is taken",
+    note = "a list of up to the queue's SGE cap ({CAP} in its type) is checked at compile time when it is an array"
+)]
+pub trait OneSgeIsNotAList<const CAP: usize>: Sealed {}
+impl SealedSgeList for Sge {}
+impl SealedSgeList for &Sge {}
+impl<const CAP: usize> SgeList<CAP> for Sge
+where
+    Sge: OneSgeIsNotAList<CAP>,
+{
+    const FITS: bool = false;
+    fn into_slice<'x>(self) -> &'x [Sge]
+    where
+        Self: 'x,
+    {
+        unreachable!("no type implements OneSgeIsNotAList")
+    }
+}
+impl<const CAP: usize> SgeList<CAP> for &Sge
+where
+    Sge: OneSgeIsNotAList<CAP>,
+{
+    const FITS: bool = false;
+    fn into_slice<'x>(self) -> &'x [Sge]
+    where
+        Self: 'x,
+    {
+        std::slice::from_ref(self)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -585,13 +621,50 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
     unsafe { std::mem::zeroed() }
 }
 
+/// A work request that [`Qp::post_send`] takes on a QP of type `T` whose type promises `SGE`
+/// send SGEs: `&SendWr<'_, T, SGE>`, and nothing else. A bound rather than that type in the
+/// signature, so that a request built for another QP type is an error that says so (the
+/// request's type is known before the bound is looked at, and its QP type is still inferred
+/// from the QP when it is built in the call).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a work request for this QP, a `{T}` QP with a send SGE cap of {SGE} in its type: build the request for them (`SendWr::<{T}, {SGE}>::..`)",
+    label = "built for another QP type or SGE cap",
+    note = "a `SendWr`'s QP type decides which operations it may carry (RDMA reads and atomics on RC, a destination on UD)"
+)]
+pub trait WorkRequestFor<T: QpType, const SGE: usize>:
+    Copy + crate::sealed::SealedWorkRequest<T>
+{
+    #[doc(hidden)]
+    fn fill(
+        self,
+        qp: *mut sys::ibv_qp,
+        caps: &crate::qp::QpCap,
+        wr: &mut sys::ibv_send_wr,
+        inline: &mut sys::ibv_sge,
+    ) -> Result<()>;
+}
+impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &SendWr<'_, T, SGE> {}
+impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &SendWr<'_, T, SGE> {
+    #[inline(always)]
+    fn fill(
+        self,
+        qp: *mut sys::ibv_qp,
+        caps: &crate::qp::QpCap,
+        wr: &mut sys::ibv_send_wr,
+        inline: &mut sys::ibv_sge,
+    ) -> Result<()> {
+        SendWr::fill(self, qp, caps, wr, inline)
+    }
+}
+
 impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     Qp<'a, T, R, S, C, St, SGE>
 {
     /// `ibv_post_send` of one work request. Only a QP in RTS sends.
     #[inline(always)]
-    pub fn post_send(&self, wr: &SendWr<'_, T, SGE>) -> Result<()>
+    pub fn post_send<W>(&self, wr: W) -> Result<()>
     where
+        W: WorkRequestFor<T, SGE>,
         St: SendReady,
         R: PlainSendQueue,
     {
