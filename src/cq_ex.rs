@@ -190,8 +190,8 @@ pub struct CqEx<'a, F: WcFlags, T: Threading = Shared, C = ()> {
 // SAFETY: the CQ may be moved to (and destroyed on) another thread; its user context moves too.
 unsafe impl<F: WcFlags, T: Threading, C: Send> Send for CqEx<'_, F, T, C> {}
 // SAFETY: shared use from several threads needs the provider's lock, which a SINGLE_THREADED
-// CQ does not take: `T::Marker` is Sync only for `Shared`.
-unsafe impl<F: WcFlags, T: Threading, C: Sync> Sync for CqEx<'_, F, T, C> where T::Marker: Sync {}
+// CQ does not take: `SharedAcrossThreads` is implemented by `Shared` only.
+unsafe impl<F: WcFlags, T: crate::cq::SharedAcrossThreads, C: Sync> Sync for CqEx<'_, F, T, C> {}
 
 impl<'a, F: WcFlags, T: Threading> CqEx<'a, F, T, ()> {
     /// Starts building an extended CQ on `ctx` with the flags `F` and threading `T`.
@@ -492,9 +492,9 @@ pub struct Poller<'a, F: WcFlags, T: Threading = Shared> {
     _m: PhantomData<(&'a mut (), F, T)>,
 }
 
-// SAFETY: polling a Shared CQ from another thread is what its provider lock is for; the
-// SINGLE_THREADED marker is not Sync, so such a poller stays on its thread.
-unsafe impl<F: WcFlags, T: Threading> Send for Poller<'_, F, T> where T::Marker: Sync {}
+// SAFETY: polling a Shared CQ from another thread is what its provider lock is for; a
+// SINGLE_THREADED CQ's poller stays on its thread (`SharedAcrossThreads` is `Shared`'s only).
+unsafe impl<F: WcFlags, T: crate::cq::SharedAcrossThreads> Send for Poller<'_, F, T> {}
 
 impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
     /// Opens a batch, as [`CqEx::poll_batch`].

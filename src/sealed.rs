@@ -14,7 +14,7 @@ macro_rules! seals {
     ($($(#[$m:meta])* $name:ident $(<$l:ident>)?;)*) => {$(
         $(#[$m])*
         #[diagnostic::on_unimplemented(
-            message = "`{Self}` cannot implement this typed-verbs trait: it is sealed, because the crate's guarantees rely on its impls",
+            message = "`{Self}` cannot implement this typed-verbs trait: it is sealed, because the crate's guarantees rely on its impls; use the crate's types that implement it",
             label = "typed-verbs traits that carry a proof are implemented by the crate only",
             note = "use one of the types that implement it in typed-verbs"
         )]

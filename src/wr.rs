@@ -37,7 +37,7 @@ impl Connected for RawPacket {}
 
 /// The QP types that can carry immediate data.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot send immediate data: RC, UC and UD can",
+    message = "a `{Self}` QP cannot send immediate data: send it on an RC, UC or UD QP, or carry the value in the payload",
     label = "no immediate data on this QP type"
 )]
 pub trait ImmCapable: QpType + Sealed {}
@@ -47,7 +47,7 @@ impl ImmCapable for Ud {}
 
 /// The QP types that can do RDMA writes.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can",
+    message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can; use one of those, or send the data (`SendWr::send_to` on UD)",
     label = "no RDMA write on this QP type"
 )]
 pub trait RdmaWriteCapable: QpType + Sealed {}
@@ -56,7 +56,7 @@ impl RdmaWriteCapable for Uc {}
 
 /// The QP types that can do RDMA reads and atomics.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can",
+    message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can; make the QP a `Qp<Rc>`",
     label = "reads and atomics need a reliable connection"
 )]
 pub trait ReliableOnly: QpType + Sealed {}
