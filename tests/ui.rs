@@ -104,3 +104,61 @@ fn ui_fail_unchecked() {
 fn ui_pass() {
     trybuild::TestCases::new().pass("ui-tests/pass/*.rs");
 }
+
+/// docs/diagnostics.md lists every fail case with the first error line of its `.stderr`, and at
+/// least 90% of the cases the crate can shape name the problem and the fix in that line.
+#[test]
+fn diagnostics_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/diagnostics.md")).expect("docs/diagnostics.md");
+    let mut listed = std::collections::BTreeMap::new();
+    let (mut shapeable, mut named) = (0, 0);
+    for row in doc.lines().filter(|l| l.starts_with("| [")) {
+        let cells: Vec<&str> = row
+            .split(" | ")
+            .map(|c| c.trim_matches(|ch| ch == '|' || ch == ' '))
+            .collect();
+        let name = cells[0]
+            .strip_prefix('[')
+            .and_then(|c| c.split(']').next())
+            .expect("a row starts with the case's link");
+        let line = cells[1]
+            .strip_prefix("`` ")
+            .and_then(|c| c.strip_suffix(" ``"))
+            .unwrap_or_else(|| panic!("{name}: the first line in a code span"));
+        let yes = |i: usize| cells[i] == "yes";
+        if yes(4) {
+            shapeable += 1;
+            named += usize::from(yes(2) && yes(3));
+        }
+        listed.insert(name.to_owned(), line.replace("\\|", "|"));
+    }
+    let mut cases = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(root.join("ui-tests/fail")).expect("ui-tests/fail") {
+        let path = entry.expect("ui-tests/fail").path();
+        if path.extension().is_some_and(|e| e == "stderr") {
+            let text = std::fs::read_to_string(&path).expect("a .stderr");
+            let first = text
+                .lines()
+                .find(|l| l.starts_with("error"))
+                .unwrap_or_else(|| panic!("{}: no error line", path.display()))
+                .to_owned();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            cases.insert(name, first);
+        }
+    }
+    assert_eq!(
+        listed.keys().collect::<Vec<_>>(),
+        cases.keys().collect::<Vec<_>>(),
+        "docs/diagnostics.md lists exactly the fail cases"
+    );
+    for (name, first) in &cases {
+        assert_eq!(&listed[name], first, "{name}: the table's first line is the .stderr's");
+    }
+    assert!(
+        named * 10 >= shapeable * 9,
+        "{named} of {shapeable} shapeable cases name the problem and the fix: below 90%"
+    );
+    let share = format!("**{named} of {shapeable}**");
+    assert!(doc.contains(&share), "the page states the share as {share}");
+}
