@@ -110,7 +110,8 @@ fn ui_pass() {
 #[test]
 fn diagnostics_table() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let doc = std::fs::read_to_string(root.join("docs/diagnostics.md")).expect("docs/diagnostics.md");
+    let doc =
+        std::fs::read_to_string(root.join("docs/diagnostics.md")).expect("docs/diagnostics.md");
     let mut listed = std::collections::BTreeMap::new();
     let (mut shapeable, mut named) = (0, 0);
     for row in doc.lines().filter(|l| l.starts_with("| [")) {
@@ -153,7 +154,10 @@ fn diagnostics_table() {
         "docs/diagnostics.md lists exactly the fail cases"
     );
     for (name, first) in &cases {
-        assert_eq!(&listed[name], first, "{name}: the table's first line is the .stderr's");
+        assert_eq!(
+            &listed[name], first,
+            "{name}: the table's first line is the .stderr's"
+        );
     }
     assert!(
         named * 10 >= shapeable * 9,
