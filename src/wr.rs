@@ -634,8 +634,12 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
 pub trait WorkRequestFor<T: QpType, const SGE: usize>:
     Copy + crate::sealed::SealedWorkRequest<T>
 {
+    /// Checks the request against the QP's actual caps and fills the C work request.
+    ///
+    /// # Safety
+    /// `qp` is a live QP (a UD request's address handle is checked against its PD).
     #[doc(hidden)]
-    fn fill(
+    unsafe fn fill(
         self,
         qp: *mut sys::ibv_qp,
         caps: &crate::qp::QpCap,
@@ -646,7 +650,7 @@ pub trait WorkRequestFor<T: QpType, const SGE: usize>:
 impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &SendWr<'_, T, SGE> {}
 impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &SendWr<'_, T, SGE> {
     #[inline(always)]
-    fn fill(
+    unsafe fn fill(
         self,
         qp: *mut sys::ibv_qp,
         caps: &crate::qp::QpCap,
@@ -674,7 +678,8 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
             length: 0,
             lkey: 0,
         };
-        wr.fill(self.as_raw(), &self.caps(), &mut raw, &mut inline)?;
+        // SAFETY: `self.as_raw()` is this live QP.
+        unsafe { wr.fill(self.as_raw(), &self.caps(), &mut raw, &mut inline) }?;
         let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
         // SAFETY: a live QP in RTS; `raw` and what it points to (the caller's SGEs, borrowed by
         // `wr`, and `inline`) live across the call, which copies what it needs.
