@@ -64,7 +64,7 @@ impl SrqCapable for Ud {}
 
 /// The QP types that may join a multicast group.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast)",
+    message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast); join with a `Qp<Ud>`",
     label = "not a UD QP"
 )]
 pub trait MulticastCapable: QpType + sealed::Sealed {}
@@ -211,18 +211,18 @@ pub struct Qp<
 }
 
 // SAFETY: libibverbs QPs are thread-safe, but a QP on a SINGLE_THREADED CQ must stay on the
-// CQ's thread (S::Marker is Sync only for Shared).
+// CQ's thread (`SharedAcrossThreads` is implemented by `Shared` only).
 unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Send, St: QpState, const SGE: usize> Send
     for Qp<'_, T, R, S, C, St, SGE>
 where
-    S::Marker: Sync,
+    S: crate::cq::SharedAcrossThreads,
 {
 }
 // SAFETY: as above.
 unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Sync, St: QpState, const SGE: usize> Sync
     for Qp<'_, T, R, S, C, St, SGE>
 where
-    S::Marker: Sync,
+    S: crate::cq::SharedAcrossThreads,
 {
 }
 

@@ -359,6 +359,27 @@ mod checks {
     }
 }
 
+/// `A: AttrOf<E, Q>` when a transition of a `Q` QP, whose attributes are `E`, takes `A`: only
+/// for `A = E`. A bound rather than `E` in the signature, so that another QP type's (or
+/// transition's) attributes are an error that says so: the argument's type is known before
+/// the bound is looked at.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not what this transition takes for a `{Q}` QP: pass a `{E}`",
+    label = "the attributes of another QP type or transition",
+    note = "each QP type's attributes per transition are the associated types of `typed_verbs::qp_state::Transitions` (`Init`, `Rtr`, `Rts`, `InitModify`, `RtsModify`)"
+)]
+pub trait AttrOf<E: TransitionAttr, Q: QpType>: crate::sealed::SealedAttrOf<(E, Q)> {
+    #[doc(hidden)]
+    fn into_attr(self) -> E;
+}
+impl<E: TransitionAttr, Q: QpType> crate::sealed::SealedAttrOf<(E, Q)> for E {}
+impl<E: TransitionAttr, Q: QpType> AttrOf<E, Q> for E {
+    #[inline(always)]
+    fn into_attr(self) -> E {
+        self
+    }
+}
+
 impl crate::sealed::SealedTransitionAttr for () {}
 impl crate::sealed::SealedTransitionAttr for ConnectedInit {}
 impl crate::sealed::SealedTransitionAttr for UdInit {}
@@ -837,7 +858,12 @@ impl<Q> fmt::Display for ModifyError<Q> {
     }
 }
 
-impl<Q> std::error::Error for ModifyError<Q> {}
+impl<Q> std::error::Error for ModifyError<Q> {
+    /// The error's source: this error prints as its [`Error`].
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
 
 /// The error alone: the QP is dropped (destroyed; inside a polling batch, when the batch
 /// ends). What `to_*` do when the device refuses; `?` does the same with a `try_to_*`'s error.
@@ -861,18 +887,18 @@ macro_rules! require_state {
 }
 
 require_state! {
-    FromReset: Reset, "a QP goes to INIT from RESET: this QP is in `{Self}`; call `to_reset` first";
-    FromInit: Init, "a QP goes to RTR from INIT: this QP is in `{Self}`; call `to_init` first";
-    FromRtr: Rtr, "a QP goes to RTS from RTR: this QP is in `{Self}`; call `to_rtr` first";
-    InInit: Init, "`modify_init` changes a QP in INIT (INIT -> INIT): this QP is in `{Self}`";
-    InRts: Rts, "`modify_rts` changes a QP in RTS (RTS -> RTS): this QP is in `{Self}`";
+    FromReset: Reset, "`to_init` takes a QP from RESET to INIT, and this one is in `{Self}`, past RESET: go on with the next transition (`to_rtr` from INIT, `to_rts` from RTR), or call `to_reset` first to start over; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromReset`";
+    FromInit: Init, "`to_rtr` takes a QP from INIT to RTR, and this one is in `{Self}`: from RESET call `to_init` first; a QP already in RTR goes on with `to_rts` (in RTS, `modify_rts`); in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromInit`";
+    FromRtr: Rtr, "`to_rts` takes a QP from RTR to RTS, and this one is in `{Self}`: call `to_rtr` first (from RESET, `to_init` and `to_rtr`); a QP already in RTS is up (change it with `modify_rts`); in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromRtr`";
+    InInit: Init, "`modify_init` changes a QP in INIT (INIT -> INIT), and this one is in `{Self}`: from RESET call `to_init` first; in RTS use `modify_rts`; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::InInit`";
+    InRts: Rts, "`modify_rts` changes a QP in RTS (RTS -> RTS), and this one is in `{Self}`: bring it up first (`to_init`, `to_rtr`, `to_rts`, the steps it has not made), or in INIT use `modify_init`; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::InRts`";
 }
 
 /// Implemented by every state but [`Reset`]: the states a QP may go to ERR from. The kernel's
 /// `qp_state_table` has no RESET → ERR (its RESET row names only RESET and INIT), so
 /// `ibv_modify_qp` refuses it with `EINVAL` on every device; the typed layer does not compile it.
 #[diagnostic::on_unimplemented(
-    message = "a QP in RESET cannot go to ERR (the kernel's state table has no RESET -> ERR): call `to_init` first, or drop the QP",
+    message = "`to_error` takes a QP to ERR from any state but RESET, and this one is in `{Self}` (the kernel's state table has no RESET -> ERR): call `to_init` first, or drop the QP; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::NotReset`",
     label = "this QP is in `{Self}`"
 )]
 pub trait NotReset: QpState + sealed::Sealed {}
@@ -972,53 +998,59 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// RESET → INIT with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error (naming the transition) returned; [`try_to_init`](Self::try_to_init)
     /// gives the QP back instead.
-    pub fn to_init(self, attr: T::Init) -> Result<Qp<'a, T, R, S, C, Init, SGE>>
+    pub fn to_init<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Init, SGE>>
     where
         St: FromReset,
+        A: AttrOf<T::Init, T>,
     {
         Ok(self.try_to_init(attr)?)
     }
 
     /// RESET → INIT, giving the QP back, still in RESET, if the device refuses.
-    pub fn try_to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init, SGE>
+    pub fn try_to_init<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Init, SGE>
     where
         St: FromReset,
+        A: AttrOf<T::Init, T>,
     {
-        self.modify_with(&attr)
+        self.modify_with(&attr.into_attr())
     }
 
     /// INIT → RTR with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error returned; [`try_to_rtr`](Self::try_to_rtr) gives it back.
-    pub fn to_rtr(self, attr: T::Rtr) -> Result<Qp<'a, T, R, S, C, Rtr, SGE>>
+    pub fn to_rtr<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Rtr, SGE>>
     where
         St: FromInit,
+        A: AttrOf<T::Rtr, T>,
     {
         Ok(self.try_to_rtr(attr)?)
     }
 
     /// INIT → RTR, giving the QP back, still in INIT, if the device refuses.
-    pub fn try_to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
+    pub fn try_to_rtr<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
     where
         St: FromInit,
+        A: AttrOf<T::Rtr, T>,
     {
-        self.modify_with(&attr)
+        self.modify_with(&attr.into_attr())
     }
 
     /// RTR → RTS with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error returned; [`try_to_rts`](Self::try_to_rts) gives it back.
-    pub fn to_rts(self, attr: T::Rts) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
+    pub fn to_rts<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
     where
         St: FromRtr,
+        A: AttrOf<T::Rts, T>,
     {
         Ok(self.try_to_rts(attr)?)
     }
 
     /// RTR → RTS, giving the QP back, still in RTR, if the device refuses.
-    pub fn try_to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts, SGE>
+    pub fn try_to_rts<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Rts, SGE>
     where
         St: FromRtr,
+        A: AttrOf<T::Rts, T>,
     {
-        self.modify_with(&attr)
+        self.modify_with(&attr.into_attr())
     }
 
     /// Any state but RESET → ERR: outstanding work requests complete with
@@ -1056,11 +1088,12 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// UC: port, P_Key index, access flags; for UD: port, P_Key index, Q_Key), leaving the
     /// attributes that are `None` as they are. The QP stays in INIT, so it is borrowed; if the
     /// device refuses, nothing changed and the error names `ibv_modify_qp INIT->INIT`.
-    pub fn modify_init(&self, attr: T::InitModify) -> Result<()>
+    pub fn modify_init<A>(&self, attr: A) -> Result<()>
     where
         St: InInit,
+        A: AttrOf<T::InitModify, T>,
     {
-        self.modify_in_place(&attr)
+        self.modify_in_place(&attr.into_attr())
     }
 
     /// RTS → RTS: changes what the kernel's state table lets a QP in RTS change (for RC: access
@@ -1068,11 +1101,12 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// but `min_rnr_timer`; for UD the Q_Key), leaving the attributes that are `None` as they
     /// are. The QP stays in RTS; if the device refuses, nothing changed and the error names
     /// `ibv_modify_qp RTS->RTS`.
-    pub fn modify_rts(&self, attr: T::RtsModify) -> Result<()>
+    pub fn modify_rts<A>(&self, attr: A) -> Result<()>
     where
         St: InRts,
+        A: AttrOf<T::RtsModify, T>,
     {
-        self.modify_in_place(&attr)
+        self.modify_in_place(&attr.into_attr())
     }
 
     /// `ibv_modify_qp` from `St` to `St` with the attributes `attr` writes.
