@@ -9,7 +9,7 @@ use crate::sync::Mutex;
 use std::collections::VecDeque;
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 fn adjust(u: &AtomicU32, delta: i32) {
     if delta > 0 {
@@ -544,6 +544,9 @@ pub(super) struct SwQp {
     /// The attributes set by ibv_modify_qp (state included), under one lock. The state is the
     /// kernel's: the data path moves it to ERR after an error completion.
     pub(super) attr: Mutex<sys::ibv_qp_attr>,
+    /// The port the last successful modify with `IBV_QP_PORT` gave the QP, 0 before any: the
+    /// kernel's `qp->port`, which a move to RESET keeps. Written under `attr`'s lock.
+    port: AtomicU8,
     /// The send and receive queues (see `data`), on their own cache line: the data path locks
     /// them several times per request, and the RC loopback rate changed by 8% with the size of
     /// the fields before them.
@@ -675,6 +678,7 @@ pub(super) unsafe fn create_qp(
         mcast: Mutex::new(Vec::new()),
         // SAFETY: plain C data; state RESET is 0.
         attr: Mutex::new(unsafe { std::mem::zeroed() }),
+        port: AtomicU8::new(0),
         queues: CacheLine(Mutex::new(Queues::default())),
         events: EventCounts::default(),
     });
@@ -856,12 +860,32 @@ unsafe fn modify_attr(
     let mut cur_attr = unsafe { (*sw).attr.lock() };
     let cur = cur_attr.qp_state;
     let next = if mask & STATE != 0 { a.qp_state } else { cur };
-    // The core's _ib_modify_qp resolves the address vector's source GID (rdma_fill_sgid_attr)
-    // before the driver checks the transition: an empty GID entry is ENODATA whatever else
-    // is wrong.
+    // ib_uverbs' modify_qp checks the ports first (-EINVAL): `port_num`, the address vector's
+    // port ("if (cmd->base.dest.port_num != qp->real_qp->port)" for a move to RTR), the
+    // alternate path's two ports, and the states ("qp_state > IB_QPS_ERR").
+    // SAFETY: the caller's contract.
+    let qp_port = unsafe { &(*sw).port };
+    let to_rtr = mask & STATE != 0 && a.qp_state == IBV_QPS_RTR;
+    let bad_ports = (mask & PORT != 0 && a.port_num != 1)
+        || (mask & AV != 0
+            && (a.ah_attr.port_num != 1
+                || (to_rtr && a.ah_attr.port_num != qp_port.load(Ordering::Relaxed))))
+        || (mask & ALT_PATH != 0 && (a.alt_port_num != 1 || a.alt_ah_attr.port_num != 1))
+        || (mask & CUR_STATE != 0 && a.cur_qp_state > IBV_QPS_ERR)
+        || (mask & STATE != 0 && a.qp_state > IBV_QPS_ERR);
+    if bad_ports {
+        return Err(libc::EINVAL);
+    }
+    // Then the core's _ib_modify_qp resolves the source GIDs of the address vector and of the
+    // alternate path (rdma_fill_sgid_attr) before anything else: an empty GID entry is
+    // ENODATA whatever else is wrong (the ban of alternate paths on RoCE comes after).
+    // SAFETY: a live QP's context is live.
+    let gids = unsafe { &*(*sw).ctx }.config().gid_tbl_len;
     if mask & AV != 0 {
-        // SAFETY: a live QP's context is live.
-        check_av(&a.ah_attr, unsafe { &*(*sw).ctx }.config().gid_tbl_len)?;
+        check_av(&a.ah_attr, gids)?;
+    }
+    if mask & ALT_PATH != 0 {
+        check_av(&a.alt_ah_attr, gids)?;
     }
     if mask & CUR_STATE != 0 && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS) {
         return Err(libc::EINVAL);
@@ -938,6 +962,11 @@ unsafe fn modify_attr(
     if next == IBV_QPS_RESET {
         // SAFETY: plain C data; a QP back in RESET has lost its attributes.
         *n = unsafe { std::mem::zeroed() };
+    }
+    if mask & PORT != 0 {
+        // _ib_modify_qp: "if (attr_mask & IB_QP_PORT) qp->port = attr->port_num;", after
+        // the device took the change.
+        qp_port.store(a.port_num, Ordering::Relaxed);
     }
     n.qp_state = next;
     // SAFETY: the QP's own state field, written under the attribute lock (as libibverbs
