@@ -469,3 +469,32 @@ fn a_bad_port_is_einval_before_an_empty_sgid_index() {
     // Once the QP has its port, the empty entry is what is refused.
     assert_eq!(to_rtr(&ctx, qp, 200, 1), sgid_answer(&ctx, 200));
 }
+
+#[test]
+fn a_resize_with_a_limit_checks_the_old_limit_and_ring() {
+    // rxe_srq_chk_attr checks the new max_wr against the limit armed now ("srq->limit &&
+    // (attr->max_wr < srq->limit)") and the new limit against the ring before the resize
+    // ("attr->srq_limit > srq->rq.queue->buf->index_mask"), then resizes and arms.
+    let ctx = open();
+    let pd = typed_verbs::Pd::new(&ctx).unwrap();
+    let srq = Srq::builder(&pd).max_wr(10).build().unwrap();
+    assert_eq!(srq.query().unwrap().max_wr, 15);
+    let both =
+        (sys::ibv_srq_attr_mask::IBV_SRQ_MAX_WR.0 | sys::ibv_srq_attr_mask::IBV_SRQ_LIMIT.0) as i32;
+    let modify = |max_wr, srq_limit| {
+        let mut a = sys::ibv_srq_attr {
+            max_wr,
+            max_sge: 0,
+            srq_limit,
+        };
+        // SAFETY: a live SRQ; `a` valid for the call.
+        unsafe { raw::ibv_modify_srq(srq.as_raw(), &mut a, both) }
+    };
+    // A limit past the ring of now, inside the ring asked for.
+    assert_eq!(modify(20, 20), Err(libc::EINVAL));
+    assert_eq!(srq.query().unwrap().max_wr, 15, "unchanged");
+    // A limit inside the ring of now, past the ring asked for: no limit is armed now.
+    assert_eq!(modify(4, 8), Ok(()));
+    let a = srq.query().unwrap();
+    assert_eq!((a.max_wr, a.srq_limit), (7, 8));
+}

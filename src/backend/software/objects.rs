@@ -475,24 +475,24 @@ pub(super) unsafe fn modify_srq(
     let _fabric = data::lock();
     let posted = sw.rq.lock().len();
     let mut cur = sw.attr.lock();
+    // rxe_srq_chk_attr checks both against the SRQ as it is before the change: the new
+    // max_wr against the limit armed now ("srq->limit && (attr->max_wr < srq->limit)"), the
+    // new limit against the ring of now ("attr->srq_limit > srq->rq.queue->buf->index_mask");
+    // rxe_srq_from_attr then resizes and arms.
     let ring = if mask & SRQ_MAX_WR != 0 {
-        let limit = if mask & SRQ_LIMIT != 0 {
-            a.srq_limit
-        } else {
-            cur.srq_limit
-        };
+        let limit = cur.srq_limit;
         if a.max_wr == 0 || a.max_wr > max_srq_wr || (limit != 0 && a.max_wr < limit) {
             return Err(libc::EINVAL);
         }
-        let ring = rxe_round(a.max_wr);
-        if (ring as usize) < posted {
-            return Err(libc::EINVAL);
-        }
-        ring
+        rxe_round(a.max_wr)
     } else {
         cur.max_wr
     };
-    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > ring) {
+    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > cur.max_wr) {
+        return Err(libc::EINVAL);
+    }
+    // rxe_queue_resize: the posted receives must fit the new ring.
+    if (ring as usize) < posted {
         return Err(libc::EINVAL);
     }
     cur.max_wr = ring;
