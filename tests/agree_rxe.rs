@@ -498,3 +498,34 @@ fn a_resize_with_a_limit_checks_the_old_limit_and_ring() {
     let a = srq.query().unwrap();
     assert_eq!((a.max_wr, a.srq_limit), (7, 8));
 }
+
+#[test]
+fn a_path_mtu_is_refused_only_above_the_ports_max_mtu() {
+    // rxe_qp_chk_attr: "if (mtu > max_mtu) ... goto err1" (-EINVAL), against the port's
+    // max_mtu; nothing refuses a path_mtu of 0 (not an `enum ibv_mtu` value) on the way.
+    let ctx = open();
+    let max_mtu = ctx.query_port(1).expect("ibv_query_port").max_mtu;
+    let mut c = Cleanup(Vec::new());
+    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
+    to_init(qp, 0).expect("RESET -> INIT");
+    let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
+    let rtr = |path_mtu| {
+        let mut a = zeroed();
+        a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
+        a.ah_attr = ah_attr(gid.0, 0);
+        a.path_mtu = path_mtu;
+        // SAFETY: a live QP.
+        a.dest_qp_num = unsafe { (*qp).qp_num };
+        a.rq_psn = 1;
+        a.max_dest_rd_atomic = 1;
+        a.min_rnr_timer = 12;
+        modify(
+            qp,
+            &mut a,
+            AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER,
+        )
+    };
+    assert_eq!(rtr(max_mtu + 1), Err(libc::EINVAL));
+    assert_eq!(query(qp).qp_state, sys::ibv_qp_state::IBV_QPS_INIT);
+    assert_eq!(rtr(0), Ok(()));
+}

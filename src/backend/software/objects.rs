@@ -901,7 +901,8 @@ unsafe fn modify_attr(
     // ib_create_qp_security). Not max_dest_rd_atomic: rxe checks only max_rd_atomic
     // ("invalid max_rd_atomic %d > %d" against max_qp_rd_atom).
     let bad = (mask & PORT != 0 && a.port_num != 1)
-        || (mask & PATH_MTU != 0 && !(sys::ibv_mtu::IBV_MTU_256..=sys::ibv_mtu::IBV_MTU_4096).contains(&a.path_mtu))
+        // "if (mtu > max_mtu)", the port's max_mtu: a path_mtu of 0 passes, as on rxe.
+        || (mask & PATH_MTU != 0 && a.path_mtu > sys::ibv_mtu::IBV_MTU_4096)
         || (mask & MAX_QP_RD_ATOMIC != 0 && a.max_rd_atomic > MAX_QP_RD_ATOM)
         // "invalid QP timeout %d > 31"
         || (mask & TIMEOUT != 0 && a.timeout > 31)
