@@ -25,6 +25,7 @@ const RETRY_CNT: i32 = 1 << 10;
 const RNR_RETRY: i32 = 1 << 11;
 const RQ_PSN: i32 = 1 << 12;
 const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
+const ALT_PATH: i32 = 1 << 14;
 const MIN_RNR_TIMER: i32 = 1 << 15;
 const SQ_PSN: i32 = 1 << 16;
 const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
@@ -406,4 +407,125 @@ fn a_gid_index_past_the_table_is_einval() {
         unsafe { raw::ibv_query_gid(ctx.as_raw(), 1, 8, &mut g) },
         Err(libc::EINVAL)
     );
+}
+
+#[test]
+fn an_alternate_path_with_an_empty_sgid_index_is_enodata() {
+    // _ib_modify_qp resolves the alternate path's source GID (rdma_fill_sgid_attr: -ENODATA
+    // for an entry that holds no GID) before it bans alternate paths on RoCE (-EINVAL).
+    let ctx = open();
+    let want = sgid_answer(&ctx, 200);
+    assert_ne!(want, Ok(()), "GID index 200 of port 1 holds a GID");
+    let mut c = Cleanup(Vec::new());
+    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
+    to_init(qp, 0).expect("RESET -> INIT");
+    to_rtr(&ctx, qp, 0, 1).expect("INIT -> RTR");
+    to_rts(qp, 14).expect("RTR -> RTS");
+    let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
+    let alt = |sgid_index| {
+        let mut a = zeroed();
+        a.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
+        a.alt_ah_attr = ah_attr(gid.0, sgid_index);
+        a.alt_port_num = 1;
+        a.alt_timeout = 14;
+        modify(qp, &mut a, ALT_PATH)
+    };
+    assert_eq!(alt(200), want);
+    if ctx.query_port(1).expect("ibv_query_port").link_layer == 2 {
+        assert_eq!(alt(0), Err(libc::EINVAL), "no alternate path on RoCE");
+    }
+    assert_eq!(query(qp).qp_state, sys::ibv_qp_state::IBV_QPS_RTS);
+}
+
+#[test]
+fn a_bad_port_is_einval_before_an_empty_sgid_index() {
+    // ib_uverbs' modify_qp checks the ports before _ib_modify_qp resolves the source GID: a
+    // port the device lacks, or an address vector for RTR on a port other than the QP's
+    // (which a QP never moved to INIT does not have), is -EINVAL whatever the GID entry.
+    let ctx = open();
+    let ports = ctx.attr().phys_port_cnt;
+    let mut c = Cleanup(Vec::new());
+    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
+    let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
+    // RESET -> RTR with an address vector: the QP has no port yet.
+    let mut a = zeroed();
+    a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
+    a.ah_attr = ah_attr(gid.0, 200);
+    assert_eq!(modify(qp, &mut a, AV), Err(libc::EINVAL));
+    to_init(qp, 0).expect("RESET -> INIT");
+    // INIT -> INIT to a port past the device's, with an address vector.
+    let mut a = zeroed();
+    a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
+    a.port_num = ports + 1;
+    a.ah_attr = ah_attr(gid.0, 200);
+    assert_eq!(modify(qp, &mut a, PORT | AV), Err(libc::EINVAL));
+    // An alternate path on a port past the device's, with a primary address vector.
+    let mut a = zeroed();
+    a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
+    a.ah_attr = ah_attr(gid.0, 200);
+    a.alt_ah_attr = ah_attr(gid.0, 0);
+    a.alt_port_num = ports + 1;
+    assert_eq!(modify(qp, &mut a, AV | ALT_PATH), Err(libc::EINVAL));
+    // Once the QP has its port, the empty entry is what is refused.
+    assert_eq!(to_rtr(&ctx, qp, 200, 1), sgid_answer(&ctx, 200));
+}
+
+#[test]
+fn a_resize_with_a_limit_checks_the_old_limit_and_ring() {
+    // rxe_srq_chk_attr checks the new max_wr against the limit armed now ("srq->limit &&
+    // (attr->max_wr < srq->limit)") and the new limit against the ring before the resize
+    // ("attr->srq_limit > srq->rq.queue->buf->index_mask"), then resizes and arms.
+    let ctx = open();
+    let pd = typed_verbs::Pd::new(&ctx).unwrap();
+    let srq = Srq::builder(&pd).max_wr(10).build().unwrap();
+    assert_eq!(srq.query().unwrap().max_wr, 15);
+    let both =
+        (sys::ibv_srq_attr_mask::IBV_SRQ_MAX_WR.0 | sys::ibv_srq_attr_mask::IBV_SRQ_LIMIT.0) as i32;
+    let modify = |max_wr, srq_limit| {
+        let mut a = sys::ibv_srq_attr {
+            max_wr,
+            max_sge: 0,
+            srq_limit,
+        };
+        // SAFETY: a live SRQ; `a` valid for the call.
+        unsafe { raw::ibv_modify_srq(srq.as_raw(), &mut a, both) }
+    };
+    // A limit past the ring of now, inside the ring asked for.
+    assert_eq!(modify(20, 20), Err(libc::EINVAL));
+    assert_eq!(srq.query().unwrap().max_wr, 15, "unchanged");
+    // A limit inside the ring of now, past the ring asked for: no limit is armed now.
+    assert_eq!(modify(4, 8), Ok(()));
+    let a = srq.query().unwrap();
+    assert_eq!((a.max_wr, a.srq_limit), (7, 8));
+}
+
+#[test]
+fn a_path_mtu_is_refused_only_above_the_ports_max_mtu() {
+    // rxe_qp_chk_attr: "if (mtu > max_mtu) ... goto err1" (-EINVAL), against the port's
+    // max_mtu; nothing refuses a path_mtu of 0 (not an `enum ibv_mtu` value) on the way.
+    let ctx = open();
+    let max_mtu = ctx.query_port(1).expect("ibv_query_port").max_mtu;
+    let mut c = Cleanup(Vec::new());
+    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
+    to_init(qp, 0).expect("RESET -> INIT");
+    let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
+    let rtr = |path_mtu| {
+        let mut a = zeroed();
+        a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
+        a.ah_attr = ah_attr(gid.0, 0);
+        a.path_mtu = path_mtu;
+        // SAFETY: a live QP.
+        a.dest_qp_num = unsafe { (*qp).qp_num };
+        a.rq_psn = 1;
+        a.max_dest_rd_atomic = 1;
+        a.min_rnr_timer = 12;
+        modify(
+            qp,
+            &mut a,
+            AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER,
+        )
+    };
+    assert_eq!(rtr(max_mtu + 1), Err(libc::EINVAL));
+    assert_eq!(query(qp).qp_state, sys::ibv_qp_state::IBV_QPS_INIT);
+    assert_eq!(rtr(0), Ok(()));
 }

@@ -9,7 +9,7 @@ use crate::sync::Mutex;
 use std::collections::VecDeque;
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 fn adjust(u: &AtomicU32, delta: i32) {
     if delta > 0 {
@@ -475,24 +475,24 @@ pub(super) unsafe fn modify_srq(
     let _fabric = data::lock();
     let posted = sw.rq.lock().len();
     let mut cur = sw.attr.lock();
+    // rxe_srq_chk_attr checks both against the SRQ as it is before the change: the new
+    // max_wr against the limit armed now ("srq->limit && (attr->max_wr < srq->limit)"), the
+    // new limit against the ring of now ("attr->srq_limit > srq->rq.queue->buf->index_mask");
+    // rxe_srq_from_attr then resizes and arms.
     let ring = if mask & SRQ_MAX_WR != 0 {
-        let limit = if mask & SRQ_LIMIT != 0 {
-            a.srq_limit
-        } else {
-            cur.srq_limit
-        };
+        let limit = cur.srq_limit;
         if a.max_wr == 0 || a.max_wr > max_srq_wr || (limit != 0 && a.max_wr < limit) {
             return Err(libc::EINVAL);
         }
-        let ring = rxe_round(a.max_wr);
-        if (ring as usize) < posted {
-            return Err(libc::EINVAL);
-        }
-        ring
+        rxe_round(a.max_wr)
     } else {
         cur.max_wr
     };
-    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > ring) {
+    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > cur.max_wr) {
+        return Err(libc::EINVAL);
+    }
+    // rxe_queue_resize: the posted receives must fit the new ring.
+    if (ring as usize) < posted {
         return Err(libc::EINVAL);
     }
     cur.max_wr = ring;
@@ -544,6 +544,9 @@ pub(super) struct SwQp {
     /// The attributes set by ibv_modify_qp (state included), under one lock. The state is the
     /// kernel's: the data path moves it to ERR after an error completion.
     pub(super) attr: Mutex<sys::ibv_qp_attr>,
+    /// The port the last successful modify with `IBV_QP_PORT` gave the QP, 0 before any: the
+    /// kernel's `qp->port`, which a move to RESET keeps. Written under `attr`'s lock.
+    port: AtomicU8,
     /// The send and receive queues (see `data`), on their own cache line: the data path locks
     /// them several times per request, and the RC loopback rate changed by 8% with the size of
     /// the fields before them.
@@ -675,6 +678,7 @@ pub(super) unsafe fn create_qp(
         mcast: Mutex::new(Vec::new()),
         // SAFETY: plain C data; state RESET is 0.
         attr: Mutex::new(unsafe { std::mem::zeroed() }),
+        port: AtomicU8::new(0),
         queues: CacheLine(Mutex::new(Queues::default())),
         events: EventCounts::default(),
     });
@@ -856,12 +860,32 @@ unsafe fn modify_attr(
     let mut cur_attr = unsafe { (*sw).attr.lock() };
     let cur = cur_attr.qp_state;
     let next = if mask & STATE != 0 { a.qp_state } else { cur };
-    // The core's _ib_modify_qp resolves the address vector's source GID (rdma_fill_sgid_attr)
-    // before the driver checks the transition: an empty GID entry is ENODATA whatever else
-    // is wrong.
+    // ib_uverbs' modify_qp checks the ports first (-EINVAL): `port_num`, the address vector's
+    // port ("if (cmd->base.dest.port_num != qp->real_qp->port)" for a move to RTR), the
+    // alternate path's two ports, and the states ("qp_state > IB_QPS_ERR").
+    // SAFETY: the caller's contract.
+    let qp_port = unsafe { &(*sw).port };
+    let to_rtr = mask & STATE != 0 && a.qp_state == IBV_QPS_RTR;
+    let bad_ports = (mask & PORT != 0 && a.port_num != 1)
+        || (mask & AV != 0
+            && (a.ah_attr.port_num != 1
+                || (to_rtr && a.ah_attr.port_num != qp_port.load(Ordering::Relaxed))))
+        || (mask & ALT_PATH != 0 && (a.alt_port_num != 1 || a.alt_ah_attr.port_num != 1))
+        || (mask & CUR_STATE != 0 && a.cur_qp_state > IBV_QPS_ERR)
+        || (mask & STATE != 0 && a.qp_state > IBV_QPS_ERR);
+    if bad_ports {
+        return Err(libc::EINVAL);
+    }
+    // Then the core's _ib_modify_qp resolves the source GIDs of the address vector and of the
+    // alternate path (rdma_fill_sgid_attr) before anything else: an empty GID entry is
+    // ENODATA whatever else is wrong (the ban of alternate paths on RoCE comes after).
+    // SAFETY: a live QP's context is live.
+    let gids = unsafe { &*(*sw).ctx }.config().gid_tbl_len;
     if mask & AV != 0 {
-        // SAFETY: a live QP's context is live.
-        check_av(&a.ah_attr, unsafe { &*(*sw).ctx }.config().gid_tbl_len)?;
+        check_av(&a.ah_attr, gids)?;
+    }
+    if mask & ALT_PATH != 0 {
+        check_av(&a.alt_ah_attr, gids)?;
     }
     if mask & CUR_STATE != 0 && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS) {
         return Err(libc::EINVAL);
@@ -877,7 +901,8 @@ unsafe fn modify_attr(
     // ib_create_qp_security). Not max_dest_rd_atomic: rxe checks only max_rd_atomic
     // ("invalid max_rd_atomic %d > %d" against max_qp_rd_atom).
     let bad = (mask & PORT != 0 && a.port_num != 1)
-        || (mask & PATH_MTU != 0 && !(sys::ibv_mtu::IBV_MTU_256..=sys::ibv_mtu::IBV_MTU_4096).contains(&a.path_mtu))
+        // "if (mtu > max_mtu)", the port's max_mtu: a path_mtu of 0 passes, as on rxe.
+        || (mask & PATH_MTU != 0 && a.path_mtu > sys::ibv_mtu::IBV_MTU_4096)
         || (mask & MAX_QP_RD_ATOMIC != 0 && a.max_rd_atomic > MAX_QP_RD_ATOM)
         // "invalid QP timeout %d > 31"
         || (mask & TIMEOUT != 0 && a.timeout > 31)
@@ -938,6 +963,11 @@ unsafe fn modify_attr(
     if next == IBV_QPS_RESET {
         // SAFETY: plain C data; a QP back in RESET has lost its attributes.
         *n = unsafe { std::mem::zeroed() };
+    }
+    if mask & PORT != 0 {
+        // _ib_modify_qp: "if (attr_mask & IB_QP_PORT) qp->port = attr->port_num;", after
+        // the device took the change.
+        qp_port.store(a.port_num, Ordering::Relaxed);
     }
     n.qp_state = next;
     // SAFETY: the QP's own state field, written under the attribute lock (as libibverbs
