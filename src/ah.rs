@@ -11,6 +11,20 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 /// An address handle in a PD. UD work requests that name it borrow it, so it outlives them.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::AddressHandle;
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// // On RoCE (sw0, rxe) the address vector needs a global route: the peer's GID.
+/// let dgid = ctx.query_gid(1, 0)?;
+/// let grh = GlobalRoute { dgid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+/// let ah = AddressHandle::new(&pd, av)?;
+/// ah.destroy()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct AddressHandle<'a> {
     node: NonNull<Node<sys::ibv_ah>>,
     _m: PhantomData<&'a Pd<'a>>,
@@ -25,6 +39,23 @@ unsafe impl Sync for AddressHandle<'_> {}
 impl<'a> AddressHandle<'a> {
     /// `ibv_create_ah` for `av` in `pd` (`&pd`, or `&Arc<Pd>` for an AH that keeps its PD
     /// alive: [`crate::parent`]). On RoCE the address vector needs a global route.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_create_ah` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EINVAL`
+    /// for an address vector the port refuses (a port number outside the device's, no global route
+    /// on RoCE, a `sgid_index` the GID table lacks), `ENOMEM` when out of resources.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+    /// let ah = AddressHandle::new(&pd, av)?;
+    /// # drop(ah);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new<'p: 'a>(pd: impl Parent<'a, Target = Pd<'p>>, av: AddressVector) -> Result<Self> {
         let mut attr = av.to_sys();
         let pd = pd.into_held();
@@ -48,11 +79,44 @@ impl<'a> AddressHandle<'a> {
     /// `ibv_destroy_ah`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_ah` ([`ErrorKind::Os`](crate::ErrorKind::Os)); a
+    /// destroy the device refuses (`EBUSY`) is rare for an AH, as posted work requests do not keep it.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// # let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// # let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+    /// let ah = AddressHandle::new(&pd, av)?;
+    /// ah.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_ah`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the address handle, still alive.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// # let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// # let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+    /// let ah = AddressHandle::new(&pd, av)?;
+    /// if let Err(e) = ah.try_destroy() {
+    ///     let _ah = e.object; // still alive: retry later, or drop it
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
