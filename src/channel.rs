@@ -32,6 +32,16 @@ use std::time::Duration;
 /// "ibv_destroy_comp_channel() fails if any CQs are still associated with the completion event
 /// channel": a CQ created with a channel holds it (borrowed, or shared through an `Arc`:
 /// [`crate::parent`]), so that is a compile-time fact here.
+///
+/// ```
+/// use typed_verbs::{CompChannel, Context, CqEx, Standard};
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+/// cq.req_notify(false)?; // the next completion raises an event on `channel`
+/// assert!(channel.try_get_cq_event()?.is_none()); // none yet
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct CompChannel<'ctx> {
     node: NonNull<Node<sys::ibv_comp_channel>>,
     _ctx: PhantomData<&'ctx Context>,
@@ -45,6 +55,19 @@ unsafe impl Sync for CompChannel<'_> {}
 impl<'ctx> CompChannel<'ctx> {
     /// `ibv_create_comp_channel` on `ctx`: `&ctx`, or `&Arc<Context>` for a channel that keeps
     /// its context alive ([`crate::parent`]).
+    ///
+    /// # Errors
+    /// The errno of `ibv_create_comp_channel` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EMFILE`
+    /// or `ENFILE` when no fd is left, `ENOMEM`; or of making its fd O_NONBLOCK (`fcntl`), the
+    /// channel then destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// # drop(channel);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new(ctx: impl Parent<'ctx, Target = Context>) -> Result<Self> {
         let ctx = ctx.into_held();
         let c = ctx.get().as_raw();
@@ -63,6 +86,23 @@ impl<'ctx> CompChannel<'ctx> {
 
     /// `ibv_get_cq_event`: the next completion event, waiting for one (in poll(2)) if there is
     /// none. The event is acked when dropped (see [`CqEvent`]).
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_cq_event` or of poll(2) while waiting
+    /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`); `EINTR` is retried.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+    /// cq.req_notify(false)?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?; // a completion arrives
+    /// let event = channel.get_cq_event()?; // blocks until the event is there
+    /// assert!(event.is_for(&cq));
+    /// drop(event); // acked
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn get_cq_event(&self) -> Result<CqEvent<'_>> {
         loop {
             if let Some(ev) = self.try_get_cq_event()? {
@@ -77,12 +117,36 @@ impl<'ctx> CompChannel<'ctx> {
     /// waits, for at most `timeout` (`None`: without a limit). Whether it became readable.
     /// Nothing is read: [`try_get_cq_event`](Self::try_get_cq_event) takes the event. Another
     /// thread may take it first, so `true` is a hint, as readiness always is.
+    ///
+    /// # Errors
+    /// The errno of poll(2) other than `EINTR` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb
+    /// `ibv_get_cq_event`).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// assert!(!channel.wait_readable(Some(Duration::from_millis(1)))?); // no event: timed out
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<bool> {
         event::wait_readable(self.as_raw_fd(), timeout).map_err(|e| Error::os(Verb::GetCqEvent, e))
     }
 
     /// `ibv_get_cq_event` without waiting: `None` when no event waits (EAGAIN on the
     /// O_NONBLOCK fd).
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_cq_event` other than `EAGAIN` ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// assert!(channel.try_get_cq_event()?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_get_cq_event(&self) -> Result<Option<CqEvent<'_>>> {
         let ch = self.as_raw();
         // SAFETY: a live channel.
@@ -104,11 +168,34 @@ impl<'ctx> CompChannel<'ctx> {
     /// `ibv_destroy_comp_channel`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The errno of `ibv_destroy_comp_channel` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EBUSY`
+    /// while a CQ still uses the channel, which only a leaked CQ can (a CQ holds its channel).
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// channel.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_comp_channel`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the channel, still open.
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// channel.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
