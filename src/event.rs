@@ -161,6 +161,21 @@ unsafe fn acks_of<'a>(cq_context: *mut c_void) -> &'a Arc<CqAcks> {
 ///
 /// The CQ must be armed again (`req_notify`) for its next event, and polled: the event says
 /// only that there is something to poll.
+///
+/// ```
+/// use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).context("rx").build()?;
+/// cq.req_notify(false)?;
+/// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+/// let event = channel.get_cq_event()?;
+/// assert_eq!(event.user_context(&cq), Some(&"rx"));
+/// drop(event); // ibv_ack_cq_events(cq, 1)
+/// cq.req_notify(false)?; // arm again, then poll what is there
+/// cq.poll_batch(|batch| assert_eq!(batch.completion().wr_id(), 1))?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct CqEvent<'ch> {
     cq: NonNull<sys::ibv_cq>,
     acks: Arc<CqAcks>,
@@ -235,6 +250,22 @@ impl std::fmt::Debug for CqEvent<'_> {
 }
 
 /// A CQ with a typed user context: [`Cq`] and [`CqEx`].
+///
+/// ```
+/// use typed_verbs::{event::CqWithContext, software, CompChannel, Context, CqEvent, CqEx, Standard};
+/// # use typed_verbs::{InjectedCompletion, WcOpcode};
+/// fn label<Q: CqWithContext<User = &'static str>>(event: &CqEvent<'_>, cq: &Q) -> &'static str {
+///     event.user_context(cq).copied().unwrap_or("another CQ")
+/// }
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("tx").build()?;
+/// cq.req_notify(false)?;
+/// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::SEND))?;
+/// let event = channel.get_cq_event()?;
+/// assert_eq!(label(&event, &cq), "tx");
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait CqWithContext: AnyCq {
     /// The user context type.
     type User;
@@ -273,6 +304,22 @@ impl<F: WcFlags, T: Threading, C> CqWithContext for CqEx<'_, F, T, C> {
 /// }
 /// assert_eq!(acks.len(), 3);
 /// acks.ack(); // ibv_ack_cq_events(cq, 3)
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// ```
+/// use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+/// let mut acks = EventAcks::new();
+/// for i in 0..3 {
+///     cq.req_notify(false)?;
+///     software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV))?;
+///     channel.get_cq_event()?.ack_later(&mut acks);
+/// }
+/// assert_eq!(acks.len(), 3);
+/// acks.ack(); // one ibv_ack_cq_events(cq, 3)
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[derive(Default)]
@@ -336,6 +383,20 @@ impl std::fmt::Debug for EventAcks {
 // ---------------------------------------------------------------------------------------------
 
 /// The CQ an async event names. Compare it with [`is`](Self::is).
+///
+/// ```
+/// use typed_verbs::{software, AsyncEvent, Context};
+/// # use typed_verbs::ffi::sys::ibv_event_type::IBV_EVENT_PORT_ACTIVE;
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, IBV_EVENT_PORT_ACTIVE as u32, 1)?;
+/// let event = ctx.get_async_event()?;
+/// match *event {
+///     AsyncEvent::CqErr(cq) => println!("CQ {:?} overran", cq.as_raw()), // compare with cq.is(&my_cq)
+///     AsyncEvent::PortActive(port) => assert_eq!(port, 1),
+///     other => println!("{other:?}"),
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CqRef(usize);
 
@@ -351,6 +412,20 @@ impl CqRef {
 }
 
 /// The QP an async event names: its number, and [`is`](Self::is) to compare it with a [`Qp`].
+///
+/// ```
+/// use typed_verbs::{AsyncEvent, Context};
+/// fn on_event(ctx: &Context) -> typed_verbs::Result<()> {
+///     if let Some(event) = ctx.try_get_async_event()? {
+///         if let AsyncEvent::QpFatal(qp) = *event {
+///             eprintln!("QP {} went to ERR", qp.qp_num()); // or qp.is(&my_qp)
+///         }
+///     } // acked here
+///     Ok(())
+/// }
+/// on_event(&Context::open("sw0")?)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpRef {
     qp_num: u32,
@@ -376,6 +451,20 @@ impl QpRef {
 }
 
 /// The SRQ an async event names. Compare it with [`is`](Self::is).
+///
+/// ```
+/// use typed_verbs::{AsyncEvent, Context, Pd, Srq};
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// srq.arm_limit(4)?; // IBV_EVENT_SRQ_LIMIT_REACHED when fewer than 4 receives are left
+/// if let Some(event) = ctx.try_get_async_event()? {
+///     if let AsyncEvent::SrqLimitReached(r) = *event {
+///         assert!(r.is(&srq));
+///     }
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SrqRef(usize);
 
@@ -392,6 +481,16 @@ impl SrqRef {
 
 /// An async event (`struct ibv_async_event`), by `enum ibv_event_type`, with the object or
 /// port it is about. ibv_get_async_event(3) says what each means.
+///
+/// ```
+/// use typed_verbs::{software, AsyncEvent, Context};
+/// # use typed_verbs::ffi::sys::ibv_event_type::IBV_EVENT_PORT_ERR;
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, IBV_EVENT_PORT_ERR as u32, 1)?;
+/// let event = ctx.get_async_event()?;
+/// assert_eq!(*event, AsyncEvent::PortErr(1));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AsyncEvent {
@@ -695,6 +794,17 @@ pub(crate) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> std::result::Result<(),
 ///
 /// If the object it names is destroyed while the guard is held, the destroy acks it first;
 /// the guard then acks nothing.
+///
+/// ```
+/// use typed_verbs::{software, AsyncEvent, Context};
+/// # use typed_verbs::ffi::sys::ibv_event_type::IBV_EVENT_PORT_ACTIVE;
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, IBV_EVENT_PORT_ACTIVE as u32, 1)?;
+/// let guard = ctx.get_async_event()?;
+/// assert_eq!(guard.event(), AsyncEvent::PortActive(1));
+/// guard.ack(); // ibv_ack_async_event (dropping it does the same)
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct AsyncEventGuard<'ctx> {
     slot: Arc<AsyncSlot>,
     object: usize,
@@ -809,6 +919,17 @@ impl Context {
     /// [`try_get_async_event`](Self::try_get_async_event). Fails with EBADF (naming
     /// `ibv_get_async_event`) for a context without one: a software context opened when no
     /// eventfd could be made.
+    ///
+    /// # Errors
+    /// `EBADF` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_async_event`) for a context
+    /// without an async fd.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let fd = ctx.async_fd()?; // register with epoll; read events with try_get_async_event
+    /// assert!(fd >= 0);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn async_fd(&self) -> Result<RawFd> {
         // SAFETY: a live context; the field is set at open.
         let fd = unsafe { (*self.as_raw()).async_fd };
@@ -821,6 +942,16 @@ impl Context {
     /// Waits (in poll(2)) until the async event fd is readable, that is until an async event
     /// waits, for at most `timeout` (`None`: without a limit). Whether it became readable.
     /// Nothing is read: [`try_get_async_event`](Self::try_get_async_event) takes the event.
+    ///
+    /// # Errors
+    /// As [`async_fd`](Self::async_fd), or poll(2)'s errno other than `EINTR`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(!ctx.wait_async_readable(Some(Duration::from_millis(1)))?); // nothing happened
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn wait_async_readable(&self, timeout: Option<Duration>) -> Result<bool> {
         let fd = self.async_fd()?;
         wait_readable(fd, timeout).map_err(|e| Error::os(Verb::GetAsyncEvent, e))
@@ -828,6 +959,19 @@ impl Context {
 
     /// `ibv_get_async_event`, blocking until there is an event. The guard acks it when
     /// dropped.
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_async_event` or of poll(2) while waiting
+    /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_async_event`).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AsyncEvent, Context};
+    /// # use typed_verbs::ffi::sys::ibv_event_type::IBV_EVENT_PORT_ACTIVE;
+    /// let ctx = Context::open("sw0")?;
+    /// software::raise_port_event(&ctx, IBV_EVENT_PORT_ACTIVE as u32, 1)?;
+    /// assert_eq!(*ctx.get_async_event()?, AsyncEvent::PortActive(1));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn get_async_event(&self) -> Result<AsyncEventGuard<'_>> {
         loop {
             if let Some(ev) = self.try_get_async_event()? {
@@ -840,6 +984,16 @@ impl Context {
     }
 
     /// `ibv_get_async_event` on the O_NONBLOCK async fd: `None` when no event waits (EAGAIN).
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_async_event` other than `EAGAIN`, or of making the fd O_NONBLOCK
+    /// ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(ctx.try_get_async_event()?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_get_async_event(&self) -> Result<Option<AsyncEventGuard<'_>>> {
         let ctx = self.as_raw();
         // SAFETY: a live context's async fd.
