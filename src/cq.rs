@@ -24,6 +24,15 @@ pub(crate) use crate::sealed;
 
 /// Whether a CQ may be used from several threads: [`Shared`] (the default) or
 /// [`SingleThreaded`] (`IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: "no locking is required").
+///
+/// ```
+/// use typed_verbs::{Context, CqEx, Shared, SingleThreaded, Standard};
+/// let ctx = Context::open("sw0")?;
+/// let shared = CqEx::<Standard, Shared>::builder(&ctx).cqe(16).build()?; // Sync: any thread
+/// let local = CqEx::<Standard, SingleThreaded>::builder(&ctx).cqe(16).build()?; // this thread
+/// # drop((shared, local));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait Threading: sealed::Sealed + 'static {
     /// The create flags this choice adds.
     const CREATE_FLAGS: u32;
@@ -36,15 +45,45 @@ pub trait Threading: sealed::Sealed + 'static {
 }
 
 /// A CQ the provider locks: it is `Sync`, and QPs using it may live on any thread.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = std::sync::Arc::new(typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::Shared>::builder(&ctx).cqe(8).build()?);
+/// std::thread::scope(|s| { s.spawn(|| cq.cqe()); });
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Shared {}
 /// A CQ created with `IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: the provider takes no lock, so the
 /// CQ is not `Sync`, and a QP using it is neither `Send` nor `Sync`.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::SingleThreaded>::builder(&ctx).cqe(8).build()?;
+/// # drop(cq);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// It is not `Sync`:
+///
+/// ```compile_fail
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::SingleThreaded>::builder(&ctx).cqe(8).build()?;
+/// std::thread::scope(|s| { s.spawn(|| cq.cqe()); }); // a SINGLE_THREADED CQ cannot be shared
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum SingleThreaded {}
 
 /// Not implemented by anything: its trait object names, in the compiler's error, why a
 /// SINGLE_THREADED CQ cannot be shared between threads and what to do instead.
+///
+/// ```compile_fail
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::SingleThreaded>::builder(&ctx).cqe(8).build()?;
+/// std::thread::scope(|s| { s.spawn(|| cq.cqe()); }); // the error names this trait
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[allow(non_camel_case_types)]
 pub trait SingleThreadedCq_CreateItWithSharedToUseItFromSeveralThreads {}
 
@@ -63,6 +102,15 @@ impl Threading for SingleThreaded {
 
 /// The threading of a QP that uses two CQs: [`Shared`] only when both are. Implemented for
 /// every pair; name the result with [`QpThreading`](crate::qp::QpThreading).
+///
+/// ```
+/// use typed_verbs::{cq::JoinThreading, Shared, SingleThreaded};
+/// fn same<A, B>() where A: 'static, B: 'static {
+///     assert_eq!(std::any::TypeId::of::<A>(), std::any::TypeId::of::<B>());
+/// }
+/// same::<<Shared as JoinThreading<Shared>>::Out, Shared>();
+/// same::<<Shared as JoinThreading<SingleThreaded>>::Out, SingleThreaded>();
+/// ```
 pub trait JoinThreading<B: Threading>: Threading + sealed::Sealed {
     /// The result.
     type Out: Threading;
@@ -82,6 +130,27 @@ impl<A: Threading, B: Threading> JoinThreading<B> for A {
     message = "the user context of a Shared CQ must be Send + Sync, and `{Self}` is not: create the CQ with `SingleThreaded` to keep it on one thread, or use a thread-safe context (`Arc<Mutex<..>>`)",
     label = "this CQ's user context is not Send + Sync",
     note = "a legacy `Cq` is always Shared"
+/// ```
+/// use std::{cell::RefCell, rc::Rc};
+/// use typed_verbs::{Context, CqEx, SingleThreaded, Standard};
+/// let ctx = Context::open("sw0")?;
+/// // A Shared CQ's context is Send + Sync; a SingleThreaded CQ may hold an Rc.
+/// let shared = CqEx::<Standard>::builder(&ctx).cqe(8).context(String::from("rx")).build()?;
+/// let local = CqEx::<Standard, SingleThreaded>::builder(&ctx).cqe(8).context(Rc::new(RefCell::new(0))).build()?;
+/// assert_eq!(shared.user_context(), "rx");
+/// # drop(local);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// An `Rc` in a Shared CQ does not compile:
+///
+/// ```compile_fail
+/// # use std::rc::Rc;
+/// # use typed_verbs::{Context, CqEx, Standard};
+/// # let ctx = Context::open("sw0")?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(8).context(Rc::new(0)).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait CqContext<T: Threading>: crate::sealed::SealedCqContext<T> {}
 impl<C: Send + Sync> crate::sealed::SealedCqContext<Shared> for C {}
@@ -94,6 +163,16 @@ impl<C> CqContext<SingleThreaded> for C {}
     message = "`{Self}` is not a plain CQ: a QP built with `Qp::builder` completes on a `Cq` or `CqEx`",
     label = "not a plain CQ",
     note = "a `SlotCq` takes the completions of slot queues only: build the QP with `Qp::slot_builder` (or `slot_builder_with_srq`)"
+/// ```
+/// use typed_verbs::{AnyCq, Context, Cq, CqEx, Standard};
+/// fn entries<Q: AnyCq>(cq: &Q) -> i32 {
+///     unsafe { (*cq.as_raw_cq()).cqe } // the C CQ, for reading
+/// }
+/// let ctx = Context::open("sw0")?;
+/// let (legacy, extended) = (Cq::builder(&ctx).cqe(4).build()?, CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
+/// assert!(entries(&legacy) >= 4 && entries(&extended) >= 4);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
     /// The CQ's threading.
@@ -106,14 +185,45 @@ pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
 pub mod kind {
     use std::marker::PhantomData;
     /// Builds a [`crate::Cq`] with `ibv_create_cq`.
+    ///
+    /// ```
+    /// let ctx = typed_verbs::Context::open("sw0")?;
+    /// let b: typed_verbs::CqBuilder<'_, typed_verbs::cq::kind::Legacy> = typed_verbs::Cq::builder(&ctx);
+    /// # drop(b);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[derive(Debug)]
     pub struct Legacy;
     /// Builds a [`crate::CqEx`] with `ibv_create_cq_ex`.
+    ///
+    /// ```
+    /// use typed_verbs::{cq::kind::Extended, Context, CqBuilder, CqEx, Shared, Standard};
+    /// let ctx = Context::open("sw0")?;
+    /// let b: CqBuilder<'_, Extended<Standard, Shared>> = CqEx::<Standard>::builder(&ctx);
+    /// # drop(b);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[derive(Debug)]
     pub struct Extended<F, T>(PhantomData<(F, T)>);
 }
 
 /// The attributes of a CQ to create. Made by [`Cq::builder`] or [`CqEx::builder`].
+///
+/// ```
+/// use typed_verbs::{CompChannel, Context, Cq, CqEx, Standard};
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx)
+///     .cqe(256)              // at least 256 entries
+///     .channel(&channel)     // events on this channel
+///     .comp_vector(0)
+///     .context("recv cq")    // a typed user context
+///     .build()?;
+/// assert!(cq.cqe() >= 256);
+/// let legacy = Cq::builder(&ctx).cqe(16).build()?; // ibv_create_cq
+/// # drop((cq, legacy));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct CqBuilder<'a, K, C = ()> {
     ctx: Held<'a, Context>,
@@ -338,6 +448,22 @@ pub(crate) unsafe fn user_context<'a, C>(cq: *mut sys::ibv_cq) -> &'a C {
 
 impl<'a, C> CqBuilder<'a, kind::Legacy, C> {
     /// `ibv_create_cq`.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] for `cqe` outside `1..=max_cqe` or `comp_vector` at or past
+    ///   `num_comp_vectors`, before the call.
+    /// - [`ErrorKind::WrongContext`]`("channel")` for a channel of another context.
+    /// - The device's errno from `ibv_create_cq` ([`ErrorKind::Os`]): `ENOMEM` when out of CQs or
+    ///   memory.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(100).build()?;
+    /// assert!(cq.cqe() >= 100); // sw0 and rxe round 100 up to 127
+    /// let too_big = typed_verbs::Cq::builder(&ctx).cqe(ctx.attr().max_cqe + 1).build();
+    /// assert!(matches!(too_big.unwrap_err().kind, typed_verbs::ErrorKind::OutOfRange { .. }));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<Cq<'a, C>>
     where
         C: CqContext<Shared>,
@@ -363,6 +489,16 @@ impl<'a, C> CqBuilder<'a, kind::Legacy, C> {
 impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// Takes the CQ's resources from `parent_domain` (`IBV_CQ_INIT_ATTR_MASK_PD`). The CQ
     /// borrows it. A device without parent domains cannot make one in the first place.
+    ///
+    /// ```
+    /// use typed_verbs::{Context, CqEx, Pd, ParentDomain, Standard};
+    /// let ctx = Context::open("sw0")?;
+    /// let pd = Pd::new(&ctx)?;
+    /// let parent = ParentDomain::new(&ctx, &pd)?; // EOPNOTSUPP on rxe
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).parent_domain(&parent).build()?;
+    /// # drop(cq);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn parent_domain<'p: 'a>(
         mut self,
         parent_domain: impl Parent<'a, Target = ParentDomain<'p>>,
@@ -381,6 +517,15 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// be lost." A lost completion is a work request whose buffers the program may believe are
     /// still in use by the device, or a receive it never learns of; the caller guarantees that
     /// outstanding work requests never exceed the CQ's actual `cqe`.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, CqEx, Standard};
+    /// # let ctx = Context::open("sw0")?;
+    /// // SAFETY: this program never has more than 16 completions outstanding on the CQ.
+    /// let cq = unsafe { CqEx::<Standard>::builder(&ctx).cqe(16).ignore_overrun() }.build()?;
+    /// # drop(cq);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub unsafe fn ignore_overrun(mut self) -> Self {
         self.flags |= ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN;
         self
@@ -389,6 +534,27 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// `ibv_create_cq_ex`, with `wc_flags` from `F` and create flags from `T` (and
     /// [`ignore_overrun`](Self::ignore_overrun)). A device lacking a flag gives EOPNOTSUPP.
     /// A [`Shared`] CQ's user context must be `Send + Sync` ([`CqContext`]).
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] for `cqe` outside `1..=max_cqe` or `comp_vector` at or past
+    ///   `num_comp_vectors`, before the call.
+    /// - [`ErrorKind::WrongContext`] naming `channel` or `parent_domain` for one of another context.
+    /// - The device's errno from `ibv_create_cq_ex` ([`ErrorKind::Os`]): `EOPNOTSUPP` for a
+    ///   `wc_flags` bit, a create flag or a parent domain the device lacks
+    ///   ([`Error::is_unsupported`](crate::Error::is_unsupported)), `ENOMEM` when out of resources.
+    /// - [`ErrorKind::MissingProviderOp`] when the provider did not fill a polling function the flags
+    ///   need (the CQ is destroyed).
+    ///
+    /// ```
+    /// use typed_verbs::{wc_flags, Context, CqEx};
+    /// let ctx = Context::open("sw0")?;
+    /// match CqEx::<wc_flags!(BYTE_LEN | COMPLETION_TIMESTAMP)>::builder(&ctx).cqe(16).build() {
+    ///     Ok(cq) => drop(cq),
+    ///     Err(e) if e.is_unsupported() => println!("no completion timestamps on {}", ctx.device_name()),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<CqEx<'a, F, T, C>>
     where
         C: CqContext<T>,
@@ -463,6 +629,18 @@ crate::ffi::c_entry! {
 /// array. It holds its context and channel; QPs that use it hold it (borrowed, or shared through an
 /// `Arc`: [`crate::parent`]), so "ibv_destroy_cq()
 /// fails if any queue pair is still associated with this CQ" cannot happen.
+///
+/// ```
+/// use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+/// let ctx = Context::open("sw0")?;
+/// let cq = Cq::builder(&ctx).cqe(16).build()?;
+/// software::inject(&cq, InjectedCompletion::success(9, WcOpcode::SEND))?;
+/// let mut wc = [const { WorkCompletion::new() }; 8];
+/// let done = cq.poll(&mut wc)?;
+/// assert_eq!(done.len(), 1);
+/// assert_eq!(done[0].success().map(|s| s.wr_id()), Some(9));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Cq<'a, C = ()> {
     raw: NonNull<sys::ibv_cq>,
     _m: PhantomData<(&'a Context, C)>,
@@ -480,6 +658,12 @@ unsafe impl<C: Sync> Sync for Cq<'_, C> {}
     message = "poll_batch (ibv_start_poll) needs a CQ created with ibv_create_cq_ex: make a `CqEx` instead of a legacy `Cq`, or call `poll` on this one",
     label = "a legacy `Cq` has no ibv_start_poll iterator",
     note = "a `Cq` is polled with `cq.poll(&mut [WorkCompletion; N])` (ibv_poll_cq)"
+/// ```compile_fail
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let mut cq = typed_verbs::Cq::builder(&ctx).cqe(16).build()?;
+/// cq.poll_batch(|_batch| ())?; // poll_batch needs a CqEx
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait ExtendedPolling: sealed::Sealed {}
 
@@ -511,6 +695,22 @@ impl<'a, C> Cq<'a, C> {
     /// Refused with [`ErrorKind::BatchOpen`] inside [`CqEx::poll_batch`]: `ibv_poll_cq` takes
     /// this CQ's lock, which a thread holding another CQ's lock never waits for
     /// ([the safety model](crate::safety)).
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch, before the call.
+    /// - The provider's errno from `ibv_poll_cq` ([`ErrorKind::Os`]), which it reports only for a
+    ///   CQ in error.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, Cq, WorkCompletion};
+    /// # let ctx = Context::open("sw0")?;
+    /// let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// let mut wc = [const { WorkCompletion::new() }; 16];
+    /// for c in cq.poll(&mut wc)? {
+    ///     println!("{} {:?}", c.wr_id(), c.status());
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w [WorkCompletion]> {
         refuse_inside_batch()?;
         let n = wc.len().min(i32::MAX as usize) as i32;
@@ -526,6 +726,21 @@ impl<'a, C> Cq<'a, C> {
     /// `ibv_poll_cq` into an array the caller need not initialise (a stack array of
     /// `MaybeUninit`); returns the filled, now initialised, part. Refused inside a batch, as
     /// [`poll`](Self::poll).
+    ///
+    /// # Errors
+    /// As [`poll`](Self::poll).
+    ///
+    /// ```
+    /// # use std::mem::MaybeUninit;
+    /// # use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+    /// # let ctx = Context::open("sw0")?;
+    /// let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(3, WcOpcode::RECV).byte_len(8))?;
+    /// let mut wc = [const { MaybeUninit::<WorkCompletion>::uninit() }; 16];
+    /// let done = cq.poll_uninit(&mut wc)?;
+    /// assert_eq!(done[0].wr_id(), 3);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn poll_uninit<'w>(
         &self,
@@ -548,6 +763,18 @@ impl<'a, C> Cq<'a, C> {
     /// `ibv_req_notify_cq`: asks for a completion event on the CQ's channel for the next
     /// completion (or, with `solicited_only`, the next solicited one). One event per arming:
     /// get it with [`CompChannel::get_cq_event`] and arm again.
+    ///
+    /// # Errors
+    /// The provider's errno from `ibv_req_notify_cq` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context, Cq};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// let cq = Cq::builder(&ctx).cqe(16).channel(&channel).build()?;
+    /// cq.req_notify(false)?; // the next completion raises an event on `channel`
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         // SAFETY: a live CQ.
         match unsafe { sys::ibv_req_notify_cq(self.raw.as_ptr(), solicited_only as i32) } {
@@ -577,11 +804,32 @@ impl<'a, C> Cq<'a, C> {
     /// `ibv_destroy_cq`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_cq` ([`ErrorKind::Os`]): `EBUSY` while a QP still
+    /// uses the CQ, which only a leaked QP (or one queued to a batch's end) can.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).build()?;
+    /// cq.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_cq`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the CQ, still alive.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).build()?;
+    /// cq.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
