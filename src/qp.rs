@@ -19,20 +19,54 @@ use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 
 /// A QP transport type: [`Rc`], [`Uc`], [`Ud`] or [`RawPacket`].
+///
+/// ```
+/// use typed_verbs::{ffi::sys::ibv_qp_type, QpType, Rc, Ud};
+/// assert_eq!(<Rc as QpType>::RAW, ibv_qp_type::IBV_QPT_RC);
+/// assert_eq!(<Ud as QpType>::RAW, ibv_qp_type::IBV_QPT_UD);
+/// ```
 pub trait QpType: sealed::Sealed + 'static {
     /// The `enum ibv_qp_type` value.
     const RAW: sys::ibv_qp_type::Type;
 }
 /// Reliable connected (`IBV_QPT_RC`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Rc {}
 /// Unreliable connected (`IBV_QPT_UC`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Uc>::builder(&pd, &cq, &cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Uc {}
 /// Unreliable datagram (`IBV_QPT_UD`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Ud {}
 /// Raw Ethernet packets (`IBV_QPT_RAW_PACKET`; needs CAP_NET_RAW on real devices).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<RawPacket>::builder(&pd, &cq, &cq).build()?; // sw0 has them; rxe does not
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum RawPacket {}
 
@@ -57,6 +91,24 @@ qp_types!(
     message = "a `{Self}` QP cannot use an SRQ: only RC and UD QPs may be associated with one; create it with `Qp::builder` and its own receive queue",
     label = "ibv_create_qp fails for this QP type with an SRQ",
     note = "ibv_create_qp(3): it fails for a QP of a type other than IBV_QPT_RC or IBV_QPT_UD associated with an SRQ"
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// let rc = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// let ud = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// A UC QP with an SRQ does not compile:
+///
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// let uc = Qp::<Uc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait SrqCapable: QpType + sealed::Sealed {}
 impl SrqCapable for Rc {}
@@ -66,20 +118,49 @@ impl SrqCapable for Ud {}
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast)",
     label = "not a UD QP"
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+/// let group = Gid([0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+/// qp.attach_mcast(group, 0)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait MulticastCapable: QpType + sealed::Sealed {}
 impl MulticastCapable for Ud {}
 
 /// Where a QP's receives go: [`OwnRq`] or [`UsesSrq`].
+///
+/// ```
+/// use typed_verbs::{OwnRq, RecvSide, UsesSrq};
+/// assert_eq!(<OwnRq<2> as RecvSide>::RECV_SGE, 2);
+/// assert_eq!(<UsesSrq as RecvSide>::RECV_SGE, 0);
+/// ```
 pub trait RecvSide: sealed::Sealed + 'static {
     /// The receive SGE cap the type promises (0 with an SRQ: the SRQ's type has it).
     const RECV_SGE: usize;
 }
 /// The QP has its own receive queue, sized by `max_recv_wr` and `max_recv_sge`; its type
 /// promises `RECV_SGE` SGEs per receive (default 1, set with [`QpBuilder::recv_sge_cap`]).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp: Qp<'_, Rc, OwnRq<2>> = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(8).recv_sge_cap::<2>().build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum OwnRq<const RECV_SGE: usize = 1> {}
 /// The QP takes its receives from an SRQ.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// let qp: Qp<'_, Ud, UsesSrq> = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum UsesSrq {}
 impl<const N: usize> sealed::Sealed for OwnRq<N> {}
@@ -96,6 +177,14 @@ impl RecvSide for UsesSrq {
     message = "receive caps cannot be set on a QP that uses an SRQ: ibv_create_qp ignores max_recv_wr and max_recv_sge then; size the Srq instead",
     label = "this QP takes its receives from an SRQ",
     note = "ibv_create_qp(3): the attributes max_recv_wr and max_recv_sge are ignored if the QP is to be associated with an SRQ"
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// // The receive caps of a QP on an SRQ would be ignored: they do not exist.
+/// let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).max_recv_wr(8).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait OwnsRecvQueue: RecvSide + sealed::Sealed {
     /// The same receive side with another receive SGE cap.
@@ -106,6 +195,15 @@ impl<const M: usize> OwnsRecvQueue for OwnRq<M> {
 }
 
 /// A QP's capabilities (`struct ibv_qp_cap`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(100).build()?;
+/// let cap = qp.caps(); // what the device gave: at least what was asked
+/// assert!(cap.max_send_wr >= 100);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct QpCap {
     /// Outstanding send work requests.
@@ -195,6 +293,42 @@ unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
 /// `Sync`, since destroying it touches the CQ. It holds its PD, CQs and SRQ (borrowed, or shared through `Arc`s:
 /// [`crate::parent`]), so none of them
 /// can be destroyed before it.
+///
+/// An RC pair in loopback, a send and a receive:
+///
+/// ```
+/// use typed_verbs::prelude::*;
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).build()?);
+/// let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?; // RESET -> INIT -> RTR -> RTS
+/// let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
+/// let (tx, rx) = (Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?, Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?);
+/// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+/// tx.write(0, b"ping")?;
+/// a.post_send(&SendWr::send(2, &[tx.sge(0..4).unwrap()]).signaled())?;
+/// let (mut poller, mut done) = (cq.poller()?, 0);
+/// while done < 2 {
+///     poller.poll_batch(|b| assert!(b.completion().result().is_ok()))?.map(|()| done += 1);
+/// }
+/// let mut got = [0; 4];
+/// rx.read(0, &mut got)?;
+/// assert_eq!(&got, b"ping");
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// Sending before RTS does not compile:
+///
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?; // in RESET
+/// qp.post_send(&SendWr::send(1, &[mr.sge(0..4).unwrap()]))?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Qp<
     'a,
     T: QpType,
@@ -225,6 +359,20 @@ where
 }
 
 /// The attributes of a QP to create. Made by [`Qp::builder`] or [`Qp::builder_with_srq`].
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(64).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq)
+///     .max_send_wr(32)
+///     .max_recv_wr(32)
+///     .send_sge_cap::<2>() // `&[Sge; 2]` posts without a check
+///     .max_inline_data(64)
+///     .context("conn 7")   // a typed user context
+///     .build()?;
+/// assert_eq!(*qp.user_context(), "conn 7");
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct QpBuilder<'a, T, R, S, C = (), const SGE: usize = 1> {
     pd: *mut sys::ibv_pd,
@@ -263,6 +411,16 @@ impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` in `pd` with its own receive queue. `send_cq` and
     /// `recv_cq` may be the same CQ, legacy or extended. Each parent is `&parent`, or
     /// `&Arc<parent>` for a QP that keeps it alive ([`crate::parent`]).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// let ctx = Arc::new(Context::open("sw0")?);
+    /// let pd = Arc::new(Pd::new(&ctx)?);
+    /// let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
+    /// let qp: Qp<'static, Rc> = Qp::<Rc>::builder(&pd, &cq, &cq).build()?; // keeps its parents alive
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn builder<'p: 'a, SC, RC>(
         pd: impl Parent<'a, Target = Pd<'p>>,
         send_cq: impl Parent<'a, Target = SC>,
@@ -301,6 +459,14 @@ impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` whose receives come from `srq`. Only RC and UD QPs may
     /// take an SRQ; the receive caps cannot be set (they would be ignored). Parents as for
     /// [`builder`](Self::builder).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let srq = Srq::builder(&pd).max_wr(64).build()?;
+    /// let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).max_send_wr(16).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn builder_with_srq<'p: 'a, 's: 'a, SC, RC, SrqC, const SRQ_SGE: usize>(
         pd: impl Parent<'a, Target = Pd<'p>>,
         send_cq: impl Parent<'a, Target = SC>,
@@ -515,6 +681,28 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// `ibv_create_qp`. The actual caps ("greater than or equal to the values requested") are
     /// kept and readable with [`Qp::caps`].
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `cap.max_send_wr` or `cap.max_recv_wr` over the device's
+    ///   `max_qp_wr`, `cap.max_send_sge` or `cap.max_recv_sge` over `max_sge` or below the SGE cap
+    ///   of the QP's type, before the call; or naming `actual cap.max_send_sge` /
+    ///   `actual cap.max_recv_sge` when the device gave less than the type's cap (the QP is
+    ///   destroyed).
+    /// - [`ErrorKind::WrongContext`] naming `send_cq`, `recv_cq` or `srq` of another context.
+    /// - The device's errno from `ibv_create_qp` ([`ErrorKind::Os`]): `EINVAL` for caps it refuses
+    ///   (e.g. `max_inline_data` over its limit), `EOPNOTSUPP` for a QP type it lacks (RAW_PACKET
+    ///   on rxe), `ENOMEM` when out of QPs or memory, `EAGAIN` when the software device cannot start
+    ///   its RNR timer thread.
+    /// - [`ErrorKind::MissingProviderOp`] when the provider did not fill `post_send` or
+    ///   `post_recv` (the QP is destroyed).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let err = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(ctx.attr().max_qp_wr + 1).build().unwrap_err();
+    /// assert!(matches!(err.kind, typed_verbs::ErrorKind::OutOfRange { what: "cap.max_send_wr", .. }));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<Qp<'a, T, R, S, C, Reset, SGE>>
     where
         C: Send + Sync,
@@ -633,6 +821,17 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// `ibv_query_qp` for the capabilities.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_query_qp` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(100).build()?;
+    /// assert!(qp.query_caps()?.max_recv_wr >= 100); // the ring, rounded up
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn query_caps(&self) -> Result<QpCap> {
         // SAFETY: plain C data.
         let (mut attr, mut init): (sys::ibv_qp_attr, sys::ibv_qp_init_attr) =
@@ -656,6 +855,21 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// too); [`detach_mcast`](Self::detach_mcast) leaves one, and the QP's destroy (or drop)
     /// leaves those still joined first, since "ibv_destroy_qp() fails if the QP is attached to
     /// a multicast group". Attaching to a group already joined is a no-op, as in the kernel.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_attach_mcast` ([`ErrorKind::Os`]): `EINVAL` for a GID that is
+    /// not multicast, `ENOMEM` past the device's `max_mcast_qp_attach` (or when the group list
+    /// cannot grow).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// let group = Gid([0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    /// qp.attach_mcast(group, 0)?;
+    /// assert_eq!(qp.mcast_groups(), vec![(group, 0)]);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn attach_mcast(&self, gid: Gid, lid: u16) -> Result<()>
     where
         T: MulticastCapable,
@@ -677,6 +891,21 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 
     /// `ibv_detach_mcast`: leaves the multicast group `gid` joined with `lid`. A group the QP
     /// has not joined is the device's error (`EINVAL` on rxe).
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_detach_mcast` ([`ErrorKind::Os`]): `EINVAL` for a group the QP
+    /// has not joined (rxe).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// let group = Gid([0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    /// qp.attach_mcast(group, 0)?;
+    /// qp.detach_mcast(group, 0)?;
+    /// assert!(qp.mcast_groups().is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn detach_mcast(&self, gid: Gid, lid: u16) -> Result<()>
     where
         T: MulticastCapable,
@@ -707,11 +936,36 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// the error is returned and the QP dropped: its `Drop` tries once more (inside a polling
     /// batch, [`ErrorKind::BatchOpen`], when the batch ends) and, failing again, leaks the C
     /// QP. [`try_destroy`](Self::try_destroy) gives the QP back.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch, or while another thread has a batch open
+    ///   on one of the QP's CQs (the QP is then destroyed when that batch ends).
+    /// - The device's errno from `ibv_destroy_qp` or from detaching its multicast groups
+    ///   ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// qp.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_qp`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the QP, still alive.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// qp.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
@@ -905,6 +1159,13 @@ unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
 }
 
 /// A global identifier (`union ibv_gid`), 16 bytes in network order.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let gid = ctx.query_gid(1, 0)?; // the port's GID at index 0
+/// assert!(!gid.is_multicast());
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Gid(pub [u8; 16]);
 
