@@ -29,6 +29,13 @@ use std::marker::PhantomData;
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`",
     label = "a datagram QP needs a destination for every send"
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let wr = SendWr::<Ud>::send(1, &[mr.sge(0..8).unwrap()]); // a UD send needs `send_to`
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait Connected: QpType + Sealed {}
 impl Connected for Rc {}
@@ -39,6 +46,14 @@ impl Connected for RawPacket {}
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot send immediate data: RC, UC and UD can",
     label = "no immediate data on this QP type"
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let wr = SendWr::<Rc>::send_with_imm(1, &[mr.sge(0..8).unwrap()], 0xcafe);
+/// # let _ = wr;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait ImmCapable: QpType + Sealed {}
 impl ImmCapable for Rc {}
@@ -49,6 +64,13 @@ impl ImmCapable for Ud {}
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can",
     label = "no RDMA write on this QP type"
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+/// let wr = SendWr::<Ud>::rdma_write(1, &[mr.sge(0..8).unwrap()], mr.remote().at(0, 8).unwrap()); // not on UD
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait RdmaWriteCapable: QpType + Sealed {}
 impl RdmaWriteCapable for Rc {}
@@ -58,6 +80,13 @@ impl RdmaWriteCapable for Uc {}
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can",
     label = "reads and atomics need a reliable connection"
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ | AccessFlags::LOCAL_WRITE)?;
+/// let wr = SendWr::<Uc>::rdma_read(1, &[mr.sge(0..8).unwrap()], mr.remote().at(0, 8).unwrap()); // RC only
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait ReliableOnly: QpType + Sealed {}
 impl ReliableOnly for Rc {}
@@ -66,6 +95,14 @@ impl ReliableOnly for Rc {}
 #[diagnostic::on_unimplemented(
     message = "receives can be posted from INIT on: this QP is in `{Self}`; call `to_init` first",
     label = "the QP is still in RESET"
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?; // RESET
+/// qp.post_recv(1, &[mr.sge(0..64).unwrap()])?; // receives are posted from INIT on
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait RecvReady: QpState + Sealed {}
 impl RecvReady for Init {}
@@ -77,6 +114,15 @@ impl RecvReady for ErrorState {}
 #[diagnostic::on_unimplemented(
     message = "work requests are sent from RTS: this QP is in `{Self}`; bring it up with to_init, to_rtr and to_rts",
     label = "the QP is not ready to send"
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?
+///     .to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
+/// qp.post_send(&SendWr::send(1, &[mr.sge(0..8).unwrap()]))?; // only in RTS
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait SendReady: QpState + Sealed {}
 impl SendReady for Rts {}
@@ -88,6 +134,14 @@ impl SendReady for Rts {}
 #[diagnostic::on_unimplemented(
     message = "this QP takes no plain receives: post them to its SRQ (`srq.post_recv(..)`), or, for a QP in slot mode, post slots (`qp.post_recv_slot(slot)`)",
     label = "no plain receive queue of its own"
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+/// qp.post_recv(1, &[mr.sge(0..64).unwrap()])?; // OwnRq<1>: HasOwnRq<&[Sge; 1]>
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     /// The list's elements, and whether its length was proven within the cap.
@@ -117,6 +171,12 @@ pub const MAX_TYPED_SGE: usize = 64;
     message = "a queue's type can promise at most 64 SGEs, not {N}: request more at run time (`max_send_sge(n)`, `max_recv_sge(n)`, `max_sge(n)`)",
     label = "SGE cap too large for the type",
     note = "lists longer than the type's cap are slices, checked against the actual cap when posted"
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).send_sge_cap::<4>().build()?; // 4: TypedSgeCap
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait TypedSgeCap<const N: usize>: Sealed {}
 
@@ -128,6 +188,14 @@ pub trait TypedSgeCap<const N: usize>: Sealed {}
     message = "a fixed-size list `{Self}` is longer than the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
     label = "more SGEs than the queue's type allows",
     note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
+/// ```compile_fail
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let s = mr.sge(0..8).unwrap();
+/// let wr = SendWr::<Rc, 1>::send(1, &[s, s]); // two SGEs on a queue whose type promises one
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait WithinSgeCap<const CAP: usize>: Sealed {}
 
@@ -161,6 +229,17 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
     message = "`{Self}` does not fit the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
     label = "more SGEs than the queue's type allows",
     note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let (head, body) = (mr.sge(0..64).unwrap(), mr.sge(64..4096).unwrap());
+/// let fixed = SendWr::<Rc, 2>::send(1, &[head, body]); // checked at compile time
+/// let list = vec![head, body];
+/// let slice = SendWr::<Rc, 2>::send(2, &list); // checked against the QP's actual cap at post
+/// # let _ = (fixed, slice);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// Whether the length is proven within the cap at compile time (no check when posted).
@@ -227,6 +306,18 @@ impl<'s> Data<'s> {
 }
 
 /// A UD send's destination: an address handle, the remote QP number and its Q_Key.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::AddressHandle;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+/// let dest = UdDest::new(&ah, 0x1234, 0x11); // the remote QP number and its Q_Key
+/// let wr = SendWr::<Ud>::send_to_inline(1, b"hello", dest);
+/// # let _ = wr;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct UdDest<'s> {
     ah: *mut sys::ibv_ah,
@@ -252,6 +343,28 @@ impl<'s> UdDest<'s> {
 ///
 /// `SGE` is inferred from the QP it is posted on; a request built on its own for a QP with
 /// another cap names it (`SendWr::<Rc, 4>::send(..)`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+/// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+/// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+/// let local = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// local.write(0, b"abcd")?;
+/// let sge = [local.sge(0..4).unwrap()];
+/// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+/// a.post_send(&SendWr::send(2, &sge).signaled())?;                                   // send
+/// a.post_send(&SendWr::send_with_imm(3, &sge, 7).signaled())?;                      // needs a receive
+/// b.post_recv(4, &[rx.sge(64..128).unwrap()])?;
+/// a.post_send(&SendWr::rdma_write(5, &sge, rx.remote().at(256, 4).unwrap()).signaled())?;
+/// a.post_send(&SendWr::rdma_read(6, &[local.sge(8..12).unwrap()], rx.remote().at(256, 4).unwrap()).signaled())?;
+/// a.post_send(&SendWr::fetch_add(7, &[local.sge(16..24).unwrap()], rx.remote().atomic_at(512).unwrap(), 1).signaled())?;
+/// a.post_send(&SendWr::send_inline(8, b"tiny").signaled())?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct SendWr<'s, T: QpType, const SGE: usize = 1> {
     wr_id: u64,
@@ -415,6 +528,23 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
 
 /// Where a post failed: the index of the first work request not posted, and why. The ones
 /// before it were posted.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+/// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+/// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+/// let sge = [rx.sge(0..8).unwrap()]; // any local SGE
+/// let wrs = [SendWr::send(1, &sge), SendWr::send(2, &sge)];
+/// match a.post_send_chain(&wrs) {
+///     Ok(()) => {}
+///     Err(typed_verbs::PostError { index, error }) => eprintln!("requests 0..{index} posted; then {error}"),
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostError {
     /// The index of the first request that was not posted.
@@ -584,6 +714,27 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     Qp<'a, T, R, S, C, St, SGE>
 {
     /// `ibv_post_send` of one work request. Only a QP in RTS sends.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `num_sge` (a slice longer than the QP's actual
+    ///   `max_send_sge`) or `inline length` (over its `max_inline_data`), before the call.
+    /// - [`ErrorKind::WrongContext`]`("ah")` / [`ErrorKind::WrongPd`]`("ah")` for a UD send's address
+    ///   handle of another context or PD, before the call.
+    /// - The provider's errno from `ibv_post_send` ([`ErrorKind::Os`]): `ENOMEM` when the send
+    ///   queue is full, `EINVAL` for a request it refuses (a message over the port's `max_msg_sz`).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+    /// a.post_send(&SendWr::send_inline(2, b"hi").signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn post_send(&self, wr: &SendWr<'_, T, SGE>) -> Result<()>
     where
@@ -625,6 +776,25 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// An empty chain (`N = 0`) posts nothing and returns `Ok(())` without calling the
     /// provider, whose `wr` must point at a first request ("a linked list of work requests",
     /// ibv_post_send(3)) that an empty array does not have.
+    ///
+    /// # Errors
+    /// A [`PostError`] whose `index` is the first request not posted (the ones before it were) and
+    /// whose `error` is as for [`post_send`](Self::post_send).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let s = [rx.sge(0..8).unwrap()];
+    /// b.post_recv(1, &[rx.sge(64..128).unwrap()])?;
+    /// b.post_recv(2, &[rx.sge(128..192).unwrap()])?;
+    /// a.post_send_chain(&[SendWr::send(3, &s), SendWr::send(4, &s).signaled()])?; // one call
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn post_send_chain<const N: usize>(
         &self,
         wrs: &[SendWr<'_, T, SGE>; N],
@@ -742,6 +912,24 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 {
     /// `ibv_post_recv`: a receive into the buffers `sgl` names (an [`SgeList`] for the QP's
     /// receive SGE cap). From INIT on, and only on a QP with its own receive queue.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `num_sge` for a slice longer than the QP's actual
+    ///   `max_recv_sge`, before the call.
+    /// - The provider's errno from `ibv_post_recv` ([`ErrorKind::Os`]): `ENOMEM` when the receive
+    ///   queue is full.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..4096).unwrap()])?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_recv<L>(&self, wr_id: u64, sgl: L) -> Result<()>
     where
@@ -766,6 +954,21 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 impl<C, const SGE: usize> Srq<'_, C, SGE> {
     /// `ibv_post_srq_recv`: a receive into the buffers `sgl` names (an [`SgeList`] for the
     /// SRQ's SGE cap), for any QP using this SRQ.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `num_sge` for a slice longer than the SRQ's actual
+    ///   `max_sge`, before the call.
+    /// - The provider's errno from `ibv_post_srq_recv` ([`ErrorKind::Os`]): `ENOMEM` when the SRQ
+    ///   is full.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+    /// let srq = Srq::builder(&pd).max_wr(16).build()?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// srq.post_recv(1, &[mr.sge(0..1024).unwrap()])?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_recv<L: SgeList<SGE>>(&self, wr_id: u64, sgl: L) -> Result<()> {
         let srq = self.as_raw();
