@@ -124,6 +124,44 @@ struct SlotInner {
 /// `'r` is the lifetime of what handed the slot out (`Slot::register` gives `'static` slots, a
 /// [`SlotCq`] its own lifetime); it bounds nothing soundness needs: the slot's region keeps its
 /// PD and context alive by itself.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// let mut msg = slots.pop().unwrap();
+/// msg[..4].copy_from_slice(b"ping"); // a plain &mut [u8]: no copy, no unsafe
+/// b.post_recv_slot(slots.pop().unwrap())?; // moves into b's receive queue
+/// a.post_send_slot(msg, 4)?;               // moves into a's send queue
+/// let (mut poller, mut back) = (cq.poller()?, Vec::new());
+/// while back.len() < 2 {
+///     poller.poll_batch(|mut batch| back.push(batch.take_slot().unwrap()))?;
+/// }
+/// assert!(back.iter().any(|s| &s[..4] == b"ping")); // both slots are the program's again
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// A posted slot cannot be touched:
+///
+/// ```compile_fail
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// let mut msg = slots.pop().unwrap();
+/// a.post_send_slot(msg, 4)?;
+/// msg[0] = 1; // moved into the queue
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Slot<'r> {
     inner: NonNull<SlotInner>,
     _m: PhantomData<(&'r (), Box<[u8]>)>,
@@ -182,6 +220,27 @@ impl<'pd> Slot<'pd> {
     /// The region keeps its PD, and the PD its context, alive until its last slot is dropped,
     /// wherever the slots go (a slot comes back from a CQ that may outlive any borrow): `pd` is
     /// shared, `&Arc<Pd<'static>>` (or a `&'static Pd<'static>`).
+    ///
+    /// # Errors
+    /// - [`ErrorKind::RemoteAccess`] naming the flag, for `access` with remote write, remote
+    ///   atomic or remote read, before the call.
+    /// - [`ErrorKind::OutOfRange`] naming `slot_len` outside `1..=min(buf.len(), u32::MAX)`, or
+    ///   `length` for an empty buffer.
+    /// - The device's errno from `ibv_reg_mr` ([`ErrorKind::Os`]); `EAGAIN` when every
+    ///   registration got a plain region's lkey; `ENOMEM` when the slots cannot be allocated.
+    ///
+    /// `buf` is dropped on error and nothing stays registered.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slots = Slot::register(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE, 2048)?;
+    /// assert_eq!(slots.len(), 32);
+    /// let refused = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE, 1024);
+    /// assert!(matches!(refused.unwrap_err().kind, typed_verbs::ErrorKind::RemoteAccess(_)));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn register<B: OwnedBuf + 'static>(
         pd: impl Parent<'static, Target = Pd<'static>>,
         buf: B,
@@ -344,6 +403,35 @@ impl std::fmt::Debug for Slot<'_> {
 /// first). A receive consumed by an RDMA write with immediate reports the write's length,
 /// whose bytes went to the written region, not to the slot: check the opcode. The count is
 /// clamped to the slot's length.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// b.post_recv_slot(slots.pop().unwrap())?;
+/// let mut msg = slots.pop().unwrap();
+/// msg[..3].copy_from_slice(b"abc");
+/// a.post_send_slot(msg, 3)?;
+/// let mut poller = cq.poller()?;
+/// let mut got = None;
+/// while got.is_none() {
+///     poller.poll_batch(|mut batch| {
+///         let c = batch.completion().result().ok().map(|c| (c.opcode(), c.byte_len()));
+///         let slot = batch.take_slot().unwrap();
+///         if let Some((WcOpcode::RECV, n)) = c {
+///             let r = Received::new(slot, n);
+///             got = Some(r.to_vec()); // `r` derefs to the received bytes
+///         }
+///     })?;
+/// }
+/// assert_eq!(got.as_deref(), Some(&b"abc"[..]));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Received<'r> {
     slot: Slot<'r>,
@@ -383,6 +471,23 @@ impl Deref for Received<'_> {
 /// the request (its `bad_wr` is the request). `None` when it failed without saying so (the
 /// software device and rxe fail a send doorbell below RTS that way, keeping the request): the
 /// slot then stays with the queue and comes back with the request's completion, if it has one.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// let slot = slots.pop().unwrap();
+/// let too_long = slot.len() + 1;
+/// let err = a.post_send_slot(slot, too_long).unwrap_err(); // refused before the call
+/// let slot = err.slot.expect("given back");
+/// # drop(slot);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct SlotPostError<'r> {
     /// The slot, not posted.
@@ -446,12 +551,29 @@ fn post_slot<'r, W>(
 ///
 /// It is not an [`AnyCq`]: `Qp::builder` and `software::inject` do not take it,
 /// so no completion with a `wr_id` the program chose can reach it.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// let ctx = Arc::new(Context::open("sw0")?);
+/// let pd = Arc::new(Pd::new(&ctx)?);
+/// let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(64).slots().build()?;
+/// let qp = Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(16).build()?; // slot sends and receives
+/// # drop(qp);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[repr(transparent)]
 pub struct SlotCq<'a, F: WcFlags, T: Threading = Shared, C = ()> {
     cq: CqEx<'a, F, T, C>,
 }
 
 /// Builds a [`SlotCq`]: made by `.slots()` on an extended CQ's builder.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct SlotCqBuilder<'a, F: WcFlags, T: Threading, C> {
     inner: CqBuilder<'a, kind::Extended<F, T>, C>,
@@ -467,6 +589,17 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
 
 impl<'a, F: WcFlags, T: Threading, C> SlotCqBuilder<'a, F, T, C> {
     /// `ibv_create_cq_ex`, as for a plain extended CQ.
+    ///
+    /// # Errors
+    /// As [`CqBuilder::build`](crate::CqBuilder) of an extended CQ: `OutOfRange` for `cqe` or
+    /// `comp_vector`, `WrongContext`, the device's errno from `ibv_create_cq_ex`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// assert!(cq.cqe() >= 16);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<SlotCq<'a, F, T, C>>
     where
         C: crate::cq::CqContext<T>,
@@ -487,11 +620,33 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
     }
 
     /// `ibv_req_notify_cq`, as [`CqEx::req_notify`].
+    ///
+    /// # Errors
+    /// The provider's errno from `ibv_req_notify_cq` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let channel = typed_verbs::CompChannel::new(&ctx)?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).channel(&channel).slots().build()?;
+    /// cq.req_notify(false)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         self.cq.req_notify(solicited_only)
     }
 
     /// Opens a polling batch, as [`CqEx::poll_batch`], whose positions hand back their slots.
+    ///
+    /// # Errors
+    /// As [`CqEx::poll_batch`]: [`ErrorKind::BatchOpen`] when this thread has a batch open, the
+    /// provider's errno from `ibv_start_poll`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// assert!(cq.poll_batch(|mut batch| batch.take_slot())?.is_none()); // empty
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn poll_batch<R>(
         &mut self,
@@ -505,6 +660,18 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
     }
 
     /// The CQ's one [`SlotPoller`] through a shared reference, as [`CqEx::poller`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::PollerTaken`] while another poller of this CQ lives.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// let mut poller = cq.poller()?;
+    /// assert!(cq.poller().is_err());
+    /// poller.poll_batch(|_| ())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn poller(&self) -> Result<SlotPoller<'_, 'a, F, T>> {
         Ok(SlotPoller {
             poller: self.cq.poller()?,
@@ -536,11 +703,32 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
 
     /// `ibv_destroy_cq`. Slots in completions not polled are leaked. If it fails, the error is
     /// returned and the CQ dropped (see [`CqEx::destroy`]).
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_cq` ([`ErrorKind::Os`]): `EBUSY` while a QP still uses
+    /// the CQ (only a leaked one can).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// cq.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_cq`; on failure the CQ comes back inside the error.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the CQ.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// cq.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         self.cq.try_destroy().map_err(|e| DestroyError {
             object: SlotCq { cq: e.object },
@@ -560,6 +748,15 @@ impl<F: WcFlags, T: Threading, C> std::fmt::Debug for SlotCq<'_, F, T, C> {
 }
 
 /// The right to poll a [`SlotCq`] whose shared half QPs hold; made by [`SlotCq::split`].
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// let (cq, mut poller) = cq.split(); // `cq` for the QPs, `poller` for the polling thread
+/// poller.poll_batch(|mut b| drop(b.take_slot()))?;
+/// # let _ = cq;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct SlotPoller<'p, 'a, F: WcFlags, T: Threading = Shared> {
     poller: Poller<'p, F, T>,
     _m: PhantomData<&'a ()>,
@@ -567,6 +764,17 @@ pub struct SlotPoller<'p, 'a, F: WcFlags, T: Threading = Shared> {
 
 impl<'a, F: WcFlags, T: Threading> SlotPoller<'_, 'a, F, T> {
     /// Opens a batch, as [`SlotCq::poll_batch`].
+    ///
+    /// # Errors
+    /// As [`SlotCq::poll_batch`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// let mut poller = cq.poller()?;
+    /// assert!(poller.poll_batch(|_| ())?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn poll_batch<R>(
         &mut self,
@@ -585,6 +793,16 @@ impl<'a, F: WcFlags, T: Threading> SlotPoller<'_, 'a, F, T> {
     message = "`{Self}` is not a slot CQ, so its completions carry no slots: the `slot` field needs a CQ built with `.slots()`",
     label = "a plain CQ's wr_id is the program's number, not a slot",
     note = "build it with `CqEx::<F>::builder(&ctx).slots().build()` and give it to `Qp::slot_builder`, or remove `slot` from the record"
+/// ```
+/// use typed_verbs::slots::SlotPollable;
+/// fn empty<'s, P: SlotPollable<'s>>(p: &mut P) -> typed_verbs::Result<bool> {
+///     Ok(p.poll_slots(|_| ())?.is_none())
+/// }
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// assert!(empty(&mut cq)?);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait SlotPollable<'s>: Sealed {
     /// The CQ's `wc_flags`.
@@ -617,6 +835,32 @@ impl<'a, F: WcFlags, T: Threading> SlotPollable<'a> for SlotPoller<'_, 'a, F, T>
 /// An open polling batch of a [`SlotCq`]: a [`Batch`] whose current completion's slot the
 /// crate has turned back into an owned [`Slot`], once, on entering it. Take it with
 /// [`take_slot`](Self::take_slot); a slot not taken is dropped when the batch moves on or ends.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// b.post_recv_slot(slots.pop().unwrap())?;
+/// a.post_send_slot(slots.pop().unwrap(), 16)?;
+/// let mut poller = cq.poller()?;
+/// let mut back = Vec::new();
+/// while back.len() < 2 {
+///     poller.poll_batch(|batch| -> typed_verbs::Result<()> {
+///         let mut next = Some(batch);
+///         while let Some(mut batch) = next {
+///             back.push(batch.take_slot().expect("every completion carries its slot"));
+///             next = batch.advance()?;
+///         }
+///         Ok(())
+///     })?.transpose()?;
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "dropping the batch ends it (ibv_end_poll) and drops its slot"]
 pub struct SlotBatch<'b, 's, F: WcFlags> {
     batch: Batch<'b, F>,
@@ -651,6 +895,16 @@ impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
     }
 
     /// `ibv_next_poll`, as [`Batch::advance`]; the current slot, if not taken, is dropped.
+    ///
+    /// # Errors
+    /// As [`Batch::advance`]: the provider's errno from `ibv_next_poll` other than `ENOENT`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// cq.poll_batch(|batch| batch.advance().map(|next| next.is_none()))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn advance(self) -> Result<Option<Self>> {
         let SlotBatch { batch, slot } = self;
@@ -668,12 +922,42 @@ impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
 /// How a QP's send queue completes: [`PlainSends`] (its send CQ is a plain CQ, and it takes
 /// `post_send`) or [`SlotSends`] (its send CQ is a [`SlotCq`], and every send is a signaled
 /// slot send).
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::slots::{SlotRq, SlotSends, PlainSends};
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// let plain_cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// let sends_slots: Qp<'_, Rc, SlotRq<SlotSends>> = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
+/// let sends_plain: Qp<'_, Rc, SlotRq<PlainSends>> = Qp::<Rc>::slot_builder(&pd, &plain_cq, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait SendMode: Sealed + 'static {}
 /// The send queue takes plain work requests ([`Qp::post_send`]) and completes on a plain CQ.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let (slot_cq, plain_cq) = (CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?, Cq::builder(&ctx).cqe(8).build()?);
+/// let qp: Qp<'_, Rc, SlotRq<typed_verbs::slots::PlainSends>> = Qp::<Rc>::slot_builder(&pd, &plain_cq, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum PlainSends {}
 /// The send queue takes slot sends only ([`Qp::post_send_slot`], [`Qp::post_write_slot`]),
 /// each signaled, and completes on a [`SlotCq`].
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
+/// let qp: Qp<'_, Rc, SlotRq<typed_verbs::slots::SlotSends>> = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum SlotSends {}
 impl Sealed for PlainSends {}
@@ -683,8 +967,27 @@ impl SendMode for SlotSends {}
 
 /// The receive side of a QP in slot mode: its own receive queue takes slots only
 /// ([`Qp::post_recv_slot`]) and completes on a [`SlotCq`]; `X` is its send mode.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let (slot_cq, plain_cq) = (CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?, Cq::builder(&ctx).cqe(8).build()?);
+/// let qp: Qp<'_, Ud, SlotRq> = Qp::<Ud>::slot_builder(&pd, &plain_cq, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct SlotRq<X: SendMode = PlainSends>(PhantomData<X>);
 /// The receive side of a QP whose receives come from a [`SlotSrq`]; `X` is its send mode.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let (slot_cq, plain_cq) = (CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?, Cq::builder(&ctx).cqe(8).build()?);
+/// let srq = Srq::builder(&pd).max_wr(16).slots().build()?;
+/// let qp: Qp<'_, Rc, UsesSlotSrq> = Qp::<Rc>::slot_builder_with_srq(&pd, &plain_cq, &slot_cq, &srq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct UsesSlotSrq<X: SendMode = PlainSends>(PhantomData<X>);
 
 impl<X: SendMode> Sealed for SlotRq<X> {}
@@ -706,6 +1009,17 @@ impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
     message = "this QP's send CQ is a slot CQ, so every send must carry a slot: post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`",
     label = "a slot CQ takes no work request with a wr_id of the program's",
     note = "for plain sends, build the QP with a plain send CQ: `Qp::slot_builder(&pd, &plain_cq, &slot_cq)`"
+/// ```compile_fail
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Ud>::slot_builder(&pd, &slot_cq, &slot_cq).build()?
+///     .to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+/// qp.post_send(&SendWr::send_inline(1, b"x")); // a slot send queue takes slot sends only
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait PlainSendQueue: RecvSide + Sealed {}
 impl<const N: usize> PlainSendQueue for OwnRq<N> {}
@@ -718,6 +1032,18 @@ impl PlainSendQueue for UsesSlotSrq<PlainSends> {}
     message = "this QP's send CQ is a plain CQ, so a slot could not come back from it: build the QP with a slot CQ as its send CQ to send slots",
     label = "slot sends need a slot send CQ",
     note = "`Qp::slot_builder(&pd, &slot_cq, &slot_cq)` makes both CQs slot CQs"
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// a.post_send_slot(slots.pop().unwrap(), 8)?; // a's receive side is SlotRq<SlotSends>: SlotSendQueue
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 )]
 pub trait SlotSendQueue: RecvSide + Sealed {}
 impl SlotSendQueue for SlotRq<SlotSends> {}
@@ -725,6 +1051,16 @@ impl SlotSendQueue for UsesSlotSrq<SlotSends> {}
 
 /// A QP's send CQ in slot mode: a plain CQ ([`AnyCq`], with [`PlainSends`]) or a [`SlotCq`]
 /// (with [`SlotSends`]).
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
+/// let legacy = Cq::builder(&ctx).cqe(8).build()?; // any CQ is a SendCq
+/// let qp = Qp::<Rc>::slot_builder(&pd, &legacy, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait SendCq: Sealed + crate::parent::ParentObject {
     /// The QP's send mode with this CQ.
     type Sends: SendMode;
@@ -758,6 +1094,15 @@ impl<'a, T: QpType> Qp<'a, T> {
     ///
     /// Each parent is `&parent`, or `&Arc<parent>` for a QP that keeps it alive
     /// ([`crate::parent`]).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(32).slots().build()?;
+    /// let qp = Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slot_builder<'p: 'a, 'r: 'a, SC, F: WcFlags, RT: Threading, RC: 'a>(
         pd: impl Parent<'a, Target = Pd<'p>>,
         send_cq: impl Parent<'a, Target = SC>,
@@ -793,6 +1138,16 @@ impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` (RC or UD) whose receives come from the slot SRQ `srq`
     /// and complete on the slot CQ `recv_cq`; `send_cq` as for
     /// [`slot_builder`](Self::slot_builder).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(32).slots().build()?;
+    /// let srq = Srq::builder(&pd).max_wr(64).slots().build()?;
+    /// let qp = Qp::<Ud>::slot_builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slot_builder_with_srq<'p: 'a, 'r: 'a, 's: 'a, SC, F: WcFlags, RT: Threading, RC, SrqC>(
         pd: impl Parent<'a, Target = Pd<'p>>,
         send_cq: impl Parent<'a, Target = SC>,
@@ -837,6 +1192,23 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
     /// `ibv_post_recv` of `slot`: the slot moves into the receive queue and comes back with the
     /// receive's completion on the QP's slot CQ. From INIT on. If the provider refuses it, the
     /// error gives it back.
+    ///
+    /// # Errors
+    /// A [`SlotPostError`] with the provider's errno from `ibv_post_recv` (`ENOMEM` when the
+    /// receive queue is full) and the slot back when the provider names the request as `bad_wr`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+    /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+    /// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// b.post_recv_slot(slots.pop().unwrap())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>>
     where
@@ -916,6 +1288,27 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
     /// moves into the send queue (the device reads it until the send completes) and comes back,
     /// writable again, with its completion on the QP's slot send CQ. `len` above the slot's
     /// length is refused before the call (`OutOfRange`), with the slot back.
+    ///
+    /// # Errors
+    /// A [`SlotPostError`]: `OutOfRange` naming `len` (over the slot's length) with the slot back,
+    /// before the call; or the provider's errno from `ibv_post_send` (`ENOMEM` when the send queue
+    /// is full), with the slot back when the provider names the request as `bad_wr`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+    /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+    /// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// b.post_recv_slot(slots.pop().unwrap())?;
+    /// let mut msg = slots.pop().unwrap();
+    /// msg[..2].copy_from_slice(b"hi");
+    /// a.post_send_slot(msg, 2)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_send_slot<'r>(&self, slot: Slot<'r>, len: usize) -> Result<(), SlotPostError<'r>>
     where
@@ -927,6 +1320,25 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
 
     /// `ibv_post_send` of a signaled `IBV_WR_RDMA_WRITE` of the slot's first `len` bytes to
     /// `remote`, the slot given back as for [`post_send_slot`](Self::post_send_slot).
+    ///
+    /// # Errors
+    /// As [`post_send_slot`](Self::post_send_slot); `len` must also fit `remote`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?);
+    /// let target = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?; // on b's side
+    /// let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// let mut data = slots.pop().unwrap();
+    /// data[..5].copy_from_slice(b"hello");
+    /// a.post_write_slot(data, 5, target.remote().at(0, 5).unwrap())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_write_slot<'r>(
         &self,
@@ -952,11 +1364,29 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
 /// `Srq::builder(&pd)...slots().build()`.
 ///
 /// [`post_recv_slot`]: Self::post_recv_slot
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// let srq = Srq::builder(&pd).max_wr(64).slots().build()?;
+/// let slots = Slot::register(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// for slot in slots {
+///     srq.post_recv_slot(slot)?;
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct SlotSrq<'a, C = ()> {
     srq: Srq<'a, C, 1>,
 }
 
 /// Builds a [`SlotSrq`]: made by `.slots()` on an SRQ's builder.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct SlotSrqBuilder<'a, C> {
     inner: SrqBuilder<'a, C, 1>,
@@ -972,6 +1402,16 @@ impl<'a, C> SrqBuilder<'a, C, 1> {
 
 impl<'a, C: Send + Sync> SlotSrqBuilder<'a, C> {
     /// `ibv_create_srq`, as for a plain SRQ.
+    ///
+    /// # Errors
+    /// As [`SrqBuilder::build`](crate::srq::SrqBuilder::build).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+    /// assert!(srq.attr().max_wr >= 32);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<SlotSrq<'a, C>> {
         self.inner.build().map(|srq| SlotSrq { srq })
     }
@@ -980,6 +1420,20 @@ impl<'a, C: Send + Sync> SlotSrqBuilder<'a, C> {
 impl<'a, C> SlotSrq<'a, C> {
     /// `ibv_post_srq_recv` of `slot`: it comes back with the completion of the receive that
     /// takes it, on that QP's slot CQ. If the provider refuses it, the error gives it back.
+    ///
+    /// # Errors
+    /// A [`SlotPostError`] with the provider's errno from `ibv_post_srq_recv` (`ENOMEM` when the
+    /// SRQ is full) and the slot back when the provider names the request as `bad_wr`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let srq = Srq::builder(&pd).max_wr(8).slots().build()?;
+    /// let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?;
+    /// srq.post_recv_slot(slots.pop().unwrap())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>> {
         let srq = self.srq.as_raw();
@@ -1008,6 +1462,16 @@ impl<'a, C> SlotSrq<'a, C> {
     }
 
     /// `ibv_modify_srq` with `IBV_SRQ_LIMIT`, as [`Srq::arm_limit`].
+    ///
+    /// # Errors
+    /// As [`Srq::arm_limit`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+    /// srq.arm_limit(4)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn arm_limit(&self, limit: u32) -> Result<()> {
         self.srq.arm_limit(limit)
     }
@@ -1025,11 +1489,32 @@ impl<'a, C> SlotSrq<'a, C> {
 
     /// `ibv_destroy_srq`. Slots still posted are leaked. If it fails, the error is returned
     /// and the SRQ dropped (see [`Srq::destroy`]).
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_srq` ([`ErrorKind::Os`]): `EBUSY` while a QP still uses
+    /// the SRQ (only a leaked one can).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+    /// srq.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_srq`; on failure the SRQ comes back inside the error.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the SRQ.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+    /// srq.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         self.srq.try_destroy().map_err(|e| DestroyError {
             object: SlotSrq { srq: e.object },
