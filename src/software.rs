@@ -31,11 +31,35 @@ pub use provider::{LiveObjects, SwConfig, DEFAULT_DEVICE};
 /// Fails with EEXIST if a software device already has that name, and with EINVAL for an empty
 /// name, a name of more than 63 bytes, a config with zero `num_comp_vectors` or `max_cqe`, or a
 /// limit that `struct ibv_device_attr` cannot carry (its `int` fields: above `i32::MAX`).
+///
+/// # Errors
+/// The software device's errno ([`ErrorKind::Os`], verb naming the hook): `EEXIST` for a name
+/// already registered, `EINVAL` for an empty name, one over 63 bytes, zero `num_comp_vectors` or
+/// `max_cqe`, or a limit over `i32::MAX`.
+///
+/// ```
+/// use typed_verbs::{software::{self, SwConfig}, Context};
+/// software::register("sw-like-rxe", SwConfig::like_rxe())?;
+/// let ctx = Context::open("sw-like-rxe")?;
+/// assert!(ctx.is_software());
+/// assert!(software::register("sw-like-rxe", SwConfig::default()).is_err()); // EEXIST
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub fn register(name: &str, config: SwConfig) -> Result<()> {
     provider::register(name, config).map_err(|e| Error::os(Verb::RegisterSoftwareDevice, e))
 }
 
 /// The objects a software context holds now; `None` for a context on a real device.
+///
+/// ```
+/// use typed_verbs::{software, Context, Pd};
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// assert_eq!(software::live_objects(&ctx).map(|l| l.pds), Some(1));
+/// drop(pd);
+/// assert_eq!(software::live_objects(&ctx).map(|l| l.pds), Some(0));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub fn live_objects(ctx: &Context) -> Option<LiveObjects> {
     // SAFETY: the live context of `ctx`.
     unsafe { provider::live_objects(ctx.as_raw()) }
@@ -49,6 +73,19 @@ pub fn live_objects(ctx: &Context) -> Option<LiveObjects> {
 /// Fails with [`ErrorKind::NotSoftware`] on a real device's context, with EINVAL for a type
 /// that names a CQ, QP, SRQ or WQ (it would need a live object) or for port 0, and with EBADF
 /// for a context without an async event fd.
+///
+/// # Errors
+/// [`ErrorKind::NotSoftware`] on a real device's context; the software device's errno
+/// ([`ErrorKind::Os`]): `EINVAL` for an event type that names an object or for port 0, `EBADF`
+/// for a context without an async event fd.
+///
+/// ```
+/// use typed_verbs::{software, AsyncEvent, Context};
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, 42, 1)?; // a type the headers lack
+/// assert_eq!(*ctx.get_async_event()?, AsyncEvent::Other(42));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub fn raise_port_event(ctx: &Context, event_type: u32, port: u8) -> Result<()> {
     let raw = ctx.as_raw();
     require_software(raw, Verb::RaiseAsyncEvent)?;
@@ -64,6 +101,23 @@ pub fn raise_port_event(ctx: &Context, event_type: u32, port: u8) -> Result<()> 
 /// [`ErrorKind::CqOverrun`] when the CQ already holds `cqe` completions (a device would move the
 /// CQ to the error state). A CQ created with IGNORE_OVERRUN instead drops the completion and
 /// counts it (see [`lost_completions`]): "CQEs might be lost".
+///
+/// # Errors
+/// [`ErrorKind::NotSoftware`] on a real device's CQ; [`ErrorKind::CqOverrun`] when the CQ is
+/// full (and was not created with IGNORE_OVERRUN).
+///
+/// ```
+/// use typed_verbs::{software, Context, Cq, ErrorKind, InjectedCompletion, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let cq = Cq::builder(&ctx).cqe(1).build()?;
+/// let n = cq.cqe(); // at least 1
+/// for i in 0..n {
+///     software::inject(&cq, InjectedCompletion::success(i.into(), WcOpcode::RECV))?;
+/// }
+/// let full = software::inject(&cq, InjectedCompletion::success(99, WcOpcode::RECV)).unwrap_err();
+/// assert_eq!(full.kind, ErrorKind::CqOverrun);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub fn inject<Q: AnyCq + ?Sized>(cq: &Q, completion: InjectedCompletion) -> Result<()> {
     let raw = cq.as_raw_cq();
     // SAFETY: `cq` is a live CQ, so its context pointer is live too.
@@ -80,6 +134,18 @@ pub fn inject<Q: AnyCq + ?Sized>(cq: &Q, completion: InjectedCompletion) -> Resu
 
 /// How many completions a software CQ created with IGNORE_OVERRUN dropped because it was full;
 /// `None` for a real device's CQ.
+///
+/// ```
+/// use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// // SAFETY: this program accepts losing completions past the CQ's size (it counts them).
+/// let cq = unsafe { CqEx::<Standard>::builder(&ctx).cqe(1).ignore_overrun() }.build()?;
+/// for i in 0..=u64::from(cq.cqe()) {
+///     software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV))?;
+/// }
+/// assert_eq!(software::lost_completions(&cq), Some(1));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub fn lost_completions<Q: AnyCq + ?Sized>(cq: &Q) -> Option<u64> {
     let raw = cq.as_raw_cq();
     // SAFETY: a live CQ, so its context is live; checked to be a software CQ first.
@@ -88,6 +154,14 @@ pub fn lost_completions<Q: AnyCq + ?Sized>(cq: &Q) -> Option<u64> {
 
 /// Whether a software CQ has overrun (and would be in the error state); `None` for a real
 /// device's CQ.
+///
+/// ```
+/// # use typed_verbs::{software, Context, Cq};
+/// let ctx = Context::open("sw0")?;
+/// let cq = Cq::builder(&ctx).cqe(4).build()?;
+/// assert_eq!(software::has_overrun(&cq), Some(false));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub fn has_overrun<Q: AnyCq + ?Sized>(cq: &Q) -> Option<bool> {
     let raw = cq.as_raw_cq();
     // SAFETY: as in `lost_completions`.
@@ -108,6 +182,21 @@ fn require_software(ctx: *mut crate::ffi::sys::ibv_context, verb: Verb) -> Resul
 
 /// A completion to put into a software-device CQ with [`inject`]: what the device would write
 /// after a work request finished. Fields that are not set read as zero.
+///
+/// ```
+/// use typed_verbs::{software, wc_flags, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+/// let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<wc_flags!(BYTE_LEN | IMM | SRC_QP)>::builder(&ctx).cqe(16).build()?;
+/// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).byte_len(100).imm_data(5).src_qp(0x42))?;
+/// software::inject(&cq, InjectedCompletion::error(2, WcStatus::WR_FLUSH_ERR, 0))?;
+/// let mut seen = 0;
+/// while cq.poll_batch(|b| match b.completion().result() {
+///     Ok(wc) => assert_eq!((wc.byte_len(), wc.imm_data(), wc.src_qp()), (100, Some(5), 0x42)),
+///     Err(wc) => assert_eq!(wc.status(), WcStatus::WR_FLUSH_ERR),
+/// })?.is_some() { seen += 1; }
+/// assert_eq!(seen, 2);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InjectedCompletion {
     cqe: Cqe,

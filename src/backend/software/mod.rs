@@ -43,6 +43,16 @@ pub const DEFAULT_DEVICE: &str = "sw0";
 
 /// Limits and features of a software device. The defaults are documented on each field; they
 /// follow what rxe reports where a test could notice the difference.
+///
+/// ```
+/// use typed_verbs::software::{self, SwConfig};
+/// // A software device with a small CQ limit and no completion timestamps.
+/// let config = SwConfig { max_cqe: 64, wc_flags: typed_verbs::cq_ex::flags::STANDARD, ..SwConfig::default() };
+/// software::register("sw-small", config)?;
+/// let ctx = typed_verbs::Context::open("sw-small")?;
+/// assert_eq!(ctx.attr().max_cqe, 64);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SwConfig {
     /// `max_cqe`. Default 32767 (as rxe).
@@ -198,6 +208,13 @@ pub(crate) fn register(name: &str, config: SwConfig) -> Result<(), Errno> {
 
 /// How many objects of each kind a software context holds now. Tests use it to show that no
 /// error path leaks.
+///
+/// ```
+/// let ctx = typed_verbs::Context::open("sw0")?;
+/// let live = typed_verbs::software::live_objects(&ctx).expect("a software context");
+/// assert_eq!((live.qps, live.cqs), (0, 0));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LiveObjects {
     /// Protection domains and parent domains.
