@@ -46,6 +46,13 @@ macro_rules! c_enum {
 
 c_enum! {
     /// `enum ibv_wc_status`.
+    ///
+    /// ```
+    /// use typed_verbs::WcStatus;
+    /// let s = WcStatus::from_raw(5); // as a provider wrote it
+    /// assert_eq!((s, s.name()), (WcStatus::WR_FLUSH_ERR, Some("WR_FLUSH_ERR")));
+    /// assert_eq!(format!("{:?}", WcStatus::from_raw(1000)), "WcStatus(1000)"); // unknown: kept
+    /// ```
     WcStatus: ibv_wc_status {
         /// `IBV_WC_SUCCESS`
         SUCCESS = IBV_WC_SUCCESS,
@@ -100,6 +107,12 @@ c_enum! {
 
 c_enum! {
     /// `enum ibv_wc_opcode`: what the completed work request was.
+    ///
+    /// ```
+    /// use typed_verbs::WcOpcode;
+    /// assert!(WcOpcode::RECV.is_recv() && !WcOpcode::SEND.is_recv());
+    /// assert_eq!(WcOpcode::RDMA_WRITE.name(), Some("RDMA_WRITE"));
+    /// ```
     WcOpcode: ibv_wc_opcode {
         /// `IBV_WC_SEND`
         SEND = IBV_WC_SEND,
@@ -134,6 +147,22 @@ impl WcOpcode {
 /// One entry of the array that [`crate::Cq::poll`] fills: `struct ibv_wc`, with typed accessors.
 /// The fields other than `wr_id`, `status` and `vendor_err` are valid only on success, so they
 /// are read through [`WorkCompletion::success`].
+///
+/// ```
+/// use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WcStatus, WorkCompletion};
+/// let ctx = Context::open("sw0")?;
+/// let cq = Cq::builder(&ctx).cqe(16).build()?;
+/// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).byte_len(64))?;
+/// software::inject(&cq, InjectedCompletion::error(2, WcStatus::LOC_PROT_ERR, 7))?;
+/// let mut wc = [const { WorkCompletion::new() }; 4];
+/// for c in cq.poll(&mut wc)? {
+///     match c.success() {
+///         Some(ok) => assert_eq!((ok.opcode(), ok.byte_len()), (WcOpcode::RECV, 64)),
+///         None => assert_eq!((c.status(), c.vendor_err()), (WcStatus::LOC_PROT_ERR, 7)),
+///     }
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[repr(transparent)]
 pub struct WorkCompletion(sys::ibv_wc);
 
@@ -186,6 +215,17 @@ impl std::fmt::Debug for WorkCompletion {
 }
 
 /// A successful legacy completion: every field of `struct ibv_wc` (`ibv_poll_cq` returns all).
+///
+/// ```
+/// # use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+/// # let ctx = Context::open("sw0")?;
+/// # let cq = Cq::builder(&ctx).cqe(16).build()?;
+/// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).imm_data(9))?;
+/// let mut wc = [const { WorkCompletion::new() }; 1];
+/// let ok = cq.poll(&mut wc)?[0].success().expect("success");
+/// assert_eq!(ok.imm_data(), Some(9));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[repr(transparent)]
 pub struct WcSuccess(sys::ibv_wc);
 
