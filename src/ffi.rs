@@ -153,6 +153,20 @@ const_assert_eq!(
 /// mirror, whose layout is checked against the C one below, is what the crate hands to
 /// `ibv_get_async_event`/`ibv_ack_async_event` (as a pointer cast, which C reads and writes as
 /// its own struct) and reads; [`event_type`] names the values.
+///
+/// ```
+/// use typed_verbs::{ffi::RawAsyncEvent, raw, software, Context};
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+/// let mut ev = RawAsyncEvent::zeroed();
+/// // SAFETY: a live context of this crate; `ev` is valid for writes; the event is acked once.
+/// unsafe {
+///     raw::ibv_get_async_event(ctx.as_raw(), &mut ev).expect("an event waits");
+///     assert_eq!(ev.event_type, typed_verbs::ffi::event_type::PORT_ACTIVE);
+///     raw::ibv_ack_async_event(&mut ev);
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[repr(C)]
 pub struct RawAsyncEvent {
     /// The object or port the event is about; which member is set depends on `event_type`.
