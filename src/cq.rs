@@ -126,10 +126,7 @@ impl<A: Threading, B: Threading> JoinThreading<B> for A {
 /// and a CQ's drop moves the context out and drops it on the dropping thread before the C
 /// object's destroy runs or is queued behind a waiting QP ([the safety model](crate::safety)),
 /// so no other thread meets it.
-#[diagnostic::on_unimplemented(
-    message = "the user context of a Shared CQ must be Send + Sync, and `{Self}` is not: create the CQ with `SingleThreaded` to keep it on one thread, or use a thread-safe context (`Arc<Mutex<..>>`)",
-    label = "this CQ's user context is not Send + Sync",
-    note = "a legacy `Cq` is always Shared"
+///
 /// ```
 /// use std::{cell::RefCell, rc::Rc};
 /// use typed_verbs::{Context, CqEx, SingleThreaded, Standard};
@@ -151,6 +148,10 @@ impl<A: Threading, B: Threading> JoinThreading<B> for A {
 /// let cq = CqEx::<Standard>::builder(&ctx).cqe(8).context(Rc::new(0)).build()?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "the user context of a Shared CQ must be Send + Sync, and `{Self}` is not: create the CQ with `SingleThreaded` to keep it on one thread, or use a thread-safe context (`Arc<Mutex<..>>`)",
+    label = "this CQ's user context is not Send + Sync",
+    note = "a legacy `Cq` is always Shared"
 )]
 pub trait CqContext<T: Threading>: crate::sealed::SealedCqContext<T> {}
 impl<C: Send + Sync> crate::sealed::SealedCqContext<Shared> for C {}
@@ -159,10 +160,7 @@ impl<C> crate::sealed::SealedCqContext<SingleThreaded> for C {}
 impl<C> CqContext<SingleThreaded> for C {}
 
 /// A CQ of either kind, as a QP's send or receive CQ ("may be the same CQ, plain or extended").
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a plain CQ: a QP built with `Qp::builder` completes on a `Cq` or `CqEx`",
-    label = "not a plain CQ",
-    note = "a `SlotCq` takes the completions of slot queues only: build the QP with `Qp::slot_builder` (or `slot_builder_with_srq`)"
+///
 /// ```
 /// use typed_verbs::{AnyCq, Context, Cq, CqEx, Standard};
 /// fn entries<Q: AnyCq>(cq: &Q) -> i32 {
@@ -173,6 +171,10 @@ impl<C> CqContext<SingleThreaded> for C {}
 /// assert!(entries(&legacy) >= 4 && entries(&extended) >= 4);
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a plain CQ: a QP built with `Qp::builder` completes on a `Cq` or `CqEx`",
+    label = "not a plain CQ",
+    note = "a `SlotCq` takes the completions of slot queues only: build the QP with `Qp::slot_builder` (or `slot_builder_with_srq`)"
 )]
 pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
     /// The CQ's threading.
@@ -654,16 +656,17 @@ unsafe impl<C: Sync> Sync for Cq<'_, C> {}
 
 /// Not implemented by [`Cq`]: the polling iterator (`ibv_start_poll`) exists only for CQs
 /// created with `ibv_create_cq_ex`.
-#[diagnostic::on_unimplemented(
-    message = "poll_batch (ibv_start_poll) needs a CQ created with ibv_create_cq_ex: make a `CqEx` instead of a legacy `Cq`, or call `poll` on this one",
-    label = "a legacy `Cq` has no ibv_start_poll iterator",
-    note = "a `Cq` is polled with `cq.poll(&mut [WorkCompletion; N])` (ibv_poll_cq)"
+///
 /// ```compile_fail
 /// # let ctx = typed_verbs::Context::open("sw0")?;
 /// let mut cq = typed_verbs::Cq::builder(&ctx).cqe(16).build()?;
 /// cq.poll_batch(|_batch| ())?; // poll_batch needs a CqEx
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "poll_batch (ibv_start_poll) needs a CQ created with ibv_create_cq_ex: make a `CqEx` instead of a legacy `Cq`, or call `poll` on this one",
+    label = "a legacy `Cq` has no ibv_start_poll iterator",
+    note = "a `Cq` is polled with `cq.poll(&mut [WorkCompletion; N])` (ibv_poll_cq)"
 )]
 pub trait ExtendedPolling: sealed::Sealed {}
 

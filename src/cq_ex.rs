@@ -877,16 +877,17 @@ impl StatusState for Failure {}
 /// Implemented by [`Success`] only: the fields other than wr_id, status and vendor_err are valid
 /// only on a successful completion ("some fields are only valid in certain opcodes and status
 /// codes").
-#[diagnostic::on_unimplemented(
-    message = "this field is valid only on a successful completion: check the status with `.result()` and read it from the `Ok` side",
-    label = "the completion's status is not known to be success here",
-    note = "a failed completion has only wr_id, status and vendor_err"
+///
 /// ```compile_fail
 /// # let ctx = typed_verbs::Context::open("sw0")?;
 /// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
 /// cq.poll_batch(|b| b.completion().byte_len())?; // the status is not known to be success
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "this field is valid only on a successful completion: check the status with `.result()` and read it from the `Ok` side",
+    label = "the completion's status is not known to be success here",
+    note = "a failed completion has only wr_id, status and vendor_err"
 )]
 pub trait Succeeded: StatusState + sealed::Sealed {}
 impl Succeeded for Success {}
@@ -938,6 +939,19 @@ impl<'b, F: WcFlags, S: StatusState> Completion<'b, F, S> {
 impl<'b, F: WcFlags> Completion<'b, F, Unchecked> {
     /// Splits on the status: `Ok` for success, with the opcode and the flagged fields; `Err`
     /// for a failure, with `vendor_err`.
+    ///
+    /// # Errors
+    /// `Err` with the completion as [`Failure`] when its status is not `IBV_WC_SUCCESS`: only
+    /// `wr_id`, `status` and `vendor_err` can be read from it.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::error(1, WcStatus::WR_FLUSH_ERR, 0))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().err().unwrap().status(), WcStatus::WR_FLUSH_ERR))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[allow(clippy::result_large_err)]
     #[inline(always)]
     pub fn result(

@@ -62,9 +62,7 @@ mod sealed {
 
 /// What a region covers: an owned buffer ([`OwnedBuf`]) or a scoped borrow ([`Borrowed`]).
 /// Sealed: the crate's leak safety rests on how each kind is given back.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not memory a region can cover: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
-    label = "not an owned buffer"
+///
 /// ```
 /// use typed_verbs::{mr::{Borrowed, Memory}, Mr, PageBuf};
 /// fn length<B: Memory>(mr: &Mr<'_, B>) -> usize { mr.len() }
@@ -75,6 +73,9 @@ mod sealed {
 /// Mr::scoped(&pd, &mut buf, typed_verbs::AccessFlags::LOCAL_WRITE, |mr: &Mr<'_, Borrowed<'_>>| length(mr))?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not memory a region can cover: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
+    label = "not an owned buffer"
 )]
 pub trait Memory: sealed::Memory {}
 
@@ -82,10 +83,7 @@ pub trait Memory: sealed::Memory {}
 /// owned, even when it moves, and the region never hands it out while registered. Implemented
 /// by [`PageBuf`], [`HugeBuf`], `Vec<u8>` (registered over its length; spare capacity is given
 /// back first) and `Box<[u8]>`. Sealed.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a buffer a memory region can own: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
-    label = "not an owned buffer",
-    note = "a borrowed buffer would be given back when the region is forgotten while the device may still write it; `Mr::scoped(&pd, &mut buf, access, |mr| ...)` registers a borrow for the closure's run"
+///
 /// ```
 /// use typed_verbs::{AccessFlags, Mr};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
@@ -104,6 +102,10 @@ pub trait Memory: sealed::Memory {}
 /// let mr = Mr::new(&pd, &mut buf[..], AccessFlags::LOCAL_WRITE)?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a buffer a memory region can own: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
+    label = "not an owned buffer",
+    note = "a borrowed buffer would be given back when the region is forgotten while the device may still write it; `Mr::scoped(&pd, &mut buf, access, |mr| ...)` registers a borrow for the closure's run"
 )]
 pub trait OwnedBuf: Memory + sealed::Owned + Send {}
 

@@ -87,10 +87,7 @@ qp_types!(
 
 /// The QP types that may take an SRQ. ibv_create_qp(3): "will fail if it is asked to create QP
 /// of a type other than IBV_QPT_RC or IBV_QPT_UD associated with an SRQ."
-#[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot use an SRQ: only RC and UD QPs may be associated with one; create it with `Qp::builder` and its own receive queue",
-    label = "ibv_create_qp fails for this QP type with an SRQ",
-    note = "ibv_create_qp(3): it fails for a QP of a type other than IBV_QPT_RC or IBV_QPT_UD associated with an SRQ"
+///
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
@@ -109,15 +106,17 @@ qp_types!(
 /// let uc = Qp::<Uc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot use an SRQ: only RC and UD QPs may be associated with one; create it with `Qp::builder` and its own receive queue",
+    label = "ibv_create_qp fails for this QP type with an SRQ",
+    note = "ibv_create_qp(3): it fails for a QP of a type other than IBV_QPT_RC or IBV_QPT_UD associated with an SRQ"
 )]
 pub trait SrqCapable: QpType + sealed::Sealed {}
 impl SrqCapable for Rc {}
 impl SrqCapable for Ud {}
 
 /// The QP types that may join a multicast group.
-#[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast)",
-    label = "not a UD QP"
+///
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
@@ -126,6 +125,9 @@ impl SrqCapable for Ud {}
 /// qp.attach_mcast(group, 0)?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast)",
+    label = "not a UD QP"
 )]
 pub trait MulticastCapable: QpType + sealed::Sealed {}
 impl MulticastCapable for Ud {}
@@ -173,10 +175,7 @@ impl RecvSide for UsesSrq {
 }
 
 /// Implemented by [`OwnRq`]: only a QP with its own receive queue has receive caps.
-#[diagnostic::on_unimplemented(
-    message = "receive caps cannot be set on a QP that uses an SRQ: ibv_create_qp ignores max_recv_wr and max_recv_sge then; size the Srq instead",
-    label = "this QP takes its receives from an SRQ",
-    note = "ibv_create_qp(3): the attributes max_recv_wr and max_recv_sge are ignored if the QP is to be associated with an SRQ"
+///
 /// ```compile_fail
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
@@ -185,6 +184,10 @@ impl RecvSide for UsesSrq {
 /// let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).max_recv_wr(8).build()?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "receive caps cannot be set on a QP that uses an SRQ: ibv_create_qp ignores max_recv_wr and max_recv_sge then; size the Srq instead",
+    label = "this QP takes its receives from an SRQ",
+    note = "ibv_create_qp(3): the attributes max_recv_wr and max_recv_sge are ignored if the QP is to be associated with an SRQ"
 )]
 pub trait OwnsRecvQueue: RecvSide + sealed::Sealed {
     /// The same receive side with another receive SGE cap.

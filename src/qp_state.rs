@@ -786,7 +786,7 @@ impl Transitions for RawPacket {
 /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
 /// let qp = match qp.try_to_init(UdInit { port_num: 9, pkey_index: 0, qkey: 1 }) { // no port 9
 ///     Ok(_) => unreachable!(),
-///     Err(ModifyError { qp, error }) => { eprintln!("{error}"); qp } // still in RESET
+///     Err(typed_verbs::ModifyError { qp, error }) => { eprintln!("{error}"); qp } // still in RESET
 /// };
 /// let qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
 /// # Ok::<(), typed_verbs::Error>(())

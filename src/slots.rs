@@ -789,10 +789,7 @@ impl<'a, F: WcFlags, T: Threading> SlotPoller<'_, 'a, F, T> {
 
 /// What opens a batch on a slot CQ: a [`SlotCq`] held exclusively, or its [`SlotPoller`].
 /// `completion_record!` records with a `slot` field poll these only.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a slot CQ, so its completions carry no slots: the `slot` field needs a CQ built with `.slots()`",
-    label = "a plain CQ's wr_id is the program's number, not a slot",
-    note = "build it with `CqEx::<F>::builder(&ctx).slots().build()` and give it to `Qp::slot_builder`, or remove `slot` from the record"
+///
 /// ```
 /// use typed_verbs::slots::SlotPollable;
 /// fn empty<'s, P: SlotPollable<'s>>(p: &mut P) -> typed_verbs::Result<bool> {
@@ -803,11 +800,18 @@ impl<'a, F: WcFlags, T: Threading> SlotPoller<'_, 'a, F, T> {
 /// assert!(empty(&mut cq)?);
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a slot CQ, so its completions carry no slots: the `slot` field needs a CQ built with `.slots()`",
+    label = "a plain CQ's wr_id is the program's number, not a slot",
+    note = "build it with `CqEx::<F>::builder(&ctx).slots().build()` and give it to `Qp::slot_builder`, or remove `slot` from the record"
 )]
 pub trait SlotPollable<'s>: Sealed {
     /// The CQ's `wc_flags`.
     type Flags: WcFlags;
     /// Opens a batch ([`SlotCq::poll_batch`]).
+    ///
+    /// # Errors
+    /// As [`SlotCq::poll_batch`].
     fn poll_slots<R>(
         &mut self,
         f: impl FnOnce(SlotBatch<'_, 's, Self::Flags>) -> R,
@@ -1005,10 +1009,7 @@ impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
 
 /// The receive sides whose QP takes plain sends ([`Qp::post_send`]): every one but those with
 /// [`SlotSends`], whose send CQ is a [`SlotCq`].
-#[diagnostic::on_unimplemented(
-    message = "this QP's send CQ is a slot CQ, so every send must carry a slot: post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`",
-    label = "a slot CQ takes no work request with a wr_id of the program's",
-    note = "for plain sends, build the QP with a plain send CQ: `Qp::slot_builder(&pd, &plain_cq, &slot_cq)`"
+///
 /// ```compile_fail
 /// # use std::sync::Arc;
 /// # use typed_verbs::prelude::*;
@@ -1020,6 +1021,10 @@ impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
 /// qp.post_send(&SendWr::send_inline(1, b"x")); // a slot send queue takes slot sends only
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "this QP's send CQ is a slot CQ, so every send must carry a slot: post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`",
+    label = "a slot CQ takes no work request with a wr_id of the program's",
+    note = "for plain sends, build the QP with a plain send CQ: `Qp::slot_builder(&pd, &plain_cq, &slot_cq)`"
 )]
 pub trait PlainSendQueue: RecvSide + Sealed {}
 impl<const N: usize> PlainSendQueue for OwnRq<N> {}
@@ -1028,10 +1033,7 @@ impl PlainSendQueue for SlotRq<PlainSends> {}
 impl PlainSendQueue for UsesSlotSrq<PlainSends> {}
 
 /// The receive sides whose QP sends slots: those with [`SlotSends`].
-#[diagnostic::on_unimplemented(
-    message = "this QP's send CQ is a plain CQ, so a slot could not come back from it: build the QP with a slot CQ as its send CQ to send slots",
-    label = "slot sends need a slot send CQ",
-    note = "`Qp::slot_builder(&pd, &slot_cq, &slot_cq)` makes both CQs slot CQs"
+///
 /// ```
 /// # use std::sync::Arc;
 /// # use typed_verbs::prelude::*;
@@ -1044,6 +1046,10 @@ impl PlainSendQueue for UsesSlotSrq<PlainSends> {}
 /// a.post_send_slot(slots.pop().unwrap(), 8)?; // a's receive side is SlotRq<SlotSends>: SlotSendQueue
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "this QP's send CQ is a plain CQ, so a slot could not come back from it: build the QP with a slot CQ as its send CQ to send slots",
+    label = "slot sends need a slot send CQ",
+    note = "`Qp::slot_builder(&pd, &slot_cq, &slot_cq)` makes both CQs slot CQs"
 )]
 pub trait SlotSendQueue: RecvSide + Sealed {}
 impl SlotSendQueue for SlotRq<SlotSends> {}

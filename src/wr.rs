@@ -26,9 +26,7 @@ use crate::srq::Srq;
 use std::marker::PhantomData;
 
 /// The QP types whose sends need no destination (it is fixed by the connection, or in the packet).
-#[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`",
-    label = "a datagram QP needs a destination for every send"
+///
 /// ```compile_fail
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
@@ -36,6 +34,9 @@ use std::marker::PhantomData;
 /// let wr = SendWr::<Ud>::send(1, &[mr.sge(0..8).unwrap()]); // a UD send needs `send_to`
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`",
+    label = "a datagram QP needs a destination for every send"
 )]
 pub trait Connected: QpType + Sealed {}
 impl Connected for Rc {}
@@ -43,9 +44,7 @@ impl Connected for Uc {}
 impl Connected for RawPacket {}
 
 /// The QP types that can carry immediate data.
-#[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot send immediate data: RC, UC and UD can",
-    label = "no immediate data on this QP type"
+///
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
@@ -54,6 +53,9 @@ impl Connected for RawPacket {}
 /// # let _ = wr;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot send immediate data: RC, UC and UD can",
+    label = "no immediate data on this QP type"
 )]
 pub trait ImmCapable: QpType + Sealed {}
 impl ImmCapable for Rc {}
@@ -61,9 +63,7 @@ impl ImmCapable for Uc {}
 impl ImmCapable for Ud {}
 
 /// The QP types that can do RDMA writes.
-#[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can",
-    label = "no RDMA write on this QP type"
+///
 /// ```compile_fail
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
@@ -71,15 +71,16 @@ impl ImmCapable for Ud {}
 /// let wr = SendWr::<Ud>::rdma_write(1, &[mr.sge(0..8).unwrap()], mr.remote().at(0, 8).unwrap()); // not on UD
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can",
+    label = "no RDMA write on this QP type"
 )]
 pub trait RdmaWriteCapable: QpType + Sealed {}
 impl RdmaWriteCapable for Rc {}
 impl RdmaWriteCapable for Uc {}
 
 /// The QP types that can do RDMA reads and atomics.
-#[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can",
-    label = "reads and atomics need a reliable connection"
+///
 /// ```compile_fail
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
@@ -87,14 +88,15 @@ impl RdmaWriteCapable for Uc {}
 /// let wr = SendWr::<Uc>::rdma_read(1, &[mr.sge(0..8).unwrap()], mr.remote().at(0, 8).unwrap()); // RC only
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can",
+    label = "reads and atomics need a reliable connection"
 )]
 pub trait ReliableOnly: QpType + Sealed {}
 impl ReliableOnly for Rc {}
 
 /// The states in which receives may be posted (INIT on; in ERR they complete flushed).
-#[diagnostic::on_unimplemented(
-    message = "receives can be posted from INIT on: this QP is in `{Self}`; call `to_init` first",
-    label = "the QP is still in RESET"
+///
 /// ```compile_fail
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
@@ -103,6 +105,9 @@ impl ReliableOnly for Rc {}
 /// qp.post_recv(1, &[mr.sge(0..64).unwrap()])?; // receives are posted from INIT on
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "receives can be posted from INIT on: this QP is in `{Self}`; call `to_init` first",
+    label = "the QP is still in RESET"
 )]
 pub trait RecvReady: QpState + Sealed {}
 impl RecvReady for Init {}
@@ -111,9 +116,7 @@ impl RecvReady for Rts {}
 impl RecvReady for ErrorState {}
 
 /// The state in which sends may be posted: RTS.
-#[diagnostic::on_unimplemented(
-    message = "work requests are sent from RTS: this QP is in `{Self}`; bring it up with to_init, to_rtr and to_rts",
-    label = "the QP is not ready to send"
+///
 /// ```compile_fail
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
@@ -123,6 +126,9 @@ impl RecvReady for ErrorState {}
 /// qp.post_send(&SendWr::send(1, &[mr.sge(0..8).unwrap()]))?; // only in RTS
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "work requests are sent from RTS: this QP is in `{Self}`; bring it up with to_init, to_rtr and to_rts",
+    label = "the QP is not ready to send"
 )]
 pub trait SendReady: QpState + Sealed {}
 impl SendReady for Rts {}
@@ -131,9 +137,7 @@ impl SendReady for Rts {}
 /// own receive queue takes `post_recv` (a list that does not fit is reported by [`SgeList`]).
 ///
 /// Sealed for every `L`: `post_recv` trusts `recv_list`'s claim that the list fits.
-#[diagnostic::on_unimplemented(
-    message = "this QP takes no plain receives: post them to its SRQ (`srq.post_recv(..)`), or, for a QP in slot mode, post slots (`qp.post_recv_slot(slot)`)",
-    label = "no plain receive queue of its own"
+///
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
@@ -142,6 +146,9 @@ impl SendReady for Rts {}
 /// qp.post_recv(1, &[mr.sge(0..64).unwrap()])?; // OwnRq<1>: HasOwnRq<&[Sge; 1]>
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "this QP takes no plain receives: post them to its SRQ (`srq.post_recv(..)`), or, for a QP in slot mode, post slots (`qp.post_recv_slot(slot)`)",
+    label = "no plain receive queue of its own"
 )]
 pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     /// The list's elements, and whether its length was proven within the cap.
@@ -167,16 +174,17 @@ impl<const N: usize, L: SgeList<N>> HasOwnRq<L> for OwnRq<N> {
 pub const MAX_TYPED_SGE: usize = 64;
 
 /// An SGE cap that can be part of a queue's type: 0 to [`MAX_TYPED_SGE`].
-#[diagnostic::on_unimplemented(
-    message = "a queue's type can promise at most 64 SGEs, not {N}: request more at run time (`max_send_sge(n)`, `max_recv_sge(n)`, `max_sge(n)`)",
-    label = "SGE cap too large for the type",
-    note = "lists longer than the type's cap are slices, checked against the actual cap when posted"
+///
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
 /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).send_sge_cap::<4>().build()?; // 4: TypedSgeCap
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a queue's type can promise at most 64 SGEs, not {N}: request more at run time (`max_send_sge(n)`, `max_recv_sge(n)`, `max_sge(n)`)",
+    label = "SGE cap too large for the type",
+    note = "lists longer than the type's cap are slices, checked against the actual cap when posted"
 )]
 pub trait TypedSgeCap<const N: usize>: Sealed {}
 
@@ -184,10 +192,7 @@ pub trait TypedSgeCap<const N: usize>: Sealed {}
 /// type system makes for a fixed-size list. It is one impl per pair (generated below) rather than
 /// typenum arithmetic, so that an error names `[Sge; 3]` and `2`, not `UInt<UInt<UTerm, B1>, B1>`,
 /// and appears at `cargo check` (a `const` assertion would wait for monomorphization).
-#[diagnostic::on_unimplemented(
-    message = "a fixed-size list `{Self}` is longer than the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
-    label = "more SGEs than the queue's type allows",
-    note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
+///
 /// ```compile_fail
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
@@ -196,6 +201,10 @@ pub trait TypedSgeCap<const N: usize>: Sealed {}
 /// let wr = SendWr::<Rc, 1>::send(1, &[s, s]); // two SGEs on a queue whose type promises one
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a fixed-size list `{Self}` is longer than the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
+    label = "more SGEs than the queue's type allows",
+    note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
 pub trait WithinSgeCap<const CAP: usize>: Sealed {}
 
@@ -225,10 +234,7 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 ///
 /// Sealed: a list that claims `FITS` is posted without a check, so only the crate's lists
 /// implement it.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` does not fit the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
-    label = "more SGEs than the queue's type allows",
-    note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
+///
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
@@ -240,6 +246,10 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 /// # let _ = (fixed, slice);
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not fit the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
+    label = "more SGEs than the queue's type allows",
+    note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
 )]
 pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// Whether the length is proven within the cap at compile time (no check when posted).
