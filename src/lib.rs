@@ -25,6 +25,7 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 #![warn(missing_docs)]
+#![warn(clippy::missing_errors_doc)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod ah;
