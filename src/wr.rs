@@ -49,7 +49,8 @@ impl Connected for RawPacket {}
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
-/// let wr = SendWr::<Rc>::send_with_imm(1, &[mr.sge(0..8).unwrap()], 0xcafe);
+/// let sge = [mr.sge(0..8).unwrap()];
+/// let wr = SendWr::<Rc>::send_with_imm(1, &sge, 0xcafe);
 /// # let _ = wr;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -240,7 +241,8 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
 /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
 /// let (head, body) = (mr.sge(0..64).unwrap(), mr.sge(64..4096).unwrap());
-/// let fixed = SendWr::<Rc, 2>::send(1, &[head, body]); // checked at compile time
+/// let pair = [head, body];
+/// let fixed = SendWr::<Rc, 2>::send(1, &pair); // checked at compile time
 /// let list = vec![head, body];
 /// let slice = SendWr::<Rc, 2>::send(2, &list); // checked against the QP's actual cap at post
 /// # let _ = (fixed, slice);
