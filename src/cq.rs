@@ -66,7 +66,7 @@ pub enum Shared {}
 ///
 /// It is not `Sync`:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # let ctx = typed_verbs::Context::open("sw0")?;
 /// let cq = typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::SingleThreaded>::builder(&ctx).cqe(8).build()?;
 /// std::thread::scope(|s| { s.spawn(|| cq.cqe()); }); // a SINGLE_THREADED CQ cannot be shared
@@ -78,7 +78,7 @@ pub enum SingleThreaded {}
 /// Not implemented by anything: its trait object names, in the compiler's error, why a
 /// SINGLE_THREADED CQ cannot be shared between threads and what to do instead.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # let ctx = typed_verbs::Context::open("sw0")?;
 /// let cq = typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::SingleThreaded>::builder(&ctx).cqe(8).build()?;
 /// std::thread::scope(|s| { s.spawn(|| cq.cqe()); }); // the error names this trait
@@ -141,7 +141,7 @@ impl<A: Threading, B: Threading> JoinThreading<B> for A {
 ///
 /// An `Rc` in a Shared CQ does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use std::rc::Rc;
 /// # use typed_verbs::{Context, CqEx, Standard};
 /// # let ctx = Context::open("sw0")?;
@@ -657,7 +657,7 @@ unsafe impl<C: Sync> Sync for Cq<'_, C> {}
 /// Not implemented by [`Cq`]: the polling iterator (`ibv_start_poll`) exists only for CQs
 /// created with `ibv_create_cq_ex`.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # let ctx = typed_verbs::Context::open("sw0")?;
 /// let mut cq = typed_verbs::Cq::builder(&ctx).cqe(16).build()?;
 /// cq.poll_batch(|_batch| ())?; // poll_batch needs a CqEx

@@ -234,7 +234,7 @@ flag_traits! {
 ///
 /// A field whose flag the CQ lacks does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::{wc_flags, Context, CqEx};
 /// # let ctx = Context::open("sw0")?;
 /// let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).build()?;
@@ -878,7 +878,7 @@ impl StatusState for Failure {}
 /// only on a successful completion ("some fields are only valid in certain opcodes and status
 /// codes").
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # let ctx = typed_verbs::Context::open("sw0")?;
 /// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
 /// cq.poll_batch(|b| b.completion().byte_len())?; // the status is not known to be success

@@ -269,7 +269,7 @@ struct ContextInner {
 ///
 /// Closing a context while an object it made lives does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0505
 /// # use typed_verbs::{Context, Pd};
 /// let ctx = Context::open("sw0")?;
 /// let pd = Pd::new(&ctx)?;

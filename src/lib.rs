@@ -45,7 +45,7 @@
 //!
 //! Reading a field whose flag the CQ lacks does not compile:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0277
 //! # use typed_verbs::prelude::*;
 //! # let ctx = Context::open("sw0")?;
 //! let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).build()?;

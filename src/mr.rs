@@ -95,7 +95,7 @@ pub trait Memory: sealed::Memory {}
 ///
 /// A borrowed slice is not an owned buffer (use [`Mr::scoped`]):
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::{AccessFlags, Mr};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
 /// let mut buf = [0u8; 64];

@@ -99,7 +99,7 @@ qp_types!(
 ///
 /// A UC QP with an SRQ does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
 /// # let srq = Srq::builder(&pd).max_wr(16).build()?;
@@ -176,7 +176,7 @@ impl RecvSide for UsesSrq {
 
 /// Implemented by [`OwnRq`]: only a QP with its own receive queue has receive caps.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
 /// # let srq = Srq::builder(&pd).max_wr(16).build()?;
@@ -324,7 +324,7 @@ unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
 ///
 /// Sending before RTS does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;

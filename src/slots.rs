@@ -148,7 +148,7 @@ struct SlotInner {
 ///
 /// A posted slot cannot be touched:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0382
 /// # use std::sync::Arc;
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
@@ -1010,15 +1010,16 @@ impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
 /// The receive sides whose QP takes plain sends ([`Qp::post_send`]): every one but those with
 /// [`SlotSends`], whose send CQ is a [`SlotCq`].
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use std::sync::Arc;
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
 /// # let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
-/// let qp = Qp::<Ud>::slot_builder(&pd, &slot_cq, &slot_cq).build()?
-///     .to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
-/// qp.post_send(&SendWr::send_inline(1, b"x")); // a slot send queue takes slot sends only
+/// let qp = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
+/// # let e = qp.endpoint(1, 0)?;
+/// let qp = qp.connect(&e, &e, AccessFlags::LOCAL_WRITE)?;
+/// qp.post_send(&SendWr::send_inline(1, b"x"))?; // a slot send queue takes slot sends only
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(

@@ -27,7 +27,7 @@ use std::marker::PhantomData;
 
 /// The QP types whose sends need no destination (it is fixed by the connection, or in the packet).
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
@@ -65,7 +65,7 @@ impl ImmCapable for Ud {}
 
 /// The QP types that can do RDMA writes.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
@@ -82,7 +82,7 @@ impl RdmaWriteCapable for Uc {}
 
 /// The QP types that can do RDMA reads and atomics.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ | AccessFlags::LOCAL_WRITE)?;
@@ -98,7 +98,7 @@ impl ReliableOnly for Rc {}
 
 /// The states in which receives may be posted (INIT on; in ERR they complete flushed).
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
@@ -118,7 +118,7 @@ impl RecvReady for ErrorState {}
 
 /// The state in which sends may be posted: RTS.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
@@ -194,7 +194,7 @@ pub trait TypedSgeCap<const N: usize>: Sealed {}
 /// typenum arithmetic, so that an error names `[Sge; 3]` and `2`, not `UInt<UInt<UTerm, B1>, B1>`,
 /// and appears at `cargo check` (a `const` assertion would wait for monomorphization).
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
