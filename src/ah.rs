@@ -1,4 +1,18 @@
 //! Address handles (ibv_create_ah(3)): where a UD send goes.
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! use typed_verbs::AddressHandle;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = Cq::builder(&ctx).cqe(16).build()?;
+//! let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?
+//!     .to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+//! let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+//! let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+//! qp.post_send(&SendWr::send_to_inline(2, b"datagram", UdDest::new(&ah, qp.qp_num(), 0x11)))?; // to itself
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
@@ -70,6 +84,16 @@ impl<'a> AddressHandle<'a> {
     }
 
     /// The C address handle. It stays owned by `self`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = typed_verbs::AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// assert!(!ah.as_raw().is_null()); // still owned by `ah`
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_ah {
         // SAFETY: the handle's node lives as long as the handle.

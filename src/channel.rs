@@ -1,4 +1,16 @@
 //! Completion channels (ibv_create_comp_channel(3)).
+//!
+//! ```
+//! use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+//! let ctx = Context::open("sw0")?;
+//! let channel = CompChannel::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+//! cq.req_notify(false)?;
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?; // a completion arrives
+//! let event = channel.get_cq_event()?; // sleeps in poll(2) until then
+//! assert!(event.is_for(&cq));
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
@@ -160,6 +172,13 @@ impl<'ctx> CompChannel<'ctx> {
     }
 
     /// The C channel. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let channel = typed_verbs::CompChannel::new(&ctx)?;
+    /// assert_eq!(unsafe { (*channel.as_raw()).fd }, std::os::fd::AsRawFd::as_raw_fd(&channel));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_comp_channel {
         // SAFETY: the handle's node lives as long as the handle.
         unsafe { Node::raw(self.node) }

@@ -1,5 +1,15 @@
 //! Completion queues created with ibv_create_cq(3), and what both kinds of CQ share: the
 //! builder, the threading markers, and [`AnyCq`].
+//!
+//! ```
+//! use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+//! let ctx = Context::open("sw0")?;
+//! let cq = Cq::builder(&ctx).cqe(16).build()?; // ibv_create_cq
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::SEND))?;
+//! let mut wc = [const { WorkCompletion::new() }; 16];
+//! assert_eq!(cq.poll(&mut wc)?.len(), 1); // ibv_poll_cq
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::channel::CompChannel;
@@ -180,10 +190,27 @@ pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
     /// The CQ's threading.
     type Threading: Threading;
     /// The CQ as `struct ibv_cq *` (for an extended CQ, `ibv_cq_ex_to_cq`).
+    ///
+    /// ```
+    /// use typed_verbs::AnyCq;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+    /// assert_eq!(cq.as_raw_cq(), cq.as_raw().cast()); // ibv_cq_ex_to_cq
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn as_raw_cq(&self) -> *mut sys::ibv_cq;
 }
 
 /// Kind markers of [`CqBuilder`].
+///
+/// ```
+/// use typed_verbs::{cq::kind, Context, Cq, CqBuilder, CqEx, Shared, Standard};
+/// let ctx = Context::open("sw0")?;
+/// let legacy: CqBuilder<'_, kind::Legacy> = Cq::builder(&ctx);
+/// let extended: CqBuilder<'_, kind::Extended<Standard, Shared>> = CqEx::<Standard>::builder(&ctx);
+/// # drop((legacy, extended));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub mod kind {
     use std::marker::PhantomData;
     /// Builds a [`crate::Cq`] with `ibv_create_cq`.
@@ -258,6 +285,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     /// The minimum number of entries (default 1). "ibv_create_cq() may create a CQ with size
     /// greater than or equal to the requested size": read the actual size with `cqe()`.
     /// Checked before the call: at least 1 and at most the device's `max_cqe`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(1000).build()?;
+    /// assert!(cq.cqe() >= 1000);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cqe(mut self, cqe: u32) -> Self {
         self.cqe = cqe;
         self
@@ -266,6 +300,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     /// The completion channel that completion events go to (none by default). The CQ holds
     /// the channel (`&channel`, or `&Arc<CompChannel>`: [`crate::parent`]), so the channel
     /// cannot be destroyed while the CQ lives.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let channel = typed_verbs::CompChannel::new(&ctx)?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).channel(&channel).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn channel<'c: 'a>(mut self, channel: impl Parent<'a, Target = CompChannel<'c>>) -> Self {
         let channel = channel.into_held();
         self.channel = channel.get().as_raw();
@@ -275,6 +316,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
 
     /// The completion vector (default 0). "It must be at least zero and less than
     /// context->num_comp_vectors": checked before the call.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let last = ctx.num_comp_vectors() - 1;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).comp_vector(last).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn comp_vector(mut self, v: u32) -> Self {
         self.comp_vector = v;
         self
@@ -283,6 +331,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     /// The typed user context, in place of `void *cq_context`: owned by the CQ, returned by
     /// `user_context()` (and by a completion event of the CQ,
     /// [`CqEvent::user_context`](crate::event::CqEvent::user_context)).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).context(7u32).build()?;
+    /// assert_eq!(*cq.user_context(), 7);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn context<C2>(self, user: C2) -> CqBuilder<'a, K, C2> {
         CqBuilder {
             ctx: self.ctx,
@@ -673,6 +728,12 @@ pub trait ExtendedPolling: sealed::Sealed {}
 impl<'a> Cq<'a, ()> {
     /// Starts building a CQ on `ctx` (`&ctx`, or `&Arc<Context>` for a CQ that keeps its
     /// context alive: [`crate::parent`]).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(32).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn builder(ctx: impl Parent<'a, Target = Context>) -> CqBuilder<'a, kind::Legacy, ()> {
         CqBuilder::new(ctx, ())
     }
@@ -680,12 +741,26 @@ impl<'a> Cq<'a, ()> {
 
 impl<'a, C> Cq<'a, C> {
     /// The actual number of entries (at least the requested `cqe`).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(100).build()?;
+    /// assert!(cq.cqe() >= 100);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cqe(&self) -> u32 {
         // SAFETY: a live CQ; `cqe` is written by the provider at creation.
         unsafe { (*self.raw.as_ptr()).cqe.max(0) as u32 }
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(4).context("tx").build()?;
+    /// assert_eq!(*cq.user_context(), "tx");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         // SAFETY: a live CQ made by the builder with `C`; the borrow of `self` bounds the
         // reference.
@@ -800,6 +875,13 @@ impl<'a, C> Cq<'a, C> {
     }
 
     /// The C CQ. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(4).build()?;
+    /// assert_eq!(unsafe { (*cq.as_raw()).cqe } as u32, cq.cqe());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_cq {
         self.raw.as_ptr()
     }

@@ -277,6 +277,13 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     }
 
     /// The actual number of entries (at least the requested `cqe`).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(100).build()?;
+    /// assert!(cq.cqe() >= 100);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cqe(&self) -> u32 {
         // SAFETY: a live CQ; `cqe` is written by the provider at creation.
         unsafe { (*self.raw.as_ptr()).cqe.max(0) as u32 }
@@ -288,6 +295,13 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).context(1u8).build()?;
+    /// assert_eq!(*cq.user_context(), 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         // SAFETY: a live CQ made by the builder with `C`; the borrow of `self` bounds the
         // reference.
@@ -416,6 +430,13 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     }
 
     /// The C CQ. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+    /// assert!(!cq.as_raw().is_null());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_cq_ex {
         self.raw.as_ptr()
     }
@@ -772,6 +793,18 @@ pub struct Batch<'cq, F: WcFlags> {
 impl<F: WcFlags> Batch<'_, F> {
     /// The completion the batch points at. It borrows the batch, so it is gone before the next
     /// [`advance`](Self::advance) and before the batch ends.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(5, WcOpcode::SEND))?;
+    /// cq.poll_batch(|batch| {
+    ///     let c = batch.completion();
+    ///     assert_eq!((c.wr_id(), c.status()), (5, WcStatus::SUCCESS));
+    /// })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn completion(&self) -> Completion<'_, F> {
         Completion {
@@ -968,6 +1001,15 @@ impl<'b, F: WcFlags> Completion<'b, F, Unchecked> {
 
 impl<F: WcFlags> Completion<'_, F, Failure> {
     /// `ibv_wc_read_vendor_err`: the device's own code for the failure.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::error(1, WcStatus::REM_ACCESS_ERR, 0x33))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().err().unwrap().vendor_err(), 0x33))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn vendor_err(&self) -> u32 {
         // SAFETY: inside a batch, on the current completion.
@@ -993,6 +1035,15 @@ macro_rules! flagged_reads {
 
 impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
     /// `ibv_wc_read_opcode`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).byte_len(1))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").opcode(), WcOpcode::RECV))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn opcode(&self) -> WcOpcode
     where
@@ -1003,6 +1054,18 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
     }
 
     /// `ibv_wc_read_wc_flags`: the completion's own flags (`IBV_WC_GRH`, `IBV_WC_WITH_IMM`, ...).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).imm_data(5))?;
+    /// cq.poll_batch(|b| {
+    ///     let flags = b.completion().result().expect("success").completion_flags();
+    ///     assert_ne!(flags & 2, 0); // IBV_WC_WITH_IMM
+    /// })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn completion_flags(&self) -> u32
     where
@@ -1014,6 +1077,15 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
 
     /// `ibv_wc_read_imm_data`, in host byte order: `Some` when the completion carries immediate
     /// data (its own `IBV_WC_WITH_IMM` flag), `None` otherwise. Needs `IMM` in the CQ's flags.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).imm_data(0xbeef))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").imm_data(), Some(0xbeef)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn imm_data(&self) -> Option<u32>
     where
@@ -1030,6 +1102,15 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
 
     /// `ibv_wc_read_invalidated_rkey`: `Some` when the completion carries one (its own
     /// `IBV_WC_WITH_INV` flag). It shares the immediate-data field, so it needs `IMM`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).invalidated_rkey(0x1234))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").invalidated_rkey(), Some(0x1234)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn invalidated_rkey(&self) -> Option<u32>
     where
@@ -1045,24 +1126,114 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
 
     flagged_reads! {
         /// `ibv_wc_read_byte_len`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).byte_len(64))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").byte_len(), 64))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         byte_len -> u32 = read_byte_len, WithByteLen;
         /// `ibv_wc_read_qp_num`: the local QP the completion belongs to.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).qp_num(17))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").qp_num(), 17))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         qp_num -> u32 = read_qp_num, WithQpNum;
         /// `ibv_wc_read_src_qp`: the remote QP of a UD receive.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).src_qp(0x42))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").src_qp(), 0x42))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         src_qp -> u32 = read_src_qp, WithSrcQp;
         /// `ibv_wc_read_slid`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).slid(7))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").slid(), 7))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         slid -> u32 = read_slid, WithSlid;
         /// `ibv_wc_read_sl`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).sl(3))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").sl(), 3))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         sl -> u8 = read_sl, WithSl;
         /// `ibv_wc_read_dlid_path_bits`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).dlid_path_bits(1))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").dlid_path_bits(), 1))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         dlid_path_bits -> u8 = read_dlid_path_bits, WithDlidPathBits;
         /// `ibv_wc_read_completion_ts`: the device timestamp, in HCA clock units.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_ts(123_456))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_ts(), 123_456))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         completion_ts -> u64 = read_completion_ts, WithCompletionTimestamp;
         /// `ibv_wc_read_completion_wallclock_ns`: the timestamp in wall-clock nanoseconds.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_wallclock_ns(1_700_000_000_000_000_000))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_wallclock_ns(), 1_700_000_000_000_000_000))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         completion_wallclock_ns -> u64 = read_completion_wallclock_ns, WithCompletionTimestampWallclock;
         /// `ibv_wc_read_cvlan`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).cvlan(100))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").cvlan(), 100))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         cvlan -> u16 = read_cvlan, WithCvlan;
         /// `ibv_wc_read_flow_tag`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+        /// # let ctx = Context::open("sw0")?;
+        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).flow_tag(9))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").flow_tag(), 9))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         flow_tag -> u32 = read_flow_tag, WithFlowTag;
     }
 }

@@ -1,5 +1,13 @@
 //! Devices and contexts: the device list (software devices first, then rdma-core's), opening a
 //! device by name, and querying its attributes and ports.
+//!
+//! ```
+//! for dev in typed_verbs::devices()? {
+//!     let ctx = dev.open()?;
+//!     println!("{}: {} port(s), max_qp {}", ctx.device_name(), ctx.attr().phys_port_cnt, ctx.attr().max_qp);
+//! }
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::backend::SwDevice;
@@ -127,11 +135,23 @@ pub fn devices() -> Result<Vec<Device>> {
 
 impl Device {
     /// The device's name (`sw0`, `rxe0`, `mlx5_0`, ...).
+    ///
+    /// ```
+    /// let names: Vec<String> = typed_verbs::devices()?.iter().map(|d| d.name().to_owned()).collect();
+    /// assert!(names.contains(&"sw0".to_owned()));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// Whether this is a software device.
+    ///
+    /// ```
+    /// let sw: Vec<_> = typed_verbs::devices()?.into_iter().filter(|d| d.is_software()).collect();
+    /// assert!(!sw.is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_software(&self) -> bool {
         matches!(self.dev, DeviceRef::Software(_))
     }
@@ -363,16 +383,34 @@ impl Context {
     }
 
     /// The name of the device this context is open on.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert_eq!(ctx.device_name(), "sw0");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn device_name(&self) -> &str {
         &self.inner.name
     }
 
     /// Whether this context is on a software device.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(ctx.is_software());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_software(&self) -> bool {
         backend::is_software(self.as_raw())
     }
 
     /// The device's attributes, read when the context was opened.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(ctx.attr().max_qp_wr >= 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn attr(&self) -> &DeviceAttr {
         &self.inner.attr
     }
@@ -438,12 +476,24 @@ impl Context {
     }
 
     /// `context->num_comp_vectors`: a CQ's `comp_vector` must be below it.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(ctx.num_comp_vectors() >= 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn num_comp_vectors(&self) -> u32 {
         // SAFETY: a live context; the field is written once at open.
         unsafe { (*self.as_raw()).num_comp_vectors.max(0) as u32 }
     }
 
     /// The C context, for calls this crate does not wrap. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(unsafe { (*ctx.as_raw()).num_comp_vectors } > 0);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_context {
         self.inner.raw.as_ptr()
     }

@@ -1,5 +1,15 @@
 //! Typed errors: every error names the verb that failed and why (an errno, or the limit that a
 //! request broke before any FFI call was made).
+//!
+//! ```
+//! use typed_verbs::{Context, Cq, ErrorKind, Verb};
+//! let ctx = Context::open("sw0")?;
+//! let e = Cq::builder(&ctx).cqe(0).build().unwrap_err(); // refused before the call
+//! assert_eq!(e.verb, Verb::CreateCq);
+//! assert!(matches!(e.kind, ErrorKind::OutOfRange { what: "cqe", value: 0, min: 1, .. }));
+//! assert_eq!(e.errno(), libc::EINVAL);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use std::fmt;
 
@@ -176,6 +186,12 @@ pub enum QpStateName {
 
 impl QpStateName {
     /// The state of `enum ibv_qp_state` value `raw`.
+    ///
+    /// ```
+    /// use typed_verbs::{ffi::sys::ibv_qp_state, QpStateName};
+    /// assert_eq!(QpStateName::from_raw(ibv_qp_state::IBV_QPS_RTS), QpStateName::Rts);
+    /// assert_eq!(QpStateName::from_raw(77), QpStateName::Other(77));
+    /// ```
     pub fn from_raw(raw: crate::ffi::sys::ibv_qp_state::Type) -> Self {
         use crate::ffi::sys::ibv_qp_state::*;
         match raw {

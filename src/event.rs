@@ -37,6 +37,21 @@
 //! (`AsFd`): safe code could then `dup` it and `read` an event that libibverbs never acks, and
 //! the destroy verb of its object would wait for that ack forever. A raw fd number can be read
 //! from only with `unsafe`, whose caller promises not to consume events.
+//!
+//! ```
+//! use typed_verbs::{software, AsyncEvent, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+//! let ctx = Context::open("sw0")?;
+//! let channel = CompChannel::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+//! let mut acks = EventAcks::new();
+//! cq.req_notify(false)?;
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+//! channel.get_cq_event()?.ack_later(&mut acks);
+//! acks.ack(); // one ibv_ack_cq_events per CQ
+//! software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+//! assert_eq!(*ctx.get_async_event()?, AsyncEvent::PortActive(1)); // acked when dropped
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::cq::AnyCq;
@@ -540,6 +555,11 @@ pub enum AsyncEvent {
 
 impl AsyncEvent {
     /// The event's `enum ibv_event_type` value.
+    ///
+    /// ```
+    /// use typed_verbs::{ffi::event_type, AsyncEvent};
+    /// assert_eq!(AsyncEvent::PortActive(1).event_type(), event_type::PORT_ACTIVE);
+    /// ```
     pub fn event_type(&self) -> u32 {
         use crate::ffi::event_type::*;
         match self {
@@ -567,6 +587,11 @@ impl AsyncEvent {
     }
 
     /// The QP the event names, for the QP events.
+    ///
+    /// ```
+    /// use typed_verbs::AsyncEvent;
+    /// assert!(AsyncEvent::PortActive(1).qp().is_none()); // a port event names no QP
+    /// ```
     pub fn qp(&self) -> Option<QpRef> {
         match *self {
             AsyncEvent::QpFatal(q)
@@ -813,6 +838,14 @@ pub struct AsyncEventGuard<'ctx> {
 
 impl AsyncEventGuard<'_> {
     /// The event.
+    ///
+    /// ```
+    /// use typed_verbs::{software, AsyncEvent, Context};
+    /// let ctx = Context::open("sw0")?;
+    /// software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+    /// assert_eq!(ctx.get_async_event()?.event(), AsyncEvent::PortActive(1));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn event(&self) -> AsyncEvent {
         self.slot.event
     }

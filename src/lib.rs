@@ -131,6 +131,21 @@ pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 /// Rts>`), the attributes of each transition, work requests and SGEs, the `wc_flags!` and
 /// `completion_record!` macros, and the crate's [`Error`] and [`Result`] (whose error type
 /// defaults to `Error`, so `Result<T, Box<dyn std::error::Error>>` still reads as usual).
+///
+/// ```
+/// use typed_verbs::prelude::*;
+///
+/// fn make_pair<'a>(pd: &'a Pd<'_>, cq: &'a CqEx<'_, Standard>) -> Result<(Qp<'a, Rc, OwnRq, Shared, (), Rts>, Qp<'a, Rc, OwnRq, Shared, (), Rts>)> {
+///     let (a, b) = (Qp::<Rc>::builder(pd, cq, cq).build()?, Qp::<Rc>::builder(pd, cq, cq).build()?);
+///     let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+///     Ok((a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?))
+/// }
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// let (a, b) = make_pair(&pd, &cq)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub mod prelude {
     pub use crate::{
         completion_record, wc_flags, AccessFlags, AddressVector, AltPath, AnyCq, CompChannel,

@@ -18,6 +18,19 @@
 //! While registered, the buffer is never handed out as a Rust reference: safe access is through
 //! copies ([`Mr::read`], [`Mr::write`], byte-wise atomic), and a slice of it is `unsafe`
 //! ([`Mr::as_slice`]). For zero copy, register the memory as [`Slot`](crate::Slot)s instead.
+//!
+//! ```
+//! use typed_verbs::{AccessFlags, Context, Mr, PageBuf, Pd};
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let owned = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?; // owns its buffer
+//! let buf = owned.destroy()?; // the buffer back after ibv_dereg_mr
+//! let mut stack = [0u8; 64];
+//! Mr::scoped(&pd, &mut stack, AccessFlags::LOCAL_WRITE, |mr| mr.write(0, b"x"))??; // a borrow
+//! assert_eq!(stack[0], b'x');
+//! # drop(buf);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::dma;
@@ -340,6 +353,12 @@ unsafe impl Sync for HugeBuf {}
 
 impl HugeBuf {
     /// The default huge page size (`Hugepagesize` in `/proc/meminfo`), if the kernel has one.
+    ///
+    /// ```
+    /// if let Some(size) = typed_verbs::HugeBuf::huge_page_size() {
+    ///     assert!(size.is_power_of_two());
+    /// }
+    /// ```
     pub fn huge_page_size() -> Option<usize> {
         let info = std::fs::read_to_string("/proc/meminfo").ok()?;
         let line = info.lines().find(|l| l.starts_with("Hugepagesize:"))?;
@@ -594,6 +613,15 @@ pub struct RemoteMr {
 
 impl RemoteMr {
     /// The remote address `offset` bytes in, if `len` bytes from there fit in the region.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+    /// assert!(mr.remote().at(0, 4096).is_some());
+    /// assert!(mr.remote().at(1, 4096).is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn at(&self, offset: u64, len: u64) -> Option<RemoteAddr> {
         let end = offset.checked_add(len)?;
         (end <= self.len).then_some(RemoteAddr {
@@ -607,6 +635,14 @@ impl RemoteMr {
     /// The 8-byte word at `offset`, as the target of an atomic: `None` unless it lies in the
     /// region and its address is 8-byte aligned (the verbs require both). Checked here, once, so
     /// posting the atomic checks nothing.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    /// assert!(mr.remote().atomic_at(16).is_some() && mr.remote().atomic_at(12).is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn atomic_at(&self, offset: u64) -> Option<AtomicTarget> {
         let at = self.at(offset, 8)?;
         (at.addr % 8 == 0).then_some(AtomicTarget(at))
@@ -629,6 +665,16 @@ pub struct AtomicTarget(RemoteAddr);
 
 impl AtomicTarget {
     /// The remote address and rkey.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    /// let target = mr.remote().atomic_at(8).unwrap();
+    /// assert_eq!(target.addr().addr % 8, 0);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn addr(&self) -> RemoteAddr {
         self.0
     }
@@ -873,11 +919,29 @@ impl<B: Memory> Mr<'_, B> {
     }
 
     /// The local key, for scatter/gather elements.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(0..1).unwrap().lkey(), mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn lkey(&self) -> u32 {
         self.get().lkey
     }
 
     /// The remote key.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ)?;
+    /// assert_eq!(mr.remote().rkey, mr.rkey()); // what a peer names the region by
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn rkey(&self) -> u32 {
         self.get().rkey
     }
@@ -893,6 +957,15 @@ impl<B: Memory> Mr<'_, B> {
     }
 
     /// The region as a peer addresses it.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ)?;
+    /// let r = mr.remote();
+    /// assert_eq!((r.len, r.rkey), (4096, mr.rkey()));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn remote(&self) -> RemoteMr {
         RemoteMr {
             addr: self.get().addr as u64,
@@ -903,6 +976,15 @@ impl<B: Memory> Mr<'_, B> {
 
     /// A scatter/gather element over `range` of the region, or `None` if it does not fit (or is
     /// longer than a work request can carry).
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(0..100).map(|s| s.length()), Some(100));
+    /// assert!(mr.sge(4000..5000).is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sge(&self, range: Range<usize>) -> Option<Sge> {
         if range.start > range.end || range.end > self.len() {
             return None;
@@ -1004,6 +1086,15 @@ impl<B: Memory> Mr<'_, B> {
     }
 
     /// The C region. It stays owned by `self`.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(unsafe { (*mr.as_raw()).lkey }, mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_mr {
         // SAFETY: the handle's node lives as long as the handle.

@@ -1,4 +1,12 @@
 //! Protection domains and parent domains.
+//!
+//! ```
+//! use typed_verbs::{Context, Pd};
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! pd.destroy()?;
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
@@ -61,6 +69,13 @@ impl<'ctx> Pd<'ctx> {
     }
 
     /// The C PD. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// assert_eq!(unsafe { (*pd.as_raw()).context }, ctx.as_raw());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_pd {
         // SAFETY: the handle's node lives as long as the handle.
@@ -222,6 +237,14 @@ impl<'pd> ParentDomain<'pd> {
     }
 
     /// The C parent domain (an `ibv_pd`). It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let parent = typed_verbs::ParentDomain::new(&ctx, &pd)?;
+    /// assert_eq!(unsafe { (*parent.as_raw()).context }, ctx.as_raw());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_pd {
         // SAFETY: the handle's node lives as long as the handle.

@@ -1,4 +1,16 @@
 //! Queue pairs (ibv_create_qp(3)): the QP type and the receive side are type parameters.
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(64).build()?;
+//! let srq = Srq::builder(&pd).max_wr(64).build()?;
+//! let rc: Qp<'_, Rc> = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(16).max_recv_wr(16).build()?;
+//! let ud: Qp<'_, Ud, UsesSrq> = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+//! assert!(rc.caps().max_send_wr >= 16 && ud.qp_num() != rc.qp_num());
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::cq::{sealed, AnyCq, JoinThreading, Shared, Threading};
@@ -538,6 +550,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading> QpBuilder<'a, T, R, S> {
 
 impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a, T, R, S, C, SGE> {
     /// "Requested max number of outstanding WRs in the SQ" (default 1; at most `max_qp_wr`).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(64).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(64).build()?;
+    /// assert!(qp.caps().max_send_wr >= 64);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_send_wr(mut self, n: u32) -> Self {
         self.cap.max_send_wr = n;
         self
@@ -546,6 +566,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// "Requested max number of s/g elements in a WR in the SQ" (default 1; at most `max_sge`),
     /// known at run time. It may not be below the cap in the QP's type (`SGE`, checked by
     /// `build`). Lists longer than `SGE` are slices, checked against the actual cap when posted.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_sge(4).build()?; // slices of up to 4 SGEs
+    /// assert!(qp.caps().max_send_sge >= 4);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_send_sge(mut self, n: u32) -> Self {
         self.cap.max_send_sge = n;
         self
@@ -555,6 +583,13 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// fixed-size list of up to `N` SGEs (`&[Sge; N]`) is then accepted without a check when
     /// posted, and a longer one does not compile. `N` is at most
     /// [`MAX_TYPED_SGE`](crate::wr::MAX_TYPED_SGE).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp: Qp<'_, Rc, OwnRq, Shared, (), Reset, 3> = Qp::<Rc>::builder(&pd, &cq, &cq).send_sge_cap::<3>().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_sge_cap<const N: usize>(self) -> QpBuilder<'a, T, R, S, C, N>
     where
         Sge: TypedSgeCap<N>,
@@ -567,6 +602,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     }
 
     /// "Requested max number of data (bytes) that can be posted inline to the SQ" (default 0).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_inline_data(128).build()?;
+    /// assert!(qp.caps().max_inline_data >= 128);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_inline_data(mut self, n: u32) -> Self {
         self.cap.max_inline_data = n;
         self
@@ -574,6 +617,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// "If set, each Work Request (WR) submitted to the SQ generates a completion entry"
     /// (default false: only signaled requests do).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).sq_sig_all(true).build()?; // every send completes
+    /// assert!(qp.sq_sig_all());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sq_sig_all(mut self, on: bool) -> Self {
         self.sq_sig_all = on;
         self
@@ -581,6 +632,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// "Requested max number of outstanding WRs in the RQ" (default 1; at most `max_qp_wr`).
     /// Only for a QP with its own receive queue.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(64).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(32).build()?;
+    /// assert!(qp.caps().max_recv_wr >= 32);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_recv_wr(mut self, n: u32) -> Self
     where
         R: OwnsRecvQueue,
@@ -591,6 +650,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// "Requested max number of s/g elements in a WR in the RQ" (default 1; at most `max_sge`).
     /// Only for a QP with its own receive queue.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_sge(2).build()?;
+    /// assert!(qp.caps().max_recv_sge >= 2);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_recv_sge(mut self, n: u32) -> Self
     where
         R: OwnsRecvQueue,
@@ -602,6 +669,13 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// Requests `max_recv_sge = N` and makes `N` the receive SGE cap in the QP's type (see
     /// [`send_sge_cap`](Self::send_sge_cap)): `post_recv` then takes fixed-size lists of up to
     /// `N` SGEs without a check. Only for a QP with its own receive queue.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp: Qp<'_, Rc, OwnRq<2>> = Qp::<Rc>::builder(&pd, &cq, &cq).recv_sge_cap::<2>().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn recv_sge_cap<const N: usize>(self) -> QpBuilder<'a, T, R::WithRecvSge<N>, S, C, SGE>
     where
         R: OwnsRecvQueue,
@@ -615,6 +689,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     }
 
     /// The typed user context, in place of `void *qp_context`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).context(String::from("peer 10.0.0.2")).build()?;
+    /// assert_eq!(qp.user_context(), "peer 10.0.0.2");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn context<C2>(self, user: C2) -> QpBuilder<'a, T, R, S, C2, SGE> {
         let cap = self.cap;
         self.retype(cap, |_old| user)
@@ -802,6 +884,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// "Check the QP number (qp_num) in the returned QP."
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// println!("QP {:#x}", qp.qp_num());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn qp_num(&self) -> u32 {
         // SAFETY: a live QP; qp_num is fixed at creation.
         unsafe { (*self.raw.as_ptr()).qp_num }
@@ -809,16 +901,46 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 
     /// The actual capabilities: "ibv_create_qp() will update the qp_init_attr->cap struct with
     /// the actual QP values of the QP that was created".
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).max_send_wr(10).build()?;
+    /// assert!(qp.caps().max_send_wr >= 10);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn caps(&self) -> QpCap {
         self.meta().cap
     }
 
     /// Whether every send work request generates a completion.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// assert!(!qp.sq_sig_all());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sq_sig_all(&self) -> bool {
         self.meta().sq_sig_all
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).context(42u64).build()?;
+    /// assert_eq!(*qp.user_context(), 42);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         &self.meta().user
     }
@@ -923,6 +1045,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// The multicast groups the QP has joined (gid and lid), in the order joined.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// assert!(qp.mcast_groups().is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn mcast_groups(&self) -> Vec<(Gid, u16)>
     where
         T: MulticastCapable,
@@ -931,6 +1063,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// The C QP. It stays owned by `self`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// assert_eq!(unsafe { (*qp.as_raw()).qp_num }, qp.qp_num());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_qp {
         self.raw.as_ptr()
     }
@@ -1174,6 +1316,12 @@ pub struct Gid(pub [u8; 16]);
 
 impl Gid {
     /// Whether this is a multicast GID (first byte 0xff).
+    ///
+    /// ```
+    /// use typed_verbs::Gid;
+    /// assert!(Gid([0xff; 16]).is_multicast());
+    /// assert!(!Gid([0; 16]).is_multicast());
+    /// ```
     pub fn is_multicast(&self) -> bool {
         self.0[0] == 0xff
     }

@@ -22,6 +22,21 @@
 //! |---|---|---|---|---|
 //! | INIT → INIT | pkey_index, port, access flags | pkey_index, port, access flags | pkey_index, port, qkey | nothing |
 //! | RTS → RTS | access flags, alt path, path migration state, min_rnr_timer | access flags, alt path, path migration state | qkey | nothing |
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = Cq::builder(&ctx).cqe(16).build()?;
+//! let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;                    // Qp<.., Reset>
+//! let qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?; // Qp<.., Init>
+//! let qp = qp.to_rtr(())?;                                                 // Qp<.., Rtr>
+//! let qp = qp.to_rts(SqPsn { sq_psn: 0 })?;                                // Qp<.., Rts>
+//! qp.modify_rts(UdRtsModify { qkey: Some(0x22) })?;
+//! let qp = qp.to_error()?;                                                 // Qp<.., ErrorState>
+//! # drop(qp);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::cq::{sealed, Threading};
@@ -132,11 +147,21 @@ impl AccessFlags {
     pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(8 | 1);
 
     /// The C bits.
+    ///
+    /// ```
+    /// assert_eq!(typed_verbs::AccessFlags::REMOTE_READ.bits(), 4); // IBV_ACCESS_REMOTE_READ
+    /// ```
     pub const fn bits(self) -> u32 {
         self.0
     }
 
     /// Both sets of rights (`|` in a `const`).
+    ///
+    /// ```
+    /// use typed_verbs::AccessFlags;
+    /// const RW: AccessFlags = AccessFlags::REMOTE_READ.union(AccessFlags::REMOTE_WRITE);
+    /// assert_eq!(RW, AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE);
+    /// ```
     pub const fn union(self, other: AccessFlags) -> AccessFlags {
         AccessFlags(self.0 | other.0)
     }

@@ -17,6 +17,17 @@
 //! through its raw pointer (`ibv_post_recv`, `ibv_post_srq_recv`, `ibv_post_send` of rdma-sys)
 //! with any other `wr_id`, or polling a slot CQ through its raw pointer, violates this
 //! contract.
+//!
+//! ```
+//! use typed_verbs::{raw, Context};
+//! let ctx = Context::open("sw0")?;
+//! // SAFETY: a live context of this crate; the PD is deallocated once and not used after.
+//! unsafe {
+//!     let pd = raw::ibv_alloc_pd(ctx.as_raw()).expect("ibv_alloc_pd");
+//!     raw::ibv_dealloc_pd(pd.as_ptr()).expect("ibv_dealloc_pd");
+//! }
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -26,6 +37,13 @@ use std::os::raw::c_void;
 use std::ptr::NonNull;
 
 /// A verb's errno.
+///
+/// ```
+/// fn describe(e: typed_verbs::raw::Errno) -> String {
+///     std::io::Error::from_raw_os_error(e).to_string()
+/// }
+/// assert!(!describe(libc::EBUSY).is_empty());
+/// ```
 pub type Errno = i32;
 
 /// `ibv_alloc_pd`.
@@ -214,6 +232,20 @@ pub unsafe fn ibv_get_cq_event(
 
 /// `ibv_ack_cq_events`: acks `n` events of `cq` got with [`ibv_get_cq_event`].
 /// `ibv_destroy_cq` waits until every event got is acked.
+///
+/// ```
+/// # use typed_verbs::{raw, software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let c = ctx.as_raw();
+/// // SAFETY: a live CQ of this context, destroyed once.
+/// unsafe {
+///     let cq = raw::ibv_create_cq(c, 4, std::ptr::null_mut(), std::ptr::null_mut(), 0).unwrap().as_ptr();
+///     // After `let (cq, _) = raw::ibv_get_cq_event(ch)?`, each event is acked once:
+///     raw::ibv_ack_cq_events(cq, 0); // (acking none is allowed too)
+///     raw::ibv_destroy_cq(cq).unwrap();
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub unsafe fn ibv_ack_cq_events(cq: *mut sys::ibv_cq, n: u32) {
     // SAFETY: the caller's contract.
     unsafe { backend::of((*cq).context).ack_cq_events(cq, n) }
@@ -249,6 +281,19 @@ pub unsafe fn ibv_get_async_event(
 
 /// `ibv_ack_async_event`: acks an event got with [`ibv_get_async_event`]; the destroy verb of
 /// the object it names waits for it.
+///
+/// ```
+/// use typed_verbs::{ffi::{event_type, RawAsyncEvent}, raw, software, Context};
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, event_type::PORT_ERR, 1)?;
+/// let mut ev = RawAsyncEvent::zeroed();
+/// // SAFETY: a live context; `ev` was got and is acked once.
+/// unsafe {
+///     raw::ibv_get_async_event(ctx.as_raw(), &mut ev).unwrap();
+///     raw::ibv_ack_async_event(&mut ev);
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub unsafe fn ibv_ack_async_event(event: *mut RawAsyncEvent) {
     use crate::ffi::event_type::*;
     // SAFETY: the caller's contract: an event got and not acked, whose object is live; the

@@ -322,6 +322,14 @@ impl<'r> Slot<'r> {
     /// The slot's length in bytes.
     #[inline(always)]
     #[allow(clippy::len_without_is_empty)] // never empty
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slots = Slot::register(&pd, PageBuf::new(8192)?, AccessFlags::LOCAL_WRITE, 2048)?;
+    /// assert!(slots.iter().all(|s| s.len() == 2048));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.inner().len as usize
     }

@@ -15,6 +15,17 @@
 //!
 //! The provider reports errnos; the hooks here turn them into an [`Error`] naming the hook, and
 //! fail with [`ErrorKind::NotSoftware`] on a real device's objects before reaching it.
+//!
+//! ```
+//! use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+//! let ctx = Context::open(software::DEFAULT_DEVICE)?; // "sw0"
+//! let cq = Cq::builder(&ctx).cqe(4).build()?;
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+//! assert_eq!(software::live_objects(&ctx).map(|l| l.cqs), Some(1));
+//! let mut wc = [const { WorkCompletion::new() }; 4];
+//! assert_eq!(cq.poll(&mut wc)?.len(), 1);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend::software as provider;
 use crate::cq::AnyCq;

@@ -1,4 +1,16 @@
 //! Shared receive queues (ibv_create_srq(3)).
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let srq = Srq::builder(&pd).max_wr(64).build()?;
+//! let mr = Mr::new(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE)?;
+//! for i in 0..16 {
+//!     srq.post_recv(i as u64, &[mr.sge(i * 4096..(i + 1) * 4096).unwrap()])?;
+//! }
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
@@ -121,6 +133,13 @@ impl<'a> Srq<'a, ()> {
 impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// "Requested max number of outstanding work requests (WRs) in the SRQ": 1 to the device's
     /// `max_srq_wr`, checked before the call.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(512).build()?;
+    /// assert!(srq.attr().max_wr >= 512);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_wr(mut self, n: u32) -> Self {
         self.max_wr = n;
         self
@@ -129,6 +148,13 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// "Requested max number of scatter elements per WR": 1 to the device's `max_srq_sge`,
     /// known at run time. It may not be below the cap in the SRQ's type (`SGE`, checked by
     /// `build`); longer lists are slices, checked against the actual cap when posted.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(16).max_sge(4).build()?;
+    /// assert!(srq.attr().max_sge >= 4);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_sge(mut self, n: u32) -> Self {
         self.max_sge = n;
         self
@@ -137,6 +163,12 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// Requests `max_sge = N` and makes `N` the SRQ's SGE cap in its type: `post_recv` then takes
     /// fixed-size lists of up to `N` SGEs (`&[Sge; N]`) without a check, and a longer one does
     /// not compile. `N` is at most [`MAX_TYPED_SGE`](crate::wr::MAX_TYPED_SGE).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq: typed_verbs::Srq<'_, (), 2> = typed_verbs::Srq::builder(&pd).max_wr(16).sge_cap::<2>().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sge_cap<const N: usize>(self) -> SrqBuilder<'a, C, N>
     where
         Sge: TypedSgeCap<N>,
@@ -150,6 +182,13 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     }
 
     /// The typed user context, in place of `void *srq_context`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(16).context([0u8; 4]).build()?;
+    /// assert_eq!(srq.user_context(), &[0; 4]);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn context<C2>(self, user: C2) -> SrqBuilder<'a, C2, SGE> {
         SrqBuilder {
             pd: self.pd,
@@ -252,6 +291,14 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     /// The attributes `ibv_create_srq` reported ("the values of max_wr and max_sge will be
     /// greater than or equal to the values requested"). rxe reports `max_wr` as asked here and
     /// the rounded-up ring size from [`query`](Self::query).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(8).build()?;
+    /// assert!(srq.attr().max_wr >= 8);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn attr(&self) -> SrqAttr {
         self.meta().created
     }
@@ -280,6 +327,14 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(8).context("shared pool").build()?;
+    /// assert_eq!(*srq.user_context(), "shared pool");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         &self.meta().user
     }
@@ -317,6 +372,14 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     }
 
     /// The C SRQ. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(4).build()?;
+    /// assert_eq!(unsafe { (*srq.as_raw()).pd }, pd.as_raw());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_srq {
         self.raw.as_ptr()
     }

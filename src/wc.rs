@@ -1,5 +1,11 @@
 //! Work-completion vocabulary shared by both kinds of CQ: typed status and opcode, and the
 //! legacy `ibv_wc` entry that `ibv_poll_cq` fills.
+//!
+//! ```
+//! use typed_verbs::{WcOpcode, WcStatus};
+//! assert_eq!(WcStatus::SUCCESS.name(), Some("SUCCESS"));
+//! assert!(WcOpcode::RECV_RDMA_WITH_IMM.is_recv());
+//! ```
 
 use crate::ffi::sys;
 

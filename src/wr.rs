@@ -13,6 +13,28 @@
 //!
 //! Posting is the data path: the work request is built on the stack and handed to the
 //! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+//! let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).build()?);
+//! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+//! let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
+//! let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?;
+//! let target = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?; // b's
+//! let local = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+//! local.write(0, b"written")?;
+//! a.post_send(&SendWr::rdma_write(1, &[local.sge(0..7).unwrap()], target.remote().at(0, 7).unwrap()).signaled())?;
+//! let mut poller = cq.poller()?;
+//! while poller.poll_batch(|b| assert!(b.completion().result().is_ok()))?.is_none() {}
+//! let mut got = [0; 7];
+//! target.read(0, &mut got)?;
+//! assert_eq!(&got, b"written");
+//! # drop(b);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::cq::Threading;
 use crate::error::{Error, ErrorKind, Result, Verb};
@@ -340,6 +362,19 @@ pub struct UdDest<'s> {
 
 impl<'s> UdDest<'s> {
     /// The QP `remote_qpn`, which accepts `remote_qkey`, reached through `ah`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// let dest = UdDest::new(&ah, qp.qp_num(), 0x11);
+    /// # let _ = dest;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new(ah: &'s crate::ah::AddressHandle<'_>, remote_qpn: u32, remote_qkey: u32) -> Self {
         UdDest {
             ah: ah.as_raw(),
@@ -404,6 +439,20 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_SEND` of the bytes `sgl` names.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+    /// let sge = [rx.sge(1024..1088).unwrap()]; // any local SGE
+    /// a.post_send(&SendWr::send(2, &sge))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send(wr_id: u64, sgl: impl SgeList<SGE> + 's) -> Self
     where
         T: Connected,
@@ -414,6 +463,21 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// `IBV_WR_SEND` of `data` copied into the work request (`IBV_SEND_INLINE`): the buffer need
     /// not be registered and may be reused as soon as the post returns. At most the QP's
     /// `max_inline_data` bytes (checked when posted).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+    /// let mut msg = *b"short";
+    /// a.post_send(&SendWr::send_inline(2, &msg))?;
+    /// msg[0] = b'S'; // already copied: free to reuse
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_inline(wr_id: u64, data: &'s [u8]) -> Self
     where
         T: Connected,
@@ -422,6 +486,20 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_SEND_WITH_IMM`: a send carrying `imm` (host byte order; sent in network order).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+    /// let sge = [rx.sge(1024..1032).unwrap()];
+    /// a.post_send(&SendWr::send_with_imm(2, &sge, 0x1234))?; // b's completion carries 0x1234
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_with_imm(wr_id: u64, sgl: impl SgeList<SGE> + 's, imm: u32) -> Self
     where
         T: Connected + ImmCapable,
@@ -430,6 +508,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_RDMA_WRITE` of `sgl` to `remote`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let sge = [rx.sge(0..8).unwrap()];
+    /// a.post_send(&SendWr::rdma_write(1, &sge, rx.remote().at(2048, 8).unwrap()).signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn rdma_write(wr_id: u64, sgl: impl SgeList<SGE> + 's, remote: RemoteAddr) -> Self
     where
         T: RdmaWriteCapable,
@@ -438,6 +529,20 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_RDMA_WRITE_WITH_IMM`: the write, and `imm` in a receive completion at the peer.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?; // consumed by the immediate data
+    /// let sge = [rx.sge(0..8).unwrap()];
+    /// a.post_send(&SendWr::rdma_write_with_imm(2, &sge, rx.remote().at(2048, 8).unwrap(), 7))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn rdma_write_with_imm(
         wr_id: u64,
         sgl: impl SgeList<SGE> + 's,
@@ -451,6 +556,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_RDMA_READ` of `remote` into `sgl`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let into = [rx.sge(0..8).unwrap()];
+    /// a.post_send(&SendWr::rdma_read(1, &into, rx.remote().at(2048, 8).unwrap()).signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn rdma_read(wr_id: u64, sgl: impl SgeList<SGE> + 's, remote: RemoteAddr) -> Self
     where
         T: ReliableOnly,
@@ -460,6 +578,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
     /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (aligned by construction); the old
     /// value lands in `result` (8 bytes).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let old = [rx.sge(0..8).unwrap()]; // the old value lands here
+    /// a.post_send(&SendWr::compare_swap(1, &old, rx.remote().atomic_at(512).unwrap(), 0, 1).signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn compare_swap(
         wr_id: u64,
         result: &'s [Sge; 1],
@@ -480,6 +611,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote` (aligned by construction); the
     /// old value lands in `result` (8 bytes).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let old = [rx.sge(0..8).unwrap()];
+    /// a.post_send(&SendWr::fetch_add(1, &old, rx.remote().atomic_at(512).unwrap(), 1).signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn fetch_add(wr_id: u64, result: &'s [Sge; 1], remote: AtomicTarget, add: u64) -> Self
     where
         T: ReliableOnly,
@@ -490,12 +634,24 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
     /// Asks for a completion of this request (`IBV_SEND_SIGNALED`); a QP created with
     /// `sq_sig_all` completes every request anyway.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// let wr = SendWr::<Rc>::send_inline(1, b"x").signaled(); // completes on the send CQ
+    /// # let _ = wr;
+    /// ```
     pub fn signaled(self) -> Self {
         self.with_flag(SIGNALED)
     }
 
     /// Sets `IBV_SEND_SOLICITED`: the peer's CQ raises an event even if armed for solicited
     /// completions only.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// let wr = SendWr::<Rc>::send_inline(1, b"wake up").solicited().signaled();
+    /// # let _ = wr;
+    /// ```
     pub fn solicited(self) -> Self {
         self.with_flag(SOLICITED)
     }
@@ -508,6 +664,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
 impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     /// `IBV_WR_SEND` of `sgl` to `dest`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// let sge = [mr.sge(0..64).unwrap()];
+    /// qp.post_send(&SendWr::send_to(1, &sge, UdDest::new(&ah, qp.qp_num(), 0x11)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_to(wr_id: u64, sgl: impl SgeList<SGE> + 's, dest: UdDest<'s>) -> Self {
         SendWr {
             ud: Some(dest),
@@ -516,6 +685,19 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     }
 
     /// `IBV_WR_SEND_WITH_IMM` of `sgl` to `dest`, carrying `imm`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// let sge = [mr.sge(0..64).unwrap()];
+    /// qp.post_send(&SendWr::send_to_with_imm(1, &sge, UdDest::new(&ah, qp.qp_num(), 0x11), 5))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_to_with_imm(
         wr_id: u64,
         sgl: impl SgeList<SGE> + 's,
@@ -529,6 +711,18 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     }
 
     /// `IBV_WR_SEND` of `data` inline to `dest`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// qp.post_send(&SendWr::send_to_inline(1, b"hello", UdDest::new(&ah, qp.qp_num(), 0x11)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_to_inline(wr_id: u64, data: &'s [u8], dest: UdDest<'s>) -> Self {
         SendWr {
             ud: Some(dest),

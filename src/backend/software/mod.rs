@@ -113,6 +113,15 @@ impl Default for SwConfig {
 impl SwConfig {
     /// The features rxe (rdma-core 44, Linux 6.1) has: only the standard wc_flags, no CQ create
     /// flags it honours, no parent domains, no RAW_PACKET QPs; limits as rxe0 reports them.
+    ///
+    /// ```
+    /// use typed_verbs::software::{self, SwConfig};
+    /// software::register("sw-rxe-doc", SwConfig::like_rxe())?;
+    /// let ctx = typed_verbs::Context::open("sw-rxe-doc")?;
+    /// let pd = typed_verbs::Pd::new(&ctx)?;
+    /// assert!(typed_verbs::ParentDomain::new(&ctx, &pd).unwrap_err().is_unsupported());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn like_rxe() -> Self {
         SwConfig {
             max_qp_wr: 1 << 20,
