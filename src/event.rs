@@ -224,6 +224,18 @@ impl<'ch> CqEvent<'ch> {
 
     /// Whether the event is for `cq` (a [`Cq`] or a [`CqEx`]). A CQ destroyed and another
     /// created at the same address are told apart.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let event = channel.get_cq_event()?;
+    /// assert!(event.is_for(&cq));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_for<Q: AnyCq + ?Sized>(&self, cq: &Q) -> bool {
         let raw = cq.as_raw_cq();
         // SAFETY: a live CQ made by this crate's builders.
@@ -232,20 +244,69 @@ impl<'ch> CqEvent<'ch> {
     }
 
     /// The typed user context of `cq` if the event is for it, as `cq.user_context()`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let event = channel.get_cq_event()?;
+    /// assert_eq!(event.user_context(&cq), Some(&"rx"));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context<'c, Q: CqWithContext + ?Sized>(&self, cq: &'c Q) -> Option<&'c Q::User> {
         self.is_for(cq).then(|| cq.user_context_ref())
     }
 
     /// The CQ the event is for, as `ibv_get_cq_event` returned it. Only compare it: the CQ may
     /// have been destroyed since.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// use typed_verbs::AnyCq;
+    /// let event = channel.get_cq_event()?;
+    /// assert_eq!(event.as_raw_cq(), cq.as_raw_cq());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw_cq(&self) -> *mut sys::ibv_cq {
         self.cq.as_ptr()
     }
 
     /// Acks the event now (as dropping it does).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// channel.get_cq_event()?.ack(); // ibv_ack_cq_events(cq, 1)
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn ack(self) {}
 
     /// Moves the event into `acks`, to be acked with the others of its CQ in one call.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let mut acks = EventAcks::new();
+    /// channel.get_cq_event()?.ack_later(&mut acks);
+    /// assert_eq!(acks.len(), 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn ack_later(self, acks: &mut EventAcks) {
         acks.push(self)
     }
@@ -345,11 +406,29 @@ pub struct EventAcks {
 
 impl EventAcks {
     /// No events.
+    ///
+    /// ```
+    /// let acks = typed_verbs::EventAcks::new();
+    /// assert!(acks.is_empty());
+    /// ```
     pub fn new() -> Self {
         EventAcks::default()
     }
 
     /// Adds `ev` (as [`CqEvent::ack_later`]).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let mut acks = EventAcks::new();
+    /// acks.push(channel.get_cq_event()?);
+    /// assert_eq!(acks.len(), 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn push(&mut self, ev: CqEvent<'_>) {
         let ev = std::mem::ManuallyDrop::new(ev);
         // SAFETY: `ev` is never dropped, so its Arc is moved out exactly once.
@@ -361,16 +440,38 @@ impl EventAcks {
     }
 
     /// How many events wait to be acked.
+    ///
+    /// ```
+    /// assert_eq!(typed_verbs::EventAcks::new().len(), 0);
+    /// ```
     pub fn len(&self) -> usize {
         self.pending.iter().map(|p| p.2 as usize).sum()
     }
 
     /// Whether none waits.
+    ///
+    /// ```
+    /// assert!(typed_verbs::EventAcks::new().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
     }
 
     /// Acks every event collected: one `ibv_ack_cq_events` per CQ.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let mut acks = EventAcks::new();
+    /// acks.push(channel.get_cq_event()?);
+    /// acks.ack(); // ibv_ack_cq_events(cq, 1)
+    /// assert!(acks.is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn ack(&mut self) {
         for (acks, cq, n) in self.pending.drain(..) {
             // SAFETY: the events' CQ; `ack` checks that it is not being destroyed.
@@ -417,6 +518,16 @@ pub struct CqRef(usize);
 
 impl CqRef {
     /// Whether this is `cq` (a [`Cq`] or a [`CqEx`]).
+    ///
+    /// ```
+    /// use typed_verbs::{AsyncEvent, Context, Cq};
+    /// let ctx = Context::open("sw0")?;
+    /// let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let AsyncEvent::CqErr(r) = *ev { assert!(r.is(&cq)); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is<Q: AnyCq + ?Sized>(&self, cq: &Q) -> bool {
         self.0 == cq.as_raw_cq() as usize
     }
@@ -449,10 +560,29 @@ pub struct QpRef {
 
 impl QpRef {
     /// The QP's number (`qp->qp_num`).
+    ///
+    /// ```
+    /// use typed_verbs::{AsyncEvent, Context};
+    /// let ctx = Context::open("sw0")?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let Some(qp) = ev.qp() { println!("event about QP {}", qp.qp_num()); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn qp_num(&self) -> u32 {
         self.qp_num
     }
     /// Whether this is `qp`, in whatever state it is now.
+    ///
+    /// ```
+    /// use typed_verbs::prelude::*;
+    /// let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let Some(r) = ev.qp() { println!("ours: {}", r.is(&qp)); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>(
         &self,
         qp: &Qp<'_, T, R, S, C, St, SGE>,
@@ -485,6 +615,16 @@ pub struct SrqRef(usize);
 
 impl SrqRef {
     /// Whether this is `srq`.
+    ///
+    /// ```
+    /// use typed_verbs::{AsyncEvent, Context, Pd, Srq};
+    /// let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+    /// let srq = Srq::builder(&pd).max_wr(8).build()?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let AsyncEvent::SrqLimitReached(r) = *ev { assert!(r.is(&srq)); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is<C, const SGE: usize>(&self, srq: &Srq<'_, C, SGE>) -> bool {
         self.0 == srq.as_raw() as usize
     }
@@ -851,6 +991,14 @@ impl AsyncEventGuard<'_> {
     }
 
     /// Acks the event now (as dropping it does).
+    ///
+    /// ```
+    /// use typed_verbs::{software, Context};
+    /// let ctx = Context::open("sw0")?;
+    /// software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+    /// ctx.get_async_event()?.ack(); // ibv_ack_async_event
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn ack(self) {}
 }
 

@@ -864,6 +864,7 @@ pub type Modified<'a, T, R, S, C, From, To, const SGE: usize = 1> =
 macro_rules! require_state {
     ($($tr:ident: $st:ident, $msg:literal;)*) => {$(
         #[doc = concat!("Implemented by [`", stringify!($st), "`] only.")]
+        #[doc = concat!("\n\n```\nfn needs<S: typed_verbs::qp_state::", stringify!($tr), ">() {}\nneeds::<typed_verbs::", stringify!($st), ">();\n```")]
         #[diagnostic::on_unimplemented(message = $msg, label = "not the state this transition starts from")]
         pub trait $tr: QpState + sealed::Sealed {}
         impl $tr for $st {}

@@ -215,6 +215,15 @@ pub struct InjectedCompletion {
 
 impl InjectedCompletion {
     /// A successful completion of work request `wr_id` with `opcode`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(3, WcOpcode::RDMA_WRITE))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").opcode(), WcOpcode::RDMA_WRITE))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn success(wr_id: u64, opcode: WcOpcode) -> Self {
         let cqe = Cqe {
             wr_id,
@@ -227,6 +236,15 @@ impl InjectedCompletion {
 
     /// A failed completion of `wr_id`: `status` (not [`WcStatus::SUCCESS`]) and the device's
     /// `vendor_err`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::error(3, WcStatus::RETRY_EXC_ERR, 0))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().status(), WcStatus::RETRY_EXC_ERR))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn error(wr_id: u64, status: WcStatus, vendor_err: u32) -> Self {
         let cqe = Cqe {
             wr_id,
@@ -238,11 +256,29 @@ impl InjectedCompletion {
     }
 
     /// Sets `byte_len`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).byte_len(4096))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").byte_len(), 4096))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn byte_len(mut self, v: u32) -> Self {
         self.cqe.byte_len = v;
         self
     }
     /// Sets immediate data (host byte order) and the completion's `IBV_WC_WITH_IMM` flag.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).imm_data(0xabcd))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").imm_data(), Some(0xabcd)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn imm_data(mut self, v: u32) -> Self {
         self.cqe.imm_or_inv = v.to_be();
         self.cqe.wc_flags =
@@ -250,6 +286,15 @@ impl InjectedCompletion {
         self
     }
     /// Sets an invalidated rkey and the completion's `IBV_WC_WITH_INV` flag.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).invalidated_rkey(0x55))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").invalidated_rkey(), Some(0x55)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn invalidated_rkey(mut self, v: u32) -> Self {
         self.cqe.imm_or_inv = v;
         self.cqe.wc_flags =
@@ -257,56 +302,156 @@ impl InjectedCompletion {
         self
     }
     /// Sets `qp_num`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).qp_num(12))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").qp_num(), 12))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn qp_num(mut self, v: u32) -> Self {
         self.cqe.qp_num = v;
         self
     }
     /// Sets `src_qp`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).src_qp(34))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").src_qp(), 34))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn src_qp(mut self, v: u32) -> Self {
         self.cqe.src_qp = v;
         self
     }
     /// Sets `slid`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).slid(5))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").slid(), 5))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slid(mut self, v: u16) -> Self {
         self.cqe.slid = v.into();
         self
     }
     /// Sets `sl`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).sl(2))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").sl(), 2))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sl(mut self, v: u8) -> Self {
         self.cqe.sl = v;
         self
     }
     /// Sets `dlid_path_bits`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).dlid_path_bits(1))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").dlid_path_bits(), 1))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn dlid_path_bits(mut self, v: u8) -> Self {
         self.cqe.dlid_path_bits = v;
         self
     }
     /// Sets `pkey_index`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+    /// # let ctx = Context::open("sw0")?;
+    /// let cq = Cq::builder(&ctx).cqe(4).build()?; // the legacy ibv_wc has pkey_index
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).pkey_index(3))?;
+    /// let mut wc = [const { WorkCompletion::new() }; 1];
+    /// assert_eq!(cq.poll(&mut wc)?[0].success().unwrap().pkey_index(), 3);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn pkey_index(mut self, v: u16) -> Self {
         self.cqe.pkey_index = v;
         self
     }
     /// Sets the device timestamp (HCA clock units).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_ts(99))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_ts(), 99))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn completion_ts(mut self, v: u64) -> Self {
         self.cqe.completion_ts = v;
         self
     }
     /// Sets the wall-clock timestamp in nanoseconds.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_wallclock_ns(1_000_000))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_wallclock_ns(), 1_000_000))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn completion_wallclock_ns(mut self, v: u64) -> Self {
         self.cqe.completion_wallclock_ns = v;
         self
     }
     /// Sets `cvlan`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).cvlan(10))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").cvlan(), 10))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cvlan(mut self, v: u16) -> Self {
         self.cqe.cvlan = v;
         self
     }
     /// Sets `flow_tag`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).flow_tag(77))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").flow_tag(), 77))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn flow_tag(mut self, v: u32) -> Self {
         self.cqe.flow_tag = v;
         self
     }
     /// Sets the completion's `IBV_WC_GRH` flag (a UD receive whose buffer starts with a GRH).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).with_grh())?;
+    /// cq.poll_batch(|b| assert_ne!(b.completion().result().expect("success").completion_flags() & 1, 0))?; // IBV_WC_GRH
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn with_grh(mut self) -> Self {
         self.cqe.wc_flags |= 1 << 0;
         self
@@ -314,6 +459,17 @@ impl InjectedCompletion {
     /// Makes the completion solicited, as the receive of a message sent with
     /// `IBV_SEND_SOLICITED` is: it raises a completion event on a CQ armed with
     /// `req_notify(true)` (solicited only). Not visible in the completion itself.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).build()?;
+    /// cq.req_notify(true)?; // solicited only
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).solicited())?;
+    /// assert!(channel.try_get_cq_event()?.is_some());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn solicited(mut self) -> Self {
         self.cqe.solicited = true;
         self
