@@ -532,6 +532,15 @@ impl CqRef {
         self.0 == cq.as_raw_cq() as usize
     }
     /// The CQ's address. Only compare it: the CQ may have been destroyed since.
+    ///
+    /// ```
+    /// # use typed_verbs::{AsyncEvent, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let AsyncEvent::CqErr(r) = *ev { println!("CQ at {:p}", r.as_raw()); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_cq {
         self.0 as *mut sys::ibv_cq
     }
@@ -590,6 +599,15 @@ impl QpRef {
         self.raw == qp.as_raw() as usize
     }
     /// The QP's address. Only compare it: the QP may have been destroyed since.
+    ///
+    /// ```
+    /// # use typed_verbs::{AsyncEvent, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let Some(r) = ev.qp() { println!("QP at {:p}", r.as_raw()); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_qp {
         self.raw as *mut sys::ibv_qp
     }
@@ -629,6 +647,15 @@ impl SrqRef {
         self.0 == srq.as_raw() as usize
     }
     /// The SRQ's address. Only compare it: the SRQ may have been destroyed since.
+    ///
+    /// ```
+    /// # use typed_verbs::{AsyncEvent, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let AsyncEvent::SrqErr(r) = *ev { println!("SRQ at {:p}", r.as_raw()); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_srq {
         self.0 as *mut sys::ibv_srq
     }

@@ -260,11 +260,22 @@ impl PageBuf {
     }
 
     /// The length in bytes.
+    ///
+    /// ```
+    /// let buf = typed_verbs::PageBuf::new(100)?;
+    /// assert_eq!(buf.len(), 100);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True for a buffer of no bytes.
+    ///
+    /// ```
+    /// assert!(typed_verbs::PageBuf::new(0)?.is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -428,11 +439,23 @@ impl HugeBuf {
     }
 
     /// The length in bytes: whole huge pages.
+    ///
+    /// ```
+    /// if let Ok(buf) = typed_verbs::HugeBuf::new(1) {
+    ///     assert_eq!(Some(buf.len()), typed_verbs::HugeBuf::huge_page_size()); // one whole huge page
+    /// }
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Always false: a `HugeBuf` has at least one page.
+    ///
+    /// ```
+    /// if let Ok(buf) = typed_verbs::HugeBuf::new(1) {
+    ///     assert!(!buf.is_empty());
+    /// }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -575,14 +598,39 @@ impl std::fmt::Debug for Sge {
 
 impl Sge {
     /// The address.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let (a, b) = (mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap());
+    /// assert_eq!(b.addr() - a.addr(), 8);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn addr(&self) -> u64 {
         self.0.addr
     }
     /// The length in bytes.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(100..300).unwrap().length(), 200);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn length(&self) -> u32 {
         self.0.length
     }
     /// The local key of the region it lies in.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(0..1).unwrap().lkey(), mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn lkey(&self) -> u32 {
         self.0.lkey
     }
@@ -947,11 +995,27 @@ impl<B: Memory> Mr<'_, B> {
     }
 
     /// The region's length.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(8192)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.len(), 8192);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.get().length
     }
 
     /// Always false: an empty buffer cannot be registered.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(64)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert!(!mr.is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -448,6 +448,17 @@ pub struct Received<'r> {
 
 impl<'r> Received<'r> {
     /// The first `byte_len` bytes of `slot` (at most all of it).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let mut slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?.pop().unwrap();
+    /// slot[..3].copy_from_slice(b"abc");
+    /// let r = Received::new(slot, 3);
+    /// assert_eq!(&*r, b"abc");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn new(slot: Slot<'r>, byte_len: u32) -> Self {
         let byte_len = (byte_len as usize).min(slot.len());
@@ -455,12 +466,31 @@ impl<'r> Received<'r> {
     }
 
     /// How many bytes were received.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?.pop().unwrap();
+    /// assert_eq!(Received::new(slot, 5000).byte_len(), 1024); // clamped to the slot
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn byte_len(&self) -> usize {
         self.byte_len
     }
 
     /// The whole slot back, to write and post again.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?.pop().unwrap();
+    /// let back = Received::new(slot, 10).into_slot();
+    /// assert_eq!(back.len(), 1024); // the whole slot, to post again
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn into_slot(self) -> Slot<'r> {
         self.slot
@@ -590,6 +620,12 @@ pub struct SlotCqBuilder<'a, F: WcFlags, T: Threading, C> {
 impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// Makes the CQ a [`SlotCq`]: one whose completions hand back slots. Set the other
     /// attributes (`cqe`, `channel`, `context`, ...) first.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(64).slots().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slots(self) -> SlotCqBuilder<'a, F, T, C> {
         SlotCqBuilder { inner: self }
     }
@@ -618,11 +654,25 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCqBuilder<'a, F, T, C> {
 
 impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
     /// The actual number of entries.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(100).slots().build()?;
+    /// assert!(cq.cqe() >= 100);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cqe(&self) -> u32 {
         self.cq.cqe()
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).context("rx").slots().build()?;
+    /// assert_eq!(*cq.user_context(), "rx");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         self.cq.user_context()
     }
@@ -689,6 +739,15 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
 
     /// Splits the CQ into the shared half, for QP builders, and the one [`SlotPoller`], as
     /// [`CqEx::split`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// let (shared, mut poller) = cq.split();
+    /// assert!(poller.poll_batch(|_| ())?.is_none());
+    /// # let _ = shared;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn split(&mut self) -> (&Self, SlotPoller<'_, 'a, F, T>) {
         let (shared, poller) = self.cq.split();
         // SAFETY: `SlotCq` is `repr(transparent)` over the `CqEx`.
@@ -705,6 +764,13 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
     /// The C CQ. Polling it other than through this handle takes completions whose `wr_id`s
     /// are slots owned by the queue: an `unsafe` use whose caller must not convert or drop
     /// them.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// assert!(!cq.as_raw().is_null()); // only to read: polling it raw breaks the slots' contract
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_cq_ex {
         self.cq.as_raw()
     }
@@ -894,6 +960,13 @@ impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
 
     /// The completion the batch points at (its `wr_id` is the slot's token: use
     /// [`take_slot`](Self::take_slot)).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// cq.poll_batch(|batch| println!("{:?}", batch.completion().status()))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn completion(&self) -> Completion<'_, F> {
         self.batch.completion()
@@ -901,6 +974,14 @@ impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
 
     /// The current completion's slot, the first time it is asked for (then `None`). Every
     /// completion carries one, whatever its status (a flushed request's too).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// let slot = cq.poll_batch(|mut batch| batch.take_slot())?.flatten(); // None: nothing completed
+    /// assert!(slot.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn take_slot(&mut self) -> Option<Slot<'s>> {
         self.slot.take()
@@ -1410,6 +1491,12 @@ pub struct SlotSrqBuilder<'a, C> {
 impl<'a, C> SrqBuilder<'a, C, 1> {
     /// Makes the SRQ a [`SlotSrq`], whose receives are slots (one SGE each). Set `max_wr` and
     /// the context first.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(64).slots().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slots(self) -> SlotSrqBuilder<'a, C> {
         SlotSrqBuilder { inner: self }
     }
@@ -1472,6 +1559,13 @@ impl<'a, C> SlotSrq<'a, C> {
     }
 
     /// The attributes `ibv_create_srq` reported, as [`Srq::attr`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(64).slots().build()?;
+    /// assert!(srq.attr().max_wr >= 64 && srq.attr().max_sge >= 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn attr(&self) -> SrqAttr {
         self.srq.attr()
     }
@@ -1492,12 +1586,26 @@ impl<'a, C> SlotSrq<'a, C> {
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(8).context(3u8).slots().build()?;
+    /// assert_eq!(*srq.user_context(), 3);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         self.srq.user_context()
     }
 
     /// The C SRQ. Posting to it other than through this handle must post slots
     /// (the raw API's contract).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(8).slots().build()?;
+    /// assert!(!srq.as_raw().is_null()); // only to read
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_srq {
         self.srq.as_raw()
     }

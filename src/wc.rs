@@ -161,6 +161,12 @@ c_enum! {
 
 impl WcOpcode {
     /// Whether this completes a receive (the opcodes from `IBV_WC_RECV` on).
+    ///
+    /// ```
+    /// use typed_verbs::WcOpcode;
+    /// assert!(WcOpcode::RECV.is_recv());
+    /// assert!(!WcOpcode::RDMA_READ.is_recv());
+    /// ```
     pub fn is_recv(self) -> bool {
         self.raw() & sys::ibv_wc_opcode::IBV_WC_RECV != 0
     }
