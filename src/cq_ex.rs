@@ -290,6 +290,13 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     }
 
     /// The `wc_flags` this CQ was created with (`F::BITS`).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(4).build()?;
+    /// assert_eq!(cq.wc_flags(), typed_verbs::cq_ex::flags::BYTE_LEN);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub const fn wc_flags(&self) -> u64 {
         F::BITS
     }
@@ -730,6 +737,14 @@ pub trait Pollable: sealed::Sealed {
     ///
     /// # Errors
     /// As [`CqEx::poll_batch`].
+    ///
+    /// ```
+    /// use typed_verbs::cq_ex::Pollable;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+    /// assert!(Pollable::poll_batch(&mut cq, |_| ())?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, Self::Flags>) -> R) -> Result<Option<R>>;
 }
 
@@ -947,6 +962,15 @@ pub struct Completion<'b, F: WcFlags, S: StatusState = Unchecked> {
 
 impl<'b, F: WcFlags, S: StatusState> Completion<'b, F, S> {
     /// `wr_id` of the completed work request.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(77, WcOpcode::SEND))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().wr_id(), 77))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn wr_id(&self) -> u64 {
         // SAFETY: inside a batch; the field belongs to the current completion.
@@ -954,6 +978,15 @@ impl<'b, F: WcFlags, S: StatusState> Completion<'b, F, S> {
     }
 
     /// The completion's status.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::error(1, WcStatus::WR_FLUSH_ERR, 0))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().status(), WcStatus::WR_FLUSH_ERR))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn status(&self) -> WcStatus {
         // SAFETY: as above.

@@ -886,6 +886,14 @@ pub trait SlotPollable<'s>: Sealed {
     ///
     /// # Errors
     /// As [`SlotCq::poll_batch`].
+    ///
+    /// ```
+    /// use typed_verbs::slots::SlotPollable;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// assert!(cq.poll_slots(|mut b| b.take_slot())?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn poll_slots<R>(
         &mut self,
         f: impl FnOnce(SlotBatch<'_, 's, Self::Flags>) -> R,

@@ -432,6 +432,16 @@ impl WcSuccess {
         self.0.wc_flags
     }
     /// `pkey_index`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).pkey_index(2))?;
+    /// let mut wc = [const { WorkCompletion::new() }; 1];
+    /// assert_eq!(cq.poll(&mut wc)?[0].success().unwrap().pkey_index(), 2);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn pkey_index(&self) -> u16 {
         self.0.pkey_index
     }

@@ -175,6 +175,18 @@ impl SendReady for Rts {}
 )]
 pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     /// The list's elements, and whether its length was proven within the cap.
+    ///
+    /// ```
+    /// use typed_verbs::{wr::HasOwnRq, OwnRq, Sge};
+    /// fn count<L: Copy>(list: L) -> usize where OwnRq<2>: HasOwnRq<L> {
+    ///     <OwnRq<2> as HasOwnRq<L>>::recv_list(list).0.len()
+    /// }
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::AccessFlags::LOCAL_WRITE)?;
+    /// let s: Sge = mr.sge(0..8).unwrap();
+    /// assert_eq!(count(&[s, s]), 2);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
     where
         L: 'x;
@@ -279,6 +291,18 @@ pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// Whether the length is proven within the cap at compile time (no check when posted).
     const FITS: bool;
     /// The elements, for as long as the list borrows them.
+    ///
+    /// ```
+    /// use typed_verbs::{wr::SgeList, Sge};
+    /// fn total<const CAP: usize>(list: impl SgeList<CAP>) -> u32 {
+    ///     list.into_slice().iter().map(Sge::length).sum()
+    /// }
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::AccessFlags::LOCAL_WRITE)?;
+    /// let pair = [mr.sge(0..8).unwrap(), mr.sge(8..24).unwrap()];
+    /// assert_eq!(total::<2>(&pair), 24);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn into_slice<'x>(self) -> &'x [Sge]
     where
         Self: 'x;
