@@ -1053,6 +1053,7 @@ impl<F: WcFlags> Completion<'_, F, Failure> {
 macro_rules! flagged_reads {
     ($($(#[$m:meta])* $name:ident -> $t:ty = $read:ident, $flag:ident;)*) => {$(
         $(#[$m])*
+        #[doc = concat!("\n\n```\n# use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};\n# let ctx = Context::open(\"sw0\")?;\nlet mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag\nsoftware::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).", stringify!($name), "(1))?;\ncq.poll_batch(|b| assert_eq!(b.completion().result().expect(\"success\").", stringify!($name), "(), 1))?;\n# Ok::<(), typed_verbs::Error>(())\n```")]
         #[inline(always)]
         pub fn $name(&self) -> $t
         where
@@ -1159,114 +1160,24 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
 
     flagged_reads! {
         /// `ibv_wc_read_byte_len`.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).byte_len(64))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").byte_len(), 64))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         byte_len -> u32 = read_byte_len, WithByteLen;
         /// `ibv_wc_read_qp_num`: the local QP the completion belongs to.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).qp_num(17))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").qp_num(), 17))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         qp_num -> u32 = read_qp_num, WithQpNum;
         /// `ibv_wc_read_src_qp`: the remote QP of a UD receive.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).src_qp(0x42))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").src_qp(), 0x42))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         src_qp -> u32 = read_src_qp, WithSrcQp;
         /// `ibv_wc_read_slid`.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).slid(7))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").slid(), 7))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         slid -> u32 = read_slid, WithSlid;
         /// `ibv_wc_read_sl`.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).sl(3))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").sl(), 3))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         sl -> u8 = read_sl, WithSl;
         /// `ibv_wc_read_dlid_path_bits`.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).dlid_path_bits(1))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").dlid_path_bits(), 1))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         dlid_path_bits -> u8 = read_dlid_path_bits, WithDlidPathBits;
         /// `ibv_wc_read_completion_ts`: the device timestamp, in HCA clock units.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_ts(123_456))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_ts(), 123_456))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         completion_ts -> u64 = read_completion_ts, WithCompletionTimestamp;
         /// `ibv_wc_read_completion_wallclock_ns`: the timestamp in wall-clock nanoseconds.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_wallclock_ns(1_700_000_000_000_000_000))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_wallclock_ns(), 1_700_000_000_000_000_000))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         completion_wallclock_ns -> u64 = read_completion_wallclock_ns, WithCompletionTimestampWallclock;
         /// `ibv_wc_read_cvlan`.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).cvlan(100))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").cvlan(), 100))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         cvlan -> u16 = read_cvlan, WithCvlan;
         /// `ibv_wc_read_flow_tag`.
-        ///
-        /// ```
-        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
-        /// # let ctx = Context::open("sw0")?;
-        /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
-        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).flow_tag(9))?;
-        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").flow_tag(), 9))?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
         flow_tag -> u32 = read_flow_tag, WithFlowTag;
     }
 }
