@@ -290,6 +290,23 @@ mod tokio_events {
     /// A completion channel watched by tokio's reactor (feature `tokio`): made by
     /// [`CompChannel::cq_events`], it awaits completion events instead of blocking a thread.
     /// It borrows the channel, whose fd it deregisters when dropped.
+    ///
+    /// ```
+    /// use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    /// rt.block_on(async {
+    ///     let ctx = Context::open("sw0")?;
+    ///     let channel = CompChannel::new(&ctx)?;
+    ///     let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+    ///     let events = channel.cq_events()?;
+    ///     cq.req_notify(false)?;
+    ///     software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    ///     let event = events.get_cq_event().await?; // no thread blocked meanwhile
+    ///     assert!(event.is_for(&cq));
+    ///     Ok::<(), typed_verbs::Error>(())
+    /// })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub struct AsyncCompChannel<'a, 'ctx> {
         ch: &'a CompChannel<'ctx>,
         fd: AsyncFd<ChannelFd>,
@@ -302,6 +319,22 @@ mod tokio_events {
         ///
         /// # Panics
         /// As tokio's `AsyncFd`, if the runtime was built without IO (`enable_io`).
+        ///
+        /// # Errors
+        /// `ENXIO` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`) outside a tokio
+        /// runtime; the errno of registering the fd with the reactor.
+        ///
+        /// ```
+        /// # use typed_verbs::{CompChannel, Context};
+        /// let ctx = Context::open("sw0")?;
+        /// let channel = CompChannel::new(&ctx)?;
+        /// assert!(channel.cq_events().is_err()); // no runtime here
+        /// let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        /// let _guard = rt.enter();
+        /// let events = channel.cq_events()?;
+        /// # drop(events);
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         pub fn cq_events(&self) -> Result<AsyncCompChannel<'_, 'ctx>> {
             if tokio::runtime::Handle::try_current().is_err() {
                 return Err(Error::os(Verb::GetCqEvent, libc::ENXIO));
@@ -328,6 +361,26 @@ mod tokio_events {
 
     impl<'a> AsyncCompChannel<'a, '_> {
         /// `ibv_get_cq_event`, awaiting the fd's readiness while no event waits.
+        ///
+        /// # Errors
+        /// The errno of waiting for readiness, or of `ibv_get_cq_event`
+        /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`).
+        ///
+        /// ```
+        /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+        /// let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        /// rt.block_on(async {
+        ///     let ctx = Context::open("sw0")?;
+        ///     let channel = CompChannel::new(&ctx)?;
+        ///     let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+        ///     let events = channel.cq_events()?;
+        ///     cq.req_notify(false)?;
+        ///     software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+        ///     drop(events.get_cq_event().await?); // acked
+        ///     Ok::<(), typed_verbs::Error>(())
+        /// })?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         pub async fn get_cq_event(&self) -> Result<CqEvent<'a>> {
             loop {
                 let mut ready = self.fd.readable().await.map_err(|e| {
@@ -342,6 +395,17 @@ mod tokio_events {
         }
 
         /// The channel.
+        ///
+        /// ```
+        /// # use typed_verbs::{CompChannel, Context};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let channel = CompChannel::new(&ctx)?;
+        /// # let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        /// # let _guard = rt.enter();
+        /// let events = channel.cq_events()?;
+        /// assert_eq!(events.channel().as_raw(), channel.as_raw());
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         pub fn channel(&self) -> &'a CompChannel<'a> {
             self.ch
         }
