@@ -1,4 +1,18 @@
 //! Address handles (ibv_create_ah(3)): where a UD send goes.
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! use typed_verbs::AddressHandle;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = Cq::builder(&ctx).cqe(16).build()?;
+//! let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?
+//!     .to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+//! let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+//! let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+//! qp.post_send(&SendWr::send_to_inline(2, b"datagram", UdDest::new(&ah, qp.qp_num(), 0x11)))?; // to itself
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
@@ -11,6 +25,20 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 /// An address handle in a PD. UD work requests that name it borrow it, so it outlives them.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::AddressHandle;
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// // On RoCE (sw0, rxe) the address vector needs a global route: the peer's GID.
+/// let dgid = ctx.query_gid(1, 0)?;
+/// let grh = GlobalRoute { dgid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+/// let ah = AddressHandle::new(&pd, av)?;
+/// ah.destroy()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct AddressHandle<'a> {
     node: NonNull<Node<sys::ibv_ah>>,
     _m: PhantomData<&'a Pd<'a>>,
@@ -32,6 +60,18 @@ impl<'a> AddressHandle<'a> {
     /// `ibv_query_device` and `ibv_query_port` report them; the device's errno otherwise:
     /// `ENODATA` for a source GID index inside the table that holds no GID (the kernel's
     /// rdma_get_gid_attr), `EINVAL` for an address vector without a global route on RoCE.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+    /// let ah = AddressHandle::new(&pd, av)?;
+    /// # drop(ah);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new<'p: 'a>(pd: impl Parent<'a, Target = Pd<'p>>, av: AddressVector) -> Result<Self> {
         let mut attr = av.to_sys();
         let pd = pd.into_held();
@@ -56,6 +96,16 @@ impl<'a> AddressHandle<'a> {
     }
 
     /// The C address handle. It stays owned by `self`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = typed_verbs::AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// assert!(!ah.as_raw().is_null()); // still owned by `ah`
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_ah {
         // SAFETY: the handle's node lives as long as the handle.
@@ -65,11 +115,44 @@ impl<'a> AddressHandle<'a> {
     /// `ibv_destroy_ah`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_ah` ([`ErrorKind::Os`](crate::ErrorKind::Os)); a
+    /// destroy the device refuses (`EBUSY`) is rare for an AH, as posted work requests do not keep it.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// # let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// # let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+    /// let ah = AddressHandle::new(&pd, av)?;
+    /// ah.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_ah`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the address handle, still alive.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// # let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// # let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+    /// let ah = AddressHandle::new(&pd, av)?;
+    /// if let Err(e) = ah.try_destroy() {
+    ///     let _ah = e.object; // still alive: retry later, or drop it
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }

@@ -1,4 +1,16 @@
 //! Completion channels (ibv_create_comp_channel(3)).
+//!
+//! ```
+//! use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+//! let ctx = Context::open("sw0")?;
+//! let channel = CompChannel::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+//! cq.req_notify(false)?;
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?; // a completion arrives
+//! let event = channel.get_cq_event()?; // sleeps in poll(2) until then
+//! assert!(event.is_for(&cq));
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
@@ -32,6 +44,16 @@ use std::time::Duration;
 /// "ibv_destroy_comp_channel() fails if any CQs are still associated with the completion event
 /// channel": a CQ created with a channel holds it (borrowed, or shared through an `Arc`:
 /// [`crate::parent`]), so that is a compile-time fact here.
+///
+/// ```
+/// use typed_verbs::{CompChannel, Context, CqEx, Standard};
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+/// cq.req_notify(false)?; // the next completion raises an event on `channel`
+/// assert!(channel.try_get_cq_event()?.is_none()); // none yet
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct CompChannel<'ctx> {
     node: NonNull<Node<sys::ibv_comp_channel>>,
     _ctx: PhantomData<&'ctx Context>,
@@ -45,6 +67,19 @@ unsafe impl Sync for CompChannel<'_> {}
 impl<'ctx> CompChannel<'ctx> {
     /// `ibv_create_comp_channel` on `ctx`: `&ctx`, or `&Arc<Context>` for a channel that keeps
     /// its context alive ([`crate::parent`]).
+    ///
+    /// # Errors
+    /// The errno of `ibv_create_comp_channel` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EMFILE`
+    /// or `ENFILE` when no fd is left, `ENOMEM`; or of making its fd O_NONBLOCK (`fcntl`), the
+    /// channel then destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// # drop(channel);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new(ctx: impl Parent<'ctx, Target = Context>) -> Result<Self> {
         let ctx = ctx.into_held();
         let c = ctx.get().as_raw();
@@ -63,6 +98,23 @@ impl<'ctx> CompChannel<'ctx> {
 
     /// `ibv_get_cq_event`: the next completion event, waiting for one (in poll(2)) if there is
     /// none. The event is acked when dropped (see [`CqEvent`]).
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_cq_event` or of poll(2) while waiting
+    /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`); `EINTR` is retried.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+    /// cq.req_notify(false)?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?; // a completion arrives
+    /// let event = channel.get_cq_event()?; // blocks until the event is there
+    /// assert!(event.is_for(&cq));
+    /// drop(event); // acked
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn get_cq_event(&self) -> Result<CqEvent<'_>> {
         loop {
             if let Some(ev) = self.try_get_cq_event()? {
@@ -77,12 +129,36 @@ impl<'ctx> CompChannel<'ctx> {
     /// waits, for at most `timeout` (`None`: without a limit). Whether it became readable.
     /// Nothing is read: [`try_get_cq_event`](Self::try_get_cq_event) takes the event. Another
     /// thread may take it first, so `true` is a hint, as readiness always is.
+    ///
+    /// # Errors
+    /// The errno of poll(2) other than `EINTR` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb
+    /// `ibv_get_cq_event`).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// assert!(!channel.wait_readable(Some(Duration::from_millis(1)))?); // no event: timed out
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<bool> {
         event::wait_readable(self.as_raw_fd(), timeout).map_err(|e| Error::os(Verb::GetCqEvent, e))
     }
 
     /// `ibv_get_cq_event` without waiting: `None` when no event waits (EAGAIN on the
     /// O_NONBLOCK fd).
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_cq_event` other than `EAGAIN` ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// assert!(channel.try_get_cq_event()?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_get_cq_event(&self) -> Result<Option<CqEvent<'_>>> {
         let ch = self.as_raw();
         // SAFETY: a live channel.
@@ -96,6 +172,13 @@ impl<'ctx> CompChannel<'ctx> {
     }
 
     /// The C channel. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let channel = typed_verbs::CompChannel::new(&ctx)?;
+    /// assert_eq!(unsafe { (*channel.as_raw()).fd }, std::os::fd::AsRawFd::as_raw_fd(&channel));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_comp_channel {
         // SAFETY: the handle's node lives as long as the handle.
         unsafe { Node::raw(self.node) }
@@ -104,11 +187,34 @@ impl<'ctx> CompChannel<'ctx> {
     /// `ibv_destroy_comp_channel`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The errno of `ibv_destroy_comp_channel` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EBUSY`
+    /// while a CQ still uses the channel, which only a leaked CQ can (a CQ holds its channel).
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// channel.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_comp_channel`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the channel, still open.
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// channel.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
@@ -184,6 +290,23 @@ mod tokio_events {
     /// A completion channel watched by tokio's reactor (feature `tokio`): made by
     /// [`CompChannel::cq_events`], it awaits completion events instead of blocking a thread.
     /// It borrows the channel, whose fd it deregisters when dropped.
+    ///
+    /// ```
+    /// use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    /// rt.block_on(async {
+    ///     let ctx = Context::open("sw0")?;
+    ///     let channel = CompChannel::new(&ctx)?;
+    ///     let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+    ///     let events = channel.cq_events()?;
+    ///     cq.req_notify(false)?;
+    ///     software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    ///     let event = events.get_cq_event().await?; // no thread blocked meanwhile
+    ///     assert!(event.is_for(&cq));
+    ///     Ok::<(), typed_verbs::Error>(())
+    /// })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub struct AsyncCompChannel<'a, 'ctx> {
         ch: &'a CompChannel<'ctx>,
         fd: AsyncFd<ChannelFd>,
@@ -196,6 +319,22 @@ mod tokio_events {
         ///
         /// # Panics
         /// As tokio's `AsyncFd`, if the runtime was built without IO (`enable_io`).
+        ///
+        /// # Errors
+        /// `ENXIO` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`) outside a tokio
+        /// runtime; the errno of registering the fd with the reactor.
+        ///
+        /// ```
+        /// # use typed_verbs::{CompChannel, Context};
+        /// let ctx = Context::open("sw0")?;
+        /// let channel = CompChannel::new(&ctx)?;
+        /// assert!(channel.cq_events().is_err()); // no runtime here
+        /// let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        /// let _guard = rt.enter();
+        /// let events = channel.cq_events()?;
+        /// # drop(events);
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         pub fn cq_events(&self) -> Result<AsyncCompChannel<'_, 'ctx>> {
             if tokio::runtime::Handle::try_current().is_err() {
                 return Err(Error::os(Verb::GetCqEvent, libc::ENXIO));
@@ -222,6 +361,26 @@ mod tokio_events {
 
     impl<'a> AsyncCompChannel<'a, '_> {
         /// `ibv_get_cq_event`, awaiting the fd's readiness while no event waits.
+        ///
+        /// # Errors
+        /// The errno of waiting for readiness, or of `ibv_get_cq_event`
+        /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`).
+        ///
+        /// ```
+        /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+        /// let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        /// rt.block_on(async {
+        ///     let ctx = Context::open("sw0")?;
+        ///     let channel = CompChannel::new(&ctx)?;
+        ///     let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+        ///     let events = channel.cq_events()?;
+        ///     cq.req_notify(false)?;
+        ///     software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+        ///     drop(events.get_cq_event().await?); // acked
+        ///     Ok::<(), typed_verbs::Error>(())
+        /// })?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         pub async fn get_cq_event(&self) -> Result<CqEvent<'a>> {
             loop {
                 let mut ready = self.fd.readable().await.map_err(|e| {
@@ -236,6 +395,17 @@ mod tokio_events {
         }
 
         /// The channel.
+        ///
+        /// ```
+        /// # use typed_verbs::{CompChannel, Context};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let channel = CompChannel::new(&ctx)?;
+        /// # let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        /// # let _guard = rt.enter();
+        /// let events = channel.cq_events()?;
+        /// assert_eq!(events.channel().as_raw(), channel.as_raw());
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
         pub fn channel(&self) -> &'a CompChannel<'a> {
             self.ch
         }

@@ -32,6 +32,15 @@ use crate::Threading;
 /// What a peer needs to connect its RC QP to this one: this QP's number, port, addresses,
 /// first packet sequence number and path MTU. Made by [`Qp::endpoint`]; plain data, to send to
 /// the peer however the program likes.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+/// let me: Endpoint = qp.endpoint(1, 0)?; // send it to the peer (it is plain data)
+/// println!("qpn {} psn {} gid {:?}", me.qp_num, me.psn, me.gid);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Endpoint {
     /// The QP's number.
@@ -52,6 +61,13 @@ pub struct Endpoint {
 
 impl Mtu {
     /// The MTU of `enum ibv_mtu`'s value `v` (a port's `active_mtu`), or `None`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mtu = typed_verbs::Mtu::from_raw(ctx.query_port(1)?.active_mtu);
+    /// assert!(mtu.is_some());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn from_raw(v: u32) -> Option<Mtu> {
         Some(match v {
             1 => Mtu::Mtu256,
@@ -68,6 +84,22 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
     /// This QP's [`Endpoint`] on `port_num` with the GID at `gid_index`: `ibv_query_port` and
     /// `ibv_query_gid`. The port number is checked against the device's `phys_port_cnt` and
     /// the GID index against the port's `gid_tbl_len` before the calls (`OutOfRange`).
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) naming `port_num` (outside
+    ///   `1..=phys_port_cnt`) or `gid_index` (at or past the port's `gid_tbl_len`), before the calls.
+    /// - The device's errno from `ibv_query_port` or `ibv_query_gid`
+    ///   ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// let e = qp.endpoint(1, 0)?;
+    /// assert_eq!(e.qp_num, qp.qp_num());
+    /// assert!(qp.endpoint(2, 0).is_err()); // sw0 has one port
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn endpoint(&self, port_num: u8, gid_index: u8) -> Result<Endpoint> {
         let out = |what, value, min, max| {
             let verb = if what == "gid_index" {
@@ -134,6 +166,27 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
     /// its port exists and its GID index is in the port's table, and the PSNs and the remote
     /// QP number fit in 24 bits. A refused check or transition destroys the QP (it was taken by
     /// value) and names the transition in the error.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) naming the field (`local.qp_num`,
+    ///   `local.psn`, `remote.psn`, `remote.qp_num`, `port_num`, `gid_index`), before the
+    ///   transitions.
+    /// - The device's errno from `ibv_query_port` or from the `ibv_modify_qp` of a transition
+    ///   ([`ErrorKind::Os`](crate::ErrorKind::Os)), the error's verb naming the transition
+    ///   (`ibv_modify_qp INIT->RTR`).
+    ///
+    /// In every case the QP is destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
+    /// let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).build()?);
+    /// let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?); // exchanged out of band
+    /// let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
+    /// let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?; // a may write into b's regions
+    /// # drop((a, b));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn connect(
         self,
         local: &Endpoint,

@@ -1,5 +1,15 @@
 //! Completion queues created with ibv_create_cq(3), and what both kinds of CQ share: the
 //! builder, the threading markers, and [`AnyCq`].
+//!
+//! ```
+//! use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+//! let ctx = Context::open("sw0")?;
+//! let cq = Cq::builder(&ctx).cqe(16).build()?; // ibv_create_cq
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::SEND))?;
+//! let mut wc = [const { WorkCompletion::new() }; 16];
+//! assert_eq!(cq.poll(&mut wc)?.len(), 1); // ibv_poll_cq
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::channel::CompChannel;
@@ -24,6 +34,15 @@ pub(crate) use crate::sealed;
 
 /// Whether a CQ may be used from several threads: [`Shared`] (the default) or
 /// [`SingleThreaded`] (`IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: "no locking is required").
+///
+/// ```
+/// use typed_verbs::{Context, CqEx, Shared, SingleThreaded, Standard};
+/// let ctx = Context::open("sw0")?;
+/// let shared = CqEx::<Standard, Shared>::builder(&ctx).cqe(16).build()?; // Sync: any thread
+/// let local = CqEx::<Standard, SingleThreaded>::builder(&ctx).cqe(16).build()?; // this thread
+/// # drop((shared, local));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait Threading: sealed::Sealed + 'static {
     /// The create flags this choice adds.
     const CREATE_FLAGS: u32;
@@ -34,16 +53,46 @@ pub trait Threading: sealed::Sealed + 'static {
 }
 
 /// A CQ the provider locks: it is `Sync`, and QPs using it may live on any thread.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = std::sync::Arc::new(typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::Shared>::builder(&ctx).cqe(8).build()?);
+/// std::thread::scope(|s| { s.spawn(|| cq.cqe()); });
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Shared {}
 /// A CQ created with `IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: the provider takes no lock, so the
 /// CQ is not `Sync`, and a QP using it is neither `Send` nor `Sync`.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::SingleThreaded>::builder(&ctx).cqe(8).build()?;
+/// # drop(cq);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// It is not `Sync`:
+///
+/// ```compile_fail,E0277
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::SingleThreaded>::builder(&ctx).cqe(8).build()?;
+/// std::thread::scope(|s| { s.spawn(|| cq.cqe()); }); // a SINGLE_THREADED CQ cannot be shared
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum SingleThreaded {}
 
 /// Implemented by [`Shared`] only: the bound of the `Sync` of a CQ and the `Send` and `Sync` of
 /// a QP or [`Poller`](crate::Poller) on one, so that a SINGLE_THREADED CQ's stay on their
 /// thread, with an error that says why.
+///
+/// ```compile_fail,E0277
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard, typed_verbs::SingleThreaded>::builder(&ctx).cqe(8).build()?;
+/// std::thread::scope(|s| { s.spawn(|| cq.cqe()); }); // the error names this trait
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a SINGLE_THREADED CQ, and a QP or poller that uses one, stays on its thread (the provider takes no lock on it): create the CQ with `Shared` (the default) to use it from several threads",
     label = "used from another thread",
@@ -65,6 +114,15 @@ impl Threading for SingleThreaded {
 
 /// The threading of a QP that uses two CQs: [`Shared`] only when both are. Implemented for
 /// every pair; name the result with [`QpThreading`](crate::qp::QpThreading).
+///
+/// ```
+/// use typed_verbs::{cq::JoinThreading, Shared, SingleThreaded};
+/// fn same<A, B>() where A: 'static, B: 'static {
+///     assert_eq!(std::any::TypeId::of::<A>(), std::any::TypeId::of::<B>());
+/// }
+/// same::<<Shared as JoinThreading<Shared>>::Out, Shared>();
+/// same::<<Shared as JoinThreading<SingleThreaded>>::Out, SingleThreaded>();
+/// ```
 pub trait JoinThreading<B: Threading>: Threading + sealed::Sealed {
     /// The result.
     type Out: Threading;
@@ -80,6 +138,28 @@ impl<A: Threading, B: Threading> JoinThreading<B> for A {
 /// and a CQ's drop moves the context out and drops it on the dropping thread before the C
 /// object's destroy runs or is queued behind a waiting QP ([the safety model](crate::safety)),
 /// so no other thread meets it.
+///
+/// ```
+/// use std::{cell::RefCell, rc::Rc};
+/// use typed_verbs::{Context, CqEx, SingleThreaded, Standard};
+/// let ctx = Context::open("sw0")?;
+/// // A Shared CQ's context is Send + Sync; a SingleThreaded CQ may hold an Rc.
+/// let shared = CqEx::<Standard>::builder(&ctx).cqe(8).context(String::from("rx")).build()?;
+/// let local = CqEx::<Standard, SingleThreaded>::builder(&ctx).cqe(8).context(Rc::new(RefCell::new(0))).build()?;
+/// assert_eq!(shared.user_context(), "rx");
+/// # drop(local);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// An `Rc` in a Shared CQ does not compile:
+///
+/// ```compile_fail,E0277
+/// # use std::rc::Rc;
+/// # use typed_verbs::{Context, CqEx, Standard};
+/// # let ctx = Context::open("sw0")?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(8).context(Rc::new(0)).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "the user context of a Shared CQ must be Send + Sync, and `{Self}` is not: create the CQ with `SingleThreaded` to keep it on one thread, or use a thread-safe context (`Arc<Mutex<..>>`)",
     label = "this CQ's user context is not Send + Sync",
@@ -92,6 +172,17 @@ impl<C> crate::sealed::SealedCqContext<SingleThreaded> for C {}
 impl<C> CqContext<SingleThreaded> for C {}
 
 /// A CQ of either kind, as a QP's send or receive CQ ("may be the same CQ, plain or extended").
+///
+/// ```
+/// use typed_verbs::{AnyCq, Context, Cq, CqEx, Standard};
+/// fn entries<Q: AnyCq>(cq: &Q) -> i32 {
+///     unsafe { (*cq.as_raw_cq()).cqe } // the C CQ, for reading
+/// }
+/// let ctx = Context::open("sw0")?;
+/// let (legacy, extended) = (Cq::builder(&ctx).cqe(4).build()?, CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
+/// assert!(entries(&legacy) >= 4 && entries(&extended) >= 4);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a plain CQ: a QP built with `Qp::builder` completes on a `Cq` or `CqEx`; pass one of those, or build the QP with `Qp::slot_builder` to use a slot CQ",
     label = "not a plain CQ",
@@ -101,21 +192,69 @@ pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
     /// The CQ's threading.
     type Threading: Threading;
     /// The CQ as `struct ibv_cq *` (for an extended CQ, `ibv_cq_ex_to_cq`).
+    ///
+    /// ```
+    /// use typed_verbs::AnyCq;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+    /// assert_eq!(cq.as_raw_cq(), cq.as_raw().cast()); // ibv_cq_ex_to_cq
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn as_raw_cq(&self) -> *mut sys::ibv_cq;
 }
 
 /// Kind markers of [`CqBuilder`].
+///
+/// ```
+/// use typed_verbs::{cq::kind, Context, Cq, CqBuilder, CqEx, Shared, Standard};
+/// let ctx = Context::open("sw0")?;
+/// let legacy: CqBuilder<'_, kind::Legacy> = Cq::builder(&ctx);
+/// let extended: CqBuilder<'_, kind::Extended<Standard, Shared>> = CqEx::<Standard>::builder(&ctx);
+/// # drop((legacy, extended));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub mod kind {
     use std::marker::PhantomData;
     /// Builds a [`crate::Cq`] with `ibv_create_cq`.
+    ///
+    /// ```
+    /// let ctx = typed_verbs::Context::open("sw0")?;
+    /// let b: typed_verbs::CqBuilder<'_, typed_verbs::cq::kind::Legacy> = typed_verbs::Cq::builder(&ctx);
+    /// # drop(b);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[derive(Debug)]
     pub struct Legacy;
     /// Builds a [`crate::CqEx`] with `ibv_create_cq_ex`.
+    ///
+    /// ```
+    /// use typed_verbs::{cq::kind::Extended, Context, CqBuilder, CqEx, Shared, Standard};
+    /// let ctx = Context::open("sw0")?;
+    /// let b: CqBuilder<'_, Extended<Standard, Shared>> = CqEx::<Standard>::builder(&ctx);
+    /// # drop(b);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[derive(Debug)]
     pub struct Extended<F, T>(PhantomData<(F, T)>);
 }
 
 /// The attributes of a CQ to create. Made by [`Cq::builder`] or [`CqEx::builder`].
+///
+/// ```
+/// use typed_verbs::{CompChannel, Context, Cq, CqEx, Standard};
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx)
+///     .cqe(256)              // at least 256 entries
+///     .channel(&channel)     // events on this channel
+///     .comp_vector(0)
+///     .context("recv cq")    // a typed user context
+///     .build()?;
+/// assert!(cq.cqe() >= 256);
+/// let legacy = Cq::builder(&ctx).cqe(16).build()?; // ibv_create_cq
+/// # drop((cq, legacy));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct CqBuilder<'a, K, C = ()> {
     ctx: Held<'a, Context>,
@@ -148,6 +287,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     /// The minimum number of entries (default 1). "ibv_create_cq() may create a CQ with size
     /// greater than or equal to the requested size": read the actual size with `cqe()`.
     /// Checked before the call: at least 1 and at most the device's `max_cqe`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(1000).build()?;
+    /// assert!(cq.cqe() >= 1000);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cqe(mut self, cqe: u32) -> Self {
         self.cqe = cqe;
         self
@@ -156,6 +302,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     /// The completion channel that completion events go to (none by default). The CQ holds
     /// the channel (`&channel`, or `&Arc<CompChannel>`: [`crate::parent`]), so the channel
     /// cannot be destroyed while the CQ lives.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let channel = typed_verbs::CompChannel::new(&ctx)?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).channel(&channel).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn channel<'c: 'a>(mut self, channel: impl Parent<'a, Target = CompChannel<'c>>) -> Self {
         let channel = channel.into_held();
         self.channel = channel.get().as_raw();
@@ -165,6 +318,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
 
     /// The completion vector (default 0). "It must be at least zero and less than
     /// context->num_comp_vectors": checked before the call.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let last = ctx.num_comp_vectors() - 1;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).comp_vector(last).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn comp_vector(mut self, v: u32) -> Self {
         self.comp_vector = v;
         self
@@ -173,6 +333,13 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     /// The typed user context, in place of `void *cq_context`: owned by the CQ, returned by
     /// `user_context()` (and by a completion event of the CQ,
     /// [`CqEvent::user_context`](crate::event::CqEvent::user_context)).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).context(7u32).build()?;
+    /// assert_eq!(*cq.user_context(), 7);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn context<C2>(self, user: C2) -> CqBuilder<'a, K, C2> {
         CqBuilder {
             ctx: self.ctx,
@@ -340,6 +507,22 @@ pub(crate) unsafe fn user_context<'a, C>(cq: *mut sys::ibv_cq) -> &'a C {
 
 impl<'a, C> CqBuilder<'a, kind::Legacy, C> {
     /// `ibv_create_cq`.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] for `cqe` outside `1..=max_cqe` or `comp_vector` at or past
+    ///   `num_comp_vectors`, before the call.
+    /// - [`ErrorKind::WrongContext`]`("channel")` for a channel of another context.
+    /// - The device's errno from `ibv_create_cq` ([`ErrorKind::Os`]): `ENOMEM` when out of CQs or
+    ///   memory.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(100).build()?;
+    /// assert!(cq.cqe() >= 100); // sw0 and rxe round 100 up to 127
+    /// let too_big = typed_verbs::Cq::builder(&ctx).cqe(ctx.attr().max_cqe + 1).build();
+    /// assert!(matches!(too_big.unwrap_err().kind, typed_verbs::ErrorKind::OutOfRange { .. }));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<Cq<'a, C>>
     where
         C: CqContext<Shared>,
@@ -365,6 +548,16 @@ impl<'a, C> CqBuilder<'a, kind::Legacy, C> {
 impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// Takes the CQ's resources from `parent_domain` (`IBV_CQ_INIT_ATTR_MASK_PD`). The CQ
     /// borrows it. A device without parent domains cannot make one in the first place.
+    ///
+    /// ```
+    /// use typed_verbs::{Context, CqEx, Pd, ParentDomain, Standard};
+    /// let ctx = Context::open("sw0")?;
+    /// let pd = Pd::new(&ctx)?;
+    /// let parent = ParentDomain::new(&ctx, &pd)?; // EOPNOTSUPP on rxe
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).parent_domain(&parent).build()?;
+    /// # drop(cq);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn parent_domain<'p: 'a>(
         mut self,
         parent_domain: impl Parent<'a, Target = ParentDomain<'p>>,
@@ -383,6 +576,15 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// be lost." A lost completion is a work request whose buffers the program may believe are
     /// still in use by the device, or a receive it never learns of; the caller guarantees that
     /// outstanding work requests never exceed the CQ's actual `cqe`.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, CqEx, Standard};
+    /// # let ctx = Context::open("sw0")?;
+    /// // SAFETY: this program never has more than 16 completions outstanding on the CQ.
+    /// let cq = unsafe { CqEx::<Standard>::builder(&ctx).cqe(16).ignore_overrun() }.build()?;
+    /// # drop(cq);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub unsafe fn ignore_overrun(mut self) -> Self {
         self.flags |= ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN;
         self
@@ -391,6 +593,27 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// `ibv_create_cq_ex`, with `wc_flags` from `F` and create flags from `T` (and
     /// [`ignore_overrun`](Self::ignore_overrun)). A device lacking a flag gives EOPNOTSUPP.
     /// A [`Shared`] CQ's user context must be `Send + Sync` ([`CqContext`]).
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] for `cqe` outside `1..=max_cqe` or `comp_vector` at or past
+    ///   `num_comp_vectors`, before the call.
+    /// - [`ErrorKind::WrongContext`] naming `channel` or `parent_domain` for one of another context.
+    /// - The device's errno from `ibv_create_cq_ex` ([`ErrorKind::Os`]): `EOPNOTSUPP` for a
+    ///   `wc_flags` bit, a create flag or a parent domain the device lacks
+    ///   ([`Error::is_unsupported`](crate::Error::is_unsupported)), `ENOMEM` when out of resources.
+    /// - [`ErrorKind::MissingProviderOp`] when the provider did not fill a polling function the flags
+    ///   need (the CQ is destroyed).
+    ///
+    /// ```
+    /// use typed_verbs::{wc_flags, Context, CqEx};
+    /// let ctx = Context::open("sw0")?;
+    /// match CqEx::<wc_flags!(BYTE_LEN | COMPLETION_TIMESTAMP)>::builder(&ctx).cqe(16).build() {
+    ///     Ok(cq) => drop(cq),
+    ///     Err(e) if e.is_unsupported() => println!("no completion timestamps on {}", ctx.device_name()),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<CqEx<'a, F, T, C>>
     where
         C: CqContext<T>,
@@ -465,6 +688,18 @@ crate::ffi::c_entry! {
 /// array. It holds its context and channel; QPs that use it hold it (borrowed, or shared through an
 /// `Arc`: [`crate::parent`]), so "ibv_destroy_cq()
 /// fails if any queue pair is still associated with this CQ" cannot happen.
+///
+/// ```
+/// use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+/// let ctx = Context::open("sw0")?;
+/// let cq = Cq::builder(&ctx).cqe(16).build()?;
+/// software::inject(&cq, InjectedCompletion::success(9, WcOpcode::SEND))?;
+/// let mut wc = [const { WorkCompletion::new() }; 8];
+/// let done = cq.poll(&mut wc)?;
+/// assert_eq!(done.len(), 1);
+/// assert_eq!(done[0].success().map(|s| s.wr_id()), Some(9));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Cq<'a, C = ()> {
     raw: NonNull<sys::ibv_cq>,
     _m: PhantomData<(&'a Context, C)>,
@@ -478,6 +713,13 @@ unsafe impl<C: Sync> Sync for Cq<'_, C> {}
 
 /// Not implemented by [`Cq`]: the polling iterator (`ibv_start_poll`) exists only for CQs
 /// created with `ibv_create_cq_ex`.
+///
+/// ```compile_fail,E0277
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let mut cq = typed_verbs::Cq::builder(&ctx).cqe(16).build()?;
+/// cq.poll_batch(|_batch| ())?; // poll_batch needs a CqEx
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "poll_batch (ibv_start_poll) needs a CQ created with ibv_create_cq_ex: make a `CqEx` instead of a legacy `Cq`, or call `poll` on this one",
     label = "a legacy `Cq` has no ibv_start_poll iterator",
@@ -488,6 +730,12 @@ pub trait ExtendedPolling: sealed::Sealed {}
 impl<'a> Cq<'a, ()> {
     /// Starts building a CQ on `ctx` (`&ctx`, or `&Arc<Context>` for a CQ that keeps its
     /// context alive: [`crate::parent`]).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(32).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn builder(ctx: impl Parent<'a, Target = Context>) -> CqBuilder<'a, kind::Legacy, ()> {
         CqBuilder::new(ctx, ())
     }
@@ -495,12 +743,26 @@ impl<'a> Cq<'a, ()> {
 
 impl<'a, C> Cq<'a, C> {
     /// The actual number of entries (at least the requested `cqe`).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(100).build()?;
+    /// assert!(cq.cqe() >= 100);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cqe(&self) -> u32 {
         // SAFETY: a live CQ; `cqe` is written by the provider at creation.
         unsafe { (*self.raw.as_ptr()).cqe.max(0) as u32 }
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(4).context("tx").build()?;
+    /// assert_eq!(*cq.user_context(), "tx");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         // SAFETY: a live CQ made by the builder with `C`; the borrow of `self` bounds the
         // reference.
@@ -513,6 +775,22 @@ impl<'a, C> Cq<'a, C> {
     /// Refused with [`ErrorKind::BatchOpen`] inside [`CqEx::poll_batch`]: `ibv_poll_cq` takes
     /// this CQ's lock, which a thread holding another CQ's lock never waits for
     /// ([the safety model](crate::safety)).
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch, before the call.
+    /// - The provider's errno from `ibv_poll_cq` ([`ErrorKind::Os`]), which it reports only for a
+    ///   CQ in error.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, Cq, WorkCompletion};
+    /// # let ctx = Context::open("sw0")?;
+    /// let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// let mut wc = [const { WorkCompletion::new() }; 16];
+    /// for c in cq.poll(&mut wc)? {
+    ///     println!("{} {:?}", c.wr_id(), c.status());
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w [WorkCompletion]> {
         refuse_inside_batch()?;
         let n = wc.len().min(i32::MAX as usize) as i32;
@@ -528,6 +806,21 @@ impl<'a, C> Cq<'a, C> {
     /// `ibv_poll_cq` into an array the caller need not initialise (a stack array of
     /// `MaybeUninit`); returns the filled, now initialised, part. Refused inside a batch, as
     /// [`poll`](Self::poll).
+    ///
+    /// # Errors
+    /// As [`poll`](Self::poll).
+    ///
+    /// ```
+    /// # use std::mem::MaybeUninit;
+    /// # use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+    /// # let ctx = Context::open("sw0")?;
+    /// let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(3, WcOpcode::RECV).byte_len(8))?;
+    /// let mut wc = [const { MaybeUninit::<WorkCompletion>::uninit() }; 16];
+    /// let done = cq.poll_uninit(&mut wc)?;
+    /// assert_eq!(done[0].wr_id(), 3);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn poll_uninit<'w>(
         &self,
@@ -550,6 +843,18 @@ impl<'a, C> Cq<'a, C> {
     /// `ibv_req_notify_cq`: asks for a completion event on the CQ's channel for the next
     /// completion (or, with `solicited_only`, the next solicited one). One event per arming:
     /// get it with [`CompChannel::get_cq_event`] and arm again.
+    ///
+    /// # Errors
+    /// The provider's errno from `ibv_req_notify_cq` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context, Cq};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// let cq = Cq::builder(&ctx).cqe(16).channel(&channel).build()?;
+    /// cq.req_notify(false)?; // the next completion raises an event on `channel`
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         // SAFETY: a live CQ.
         match unsafe { sys::ibv_req_notify_cq(self.raw.as_ptr(), solicited_only as i32) } {
@@ -572,6 +877,13 @@ impl<'a, C> Cq<'a, C> {
     }
 
     /// The C CQ. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(4).build()?;
+    /// assert_eq!(unsafe { (*cq.as_raw()).cqe } as u32, cq.cqe());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_cq {
         self.raw.as_ptr()
     }
@@ -579,11 +891,32 @@ impl<'a, C> Cq<'a, C> {
     /// `ibv_destroy_cq`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_cq` ([`ErrorKind::Os`]): `EBUSY` while a QP still
+    /// uses the CQ, which only a leaked QP (or one queued to a batch's end) can.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).build()?;
+    /// cq.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_cq`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the CQ, still alive.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::Cq::builder(&ctx).cqe(16).build()?;
+    /// cq.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }

@@ -49,6 +49,12 @@ use std::sync::atomic::Ordering;
 pub use crate::ffi::wc_ex_flags as flags;
 
 /// A CQ's set of `wc_flags`, as a type. Implemented only by [`WcFlagSet`].
+///
+/// ```
+/// use typed_verbs::{wc_flags, WcFlags};
+/// fn bits<F: WcFlags>() -> u64 { F::BITS }
+/// assert_eq!(bits::<wc_flags!(BYTE_LEN)>(), typed_verbs::cq_ex::flags::BYTE_LEN);
+/// ```
 pub trait WcFlags: sealed::Sealed + 'static {
     /// The `wc_flags` value passed to `ibv_create_cq_ex`.
     const BITS: u64;
@@ -57,6 +63,14 @@ pub trait WcFlags: sealed::Sealed + 'static {
 /// The set of `IBV_WC_EX_WITH_*` flags of a CQ: one `bool` per flag, in the man page's order.
 /// Name one with [`wc_flags!`](crate::wc_flags) (`wc_flags!(BYTE_LEN | IMM)`) or an alias
 /// ([`Standard`], [`NoFields`], [`AllFields`]).
+///
+/// ```
+/// use typed_verbs::{wc_flags, Context, CqEx};
+/// let ctx = Context::open("sw0")?;
+/// let cq = CqEx::<wc_flags!(BYTE_LEN | IMM | QP_NUM)>::builder(&ctx).cqe(16).build()?;
+/// # drop(cq);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub enum WcFlagSet<
     const BYTE_LEN: bool,
     const IMM: bool,
@@ -115,16 +129,39 @@ impl<
 }
 
 /// The standard set: the seven fields `ibv_poll_cq` returns (`IBV_WC_STANDARD_FLAGS`).
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).build()?;
+/// # drop(cq);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub type Standard = WcFlagSet<true, true, true, true, true, true, true, false, false, false, false>;
 /// No optional field: only wr_id, status, opcode, vendor_err and the completion's own flags.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::NoFields>::builder(&ctx).cqe(16).build()?; // wr_id and status only
+/// # drop(cq);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub type NoFields =
     WcFlagSet<false, false, false, false, false, false, false, false, false, false, false>;
 /// Every flag of the man page.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// // sw0 has all eleven flags; rxe only the standard ones (EOPNOTSUPP).
+/// let cq = typed_verbs::CqEx::<typed_verbs::AllFields>::builder(&ctx).cqe(16).build()?;
+/// # drop(cq);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub type AllFields = WcFlagSet<true, true, true, true, true, true, true, true, true, true, true>;
 
 macro_rules! flag_traits {
     ($($trait:ident for <$($p:ident),*> [$($a:tt),*]: $msg:literal, $label:literal;)*) => {$(
         #[doc = concat!("Implemented by the flag sets from which `", stringify!($trait), "`'s field can be read.")]
+        #[doc = concat!("\n\n```\nfn needs<F: typed_verbs::cq_ex::", stringify!($trait), ">() {}\nneeds::<typed_verbs::AllFields>(); // every flag set with the flag\n```")]
         #[diagnostic::on_unimplemented(
             message = $msg,
             label = $label,
@@ -182,6 +219,28 @@ flag_traits! {
 /// It holds its context, channel and parent domain; QPs using it hold it (borrowed, or shared
 /// through an `Arc`: [`crate::parent`]), so it cannot be
 /// destroyed while a QP uses it.
+///
+/// ```
+/// use typed_verbs::{software, wc_flags, Context, CqEx, InjectedCompletion, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<wc_flags!(BYTE_LEN | IMM)>::builder(&ctx).cqe(16).build()?;
+/// software::inject(&cq, InjectedCompletion::success(7, WcOpcode::RECV).byte_len(64).imm_data(1))?;
+/// cq.poll_batch(|batch| {
+///     let wc = batch.completion().result().expect("success");
+///     assert_eq!((wc.wr_id(), wc.byte_len(), wc.imm_data()), (7, 64, Some(1)));
+/// })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// A field whose flag the CQ lacks does not compile:
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::{wc_flags, Context, CqEx};
+/// # let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).build()?;
+/// cq.poll_batch(|batch| batch.completion().result().ok().map(|wc| wc.imm_data()))?; // needs IMM
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct CqEx<'a, F: WcFlags, T: Threading = Shared, C = ()> {
     raw: NonNull<sys::ibv_cq_ex>,
     _m: PhantomData<(&'a Context, F, T, C)>,
@@ -195,6 +254,13 @@ unsafe impl<F: WcFlags, T: crate::cq::SharedAcrossThreads, C: Sync> Sync for CqE
 
 impl<'a, F: WcFlags, T: Threading> CqEx<'a, F, T, ()> {
     /// Starts building an extended CQ on `ctx` with the flags `F` and threading `T`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(64).build()?;
+    /// assert!(cq.cqe() >= 64);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn builder(
         ctx: impl crate::parent::Parent<'a, Target = Context>,
     ) -> CqBuilder<'a, kind::Extended<F, T>, ()> {
@@ -211,17 +277,38 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     }
 
     /// The actual number of entries (at least the requested `cqe`).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(100).build()?;
+    /// assert!(cq.cqe() >= 100);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cqe(&self) -> u32 {
         // SAFETY: a live CQ; `cqe` is written by the provider at creation.
         unsafe { (*self.raw.as_ptr()).cqe.max(0) as u32 }
     }
 
     /// The `wc_flags` this CQ was created with (`F::BITS`).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(4).build()?;
+    /// assert_eq!(cq.wc_flags(), typed_verbs::cq_ex::flags::BYTE_LEN);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub const fn wc_flags(&self) -> u64 {
         F::BITS
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).context(1u8).build()?;
+    /// assert_eq!(*cq.user_context(), 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         // SAFETY: a live CQ made by the builder with `C`; the borrow of `self` bounds the
         // reference.
@@ -245,6 +332,22 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// closure cannot wait for another thread's batch on it. A thread that already has a batch
     /// open (on any CQ) gets [`ErrorKind::BatchOpen`] instead of a second one
     /// ([the safety model](crate::safety)).
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BatchOpen`] when this thread already has a batch open (on any CQ), before the
+    ///   call.
+    /// - The provider's errno from `ibv_start_poll` other than `ENOENT` ([`ErrorKind::Os`]); the
+    ///   batch is then not started.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+    /// assert_eq!(cq.poll_batch(|_| ())?, None); // empty
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::SEND))?;
+    /// assert_eq!(cq.poll_batch(|b| b.completion().wr_id())?, Some(1));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         // SAFETY: a live extended CQ made by a builder; `&mut self` means no poller exists and
@@ -256,6 +359,19 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// shared through an `Arc` (take it on the thread that polls). While it lives, asking
     /// again gives [`ErrorKind::PollerTaken`]; dropping it gives the right back. (A poller that
     /// is leaked keeps it: the CQ is then polled by no one else, and `split` takes it back.)
+    ///
+    /// # Errors
+    /// [`ErrorKind::PollerTaken`] while another [`Poller`] of this CQ lives (errno `EBUSY`).
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, CqEx, Standard};
+    /// # let ctx = Context::open("sw0")?;
+    /// let cq = std::sync::Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
+    /// let mut poller = cq.poller()?;
+    /// assert!(cq.poller().is_err()); // one at a time
+    /// poller.poll_batch(|_| ())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn poller(&self) -> Result<Poller<'_, F, T>> {
         // SAFETY: a live CQ made by a builder.
         let claim = unsafe { crate::cq::poller_claim(self.as_raw_cq()) };
@@ -274,6 +390,18 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// Splits the CQ into a shared reference, for QPs (as send or receive CQ) and for
     /// `req_notify`, and its one [`Poller`] (taken back from a leaked one, if any). Both borrow
     /// the CQ, so it cannot be destroyed while either lives.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, CqEx, Pd, Qp, Rc, Standard};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+    /// let (cq, mut poller) = cq.split();
+    /// let qp = Qp::<Rc>::builder(&pd, cq, cq).build()?; // the QP borrows the shared half
+    /// poller.poll_batch(|_| ())?;
+    /// # drop(qp);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn split(&mut self) -> (&Self, Poller<'_, F, T>) {
         // SAFETY: a live CQ made by a builder. `&mut self`: no poller lives (a leaked one can
         // never poll again), so the claim is this one's.
@@ -288,6 +416,18 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// `ibv_req_notify_cq` on the CQ: one completion event on its channel for the next
     /// completion (or, with `solicited_only`, the next solicited one); get it with
     /// [`CompChannel::get_cq_event`](crate::CompChannel::get_cq_event).
+    ///
+    /// # Errors
+    /// The provider's errno from `ibv_req_notify_cq` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context, CqEx, Standard};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+    /// cq.req_notify(true)?; // only a solicited (or failed) completion raises the event
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         // SAFETY: a live CQ; `ibv_cq_ex_to_cq` is a cast.
         match unsafe { sys::ibv_req_notify_cq(self.as_raw_cq(), solicited_only as i32) } {
@@ -297,6 +437,13 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     }
 
     /// The C CQ. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+    /// assert!(!cq.as_raw().is_null());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_cq_ex {
         self.raw.as_ptr()
     }
@@ -304,11 +451,32 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// `ibv_destroy_cq` ("CQ should be destroyed with ibv_destroy_cq"). If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_cq` ([`ErrorKind::Os`]): `EBUSY` while a QP still uses
+    /// the CQ, which only a leaked QP (or one queued to a batch's end) can.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).build()?;
+    /// cq.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_cq` ("CQ should be destroyed with ibv_destroy_cq"). On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the CQ, still alive.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).build()?;
+    /// cq.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
@@ -487,6 +655,20 @@ fn refused_second_batch() -> Error {
 ///
 /// It may move to another thread for a [`Shared`] CQ, not for a SINGLE_THREADED one; it is not
 /// `Sync`, so only the thread that has it polls.
+///
+/// ```
+/// use std::sync::Arc;
+/// use typed_verbs::{Context, CqEx, Standard};
+/// let ctx = Arc::new(Context::open("sw0")?); // shared: the CQ is 'static
+/// let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
+/// let polling = Arc::clone(&cq);
+/// std::thread::spawn(move || -> typed_verbs::Result<()> {
+///     let mut poller = polling.poller()?; // the CQ's one poller, on this thread
+///     poller.poll_batch(|_batch| ())?;
+///     Ok(())
+/// }).join().unwrap()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Poller<'a, F: WcFlags, T: Threading = Shared> {
     cq: NonNull<sys::ibv_cq_ex>,
     _m: PhantomData<(&'a mut (), F, T)>,
@@ -498,6 +680,17 @@ unsafe impl<F: WcFlags, T: crate::cq::SharedAcrossThreads> Send for Poller<'_, F
 
 impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
     /// Opens a batch, as [`CqEx::poll_batch`].
+    ///
+    /// # Errors
+    /// As [`CqEx::poll_batch`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).build()?;
+    /// let mut poller = cq.poller()?;
+    /// assert_eq!(poller.poll_batch(|_| ())?, None);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         // SAFETY: the poller is the one right to poll this live CQ; `&mut self` means no other
@@ -523,10 +716,35 @@ impl<F: WcFlags, T: Threading> std::fmt::Debug for Poller<'_, F, T> {
 
 /// What can open a polling batch: a [`CqEx`] held exclusively, or its [`Poller`]. The poll
 /// functions [`completion_record!`](crate::completion_record) generates take either.
+///
+/// ```
+/// use typed_verbs::{cq_ex::Pollable, Context, CqEx, Standard};
+/// fn drain<P: Pollable>(p: &mut P) -> typed_verbs::Result<usize> {
+///     let mut n = 0;
+///     while p.poll_batch(|_| ())?.is_some() { n += 1; }
+///     Ok(n)
+/// }
+/// let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// assert_eq!(drain(&mut cq)?, 0);
+/// assert_eq!(drain(&mut cq.poller()?)?, 0);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait Pollable: sealed::Sealed {
     /// The CQ's `wc_flags`.
     type Flags: WcFlags;
     /// Opens a batch, runs `f` on it and ends it ([`CqEx::poll_batch`]).
+    ///
+    /// # Errors
+    /// As [`CqEx::poll_batch`].
+    ///
+    /// ```
+    /// use typed_verbs::cq_ex::Pollable;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+    /// assert!(Pollable::poll_batch(&mut cq, |_| ())?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, Self::Flags>) -> R) -> Result<Option<R>>;
 }
 
@@ -562,6 +780,23 @@ pub enum PollStop<E> {
 /// that is leaked instead is ended when the closure returns, so it is ended exactly once either
 /// way. It is neither `Send` nor `Sync`: the provider's CQ lock is held by this thread until the
 /// batch ends.
+///
+/// ```
+/// use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// for id in 0..3 { software::inject(&cq, InjectedCompletion::success(id, WcOpcode::RECV))?; }
+/// let ids = cq.poll_batch(|batch| -> typed_verbs::Result<Vec<u64>> {
+///     let (mut ids, mut next) = (Vec::new(), Some(batch));
+///     while let Some(batch) = next {
+///         ids.push(batch.completion().wr_id());
+///         next = batch.advance()?; // ibv_next_poll; the last one ends the batch
+///     }
+///     Ok(ids)
+/// })?.transpose()?;
+/// assert_eq!(ids, Some(vec![0, 1, 2]));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "dropping the batch ends it (ibv_end_poll) without reading its completion"]
 pub struct Batch<'cq, F: WcFlags> {
     cq: NonNull<sys::ibv_cq_ex>,
@@ -589,6 +824,18 @@ unsafe impl<F: WcFlags + BatchStaysOnItsThread> Sync for Batch<'_, F> {}
 impl<F: WcFlags> Batch<'_, F> {
     /// The completion the batch points at. It borrows the batch, so it is gone before the next
     /// [`advance`](Self::advance) and before the batch ends.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(5, WcOpcode::SEND))?;
+    /// cq.poll_batch(|batch| {
+    ///     let c = batch.completion();
+    ///     assert_eq!((c.wr_id(), c.status()), (5, WcStatus::SUCCESS));
+    /// })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn completion(&self) -> Completion<'_, F> {
         Completion {
@@ -601,6 +848,21 @@ impl<F: WcFlags> Batch<'_, F> {
     /// of the previous step can be used afterwards. `Ok(Some(batch))` points at the next
     /// completion; `Ok(None)` means there is none (ENOENT) and the batch has ended; an error ends
     /// the batch too ("If an error code is given, end_poll should still be called").
+    ///
+    /// # Errors
+    /// The provider's errno from `ibv_next_poll` other than `ENOENT` ([`ErrorKind::Os`]); the batch
+    /// has ended then.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// cq.poll_batch(|batch| {
+    ///     assert!(batch.advance().expect("next_poll").is_none()); // only one: the batch ended
+    /// })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn advance(self) -> Result<Option<Self>> {
         // SAFETY: inside a started batch on a live CQ.
@@ -623,14 +885,50 @@ impl<F: WcFlags> Drop for Batch<'_, F> {
 }
 
 /// What is known of a completion's status: [`Unchecked`], [`Success`] or [`Failure`].
+///
+/// ```
+/// use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcStatus};
+/// let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// software::inject(&cq, InjectedCompletion::error(4, WcStatus::REM_ACCESS_ERR, 0x11))?;
+/// cq.poll_batch(|batch| {
+///     let c = batch.completion(); // Completion<_, Unchecked>: wr_id and status
+///     match c.result() {
+///         Ok(_ok) => unreachable!(),   // Completion<_, Success>
+///         Err(failed) => assert_eq!(failed.vendor_err(), 0x11), // Completion<_, Failure>
+///     }
+/// })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait StatusState: sealed::Sealed {}
 /// The status has not been looked at: only `wr_id` and `status` can be read.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+/// cq.poll_batch(|b| { let _c: typed_verbs::Completion<'_, _, typed_verbs::Unchecked> = b.completion(); })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Unchecked {}
 /// A successful completion: the opcode and the fields of the CQ's flags can be read.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+/// cq.poll_batch(|b| { if let Ok(c) = b.completion().result() { let _ = c.byte_len(); } })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Success {}
 /// A failed completion: only `wr_id`, `status` and `vendor_err` are valid.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+/// cq.poll_batch(|b| { if let Err(c) = b.completion().result() { let _ = c.vendor_err(); } })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Failure {}
 impl sealed::Sealed for Unchecked {}
@@ -643,6 +941,13 @@ impl StatusState for Failure {}
 /// Implemented by [`Success`] only: the fields other than wr_id, status and vendor_err are valid
 /// only on a successful completion ("some fields are only valid in certain opcodes and status
 /// codes").
+///
+/// ```compile_fail,E0277
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).build()?;
+/// cq.poll_batch(|b| b.completion().byte_len())?; // the status is not known to be success
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "this field is valid only on a successful completion: check the status with `.result()` and read it from the `Ok` side",
     label = "the completion's status is not known to be success here",
@@ -654,6 +959,18 @@ impl Succeeded for Success {}
 /// The completion a batch points at: reads go straight to the provider's `ibv_wc_read_*`
 /// function pointers, only for the fields the CQ's flags `F` requested and, past wr_id and
 /// status, only once the status is known to be success (`S`).
+///
+/// ```
+/// use typed_verbs::{software, wc_flags, Context, CqEx, InjectedCompletion, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<wc_flags!(BYTE_LEN | QP_NUM)>::builder(&ctx).cqe(16).build()?;
+/// software::inject(&cq, InjectedCompletion::success(5, WcOpcode::RECV).byte_len(32).qp_num(17))?;
+/// cq.poll_batch(|batch| {
+///     let wc = batch.completion().result().expect("success");
+///     assert_eq!((wc.opcode(), wc.byte_len(), wc.qp_num()), (WcOpcode::RECV, 32, 17));
+/// })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Completion<'b, F: WcFlags, S: StatusState = Unchecked> {
     cq: NonNull<sys::ibv_cq_ex>,
     _m: PhantomData<(&'b (), F, S, *const ())>,
@@ -677,6 +994,15 @@ unsafe impl<F: WcFlags + CompletionStaysOnItsThread, S: StatusState> Sync for Co
 
 impl<'b, F: WcFlags, S: StatusState> Completion<'b, F, S> {
     /// `wr_id` of the completed work request.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::success(77, WcOpcode::SEND))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().wr_id(), 77))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn wr_id(&self) -> u64 {
         // SAFETY: inside a batch; the field belongs to the current completion.
@@ -684,6 +1010,15 @@ impl<'b, F: WcFlags, S: StatusState> Completion<'b, F, S> {
     }
 
     /// The completion's status.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::error(1, WcStatus::WR_FLUSH_ERR, 0))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().status(), WcStatus::WR_FLUSH_ERR))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn status(&self) -> WcStatus {
         // SAFETY: as above.
@@ -702,6 +1037,19 @@ impl<'b, F: WcFlags, S: StatusState> Completion<'b, F, S> {
 impl<'b, F: WcFlags> Completion<'b, F, Unchecked> {
     /// Splits on the status: `Ok` for success, with the opcode and the flagged fields; `Err`
     /// for a failure, with `vendor_err`.
+    ///
+    /// # Errors
+    /// `Err` with the completion as [`Failure`] when its status is not `IBV_WC_SUCCESS`: only
+    /// `wr_id`, `status` and `vendor_err` can be read from it.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::error(1, WcStatus::WR_FLUSH_ERR, 0))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().err().unwrap().status(), WcStatus::WR_FLUSH_ERR))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[allow(clippy::result_large_err)]
     #[inline(always)]
     pub fn result(
@@ -718,6 +1066,15 @@ impl<'b, F: WcFlags> Completion<'b, F, Unchecked> {
 
 impl<F: WcFlags> Completion<'_, F, Failure> {
     /// `ibv_wc_read_vendor_err`: the device's own code for the failure.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcStatus};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    /// software::inject(&cq, InjectedCompletion::error(1, WcStatus::REM_ACCESS_ERR, 0x33))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().err().unwrap().vendor_err(), 0x33))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn vendor_err(&self) -> u32 {
         // SAFETY: inside a batch, on the current completion.
@@ -728,6 +1085,7 @@ impl<F: WcFlags> Completion<'_, F, Failure> {
 macro_rules! flagged_reads {
     ($($(#[$m:meta])* $name:ident -> $t:ty = $read:ident, $flag:ident;)*) => {$(
         $(#[$m])*
+        #[doc = concat!("\n\n```\n# use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};\n# let ctx = Context::open(\"sw0\")?;\nlet mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag\nsoftware::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).", stringify!($name), "(1))?;\ncq.poll_batch(|b| assert_eq!(b.completion().result().expect(\"success\").", stringify!($name), "(), 1))?;\n# Ok::<(), typed_verbs::Error>(())\n```")]
         #[inline(always)]
         pub fn $name(&self) -> $t
         where
@@ -743,6 +1101,15 @@ macro_rules! flagged_reads {
 
 impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
     /// `ibv_wc_read_opcode`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).byte_len(1))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").opcode(), WcOpcode::RECV))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn opcode(&self) -> WcOpcode
     where
@@ -753,6 +1120,18 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
     }
 
     /// `ibv_wc_read_wc_flags`: the completion's own flags (`IBV_WC_GRH`, `IBV_WC_WITH_IMM`, ...).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).imm_data(5))?;
+    /// cq.poll_batch(|b| {
+    ///     let flags = b.completion().result().expect("success").completion_flags();
+    ///     assert_ne!(flags & 2, 0); // IBV_WC_WITH_IMM
+    /// })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn completion_flags(&self) -> u32
     where
@@ -764,6 +1143,15 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
 
     /// `ibv_wc_read_imm_data`, in host byte order: `Some` when the completion carries immediate
     /// data (its own `IBV_WC_WITH_IMM` flag), `None` otherwise. Needs `IMM` in the CQ's flags.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).imm_data(0xbeef))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").imm_data(), Some(0xbeef)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn imm_data(&self) -> Option<u32>
     where
@@ -780,6 +1168,15 @@ impl<F: WcFlags, S: StatusState> Completion<'_, F, S> {
 
     /// `ibv_wc_read_invalidated_rkey`: `Some` when the completion carries one (its own
     /// `IBV_WC_WITH_INV` flag). It shares the immediate-data field, so it needs `IMM`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?; // sw0 has every flag
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).invalidated_rkey(0x1234))?;
+    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").invalidated_rkey(), Some(0x1234)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn invalidated_rkey(&self) -> Option<u32>
     where

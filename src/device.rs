@@ -1,5 +1,13 @@
 //! Devices and contexts: the device list (software devices first, then rdma-core's), opening a
 //! device by name, and querying its attributes and ports.
+//!
+//! ```
+//! for dev in typed_verbs::devices()? {
+//!     let ctx = dev.open()?;
+//!     println!("{}: {} port(s), max_qp {}", ctx.device_name(), ctx.attr().phys_port_cnt, ctx.attr().max_qp);
+//! }
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::backend::SwDevice;
@@ -37,6 +45,17 @@ enum DeviceRef {
 }
 
 /// An RDMA device that can be opened.
+///
+/// ```
+/// let list = typed_verbs::devices()?;
+/// for d in &list {
+///     println!("{} (software: {})", d.name(), d.is_software());
+/// }
+/// let sw0 = list.iter().find(|d| d.name() == "sw0").expect("the software device");
+/// let ctx = sw0.open()?;
+/// # drop(ctx);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Device {
     name: String,
     dev: DeviceRef,
@@ -61,6 +80,16 @@ impl std::fmt::Debug for Device {
 ///
 /// A machine without any RDMA device (libibverbs says ENOSYS) still lists the software devices.
 /// Under Miri, which cannot call C, the list is the software devices alone.
+///
+/// # Errors
+/// The errno of `ibv_get_device_list` ([`ErrorKind::Os`]), but for `ENOSYS` (no RDMA support
+/// in the kernel), which gives the software devices alone.
+///
+/// ```
+/// let names: Vec<String> = typed_verbs::devices()?.iter().map(|d| d.name().to_owned()).collect();
+/// assert!(names.iter().any(|n| n == "sw0"));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub fn devices() -> Result<Vec<Device>> {
     let mut out: Vec<Device> = backend::software_devices()
         .into_iter()
@@ -106,16 +135,39 @@ pub fn devices() -> Result<Vec<Device>> {
 
 impl Device {
     /// The device's name (`sw0`, `rxe0`, `mlx5_0`, ...).
+    ///
+    /// ```
+    /// let names: Vec<String> = typed_verbs::devices()?.iter().map(|d| d.name().to_owned()).collect();
+    /// assert!(names.contains(&"sw0".to_owned()));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// Whether this is a software device.
+    ///
+    /// ```
+    /// let sw: Vec<_> = typed_verbs::devices()?.into_iter().filter(|d| d.is_software()).collect();
+    /// assert!(!sw.is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_software(&self) -> bool {
         matches!(self.dev, DeviceRef::Software(_))
     }
 
     /// Opens the device (`ibv_open_device`) and reads its attributes.
+    ///
+    /// # Errors
+    /// The errno of `ibv_open_device` ([`ErrorKind::Os`]), e.g. `EACCES` without permission on
+    /// the device's uverbs file, or of the `ibv_query_device` that follows it.
+    ///
+    /// ```
+    /// let dev = typed_verbs::devices()?.into_iter().find(|d| d.name() == "sw0").unwrap();
+    /// let ctx = dev.open()?;
+    /// assert_eq!(ctx.device_name(), "sw0");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn open(&self) -> Result<Context> {
         let raw = match &self.dev {
             DeviceRef::Software(d) => backend::open_software(d),
@@ -131,6 +183,13 @@ impl Device {
 
 /// The attributes of a device (`struct ibv_device_attr`), the limits the typed layer checks
 /// requests against before any FFI call.
+///
+/// ```
+/// let ctx = typed_verbs::Context::open("sw0")?;
+/// let attr = ctx.attr();
+/// println!("max_cqe {} max_qp_wr {} ports {}", attr.max_cqe, attr.max_qp_wr, attr.phys_port_cnt);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 #[allow(missing_docs)]
@@ -191,6 +250,13 @@ impl DeviceAttr {
 }
 
 /// The attributes of a port (`struct ibv_port_attr`).
+///
+/// ```
+/// let ctx = typed_verbs::Context::open("sw0")?;
+/// let port = ctx.query_port(1)?;
+/// println!("state {} active_mtu {} link_layer {}", port.state, port.active_mtu, port.link_layer);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 #[allow(missing_docs)]
@@ -217,6 +283,27 @@ struct ContextInner {
 /// An open device context (`struct ibv_context`). Everything else is created from it and
 /// holds it (borrows it, or keeps it alive through an `Arc`: [`crate::parent`]), so it cannot
 /// be closed while any of them lives.
+///
+/// ```
+/// use typed_verbs::{Context, Pd};
+/// let ctx = Context::open("sw0")?; // or Context::open_from_env()?
+/// println!("{}: {} ports, max_qp {}", ctx.device_name(), ctx.attr().phys_port_cnt, ctx.attr().max_qp);
+/// let pd = Pd::new(&ctx)?;
+/// drop(pd);
+/// ctx.close()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// Closing a context while an object it made lives does not compile:
+///
+/// ```compile_fail,E0505
+/// # use typed_verbs::{Context, Pd};
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// ctx.close()?; // error[E0505]: cannot move out of `ctx` because it is borrowed
+/// drop(pd);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Context {
     /// Taken (and freed after `ibv_close_device`) by `Drop` or `close`.
     inner: ManuallyDrop<Box<ContextInner>>,
@@ -257,6 +344,20 @@ impl Context {
     }
 
     /// Opens the device named `name`: a software device or one libibverbs lists.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::NoSuchDevice`] when no device of that name is listed (errno `ENODEV`).
+    /// - The errno of `ibv_get_device_list`, `ibv_open_device` or `ibv_query_device`
+    ///   ([`ErrorKind::Os`]), e.g. `EACCES` without permission on the device.
+    ///
+    /// ```
+    /// use typed_verbs::{Context, ErrorKind};
+    /// let ctx = Context::open("sw0")?;
+    /// let err = Context::open("no-such-device").unwrap_err();
+    /// assert!(matches!(err.kind, ErrorKind::NoSuchDevice(_)));
+    /// # drop(ctx);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn open(name: &str) -> Result<Context> {
         devices()?
             .into_iter()
@@ -269,6 +370,18 @@ impl Context {
     }
 
     /// Opens the device named by [`DEVICE_ENV`], or the software device when it is unset.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open): [`ErrorKind::NoSuchDevice`] when the variable names a device that is
+    /// not listed, the device's errno when it cannot be opened.
+    ///
+    /// ```
+    /// use typed_verbs::Context;
+    /// // TYPED_VERBS_DEVICE=rxe0 cargo run ... picks rxe0.
+    /// let ctx = Context::open_from_env()?;
+    /// println!("running on {}", ctx.device_name());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn open_from_env() -> Result<Context> {
         match std::env::var(DEVICE_ENV) {
             Ok(name) if !name.is_empty() => Context::open(&name),
@@ -277,21 +390,49 @@ impl Context {
     }
 
     /// The name of the device this context is open on.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert_eq!(ctx.device_name(), "sw0");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn device_name(&self) -> &str {
         &self.inner.name
     }
 
     /// Whether this context is on a software device.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(ctx.is_software());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_software(&self) -> bool {
         backend::is_software(self.as_raw())
     }
 
     /// The device's attributes, read when the context was opened.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(ctx.attr().max_qp_wr >= 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn attr(&self) -> &DeviceAttr {
         &self.inner.attr
     }
 
     /// `ibv_query_device`: reads the attributes again.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_query_device` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let attr = ctx.query_device()?;
+    /// assert_eq!(attr.max_cqe, ctx.attr().max_cqe);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn query_device(&self) -> Result<DeviceAttr> {
         // SAFETY: ibv_device_attr is plain C data.
         let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
@@ -302,6 +443,19 @@ impl Context {
     }
 
     /// `ibv_query_port`. Ports are numbered from 1.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `port_num` for a port outside `1..=phys_port_cnt`, before
+    ///   the call.
+    /// - The device's errno from `ibv_query_port` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let port = ctx.query_port(1)?;
+    /// assert!(port.gid_tbl_len > 0);
+    /// assert!(ctx.query_port(0).is_err()); // ports are numbered from 1
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn query_port(&self, port: u8) -> Result<PortAttr> {
         let cnt = self.inner.attr.phys_port_cnt;
         if port == 0 || port > cnt {
@@ -330,12 +484,24 @@ impl Context {
     }
 
     /// `context->num_comp_vectors`: a CQ's `comp_vector` must be below it.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(ctx.num_comp_vectors() >= 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn num_comp_vectors(&self) -> u32 {
         // SAFETY: a live context; the field is written once at open.
         unsafe { (*self.as_raw()).num_comp_vectors.max(0) as u32 }
     }
 
     /// The C context, for calls this crate does not wrap. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(unsafe { (*ctx.as_raw()).num_comp_vectors } > 0);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_context {
         self.inner.raw.as_ptr()
     }
@@ -348,12 +514,34 @@ impl Context {
     ///
     /// If the close fails, the error is returned and the context dropped (its `Drop` closes it
     /// after that QP, or tries once more); [`try_close`](Self::try_close) gives it back.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BatchOpen`] while a QP of this context dropped inside this thread's polling
+    ///   batch waits for the batch's end.
+    /// - The device's errno from `ibv_close_device` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// let ctx = typed_verbs::Context::open("sw0")?;
+    /// ctx.close()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn close(self) -> Result<()> {
         Ok(self.try_close()?)
     }
 
     /// `ibv_close_device`, as [`close`](Self::close); on failure the context comes back,
     /// still open, inside the error.
+    ///
+    /// # Errors
+    /// As [`close`](Self::close); the [`DestroyError`] holds the context, still open.
+    ///
+    /// ```
+    /// let ctx = typed_verbs::Context::open("sw0")?;
+    /// if let Err(e) = ctx.try_close() {
+    ///     eprintln!("{}; closing {} later", e.error, e.object.device_name());
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_close(self) -> Result<(), DestroyError<Self>> {
         if crate::teardown::waiting(self.as_raw()) {
             return Err(DestroyError {

@@ -100,6 +100,19 @@
 //!
 //! [`AtomicU8`]: std::sync::atomic::AtomicU8
 //! [`AtomicU8::from_ptr`]: std::sync::atomic::AtomicU8::from_ptr
+//!
+//! ```
+//! use typed_verbs::{AccessFlags, Context, Mr, PageBuf, Pd};
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+//! // Safe accesses to registered memory are byte-wise atomic copies: no data race with the device.
+//! mr.write(0, b"in")?;
+//! let mut out = [0; 2];
+//! mr.read(0, &mut out)?;
+//! assert_eq!(&out, b"in");
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 /// Copies `len` bytes from shared (registered) memory at `src` into private memory at `dst`.
 /// Each byte of `src` is read as one `Relaxed` `AtomicU8` load; `dst` is written normally.

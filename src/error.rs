@@ -1,9 +1,27 @@
 //! Typed errors: every error names the verb that failed and why (an errno, or the limit that a
 //! request broke before any FFI call was made).
+//!
+//! ```
+//! use typed_verbs::{Context, Cq, ErrorKind, Verb};
+//! let ctx = Context::open("sw0")?;
+//! let e = Cq::builder(&ctx).cqe(0).build().unwrap_err(); // refused before the call
+//! assert_eq!(e.verb, Verb::CreateCq);
+//! assert!(matches!(e.kind, ErrorKind::OutOfRange { what: "cqe", value: 0, min: 1, .. }));
+//! assert_eq!(e.errno(), libc::EINVAL);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use std::fmt;
 
 /// The verb an error comes from, named as in libibverbs.
+///
+/// ```
+/// use typed_verbs::{Cq, Context, Verb};
+/// let ctx = Context::open("sw0")?;
+/// let err = Cq::builder(&ctx).cqe(0).build().unwrap_err();
+/// assert_eq!((err.verb, err.verb.name()), (Verb::CreateCq, "ibv_create_cq"));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 #[allow(missing_docs)]
@@ -70,6 +88,10 @@ pub enum Verb {
 
 impl Verb {
     /// The C name of the verb.
+    ///
+    /// ```
+    /// assert_eq!(typed_verbs::Verb::PostSend.name(), "ibv_post_send");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Verb::GetDeviceList => "ibv_get_device_list",
@@ -131,6 +153,16 @@ impl fmt::Display for Verb {
 
 /// A QP state as an error names it (`enum ibv_qp_state`), e.g. in
 /// [`Verb::ModifyQp`]'s transition.
+///
+/// ```
+/// use typed_verbs::prelude::*;
+/// use typed_verbs::{QpStateName, Verb};
+/// let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+/// let err = qp.to_init(UdInit { port_num: 9, pkey_index: 0, qkey: 1 }).unwrap_err(); // no port 9
+/// assert_eq!(err.verb, Verb::ModifyQp { from: QpStateName::Reset, to: QpStateName::Init });
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum QpStateName {
@@ -154,6 +186,12 @@ pub enum QpStateName {
 
 impl QpStateName {
     /// The state of `enum ibv_qp_state` value `raw`.
+    ///
+    /// ```
+    /// use typed_verbs::{ffi::sys::ibv_qp_state, QpStateName};
+    /// assert_eq!(QpStateName::from_raw(ibv_qp_state::IBV_QPS_RTS), QpStateName::Rts);
+    /// assert_eq!(QpStateName::from_raw(77), QpStateName::Other(77));
+    /// ```
     pub fn from_raw(raw: crate::ffi::sys::ibv_qp_state::Type) -> Self {
         use crate::ffi::sys::ibv_qp_state::*;
         match raw {
@@ -186,6 +224,21 @@ impl fmt::Display for QpStateName {
 }
 
 /// Why a verb failed.
+///
+/// ```
+/// use typed_verbs::{Context, Cq, ErrorKind};
+/// let ctx = Context::open("sw0")?;
+/// let max_cqe = u64::from(ctx.attr().max_cqe);
+/// match Cq::builder(&ctx).cqe(ctx.attr().max_cqe + 1).build() {
+///     Err(e) => match e.kind {
+///         ErrorKind::OutOfRange { what, value, max, .. } => assert_eq!((what, value, max), ("cqe", max_cqe + 1, max_cqe)),
+///         ErrorKind::Os(errno) => panic!("the device refused: errno {errno}"),
+///         other => panic!("{other:?}"),
+///     },
+///     Ok(_) => unreachable!(),
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -245,6 +298,18 @@ pub enum ErrorKind {
 }
 
 /// An error of a verb: which verb, and why.
+///
+/// ```
+/// use typed_verbs::{Context, ErrorKind, Verb};
+/// let err = Context::open("mlx9_9").unwrap_err();
+/// assert_eq!(err.verb, Verb::OpenDevice);
+/// assert_eq!(err.kind, ErrorKind::NoSuchDevice("mlx9_9".into()));
+/// assert_eq!(err.errno(), libc::ENODEV); // what a C program would have seen
+/// println!("{err}"); // names the verb and why
+/// // `?` takes it into Box<dyn Error>, anyhow::Error and the like: it is Send + Sync + 'static.
+/// let boxed: Box<dyn std::error::Error + Send + Sync> = err.into();
+/// # drop(boxed);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     /// The verb that failed.
@@ -285,6 +350,11 @@ impl Error {
     /// The errno a C program would see for this failure: the device's own for [`ErrorKind::Os`],
     /// `EINVAL` for a limit checked up front, `ENODEV` for an unknown device, `ENOSPC` for an
     /// overrun, `EOPNOTSUPP` for a software-only hook on a real device.
+    ///
+    /// ```
+    /// let err = typed_verbs::Context::open("no-such").unwrap_err();
+    /// assert_eq!(err.errno(), libc::ENODEV);
+    /// ```
     pub fn errno(&self) -> i32 {
         match self.kind {
             ErrorKind::Os(e) => e,
@@ -303,6 +373,15 @@ impl Error {
     }
 
     /// True when the device does not support what was asked (`EOPNOTSUPP`).
+    ///
+    /// ```
+    /// # use typed_verbs::{software::{self, SwConfig}, Context, CqEx, AllFields};
+    /// software::register("sw-doc-unsupported", SwConfig::like_rxe())?; // rxe's features
+    /// let ctx = Context::open("sw-doc-unsupported")?;
+    /// let err = CqEx::<AllFields>::builder(&ctx).cqe(4).build().unwrap_err();
+    /// assert!(err.is_unsupported()); // EOPNOTSUPP: rxe has the standard wc_flags only
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_unsupported(&self) -> bool {
         self.errno() == libc::EOPNOTSUPP
     }
@@ -556,6 +635,20 @@ const _: fn() = || {
 /// `try_destroy` (and [`Context::try_close`](crate::Context::try_close)) return; `destroy`
 /// returns the plain [`Error`] and drops the object, and `?` turns this one into an [`Error`]
 /// the same way (`From`).
+///
+/// ```
+/// use typed_verbs::{Context, Pd};
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// match pd.try_destroy() {
+///     Ok(()) => {}
+///     Err(typed_verbs::DestroyError { object, error }) => {
+///         eprintln!("{error}; retrying later");
+///         drop(object); // or keep it and try again
+///     }
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct DestroyError<T> {
     /// The object that is still alive.
@@ -586,6 +679,15 @@ impl<T> From<DestroyError<T>> for Error {
 }
 
 /// The crate's result type.
+///
+/// ```
+/// fn open_pd(name: &str) -> typed_verbs::Result<usize> {
+///     let ctx = typed_verbs::Context::open(name)?;
+///     let pd = typed_verbs::Pd::new(&ctx)?;
+///     Ok(pd.as_raw() as usize)
+/// }
+/// assert!(open_pd("sw0").is_ok());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]

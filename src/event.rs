@@ -37,6 +37,21 @@
 //! (`AsFd`): safe code could then `dup` it and `read` an event that libibverbs never acks, and
 //! the destroy verb of its object would wait for that ack forever. A raw fd number can be read
 //! from only with `unsafe`, whose caller promises not to consume events.
+//!
+//! ```
+//! use typed_verbs::{software, AsyncEvent, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+//! let ctx = Context::open("sw0")?;
+//! let channel = CompChannel::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+//! let mut acks = EventAcks::new();
+//! cq.req_notify(false)?;
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+//! channel.get_cq_event()?.ack_later(&mut acks);
+//! acks.ack(); // one ibv_ack_cq_events per CQ
+//! software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+//! assert_eq!(*ctx.get_async_event()?, AsyncEvent::PortActive(1)); // acked when dropped
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::cq::AnyCq;
@@ -161,6 +176,21 @@ unsafe fn acks_of<'a>(cq_context: *mut c_void) -> &'a Arc<CqAcks> {
 ///
 /// The CQ must be armed again (`req_notify`) for its next event, and polled: the event says
 /// only that there is something to poll.
+///
+/// ```
+/// use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).context("rx").build()?;
+/// cq.req_notify(false)?;
+/// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+/// let event = channel.get_cq_event()?;
+/// assert_eq!(event.user_context(&cq), Some(&"rx"));
+/// drop(event); // ibv_ack_cq_events(cq, 1)
+/// cq.req_notify(false)?; // arm again, then poll what is there
+/// cq.poll_batch(|batch| assert_eq!(batch.completion().wr_id(), 1))?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct CqEvent<'ch> {
     cq: NonNull<sys::ibv_cq>,
     acks: Arc<CqAcks>,
@@ -194,6 +224,18 @@ impl<'ch> CqEvent<'ch> {
 
     /// Whether the event is for `cq` (a [`Cq`] or a [`CqEx`]). A CQ destroyed and another
     /// created at the same address are told apart.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let event = channel.get_cq_event()?;
+    /// assert!(event.is_for(&cq));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_for<Q: AnyCq + ?Sized>(&self, cq: &Q) -> bool {
         let raw = cq.as_raw_cq();
         // SAFETY: a live CQ made by this crate's builders.
@@ -202,20 +244,69 @@ impl<'ch> CqEvent<'ch> {
     }
 
     /// The typed user context of `cq` if the event is for it, as `cq.user_context()`.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let event = channel.get_cq_event()?;
+    /// assert_eq!(event.user_context(&cq), Some(&"rx"));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context<'c, Q: CqWithContext + ?Sized>(&self, cq: &'c Q) -> Option<&'c Q::User> {
         self.is_for(cq).then(|| cq.user_context_ref())
     }
 
     /// The CQ the event is for, as `ibv_get_cq_event` returned it. Only compare it: the CQ may
     /// have been destroyed since.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// use typed_verbs::AnyCq;
+    /// let event = channel.get_cq_event()?;
+    /// assert_eq!(event.as_raw_cq(), cq.as_raw_cq());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw_cq(&self) -> *mut sys::ibv_cq {
         self.cq.as_ptr()
     }
 
     /// Acks the event now (as dropping it does).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// channel.get_cq_event()?.ack(); // ibv_ack_cq_events(cq, 1)
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn ack(self) {}
 
     /// Moves the event into `acks`, to be acked with the others of its CQ in one call.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let mut acks = EventAcks::new();
+    /// channel.get_cq_event()?.ack_later(&mut acks);
+    /// assert_eq!(acks.len(), 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn ack_later(self, acks: &mut EventAcks) {
         acks.push(self)
     }
@@ -235,6 +326,22 @@ impl std::fmt::Debug for CqEvent<'_> {
 }
 
 /// A CQ with a typed user context: [`Cq`] and [`CqEx`].
+///
+/// ```
+/// use typed_verbs::{event::CqWithContext, software, CompChannel, Context, CqEvent, CqEx, Standard};
+/// # use typed_verbs::{InjectedCompletion, WcOpcode};
+/// fn label<Q: CqWithContext<User = &'static str>>(event: &CqEvent<'_>, cq: &Q) -> &'static str {
+///     event.user_context(cq).copied().unwrap_or("another CQ")
+/// }
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("tx").build()?;
+/// cq.req_notify(false)?;
+/// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::SEND))?;
+/// let event = channel.get_cq_event()?;
+/// assert_eq!(label(&event, &cq), "tx");
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait CqWithContext: AnyCq {
     /// The user context type.
     type User;
@@ -275,6 +382,22 @@ impl<F: WcFlags, T: Threading, C> CqWithContext for CqEx<'_, F, T, C> {
 /// acks.ack(); // ibv_ack_cq_events(cq, 3)
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// ```
+/// use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+/// let mut acks = EventAcks::new();
+/// for i in 0..3 {
+///     cq.req_notify(false)?;
+///     software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV))?;
+///     channel.get_cq_event()?.ack_later(&mut acks);
+/// }
+/// assert_eq!(acks.len(), 3);
+/// acks.ack(); // one ibv_ack_cq_events(cq, 3)
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Default)]
 pub struct EventAcks {
     /// Per CQ: its acks, the CQ's address, and how many events wait.
@@ -283,11 +406,29 @@ pub struct EventAcks {
 
 impl EventAcks {
     /// No events.
+    ///
+    /// ```
+    /// let acks = typed_verbs::EventAcks::new();
+    /// assert!(acks.is_empty());
+    /// ```
     pub fn new() -> Self {
         EventAcks::default()
     }
 
     /// Adds `ev` (as [`CqEvent::ack_later`]).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let mut acks = EventAcks::new();
+    /// acks.push(channel.get_cq_event()?);
+    /// assert_eq!(acks.len(), 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn push(&mut self, ev: CqEvent<'_>) {
         let ev = std::mem::ManuallyDrop::new(ev);
         // SAFETY: `ev` is never dropped, so its Arc is moved out exactly once.
@@ -299,16 +440,38 @@ impl EventAcks {
     }
 
     /// How many events wait to be acked.
+    ///
+    /// ```
+    /// assert_eq!(typed_verbs::EventAcks::new().len(), 0);
+    /// ```
     pub fn len(&self) -> usize {
         self.pending.iter().map(|p| p.2 as usize).sum()
     }
 
     /// Whether none waits.
+    ///
+    /// ```
+    /// assert!(typed_verbs::EventAcks::new().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
     }
 
     /// Acks every event collected: one `ibv_ack_cq_events` per CQ.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let channel = CompChannel::new(&ctx)?;
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).context("rx").build()?;
+    /// # cq.req_notify(false)?;
+    /// # software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+    /// let mut acks = EventAcks::new();
+    /// acks.push(channel.get_cq_event()?);
+    /// acks.ack(); // ibv_ack_cq_events(cq, 1)
+    /// assert!(acks.is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn ack(&mut self) {
         for (acks, cq, n) in self.pending.drain(..) {
             // SAFETY: the events' CQ; `ack` checks that it is not being destroyed.
@@ -336,21 +499,68 @@ impl std::fmt::Debug for EventAcks {
 // ---------------------------------------------------------------------------------------------
 
 /// The CQ an async event names. Compare it with [`is`](Self::is).
+///
+/// ```
+/// use typed_verbs::{software, AsyncEvent, Context};
+/// # use typed_verbs::ffi::sys::ibv_event_type::IBV_EVENT_PORT_ACTIVE;
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, IBV_EVENT_PORT_ACTIVE as u32, 1)?;
+/// let event = ctx.get_async_event()?;
+/// match *event {
+///     AsyncEvent::CqErr(cq) => println!("CQ {:?} overran", cq.as_raw()), // compare with cq.is(&my_cq)
+///     AsyncEvent::PortActive(port) => assert_eq!(port, 1),
+///     other => println!("{other:?}"),
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CqRef(usize);
 
 impl CqRef {
     /// Whether this is `cq` (a [`Cq`] or a [`CqEx`]).
+    ///
+    /// ```
+    /// use typed_verbs::{AsyncEvent, Context, Cq};
+    /// let ctx = Context::open("sw0")?;
+    /// let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let AsyncEvent::CqErr(r) = *ev { assert!(r.is(&cq)); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is<Q: AnyCq + ?Sized>(&self, cq: &Q) -> bool {
         self.0 == cq.as_raw_cq() as usize
     }
     /// The CQ's address. Only compare it: the CQ may have been destroyed since.
+    ///
+    /// ```
+    /// # use typed_verbs::{AsyncEvent, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let AsyncEvent::CqErr(r) = *ev { println!("CQ at {:p}", r.as_raw()); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_cq {
         self.0 as *mut sys::ibv_cq
     }
 }
 
 /// The QP an async event names: its number, and [`is`](Self::is) to compare it with a [`Qp`].
+///
+/// ```
+/// use typed_verbs::{AsyncEvent, Context};
+/// fn on_event(ctx: &Context) -> typed_verbs::Result<()> {
+///     if let Some(event) = ctx.try_get_async_event()? {
+///         if let AsyncEvent::QpFatal(qp) = *event {
+///             eprintln!("QP {} went to ERR", qp.qp_num()); // or qp.is(&my_qp)
+///         }
+///     } // acked here
+///     Ok(())
+/// }
+/// on_event(&Context::open("sw0")?)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpRef {
     qp_num: u32,
@@ -359,10 +569,29 @@ pub struct QpRef {
 
 impl QpRef {
     /// The QP's number (`qp->qp_num`).
+    ///
+    /// ```
+    /// use typed_verbs::{AsyncEvent, Context};
+    /// let ctx = Context::open("sw0")?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let Some(qp) = ev.qp() { println!("event about QP {}", qp.qp_num()); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn qp_num(&self) -> u32 {
         self.qp_num
     }
     /// Whether this is `qp`, in whatever state it is now.
+    ///
+    /// ```
+    /// use typed_verbs::prelude::*;
+    /// let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let Some(r) = ev.qp() { println!("ours: {}", r.is(&qp)); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>(
         &self,
         qp: &Qp<'_, T, R, S, C, St, SGE>,
@@ -370,21 +599,63 @@ impl QpRef {
         self.raw == qp.as_raw() as usize
     }
     /// The QP's address. Only compare it: the QP may have been destroyed since.
+    ///
+    /// ```
+    /// # use typed_verbs::{AsyncEvent, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let Some(r) = ev.qp() { println!("QP at {:p}", r.as_raw()); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_qp {
         self.raw as *mut sys::ibv_qp
     }
 }
 
 /// The SRQ an async event names. Compare it with [`is`](Self::is).
+///
+/// ```
+/// use typed_verbs::{AsyncEvent, Context, Pd, Srq};
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// srq.arm_limit(4)?; // IBV_EVENT_SRQ_LIMIT_REACHED when fewer than 4 receives are left
+/// if let Some(event) = ctx.try_get_async_event()? {
+///     if let AsyncEvent::SrqLimitReached(r) = *event {
+///         assert!(r.is(&srq));
+///     }
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SrqRef(usize);
 
 impl SrqRef {
     /// Whether this is `srq`.
+    ///
+    /// ```
+    /// use typed_verbs::{AsyncEvent, Context, Pd, Srq};
+    /// let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+    /// let srq = Srq::builder(&pd).max_wr(8).build()?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let AsyncEvent::SrqLimitReached(r) = *ev { assert!(r.is(&srq)); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is<C, const SGE: usize>(&self, srq: &Srq<'_, C, SGE>) -> bool {
         self.0 == srq.as_raw() as usize
     }
     /// The SRQ's address. Only compare it: the SRQ may have been destroyed since.
+    ///
+    /// ```
+    /// # use typed_verbs::{AsyncEvent, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// if let Some(ev) = ctx.try_get_async_event()? {
+    ///     if let AsyncEvent::SrqErr(r) = *ev { println!("SRQ at {:p}", r.as_raw()); }
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_srq {
         self.0 as *mut sys::ibv_srq
     }
@@ -392,6 +663,16 @@ impl SrqRef {
 
 /// An async event (`struct ibv_async_event`), by `enum ibv_event_type`, with the object or
 /// port it is about. ibv_get_async_event(3) says what each means.
+///
+/// ```
+/// use typed_verbs::{software, AsyncEvent, Context};
+/// # use typed_verbs::ffi::sys::ibv_event_type::IBV_EVENT_PORT_ERR;
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, IBV_EVENT_PORT_ERR as u32, 1)?;
+/// let event = ctx.get_async_event()?;
+/// assert_eq!(*event, AsyncEvent::PortErr(1));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AsyncEvent {
@@ -441,6 +722,11 @@ pub enum AsyncEvent {
 
 impl AsyncEvent {
     /// The event's `enum ibv_event_type` value.
+    ///
+    /// ```
+    /// use typed_verbs::{ffi::event_type, AsyncEvent};
+    /// assert_eq!(AsyncEvent::PortActive(1).event_type(), event_type::PORT_ACTIVE);
+    /// ```
     pub fn event_type(&self) -> u32 {
         use crate::ffi::event_type::*;
         match self {
@@ -468,6 +754,11 @@ impl AsyncEvent {
     }
 
     /// The QP the event names, for the QP events.
+    ///
+    /// ```
+    /// use typed_verbs::AsyncEvent;
+    /// assert!(AsyncEvent::PortActive(1).qp().is_none()); // a port event names no QP
+    /// ```
     pub fn qp(&self) -> Option<QpRef> {
         match *self {
             AsyncEvent::QpFatal(q)
@@ -695,6 +986,17 @@ pub(crate) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> std::result::Result<(),
 ///
 /// If the object it names is destroyed while the guard is held, the destroy acks it first;
 /// the guard then acks nothing.
+///
+/// ```
+/// use typed_verbs::{software, AsyncEvent, Context};
+/// # use typed_verbs::ffi::sys::ibv_event_type::IBV_EVENT_PORT_ACTIVE;
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, IBV_EVENT_PORT_ACTIVE as u32, 1)?;
+/// let guard = ctx.get_async_event()?;
+/// assert_eq!(guard.event(), AsyncEvent::PortActive(1));
+/// guard.ack(); // ibv_ack_async_event (dropping it does the same)
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct AsyncEventGuard<'ctx> {
     slot: Arc<AsyncSlot>,
     object: usize,
@@ -703,11 +1005,27 @@ pub struct AsyncEventGuard<'ctx> {
 
 impl AsyncEventGuard<'_> {
     /// The event.
+    ///
+    /// ```
+    /// use typed_verbs::{software, AsyncEvent, Context};
+    /// let ctx = Context::open("sw0")?;
+    /// software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+    /// assert_eq!(ctx.get_async_event()?.event(), AsyncEvent::PortActive(1));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn event(&self) -> AsyncEvent {
         self.slot.event
     }
 
     /// Acks the event now (as dropping it does).
+    ///
+    /// ```
+    /// use typed_verbs::{software, Context};
+    /// let ctx = Context::open("sw0")?;
+    /// software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+    /// ctx.get_async_event()?.ack(); // ibv_ack_async_event
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn ack(self) {}
 }
 
@@ -809,6 +1127,17 @@ impl Context {
     /// [`try_get_async_event`](Self::try_get_async_event). Fails with EBADF (naming
     /// `ibv_get_async_event`) for a context without one: a software context opened when no
     /// eventfd could be made.
+    ///
+    /// # Errors
+    /// `EBADF` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_async_event`) for a context
+    /// without an async fd.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let fd = ctx.async_fd()?; // register with epoll; read events with try_get_async_event
+    /// assert!(fd >= 0);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn async_fd(&self) -> Result<RawFd> {
         // SAFETY: a live context; the field is set at open.
         let fd = unsafe { (*self.as_raw()).async_fd };
@@ -821,6 +1150,16 @@ impl Context {
     /// Waits (in poll(2)) until the async event fd is readable, that is until an async event
     /// waits, for at most `timeout` (`None`: without a limit). Whether it became readable.
     /// Nothing is read: [`try_get_async_event`](Self::try_get_async_event) takes the event.
+    ///
+    /// # Errors
+    /// As [`async_fd`](Self::async_fd), or poll(2)'s errno other than `EINTR`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(!ctx.wait_async_readable(Some(Duration::from_millis(1)))?); // nothing happened
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn wait_async_readable(&self, timeout: Option<Duration>) -> Result<bool> {
         let fd = self.async_fd()?;
         wait_readable(fd, timeout).map_err(|e| Error::os(Verb::GetAsyncEvent, e))
@@ -828,6 +1167,19 @@ impl Context {
 
     /// `ibv_get_async_event`, blocking until there is an event. The guard acks it when
     /// dropped.
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_async_event` or of poll(2) while waiting
+    /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_async_event`).
+    ///
+    /// ```
+    /// # use typed_verbs::{software, AsyncEvent, Context};
+    /// # use typed_verbs::ffi::sys::ibv_event_type::IBV_EVENT_PORT_ACTIVE;
+    /// let ctx = Context::open("sw0")?;
+    /// software::raise_port_event(&ctx, IBV_EVENT_PORT_ACTIVE as u32, 1)?;
+    /// assert_eq!(*ctx.get_async_event()?, AsyncEvent::PortActive(1));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn get_async_event(&self) -> Result<AsyncEventGuard<'_>> {
         loop {
             if let Some(ev) = self.try_get_async_event()? {
@@ -840,6 +1192,16 @@ impl Context {
     }
 
     /// `ibv_get_async_event` on the O_NONBLOCK async fd: `None` when no event waits (EAGAIN).
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_async_event` other than `EAGAIN`, or of making the fd O_NONBLOCK
+    /// ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// assert!(ctx.try_get_async_event()?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_get_async_event(&self) -> Result<Option<AsyncEventGuard<'_>>> {
         let ctx = self.as_raw();
         // SAFETY: a live context's async fd.

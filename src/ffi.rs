@@ -11,6 +11,15 @@
 //! `enum ibv_event_type`, which it makes a Rust `enum`: a value the build's headers lack would
 //! be undefined behaviour in it, so `struct ibv_async_event` is read through the crate's own
 //! mirror, [`RawAsyncEvent`], whose `event_type` is a `u32`.
+//!
+//! ```
+//! use typed_verbs::ffi::{sys, wc_ex_flags};
+//! let ctx = typed_verbs::Context::open("sw0")?;
+//! let raw: *mut sys::ibv_context = ctx.as_raw(); // for what the crate does not wrap
+//! assert!(!raw.is_null());
+//! assert_eq!(wc_ex_flags::STANDARD & wc_ex_flags::BYTE_LEN, wc_ex_flags::BYTE_LEN);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 pub use rdma_sys as sys;
 
@@ -153,6 +162,20 @@ const_assert_eq!(
 /// mirror, whose layout is checked against the C one below, is what the crate hands to
 /// `ibv_get_async_event`/`ibv_ack_async_event` (as a pointer cast, which C reads and writes as
 /// its own struct) and reads; [`event_type`] names the values.
+///
+/// ```
+/// use typed_verbs::{ffi::RawAsyncEvent, raw, software, Context};
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+/// let mut ev = RawAsyncEvent::zeroed();
+/// // SAFETY: a live context of this crate; `ev` is valid for writes; the event is acked once.
+/// unsafe {
+///     raw::ibv_get_async_event(ctx.as_raw(), &mut ev).expect("an event waits");
+///     assert_eq!(ev.event_type, typed_verbs::ffi::event_type::PORT_ACTIVE);
+///     raw::ibv_ack_async_event(&mut ev);
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[repr(C)]
 pub struct RawAsyncEvent {
     /// The object or port the event is about; which member is set depends on `event_type`.
@@ -163,6 +186,11 @@ pub struct RawAsyncEvent {
 
 impl RawAsyncEvent {
     /// All zero: no object, `IBV_EVENT_CQ_ERR`, every byte initialised (an out-parameter).
+    ///
+    /// ```
+    /// let ev = typed_verbs::ffi::RawAsyncEvent::zeroed();
+    /// assert_eq!(ev.event_type, 0);
+    /// ```
     pub fn zeroed() -> Self {
         // SAFETY: a pointer-or-int union and an integer: all-zero is a valid value of each.
         unsafe { std::mem::zeroed() }
@@ -202,6 +230,14 @@ const_assert_eq!(
 );
 
 /// The values of `enum ibv_event_type`, as the integers [`RawAsyncEvent::event_type`] holds.
+///
+/// ```
+/// use typed_verbs::{ffi::event_type, software, AsyncEvent, Context};
+/// let ctx = Context::open("sw0")?;
+/// software::raise_port_event(&ctx, event_type::LID_CHANGE, 1)?;
+/// assert_eq!(ctx.get_async_event()?.event_type(), event_type::LID_CHANGE);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[allow(missing_docs)]
 pub mod event_type {
     use super::sys::ibv_event_type as e;
@@ -228,6 +264,11 @@ pub mod event_type {
 }
 
 /// The `IBV_WC_EX_WITH_*` bits (enum ibv_wc_flags_ex).
+///
+/// ```
+/// use typed_verbs::{cq_ex::flags, wc_flags, WcFlags};
+/// assert_eq!(<wc_flags!(BYTE_LEN | IMM)>::BITS, flags::BYTE_LEN | flags::IMM);
+/// ```
 pub mod wc_ex_flags {
     /// `IBV_WC_EX_WITH_BYTE_LEN`
     pub const BYTE_LEN: u64 = 1 << 0;

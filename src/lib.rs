@@ -11,20 +11,62 @@
 //! path is the same code on both. Pick a device by name with [`Context::open`], or from the
 //! `TYPED_VERBS_DEVICE` environment variable with [`Context::open_from_env`].
 //!
+//! An RC pair in loopback on the software device, a send and a receive:
+//!
 //! ```
-//! use typed_verbs::{wc_flags, Context, CqEx, InjectedCompletion, WcOpcode, software};
+//! use typed_verbs::prelude::*;
 //!
 //! let ctx = Context::open("sw0")?;
-//! let mut cq = CqEx::<wc_flags!(BYTE_LEN | IMM)>::builder(&ctx).cqe(16).build()?;
-//! software::inject(&cq, InjectedCompletion::success(7, WcOpcode::RECV).byte_len(64).imm_data(0xbeef))?;
-//! let polled = cq.poll_batch(|batch| {
-//!     let wc = batch.completion().result().expect("success");
-//!     assert_eq!((wc.wr_id(), wc.byte_len(), wc.imm_data()), (7, 64, Some(0xbeef)));
-//! })?; // ibv_end_poll here; `None` had the CQ been empty
-//! assert!(polled.is_some());
+//! let pd = Pd::new(&ctx)?;
+//! let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).build()?;
+//! let (cq, mut poller) = cq.split(); // the CQ for the QPs, its one poller for this thread
+//! let (a, b) = (Qp::<Rc>::builder(&pd, cq, cq).build()?, Qp::<Rc>::builder(&pd, cq, cq).build()?);
+//! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?); // exchanged out of band
+//! let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?; // RESET -> INIT -> RTR -> RTS
+//! let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
+//! let tx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+//! let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+//! b.post_recv(1, &[rx.sge(0..4096).unwrap()])?;
+//! tx.write(0, b"hello")?;
+//! a.post_send(&SendWr::send(2, &[tx.sge(0..5).unwrap()]))?; // unsignaled: only b completes
+//! let mut received = None;
+//! while received.is_none() {
+//!     poller.poll_batch(|batch| {
+//!         let wc = batch.completion().result().expect("success");
+//!         received = Some((wc.wr_id(), wc.byte_len())); // byte_len: BYTE_LEN is in the CQ's type
+//!     })?; // ibv_end_poll here; `None` had the CQ been empty
+//! }
+//! assert_eq!(received, Some((1, 5)));
+//! let mut got = [0; 5];
+//! rx.read(0, &mut got)?;
+//! assert_eq!(&got, b"hello");
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! Reading a field whose flag the CQ lacks does not compile:
+//!
+//! ```compile_fail,E0277
+//! # use typed_verbs::prelude::*;
+//! # let ctx = Context::open("sw0")?;
+//! let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).build()?;
+//! cq.poll_batch(|batch| batch.completion().result().ok().map(|wc| wc.imm_data()))?; // needs IMM
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! # Where to read on
+//!
+//! - Every public type and every verb has a runnable example (on the software device), and
+//!   every fallible function an `# Errors` section naming when it fails.
+//! - [`safety`]: the safety model (leaks, panics, threads, polling batches, the FFI boundary).
+//! - The guide `docs/guarantees.md` (in the repository): the guarantees in one place, what is
+//!   a compile error, what is checked at run time, and what stays the caller's duty.
+//! - The guide `docs/software-device.md` (in the repository): the software device `sw0`, what
+//!   it models and how to choose it or a real device (`TYPED_VERBS_DEVICE`,
+//!   [`Context::open_from_env`]).
+//! - The README: the guarantee tables (each rule with a failing and a passing UI test), the
+//!   run-time checks, benchmarks and the test lanes.
 #![warn(missing_docs)]
+#![warn(clippy::missing_errors_doc)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod ah;
@@ -89,6 +131,21 @@ pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 /// Rts>`), the attributes of each transition, work requests and SGEs, the `wc_flags!` and
 /// `completion_record!` macros, and the crate's [`Error`] and [`Result`] (whose error type
 /// defaults to `Error`, so `Result<T, Box<dyn std::error::Error>>` still reads as usual).
+///
+/// ```
+/// use typed_verbs::prelude::*;
+///
+/// fn make_pair<'a>(pd: &'a Pd<'_>, cq: &'a CqEx<'_, Standard>) -> Result<(Qp<'a, Rc, OwnRq, Shared, (), Rts>, Qp<'a, Rc, OwnRq, Shared, (), Rts>)> {
+///     let (a, b) = (Qp::<Rc>::builder(pd, cq, cq).build()?, Qp::<Rc>::builder(pd, cq, cq).build()?);
+///     let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+///     Ok((a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?))
+/// }
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// let (a, b) = make_pair(&pd, &cq)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub mod prelude {
     pub use crate::{
         completion_record, wc_flags, AccessFlags, AddressVector, AltPath, AnyCq, CompChannel,

@@ -18,6 +18,19 @@
 //! While registered, the buffer is never handed out as a Rust reference: safe access is through
 //! copies ([`Mr::read`], [`Mr::write`], byte-wise atomic), and a slice of it is `unsafe`
 //! ([`Mr::as_slice`]). For zero copy, register the memory as [`Slot`](crate::Slot)s instead.
+//!
+//! ```
+//! use typed_verbs::{AccessFlags, Context, Mr, PageBuf, Pd};
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let owned = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?; // owns its buffer
+//! let buf = owned.destroy()?; // the buffer back after ibv_dereg_mr
+//! let mut stack = [0u8; 64];
+//! Mr::scoped(&pd, &mut stack, AccessFlags::LOCAL_WRITE, |mr| mr.write(0, b"x"))??; // a borrow
+//! assert_eq!(stack[0], b'x');
+//! # drop(buf);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::dma;
@@ -62,6 +75,17 @@ mod sealed {
 
 /// What a region covers: an owned buffer ([`OwnedBuf`]) or a scoped borrow ([`Borrowed`]).
 /// Sealed: the crate's leak safety rests on how each kind is given back.
+///
+/// ```
+/// use typed_verbs::{mr::{Borrowed, Memory}, Mr, PageBuf};
+/// fn length<B: Memory>(mr: &Mr<'_, B>) -> usize { mr.len() }
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let owned: Mr<'_, PageBuf> = Mr::new(&pd, PageBuf::new(4096)?, typed_verbs::AccessFlags::LOCAL_WRITE)?;
+/// assert_eq!(length(&owned), 4096);
+/// let mut buf = [0u8; 64];
+/// Mr::scoped(&pd, &mut buf, typed_verbs::AccessFlags::LOCAL_WRITE, |mr: &Mr<'_, Borrowed<'_>>| length(mr))?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not memory a region can cover: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
     label = "not an owned buffer"
@@ -72,6 +96,25 @@ pub trait Memory: sealed::Memory {}
 /// owned, even when it moves, and the region never hands it out while registered. Implemented
 /// by [`PageBuf`], [`HugeBuf`], `Vec<u8>` (registered over its length; spare capacity is given
 /// back first) and `Box<[u8]>`. Sealed.
+///
+/// ```
+/// use typed_verbs::{AccessFlags, Mr};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, vec![1u8; 100], AccessFlags::LOCAL_WRITE)?; // Vec<u8>: OwnedBuf
+/// let back: Vec<u8> = mr.destroy()?;
+/// assert_eq!(back.len(), 100);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// A borrowed slice is not an owned buffer (use [`Mr::scoped`]):
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::{AccessFlags, Mr};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mut buf = [0u8; 64];
+/// let mr = Mr::new(&pd, &mut buf[..], AccessFlags::LOCAL_WRITE)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a buffer a memory region can own: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
     label = "not an owned buffer",
@@ -86,6 +129,23 @@ fn leak_on_dereg_failure(_: &Error) {}
 /// A registered memory region. `B` is what it covers: an owned buffer (default [`PageBuf`]),
 /// or [`Borrowed`] inside [`Mr::scoped`]. One pointer in size: the buffer's address and length
 /// are the region's own (`ibv_mr.addr`, `length`).
+///
+/// ```
+/// use typed_verbs::{AccessFlags, Context, Mr, PageBuf, Pd};
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ)?;
+/// mr.write(0, b"hello")?;                 // byte-wise atomic copy in
+/// let sge = mr.sge(0..5).unwrap();        // for a work request
+/// let remote = mr.remote();               // for the peer: address, length, rkey
+/// let mut out = [0; 5];
+/// mr.read(0, &mut out)?;                  // and out
+/// assert_eq!(&out, b"hello");
+/// let buf: PageBuf = mr.destroy()?;       // ibv_dereg_mr, then the buffer back
+/// assert_eq!(&buf[..5], b"hello");
+/// # let _ = (sge, remote);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Mr<'pd, B: Memory = PageBuf> {
     node: NonNull<Node<sys::ibv_mr>>,
     _m: PhantomData<(&'pd (), B)>,
@@ -101,6 +161,15 @@ unsafe impl<B: Memory + Send> Sync for Mr<'_, B> {}
 
 /// The memory of a region registered inside [`Mr::scoped`]: a borrow of the caller's buffer for
 /// the scope. It cannot be made outside the crate.
+///
+/// ```
+/// use typed_verbs::{AccessFlags, Mr};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mut stack = [0u8; 256];
+/// let lkey = Mr::scoped(&pd, &mut stack, AccessFlags::LOCAL_WRITE, |mr| mr.lkey())?;
+/// # let _ = lkey;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Borrowed<'b>(PhantomData<&'b mut [u8]>);
 
 impl sealed::Memory for Borrowed<'_> {
@@ -131,6 +200,13 @@ fn page_size() -> usize {
 /// A zeroed buffer aligned to the page size, from the global allocator: what a region usually
 /// covers. It dereferences to `[u8]` while the program owns it; once given to [`Mr::new`] it
 /// comes back from [`Mr::destroy`].
+///
+/// ```
+/// let mut buf = typed_verbs::PageBuf::new(8192)?;
+/// buf[..4].copy_from_slice(b"data"); // a plain slice until it is registered
+/// assert_eq!(buf.as_ptr() as usize % 4096, 0);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct PageBuf {
     ptr: NonNull<u8>,
     len: usize,
@@ -145,6 +221,16 @@ impl PageBuf {
     /// `len` zeroed bytes at a page-aligned address. `len` 0 allocates nothing (and cannot be
     /// registered); a `len` whose page-rounded size exceeds `isize::MAX` is `OutOfRange`, an
     /// allocation failure `ENOMEM`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfRange`] naming `len` when the page-rounded size exceeds `isize::MAX`;
+    /// `ENOMEM` ([`ErrorKind::Os`]) when the allocation fails.
+    ///
+    /// ```
+    /// let buf = typed_verbs::PageBuf::new(4096)?;
+    /// assert!(buf.iter().all(|&b| b == 0));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new(len: usize) -> Result<PageBuf> {
         let page = page_size();
         if len == 0 {
@@ -174,11 +260,22 @@ impl PageBuf {
     }
 
     /// The length in bytes.
+    ///
+    /// ```
+    /// let buf = typed_verbs::PageBuf::new(100)?;
+    /// assert_eq!(buf.len(), 100);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True for a buffer of no bytes.
+    ///
+    /// ```
+    /// assert!(typed_verbs::PageBuf::new(0)?.is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -245,6 +342,16 @@ impl OwnedBuf for PageBuf {}
 /// Zeroed memory backed by huge pages: an anonymous `mmap` with `MAP_HUGETLB`, of the system's
 /// default huge page size, where the OS provides them. Its length is the requested one rounded
 /// up to whole huge pages, and a region over it covers all of it.
+///
+/// ```
+/// use typed_verbs::{ErrorKind, HugeBuf};
+/// match HugeBuf::new(1 << 20) {
+///     Ok(buf) => assert!(buf.len() >= 1 << 20),
+///     Err(e) if matches!(e.kind, ErrorKind::NoHugePages(_)) => println!("no huge pages here: {e}"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct HugeBuf {
     ptr: NonNull<u8>,
     len: usize,
@@ -257,6 +364,12 @@ unsafe impl Sync for HugeBuf {}
 
 impl HugeBuf {
     /// The default huge page size (`Hugepagesize` in `/proc/meminfo`), if the kernel has one.
+    ///
+    /// ```
+    /// if let Some(size) = typed_verbs::HugeBuf::huge_page_size() {
+    ///     assert!(size.is_power_of_two());
+    /// }
+    /// ```
     pub fn huge_page_size() -> Option<usize> {
         let info = std::fs::read_to_string("/proc/meminfo").ok()?;
         let line = info.lines().find(|l| l.starts_with("Hugepagesize:"))?;
@@ -271,6 +384,18 @@ impl HugeBuf {
     /// (`EOPNOTSUPP`), `mmap` finds no free huge pages (`ENOMEM`: none configured in
     /// `vm.nr_hugepages`, or all in use) or the kernel lacks hugetlb support (`ENOSYS`,
     /// `EINVAL`); any other `mmap` failure is its errno.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] for `len` 0 or a length that cannot be rounded up.
+    /// - [`ErrorKind::NoHugePages`] with the errno: `EOPNOTSUPP` (no huge page size), `ENOMEM`
+    ///   (none free), `ENOSYS` or `EINVAL` (no hugetlb support).
+    /// - Any other `mmap` errno ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// if let Ok(buf) = typed_verbs::HugeBuf::new(4096) {
+    ///     assert_eq!(buf.len() % typed_verbs::HugeBuf::huge_page_size().unwrap(), 0);
+    /// }
+    /// ```
     pub fn new(len: usize) -> Result<HugeBuf> {
         let no_huge = |errno| Error {
             verb: Verb::AllocHugeBuf,
@@ -314,11 +439,23 @@ impl HugeBuf {
     }
 
     /// The length in bytes: whole huge pages.
+    ///
+    /// ```
+    /// if let Ok(buf) = typed_verbs::HugeBuf::new(1) {
+    ///     assert_eq!(Some(buf.len()), typed_verbs::HugeBuf::huge_page_size()); // one whole huge page
+    /// }
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Always false: a `HugeBuf` has at least one page.
+    ///
+    /// ```
+    /// if let Ok(buf) = typed_verbs::HugeBuf::new(1) {
+    ///     assert!(!buf.is_empty());
+    /// }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -426,6 +563,16 @@ impl Memory for Vec<u8> {}
 impl OwnedBuf for Vec<u8> {}
 
 /// A scatter/gather element: part of a registered region (`struct ibv_sge`).
+///
+/// ```
+/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let sge = mr.sge(128..256).unwrap();
+/// assert_eq!((sge.length(), sge.lkey()), (128, mr.lkey()));
+/// assert!(mr.sge(0..8192).is_none()); // does not fit
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 #[repr(transparent)]
 pub struct Sge(pub(crate) sys::ibv_sge);
@@ -451,14 +598,39 @@ impl std::fmt::Debug for Sge {
 
 impl Sge {
     /// The address.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let (a, b) = (mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap());
+    /// assert_eq!(b.addr() - a.addr(), 8);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn addr(&self) -> u64 {
         self.0.addr
     }
     /// The length in bytes.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(100..300).unwrap().length(), 200);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn length(&self) -> u32 {
         self.0.length
     }
     /// The local key of the region it lies in.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(0..1).unwrap().lkey(), mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn lkey(&self) -> u32 {
         self.0.lkey
     }
@@ -466,6 +638,17 @@ impl Sge {
 
 /// What a peer needs to access a region remotely: its address, length and rkey. Send it to the
 /// peer; it is plain data.
+///
+/// ```
+/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+/// let remote = mr.remote(); // send to the peer
+/// let target = remote.at(1024, 64).unwrap(); // an RDMA write's destination, on the peer
+/// assert!(remote.at(4090, 64).is_none());
+/// # let _ = target;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RemoteMr {
     /// The region's start address.
@@ -478,6 +661,15 @@ pub struct RemoteMr {
 
 impl RemoteMr {
     /// The remote address `offset` bytes in, if `len` bytes from there fit in the region.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+    /// assert!(mr.remote().at(0, 4096).is_some());
+    /// assert!(mr.remote().at(1, 4096).is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn at(&self, offset: u64, len: u64) -> Option<RemoteAddr> {
         let end = offset.checked_add(len)?;
         (end <= self.len).then_some(RemoteAddr {
@@ -491,6 +683,14 @@ impl RemoteMr {
     /// The 8-byte word at `offset`, as the target of an atomic: `None` unless it lies in the
     /// region and its address is 8-byte aligned (the verbs require both). Checked here, once, so
     /// posting the atomic checks nothing.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    /// assert!(mr.remote().atomic_at(16).is_some() && mr.remote().atomic_at(12).is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn atomic_at(&self, offset: u64) -> Option<AtomicTarget> {
         let at = self.at(offset, 8)?;
         (at.addr % 8 == 0).then_some(AtomicTarget(at))
@@ -498,17 +698,46 @@ impl RemoteMr {
 }
 
 /// An 8-byte-aligned remote word that atomics may target; made by [`RemoteMr::atomic_at`].
+///
+/// ```
+/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+/// let counter = mr.remote().atomic_at(8).unwrap();
+/// assert!(mr.remote().atomic_at(4).is_none()); // not 8-byte aligned
+/// # let _ = counter;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicTarget(RemoteAddr);
 
 impl AtomicTarget {
     /// The remote address and rkey.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    /// let target = mr.remote().atomic_at(8).unwrap();
+    /// assert_eq!(target.addr().addr % 8, 0);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn addr(&self) -> RemoteAddr {
         self.0
     }
 }
 
 /// A remote address with the rkey that opens it, for RDMA and atomic work requests.
+///
+/// ```
+/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+/// let at = mr.remote().at(16, 8).unwrap();
+/// assert_eq!(at.rkey, mr.rkey());
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RemoteAddr {
     /// The address in the peer's region.
@@ -544,6 +773,22 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     /// `pd` is `&pd`, or `&Arc<Pd>` for a region that keeps its PD alive
     /// ([`crate::parent`]). A borrowed buffer (`&mut [u8]`) does not compile here: register it
     /// with [`Mr::scoped`].
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `length` for an empty buffer, before the call.
+    /// - The device's errno from `ibv_reg_mr` ([`ErrorKind::Os`]): `EINVAL` for access flags it
+    ///   refuses (remote write or atomic without local write cannot be asked here), `ENOMEM` when
+    ///   out of regions (`max_mr`) or memory that can be pinned.
+    ///
+    /// `buf` is dropped on error.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert!(Mr::new(&pd, Vec::new(), AccessFlags::LOCAL_WRITE).is_err()); // empty
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new<'p: 'pd>(
         pd: impl Parent<'pd, Target = Pd<'p>>,
         buf: B,
@@ -584,12 +829,36 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     /// put in it. If it fails, the error is returned and the region dropped: its `Drop` tries
     /// once more and, failing again, leaks the buffer (the device may still write it).
     /// [`try_destroy`](Self::try_destroy) gives the region back instead.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_dereg_mr` ([`ErrorKind::Os`]); the buffer is then leaked.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let buf = mr.destroy()?;
+    /// # drop(buf);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<B> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_dereg_mr`, then the buffer back. On failure the region comes back, still
     /// registered, inside the error.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the region, still registered.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let buf = mr.try_destroy().map_err(|e| e.error)?;
+    /// # drop(buf);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<B, DestroyError<Self>> {
         let (addr, len) = self.parts();
         // SAFETY: a live MR, deregistered once: on success `self` is forgotten.
@@ -626,6 +895,34 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     /// borrowed, so it can neither be kept registered (it is not ours to leak) nor be given
     /// back while the device may still write it. (Neither rdma-core nor the software device
     /// fails a deregistration of a region no memory window is bound to; this crate binds none.)
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `length` for an empty buffer, before the call.
+    /// - The device's errno from `ibv_reg_mr` ([`ErrorKind::Os`]); `f` does not run.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mut buf = vec![0u8; 4096];
+    /// let first = Mr::scoped(&pd, &mut buf, AccessFlags::LOCAL_WRITE, |mr| -> typed_verbs::Result<u8> {
+    ///     mr.write(0, &[42])?; // post work requests naming mr.sge(..) here, and poll them
+    ///     let mut b = [0];
+    ///     mr.read(0, &mut b)?;
+    ///     Ok(b[0])
+    /// })??; // deregistered here
+    /// assert_eq!((first, buf[0]), (42, 42));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    ///
+    /// The region cannot leave the closure:
+    ///
+    /// ```compile_fail
+    /// # use typed_verbs::{AccessFlags, Mr};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mut buf = vec![0u8; 4096];
+    /// let escaped = Mr::scoped(&pd, &mut buf, AccessFlags::LOCAL_WRITE, |mr| mr)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn scoped<R>(
         pd: &'pd Pd<'_>,
         buf: &'b mut [u8],
@@ -670,26 +967,69 @@ impl<B: Memory> Mr<'_, B> {
     }
 
     /// The local key, for scatter/gather elements.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(0..1).unwrap().lkey(), mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn lkey(&self) -> u32 {
         self.get().lkey
     }
 
     /// The remote key.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ)?;
+    /// assert_eq!(mr.remote().rkey, mr.rkey()); // what a peer names the region by
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn rkey(&self) -> u32 {
         self.get().rkey
     }
 
     /// The region's length.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(8192)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.len(), 8192);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.get().length
     }
 
     /// Always false: an empty buffer cannot be registered.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(64)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert!(!mr.is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The region as a peer addresses it.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ)?;
+    /// let r = mr.remote();
+    /// assert_eq!((r.len, r.rkey), (4096, mr.rkey()));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn remote(&self) -> RemoteMr {
         RemoteMr {
             addr: self.get().addr as u64,
@@ -700,6 +1040,15 @@ impl<B: Memory> Mr<'_, B> {
 
     /// A scatter/gather element over `range` of the region, or `None` if it does not fit (or is
     /// longer than a work request can carry).
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(0..100).map(|s| s.length()), Some(100));
+    /// assert!(mr.sge(4000..5000).is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sge(&self, range: Range<usize>) -> Option<Sge> {
         if range.start > range.end || range.end > self.len() {
             return None;
@@ -729,6 +1078,19 @@ impl<B: Memory> Mr<'_, B> {
     /// atomically ([`crate::dma`]): racing the device or another thread's [`write`](Self::write)
     /// gives some mix of old and new bytes, never undefined behaviour. Poll the completion of
     /// what wrote the range before reading it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfRange`] naming `offset + length` when the range does not lie in the region.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mut out = [0; 16];
+    /// mr.read(4080, &mut out)?;
+    /// assert!(mr.read(4090, &mut out).is_err());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.check(offset, out.len(), Verb::MrRead)?;
         // SAFETY: `offset..offset + out.len()` is inside the registered buffer (checked), which
@@ -741,6 +1103,17 @@ impl<B: Memory> Mr<'_, B> {
 
     /// Copies `data` into the region at `offset`. Each byte of the region is written
     /// atomically ([`crate::dma`]), so racing the device or another thread is not a data race.
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfRange`] naming `offset + length` when the range does not lie in the region.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// mr.write(0, b"request")?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
         self.check(offset, data.len(), Verb::MrWrite)?;
         // SAFETY: as in `read`. `data` is not written by anyone during the call: a `&[u8]` into
@@ -759,6 +1132,17 @@ impl<B: Memory> Mr<'_, B> {
     /// A `&[u8]` tells the compiler the bytes do not change; a write meanwhile is undefined
     /// behaviour. Typically: poll the completion of every request that writes the range, and
     /// post none until the slice is gone.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// mr.write(0, b"abc")?;
+    /// // SAFETY: no work request writing this region is posted, and no other thread writes it.
+    /// let bytes = unsafe { mr.as_slice() };
+    /// assert_eq!(&bytes[..3], b"abc");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub unsafe fn as_slice(&self) -> &[u8] {
         // SAFETY: the registered buffer, allocated for as long as `self` is borrowed; the
         // caller's contract excludes writers for the slice's life.
@@ -766,6 +1150,15 @@ impl<B: Memory> Mr<'_, B> {
     }
 
     /// The C region. It stays owned by `self`.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(unsafe { (*mr.as_raw()).lkey }, mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_mr {
         // SAFETY: the handle's node lives as long as the handle.

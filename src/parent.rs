@@ -46,6 +46,18 @@ use std::sync::Arc;
 /// the crate's parent objects ([`Context`](crate::Context), [`Pd`](crate::Pd),
 /// [`ParentDomain`](crate::ParentDomain), [`CompChannel`](crate::CompChannel),
 /// [`Cq`](crate::Cq), [`CqEx`](crate::CqEx), [`Srq`](crate::Srq)).
+///
+/// ```
+/// use std::sync::Arc;
+/// use typed_verbs::{Context, Pd};
+/// let ctx = Context::open("sw0")?;
+/// let borrowed: Pd<'_> = Pd::new(&ctx)?;          // &Context: Parent, borrowed
+/// let shared_ctx = Arc::new(Context::open("sw0")?);
+/// let shared: Pd<'static> = Pd::new(&shared_ctx)?; // &Arc<Context>: Parent, shared
+/// let moved: Pd<'static> = Pd::new(shared_ctx)?;   // Arc<Context>: Parent, shared
+/// # drop((borrowed, shared, moved));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a parent here: pass a reference to the parent object (`&pd`) or an `Arc` of it (`&pd_arc`, `pd_arc.clone()`)",
     label = "expected `&P`, `Arc<P>` or `&Arc<P>` for a typed-verbs object `P`",
@@ -61,6 +73,20 @@ pub trait Parent<'a>: sealed::SealedParent {
 /// The crate's objects that other objects are created from. `Send` is required of an `Arc`'d
 /// parent because the child that keeps it may be dropped (and drop the last `Arc`) on another
 /// thread.
+///
+/// ```
+/// use std::sync::Arc;
+/// use typed_verbs::{parent::{Parent, ParentObject}, Context, Pd};
+/// fn pd_on<'a, P: Parent<'a, Target = Context>>(ctx: P) -> typed_verbs::Result<Pd<'a>> {
+///     Pd::new(ctx)
+/// }
+/// fn is_parent<T: ParentObject>() {}
+/// is_parent::<Context>();
+/// let ctx = Arc::new(Context::open("sw0")?);
+/// let pd: Pd<'static> = pd_on(&ctx)?;
+/// # drop(pd);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait ParentObject: sealed::SealedParent {}
 
 impl<P: ParentObject> sealed::SealedParent for &P {}

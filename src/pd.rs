@@ -1,4 +1,12 @@
 //! Protection domains and parent domains.
+//!
+//! ```
+//! use typed_verbs::{Context, Pd};
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! pd.destroy()?;
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
@@ -13,6 +21,15 @@ use std::ptr::NonNull;
 /// A protection domain (`ibv_alloc_pd`). It holds its context (borrowed, or shared through an
 /// `Arc`: [`crate::parent`]), and everything created in it holds the PD, so it cannot be
 /// deallocated while a QP, SRQ, region or parent domain uses it.
+///
+/// ```
+/// use typed_verbs::{Context, Pd};
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?; // borrows `ctx`: `ctx` cannot be closed while `pd` lives
+/// pd.destroy()?;
+/// ctx.close()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Pd<'ctx> {
     node: NonNull<Node<sys::ibv_pd>>,
     _ctx: PhantomData<&'ctx Context>,
@@ -26,6 +43,20 @@ unsafe impl Sync for Pd<'_> {}
 impl<'ctx> Pd<'ctx> {
     /// `ibv_alloc_pd` on `ctx`: `&ctx`, or `&Arc<Context>` for a PD that keeps its context
     /// alive ([`crate::parent`]).
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_alloc_pd` ([`ErrorKind::Os`]): `ENOMEM` when the device is out
+    /// of PDs (`max_pd`) or memory.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use typed_verbs::{Context, Pd};
+    /// let ctx = Arc::new(Context::open("sw0")?);
+    /// let pd: Pd<'static> = Pd::new(&ctx)?; // shared: the PD keeps the context alive
+    /// drop(ctx);
+    /// # drop(pd);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new(ctx: impl Parent<'ctx, Target = Context>) -> Result<Self> {
         let ctx = ctx.into_held();
         let c = ctx.get().as_raw();
@@ -38,6 +69,13 @@ impl<'ctx> Pd<'ctx> {
     }
 
     /// The C PD. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// assert_eq!(unsafe { (*pd.as_raw()).context }, ctx.as_raw());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_pd {
         // SAFETY: the handle's node lives as long as the handle.
@@ -47,11 +85,38 @@ impl<'ctx> Pd<'ctx> {
     /// `ibv_dealloc_pd`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_dealloc_pd` ([`ErrorKind::Os`]): `EBUSY` while an object
+    /// still uses the PD, which only a leaked object (`mem::forget`) or one whose destroy waits for
+    /// a polling batch's end can do, since every child holds its PD.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, Pd};
+    /// # let ctx = Context::open("sw0")?;
+    /// let pd = Pd::new(&ctx)?;
+    /// pd.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_dealloc_pd`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the PD, still allocated.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, Pd};
+    /// # let ctx = Context::open("sw0")?;
+    /// let pd = Pd::new(&ctx)?;
+    /// match pd.try_destroy() {
+    ///     Ok(()) => {}
+    ///     Err(e) => eprintln!("{} (the PD is back: {:?})", e.error, e.object),
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
@@ -103,6 +168,15 @@ unsafe fn dealloc(pd: *mut c_void, node: *mut c_void) {
 /// A parent domain (`ibv_alloc_parent_domain`): a PD that a CQ created with
 /// `IBV_CQ_INIT_ATTR_MASK_PD` takes its resources from. It holds the PD it wraps (borrowed or shared:
 /// [`crate::parent`]).
+///
+/// ```
+/// use typed_verbs::{software, Context, Pd, ParentDomain};
+/// let ctx = Context::open("sw0")?; // sw0 has parent domains; rxe has not (EOPNOTSUPP)
+/// let pd = Pd::new(&ctx)?;
+/// let parent = ParentDomain::new(&ctx, &pd)?;
+/// parent.destroy()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct ParentDomain<'pd> {
     node: NonNull<Node<sys::ibv_pd>>,
     _pd: PhantomData<&'pd Pd<'pd>>,
@@ -117,6 +191,24 @@ impl<'pd> ParentDomain<'pd> {
     /// `ibv_alloc_parent_domain` over `pd`, without a thread domain or custom allocators.
     /// A device without parent domains gives EOPNOTSUPP; a `pd` of another context gives
     /// [`ErrorKind::WrongContext`], checked before the call.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::WrongContext`]`("pd")` when `pd` is of another context (before the call).
+    /// - The device's errno from `ibv_alloc_parent_domain` ([`ErrorKind::Os`]): `EOPNOTSUPP` on a
+    ///   device without parent domains (rxe; [`Error::is_unsupported`](crate::Error::is_unsupported)),
+    ///   `ENOMEM` when out of resources.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, Pd, ParentDomain};
+    /// let ctx = Context::open("sw0")?;
+    /// let pd = Pd::new(&ctx)?;
+    /// match ParentDomain::new(&ctx, &pd) {
+    ///     Ok(parent) => drop(parent),
+    ///     Err(e) if e.is_unsupported() => println!("no parent domains on {}", ctx.device_name()),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new<'ctx: 'pd>(ctx: &Context, pd: impl Parent<'pd, Target = Pd<'ctx>>) -> Result<Self> {
         let held = pd.into_held();
         let pd = held.get();
@@ -145,6 +237,14 @@ impl<'pd> ParentDomain<'pd> {
     }
 
     /// The C parent domain (an `ibv_pd`). It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let parent = typed_verbs::ParentDomain::new(&ctx, &pd)?;
+    /// assert_eq!(unsafe { (*parent.as_raw()).context }, ctx.as_raw());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn as_raw(&self) -> *mut sys::ibv_pd {
         // SAFETY: the handle's node lives as long as the handle.
@@ -154,11 +254,36 @@ impl<'pd> ParentDomain<'pd> {
     /// `ibv_dealloc_pd` on the parent domain. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_dealloc_pd` ([`ErrorKind::Os`]): `EBUSY` while a CQ still uses
+    /// the parent domain (only a leaked one can).
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, Pd, ParentDomain};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// let parent = ParentDomain::new(&ctx, &pd)?;
+    /// parent.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_dealloc_pd` on the parent domain. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the parent domain, still allocated.
+    ///
+    /// ```
+    /// # use typed_verbs::{Context, Pd, ParentDomain};
+    /// # let ctx = Context::open("sw0")?;
+    /// # let pd = Pd::new(&ctx)?;
+    /// let parent = ParentDomain::new(&ctx, &pd)?;
+    /// parent.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }

@@ -1,4 +1,16 @@
 //! Queue pairs (ibv_create_qp(3)): the QP type and the receive side are type parameters.
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(64).build()?;
+//! let srq = Srq::builder(&pd).max_wr(64).build()?;
+//! let rc: Qp<'_, Rc> = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(16).max_recv_wr(16).build()?;
+//! let ud: Qp<'_, Ud, UsesSrq> = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+//! assert!(rc.caps().max_send_wr >= 16 && ud.qp_num() != rc.qp_num());
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::cq::{sealed, AnyCq, JoinThreading, Shared, Threading};
@@ -19,20 +31,54 @@ use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 
 /// A QP transport type: [`Rc`], [`Uc`], [`Ud`] or [`RawPacket`].
+///
+/// ```
+/// use typed_verbs::{ffi::sys::ibv_qp_type, QpType, Rc, Ud};
+/// assert_eq!(<Rc as QpType>::RAW, ibv_qp_type::IBV_QPT_RC);
+/// assert_eq!(<Ud as QpType>::RAW, ibv_qp_type::IBV_QPT_UD);
+/// ```
 pub trait QpType: sealed::Sealed + 'static {
     /// The `enum ibv_qp_type` value.
     const RAW: sys::ibv_qp_type::Type;
 }
 /// Reliable connected (`IBV_QPT_RC`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Rc {}
 /// Unreliable connected (`IBV_QPT_UC`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Uc>::builder(&pd, &cq, &cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Uc {}
 /// Unreliable datagram (`IBV_QPT_UD`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum Ud {}
 /// Raw Ethernet packets (`IBV_QPT_RAW_PACKET`; needs CAP_NET_RAW on real devices).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<RawPacket>::builder(&pd, &cq, &cq).build()?; // sw0 has them; rxe does not
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum RawPacket {}
 
@@ -53,6 +99,25 @@ qp_types!(
 
 /// The QP types that may take an SRQ. ibv_create_qp(3): "will fail if it is asked to create QP
 /// of a type other than IBV_QPT_RC or IBV_QPT_UD associated with an SRQ."
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// let rc = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// let ud = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// A UC QP with an SRQ does not compile:
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// let uc = Qp::<Uc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot use an SRQ: only RC and UD QPs may be associated with one; create it with `Qp::builder` and its own receive queue",
     label = "ibv_create_qp fails for this QP type with an SRQ",
@@ -63,6 +128,15 @@ impl SrqCapable for Rc {}
 impl SrqCapable for Ud {}
 
 /// The QP types that may join a multicast group.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+/// let group = Gid([0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+/// qp.attach_mcast(group, 0)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast); join with a `Qp<Ud>`",
     label = "not a UD QP"
@@ -71,15 +145,36 @@ pub trait MulticastCapable: QpType + sealed::Sealed {}
 impl MulticastCapable for Ud {}
 
 /// Where a QP's receives go: [`OwnRq`] or [`UsesSrq`].
+///
+/// ```
+/// use typed_verbs::{OwnRq, RecvSide, UsesSrq};
+/// assert_eq!(<OwnRq<2> as RecvSide>::RECV_SGE, 2);
+/// assert_eq!(<UsesSrq as RecvSide>::RECV_SGE, 0);
+/// ```
 pub trait RecvSide: sealed::Sealed + 'static {
     /// The receive SGE cap the type promises (0 with an SRQ: the SRQ's type has it).
     const RECV_SGE: usize;
 }
 /// The QP has its own receive queue, sized by `max_recv_wr` and `max_recv_sge`; its type
 /// promises `RECV_SGE` SGEs per receive (default 1, set with [`QpBuilder::recv_sge_cap`]).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp: Qp<'_, Rc, OwnRq<2>> = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(8).recv_sge_cap::<2>().build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum OwnRq<const RECV_SGE: usize = 1> {}
 /// The QP takes its receives from an SRQ.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// let qp: Qp<'_, Ud, UsesSrq> = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum UsesSrq {}
 impl<const N: usize> sealed::Sealed for OwnRq<N> {}
@@ -92,6 +187,15 @@ impl RecvSide for UsesSrq {
 }
 
 /// Implemented by [`OwnRq`]: only a QP with its own receive queue has receive caps.
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let srq = Srq::builder(&pd).max_wr(16).build()?;
+/// // The receive caps of a QP on an SRQ would be ignored: they do not exist.
+/// let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).max_recv_wr(8).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "receive caps cannot be set on a QP that uses an SRQ: ibv_create_qp ignores max_recv_wr and max_recv_sge then; size the Srq instead",
     label = "this QP takes its receives from an SRQ",
@@ -106,6 +210,15 @@ impl<const M: usize> OwnsRecvQueue for OwnRq<M> {
 }
 
 /// A QP's capabilities (`struct ibv_qp_cap`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(100).build()?;
+/// let cap = qp.caps(); // what the device gave: at least what was asked
+/// assert!(cap.max_send_wr >= 100);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct QpCap {
     /// Outstanding send work requests.
@@ -197,6 +310,42 @@ unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
 /// `Sync`, since destroying it touches the CQ. It holds its PD, CQs and SRQ (borrowed, or shared through `Arc`s:
 /// [`crate::parent`]), so none of them
 /// can be destroyed before it.
+///
+/// An RC pair in loopback, a send and a receive:
+///
+/// ```
+/// use typed_verbs::prelude::*;
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).build()?);
+/// let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?; // RESET -> INIT -> RTR -> RTS
+/// let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
+/// let (tx, rx) = (Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?, Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?);
+/// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+/// tx.write(0, b"ping")?;
+/// a.post_send(&SendWr::send(2, &[tx.sge(0..4).unwrap()]).signaled())?;
+/// let (mut poller, mut done) = (cq.poller()?, 0);
+/// while done < 2 {
+///     poller.poll_batch(|b| assert!(b.completion().result().is_ok()))?.map(|()| done += 1);
+/// }
+/// let mut got = [0; 4];
+/// rx.read(0, &mut got)?;
+/// assert_eq!(&got, b"ping");
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// Sending before RTS does not compile:
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?; // in RESET
+/// qp.post_send(&SendWr::send(1, &[mr.sge(0..4).unwrap()]))?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Qp<
     'a,
     T: QpType,
@@ -227,6 +376,20 @@ where
 }
 
 /// The attributes of a QP to create. Made by [`Qp::builder`] or [`Qp::builder_with_srq`].
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(64).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq)
+///     .max_send_wr(32)
+///     .max_recv_wr(32)
+///     .send_sge_cap::<2>() // `&[Sge; 2]` posts without a check
+///     .max_inline_data(64)
+///     .context("conn 7")   // a typed user context
+///     .build()?;
+/// assert_eq!(*qp.user_context(), "conn 7");
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct QpBuilder<'a, T, R, S, C = (), const SGE: usize = 1> {
     pd: *mut sys::ibv_pd,
@@ -265,6 +428,16 @@ impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` in `pd` with its own receive queue. `send_cq` and
     /// `recv_cq` may be the same CQ, legacy or extended. Each parent is `&parent`, or
     /// `&Arc<parent>` for a QP that keeps it alive ([`crate::parent`]).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// let ctx = Arc::new(Context::open("sw0")?);
+    /// let pd = Arc::new(Pd::new(&ctx)?);
+    /// let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
+    /// let qp: Qp<'static, Rc> = Qp::<Rc>::builder(&pd, &cq, &cq).build()?; // keeps its parents alive
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn builder<'p: 'a, SC, RC>(
         pd: impl Parent<'a, Target = Pd<'p>>,
         send_cq: impl Parent<'a, Target = SC>,
@@ -303,6 +476,14 @@ impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` whose receives come from `srq`. Only RC and UD QPs may
     /// take an SRQ; the receive caps cannot be set (they would be ignored). Parents as for
     /// [`builder`](Self::builder).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let srq = Srq::builder(&pd).max_wr(64).build()?;
+    /// let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).max_send_wr(16).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn builder_with_srq<'p: 'a, 's: 'a, SC, RC, SrqC, const SRQ_SGE: usize>(
         pd: impl Parent<'a, Target = Pd<'p>>,
         send_cq: impl Parent<'a, Target = SC>,
@@ -371,6 +552,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading> QpBuilder<'a, T, R, S> {
 
 impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a, T, R, S, C, SGE> {
     /// "Requested max number of outstanding WRs in the SQ" (default 1; at most `max_qp_wr`).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(64).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(64).build()?;
+    /// assert!(qp.caps().max_send_wr >= 64);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_send_wr(mut self, n: u32) -> Self {
         self.cap.max_send_wr = n;
         self
@@ -379,6 +568,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// "Requested max number of s/g elements in a WR in the SQ" (default 1; at most `max_sge`),
     /// known at run time. It may not be below the cap in the QP's type (`SGE`, checked by
     /// `build`). Lists longer than `SGE` are slices, checked against the actual cap when posted.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_sge(4).build()?; // slices of up to 4 SGEs
+    /// assert!(qp.caps().max_send_sge >= 4);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_send_sge(mut self, n: u32) -> Self {
         self.cap.max_send_sge = n;
         self
@@ -388,6 +585,13 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// fixed-size list of up to `N` SGEs (`&[Sge; N]`) is then accepted without a check when
     /// posted, and a longer one does not compile. `N` is at most
     /// [`MAX_TYPED_SGE`](crate::wr::MAX_TYPED_SGE).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp: Qp<'_, Rc, OwnRq, Shared, (), Reset, 3> = Qp::<Rc>::builder(&pd, &cq, &cq).send_sge_cap::<3>().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_sge_cap<const N: usize>(self) -> QpBuilder<'a, T, R, S, C, N>
     where
         Sge: TypedSgeCap<N>,
@@ -400,6 +604,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     }
 
     /// "Requested max number of data (bytes) that can be posted inline to the SQ" (default 0).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_inline_data(128).build()?;
+    /// assert!(qp.caps().max_inline_data >= 128);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_inline_data(mut self, n: u32) -> Self {
         self.cap.max_inline_data = n;
         self
@@ -407,6 +619,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// "If set, each Work Request (WR) submitted to the SQ generates a completion entry"
     /// (default false: only signaled requests do).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).sq_sig_all(true).build()?; // every send completes
+    /// assert!(qp.sq_sig_all());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sq_sig_all(mut self, on: bool) -> Self {
         self.sq_sig_all = on;
         self
@@ -414,6 +634,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// "Requested max number of outstanding WRs in the RQ" (default 1; at most `max_qp_wr`).
     /// Only for a QP with its own receive queue.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(64).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(32).build()?;
+    /// assert!(qp.caps().max_recv_wr >= 32);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_recv_wr(mut self, n: u32) -> Self
     where
         R: OwnsRecvQueue,
@@ -424,6 +652,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// "Requested max number of s/g elements in a WR in the RQ" (default 1; at most `max_sge`).
     /// Only for a QP with its own receive queue.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_sge(2).build()?;
+    /// assert!(qp.caps().max_recv_sge >= 2);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_recv_sge(mut self, n: u32) -> Self
     where
         R: OwnsRecvQueue,
@@ -435,6 +671,13 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// Requests `max_recv_sge = N` and makes `N` the receive SGE cap in the QP's type (see
     /// [`send_sge_cap`](Self::send_sge_cap)): `post_recv` then takes fixed-size lists of up to
     /// `N` SGEs without a check. Only for a QP with its own receive queue.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp: Qp<'_, Rc, OwnRq<2>> = Qp::<Rc>::builder(&pd, &cq, &cq).recv_sge_cap::<2>().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn recv_sge_cap<const N: usize>(self) -> QpBuilder<'a, T, R::WithRecvSge<N>, S, C, SGE>
     where
         R: OwnsRecvQueue,
@@ -448,6 +691,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     }
 
     /// The typed user context, in place of `void *qp_context`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).context(String::from("peer 10.0.0.2")).build()?;
+    /// assert_eq!(qp.user_context(), "peer 10.0.0.2");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn context<C2>(self, user: C2) -> QpBuilder<'a, T, R, S, C2, SGE> {
         let cap = self.cap;
         self.retype(cap, |_old| user)
@@ -517,6 +768,28 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// `ibv_create_qp`. The actual caps ("greater than or equal to the values requested") are
     /// kept and readable with [`Qp::caps`].
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `cap.max_send_wr` or `cap.max_recv_wr` over the device's
+    ///   `max_qp_wr`, `cap.max_send_sge` or `cap.max_recv_sge` over `max_sge` or below the SGE cap
+    ///   of the QP's type, before the call; or naming `actual cap.max_send_sge` /
+    ///   `actual cap.max_recv_sge` when the device gave less than the type's cap (the QP is
+    ///   destroyed).
+    /// - [`ErrorKind::WrongContext`] naming `send_cq`, `recv_cq` or `srq` of another context.
+    /// - The device's errno from `ibv_create_qp` ([`ErrorKind::Os`]): `EINVAL` for caps it refuses
+    ///   (e.g. `max_inline_data` over its limit), `EOPNOTSUPP` for a QP type it lacks (RAW_PACKET
+    ///   on rxe), `ENOMEM` when out of QPs or memory, `EAGAIN` when the software device cannot start
+    ///   its RNR timer thread.
+    /// - [`ErrorKind::MissingProviderOp`] when the provider did not fill `post_send` or
+    ///   `post_recv` (the QP is destroyed).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let err = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(ctx.attr().max_qp_wr + 1).build().unwrap_err();
+    /// assert!(matches!(err.kind, typed_verbs::ErrorKind::OutOfRange { what: "cap.max_send_wr", .. }));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<Qp<'a, T, R, S, C, Reset, SGE>>
     where
         C: Send + Sync,
@@ -618,6 +891,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// "Check the QP number (qp_num) in the returned QP."
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// println!("QP {:#x}", qp.qp_num());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn qp_num(&self) -> u32 {
         // SAFETY: a live QP; qp_num is fixed at creation.
         unsafe { (*self.raw.as_ptr()).qp_num }
@@ -625,6 +908,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 
     /// The actual capabilities: "ibv_create_qp() will update the qp_init_attr->cap struct with
     /// the actual QP values of the QP that was created".
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).max_send_wr(10).build()?;
+    /// assert!(qp.caps().max_send_wr >= 10);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn caps(&self) -> QpCap {
         self.meta().cap
     }
@@ -635,16 +928,47 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// Whether every send work request generates a completion.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// assert!(!qp.sq_sig_all());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sq_sig_all(&self) -> bool {
         self.meta().sq_sig_all
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).context(42u64).build()?;
+    /// assert_eq!(*qp.user_context(), 42);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         &self.meta().user
     }
 
     /// `ibv_query_qp` for the capabilities.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_query_qp` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(100).build()?;
+    /// assert!(qp.query_caps()?.max_recv_wr >= 100); // the ring, rounded up
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn query_caps(&self) -> Result<QpCap> {
         // SAFETY: plain C data.
         let (mut attr, mut init): (sys::ibv_qp_attr, sys::ibv_qp_init_attr) =
@@ -668,6 +992,21 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// too); [`detach_mcast`](Self::detach_mcast) leaves one, and the QP's destroy (or drop)
     /// leaves those still joined first, since "ibv_destroy_qp() fails if the QP is attached to
     /// a multicast group". Attaching to a group already joined is a no-op, as in the kernel.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_attach_mcast` ([`ErrorKind::Os`]): `EINVAL` for a GID that is
+    /// not multicast, `ENOMEM` past the device's `max_mcast_qp_attach` (or when the group list
+    /// cannot grow).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// let group = Gid([0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    /// qp.attach_mcast(group, 0)?;
+    /// assert_eq!(qp.mcast_groups(), vec![(group, 0)]);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn attach_mcast(&self, gid: Gid, lid: u16) -> Result<()>
     where
         T: MulticastCapable,
@@ -689,6 +1028,21 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 
     /// `ibv_detach_mcast`: leaves the multicast group `gid` joined with `lid`. A group the QP
     /// has not joined is the device's error (`EINVAL` on rxe).
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_detach_mcast` ([`ErrorKind::Os`]): `EINVAL` for a group the QP
+    /// has not joined (rxe).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// let group = Gid([0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    /// qp.attach_mcast(group, 0)?;
+    /// qp.detach_mcast(group, 0)?;
+    /// assert!(qp.mcast_groups().is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn detach_mcast(&self, gid: Gid, lid: u16) -> Result<()>
     where
         T: MulticastCapable,
@@ -703,6 +1057,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// The multicast groups the QP has joined (gid and lid), in the order joined.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// assert!(qp.mcast_groups().is_empty());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn mcast_groups(&self) -> Vec<(Gid, u16)>
     where
         T: MulticastCapable,
@@ -711,6 +1075,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// The C QP. It stays owned by `self`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let cq = Cq::builder(&ctx).cqe(4).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// assert_eq!(unsafe { (*qp.as_raw()).qp_num }, qp.qp_num());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_qp {
         self.raw.as_ptr()
     }
@@ -719,11 +1093,36 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// the error is returned and the QP dropped: its `Drop` tries once more (inside a polling
     /// batch, [`ErrorKind::BatchOpen`], when the batch ends) and, failing again, leaks the C
     /// QP. [`try_destroy`](Self::try_destroy) gives the QP back.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch, or while another thread has a batch open
+    ///   on one of the QP's CQs (the QP is then destroyed when that batch ends).
+    /// - The device's errno from `ibv_destroy_qp` or from detaching its multicast groups
+    ///   ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// qp.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_qp`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the QP, still alive.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// qp.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }
@@ -917,11 +1316,24 @@ unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
 }
 
 /// A global identifier (`union ibv_gid`), 16 bytes in network order.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let gid = ctx.query_gid(1, 0)?; // the port's GID at index 0
+/// assert!(!gid.is_multicast());
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Gid(pub [u8; 16]);
 
 impl Gid {
     /// Whether this is a multicast GID (first byte 0xff).
+    ///
+    /// ```
+    /// use typed_verbs::Gid;
+    /// assert!(Gid([0xff; 16]).is_multicast());
+    /// assert!(!Gid([0; 16]).is_multicast());
+    /// ```
     pub fn is_multicast(&self) -> bool {
         self.0[0] == 0xff
     }

@@ -44,6 +44,21 @@
 //! (`ENODATA` for a source GID index without a GID, as the kernel's `rdma_get_gid_attr`).
 //! Some devices accept more than this (rxe takes any P_Key index and a `max_dest_rd_atomic`
 //! above its `max_qp_rd_atom`); the typed layer keeps to what every device documents.
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = Cq::builder(&ctx).cqe(16).build()?;
+//! let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;                    // Qp<.., Reset>
+//! let qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?; // Qp<.., Init>
+//! let qp = qp.to_rtr(())?;                                                 // Qp<.., Rtr>
+//! let qp = qp.to_rts(SqPsn { sq_psn: 0 })?;                                // Qp<.., Rts>
+//! qp.modify_rts(UdRtsModify { qkey: Some(0x22) })?;
+//! let qp = qp.to_error()?;                                                 // Qp<.., ErrorState>
+//! # drop(qp);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::cq::{sealed, Threading};
@@ -55,6 +70,12 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 
 /// A QP state: [`Reset`], [`Init`], [`Rtr`], [`Rts`] or [`ErrorState`].
+///
+/// ```
+/// use typed_verbs::{ffi::sys::ibv_qp_state, qp_state::QpState, Init, Rts};
+/// assert_eq!(<Init as QpState>::RAW, ibv_qp_state::IBV_QPS_INIT);
+/// assert_eq!(<Rts as QpState>::RAW, ibv_qp_state::IBV_QPS_RTS);
+/// ```
 pub trait QpState: sealed::Sealed + 'static {
     /// The `enum ibv_qp_state` value.
     const RAW: sys::ibv_qp_state::Type;
@@ -74,19 +95,64 @@ macro_rules! states {
 
 states! {
     /// `IBV_QPS_RESET`: as created.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp: Qp<'_, Ud, OwnRq, Shared, (), Reset> = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     Reset = IBV_QPS_RESET,
     /// `IBV_QPS_INIT`: receives may be posted.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp: Qp<'_, Ud, OwnRq, Shared, (), Init> = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     Init = IBV_QPS_INIT,
     /// `IBV_QPS_RTR`: ready to receive.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?;
+    /// let qp: Qp<'_, Ud, OwnRq, Shared, (), Rtr> = qp.to_rtr(())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     Rtr = IBV_QPS_RTR,
     /// `IBV_QPS_RTS`: ready to send.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?;
+    /// let qp: Qp<'_, Ud, OwnRq, Shared, (), Rts> = qp.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     Rts = IBV_QPS_RTS,
     /// `IBV_QPS_ERR`: outstanding work requests are flushed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?;
+    /// let qp: Qp<'_, Ud, OwnRq, Shared, (), ErrorState> = qp.to_error()?; // posted receives flush
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     ErrorState = IBV_QPS_ERR,
 }
 
 /// `IBV_ACCESS_*` flags of a QP or memory region. Remote write and remote atomic imply local
 /// write (the verbs spec requires it), so those constants include it.
+///
+/// ```
+/// use typed_verbs::AccessFlags;
+/// const RW: AccessFlags = AccessFlags::REMOTE_READ.union(AccessFlags::REMOTE_WRITE);
+/// assert_eq!(RW.bits(), 0b111); // remote write brings local write
+/// assert_eq!(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ, AccessFlags::REMOTE_READ.union(AccessFlags::LOCAL_WRITE));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct AccessFlags(u32);
 
@@ -103,11 +169,21 @@ impl AccessFlags {
     pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(8 | 1);
 
     /// The C bits.
+    ///
+    /// ```
+    /// assert_eq!(typed_verbs::AccessFlags::REMOTE_READ.bits(), 4); // IBV_ACCESS_REMOTE_READ
+    /// ```
     pub const fn bits(self) -> u32 {
         self.0
     }
 
     /// Both sets of rights (`|` in a `const`).
+    ///
+    /// ```
+    /// use typed_verbs::AccessFlags;
+    /// const RW: AccessFlags = AccessFlags::REMOTE_READ.union(AccessFlags::REMOTE_WRITE);
+    /// assert_eq!(RW, AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE);
+    /// ```
     pub const fn union(self, other: AccessFlags) -> AccessFlags {
         AccessFlags(self.0 | other.0)
     }
@@ -127,6 +203,12 @@ impl fmt::Debug for AccessFlags {
 }
 
 /// A path MTU (`enum ibv_mtu`), ordered by size.
+///
+/// ```
+/// use typed_verbs::Mtu;
+/// assert!(Mtu::Mtu1024 < Mtu::Mtu4096);
+/// assert_eq!(Mtu::Mtu1024.min(Mtu::Mtu4096), Mtu::Mtu1024); // a connection takes the smaller
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[allow(missing_docs)]
 pub enum Mtu {
@@ -138,6 +220,14 @@ pub enum Mtu {
 }
 
 /// The global route of an address vector (`struct ibv_global_route`); RoCE devices need one.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?;
+/// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// # let _ = grh;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GlobalRoute {
     /// The destination GID.
@@ -153,6 +243,15 @@ pub struct GlobalRoute {
 }
 
 /// Where a connected QP sends (`struct ibv_ah_attr`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?;
+/// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+/// # let _ = av;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AddressVector {
     /// Destination LID (InfiniBand; 0 on RoCE).
@@ -202,6 +301,13 @@ impl AddressVector {
 /// Before the call, each attribute is held to its range and to the limits the device reported
 /// (the module's docs list them); a value outside is an [`ErrorKind::OutOfRange`] naming the
 /// attribute as in `struct ibv_qp_attr`, the transition, and the range.
+///
+/// ```
+/// use typed_verbs::{qp_state::{TransitionAttr, Transitions}, Rc, ConnectedInit};
+/// fn takes<A: TransitionAttr>() {}
+/// takes::<<Rc as Transitions>::Init>(); // ConnectedInit
+/// takes::<ConnectedInit>();
+/// ```
 pub trait TransitionAttr: crate::sealed::SealedTransitionAttr {
     #[doc(hidden)]
     fn apply(&self, attr: &mut sys::ibv_qp_attr) -> i32;
@@ -423,6 +529,14 @@ const STATE: i32 = 1 << 0;
 const AV_NAMES: [&str; 2] = ["ah_attr.port_num", "ah_attr.grh.sgid_index"];
 
 /// RESET → INIT of an RC or UC QP.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?
+///     .to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::REMOTE_WRITE })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectedInit {
     /// The port.
@@ -447,6 +561,13 @@ impl TransitionAttr for ConnectedInit {
 }
 
 /// RESET → INIT of a UD QP.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x1234 })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdInit {
     /// The port.
@@ -471,6 +592,13 @@ impl TransitionAttr for UdInit {
 }
 
 /// RESET → INIT of a RAW_PACKET QP.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<RawPacket>::builder(&pd, &cq, &cq).build()?.to_init(RawPacketInit { port_num: 1 })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawPacketInit {
     /// The port.
@@ -488,6 +616,18 @@ impl TransitionAttr for RawPacketInit {
 }
 
 /// INIT → RTR of an RC QP.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?.to_init(init)?;
+/// let peer = qp.qp_num(); // loopback: connected to itself
+/// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+/// let qp = qp.to_rtr(RcRtr { av, path_mtu: Mtu::Mtu1024, dest_qp_num: peer, rq_psn: 0, max_dest_rd_atomic: 1, min_rnr_timer: 12 })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RcRtr {
     /// Where the remote QP is.
@@ -522,6 +662,18 @@ impl TransitionAttr for RcRtr {
 }
 
 /// INIT → RTR of a UC QP.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
+/// let qp = Qp::<Uc>::builder(&pd, &cq, &cq).build()?.to_init(init)?;
+/// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+/// let dest_qp_num = qp.qp_num();
+/// let qp = qp.to_rtr(UcRtr { av, path_mtu: Mtu::Mtu1024, dest_qp_num, rq_psn: 0 })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UcRtr {
     /// Where the remote QP is.
@@ -548,6 +700,13 @@ impl TransitionAttr for UcRtr {
 }
 
 /// RTR → RTS of an RC QP.
+///
+/// ```
+/// use typed_verbs::RcRts;
+/// // ~67 ms ACK timeout, 7 retries, RNR retries without limit, one RDMA read in flight.
+/// let rts = RcRts { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
+/// # let _ = rts;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RcRts {
     /// The first PSN this QP sends.
@@ -580,6 +739,14 @@ impl TransitionAttr for RcRts {
 }
 
 /// RTR → RTS of a UC or UD QP: only the send PSN.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?;
+/// let qp = qp.to_rts(SqPsn { sq_psn: 0x1000 })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SqPsn {
     /// The first PSN this QP sends.
@@ -606,6 +773,14 @@ macro_rules! optional {
 /// INIT → INIT of an RC or UC QP: what the kernel's state table lets it change ("optional"
 /// attributes of INIT → INIT: `pkey_index`, `port`, `access_flags`). `None` leaves an
 /// attribute as it is; [`Default`] changes nothing.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?.to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
+/// qp.modify_init(ConnectedInitModify { access: Some(AccessFlags::REMOTE_WRITE), ..Default::default() })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ConnectedInitModify {
     /// The port.
@@ -637,6 +812,14 @@ impl TransitionAttr for ConnectedInitModify {
 
 /// INIT → INIT of a UD QP: `pkey_index`, `port` and `qkey` (the kernel's state table).
 /// `None` leaves an attribute as it is.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+/// qp.modify_init(UdInitModify { qkey: Some(2), ..Default::default() })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UdInitModify {
     /// The port.
@@ -667,6 +850,12 @@ impl TransitionAttr for UdInitModify {
 }
 
 /// The path migration state (`enum ibv_mig_state`).
+///
+/// ```
+/// use typed_verbs::{PathMigState, RcRtsModify};
+/// let m = RcRtsModify { path_mig_state: Some(PathMigState::Rearm), ..Default::default() }; // InfiniBand
+/// # let _ = m;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PathMigState {
     /// `IBV_MIG_MIGRATED`: the QP uses its alternate path; path migration is not armed.
@@ -680,6 +869,14 @@ pub enum PathMigState {
 /// The alternate path of a connected QP (`alt_ah_attr`, `alt_pkey_index`, `alt_port_num`,
 /// `alt_timeout`, set together with `IBV_QP_ALT_PATH`). InfiniBand only: the kernel refuses
 /// alternate paths on RoCE (rxe and the software device are RoCE) with `EINVAL`.
+///
+/// ```
+/// use typed_verbs::{AddressVector, AltPath, RcRtsModify};
+/// let av = AddressVector { dlid: 7, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 2, grh: None };
+/// let alt = AltPath { av, pkey_index: 0, port_num: 2, timeout: 14 };
+/// let m = RcRtsModify { alt_path: Some(alt), ..Default::default() }; // refused on RoCE (EINVAL)
+/// # let _ = m;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AltPath {
     /// Where the remote QP is on the alternate path.
@@ -716,6 +913,16 @@ impl AltPath {
 /// RTS → RTS of an RC QP: what the kernel's state table lets it change (access flags, the
 /// alternate path, the path migration state, `min_rnr_timer`). `None` leaves an attribute as
 /// it is. (`cur_qp_state`, also allowed, is the QP's type: RTS.)
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
+/// # let a = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+/// # let e = a.endpoint(1, 0)?;
+/// let qp = a.connect(&e, &e, AccessFlags::LOCAL_WRITE)?; // loopback to itself, in RTS
+/// qp.modify_rts(RcRtsModify { min_rnr_timer: Some(14), ..Default::default() })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RcRtsModify {
     /// What the remote side may do to this QP's memory.
@@ -749,6 +956,12 @@ impl TransitionAttr for RcRtsModify {
 
 /// RTS → RTS of a UC QP: access flags, the alternate path and the path migration state (the
 /// kernel's state table). `None` leaves an attribute as it is.
+///
+/// ```
+/// use typed_verbs::{AccessFlags, UcRtsModify};
+/// let m = UcRtsModify { access: Some(AccessFlags::REMOTE_WRITE), ..Default::default() };
+/// # let _ = m;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UcRtsModify {
     /// What the remote side may do to this QP's memory.
@@ -775,6 +988,14 @@ impl TransitionAttr for UcRtsModify {
 }
 
 /// RTS → RTS of a UD QP: the Q_Key (the kernel's state table). `None` changes nothing.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+/// qp.modify_rts(UdRtsModify { qkey: Some(0x42) })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UdRtsModify {
     /// The Q_Key this QP accepts.
@@ -792,6 +1013,14 @@ impl TransitionAttr for UdRtsModify {
 }
 
 /// The attributes each transition takes for a QP type.
+///
+/// ```
+/// use typed_verbs::{qp_state::Transitions, Ud, UdInit, SqPsn};
+/// let init: <Ud as Transitions>::Init = UdInit { port_num: 1, pkey_index: 0, qkey: 1 };
+/// let rtr: <Ud as Transitions>::Rtr = (); // UD needs nothing for RTR
+/// let rts: <Ud as Transitions>::Rts = SqPsn { sq_psn: 0 };
+/// # let _ = (init, rtr, rts);
+/// ```
 pub trait Transitions: QpType + sealed::Sealed {
     /// RESET → INIT.
     type Init: TransitionAttr;
@@ -837,6 +1066,18 @@ impl Transitions for RawPacket {
 
 /// A refused `ibv_modify_qp`: the QP, still in its old state, and why. What the `try_to_*`
 /// transitions return; the `to_*` ones return the [`Error`] alone.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+/// let qp = match qp.try_to_init(UdInit { port_num: 9, pkey_index: 0, qkey: 1 }) { // no port 9
+///     Ok(_) => unreachable!(),
+///     Err(typed_verbs::ModifyError { qp, error }) => { eprintln!("{error}"); qp } // still in RESET
+/// };
+/// let qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct ModifyError<Q> {
     /// The QP, unchanged.
     pub qp: Q,
@@ -874,12 +1115,23 @@ impl<Q> From<ModifyError<Q>> for Error {
 }
 
 /// The result of a transition.
+///
+/// ```
+/// use typed_verbs::{qp_state::Modified, Init, OwnRq, Reset, Shared, Ud};
+/// fn bring_up<'a>(qp: typed_verbs::Qp<'a, Ud>) -> Modified<'a, Ud, OwnRq, Shared, (), Reset, Init> {
+///     qp.try_to_init(typed_verbs::UdInit { port_num: 1, pkey_index: 0, qkey: 1 })
+/// }
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?; let cq = typed_verbs::Cq::builder(&ctx).cqe(8).build()?;
+/// bring_up(typed_verbs::Qp::<Ud>::builder(&pd, &cq, &cq).build()?)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub type Modified<'a, T, R, S, C, From, To, const SGE: usize = 1> =
     std::result::Result<Qp<'a, T, R, S, C, To, SGE>, ModifyError<Qp<'a, T, R, S, C, From, SGE>>>;
 
 macro_rules! require_state {
     ($($tr:ident: $st:ident, $msg:literal;)*) => {$(
         #[doc = concat!("Implemented by [`", stringify!($st), "`] only.")]
+        #[doc = concat!("\n\n```\nfn needs<S: typed_verbs::qp_state::", stringify!($tr), ">() {}\nneeds::<typed_verbs::", stringify!($st), ">();\n```")]
         #[diagnostic::on_unimplemented(message = $msg, label = "not the state this transition starts from")]
         pub trait $tr: QpState + sealed::Sealed {}
         impl $tr for $st {}
@@ -998,6 +1250,20 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// RESET → INIT with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error (naming the transition) returned; [`try_to_init`](Self::try_to_init)
     /// gives the QP back instead.
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfRange`] before the call for a port outside the device's or a P_Key
+    /// index past the port's table (the module's table lists the ranges); otherwise the device's
+    /// errno from `ibv_modify_qp` ([`ErrorKind::Os`]). The error's verb names `RESET->INIT`.
+    /// The QP is destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// let qp = qp.to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn to_init<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Init, SGE>>
     where
         St: FromReset,
@@ -1007,6 +1273,17 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     }
 
     /// RESET → INIT, giving the QP back, still in RESET, if the device refuses.
+    ///
+    /// # Errors
+    /// As [`to_init`](Self::to_init); the [`ModifyError`] holds the QP, still in RESET.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// let qp = qp.try_to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 7 })?; // `?` drops the QP on failure
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_to_init<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Init, SGE>
     where
         St: FromReset,
@@ -1017,6 +1294,22 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
 
     /// INIT → RTR with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error returned; [`try_to_rtr`](Self::try_to_rtr) gives it back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
+    /// `INIT->RTR`: `EINVAL` for an address vector the port refuses (no global route on RoCE),
+    /// `ENODATA` for a `sgid_index` inside the GID table whose entry holds no GID; an attribute
+    /// outside its range (`min_rnr_timer` over 31, `max_dest_rd_atomic` over the device's
+    /// `max_qp_rd_atom`, a port or `sgid_index` past the device's) is [`ErrorKind::OutOfRange`]
+    /// before the call. The QP is destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// let qp = qp.to_rtr(())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn to_rtr<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Rtr, SGE>>
     where
         St: FromInit,
@@ -1026,6 +1319,17 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     }
 
     /// INIT → RTR, giving the QP back, still in INIT, if the device refuses.
+    ///
+    /// # Errors
+    /// As [`to_rtr`](Self::to_rtr); the [`ModifyError`] holds the QP, still in INIT.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// let qp = qp.try_to_rtr(())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_to_rtr<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
     where
         St: FromInit,
@@ -1036,6 +1340,20 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
 
     /// RTR → RTS with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error returned; [`try_to_rts`](Self::try_to_rts) gives it back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
+    /// `RTR->RTS`: `EINVAL` for an attribute the device refuses; an attribute outside its range
+    /// (`timeout` over 31, `retry_cnt` or `rnr_retry` over 7, `max_rd_atomic` over the device's
+    /// `max_qp_init_rd_atom`) is [`ErrorKind::OutOfRange`] before the call. The QP is destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?;
+    /// let qp = qp.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn to_rts<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
     where
         St: FromRtr,
@@ -1045,6 +1363,17 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     }
 
     /// RTR → RTS, giving the QP back, still in RTR, if the device refuses.
+    ///
+    /// # Errors
+    /// As [`to_rts`](Self::to_rts); the [`ModifyError`] holds the QP, still in RTR.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?;
+    /// let qp = qp.try_to_rts(SqPsn { sq_psn: 0 })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_to_rts<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Rts, SGE>
     where
         St: FromRtr,
@@ -1057,6 +1386,18 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// `IBV_WC_WR_FLUSH_ERR`. From RESET it does not compile ([`NotReset`]: the kernel has no
     /// RESET → ERR). If the device refuses, the QP is destroyed and the error returned;
     /// [`try_to_error`](Self::try_to_error) gives it back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming the
+    /// transition to `ERR`. The QP is destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// let qp = qp.to_error()?; // receives posted so far complete with WR_FLUSH_ERR
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn to_error(self) -> Result<Qp<'a, T, R, S, C, ErrorState, SGE>>
     where
         St: NotReset,
@@ -1065,6 +1406,17 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     }
 
     /// Any state but RESET → ERR, giving the QP back, in its old state, if the device refuses.
+    ///
+    /// # Errors
+    /// As [`to_error`](Self::to_error); the [`ModifyError`] holds the QP, in its old state.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// let qp = qp.try_to_error()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState, SGE>
     where
         St: NotReset,
@@ -1075,11 +1427,39 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// Any state → RESET (from RESET too, as the kernel allows). If the device refuses (or
     /// the call is made inside a polling batch, [`ErrorKind::BatchOpen`]), the QP is dropped
     /// and the error returned: [`try_to_reset`](Self::try_to_reset) gives it back.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch, or while another thread has a batch open
+    ///   on one of the QP's CQs, before the call.
+    /// - The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming the
+    ///   transition to `RESET`.
+    ///
+    /// The QP is dropped.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// let qp = qp.to_reset()?; // back to RESET: it may be brought up again
+    /// let qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 2 })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn to_reset(self) -> Result<Qp<'a, T, R, S, C, Reset, SGE>> {
         Ok(self.try_to_reset()?)
     }
 
     /// Any state → RESET, giving the QP back, in its old state, if the device refuses.
+    ///
+    /// # Errors
+    /// As [`to_reset`](Self::to_reset); the [`ModifyError`] holds the QP, in its old state.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// let qp = qp.try_to_reset()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_to_reset(self) -> Modified<'a, T, R, S, C, St, Reset, SGE> {
         self.modify_with(&())
     }
@@ -1088,6 +1468,19 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// UC: port, P_Key index, access flags; for UD: port, P_Key index, Q_Key), leaving the
     /// attributes that are `None` as they are. The QP stays in INIT, so it is borrowed; if the
     /// device refuses, nothing changed and the error names `ibv_modify_qp INIT->INIT`.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
+    /// `INIT->INIT`; a port or P_Key index past the device's is [`ErrorKind::OutOfRange`] before
+    /// the call. Nothing changed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// qp.modify_init(UdInitModify { qkey: Some(9), ..Default::default() })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn modify_init<A>(&self, attr: A) -> Result<()>
     where
         St: InInit,
@@ -1101,6 +1494,20 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// but `min_rnr_timer`; for UD the Q_Key), leaving the attributes that are `None` as they
     /// are. The QP stays in RTS; if the device refuses, nothing changed and the error names
     /// `ibv_modify_qp RTS->RTS`.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
+    /// `RTS->RTS` (e.g. `EINVAL` for an alternate path on RoCE); an attribute outside its range
+    /// (`min_rnr_timer` or `alt_timeout` over 31, a port or index past the device's) is
+    /// [`ErrorKind::OutOfRange`] before the call. Nothing changed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// qp.modify_rts(UdRtsModify { qkey: Some(9) })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn modify_rts<A>(&self, attr: A) -> Result<()>
     where
         St: InRts,
@@ -1137,6 +1544,18 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     }
 
     /// `ibv_query_qp` for the state the device reports.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_query_qp` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::ffi::sys::ibv_qp_state;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// assert_eq!(qp.query_state()?, ibv_qp_state::IBV_QPS_INIT);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn query_state(&self) -> Result<sys::ibv_qp_state::Type> {
         // SAFETY: plain C data.
         let (mut attr, mut init): (sys::ibv_qp_attr, sys::ibv_qp_init_attr) =
@@ -1158,6 +1577,13 @@ impl Context {
     /// `OutOfRange` before the call for a port outside 1..=`phys_port_cnt` (`port_num`) or an
     /// index at or past the port's `gid_tbl_len` (`index`, as `ibv_query_port` reports it;
     /// the kernel's rdma_get_gid_attr refuses it with EINVAL); the device's errno otherwise.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let gid = ctx.query_gid(1, 0)?;
+    /// println!("{:02x?}", gid.0);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
         let cnt = self.attr().phys_port_cnt;
         if port == 0 || port > cnt {

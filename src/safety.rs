@@ -142,3 +142,17 @@
 //! completion status and opcode) are read as integers and mapped, with a variant for values
 //! newer than the headers the crate was built with; every `#[repr(C)]` structure the crate
 //! passes to or reads from C is checked against the C layout at compile time.
+//!
+//! ## In one example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use typed_verbs::{Context, CqEx, Pd, Qp, Rc, Standard};
+//! let ctx = Arc::new(Context::open("sw0")?);
+//! let pd = Arc::new(Pd::new(&ctx)?);
+//! let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
+//! let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+//! std::mem::forget(qp); // leaked: its PD, CQ and context stay alive for it, never dangling
+//! drop((pd, cq, ctx));   // the leaked QP still holds them: nothing is freed under it
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```

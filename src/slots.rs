@@ -124,6 +124,44 @@ struct SlotInner {
 /// `'r` is the lifetime of what handed the slot out (`Slot::register` gives `'static` slots, a
 /// [`SlotCq`] its own lifetime); it bounds nothing soundness needs: the slot's region keeps its
 /// PD and context alive by itself.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// let mut msg = slots.pop().unwrap();
+/// msg[..4].copy_from_slice(b"ping"); // a plain &mut [u8]: no copy, no unsafe
+/// b.post_recv_slot(slots.pop().unwrap())?; // moves into b's receive queue
+/// a.post_send_slot(msg, 4)?;               // moves into a's send queue
+/// let (mut poller, mut back) = (cq.poller()?, Vec::new());
+/// while back.len() < 2 {
+///     poller.poll_batch(|mut batch| back.push(batch.take_slot().unwrap()))?;
+/// }
+/// assert!(back.iter().any(|s| &s[..4] == b"ping")); // both slots are the program's again
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// A posted slot cannot be touched:
+///
+/// ```compile_fail,E0382
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// let mut msg = slots.pop().unwrap();
+/// a.post_send_slot(msg, 4)?;
+/// msg[0] = 1; // moved into the queue
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Slot<'r> {
     inner: NonNull<SlotInner>,
     _m: PhantomData<(&'r (), Box<[u8]>)>,
@@ -182,6 +220,27 @@ impl<'pd> Slot<'pd> {
     /// The region keeps its PD, and the PD its context, alive until its last slot is dropped,
     /// wherever the slots go (a slot comes back from a CQ that may outlive any borrow): `pd` is
     /// shared, `&Arc<Pd<'static>>` (or a `&'static Pd<'static>`).
+    ///
+    /// # Errors
+    /// - [`ErrorKind::RemoteAccess`] naming the flag, for `access` with remote write, remote
+    ///   atomic or remote read, before the call.
+    /// - [`ErrorKind::OutOfRange`] naming `slot_len` outside `1..=min(buf.len(), u32::MAX)`, or
+    ///   `length` for an empty buffer.
+    /// - The device's errno from `ibv_reg_mr` ([`ErrorKind::Os`]); `EAGAIN` when every
+    ///   registration got a plain region's lkey; `ENOMEM` when the slots cannot be allocated.
+    ///
+    /// `buf` is dropped on error and nothing stays registered.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slots = Slot::register(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE, 2048)?;
+    /// assert_eq!(slots.len(), 32);
+    /// let refused = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE, 1024);
+    /// assert!(matches!(refused.unwrap_err().kind, typed_verbs::ErrorKind::RemoteAccess(_)));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn register<B: OwnedBuf + 'static>(
         pd: impl Parent<'static, Target = Pd<'static>>,
         buf: B,
@@ -263,6 +322,14 @@ impl<'r> Slot<'r> {
     /// The slot's length in bytes.
     #[inline(always)]
     #[allow(clippy::len_without_is_empty)] // never empty
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slots = Slot::register(&pd, PageBuf::new(8192)?, AccessFlags::LOCAL_WRITE, 2048)?;
+    /// assert!(slots.iter().all(|s| s.len() == 2048));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.inner().len as usize
     }
@@ -344,6 +411,35 @@ impl std::fmt::Debug for Slot<'_> {
 /// first). A receive consumed by an RDMA write with immediate reports the write's length,
 /// whose bytes went to the written region, not to the slot: check the opcode. The count is
 /// clamped to the slot's length.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// b.post_recv_slot(slots.pop().unwrap())?;
+/// let mut msg = slots.pop().unwrap();
+/// msg[..3].copy_from_slice(b"abc");
+/// a.post_send_slot(msg, 3)?;
+/// let mut poller = cq.poller()?;
+/// let mut got = None;
+/// while got.is_none() {
+///     poller.poll_batch(|mut batch| {
+///         let c = batch.completion().result().ok().map(|c| (c.opcode(), c.byte_len()));
+///         let slot = batch.take_slot().unwrap();
+///         if let Some((WcOpcode::RECV, n)) = c {
+///             let r = Received::new(slot, n);
+///             got = Some(r.to_vec()); // `r` derefs to the received bytes
+///         }
+///     })?;
+/// }
+/// assert_eq!(got.as_deref(), Some(&b"abc"[..]));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Received<'r> {
     slot: Slot<'r>,
@@ -352,6 +448,17 @@ pub struct Received<'r> {
 
 impl<'r> Received<'r> {
     /// The first `byte_len` bytes of `slot` (at most all of it).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let mut slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?.pop().unwrap();
+    /// slot[..3].copy_from_slice(b"abc");
+    /// let r = Received::new(slot, 3);
+    /// assert_eq!(&*r, b"abc");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn new(slot: Slot<'r>, byte_len: u32) -> Self {
         let byte_len = (byte_len as usize).min(slot.len());
@@ -359,12 +466,31 @@ impl<'r> Received<'r> {
     }
 
     /// How many bytes were received.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?.pop().unwrap();
+    /// assert_eq!(Received::new(slot, 5000).byte_len(), 1024); // clamped to the slot
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn byte_len(&self) -> usize {
         self.byte_len
     }
 
     /// The whole slot back, to write and post again.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?.pop().unwrap();
+    /// let back = Received::new(slot, 10).into_slot();
+    /// assert_eq!(back.len(), 1024); // the whole slot, to post again
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn into_slot(self) -> Slot<'r> {
         self.slot
@@ -383,6 +509,23 @@ impl Deref for Received<'_> {
 /// the request (its `bad_wr` is the request). `None` when it failed without saying so (the
 /// software device and rxe fail a send doorbell below RTS that way, keeping the request): the
 /// slot then stays with the queue and comes back with the request's completion, if it has one.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// let slot = slots.pop().unwrap();
+/// let too_long = slot.len() + 1;
+/// let err = a.post_send_slot(slot, too_long).unwrap_err(); // refused before the call
+/// let slot = err.slot.expect("given back");
+/// # drop(slot);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct SlotPostError<'r> {
     /// The slot, not posted.
@@ -451,12 +594,29 @@ fn post_slot<'r, W>(
 ///
 /// It is not an [`AnyCq`]: `Qp::builder` and `software::inject` do not take it,
 /// so no completion with a `wr_id` the program chose can reach it.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// let ctx = Arc::new(Context::open("sw0")?);
+/// let pd = Arc::new(Pd::new(&ctx)?);
+/// let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(64).slots().build()?;
+/// let qp = Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(16).build()?; // slot sends and receives
+/// # drop(qp);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[repr(transparent)]
 pub struct SlotCq<'a, F: WcFlags, T: Threading = Shared, C = ()> {
     cq: CqEx<'a, F, T, C>,
 }
 
 /// Builds a [`SlotCq`]: made by `.slots()` on an extended CQ's builder.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct SlotCqBuilder<'a, F: WcFlags, T: Threading, C> {
     inner: CqBuilder<'a, kind::Extended<F, T>, C>,
@@ -465,6 +625,12 @@ pub struct SlotCqBuilder<'a, F: WcFlags, T: Threading, C> {
 impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
     /// Makes the CQ a [`SlotCq`]: one whose completions hand back slots. Set the other
     /// attributes (`cqe`, `channel`, `context`, ...) first.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(64).slots().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slots(self) -> SlotCqBuilder<'a, F, T, C> {
         SlotCqBuilder { inner: self }
     }
@@ -472,6 +638,17 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
 
 impl<'a, F: WcFlags, T: Threading, C> SlotCqBuilder<'a, F, T, C> {
     /// `ibv_create_cq_ex`, as for a plain extended CQ.
+    ///
+    /// # Errors
+    /// As [`CqBuilder::build`](crate::CqBuilder) of an extended CQ: `OutOfRange` for `cqe` or
+    /// `comp_vector`, `WrongContext`, the device's errno from `ibv_create_cq_ex`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// assert!(cq.cqe() >= 16);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<SlotCq<'a, F, T, C>>
     where
         C: crate::cq::CqContext<T>,
@@ -482,21 +659,57 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCqBuilder<'a, F, T, C> {
 
 impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
     /// The actual number of entries.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(100).slots().build()?;
+    /// assert!(cq.cqe() >= 100);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn cqe(&self) -> u32 {
         self.cq.cqe()
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).context("rx").slots().build()?;
+    /// assert_eq!(*cq.user_context(), "rx");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         self.cq.user_context()
     }
 
     /// `ibv_req_notify_cq`, as [`CqEx::req_notify`].
+    ///
+    /// # Errors
+    /// The provider's errno from `ibv_req_notify_cq` ([`ErrorKind::Os`]).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let channel = typed_verbs::CompChannel::new(&ctx)?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).channel(&channel).slots().build()?;
+    /// cq.req_notify(false)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         self.cq.req_notify(solicited_only)
     }
 
     /// Opens a polling batch, as [`CqEx::poll_batch`], whose positions hand back their slots.
+    ///
+    /// # Errors
+    /// As [`CqEx::poll_batch`]: [`ErrorKind::BatchOpen`] when this thread has a batch open, the
+    /// provider's errno from `ibv_start_poll`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// assert!(cq.poll_batch(|mut batch| batch.take_slot())?.is_none()); // empty
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn poll_batch<R>(
         &mut self,
@@ -510,6 +723,18 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
     }
 
     /// The CQ's one [`SlotPoller`] through a shared reference, as [`CqEx::poller`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::PollerTaken`] while another poller of this CQ lives.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// let mut poller = cq.poller()?;
+    /// assert!(cq.poller().is_err());
+    /// poller.poll_batch(|_| ())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn poller(&self) -> Result<SlotPoller<'_, 'a, F, T>> {
         Ok(SlotPoller {
             poller: self.cq.poller()?,
@@ -519,6 +744,15 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
 
     /// Splits the CQ into the shared half, for QP builders, and the one [`SlotPoller`], as
     /// [`CqEx::split`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// let (shared, mut poller) = cq.split();
+    /// assert!(poller.poll_batch(|_| ())?.is_none());
+    /// # let _ = shared;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn split(&mut self) -> (&Self, SlotPoller<'_, 'a, F, T>) {
         let (shared, poller) = self.cq.split();
         // SAFETY: `SlotCq` is `repr(transparent)` over the `CqEx`.
@@ -535,17 +769,45 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
     /// The C CQ. Polling it other than through this handle takes completions whose `wr_id`s
     /// are slots owned by the queue: an `unsafe` use whose caller must not convert or drop
     /// them.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// assert!(!cq.as_raw().is_null()); // only to read: polling it raw breaks the slots' contract
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_cq_ex {
         self.cq.as_raw()
     }
 
     /// `ibv_destroy_cq`. Slots in completions not polled are leaked. If it fails, the error is
     /// returned and the CQ dropped (see [`CqEx::destroy`]).
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_cq` ([`ErrorKind::Os`]): `EBUSY` while a QP still uses
+    /// the CQ (only a leaked one can).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// cq.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_cq`; on failure the CQ comes back inside the error.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the CQ.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// cq.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         self.cq.try_destroy().map_err(|e| DestroyError {
             object: SlotCq { cq: e.object },
@@ -565,6 +827,15 @@ impl<F: WcFlags, T: Threading, C> std::fmt::Debug for SlotCq<'_, F, T, C> {
 }
 
 /// The right to poll a [`SlotCq`] whose shared half QPs hold; made by [`SlotCq::split`].
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// let (cq, mut poller) = cq.split(); // `cq` for the QPs, `poller` for the polling thread
+/// poller.poll_batch(|mut b| drop(b.take_slot()))?;
+/// # let _ = cq;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct SlotPoller<'p, 'a, F: WcFlags, T: Threading = Shared> {
     poller: Poller<'p, F, T>,
     _m: PhantomData<&'a ()>,
@@ -572,6 +843,17 @@ pub struct SlotPoller<'p, 'a, F: WcFlags, T: Threading = Shared> {
 
 impl<'a, F: WcFlags, T: Threading> SlotPoller<'_, 'a, F, T> {
     /// Opens a batch, as [`SlotCq::poll_batch`].
+    ///
+    /// # Errors
+    /// As [`SlotCq::poll_batch`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// let mut poller = cq.poller()?;
+    /// assert!(poller.poll_batch(|_| ())?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn poll_batch<R>(
         &mut self,
@@ -586,6 +868,17 @@ impl<'a, F: WcFlags, T: Threading> SlotPoller<'_, 'a, F, T> {
 
 /// What opens a batch on a slot CQ: a [`SlotCq`] held exclusively, or its [`SlotPoller`].
 /// `completion_record!` records with a `slot` field poll these only.
+///
+/// ```
+/// use typed_verbs::slots::SlotPollable;
+/// fn empty<'s, P: SlotPollable<'s>>(p: &mut P) -> typed_verbs::Result<bool> {
+///     Ok(p.poll_slots(|_| ())?.is_none())
+/// }
+/// # let ctx = typed_verbs::Context::open("sw0")?;
+/// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// assert!(empty(&mut cq)?);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a slot CQ, so its completions carry no slots: the `slot` field needs a CQ built with `.slots()`",
     label = "a plain CQ's wr_id is the program's number, not a slot",
@@ -595,6 +888,17 @@ pub trait SlotPollable<'s>: Sealed {
     /// The CQ's `wc_flags`.
     type Flags: WcFlags;
     /// Opens a batch ([`SlotCq::poll_batch`]).
+    ///
+    /// # Errors
+    /// As [`SlotCq::poll_batch`].
+    ///
+    /// ```
+    /// use typed_verbs::slots::SlotPollable;
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// assert!(cq.poll_slots(|mut b| b.take_slot())?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn poll_slots<R>(
         &mut self,
         f: impl FnOnce(SlotBatch<'_, 's, Self::Flags>) -> R,
@@ -622,6 +926,32 @@ impl<'a, F: WcFlags, T: Threading> SlotPollable<'a> for SlotPoller<'_, 'a, F, T>
 /// An open polling batch of a [`SlotCq`]: a [`Batch`] whose current completion's slot the
 /// crate has turned back into an owned [`Slot`], once, on entering it. Take it with
 /// [`take_slot`](Self::take_slot); a slot not taken is dropped when the batch moves on or ends.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// b.post_recv_slot(slots.pop().unwrap())?;
+/// a.post_send_slot(slots.pop().unwrap(), 16)?;
+/// let mut poller = cq.poller()?;
+/// let mut back = Vec::new();
+/// while back.len() < 2 {
+///     poller.poll_batch(|batch| -> typed_verbs::Result<()> {
+///         let mut next = Some(batch);
+///         while let Some(mut batch) = next {
+///             back.push(batch.take_slot().expect("every completion carries its slot"));
+///             next = batch.advance()?;
+///         }
+///         Ok(())
+///     })?.transpose()?;
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "dropping the batch ends it (ibv_end_poll) and drops its slot"]
 pub struct SlotBatch<'b, 's, F: WcFlags> {
     batch: Batch<'b, F>,
@@ -643,6 +973,13 @@ impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
 
     /// The completion the batch points at (its `wr_id` is the slot's token: use
     /// [`take_slot`](Self::take_slot)).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// cq.poll_batch(|batch| println!("{:?}", batch.completion().status()))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn completion(&self) -> Completion<'_, F> {
         self.batch.completion()
@@ -650,12 +987,30 @@ impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
 
     /// The current completion's slot, the first time it is asked for (then `None`). Every
     /// completion carries one, whatever its status (a flushed request's too).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(4).slots().build()?;
+    /// let slot = cq.poll_batch(|mut batch| batch.take_slot())?.flatten(); // None: nothing completed
+    /// assert!(slot.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn take_slot(&mut self) -> Option<Slot<'s>> {
         self.slot.take()
     }
 
     /// `ibv_next_poll`, as [`Batch::advance`]; the current slot, if not taken, is dropped.
+    ///
+    /// # Errors
+    /// As [`Batch::advance`]: the provider's errno from `ibv_next_poll` other than `ENOENT`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// cq.poll_batch(|batch| batch.advance().map(|next| next.is_none()))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn advance(self) -> Result<Option<Self>> {
         let SlotBatch { batch, slot } = self;
@@ -673,12 +1028,42 @@ impl<'b, 's, F: WcFlags> SlotBatch<'b, 's, F> {
 /// How a QP's send queue completes: [`PlainSends`] (its send CQ is a plain CQ, and it takes
 /// `post_send`) or [`SlotSends`] (its send CQ is a [`SlotCq`], and every send is a signaled
 /// slot send).
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::slots::{SlotRq, SlotSends, PlainSends};
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// let plain_cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// let sends_slots: Qp<'_, Rc, SlotRq<SlotSends>> = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
+/// let sends_plain: Qp<'_, Rc, SlotRq<PlainSends>> = Qp::<Rc>::slot_builder(&pd, &plain_cq, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait SendMode: Sealed + 'static {}
 /// The send queue takes plain work requests ([`Qp::post_send`]) and completes on a plain CQ.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let (slot_cq, plain_cq) = (CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?, Cq::builder(&ctx).cqe(8).build()?);
+/// let qp: Qp<'_, Rc, SlotRq<typed_verbs::slots::PlainSends>> = Qp::<Rc>::slot_builder(&pd, &plain_cq, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum PlainSends {}
 /// The send queue takes slot sends only ([`Qp::post_send_slot`], [`Qp::post_write_slot`]),
 /// each signaled, and completes on a [`SlotCq`].
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
+/// let qp: Qp<'_, Rc, SlotRq<typed_verbs::slots::SlotSends>> = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum SlotSends {}
 impl Sealed for PlainSends {}
@@ -688,8 +1073,27 @@ impl SendMode for SlotSends {}
 
 /// The receive side of a QP in slot mode: its own receive queue takes slots only
 /// ([`Qp::post_recv_slot`]) and completes on a [`SlotCq`]; `X` is its send mode.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let (slot_cq, plain_cq) = (CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?, Cq::builder(&ctx).cqe(8).build()?);
+/// let qp: Qp<'_, Ud, SlotRq> = Qp::<Ud>::slot_builder(&pd, &plain_cq, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct SlotRq<X: SendMode = PlainSends>(PhantomData<X>);
 /// The receive side of a QP whose receives come from a [`SlotSrq`]; `X` is its send mode.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let (slot_cq, plain_cq) = (CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?, Cq::builder(&ctx).cqe(8).build()?);
+/// let srq = Srq::builder(&pd).max_wr(16).slots().build()?;
+/// let qp: Qp<'_, Rc, UsesSlotSrq> = Qp::<Rc>::slot_builder_with_srq(&pd, &plain_cq, &slot_cq, &srq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct UsesSlotSrq<X: SendMode = PlainSends>(PhantomData<X>);
 
 impl<X: SendMode> Sealed for SlotRq<X> {}
@@ -707,6 +1111,19 @@ impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
 
 /// The receive sides whose QP takes plain sends ([`Qp::post_send`]): every one but those with
 /// [`SlotSends`], whose send CQ is a [`SlotCq`].
+///
+/// ```compile_fail,E0277
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
+/// # let e = qp.endpoint(1, 0)?;
+/// let qp = qp.connect(&e, &e, AccessFlags::LOCAL_WRITE)?;
+/// qp.post_send(&SendWr::send_inline(1, b"x"))?; // a slot send queue takes slot sends only
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "this QP's send CQ is a slot CQ, so every send must carry a slot: post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`",
     label = "a slot CQ takes no work request with a wr_id of the program's",
@@ -719,6 +1136,19 @@ impl PlainSendQueue for SlotRq<PlainSends> {}
 impl PlainSendQueue for UsesSlotSrq<PlainSends> {}
 
 /// The receive sides whose QP sends slots: those with [`SlotSends`].
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+/// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// a.post_send_slot(slots.pop().unwrap(), 8)?; // a's receive side is SlotRq<SlotSends>: SlotSendQueue
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "this QP's send CQ is a plain CQ, so a slot could not come back from it: build the QP with a slot CQ as its send CQ to send slots",
     label = "slot sends need a slot send CQ",
@@ -730,6 +1160,16 @@ impl SlotSendQueue for UsesSlotSrq<SlotSends> {}
 
 /// A QP's send CQ in slot mode: a plain CQ ([`AnyCq`], with [`PlainSends`]) or a [`SlotCq`]
 /// (with [`SlotSends`]).
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
+/// let legacy = Cq::builder(&ctx).cqe(8).build()?; // any CQ is a SendCq
+/// let qp = Qp::<Rc>::slot_builder(&pd, &legacy, &slot_cq).build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub trait SendCq: Sealed + crate::parent::ParentObject {
     /// The QP's send mode with this CQ.
     type Sends: SendMode;
@@ -763,6 +1203,15 @@ impl<'a, T: QpType> Qp<'a, T> {
     ///
     /// Each parent is `&parent`, or `&Arc<parent>` for a QP that keeps it alive
     /// ([`crate::parent`]).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(32).slots().build()?;
+    /// let qp = Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slot_builder<'p: 'a, 'r: 'a, SC, F: WcFlags, RT: Threading, RC: 'a>(
         pd: impl Parent<'a, Target = Pd<'p>>,
         send_cq: impl Parent<'a, Target = SC>,
@@ -798,6 +1247,16 @@ impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` (RC or UD) whose receives come from the slot SRQ `srq`
     /// and complete on the slot CQ `recv_cq`; `send_cq` as for
     /// [`slot_builder`](Self::slot_builder).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(32).slots().build()?;
+    /// let srq = Srq::builder(&pd).max_wr(64).slots().build()?;
+    /// let qp = Qp::<Ud>::slot_builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slot_builder_with_srq<'p: 'a, 'r: 'a, 's: 'a, SC, F: WcFlags, RT: Threading, RC, SrqC>(
         pd: impl Parent<'a, Target = Pd<'p>>,
         send_cq: impl Parent<'a, Target = SC>,
@@ -842,6 +1301,23 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
     /// `ibv_post_recv` of `slot`: the slot moves into the receive queue and comes back with the
     /// receive's completion on the QP's slot CQ. From INIT on. If the provider refuses it, the
     /// error gives it back.
+    ///
+    /// # Errors
+    /// A [`SlotPostError`] with the provider's errno from `ibv_post_recv` (`ENOMEM` when the
+    /// receive queue is full) and the slot back when the provider names the request as `bad_wr`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+    /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+    /// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// b.post_recv_slot(slots.pop().unwrap())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>>
     where
@@ -921,6 +1397,27 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
     /// moves into the send queue (the device reads it until the send completes) and comes back,
     /// writable again, with its completion on the QP's slot send CQ. `len` above the slot's
     /// length is refused before the call (`OutOfRange`), with the slot back.
+    ///
+    /// # Errors
+    /// A [`SlotPostError`]: `OutOfRange` naming `len` (over the slot's length) with the slot back,
+    /// before the call; or the provider's errno from `ibv_post_send` (`ENOMEM` when the send queue
+    /// is full), with the slot back when the provider names the request as `bad_wr`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// # let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+    /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+    /// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// b.post_recv_slot(slots.pop().unwrap())?;
+    /// let mut msg = slots.pop().unwrap();
+    /// msg[..2].copy_from_slice(b"hi");
+    /// a.post_send_slot(msg, 2)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_send_slot<'r>(&self, slot: Slot<'r>, len: usize) -> Result<(), SlotPostError<'r>>
     where
@@ -932,6 +1429,25 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
 
     /// `ibv_post_send` of a signaled `IBV_WR_RDMA_WRITE` of the slot's first `len` bytes to
     /// `remote`, the slot given back as for [`post_send_slot`](Self::post_send_slot).
+    ///
+    /// # Errors
+    /// As [`post_send_slot`](Self::post_send_slot); `len` must also fit `remote`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// # let cq = CqEx::<Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?);
+    /// let target = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?; // on b's side
+    /// let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// let mut data = slots.pop().unwrap();
+    /// data[..5].copy_from_slice(b"hello");
+    /// a.post_write_slot(data, 5, target.remote().at(0, 5).unwrap())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_write_slot<'r>(
         &self,
@@ -957,11 +1473,29 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
 /// `Srq::builder(&pd)...slots().build()`.
 ///
 /// [`post_recv_slot`]: Self::post_recv_slot
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// let srq = Srq::builder(&pd).max_wr(64).slots().build()?;
+/// let slots = Slot::register(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// for slot in slots {
+///     srq.post_recv_slot(slot)?;
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct SlotSrq<'a, C = ()> {
     srq: Srq<'a, C, 1>,
 }
 
 /// Builds a [`SlotSrq`]: made by `.slots()` on an SRQ's builder.
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct SlotSrqBuilder<'a, C> {
     inner: SrqBuilder<'a, C, 1>,
@@ -970,6 +1504,12 @@ pub struct SlotSrqBuilder<'a, C> {
 impl<'a, C> SrqBuilder<'a, C, 1> {
     /// Makes the SRQ a [`SlotSrq`], whose receives are slots (one SGE each). Set `max_wr` and
     /// the context first.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(64).slots().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn slots(self) -> SlotSrqBuilder<'a, C> {
         SlotSrqBuilder { inner: self }
     }
@@ -977,6 +1517,16 @@ impl<'a, C> SrqBuilder<'a, C, 1> {
 
 impl<'a, C: Send + Sync> SlotSrqBuilder<'a, C> {
     /// `ibv_create_srq`, as for a plain SRQ.
+    ///
+    /// # Errors
+    /// As [`SrqBuilder::build`](crate::srq::SrqBuilder::build).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+    /// assert!(srq.attr().max_wr >= 32);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<SlotSrq<'a, C>> {
         self.inner.build().map(|srq| SlotSrq { srq })
     }
@@ -985,6 +1535,20 @@ impl<'a, C: Send + Sync> SlotSrqBuilder<'a, C> {
 impl<'a, C> SlotSrq<'a, C> {
     /// `ibv_post_srq_recv` of `slot`: it comes back with the completion of the receive that
     /// takes it, on that QP's slot CQ. If the provider refuses it, the error gives it back.
+    ///
+    /// # Errors
+    /// A [`SlotPostError`] with the provider's errno from `ibv_post_srq_recv` (`ENOMEM` when the
+    /// SRQ is full) and the slot back when the provider names the request as `bad_wr`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let srq = Srq::builder(&pd).max_wr(8).slots().build()?;
+    /// let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?;
+    /// srq.post_recv_slot(slots.pop().unwrap())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>> {
         let srq = self.srq.as_raw();
@@ -1008,33 +1572,85 @@ impl<'a, C> SlotSrq<'a, C> {
     }
 
     /// The attributes `ibv_create_srq` reported, as [`Srq::attr`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(64).slots().build()?;
+    /// assert!(srq.attr().max_wr >= 64 && srq.attr().max_sge >= 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn attr(&self) -> SrqAttr {
         self.srq.attr()
     }
 
     /// `ibv_modify_srq` with `IBV_SRQ_LIMIT`, as [`Srq::arm_limit`].
+    ///
+    /// # Errors
+    /// As [`Srq::arm_limit`].
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+    /// srq.arm_limit(4)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn arm_limit(&self, limit: u32) -> Result<()> {
         self.srq.arm_limit(limit)
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(8).context(3u8).slots().build()?;
+    /// assert_eq!(*srq.user_context(), 3);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         self.srq.user_context()
     }
 
     /// The C SRQ. Posting to it other than through this handle must post slots
     /// (the raw API's contract).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(8).slots().build()?;
+    /// assert!(!srq.as_raw().is_null()); // only to read
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_srq {
         self.srq.as_raw()
     }
 
     /// `ibv_destroy_srq`. Slots still posted are leaked. If it fails, the error is returned
     /// and the SRQ dropped (see [`Srq::destroy`]).
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_srq` ([`ErrorKind::Os`]): `EBUSY` while a QP still uses
+    /// the SRQ (only a leaked one can).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+    /// srq.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_srq`; on failure the SRQ comes back inside the error.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the SRQ.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(32).slots().build()?;
+    /// srq.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         self.srq.try_destroy().map_err(|e| DestroyError {
             object: SlotSrq { srq: e.object },

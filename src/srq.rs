@@ -1,4 +1,16 @@
 //! Shared receive queues (ibv_create_srq(3)).
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let srq = Srq::builder(&pd).max_wr(64).build()?;
+//! let mr = Mr::new(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE)?;
+//! for i in 0..16 {
+//!     srq.post_recv(i as u64, &[mr.sge(i * 4096..(i + 1) * 4096).unwrap()])?;
+//! }
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
@@ -14,6 +26,14 @@ use std::os::raw::c_void;
 use std::ptr::NonNull;
 
 /// The attributes of an SRQ (`struct ibv_srq_attr`).
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let srq = typed_verbs::Srq::builder(&pd).max_wr(100).build()?;
+/// let attr: typed_verbs::SrqAttr = srq.attr();
+/// assert!(attr.max_wr >= 100 && attr.srq_limit == 0);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SrqAttr {
     /// The maximum number of outstanding receive work requests.
@@ -49,6 +69,22 @@ struct SrqMeta<C> {
 /// `Arc`: [`crate::parent`]), so "ibv_destroy_srq()
 /// fails if any queue pair is still associated with this SRQ" cannot happen. Its type promises
 /// `SGE` scatter elements per receive (default 1, set with [`SrqBuilder::sge_cap`]).
+///
+/// ```
+/// use typed_verbs::prelude::*;
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(64).build()?;
+/// let srq = Srq::builder(&pd).max_wr(32).build()?;
+/// let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// for i in 0..4 {
+///     srq.post_recv(i, &[rx.sge(i as usize * 1024..(i as usize + 1) * 1024).unwrap()])?;
+/// }
+/// // Any RC or UD QP built on it takes its receives from there.
+/// let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
+/// # drop(qp);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct Srq<'a, C = (), const SGE: usize = 1> {
     raw: NonNull<sys::ibv_srq>,
     _m: PhantomData<(&'a Context, C)>,
@@ -60,6 +96,13 @@ unsafe impl<C: Send, const SGE: usize> Send for Srq<'_, C, SGE> {}
 unsafe impl<C: Sync, const SGE: usize> Sync for Srq<'_, C, SGE> {}
 
 /// The attributes of an SRQ to create. Made by [`Srq::builder`].
+///
+/// ```
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let srq = typed_verbs::Srq::builder(&pd).max_wr(256).sge_cap::<2>().context("pool").build()?;
+/// assert_eq!(*srq.user_context(), "pool");
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[must_use = "a builder does nothing until .build()"]
 pub struct SrqBuilder<'a, C = (), const SGE: usize = 1> {
     pd: Held<'a, Pd<'a>>,
@@ -71,6 +114,12 @@ pub struct SrqBuilder<'a, C = (), const SGE: usize = 1> {
 impl<'a> Srq<'a, ()> {
     /// Starts building an SRQ in `pd` (max_wr 1, max_sge 1): `&pd`, or `&Arc<Pd>` for an SRQ
     /// that keeps its PD alive ([`crate::parent`]).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(16).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn builder<'p: 'a>(pd: impl Parent<'a, Target = Pd<'p>>) -> SrqBuilder<'a, ()> {
         SrqBuilder {
             pd: pd.into_held(),
@@ -84,6 +133,13 @@ impl<'a> Srq<'a, ()> {
 impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// "Requested max number of outstanding work requests (WRs) in the SRQ": 1 to the device's
     /// `max_srq_wr`, checked before the call.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(512).build()?;
+    /// assert!(srq.attr().max_wr >= 512);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_wr(mut self, n: u32) -> Self {
         self.max_wr = n;
         self
@@ -92,6 +148,13 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// "Requested max number of scatter elements per WR": 1 to the device's `max_srq_sge`,
     /// known at run time. It may not be below the cap in the SRQ's type (`SGE`, checked by
     /// `build`); longer lists are slices, checked against the actual cap when posted.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(16).max_sge(4).build()?;
+    /// assert!(srq.attr().max_sge >= 4);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn max_sge(mut self, n: u32) -> Self {
         self.max_sge = n;
         self
@@ -100,6 +163,12 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// Requests `max_sge = N` and makes `N` the SRQ's SGE cap in its type: `post_recv` then takes
     /// fixed-size lists of up to `N` SGEs (`&[Sge; N]`) without a check, and a longer one does
     /// not compile. `N` is at most [`MAX_TYPED_SGE`](crate::wr::MAX_TYPED_SGE).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq: typed_verbs::Srq<'_, (), 2> = typed_verbs::Srq::builder(&pd).max_wr(16).sge_cap::<2>().build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn sge_cap<const N: usize>(self) -> SrqBuilder<'a, C, N>
     where
         Sge: TypedSgeCap<N>,
@@ -113,6 +182,13 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     }
 
     /// The typed user context, in place of `void *srq_context`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(16).context([0u8; 4]).build()?;
+    /// assert_eq!(srq.user_context(), &[0; 4]);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn context<C2>(self, user: C2) -> SrqBuilder<'a, C2, SGE> {
         SrqBuilder {
             pd: self.pd,
@@ -124,6 +200,21 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
 
     /// `ibv_create_srq`. `srq_limit` is not asked for: it is "irrelevant for ibv_create_srq";
     /// the SRQ is created unarmed.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) for `max_wr` outside
+    ///   `1..=max_srq_wr`, or `max_sge` outside `1..=max_srq_sge` or below the SGE cap of the SRQ's
+    ///   type, before the call; or naming `actual max_sge` when the device gave less than the type's
+    ///   cap (the SRQ is destroyed).
+    /// - The device's errno from `ibv_create_srq` ([`ErrorKind::Os`](crate::ErrorKind::Os)):
+    ///   `ENOMEM` when out of SRQs or memory.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// assert!(typed_verbs::Srq::builder(&pd).max_wr(0).build().is_err()); // at least 1
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(16).build()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn build(self) -> Result<Srq<'a, C, SGE>>
     where
         C: Send + Sync,
@@ -200,11 +291,29 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     /// The attributes `ibv_create_srq` reported ("the values of max_wr and max_sge will be
     /// greater than or equal to the values requested"). rxe reports `max_wr` as asked here and
     /// the rounded-up ring size from [`query`](Self::query).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(8).build()?;
+    /// assert!(srq.attr().max_wr >= 8);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn attr(&self) -> SrqAttr {
         self.meta().created
     }
 
     /// `ibv_query_srq`: the attributes now.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_query_srq` ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(100).build()?;
+    /// assert!(srq.query()?.max_wr >= 100); // the ring, rounded up
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn query(&self) -> Result<SrqAttr> {
         let mut a = sys::ibv_srq_attr {
             max_wr: 0,
@@ -218,6 +327,14 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     }
 
     /// The typed user context given at creation.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(8).context("shared pool").build()?;
+    /// assert_eq!(*srq.user_context(), "shared pool");
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn user_context(&self) -> &C {
         &self.meta().user
     }
@@ -237,6 +354,14 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     ///
     /// # Errors
     /// The device's `EINVAL` for a limit above the ring's size (or above `max_srq_wr`).
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(64).build()?;
+    /// srq.arm_limit(8)?; // an async event when fewer than 8 receives are left
+    /// assert_eq!(srq.query()?.srq_limit, 8);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn arm_limit(&self, limit: u32) -> Result<()> {
         let mut a = sys::ibv_srq_attr {
             max_wr: 0,
@@ -250,6 +375,14 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     }
 
     /// The C SRQ. It stays owned by `self`.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// # let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(4).build()?;
+    /// assert_eq!(unsafe { (*srq.as_raw()).pd }, pd.as_raw());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn as_raw(&self) -> *mut sys::ibv_srq {
         self.raw.as_ptr()
     }
@@ -257,11 +390,32 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     /// `ibv_destroy_srq`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_destroy_srq` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EBUSY`
+    /// while a QP still uses the SRQ, which only a leaked QP (or one queued to a batch's end) can.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(16).build()?;
+    /// srq.destroy()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn destroy(self) -> Result<()> {
         Ok(self.try_destroy()?)
     }
 
     /// `ibv_destroy_srq`. On failure the object comes back inside the error, still alive.
+    ///
+    /// # Errors
+    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the SRQ, still alive.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let srq = typed_verbs::Srq::builder(&pd).max_wr(16).build()?;
+    /// srq.try_destroy().map_err(|e| e.error)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         destroy(self)
     }

@@ -13,6 +13,28 @@
 //!
 //! Posting is the data path: the work request is built on the stack and handed to the
 //! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+//! let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).build()?);
+//! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+//! let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
+//! let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?;
+//! let target = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?; // b's
+//! let local = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+//! local.write(0, b"written")?;
+//! a.post_send(&SendWr::rdma_write(1, &[local.sge(0..7).unwrap()], target.remote().at(0, 7).unwrap()).signaled())?;
+//! let mut poller = cq.poller()?;
+//! while poller.poll_batch(|b| assert!(b.completion().result().is_ok()))?.is_none() {}
+//! let mut got = [0; 7];
+//! target.read(0, &mut got)?;
+//! assert_eq!(&got, b"written");
+//! # drop(b);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
 
 use crate::cq::Threading;
 use crate::error::{Error, ErrorKind, Result, Verb};
@@ -26,6 +48,14 @@ use crate::srq::Srq;
 use std::marker::PhantomData;
 
 /// The QP types whose sends need no destination (it is fixed by the connection, or in the packet).
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let wr = SendWr::<Ud>::send(1, &[mr.sge(0..8).unwrap()]); // a UD send needs `send_to`
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`",
     label = "a datagram QP needs a destination for every send"
@@ -36,6 +66,16 @@ impl Connected for Uc {}
 impl Connected for RawPacket {}
 
 /// The QP types that can carry immediate data.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let sge = [mr.sge(0..8).unwrap()];
+/// let wr = SendWr::<Rc>::send_with_imm(1, &sge, 0xcafe);
+/// # let _ = wr;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot send immediate data: send it on an RC, UC or UD QP, or carry the value in the payload",
     label = "no immediate data on this QP type"
@@ -46,6 +86,14 @@ impl ImmCapable for Uc {}
 impl ImmCapable for Ud {}
 
 /// The QP types that can do RDMA writes.
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+/// let wr = SendWr::<Ud>::rdma_write(1, &[mr.sge(0..8).unwrap()], mr.remote().at(0, 8).unwrap()); // not on UD
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can; use one of those, or send the data (`SendWr::send_to` on UD)",
     label = "no RDMA write on this QP type"
@@ -55,6 +103,14 @@ impl RdmaWriteCapable for Rc {}
 impl RdmaWriteCapable for Uc {}
 
 /// The QP types that can do RDMA reads and atomics.
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ | AccessFlags::LOCAL_WRITE)?;
+/// let wr = SendWr::<Uc>::rdma_read(1, &[mr.sge(0..8).unwrap()], mr.remote().at(0, 8).unwrap()); // RC only
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can; make the QP a `Qp<Rc>`",
     label = "reads and atomics need a reliable connection"
@@ -63,6 +119,15 @@ pub trait ReliableOnly: QpType + Sealed {}
 impl ReliableOnly for Rc {}
 
 /// The states in which receives may be posted (INIT on; in ERR they complete flushed).
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?; // RESET
+/// qp.post_recv(1, &[mr.sge(0..64).unwrap()])?; // receives are posted from INIT on
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "receives can be posted from INIT on, and this QP is in `{Self}`: call `to_init` first; in generic code over the state `St`, add the bound `St: typed_verbs::wr::RecvReady`",
     label = "the QP is still in RESET"
@@ -74,6 +139,16 @@ impl RecvReady for Rts {}
 impl RecvReady for ErrorState {}
 
 /// The state in which sends may be posted: RTS.
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?
+///     .to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
+/// qp.post_send(&SendWr::send(1, &[mr.sge(0..8).unwrap()]))?; // only in RTS
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "work requests are sent from RTS, and this QP is in `{Self}`: bring it up with `to_init`, `to_rtr` and `to_rts` (the steps it has not made); in generic code over the state `St`, add the bound `St: typed_verbs::wr::SendReady`",
     label = "the QP is not ready to send"
@@ -85,12 +160,33 @@ impl SendReady for Rts {}
 /// own receive queue takes `post_recv` (a list that does not fit is reported by [`SgeList`]).
 ///
 /// Sealed for every `L`: `post_recv` trusts `recv_list`'s claim that the list fits.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+/// qp.post_recv(1, &[mr.sge(0..64).unwrap()])?; // OwnRq<1>: HasOwnRq<&[Sge; 1]>
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "this QP takes no plain receives: post them to its SRQ (`srq.post_recv(..)`), or, for a QP in slot mode, post slots (`qp.post_recv_slot(slot)`)",
     label = "no plain receive queue of its own"
 )]
 pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     /// The list's elements, and whether its length was proven within the cap.
+    ///
+    /// ```
+    /// use typed_verbs::{wr::HasOwnRq, OwnRq, Sge};
+    /// fn count<L: Copy>(list: L) -> usize where OwnRq<2>: HasOwnRq<L> {
+    ///     <OwnRq<2> as HasOwnRq<L>>::recv_list(list).0.len()
+    /// }
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::AccessFlags::LOCAL_WRITE)?;
+    /// let s: Sge = mr.sge(0..8).unwrap();
+    /// assert_eq!(count(&[s, s]), 2);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
     where
         L: 'x;
@@ -113,6 +209,13 @@ impl<const N: usize, L: SgeList<N>> HasOwnRq<L> for OwnRq<N> {
 pub const MAX_TYPED_SGE: usize = 64;
 
 /// An SGE cap that can be part of a queue's type: 0 to [`MAX_TYPED_SGE`].
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).send_sge_cap::<4>().build()?; // 4: TypedSgeCap
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a queue's type can promise at most 64 SGEs, not {N}: request more at run time (`max_send_sge(n)`, `max_recv_sge(n)`, `max_sge(n)`)",
     label = "SGE cap too large for the type",
@@ -124,6 +227,15 @@ pub trait TypedSgeCap<const N: usize>: Sealed {}
 /// type system makes for a fixed-size list. It is one impl per pair (generated below) rather than
 /// typenum arithmetic, so that an error names `[Sge; 3]` and `2`, not `UInt<UInt<UTerm, B1>, B1>`,
 /// and appears at `cargo check` (a `const` assertion would wait for monomorphization).
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let s = mr.sge(0..8).unwrap();
+/// let wr = SendWr::<Rc, 1>::send(1, &[s, s]); // two SGEs on a queue whose type promises one
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a fixed-size list `{Self}` is longer than the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
     label = "more SGEs than the queue's type allows",
@@ -157,6 +269,19 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 ///
 /// Sealed: a list that claims `FITS` is posted without a check, so only the crate's lists
 /// implement it.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let (head, body) = (mr.sge(0..64).unwrap(), mr.sge(64..4096).unwrap());
+/// let pair = [head, body];
+/// let fixed = SendWr::<Rc, 2>::send(1, &pair); // checked at compile time
+/// let list = vec![head, body];
+/// let slice = SendWr::<Rc, 2>::send(2, &list); // checked against the QP's actual cap at post
+/// # let _ = (fixed, slice);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not fit the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
     label = "more SGEs than the queue's type allows",
@@ -166,6 +291,18 @@ pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// Whether the length is proven within the cap at compile time (no check when posted).
     const FITS: bool;
     /// The elements, for as long as the list borrows them.
+    ///
+    /// ```
+    /// use typed_verbs::{wr::SgeList, Sge};
+    /// fn total<const CAP: usize>(list: impl SgeList<CAP>) -> u32 {
+    ///     list.into_slice().iter().map(Sge::length).sum()
+    /// }
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::AccessFlags::LOCAL_WRITE)?;
+    /// let pair = [mr.sge(0..8).unwrap(), mr.sge(8..24).unwrap()];
+    /// assert_eq!(total::<2>(&pair), 24);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     fn into_slice<'x>(self) -> &'x [Sge]
     where
         Self: 'x;
@@ -263,6 +400,18 @@ impl<'s> Data<'s> {
 }
 
 /// A UD send's destination: an address handle, the remote QP number and its Q_Key.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::AddressHandle;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+/// let dest = UdDest::new(&ah, 0x1234, 0x11); // the remote QP number and its Q_Key
+/// let wr = SendWr::<Ud>::send_to_inline(1, b"hello", dest);
+/// # let _ = wr;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct UdDest<'s> {
     ah: *mut sys::ibv_ah,
@@ -273,6 +422,19 @@ pub struct UdDest<'s> {
 
 impl<'s> UdDest<'s> {
     /// The QP `remote_qpn`, which accepts `remote_qkey`, reached through `ah`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// let dest = UdDest::new(&ah, qp.qp_num(), 0x11);
+    /// # let _ = dest;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn new(ah: &'s crate::ah::AddressHandle<'_>, remote_qpn: u32, remote_qkey: u32) -> Self {
         UdDest {
             ah: ah.as_raw(),
@@ -288,6 +450,28 @@ impl<'s> UdDest<'s> {
 ///
 /// `SGE` is inferred from the QP it is posted on; a request built on its own for a QP with
 /// another cap names it (`SendWr::<Rc, 4>::send(..)`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+/// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+/// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+/// let local = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// local.write(0, b"abcd")?;
+/// let sge = [local.sge(0..4).unwrap()];
+/// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+/// a.post_send(&SendWr::send(2, &sge).signaled())?;                                   // send
+/// a.post_send(&SendWr::send_with_imm(3, &sge, 7).signaled())?;                      // needs a receive
+/// b.post_recv(4, &[rx.sge(64..128).unwrap()])?;
+/// a.post_send(&SendWr::rdma_write(5, &sge, rx.remote().at(256, 4).unwrap()).signaled())?;
+/// a.post_send(&SendWr::rdma_read(6, &[local.sge(8..12).unwrap()], rx.remote().at(256, 4).unwrap()).signaled())?;
+/// a.post_send(&SendWr::fetch_add(7, &[local.sge(16..24).unwrap()], rx.remote().atomic_at(512).unwrap(), 1).signaled())?;
+/// a.post_send(&SendWr::send_inline(8, b"tiny").signaled())?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct SendWr<'s, T: QpType, const SGE: usize = 1> {
     wr_id: u64,
@@ -315,6 +499,20 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_SEND` of the bytes `sgl` names.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+    /// let sge = [rx.sge(1024..1088).unwrap()]; // any local SGE
+    /// a.post_send(&SendWr::send(2, &sge))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send(wr_id: u64, sgl: impl SgeList<SGE> + 's) -> Self
     where
         T: Connected,
@@ -325,6 +523,21 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// `IBV_WR_SEND` of `data` copied into the work request (`IBV_SEND_INLINE`): the buffer need
     /// not be registered and may be reused as soon as the post returns. At most the QP's
     /// `max_inline_data` bytes (checked when posted).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+    /// let mut msg = *b"short";
+    /// a.post_send(&SendWr::send_inline(2, &msg))?;
+    /// msg[0] = b'S'; // already copied: free to reuse
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_inline(wr_id: u64, data: &'s [u8]) -> Self
     where
         T: Connected,
@@ -333,6 +546,20 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_SEND_WITH_IMM`: a send carrying `imm` (host byte order; sent in network order).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+    /// let sge = [rx.sge(1024..1032).unwrap()];
+    /// a.post_send(&SendWr::send_with_imm(2, &sge, 0x1234))?; // b's completion carries 0x1234
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_with_imm(wr_id: u64, sgl: impl SgeList<SGE> + 's, imm: u32) -> Self
     where
         T: Connected + ImmCapable,
@@ -341,6 +568,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_RDMA_WRITE` of `sgl` to `remote`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let sge = [rx.sge(0..8).unwrap()];
+    /// a.post_send(&SendWr::rdma_write(1, &sge, rx.remote().at(2048, 8).unwrap()).signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn rdma_write(wr_id: u64, sgl: impl SgeList<SGE> + 's, remote: RemoteAddr) -> Self
     where
         T: RdmaWriteCapable,
@@ -349,6 +589,20 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_RDMA_WRITE_WITH_IMM`: the write, and `imm` in a receive completion at the peer.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?; // consumed by the immediate data
+    /// let sge = [rx.sge(0..8).unwrap()];
+    /// a.post_send(&SendWr::rdma_write_with_imm(2, &sge, rx.remote().at(2048, 8).unwrap(), 7))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn rdma_write_with_imm(
         wr_id: u64,
         sgl: impl SgeList<SGE> + 's,
@@ -362,6 +616,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_RDMA_READ` of `remote` into `sgl`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let into = [rx.sge(0..8).unwrap()];
+    /// a.post_send(&SendWr::rdma_read(1, &into, rx.remote().at(2048, 8).unwrap()).signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn rdma_read(wr_id: u64, sgl: impl SgeList<SGE> + 's, remote: RemoteAddr) -> Self
     where
         T: ReliableOnly,
@@ -371,6 +638,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
     /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (aligned by construction); the old
     /// value lands in `result` (8 bytes).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let old = [rx.sge(0..8).unwrap()]; // the old value lands here
+    /// a.post_send(&SendWr::compare_swap(1, &old, rx.remote().atomic_at(512).unwrap(), 0, 1).signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn compare_swap(
         wr_id: u64,
         result: &'s [Sge; 1],
@@ -391,6 +671,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote` (aligned by construction); the
     /// old value lands in `result` (8 bytes).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let old = [rx.sge(0..8).unwrap()];
+    /// a.post_send(&SendWr::fetch_add(1, &old, rx.remote().atomic_at(512).unwrap(), 1).signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn fetch_add(wr_id: u64, result: &'s [Sge; 1], remote: AtomicTarget, add: u64) -> Self
     where
         T: ReliableOnly,
@@ -401,12 +694,24 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
     /// Asks for a completion of this request (`IBV_SEND_SIGNALED`); a QP created with
     /// `sq_sig_all` completes every request anyway.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// let wr = SendWr::<Rc>::send_inline(1, b"x").signaled(); // completes on the send CQ
+    /// # let _ = wr;
+    /// ```
     pub fn signaled(self) -> Self {
         self.with_flag(SIGNALED)
     }
 
     /// Sets `IBV_SEND_SOLICITED`: the peer's CQ raises an event even if armed for solicited
     /// completions only.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// let wr = SendWr::<Rc>::send_inline(1, b"wake up").solicited().signaled();
+    /// # let _ = wr;
+    /// ```
     pub fn solicited(self) -> Self {
         self.with_flag(SOLICITED)
     }
@@ -419,6 +724,19 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
 
 impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     /// `IBV_WR_SEND` of `sgl` to `dest`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// let sge = [mr.sge(0..64).unwrap()];
+    /// qp.post_send(&SendWr::send_to(1, &sge, UdDest::new(&ah, qp.qp_num(), 0x11)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_to(wr_id: u64, sgl: impl SgeList<SGE> + 's, dest: UdDest<'s>) -> Self {
         SendWr {
             ud: Some(dest),
@@ -427,6 +745,19 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     }
 
     /// `IBV_WR_SEND_WITH_IMM` of `sgl` to `dest`, carrying `imm`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// let sge = [mr.sge(0..64).unwrap()];
+    /// qp.post_send(&SendWr::send_to_with_imm(1, &sge, UdDest::new(&ah, qp.qp_num(), 0x11), 5))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_to_with_imm(
         wr_id: u64,
         sgl: impl SgeList<SGE> + 's,
@@ -440,6 +771,18 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     }
 
     /// `IBV_WR_SEND` of `data` inline to `dest`.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # use typed_verbs::AddressHandle;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+    /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+    /// qp.post_send(&SendWr::send_to_inline(1, b"hello", UdDest::new(&ah, qp.qp_num(), 0x11)))?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn send_to_inline(wr_id: u64, data: &'s [u8], dest: UdDest<'s>) -> Self {
         SendWr {
             ud: Some(dest),
@@ -451,6 +794,23 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
 
 /// Where a post failed: the index of the first work request not posted, and why. The ones
 /// before it were posted.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+/// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+/// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+/// let sge = [rx.sge(0..8).unwrap()]; // any local SGE
+/// let wrs = [SendWr::send(1, &sge), SendWr::send(2, &sge)];
+/// match a.post_send_chain(&wrs) {
+///     Ok(()) => {}
+///     Err(typed_verbs::PostError { index, error }) => eprintln!("requests 0..{index} posted; then {error}"),
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostError {
     /// The index of the first request that was not posted.
@@ -665,6 +1025,27 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     Qp<'a, T, R, S, C, St, SGE>
 {
     /// `ibv_post_send` of one work request. Only a QP in RTS sends.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `num_sge` (a slice longer than the QP's actual
+    ///   `max_send_sge`) or `inline length` (over its `max_inline_data`), before the call.
+    /// - [`ErrorKind::WrongContext`]`("ah")` / [`ErrorKind::WrongPd`]`("ah")` for a UD send's address
+    ///   handle of another context or PD, before the call.
+    /// - The provider's errno from `ibv_post_send` ([`ErrorKind::Os`]): `ENOMEM` when the send
+    ///   queue is full, `EINVAL` for a request it refuses (a message over the port's `max_msg_sz`).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+    /// a.post_send(&SendWr::send_inline(2, b"hi").signaled())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline(always)]
     pub fn post_send<W>(&self, wr: W) -> Result<()>
     where
@@ -708,6 +1089,25 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// An empty chain (`N = 0`) posts nothing and returns `Ok(())` without calling the
     /// provider, whose `wr` must point at a first request ("a linked list of work requests",
     /// ibv_post_send(3)) that an empty array does not have.
+    ///
+    /// # Errors
+    /// A [`PostError`] whose `index` is the first request not posted (the ones before it were) and
+    /// whose `error` is as for [`post_send`](Self::post_send).
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// let s = [rx.sge(0..8).unwrap()];
+    /// b.post_recv(1, &[rx.sge(64..128).unwrap()])?;
+    /// b.post_recv(2, &[rx.sge(128..192).unwrap()])?;
+    /// a.post_send_chain(&[SendWr::send(3, &s), SendWr::send(4, &s).signaled()])?; // one call
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn post_send_chain<const N: usize>(
         &self,
         wrs: &[SendWr<'_, T, SGE>; N],
@@ -825,6 +1225,24 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 {
     /// `ibv_post_recv`: a receive into the buffers `sgl` names (an [`SgeList`] for the QP's
     /// receive SGE cap). From INIT on, and only on a QP with its own receive queue.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `num_sge` for a slice longer than the QP's actual
+    ///   `max_recv_sge`, before the call.
+    /// - The provider's errno from `ibv_post_recv` ([`ErrorKind::Os`]): `ENOMEM` when the receive
+    ///   queue is full.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
+    /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
+    /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
+    /// b.post_recv(1, &[rx.sge(0..4096).unwrap()])?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_recv<L>(&self, wr_id: u64, sgl: L) -> Result<()>
     where
@@ -849,6 +1267,21 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 impl<C, const SGE: usize> Srq<'_, C, SGE> {
     /// `ibv_post_srq_recv`: a receive into the buffers `sgl` names (an [`SgeList`] for the
     /// SRQ's SGE cap), for any QP using this SRQ.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::OutOfRange`] naming `num_sge` for a slice longer than the SRQ's actual
+    ///   `max_sge`, before the call.
+    /// - The provider's errno from `ibv_post_srq_recv` ([`ErrorKind::Os`]): `ENOMEM` when the SRQ
+    ///   is full.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+    /// let srq = Srq::builder(&pd).max_wr(16).build()?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// srq.post_recv(1, &[mr.sge(0..1024).unwrap()])?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     #[inline]
     pub fn post_recv<L: SgeList<SGE>>(&self, wr_id: u64, sgl: L) -> Result<()> {
         let srq = self.as_raw();

@@ -43,6 +43,16 @@ pub const DEFAULT_DEVICE: &str = "sw0";
 
 /// Limits and features of a software device. The defaults are documented on each field; they
 /// follow what rxe reports where a test could notice the difference.
+///
+/// ```
+/// use typed_verbs::software::{self, SwConfig};
+/// // A software device with a small CQ limit and no completion timestamps.
+/// let config = SwConfig { max_cqe: 64, wc_flags: typed_verbs::cq_ex::flags::STANDARD, ..SwConfig::default() };
+/// software::register("sw-small", config)?;
+/// let ctx = typed_verbs::Context::open("sw-small")?;
+/// assert_eq!(ctx.attr().max_cqe, 64);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SwConfig {
     /// `max_cqe`. Default 32767 (as rxe).
@@ -107,6 +117,15 @@ impl Default for SwConfig {
 impl SwConfig {
     /// The features rxe (rdma-core 44, Linux 6.1) has: only the standard wc_flags, no CQ create
     /// flags it honours, no parent domains, no RAW_PACKET QPs; limits as rxe0 reports them.
+    ///
+    /// ```
+    /// use typed_verbs::software::{self, SwConfig};
+    /// software::register("sw-rxe-doc", SwConfig::like_rxe())?;
+    /// let ctx = typed_verbs::Context::open("sw-rxe-doc")?;
+    /// let pd = typed_verbs::Pd::new(&ctx)?;
+    /// assert!(typed_verbs::ParentDomain::new(&ctx, &pd).unwrap_err().is_unsupported());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
     pub fn like_rxe() -> Self {
         SwConfig {
             max_qp_wr: 1 << 20,
@@ -205,6 +224,13 @@ pub(crate) fn register(name: &str, config: SwConfig) -> Result<(), Errno> {
 
 /// How many objects of each kind a software context holds now. Tests use it to show that no
 /// error path leaks.
+///
+/// ```
+/// let ctx = typed_verbs::Context::open("sw0")?;
+/// let live = typed_verbs::software::live_objects(&ctx).expect("a software context");
+/// assert_eq!((live.qps, live.cqs), (0, 0));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LiveObjects {
     /// Protection domains and parent domains.
