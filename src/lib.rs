@@ -250,3 +250,13 @@ mod handle_sizes {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The software-device guide's programs, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/software-device.md")]
+pub struct SoftwareDeviceGuideDoctests;
+
+/// The guarantees guide's programs, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guarantees.md")]
+pub struct GuaranteesGuideDoctests;
