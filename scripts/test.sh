@@ -18,6 +18,11 @@ source scripts/setup.sh
 start=$(date +%s)
 status=0
 cargo test --workspace "$@" || status=$?
+# Without the default features (the software device compiled out): the crate, its examples and
+# its tests still build.
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    cargo check --no-default-features --all-targets || status=$?
+fi
 # The tokio feature's tests: completion events awaited through tokio, owned handles moved into
 # tokio tasks.
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then

@@ -184,6 +184,7 @@ mod tokio_events {
     /// A completion channel watched by tokio's reactor (feature `tokio`): made by
     /// [`CompChannel::cq_events`], it awaits completion events instead of blocking a thread.
     /// It borrows the channel, whose fd it deregisters when dropped.
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub struct AsyncCompChannel<'a, 'ctx> {
         ch: &'a CompChannel<'ctx>,
         fd: AsyncFd<ChannelFd>,
@@ -196,6 +197,7 @@ mod tokio_events {
         ///
         /// # Panics
         /// As tokio's `AsyncFd`, if the runtime was built without IO (`enable_io`).
+        #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
         pub fn cq_events(&self) -> Result<AsyncCompChannel<'_, 'ctx>> {
             if tokio::runtime::Handle::try_current().is_err() {
                 return Err(Error::os(Verb::GetCqEvent, libc::ENXIO));
@@ -243,6 +245,7 @@ mod tokio_events {
 }
 
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use tokio_events::AsyncCompChannel;
 
 impl crate::sealed::SealedParent for CompChannel<'_> {}

@@ -20,13 +20,16 @@
 //! (src/software.rs).
 
 pub(crate) mod rdma_core;
+#[cfg(feature = "software-device")]
 pub(crate) mod software;
 
 use crate::ffi::sys;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
+#[cfg(feature = "software-device")]
 use std::sync::Arc;
 
+#[cfg(feature = "software-device")]
 pub(crate) use software::SwDevice;
 
 pub(crate) type Errno = i32;
@@ -164,24 +167,33 @@ pub(crate) trait ControlPath: Sync {
 /// # Safety
 /// `ctx` must be a live context opened by this crate.
 pub(crate) unsafe fn of(ctx: *mut sys::ibv_context) -> &'static dyn ControlPath {
-    if software::owns_context(ctx) {
-        &software::SOFTWARE
-    } else {
-        &rdma_core::RDMA_CORE
+    if is_software(ctx) {
+        #[cfg(feature = "software-device")]
+        return &software::SOFTWARE;
+    }
+    &rdma_core::RDMA_CORE
+}
+
+/// Whether `ctx` is a context of a software device (never, without the `software-device`
+/// feature).
+pub(crate) fn is_software(ctx: *mut sys::ibv_context) -> bool {
+    #[cfg(feature = "software-device")]
+    return software::owns_context(ctx);
+    #[cfg(not(feature = "software-device"))]
+    {
+        let _ = ctx;
+        false
     }
 }
 
-/// Whether `ctx` is a context of a software device.
-pub(crate) fn is_software(ctx: *mut sys::ibv_context) -> bool {
-    software::owns_context(ctx)
-}
-
+#[cfg(feature = "software-device")]
 /// The registered software devices, in registration order (the default one first). rdma-core's
 /// are listed by libibverbs (`ibv_get_device_list`).
 pub(crate) fn software_devices() -> Vec<Arc<SwDevice>> {
     software::devices()
 }
 
+#[cfg(feature = "software-device")]
 /// Opens a context on a software device (its `ibv_open_device`, which cannot fail).
 pub(crate) fn open_software(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
     software::open(dev)
