@@ -93,14 +93,16 @@ fn measure(out: &Path) -> Result<String, String> {
     let obj = out.join("c_layout.o");
     fs::write(&src, PROBE).map_err(|e| format!("cannot write the layout probe: {e}"))?;
 
+    // Nothing is linked: cc's cargo metadata here is the `rerun-if-env-changed` of each variable
+    // it reads (CC, CFLAGS, CC_<target>, ...).
     let mut build = cc::Build::new();
-    build.cargo_metadata(false).warnings(false);
+    build.warnings(false);
     // libibverbs.pc's include directories, when pkg-config knows the library; otherwise (no .pc
     // file, no pkg-config, a cross build pkg-config refuses) the compiler's default paths.
-    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    // rdma-sys links the library: this probe only reads the headers.
     if let Ok(lib) = pkg_config::Config::new()
         .cargo_metadata(false)
-        .env_metadata(false)
+        .env_metadata(true)
         .probe("libibverbs")
     {
         build.includes(lib.include_paths);
