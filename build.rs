@@ -159,7 +159,8 @@ fn read_layout(data: &[u8]) -> Result<String, String> {
     if values.is_empty() {
         return Err("the layout probe's object file has none of its symbols".into());
     }
-    let mut text = String::from("// The C layout, measured by build.rs from <infiniband/verbs.h>.\n");
+    let mut text =
+        String::from("// The C layout, measured by build.rs from <infiniband/verbs.h>.\n");
     for (name, value) in values {
         text.push_str(&format!("pub const {name}: usize = {value};\n"));
     }

@@ -488,7 +488,9 @@ mod tests {
     ))]
     fn the_checked_in_layout_is_the_measured_one() {
         let values = |text: &'static str| -> Vec<&'static str> {
-            text.lines().filter(|l| l.starts_with("pub const")).collect()
+            text.lines()
+                .filter(|l| l.starts_with("pub const"))
+                .collect()
         };
         let measured = values(include_str!(concat!(env!("OUT_DIR"), "/c_layout.rs")));
         let checked_in = values(include_str!("../c_layout/x86_64-linux.rs"));
