@@ -167,10 +167,12 @@ pub(crate) trait ControlPath: Sync {
 /// # Safety
 /// `ctx` must be a live context opened by this crate.
 pub(crate) unsafe fn of(ctx: *mut sys::ibv_context) -> &'static dyn ControlPath {
-    if is_software(ctx) {
-        #[cfg(feature = "software-device")]
+    #[cfg(feature = "software-device")]
+    if software::owns_context(ctx) {
         return &software::SOFTWARE;
     }
+    #[cfg(not(feature = "software-device"))]
+    let _ = ctx;
     &rdma_core::RDMA_CORE
 }
 
@@ -186,15 +188,15 @@ pub(crate) fn is_software(ctx: *mut sys::ibv_context) -> bool {
     }
 }
 
-#[cfg(feature = "software-device")]
 /// The registered software devices, in registration order (the default one first). rdma-core's
 /// are listed by libibverbs (`ibv_get_device_list`).
+#[cfg(feature = "software-device")]
 pub(crate) fn software_devices() -> Vec<Arc<SwDevice>> {
     software::devices()
 }
 
-#[cfg(feature = "software-device")]
 /// Opens a context on a software device (its `ibv_open_device`, which cannot fail).
+#[cfg(feature = "software-device")]
 pub(crate) fn open_software(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
     software::open(dev)
 }

@@ -109,9 +109,9 @@ pub fn feature<T>(ctx: &Context, test: &str, feature: &str, r: Result<T>) -> Opt
     }
 }
 
-#[cfg(feature = "software-device")]
 /// Registers a software device `name` with `config` and opens it. Names must be unique within
 /// a test binary (the tests of one binary run as threads of one process).
+#[cfg(feature = "software-device")]
 pub fn open_registered(name: &str, config: SwConfig) -> Context {
     software::register(name, config)
         .unwrap_or_else(|e| panic!("cannot register software device {name}: {e}"));
