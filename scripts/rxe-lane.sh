@@ -92,15 +92,13 @@ mapfile -t examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/buil
 [ "${#examples[@]}" = "${#PINGPONGS[@]}" ] || { echo "rxe-lane: pingpong examples not found" >&2; exit 1; }
 
 # 3. The initramfs.
-rm -rf "$ROOT"
+rm -rf "$ROOT" "${ROOT}target" # the second: stray copies an older version of this script left
 mkdir -p "$ROOT"/{bin,sbin,usr/bin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,tests,examples}
 cp /bin/busybox "$ROOT/bin/busybox"
 
-copy_with_libs() { # copies executables or libraries and every library ldd lists for them
+copy_libs() { # copies every library ldd lists for the given programs to the same path in $ROOT
     local f lib
     for f in "$@"; do
-        mkdir -p "$ROOT$(dirname "$f")"
-        cp -L "$f" "$ROOT$f"
         for lib in $(ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
             if [ ! -e "$ROOT$lib" ]; then
                 mkdir -p "$ROOT$(dirname "$lib")"
@@ -108,6 +106,15 @@ copy_with_libs() { # copies executables or libraries and every library ldd lists
             fi
         done
     done
+}
+copy_with_libs() { # copies system programs or libraries (absolute paths) to the same path in $ROOT, with their libraries
+    local f
+    for f in "$@"; do
+        case $f in /*) ;; *) echo "rxe-lane: copy_with_libs needs an absolute path: $f" >&2; exit 1 ;; esac
+        mkdir -p "$ROOT$(dirname "$f")"
+        cp -L "$f" "$ROOT$f"
+    done
+    copy_libs "$@"
 }
 
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
@@ -119,15 +126,18 @@ cp /etc/libibverbs.d/rxe.driver "$ROOT/etc/libibverbs.d/"
 for extra in ${RXE_LANE_EXTRA:-}; do
     tests+=("$(basename "$extra") $(readlink -f "$extra")")
 done
+# The crate's own programs go to /tests and /examples only (cargo prints their paths relative to
+# the workspace; copying them to "$ROOT$path" as well left a second copy of every test binary
+# under target/rxe-vm/roottarget).
 for t in "${tests[@]}"; do
     name=${t%% *}
     bin=${t#* }
-    copy_with_libs "$bin"
+    copy_libs "$bin"
     cp "$bin" "$ROOT/tests/$name"
 done
 for ex in "${examples[@]}"; do
-    copy_with_libs "$ex"
-    mv "$ROOT$ex" "$ROOT/examples/${ex##*/}"
+    copy_libs "$ex"
+    cp "$ex" "$ROOT/examples/${ex##*/}"
 done
 printf '%s\n' "/lib/$multiarch" "/usr/lib/$multiarch" "/usr/lib/$multiarch/libibverbs" >"$ROOT/etc/ld.so.conf"
 ldconfig -r "$ROOT" 2>/dev/null || true
@@ -150,6 +160,9 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 echo /bin/modprobe >/proc/sys/kernel/modprobe
+# The firmware's last console line ("Booting from ROM..") has no line end: start a fresh line, so
+# no LANE line is glued to it (the host also finds LANE lines anywhere in a line).
+echo
 step() { # step NAME COMMAND...: one LANE line per step
     name=$1
     shift
@@ -254,7 +267,19 @@ set -e
 # Drop carriage returns and the firmware's terminal escapes, so each line starts with its text.
 sed -e 's/\r$//' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' "$console" >"$console.tmp" && mv "$console.tmp" "$console"
 
-# 5. The verdict, from the console.
+# 5. The verdict, from the console. Every step the init runs must report exactly once: the steps
+#    are listed here as the init runs them, and a step with no verdict (a line lost or garbled on
+#    the console, a VM that stopped early) fails the lane like a failed step.
+expected=(rxe0)
+for t in "${tests[@]}"; do expected+=("test:${t%% *}"); done
+for ex in rc uc ud srq; do expected+=("health:ibv_${ex}_pingpong"); done
+for ex in rc uc ud srq; do
+    expected+=("interop:${ex}_pingpong:typed-server" "interop:${ex}_pingpong:typed-client"
+        "interop:${ex}_pingpong:typed-client-events")
+done
+# A LANE line is found anywhere in a console line: the kernel or the firmware may have written
+# text before it on the same line.
+grep -oE 'LANE: (PASS|FAIL) .*' "$console" >"$WORK/verdicts" || true
 pass=0
 fail=0
 while read -r _ verdict what rest; do
@@ -263,15 +288,33 @@ while read -r _ verdict what rest; do
     PASS) pass=$((pass + 1)) ;;
     FAIL) fail=$((fail + 1)) ;;
     esac
-done < <(grep -E '^LANE: (PASS|FAIL) ' "$console")
-# A SKIP line may follow a libtest "test NAME ... " on the same line (see test-matrix.sh).
-skips=$(grep -cE '(^|^test [A-Za-z0-9_]+ \.\.\. )SKIP ' "$console" || true)
-tests_run=$(grep -E '^test result: ' "$console" | awk '{ p += $4; f += $6 } END { printf "%d passed, %d failed", p, f }')
-done_seen=$(grep -c '^LANE: DONE' "$console" || true)
+done <"$WORK/verdicts"
+missing_steps=0
+for step_name in "${expected[@]}"; do
+    n=$(awk -v s="$step_name" '$3 == s' "$WORK/verdicts" | wc -l)
+    if [ "$n" != 1 ]; then
+        echo "  MISSING $step_name (reported $n times, expected once)"
+        missing_steps=$((missing_steps + 1))
+    fi
+done
+reported=$((pass + fail))
+if [ "$reported" != "${#expected[@]}" ]; then
+    echo "rxe-lane: $reported step verdicts on the console, ${#expected[@]} steps expected" >&2
+    missing_steps=$((missing_steps + 1))
+fi
+# A SKIP line is written by a test thread while libtest writes "test NAME ... ok" from another,
+# so it may start anywhere in a console line ("test a ... okSKIP b: ..."): count every
+# "SKIP test_name: " wherever it starts.
+skips=$(grep -oE 'SKIP [a-z_][a-z0-9_]*: ' "$console" | wc -l)
+tests_run=$(grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed; [0-9]+ failed' "$console" |
+    awk '{ p += $4; f += $6 } END { printf "%d passed, %d failed", p, f }')
+done_seen=$(grep -c 'LANE: DONE' "$console" || true)
 if [ "$done_seen" = 0 ]; then
     echo "rxe-lane: the VM did not finish (qemu exit $qemu_rc); see $console" >&2
     fail=$((fail + 1))
 fi
+# The initramfs tree is in initrd.img now.
+rm -rf "$ROOT"
 elapsed=$(($(date +%s) - lane_start))
-echo "rxe-lane: steps: $pass passed, $fail failed; tests on rxe0: $tests_run, $skips skipped (SKIP lines in $console); ${elapsed}s"
-[ "$fail" = 0 ]
+echo "rxe-lane: steps: $pass passed, $fail failed, $missing_steps missing of ${#expected[@]} expected; tests on rxe0: $tests_run, $skips skipped (SKIP lines in $console); ${elapsed}s"
+[ "$fail" = 0 ] && [ "$missing_steps" = 0 ]

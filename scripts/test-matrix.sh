@@ -31,9 +31,11 @@ cp target/rxe-vm/console.log "$out/rxe0.log"
 
 # libtest writes "test NAME ... " and its result in two writes to stdout, and a test's SKIP or
 # NOTE line (one write to stderr, into the same pipe) can land between them. Such a line is
-# split off, and the result that follows it alone on the next line is taken for NAME.
+# split off, and the result that follows it alone on the next line is taken for NAME. It can
+# also land after the result and before its line end ("test a ... okSKIP b: ..."): split too.
 normalize() {
-    sed -E 's/^(test [A-Za-z0-9_]+ \.\.\. )((SKIP|NOTE) .*)$/\1\n\2/' "$1"
+    sed -E -e 's/^(test [A-Za-z0-9_]+ \.\.\. )((SKIP|NOTE) .*)$/\1\n\2/' \
+        -e 's/^(test [A-Za-z0-9_]+ \.\.\. [a-zA-Z]+)((SKIP|NOTE) [a-z_][a-z0-9_]*: .*)$/\1\n\2/' "$1"
 }
 
 # One row per test: "binary test result [SKIP reasons]" from each log.

@@ -25,10 +25,27 @@ unsafe impl Sync for AddressHandle<'_> {}
 impl<'a> AddressHandle<'a> {
     /// `ibv_create_ah` for `av` in `pd` (`&pd`, or `&Arc<Pd>` for an AH that keeps its PD
     /// alive: [`crate::parent`]). On RoCE the address vector needs a global route.
+    ///
+    /// # Errors
+    /// `OutOfRange` before the call for a port outside 1..=`phys_port_cnt` (`port_num`) or a
+    /// source GID index at or past the port's `gid_tbl_len` (`grh.sgid_index`), as
+    /// `ibv_query_device` and `ibv_query_port` report them; the device's errno otherwise:
+    /// `ENODATA` for a source GID index inside the table that holds no GID (the kernel's
+    /// rdma_get_gid_attr), `EINVAL` for an address vector without a global route on RoCE.
     pub fn new<'p: 'a>(pd: impl Parent<'a, Target = Pd<'p>>, av: AddressVector) -> Result<Self> {
         let mut attr = av.to_sys();
         let pd = pd.into_held();
         let p = pd.get().as_raw();
+        // SAFETY: a live PD's context is live.
+        let ctx = unsafe { (*p).context };
+        // SAFETY: as above.
+        let dev = unsafe { crate::qp::device_attr(ctx, Verb::CreateAh) }?;
+        // SAFETY: as above.
+        let limits = unsafe { crate::qp_state::Limits::query(ctx, &dev) }
+            .map_err(|e| Error::os(Verb::QueryPort, e))?;
+        limits
+            .av(["port_num", "grh.sgid_index"], &av)
+            .map_err(|b| Error::range(Verb::CreateAh, b.what, b.value, b.min, b.max))?;
         // SAFETY: a live PD; `attr` valid for the call.
         let raw = unsafe { backend::of((*p).context).create_ah(p, &mut attr) }
             .map_err(|e| Error::os(Verb::CreateAh, e))?;

@@ -27,8 +27,6 @@ pub(crate) use crate::sealed;
 pub trait Threading: sealed::Sealed + 'static {
     /// The create flags this choice adds.
     const CREATE_FLAGS: u32;
-    #[doc(hidden)]
-    type Marker: ?Sized;
     /// The threading of a QP whose other CQ has threading `B`: [`Shared`] only when both are
     /// (defined for every pair, so generic code needs no bound for it).
     #[doc(hidden)]
@@ -43,21 +41,25 @@ pub enum Shared {}
 #[derive(Debug)]
 pub enum SingleThreaded {}
 
-/// Not implemented by anything: its trait object names, in the compiler's error, why a
-/// SINGLE_THREADED CQ cannot be shared between threads and what to do instead.
-#[allow(non_camel_case_types)]
-pub trait SingleThreadedCq_CreateItWithSharedToUseItFromSeveralThreads {}
+/// Implemented by [`Shared`] only: the bound of the `Sync` of a CQ and the `Send` and `Sync` of
+/// a QP or [`Poller`](crate::Poller) on one, so that a SINGLE_THREADED CQ's stay on their
+/// thread, with an error that says why.
+#[diagnostic::on_unimplemented(
+    message = "a SINGLE_THREADED CQ, and a QP or poller that uses one, stays on its thread (the provider takes no lock on it): create the CQ with `Shared` (the default) to use it from several threads",
+    label = "used from another thread",
+    note = "`CqEx::<F, SingleThreaded>` is `IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: \"no locking is required\""
+)]
+pub trait SharedAcrossThreads: Threading + sealed::Sealed {}
+impl SharedAcrossThreads for Shared {}
 
 impl sealed::Sealed for Shared {}
 impl sealed::Sealed for SingleThreaded {}
 impl Threading for Shared {
     const CREATE_FLAGS: u32 = 0;
-    type Marker = ();
     type Join<B: Threading> = B;
 }
 impl Threading for SingleThreaded {
     const CREATE_FLAGS: u32 = ffi::CREATE_CQ_ATTR_SINGLE_THREADED;
-    type Marker = dyn SingleThreadedCq_CreateItWithSharedToUseItFromSeveralThreads + Send;
     type Join<B: Threading> = SingleThreaded;
 }
 
@@ -91,7 +93,7 @@ impl<C> CqContext<SingleThreaded> for C {}
 
 /// A CQ of either kind, as a QP's send or receive CQ ("may be the same CQ, plain or extended").
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a plain CQ: a QP built with `Qp::builder` completes on a `Cq` or `CqEx`",
+    message = "`{Self}` is not a plain CQ: a QP built with `Qp::builder` completes on a `Cq` or `CqEx`; pass one of those, or build the QP with `Qp::slot_builder` to use a slot CQ",
     label = "not a plain CQ",
     note = "a `SlotCq` takes the completions of slot queues only: build the QP with `Qp::slot_builder` (or `slot_builder_with_srq`)"
 )]

@@ -139,37 +139,37 @@ macro_rules! flag_traits {
 // (the flag's own parameter `true`) that have it.
 flag_traits! {
     WithByteLen for <I, Q, SQ, SLID, SL, D, TS, CV, FT, WC> [true, I, Q, SQ, SLID, SL, D, TS, CV, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_BYTE_LEN, so `byte_len` cannot be read: add BYTE_LEN to the CQ's flag type, e.g. `CqEx<wc_flags!(... | BYTE_LEN)>`",
+        "`byte_len` needs a CQ created with IBV_WC_EX_WITH_BYTE_LEN, which this CQ's flag type does not promise: add BYTE_LEN to it (`CqEx<wc_flags!(... | BYTE_LEN)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithByteLen`",
         "`byte_len` needs IBV_WC_EX_WITH_BYTE_LEN in the CQ's wc_flags";
     WithImm for <B, Q, SQ, SLID, SL, D, TS, CV, FT, WC> [B, true, Q, SQ, SLID, SL, D, TS, CV, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_IMM, so `imm_data` cannot be read: add IMM to the CQ's flag type, e.g. `CqEx<wc_flags!(... | IMM)>`",
+        "`imm_data` needs a CQ created with IBV_WC_EX_WITH_IMM, which this CQ's flag type does not promise: add IMM to it (`CqEx<wc_flags!(... | IMM)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithImm`",
         "`imm_data` needs IBV_WC_EX_WITH_IMM in the CQ's wc_flags";
     WithQpNum for <B, I, SQ, SLID, SL, D, TS, CV, FT, WC> [B, I, true, SQ, SLID, SL, D, TS, CV, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_QP_NUM, so `qp_num` cannot be read: add QP_NUM to the CQ's flag type, e.g. `CqEx<wc_flags!(... | QP_NUM)>`",
+        "`qp_num` needs a CQ created with IBV_WC_EX_WITH_QP_NUM, which this CQ's flag type does not promise: add QP_NUM to it (`CqEx<wc_flags!(... | QP_NUM)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithQpNum`",
         "`qp_num` needs IBV_WC_EX_WITH_QP_NUM in the CQ's wc_flags";
     WithSrcQp for <B, I, Q, SLID, SL, D, TS, CV, FT, WC> [B, I, Q, true, SLID, SL, D, TS, CV, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_SRC_QP, so `src_qp` cannot be read: add SRC_QP to the CQ's flag type, e.g. `CqEx<wc_flags!(... | SRC_QP)>`",
+        "`src_qp` needs a CQ created with IBV_WC_EX_WITH_SRC_QP, which this CQ's flag type does not promise: add SRC_QP to it (`CqEx<wc_flags!(... | SRC_QP)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithSrcQp`",
         "`src_qp` needs IBV_WC_EX_WITH_SRC_QP in the CQ's wc_flags";
     WithSlid for <B, I, Q, SQ, SL, D, TS, CV, FT, WC> [B, I, Q, SQ, true, SL, D, TS, CV, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_SLID, so `slid` cannot be read: add SLID to the CQ's flag type, e.g. `CqEx<wc_flags!(... | SLID)>`",
+        "`slid` needs a CQ created with IBV_WC_EX_WITH_SLID, which this CQ's flag type does not promise: add SLID to it (`CqEx<wc_flags!(... | SLID)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithSlid`",
         "`slid` needs IBV_WC_EX_WITH_SLID in the CQ's wc_flags";
     WithSl for <B, I, Q, SQ, SLID, D, TS, CV, FT, WC> [B, I, Q, SQ, SLID, true, D, TS, CV, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_SL, so `sl` cannot be read: add SL to the CQ's flag type, e.g. `CqEx<wc_flags!(... | SL)>`",
+        "`sl` needs a CQ created with IBV_WC_EX_WITH_SL, which this CQ's flag type does not promise: add SL to it (`CqEx<wc_flags!(... | SL)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithSl`",
         "`sl` needs IBV_WC_EX_WITH_SL in the CQ's wc_flags";
     WithDlidPathBits for <B, I, Q, SQ, SLID, SL, TS, CV, FT, WC> [B, I, Q, SQ, SLID, SL, true, TS, CV, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_DLID_PATH_BITS, so `dlid_path_bits` cannot be read: add DLID_PATH_BITS to the CQ's flag type, e.g. `CqEx<wc_flags!(... | DLID_PATH_BITS)>`",
+        "`dlid_path_bits` needs a CQ created with IBV_WC_EX_WITH_DLID_PATH_BITS, which this CQ's flag type does not promise: add DLID_PATH_BITS to it (`CqEx<wc_flags!(... | DLID_PATH_BITS)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithDlidPathBits`",
         "`dlid_path_bits` needs IBV_WC_EX_WITH_DLID_PATH_BITS in the CQ's wc_flags";
     WithCompletionTimestamp for <B, I, Q, SQ, SLID, SL, D, CV, FT, WC> [B, I, Q, SQ, SLID, SL, D, true, CV, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, so `completion_ts` cannot be read: add COMPLETION_TIMESTAMP to the CQ's flag type, e.g. `CqEx<wc_flags!(... | COMPLETION_TIMESTAMP)>`",
+        "`completion_ts` needs a CQ created with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, which this CQ's flag type does not promise: add COMPLETION_TIMESTAMP to it (`CqEx<wc_flags!(... | COMPLETION_TIMESTAMP)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithCompletionTimestamp`",
         "`completion_ts` needs IBV_WC_EX_WITH_COMPLETION_TIMESTAMP in the CQ's wc_flags";
     WithCvlan for <B, I, Q, SQ, SLID, SL, D, TS, FT, WC> [B, I, Q, SQ, SLID, SL, D, TS, true, FT, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_CVLAN, so `cvlan` cannot be read: add CVLAN to the CQ's flag type, e.g. `CqEx<wc_flags!(... | CVLAN)>`",
+        "`cvlan` needs a CQ created with IBV_WC_EX_WITH_CVLAN, which this CQ's flag type does not promise: add CVLAN to it (`CqEx<wc_flags!(... | CVLAN)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithCvlan`",
         "`cvlan` needs IBV_WC_EX_WITH_CVLAN in the CQ's wc_flags";
     WithFlowTag for <B, I, Q, SQ, SLID, SL, D, TS, CV, WC> [B, I, Q, SQ, SLID, SL, D, TS, CV, true, WC]:
-        "this CQ was created without IBV_WC_EX_WITH_FLOW_TAG, so `flow_tag` cannot be read: add FLOW_TAG to the CQ's flag type, e.g. `CqEx<wc_flags!(... | FLOW_TAG)>`",
+        "`flow_tag` needs a CQ created with IBV_WC_EX_WITH_FLOW_TAG, which this CQ's flag type does not promise: add FLOW_TAG to it (`CqEx<wc_flags!(... | FLOW_TAG)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithFlowTag`",
         "`flow_tag` needs IBV_WC_EX_WITH_FLOW_TAG in the CQ's wc_flags";
     WithCompletionTimestampWallclock for <B, I, Q, SQ, SLID, SL, D, TS, CV, FT> [B, I, Q, SQ, SLID, SL, D, TS, CV, FT, true]:
-        "this CQ was created without IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, so `completion_wallclock_ns` cannot be read: add COMPLETION_TIMESTAMP_WALLCLOCK to the CQ's flag type, e.g. `CqEx<wc_flags!(... | COMPLETION_TIMESTAMP_WALLCLOCK)>`",
+        "`completion_wallclock_ns` needs a CQ created with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, which this CQ's flag type does not promise: add COMPLETION_TIMESTAMP_WALLCLOCK to it (`CqEx<wc_flags!(... | COMPLETION_TIMESTAMP_WALLCLOCK)>`), or, in generic code over the flags `F`, add the bound `F: typed_verbs::cq_ex::WithCompletionTimestampWallclock`",
         "`completion_wallclock_ns` needs IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK in the CQ's wc_flags";
 }
 
@@ -190,8 +190,8 @@ pub struct CqEx<'a, F: WcFlags, T: Threading = Shared, C = ()> {
 // SAFETY: the CQ may be moved to (and destroyed on) another thread; its user context moves too.
 unsafe impl<F: WcFlags, T: Threading, C: Send> Send for CqEx<'_, F, T, C> {}
 // SAFETY: shared use from several threads needs the provider's lock, which a SINGLE_THREADED
-// CQ does not take: `T::Marker` is Sync only for `Shared`.
-unsafe impl<F: WcFlags, T: Threading, C: Sync> Sync for CqEx<'_, F, T, C> where T::Marker: Sync {}
+// CQ does not take: `SharedAcrossThreads` is implemented by `Shared` only.
+unsafe impl<F: WcFlags, T: crate::cq::SharedAcrossThreads, C: Sync> Sync for CqEx<'_, F, T, C> {}
 
 impl<'a, F: WcFlags, T: Threading> CqEx<'a, F, T, ()> {
     /// Starts building an extended CQ on `ctx` with the flags `F` and threading `T`.
@@ -492,9 +492,9 @@ pub struct Poller<'a, F: WcFlags, T: Threading = Shared> {
     _m: PhantomData<(&'a mut (), F, T)>,
 }
 
-// SAFETY: polling a Shared CQ from another thread is what its provider lock is for; the
-// SINGLE_THREADED marker is not Sync, so such a poller stays on its thread.
-unsafe impl<F: WcFlags, T: Threading> Send for Poller<'_, F, T> where T::Marker: Sync {}
+// SAFETY: polling a Shared CQ from another thread is what its provider lock is for; a
+// SINGLE_THREADED CQ's poller stays on its thread (`SharedAcrossThreads` is `Shared`'s only).
+unsafe impl<F: WcFlags, T: crate::cq::SharedAcrossThreads> Send for Poller<'_, F, T> {}
 
 impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
     /// Opens a batch, as [`CqEx::poll_batch`].
@@ -570,6 +570,22 @@ pub struct Batch<'cq, F: WcFlags> {
     _m: PhantomData<(&'cq mut (), F, *const ())>,
 }
 
+/// Implemented by nothing: the bound of [`Batch`]'s `Send` and `Sync` impls, which therefore
+/// never apply. It stands where the compiler would otherwise name a raw pointer inside the
+/// batch, so that its error says why a batch stays on its thread.
+#[diagnostic::on_unimplemented(
+    message = "a `Batch` cannot leave the thread that polls: it stands for the CQ lock `ibv_start_poll` took, which this thread holds until the batch ends; read what you need from its completion (`wr_id`, `status`, `byte_len`, ...) and send those values",
+    label = "a polling batch used on another thread",
+    note = "a batch lives inside the closure of `poll_batch`, on the polling thread"
+)]
+pub trait BatchStaysOnItsThread: sealed::Sealed {}
+
+// SAFETY: never applies (no type implements `BatchStaysOnItsThread`, which is sealed): a batch
+// is neither Send nor Sync, as without these impls; they only name the reason in the error.
+unsafe impl<F: WcFlags + BatchStaysOnItsThread> Send for Batch<'_, F> {}
+// SAFETY: as above.
+unsafe impl<F: WcFlags + BatchStaysOnItsThread> Sync for Batch<'_, F> {}
+
 impl<F: WcFlags> Batch<'_, F> {
     /// The completion the batch points at. It borrows the batch, so it is gone before the next
     /// [`advance`](Self::advance) and before the batch ends.
@@ -642,6 +658,22 @@ pub struct Completion<'b, F: WcFlags, S: StatusState = Unchecked> {
     cq: NonNull<sys::ibv_cq_ex>,
     _m: PhantomData<(&'b (), F, S, *const ())>,
 }
+
+/// Implemented by nothing: the bound of [`Completion`]'s `Send` and `Sync` impls, which
+/// therefore never apply, so that the compiler's error says why a completion stays on its
+/// thread rather than naming a raw pointer inside it.
+#[diagnostic::on_unimplemented(
+    message = "a `Completion` cannot leave the thread that polls: it is read from the CQ inside the batch, under the lock `ibv_start_poll` took; copy its fields (`wr_id`, `status`, `byte_len`, ...) and send those values",
+    label = "a completion used on another thread",
+    note = "a completion borrows its batch, which lives inside the closure of `poll_batch` on the polling thread"
+)]
+pub trait CompletionStaysOnItsThread: sealed::Sealed {}
+
+// SAFETY: never applies (no type implements `CompletionStaysOnItsThread`, which is sealed): a
+// completion is neither Send nor Sync, as without these impls; they only name the reason.
+unsafe impl<F: WcFlags + CompletionStaysOnItsThread, S: StatusState> Send for Completion<'_, F, S> {}
+// SAFETY: as above.
+unsafe impl<F: WcFlags + CompletionStaysOnItsThread, S: StatusState> Sync for Completion<'_, F, S> {}
 
 impl<'b, F: WcFlags, S: StatusState> Completion<'b, F, S> {
     /// `wr_id` of the completed work request.

@@ -170,7 +170,11 @@ pub struct DeviceAttr {
     pub max_cqe: u32,
     pub max_mr: u32,
     pub max_pd: u32,
+    /// RDMA reads and atomics a QP may have outstanding as the responder: the largest
+    /// `max_dest_rd_atomic`.
     pub max_qp_rd_atom: u32,
+    /// RDMA reads and atomics a QP may initiate at once: the largest `max_rd_atomic`.
+    pub max_qp_init_rd_atom: u32,
     pub max_srq: u32,
     pub max_srq_wr: u32,
     pub max_srq_sge: u32,
@@ -198,6 +202,7 @@ impl DeviceAttr {
             max_mr: u(a.max_mr),
             max_pd: u(a.max_pd),
             max_qp_rd_atom: u(a.max_qp_rd_atom),
+            max_qp_init_rd_atom: u(a.max_qp_init_rd_atom),
             max_srq: u(a.max_srq),
             max_srq_wr: u(a.max_srq_wr),
             max_srq_sge: u(a.max_srq_sge),
@@ -220,6 +225,8 @@ pub struct PortAttr {
     pub max_mtu: u32,
     pub active_mtu: u32,
     pub gid_tbl_len: u32,
+    /// The length of the port's P_Key table ("Length of partition table").
+    pub pkey_tbl_len: u16,
     pub lid: u16,
     /// 1: InfiniBand, 2: Ethernet (RoCE).
     pub link_layer: u8,
@@ -360,6 +367,7 @@ impl Context {
             max_mtu: p.max_mtu,
             active_mtu: p.active_mtu,
             gid_tbl_len: p.gid_tbl_len.max(0) as u32,
+            pkey_tbl_len: p.pkey_tbl_len,
             lid: p.lid,
             link_layer: p.link_layer,
         })

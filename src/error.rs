@@ -311,7 +311,13 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            ErrorKind::Os(e) => write!(f, "{} failed: {} (errno {e})", self.verb, strerror(*e)),
+            // The errno's name; its number and text are the source's (`io::Error`), so that a
+            // report of the chain prints them once.
+            ErrorKind::Os(e) => match (errno_name(*e), os_error(*e)) {
+                (Some(name), _) => write!(f, "{} failed: {name}", self.verb),
+                (None, Some(_)) => write!(f, "{} failed", self.verb),
+                (None, None) => write!(f, "{} failed: errno {e}", self.verb),
+            },
             ErrorKind::OutOfRange {
                 what,
                 value,
@@ -357,8 +363,9 @@ impl fmt::Display for Error {
             }
             ErrorKind::NoHugePages(e) => write!(
                 f,
-                "{}: no huge pages available (errno {e}); reserve some with vm.nr_hugepages",
-                self.verb
+                "{}: no huge pages available ({}); reserve some with vm.nr_hugepages",
+                self.verb,
+                errno_name(*e).unwrap_or("the errno below")
             ),
             ErrorKind::RemoteAccess(flag) => write!(
                 f,
@@ -370,16 +377,172 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
-/// The C library's description of `errno`, without the "(os error N)" that `io::Error` adds:
-/// an [`Error`] prints the errno once, as "(errno N)".
-fn strerror(errno: i32) -> String {
-    let text = std::io::Error::from_raw_os_error(errno).to_string();
-    match text.rfind(" (os error ") {
-        Some(end) => text[..end].to_owned(),
-        None => text,
+/// The source of an error with an errno ([`ErrorKind::Os`], [`ErrorKind::NoHugePages`]) is
+/// the `io::Error` of that errno ("Invalid argument (os error 22)"); the error's own text names
+/// the errno (`EINVAL`) without its number, so that a report of the whole chain prints it once.
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self.kind {
+            ErrorKind::Os(e) | ErrorKind::NoHugePages(e) => {
+                os_error(e).map(|e| e as &(dyn std::error::Error + 'static))
+            }
+            _ => None,
+        }
     }
+}
+
+/// The errnos an [`Error`] can name as its source: Linux's are below 4096 (`MAX_ERRNO`).
+const OS_ERRORS: usize = 4096;
+
+/// The `io::Error` of `errno`, made once per errno (an `Error` stays plain data: `Clone`, `Eq`).
+fn os_error(errno: i32) -> Option<&'static std::io::Error> {
+    static TABLE: std::sync::OnceLock<Box<[std::io::Error]>> = std::sync::OnceLock::new();
+    let i = usize::try_from(errno)
+        .ok()
+        .filter(|&i| i > 0 && i < OS_ERRORS)?;
+    let table = TABLE.get_or_init(|| {
+        (0..OS_ERRORS as i32)
+            .map(std::io::Error::from_raw_os_error)
+            .collect()
+    });
+    Some(&table[i])
+}
+
+/// The symbolic name of `errno` (`"EINVAL"`), as the man pages write it.
+fn errno_name(errno: i32) -> Option<&'static str> {
+    Some(match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::ESRCH => "ESRCH",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::E2BIG => "E2BIG",
+        libc::ENOEXEC => "ENOEXEC",
+        libc::EBADF => "EBADF",
+        libc::ECHILD => "ECHILD",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::ENOTBLK => "ENOTBLK",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENODEV => "ENODEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ENFILE => "ENFILE",
+        libc::EMFILE => "EMFILE",
+        libc::ENOTTY => "ENOTTY",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::ESPIPE => "ESPIPE",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::EPIPE => "EPIPE",
+        libc::EDOM => "EDOM",
+        libc::ERANGE => "ERANGE",
+        libc::EDEADLK => "EDEADLK",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOLCK => "ENOLCK",
+        libc::ENOSYS => "ENOSYS",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::ENOMSG => "ENOMSG",
+        libc::EIDRM => "EIDRM",
+        libc::ECHRNG => "ECHRNG",
+        libc::EL2NSYNC => "EL2NSYNC",
+        libc::EL3HLT => "EL3HLT",
+        libc::EL3RST => "EL3RST",
+        libc::ELNRNG => "ELNRNG",
+        libc::EUNATCH => "EUNATCH",
+        libc::ENOCSI => "ENOCSI",
+        libc::EL2HLT => "EL2HLT",
+        libc::EBADE => "EBADE",
+        libc::EBADR => "EBADR",
+        libc::EXFULL => "EXFULL",
+        libc::ENOANO => "ENOANO",
+        libc::EBADRQC => "EBADRQC",
+        libc::EBADSLT => "EBADSLT",
+        libc::EBFONT => "EBFONT",
+        libc::ENOSTR => "ENOSTR",
+        libc::ENODATA => "ENODATA",
+        libc::ETIME => "ETIME",
+        libc::ENOSR => "ENOSR",
+        libc::ENONET => "ENONET",
+        libc::ENOPKG => "ENOPKG",
+        libc::EREMOTE => "EREMOTE",
+        libc::ENOLINK => "ENOLINK",
+        libc::EADV => "EADV",
+        libc::ESRMNT => "ESRMNT",
+        libc::ECOMM => "ECOMM",
+        libc::EPROTO => "EPROTO",
+        libc::EMULTIHOP => "EMULTIHOP",
+        libc::EDOTDOT => "EDOTDOT",
+        libc::EBADMSG => "EBADMSG",
+        libc::EOVERFLOW => "EOVERFLOW",
+        libc::ENOTUNIQ => "ENOTUNIQ",
+        libc::EBADFD => "EBADFD",
+        libc::EREMCHG => "EREMCHG",
+        libc::ELIBACC => "ELIBACC",
+        libc::ELIBBAD => "ELIBBAD",
+        libc::ELIBSCN => "ELIBSCN",
+        libc::ELIBMAX => "ELIBMAX",
+        libc::ELIBEXEC => "ELIBEXEC",
+        libc::EILSEQ => "EILSEQ",
+        libc::ERESTART => "ERESTART",
+        libc::ESTRPIPE => "ESTRPIPE",
+        libc::EUSERS => "EUSERS",
+        libc::ENOTSOCK => "ENOTSOCK",
+        libc::EDESTADDRREQ => "EDESTADDRREQ",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::EPROTOTYPE => "EPROTOTYPE",
+        libc::ENOPROTOOPT => "ENOPROTOOPT",
+        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
+        libc::ESOCKTNOSUPPORT => "ESOCKTNOSUPPORT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EPFNOSUPPORT => "EPFNOSUPPORT",
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::ENETDOWN => "ENETDOWN",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::ENETRESET => "ENETRESET",
+        libc::ECONNABORTED => "ECONNABORTED",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::ENOBUFS => "ENOBUFS",
+        libc::EISCONN => "EISCONN",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::ESHUTDOWN => "ESHUTDOWN",
+        libc::ETOOMANYREFS => "ETOOMANYREFS",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EHOSTDOWN => "EHOSTDOWN",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::EALREADY => "EALREADY",
+        libc::EINPROGRESS => "EINPROGRESS",
+        libc::ESTALE => "ESTALE",
+        libc::EUCLEAN => "EUCLEAN",
+        libc::ENOTNAM => "ENOTNAM",
+        libc::ENAVAIL => "ENAVAIL",
+        libc::EISNAM => "EISNAM",
+        libc::EREMOTEIO => "EREMOTEIO",
+        libc::EDQUOT => "EDQUOT",
+        libc::ENOMEDIUM => "ENOMEDIUM",
+        libc::EMEDIUMTYPE => "EMEDIUMTYPE",
+        libc::ECANCELED => "ECANCELED",
+        libc::ENOKEY => "ENOKEY",
+        libc::EKEYEXPIRED => "EKEYEXPIRED",
+        libc::EKEYREVOKED => "EKEYREVOKED",
+        libc::EKEYREJECTED => "EKEYREJECTED",
+        libc::EOWNERDEAD => "EOWNERDEAD",
+        libc::ENOTRECOVERABLE => "ENOTRECOVERABLE",
+        libc::ERFKILL => "ERFKILL",
+        _ => return None,
+    })
 }
 
 // `?` into `Box<dyn Error + Send + Sync>` and anyhow needs these; every field is plain data.
@@ -407,7 +570,12 @@ impl<T> fmt::Display for DestroyError<T> {
     }
 }
 
-impl<T: fmt::Debug> std::error::Error for DestroyError<T> {}
+impl<T: fmt::Debug> std::error::Error for DestroyError<T> {
+    /// The error's source: this error prints as its [`Error`].
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
 
 /// The error alone: the object is dropped, and its `Drop` tries the destroy once more (and,
 /// if that fails too, leaks the C object rather than freeing what the device may still use).
@@ -424,6 +592,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use super::*;
 
+    use std::error::Error as _;
+
     #[test]
     fn a_refused_transition_names_it_and_prints_the_errno_once() {
         let e = Error::os(
@@ -433,12 +603,67 @@ mod tests {
             },
             libc::EINVAL,
         );
-        let text = e.to_string();
-        assert!(
-            text.starts_with("ibv_modify_qp RESET->INIT failed: "),
-            "{text}"
+        assert_eq!(e.to_string(), "ibv_modify_qp RESET->INIT failed: EINVAL");
+        let source = e
+            .source()
+            .expect("an OS error has the io::Error as its source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("the source is an io::Error");
+        assert_eq!(io.raw_os_error(), Some(libc::EINVAL));
+        // The chain, as error reporters print it: the errno's number once.
+        let chain = format!("{e}: {source}");
+        assert_eq!(chain.matches("22").count(), 1, "{chain}");
+    }
+
+    #[test]
+    fn other_verbs_and_errnos_print_their_names() {
+        let e = Error::os(Verb::CreateCqEx, libc::EOPNOTSUPP);
+        assert_eq!(e.to_string(), "ibv_create_cq_ex failed: EOPNOTSUPP");
+        let e = Error::os(Verb::QueryGid, libc::ENODATA);
+        assert_eq!(e.to_string(), "ibv_query_gid failed: ENODATA");
+        let e = Error::os(
+            Verb::ModifyQp {
+                from: QpStateName::Rtr,
+                to: QpStateName::Rts,
+            },
+            libc::ETIMEDOUT,
         );
-        assert_eq!(text.matches("22").count(), 1, "{text}");
-        assert!(text.ends_with("(errno 22)"), "{text}");
+        assert_eq!(e.to_string(), "ibv_modify_qp RTR->RTS failed: ETIMEDOUT");
+        // No name, and no io::Error: the number in the text.
+        let e = Error::os(Verb::PostSend, -3);
+        assert_eq!(e.to_string(), "ibv_post_send failed: errno -3");
+        assert!(e.source().is_none());
+    }
+
+    #[test]
+    fn errors_without_an_errno_of_the_os_have_no_source() {
+        let e = Error::range(Verb::CreateCq, "cqe", 0, 1, 4096);
+        assert_eq!(
+            e.to_string(),
+            "ibv_create_cq: cqe = 0 is out of range: it must be at least 1 and at most 4096"
+        );
+        assert!(e.source().is_none());
+        let e = Error {
+            verb: Verb::AllocHugeBuf,
+            kind: ErrorKind::NoHugePages(libc::ENOMEM),
+        };
+        assert_eq!(
+            e.to_string(),
+            "HugeBuf::new: no huge pages available (ENOMEM); reserve some with vm.nr_hugepages"
+        );
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.and_then(|e| e.raw_os_error()), Some(libc::ENOMEM));
+    }
+
+    #[test]
+    fn a_destroy_error_has_its_errors_source() {
+        let e = DestroyError {
+            object: (),
+            error: Error::os(Verb::DestroyCq, libc::EBUSY),
+        };
+        assert_eq!(e.to_string(), "ibv_destroy_cq failed: EBUSY");
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.and_then(|e| e.raw_os_error()), Some(libc::EBUSY));
     }
 }

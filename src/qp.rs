@@ -64,7 +64,7 @@ impl SrqCapable for Ud {}
 
 /// The QP types that may join a multicast group.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast)",
+    message = "a `{Self}` QP cannot join a multicast group: only UD QPs can be attached (ibv_attach_mcast); join with a `Qp<Ud>`",
     label = "not a UD QP"
 )]
 pub trait MulticastCapable: QpType + sealed::Sealed {}
@@ -169,6 +169,8 @@ struct QpMeta<C> {
     /// destroy.
     mcast: Mutex<Vec<(Gid, u16)>>,
     cap: QpCap,
+    /// The device's limits the transitions' attributes are checked against.
+    limits: crate::qp_state::Limits,
     sq_sig_all: bool,
     /// What keeps the PD, CQs and SRQ alive when they are shared: released with the meta,
     /// after the QP is destroyed.
@@ -209,18 +211,18 @@ pub struct Qp<
 }
 
 // SAFETY: libibverbs QPs are thread-safe, but a QP on a SINGLE_THREADED CQ must stay on the
-// CQ's thread (S::Marker is Sync only for Shared).
+// CQ's thread (`SharedAcrossThreads` is implemented by `Shared` only).
 unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Send, St: QpState, const SGE: usize> Send
     for Qp<'_, T, R, S, C, St, SGE>
 where
-    S::Marker: Sync,
+    S: crate::cq::SharedAcrossThreads,
 {
 }
 // SAFETY: as above.
 unsafe impl<T: QpType, R: RecvSide, S: Threading, C: Sync, St: QpState, const SGE: usize> Sync
     for Qp<'_, T, R, S, C, St, SGE>
 where
-    S::Marker: Sync,
+    S: crate::cq::SharedAcrossThreads,
 {
 }
 
@@ -524,7 +526,12 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         // SAFETY: as above.
         let a = unsafe { device_attr(ctx, Verb::CreateQp) }?;
         self.check(&a)?;
+        // What the transitions' attributes are checked against: read once, here.
+        // SAFETY: as above.
+        let limits = unsafe { crate::qp_state::Limits::query(ctx, &a) }
+            .map_err(|e| Error::os(Verb::QueryPort, e))?;
         let meta = UserBox::new(QpMeta {
+            limits,
             cap: self.cap,
             sq_sig_all: self.sq_sig_all,
             mcast: Mutex::new(Vec::new()),
@@ -620,6 +627,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// the actual QP values of the QP that was created".
     pub fn caps(&self) -> QpCap {
         self.meta().cap
+    }
+
+    /// The device's limits the transitions' attributes are checked against.
+    pub(crate) fn limits(&self) -> &crate::qp_state::Limits {
+        &self.meta().limits
     }
 
     /// Whether every send work request generates a completion.

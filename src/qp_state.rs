@@ -22,6 +22,28 @@
 //! |---|---|---|---|---|
 //! | INIT → INIT | pkey_index, port, access flags | pkey_index, port, access flags | pkey_index, port, qkey | nothing |
 //! | RTS → RTS | access flags, alt path, path migration state, min_rnr_timer | access flags, alt path, path migration state | qkey | nothing |
+//!
+//! Before the call, every attribute is held to its range, and a value outside is an
+//! [`ErrorKind::OutOfRange`] naming the attribute as in `struct ibv_qp_attr`, the transition
+//! (`ibv_modify_qp INIT->RTR`) and the range; the QP is unchanged (`try_to_*` gives it back):
+//!
+//! | attribute | range | why |
+//! |---|---|---|
+//! | `timeout`, `alt_timeout`, `min_rnr_timer` | 0..=31 | 5-bit encoded fields of the InfiniBand specification; rxe_qp_chk_attr: "invalid QP timeout %d > 31" |
+//! | `retry_cnt`, `rnr_retry` | 0..=7 | 3-bit fields of the specification (rnr_retry 7 is "infinite") |
+//! | `max_dest_rd_atomic` | 0..=`max_qp_rd_atom` | ibv_query_device(3): "Maximum number of RDMA Read & Atomic operations that can be outstanding per QP" (the responder's resources) |
+//! | `max_rd_atomic` | 0..=`max_qp_init_rd_atom` | ibv_query_device(3): "Maximum depth per QP for initiation of RDMA Read & Atomic operations" |
+//! | `port_num`, `alt_port_num`, `ah_attr.port_num` | 1..=`phys_port_cnt` | ports are numbered from 1 (the kernel's rdma_is_port_valid) |
+//! | `pkey_index`, `alt_pkey_index` | below the port's `pkey_tbl_len` | ibv_query_port(3): "Length of partition table" |
+//! | `ah_attr.grh.sgid_index` | below the port's `gid_tbl_len` | ibv_query_port(3): "Length of source GID table" (the kernel's rdma_get_gid_attr: EINVAL past it) |
+//!
+//! The device's limits are read once, when the QP is created (`ibv_query_device`,
+//! `ibv_query_port` of each port), and kept with it: a transition makes no extra call. A P_Key
+//! index given without a port (`modify_init`) is held to the longest table of the device's
+//! ports. An index inside a table may still name an empty entry: the device answers that
+//! (`ENODATA` for a source GID index without a GID, as the kernel's `rdma_get_gid_attr`).
+//! Some devices accept more than this (rxe takes any P_Key index and a `max_dest_rd_atomic`
+//! above its `max_qp_rd_atom`); the typed layer keeps to what every device documents.
 
 use crate::backend;
 use crate::cq::{sealed, Threading};
@@ -176,9 +198,186 @@ impl AddressVector {
 
 /// The attributes of one transition, written into `struct ibv_qp_attr` with their mask bits.
 /// Sealed: `ibv_modify_qp` takes the mask `apply` returns.
+///
+/// Before the call, each attribute is held to its range and to the limits the device reported
+/// (the module's docs list them); a value outside is an [`ErrorKind::OutOfRange`] naming the
+/// attribute as in `struct ibv_qp_attr`, the transition, and the range.
 pub trait TransitionAttr: crate::sealed::SealedTransitionAttr {
     #[doc(hidden)]
     fn apply(&self, attr: &mut sys::ibv_qp_attr) -> i32;
+    #[doc(hidden)]
+    fn check(&self, limits: &checks::Limits) -> std::result::Result<(), checks::Bad> {
+        let _ = limits;
+        Ok(())
+    }
+}
+
+pub(crate) use checks::Limits;
+
+/// The ranges of a transition's attributes, checked before `ibv_modify_qp` (the module's
+/// docs list them).
+mod checks {
+    use super::AddressVector;
+    use crate::ffi::sys;
+
+    /// A port's table lengths as `ibv_query_port` reports them.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct PortTables {
+        pkey_tbl_len: u64,
+        gid_tbl_len: u64,
+    }
+
+    /// The limits the device reported, that a transition's attributes are checked against.
+    #[derive(Debug, Clone)]
+    pub struct Limits {
+        max_qp_rd_atom: u64,
+        max_qp_init_rd_atom: u64,
+        /// Ports 1, 2, ...
+        ports: Vec<PortTables>,
+    }
+
+    /// An attribute out of its range: what the typed layer turns into
+    /// [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Bad {
+        pub(crate) what: &'static str,
+        pub(crate) value: u64,
+        pub(crate) min: u64,
+        pub(crate) max: u64,
+    }
+
+    pub(crate) type Check = std::result::Result<(), Bad>;
+
+    /// `value` in `min..=max`.
+    pub(crate) fn within(what: &'static str, value: impl Into<u64>, min: u64, max: u64) -> Check {
+        let value = value.into();
+        if value < min || value > max {
+            Err(Bad {
+                what,
+                value,
+                min,
+                max,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A 5-bit encoded field (`timeout`, `min_rnr_timer`): 0..=31.
+    pub(crate) fn five_bits(what: &'static str, value: u8) -> Check {
+        within(what, value, 0, 31)
+    }
+
+    /// A 3-bit field (`retry_cnt`, `rnr_retry`): 0..=7.
+    pub(crate) fn three_bits(what: &'static str, value: u8) -> Check {
+        within(what, value, 0, 7)
+    }
+
+    /// An index into a table of `len` entries; a device that reports no length (0) is not
+    /// second-guessed.
+    fn index(what: &'static str, value: impl Into<u64>, len: u64) -> Check {
+        if len == 0 {
+            return Ok(());
+        }
+        within(what, value, 0, len - 1)
+    }
+
+    impl Limits {
+        /// Queries the limits of the device of `ctx`, whose attributes are `dev`: each port's
+        /// tables (`ibv_query_port`, one call per port).
+        ///
+        /// # Safety
+        /// `ctx` is a live context.
+        pub(crate) unsafe fn query(
+            ctx: *mut sys::ibv_context,
+            dev: &sys::ibv_device_attr,
+        ) -> std::result::Result<Limits, i32> {
+            let mut ports = Vec::with_capacity(dev.phys_port_cnt.into());
+            for port in 1..=dev.phys_port_cnt {
+                // SAFETY: plain C data.
+                let mut p: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+                // SAFETY: caller's contract; a port the device has; `p` valid for writes.
+                unsafe { crate::backend::of(ctx).query_port(ctx, port, &mut p) }?;
+                ports.push(PortTables {
+                    pkey_tbl_len: p.pkey_tbl_len.into(),
+                    gid_tbl_len: p.gid_tbl_len.max(0) as u64,
+                });
+            }
+            Ok(Limits {
+                max_qp_rd_atom: dev.max_qp_rd_atom.max(0) as u64,
+                max_qp_init_rd_atom: dev.max_qp_init_rd_atom.max(0) as u64,
+                ports,
+            })
+        }
+
+        /// `port` in 1..=`phys_port_cnt`: its tables.
+        pub(crate) fn port(
+            &self,
+            what: &'static str,
+            port: u8,
+        ) -> std::result::Result<PortTables, Bad> {
+            within(what, port, 1, self.ports.len() as u64)?;
+            Ok(self.ports[usize::from(port) - 1])
+        }
+
+        /// A P_Key index below the `pkey_tbl_len` of `port`, or of every port when the
+        /// transition does not name one (the QP's port is not changed by it).
+        pub(crate) fn pkey_index(
+            &self,
+            what: &'static str,
+            port: Option<&PortTables>,
+            i: u16,
+        ) -> Check {
+            match port {
+                Some(p) => index(what, i, p.pkey_tbl_len),
+                None => {
+                    let len = self.ports.iter().map(|p| p.pkey_tbl_len).max().unwrap_or(0);
+                    index(what, i, len)
+                }
+            }
+        }
+
+        /// `max_dest_rd_atomic` up to `max_qp_rd_atom`.
+        pub(crate) fn max_dest_rd_atomic(&self, v: u8) -> Check {
+            within("max_dest_rd_atomic", v, 0, self.max_qp_rd_atom)
+        }
+
+        /// `max_rd_atomic` up to `max_qp_init_rd_atom`.
+        pub(crate) fn max_rd_atomic(&self, v: u8) -> Check {
+            within("max_rd_atomic", v, 0, self.max_qp_init_rd_atom)
+        }
+
+        /// An address vector: its port, and its source GID index below that port's
+        /// `gid_tbl_len`. `names` are the port's and the GID index's.
+        pub(crate) fn av(&self, names: [&'static str; 2], av: &AddressVector) -> Check {
+            let port = self.port(names[0], av.port_num)?;
+            match av.grh {
+                Some(g) => index(names[1], g.sgid_index, port.gid_tbl_len),
+                None => Ok(()),
+            }
+        }
+    }
+}
+
+/// `A: AttrOf<E, Q>` when a transition of a `Q` QP, whose attributes are `E`, takes `A`: only
+/// for `A = E`. A bound rather than `E` in the signature, so that another QP type's (or
+/// transition's) attributes are an error that says so: the argument's type is known before
+/// the bound is looked at.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not what this transition takes for a `{Q}` QP: pass a `{E}`",
+    label = "the attributes of another QP type or transition",
+    note = "each QP type's attributes per transition are the associated types of `typed_verbs::qp_state::Transitions` (`Init`, `Rtr`, `Rts`, `InitModify`, `RtsModify`)"
+)]
+pub trait AttrOf<E: TransitionAttr, Q: QpType>: crate::sealed::SealedAttrOf<(E, Q)> {
+    #[doc(hidden)]
+    fn into_attr(self) -> E;
+}
+impl<E: TransitionAttr, Q: QpType> crate::sealed::SealedAttrOf<(E, Q)> for E {}
+impl<E: TransitionAttr, Q: QpType> AttrOf<E, Q> for E {
+    #[inline(always)]
+    fn into_attr(self) -> E {
+        self
+    }
 }
 
 impl crate::sealed::SealedTransitionAttr for () {}
@@ -220,6 +419,9 @@ const ACCESS_FLAGS: i32 = 1 << 3;
 const DEST_QPN: i32 = 1 << 20;
 const STATE: i32 = 1 << 0;
 
+/// The names of a primary address vector's port and source GID index in `struct ibv_qp_attr`.
+const AV_NAMES: [&str; 2] = ["ah_attr.port_num", "ah_attr.grh.sgid_index"];
+
 /// RESET → INIT of an RC or UC QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectedInit {
@@ -237,6 +439,10 @@ impl TransitionAttr for ConnectedInit {
         a.pkey_index = self.pkey_index;
         a.qp_access_flags = self.access.bits();
         PORT | PKEY_INDEX | ACCESS_FLAGS
+    }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        let port = l.port("port_num", self.port_num)?;
+        l.pkey_index("pkey_index", Some(&port), self.pkey_index)
     }
 }
 
@@ -258,6 +464,10 @@ impl TransitionAttr for UdInit {
         a.qkey = self.qkey;
         PORT | PKEY_INDEX | QKEY
     }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        let port = l.port("port_num", self.port_num)?;
+        l.pkey_index("pkey_index", Some(&port), self.pkey_index)
+    }
 }
 
 /// RESET → INIT of a RAW_PACKET QP.
@@ -271,6 +481,9 @@ impl TransitionAttr for RawPacketInit {
     fn apply(&self, a: &mut sys::ibv_qp_attr) -> i32 {
         a.port_num = self.port_num;
         PORT
+    }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        l.port("port_num", self.port_num).map(drop)
     }
 }
 
@@ -301,6 +514,11 @@ impl TransitionAttr for RcRtr {
         a.min_rnr_timer = self.min_rnr_timer;
         AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER
     }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        l.av(AV_NAMES, &self.av)?;
+        l.max_dest_rd_atomic(self.max_dest_rd_atomic)?;
+        checks::five_bits("min_rnr_timer", self.min_rnr_timer)
+    }
 }
 
 /// INIT → RTR of a UC QP.
@@ -323,6 +541,9 @@ impl TransitionAttr for UcRtr {
         a.dest_qp_num = self.dest_qp_num;
         a.rq_psn = self.rq_psn;
         AV | PATH_MTU | DEST_QPN | RQ_PSN
+    }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        l.av(AV_NAMES, &self.av)
     }
 }
 
@@ -349,6 +570,12 @@ impl TransitionAttr for RcRts {
         a.rnr_retry = self.rnr_retry;
         a.max_rd_atomic = self.max_rd_atomic;
         SQ_PSN | TIMEOUT | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC
+    }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        checks::five_bits("timeout", self.timeout)?;
+        checks::three_bits("retry_cnt", self.retry_cnt)?;
+        checks::three_bits("rnr_retry", self.rnr_retry)?;
+        l.max_rd_atomic(self.max_rd_atomic)
     }
 }
 
@@ -399,6 +626,13 @@ impl TransitionAttr for ConnectedInitModify {
         }
         mask
     }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        let port = self.port_num.map(|p| l.port("port_num", p)).transpose()?;
+        match self.pkey_index {
+            Some(i) => l.pkey_index("pkey_index", port.as_ref(), i),
+            None => Ok(()),
+        }
+    }
 }
 
 /// INIT → INIT of a UD QP: `pkey_index`, `port` and `qkey` (the kernel's state table).
@@ -422,6 +656,13 @@ impl TransitionAttr for UdInitModify {
             self.qkey => QKEY: v => a.qkey = v;
         }
         mask
+    }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        let port = self.port_num.map(|p| l.port("port_num", p)).transpose()?;
+        match self.pkey_index {
+            Some(i) => l.pkey_index("pkey_index", port.as_ref(), i),
+            None => Ok(()),
+        }
     }
 }
 
@@ -452,6 +693,18 @@ pub struct AltPath {
 }
 
 impl AltPath {
+    /// Its port, P_Key index and source GID index against the device's tables, its timeout
+    /// 0..=31 (rxe_qp_chk_attr: "invalid QP alt timeout %d > 31").
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        let port = l.port("alt_port_num", self.port_num)?;
+        l.pkey_index("alt_pkey_index", Some(&port), self.pkey_index)?;
+        l.av(
+            ["alt_ah_attr.port_num", "alt_ah_attr.grh.sgid_index"],
+            &self.av,
+        )?;
+        checks::five_bits("alt_timeout", self.timeout)
+    }
+
     fn apply(&self, a: &mut sys::ibv_qp_attr) {
         a.alt_ah_attr = self.av.to_sys();
         a.alt_pkey_index = self.pkey_index;
@@ -486,6 +739,12 @@ impl TransitionAttr for RcRtsModify {
         }
         mask
     }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        if let Some(t) = self.min_rnr_timer {
+            checks::five_bits("min_rnr_timer", t)?;
+        }
+        self.alt_path.map_or(Ok(()), |p| p.check(l))
+    }
 }
 
 /// RTS → RTS of a UC QP: access flags, the alternate path and the path migration state (the
@@ -509,6 +768,9 @@ impl TransitionAttr for UcRtsModify {
             self.path_mig_state => PATH_MIG_STATE: v => a.path_mig_state = v as u32;
         }
         mask
+    }
+    fn check(&self, l: &checks::Limits) -> checks::Check {
+        self.alt_path.map_or(Ok(()), |p| p.check(l))
     }
 }
 
@@ -596,7 +858,12 @@ impl<Q> fmt::Display for ModifyError<Q> {
     }
 }
 
-impl<Q> std::error::Error for ModifyError<Q> {}
+impl<Q> std::error::Error for ModifyError<Q> {
+    /// The error's source: this error prints as its [`Error`].
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
 
 /// The error alone: the QP is dropped (destroyed; inside a polling batch, when the batch
 /// ends). What `to_*` do when the device refuses; `?` does the same with a `try_to_*`'s error.
@@ -620,12 +887,25 @@ macro_rules! require_state {
 }
 
 require_state! {
-    FromReset: Reset, "a QP goes to INIT from RESET: this QP is in `{Self}`; call `to_reset` first";
-    FromInit: Init, "a QP goes to RTR from INIT: this QP is in `{Self}`; call `to_init` first";
-    FromRtr: Rtr, "a QP goes to RTS from RTR: this QP is in `{Self}`; call `to_rtr` first";
-    InInit: Init, "`modify_init` changes a QP in INIT (INIT -> INIT): this QP is in `{Self}`";
-    InRts: Rts, "`modify_rts` changes a QP in RTS (RTS -> RTS): this QP is in `{Self}`";
+    FromReset: Reset, "`to_init` takes a QP from RESET to INIT, and this one is in `{Self}`, past RESET: go on with the next transition (`to_rtr` from INIT, `to_rts` from RTR), or call `to_reset` first to start over; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromReset`";
+    FromInit: Init, "`to_rtr` takes a QP from INIT to RTR, and this one is in `{Self}`: from RESET call `to_init` first; a QP already in RTR goes on with `to_rts` (in RTS, `modify_rts`); in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromInit`";
+    FromRtr: Rtr, "`to_rts` takes a QP from RTR to RTS, and this one is in `{Self}`: call `to_rtr` first (from RESET, `to_init` and `to_rtr`); a QP already in RTS is up (change it with `modify_rts`); in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromRtr`";
+    InInit: Init, "`modify_init` changes a QP in INIT (INIT -> INIT), and this one is in `{Self}`: from RESET call `to_init` first; in RTS use `modify_rts`; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::InInit`";
+    InRts: Rts, "`modify_rts` changes a QP in RTS (RTS -> RTS), and this one is in `{Self}`: bring it up first (`to_init`, `to_rtr`, `to_rts`, the steps it has not made), or in INIT use `modify_init`; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::InRts`";
 }
+
+/// Implemented by every state but [`Reset`]: the states a QP may go to ERR from. The kernel's
+/// `qp_state_table` has no RESET → ERR (its RESET row names only RESET and INIT), so
+/// `ibv_modify_qp` refuses it with `EINVAL` on every device; the typed layer does not compile it.
+#[diagnostic::on_unimplemented(
+    message = "`to_error` takes a QP to ERR from any state but RESET, and this one is in `{Self}` (the kernel's state table has no RESET -> ERR): call `to_init` first, or drop the QP; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::NotReset`",
+    label = "this QP is in `{Self}`"
+)]
+pub trait NotReset: QpState + sealed::Sealed {}
+impl NotReset for Init {}
+impl NotReset for Rtr {}
+impl NotReset for Rts {}
+impl NotReset for ErrorState {}
 
 impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     Qp<'a, T, R, S, C, St, SGE>
@@ -700,6 +980,16 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
         self,
         attr: &impl TransitionAttr,
     ) -> Modified<'a, T, R, S, C, St, To, SGE> {
+        if let Err(b) = attr.check(self.limits()) {
+            let verb = Verb::ModifyQp {
+                from: QpStateName::from_raw(St::RAW),
+                to: QpStateName::from_raw(To::RAW),
+            };
+            return Err(ModifyError {
+                qp: self,
+                error: Error::range(verb, b.what, b.value, b.min, b.max),
+            });
+        }
         let mut a = Self::zeroed_attr();
         let mask = attr.apply(&mut a);
         self.modify(a, mask)
@@ -708,64 +998,77 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// RESET → INIT with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error (naming the transition) returned; [`try_to_init`](Self::try_to_init)
     /// gives the QP back instead.
-    pub fn to_init(self, attr: T::Init) -> Result<Qp<'a, T, R, S, C, Init, SGE>>
+    pub fn to_init<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Init, SGE>>
     where
         St: FromReset,
+        A: AttrOf<T::Init, T>,
     {
         Ok(self.try_to_init(attr)?)
     }
 
     /// RESET → INIT, giving the QP back, still in RESET, if the device refuses.
-    pub fn try_to_init(self, attr: T::Init) -> Modified<'a, T, R, S, C, St, Init, SGE>
+    pub fn try_to_init<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Init, SGE>
     where
         St: FromReset,
+        A: AttrOf<T::Init, T>,
     {
-        self.modify_with(&attr)
+        self.modify_with(&attr.into_attr())
     }
 
     /// INIT → RTR with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error returned; [`try_to_rtr`](Self::try_to_rtr) gives it back.
-    pub fn to_rtr(self, attr: T::Rtr) -> Result<Qp<'a, T, R, S, C, Rtr, SGE>>
+    pub fn to_rtr<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Rtr, SGE>>
     where
         St: FromInit,
+        A: AttrOf<T::Rtr, T>,
     {
         Ok(self.try_to_rtr(attr)?)
     }
 
     /// INIT → RTR, giving the QP back, still in INIT, if the device refuses.
-    pub fn try_to_rtr(self, attr: T::Rtr) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
+    pub fn try_to_rtr<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
     where
         St: FromInit,
+        A: AttrOf<T::Rtr, T>,
     {
-        self.modify_with(&attr)
+        self.modify_with(&attr.into_attr())
     }
 
     /// RTR → RTS with the attributes the QP type requires. If the device refuses, the QP is
     /// destroyed and the error returned; [`try_to_rts`](Self::try_to_rts) gives it back.
-    pub fn to_rts(self, attr: T::Rts) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
+    pub fn to_rts<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
     where
         St: FromRtr,
+        A: AttrOf<T::Rts, T>,
     {
         Ok(self.try_to_rts(attr)?)
     }
 
     /// RTR → RTS, giving the QP back, still in RTR, if the device refuses.
-    pub fn try_to_rts(self, attr: T::Rts) -> Modified<'a, T, R, S, C, St, Rts, SGE>
+    pub fn try_to_rts<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Rts, SGE>
     where
         St: FromRtr,
+        A: AttrOf<T::Rts, T>,
     {
-        self.modify_with(&attr)
+        self.modify_with(&attr.into_attr())
     }
 
-    /// Any state → ERR: outstanding work requests complete with `IBV_WC_WR_FLUSH_ERR`. If the
-    /// device refuses, the QP is destroyed and the error returned;
+    /// Any state but RESET → ERR: outstanding work requests complete with
+    /// `IBV_WC_WR_FLUSH_ERR`. From RESET it does not compile ([`NotReset`]: the kernel has no
+    /// RESET → ERR). If the device refuses, the QP is destroyed and the error returned;
     /// [`try_to_error`](Self::try_to_error) gives it back.
-    pub fn to_error(self) -> Result<Qp<'a, T, R, S, C, ErrorState, SGE>> {
+    pub fn to_error(self) -> Result<Qp<'a, T, R, S, C, ErrorState, SGE>>
+    where
+        St: NotReset,
+    {
         Ok(self.try_to_error()?)
     }
 
-    /// Any state → ERR, giving the QP back, in its old state, if the device refuses.
-    pub fn try_to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState, SGE> {
+    /// Any state but RESET → ERR, giving the QP back, in its old state, if the device refuses.
+    pub fn try_to_error(self) -> Modified<'a, T, R, S, C, St, ErrorState, SGE>
+    where
+        St: NotReset,
+    {
         self.modify_with(&())
     }
 
@@ -785,11 +1088,12 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// UC: port, P_Key index, access flags; for UD: port, P_Key index, Q_Key), leaving the
     /// attributes that are `None` as they are. The QP stays in INIT, so it is borrowed; if the
     /// device refuses, nothing changed and the error names `ibv_modify_qp INIT->INIT`.
-    pub fn modify_init(&self, attr: T::InitModify) -> Result<()>
+    pub fn modify_init<A>(&self, attr: A) -> Result<()>
     where
         St: InInit,
+        A: AttrOf<T::InitModify, T>,
     {
-        self.modify_in_place(&attr)
+        self.modify_in_place(&attr.into_attr())
     }
 
     /// RTS → RTS: changes what the kernel's state table lets a QP in RTS change (for RC: access
@@ -797,20 +1101,28 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// but `min_rnr_timer`; for UD the Q_Key), leaving the attributes that are `None` as they
     /// are. The QP stays in RTS; if the device refuses, nothing changed and the error names
     /// `ibv_modify_qp RTS->RTS`.
-    pub fn modify_rts(&self, attr: T::RtsModify) -> Result<()>
+    pub fn modify_rts<A>(&self, attr: A) -> Result<()>
     where
         St: InRts,
+        A: AttrOf<T::RtsModify, T>,
     {
-        self.modify_in_place(&attr)
+        self.modify_in_place(&attr.into_attr())
     }
 
     /// `ibv_modify_qp` from `St` to `St` with the attributes `attr` writes.
     fn modify_in_place(&self, attr: &impl TransitionAttr) -> Result<()> {
+        let name = QpStateName::from_raw(St::RAW);
+        if let Err(b) = attr.check(self.limits()) {
+            let verb = Verb::ModifyQp {
+                from: name,
+                to: name,
+            };
+            return Err(Error::range(verb, b.what, b.value, b.min, b.max));
+        }
         let mut a = Self::zeroed_attr();
         let mask = attr.apply(&mut a);
         a.qp_state = St::RAW;
         let qp = self.as_raw();
-        let name = QpStateName::from_raw(St::RAW);
         // SAFETY: a live QP; `a` valid for the call. A modify that stays in INIT or RTS takes
         // no CQ lock, so it is allowed inside a polling batch.
         unsafe { backend::of((*qp).context).modify_qp(qp, &mut a, mask | STATE) }.map_err(|e| {
@@ -838,7 +1150,14 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
 }
 
 impl Context {
-    /// `ibv_query_gid`: the GID at `index` of `port`.
+    /// `ibv_query_gid`: the GID at `index` of `port`. An index inside the port's table that
+    /// holds no GID gives a zero GID (as rdma-core's `ibv_query_gid`, "Preserve API behavior
+    /// for empty GID").
+    ///
+    /// # Errors
+    /// `OutOfRange` before the call for a port outside 1..=`phys_port_cnt` (`port_num`) or an
+    /// index at or past the port's `gid_tbl_len` (`index`, as `ibv_query_port` reports it;
+    /// the kernel's rdma_get_gid_attr refuses it with EINVAL); the device's errno otherwise.
     pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
         let cnt = self.attr().phys_port_cnt;
         if port == 0 || port > cnt {
@@ -850,11 +1169,21 @@ impl Context {
                 cnt.into(),
             ));
         }
+        let table = self.query_port(port)?.gid_tbl_len;
+        let out = || {
+            Error::range(
+                Verb::QueryGid,
+                "index",
+                index.into(),
+                0,
+                table.saturating_sub(1).into(),
+            )
+        };
+        if index >= table {
+            return Err(out());
+        }
         let mut g = sys::ibv_gid { raw: [0; 16] };
-        let index = i32::try_from(index).map_err(|_| Error {
-            verb: Verb::QueryGid,
-            kind: ErrorKind::Os(libc::EINVAL),
-        })?;
+        let index = i32::try_from(index).map_err(|_| out())?;
         // SAFETY: a live context; `g` valid for writes.
         unsafe { backend::of(self.as_raw()).query_gid(self.as_raw(), port, index, &mut g) }
             .map_err(|e| Error::os(Verb::QueryGid, e))?;

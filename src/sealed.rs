@@ -14,7 +14,7 @@ macro_rules! seals {
     ($($(#[$m:meta])* $name:ident $(<$l:ident>)?;)*) => {$(
         $(#[$m])*
         #[diagnostic::on_unimplemented(
-            message = "`{Self}` cannot implement this typed-verbs trait: it is sealed, because the crate's guarantees rely on its impls",
+            message = "`{Self}` cannot implement this typed-verbs trait: it is sealed, because the crate's guarantees rely on its impls; use the crate's types that implement it",
             label = "typed-verbs traits that carry a proof are implemented by the crate only",
             note = "use one of the types that implement it in typed-verbs"
         )]
@@ -38,4 +38,10 @@ seals! {
     SealedParent;
     /// `Self: SealedCqContext<T>`: `Self` may be the user context of a CQ of threading `T`.
     SealedCqContext<T>;
+    /// `Self: SealedWorkRequest<T>`: `Self` may be a work request for a QP of type `T`
+    /// ([`WorkRequestFor`](crate::wr::WorkRequestFor)).
+    SealedWorkRequest<T>;
+    /// `Self: SealedAttrOf<(E, Q)>`: `Self` may be passed where a transition of a `Q` QP takes
+    /// `E` ([`AttrOf`](crate::qp_state::AttrOf)).
+    SealedAttrOf<L>;
 }

@@ -397,7 +397,12 @@ impl std::fmt::Display for SlotPostError<'_> {
     }
 }
 
-impl std::error::Error for SlotPostError<'_> {}
+impl std::error::Error for SlotPostError<'_> {
+    /// The error's source: this error prints as its [`Error`].
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
 
 impl From<SlotPostError<'_>> for Error {
     fn from(e: SlotPostError<'_>) -> Error {

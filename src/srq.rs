@@ -226,9 +226,17 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     /// SRQ leaves fewer than `limit` posted, the device raises
     /// [`AsyncEvent::SrqLimitReached`](crate::event::AsyncEvent::SrqLimitReached) on the
     /// context's async fd ([`Context::get_async_event`]) and disarms the limit (its
-    /// `srq_limit` reads 0 again). `limit` 0 disarms it. The device refuses a limit above the
-    /// SRQ's size (EINVAL); rxe also fires only when a receive is taken, not when the limit is
-    /// armed below the count already posted.
+    /// `srq_limit` reads 0 again). `limit` 0 disarms it.
+    ///
+    /// The limit is held to the SRQ's ring, not to the size asked for: rxe's rxe_srq_chk_attr
+    /// refuses "srq_limit (%d) > cur limit(%d)" against the queue's `index_mask`, and the ring
+    /// (rxe_queue_init) holds the requested `max_wr` plus one rounded up to a power of two,
+    /// less one: 15 entries for 10 asked. That size is the `max_wr` [`query`](Self::query)
+    /// reports (not [`attr`](Self::attr)'s, which is as asked). rxe also fires only when a
+    /// receive is taken, not when the limit is armed below the count already posted.
+    ///
+    /// # Errors
+    /// The device's `EINVAL` for a limit above the ring's size (or above `max_srq_wr`).
     pub fn arm_limit(&self, limit: u32) -> Result<()> {
         let mut a = sys::ibv_srq_attr {
             max_wr: 0,

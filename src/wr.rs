@@ -37,7 +37,7 @@ impl Connected for RawPacket {}
 
 /// The QP types that can carry immediate data.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot send immediate data: RC, UC and UD can",
+    message = "a `{Self}` QP cannot send immediate data: send it on an RC, UC or UD QP, or carry the value in the payload",
     label = "no immediate data on this QP type"
 )]
 pub trait ImmCapable: QpType + Sealed {}
@@ -47,7 +47,7 @@ impl ImmCapable for Ud {}
 
 /// The QP types that can do RDMA writes.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can",
+    message = "a `{Self}` QP cannot do RDMA writes: only RC and UC QPs can; use one of those, or send the data (`SendWr::send_to` on UD)",
     label = "no RDMA write on this QP type"
 )]
 pub trait RdmaWriteCapable: QpType + Sealed {}
@@ -56,7 +56,7 @@ impl RdmaWriteCapable for Uc {}
 
 /// The QP types that can do RDMA reads and atomics.
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can",
+    message = "a `{Self}` QP cannot do RDMA reads or atomics: only RC QPs can; make the QP a `Qp<Rc>`",
     label = "reads and atomics need a reliable connection"
 )]
 pub trait ReliableOnly: QpType + Sealed {}
@@ -64,7 +64,7 @@ impl ReliableOnly for Rc {}
 
 /// The states in which receives may be posted (INIT on; in ERR they complete flushed).
 #[diagnostic::on_unimplemented(
-    message = "receives can be posted from INIT on: this QP is in `{Self}`; call `to_init` first",
+    message = "receives can be posted from INIT on, and this QP is in `{Self}`: call `to_init` first; in generic code over the state `St`, add the bound `St: typed_verbs::wr::RecvReady`",
     label = "the QP is still in RESET"
 )]
 pub trait RecvReady: QpState + Sealed {}
@@ -75,7 +75,7 @@ impl RecvReady for ErrorState {}
 
 /// The state in which sends may be posted: RTS.
 #[diagnostic::on_unimplemented(
-    message = "work requests are sent from RTS: this QP is in `{Self}`; bring it up with to_init, to_rtr and to_rts",
+    message = "work requests are sent from RTS, and this QP is in `{Self}`: bring it up with `to_init`, `to_rtr` and `to_rts` (the steps it has not made); in generic code over the state `St`, add the bound `St: typed_verbs::wr::SendReady`",
     label = "the QP is not ready to send"
 )]
 pub trait SendReady: QpState + Sealed {}
@@ -193,6 +193,42 @@ sge_list! {
     [const N: usize, const CAP: usize] &[Sge; N], fits: true, where [[Sge; N]: WithinSgeCap<CAP>];
     [const CAP: usize] &[Sge], fits: false, where [];
     [const CAP: usize] &Vec<Sge>, fits: false, where [];
+}
+
+/// Implemented by nothing: the bound of the `SgeList` impls of `Sge` and `&Sge`, which
+/// therefore never apply. A single SGE given where a list is taken then gets an error that
+/// says so, rather than one about the queue's SGE cap.
+#[diagnostic::on_unimplemented(
+    message = "a single `Sge` is not a scatter/gather list: pass a list that holds it, `&[sge]` (an array, a slice or a `&Vec<Sge>`)",
+    label = "one SGE where a list is taken",
+    note = "a list of up to the queue's SGE cap ({CAP} in its type) is checked at compile time when it is an array"
+)]
+pub trait OneSgeIsNotAList<const CAP: usize>: Sealed {}
+impl SealedSgeList for Sge {}
+impl SealedSgeList for &Sge {}
+impl<const CAP: usize> SgeList<CAP> for Sge
+where
+    Sge: OneSgeIsNotAList<CAP>,
+{
+    const FITS: bool = false;
+    fn into_slice<'x>(self) -> &'x [Sge]
+    where
+        Self: 'x,
+    {
+        unreachable!("no type implements OneSgeIsNotAList")
+    }
+}
+impl<const CAP: usize> SgeList<CAP> for &Sge
+where
+    Sge: OneSgeIsNotAList<CAP>,
+{
+    const FITS: bool = false;
+    fn into_slice<'x>(self) -> &'x [Sge]
+    where
+        Self: 'x,
+    {
+        std::slice::from_ref(self)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -429,7 +465,12 @@ impl std::fmt::Display for PostError {
     }
 }
 
-impl std::error::Error for PostError {}
+impl std::error::Error for PostError {
+    /// The error's source: this error prints as its [`Error`].
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
 
 /// The error alone, for `?` in a function returning [`Error`] (the index is dropped: match on
 /// the `PostError` to know which requests were posted).
@@ -580,13 +621,54 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
     unsafe { std::mem::zeroed() }
 }
 
+/// A work request that [`Qp::post_send`] takes on a QP of type `T` whose type promises `SGE`
+/// send SGEs: `&SendWr<'_, T, SGE>`, and nothing else. A bound rather than that type in the
+/// signature, so that a request built for another QP type is an error that says so (the
+/// request's type is known before the bound is looked at, and its QP type is still inferred
+/// from the QP when it is built in the call).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a work request for this QP, a `{T}` QP with a send SGE cap of {SGE} in its type: build the request for them (`SendWr::<{T}, {SGE}>::..`)",
+    label = "built for another QP type or SGE cap",
+    note = "a `SendWr`'s QP type decides which operations it may carry (RDMA reads and atomics on RC, a destination on UD)"
+)]
+pub trait WorkRequestFor<T: QpType, const SGE: usize>:
+    Copy + crate::sealed::SealedWorkRequest<T>
+{
+    /// Checks the request against the QP's actual caps and fills the C work request.
+    ///
+    /// # Safety
+    /// `qp` is a live QP (a UD request's address handle is checked against its PD).
+    #[doc(hidden)]
+    unsafe fn fill(
+        self,
+        qp: *mut sys::ibv_qp,
+        caps: &crate::qp::QpCap,
+        wr: &mut sys::ibv_send_wr,
+        inline: &mut sys::ibv_sge,
+    ) -> Result<()>;
+}
+impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &SendWr<'_, T, SGE> {}
+impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &SendWr<'_, T, SGE> {
+    #[inline(always)]
+    unsafe fn fill(
+        self,
+        qp: *mut sys::ibv_qp,
+        caps: &crate::qp::QpCap,
+        wr: &mut sys::ibv_send_wr,
+        inline: &mut sys::ibv_sge,
+    ) -> Result<()> {
+        SendWr::fill(self, qp, caps, wr, inline)
+    }
+}
+
 impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     Qp<'a, T, R, S, C, St, SGE>
 {
     /// `ibv_post_send` of one work request. Only a QP in RTS sends.
     #[inline(always)]
-    pub fn post_send(&self, wr: &SendWr<'_, T, SGE>) -> Result<()>
+    pub fn post_send<W>(&self, wr: W) -> Result<()>
     where
+        W: WorkRequestFor<T, SGE>,
         St: SendReady,
         R: PlainSendQueue,
     {
@@ -596,7 +678,8 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
             length: 0,
             lkey: 0,
         };
-        wr.fill(self.as_raw(), &self.caps(), &mut raw, &mut inline)?;
+        // SAFETY: `self.as_raw()` is this live QP.
+        unsafe { wr.fill(self.as_raw(), &self.caps(), &mut raw, &mut inline) }?;
         let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
         // SAFETY: a live QP in RTS; `raw` and what it points to (the caller's SGEs, borrowed by
         // `wr`, and `inline`) live across the call, which copies what it needs.

@@ -176,8 +176,14 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
                 from: QpStateName::Reset,
                 to: QpStateName::Init
             },
-            ErrorKind::Os(libc::EINVAL)
-        )
+            ErrorKind::OutOfRange {
+                what: "port_num",
+                value: (ctx.attr().phys_port_cnt + 1).into(),
+                min: 1,
+                max: ctx.attr().phys_port_cnt.into(),
+            }
+        ),
+        "checked before the call"
     );
     let qp: Qp<'_, Rc, _, _, _, Reset> = e.qp;
     assert_eq!(qp.query_state().unwrap(), IBV_QPS_RESET);
@@ -213,7 +219,8 @@ fn a_refused_to_transition_names_it_and_destroys_the_qp() {
         port_num: ctx.attr().phys_port_cnt + 1,
         ..CONNECTED_INIT
     };
-    // `to_init` returns the crate's Error (so `?` works anywhere) and the QP is gone.
+    // `to_init` returns the crate's Error (so `?` works anywhere) and the QP is gone. The
+    // port is checked before the call.
     let e: typed_verbs::Error = qp.to_init(bad_port).expect_err("port out of range");
     assert_eq!(
         e.verb,
@@ -222,17 +229,52 @@ fn a_refused_to_transition_names_it_and_destroys_the_qp() {
             to: QpStateName::Init
         }
     );
-    assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
+    assert!(
+        matches!(
+            e.kind,
+            ErrorKind::OutOfRange {
+                what: "port_num",
+                min: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.errno(), libc::EINVAL);
     let text = e.to_string();
     assert!(
-        text.starts_with("ibv_modify_qp RESET->INIT failed: ") && text.ends_with("(errno 22)"),
+        text.starts_with("ibv_modify_qp RESET->INIT: port_num = "),
         "{text}"
     );
     assert_eq!(qps(), before, "the refused QP is destroyed");
+    // A refusal by the device names the transition too: a source GID index inside the table
+    // that holds no GID (ENODATA, the kernel's rdma_get_gid_attr).
+    let gid = ctx.query_gid(1, 0).unwrap();
+    let gids = ctx.query_port(1).unwrap().gid_tbl_len;
+    let mut empty = av(&ctx, gid);
+    empty.grh.as_mut().unwrap().sgid_index = 200;
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let qp = qp.to_init(CONNECTED_INIT).unwrap();
+    let e = qp.to_rtr(rc_rtr(empty, 1)).expect_err("an empty GID entry");
+    if gids > 200 {
+        assert_eq!(e.kind, ErrorKind::Os(libc::ENODATA), "{e}");
+        assert_eq!(e.to_string(), "ibv_modify_qp INIT->RTR failed: ENODATA");
+        let source = std::error::Error::source(&e).expect("the io::Error as the source");
+        assert_eq!(
+            source.to_string(),
+            std::io::Error::from_raw_os_error(libc::ENODATA).to_string()
+        );
+    }
+    assert_eq!(qps(), before, "the refused QP is destroyed");
     // A `try_to_*` error converts the same way, dropping the QP.
-    let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
-    let e: typed_verbs::Error = qp.try_to_error().map(drop).map_err(Into::into).unwrap_err();
-    assert_eq!(e.errno(), libc::EINVAL);
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let qp = qp.to_init(CONNECTED_INIT).unwrap();
+    let e: typed_verbs::Error = qp
+        .try_to_rtr(rc_rtr(empty, 1))
+        .map(drop)
+        .map_err(Into::into)
+        .unwrap_err();
+    assert_ne!(e.errno(), 0);
     assert_eq!(qps(), before);
 }
 
@@ -254,24 +296,26 @@ fn query_gid_checks_the_port_first() {
 
 #[test]
 fn error_state_is_reachable_from_reset_only_through_init() {
-    // The kernel's table has no RESET -> ERR: the device refuses it, and the QP stays in RESET.
+    // The kernel's table has no RESET -> ERR: `to_error` from RESET does not compile
+    // (ui-tests/fail/to_error_from_reset.rs), and the device refuses it at the raw level, the
+    // QP staying in RESET.
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
     let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
-    let e = qp
-        .try_to_error()
-        .expect_err("RESET -> ERR is not in the state table");
-    assert_eq!(e.error.errno(), libc::EINVAL);
+    // SAFETY: plain C data.
+    let mut attr: typed_verbs::ffi::sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+    attr.qp_state = IBV_QPS_ERR;
+    // SAFETY: a live QP; `attr` valid for the call; IBV_QP_STATE only.
+    let r = unsafe { typed_verbs::raw::ibv_modify_qp(qp.as_raw(), &mut attr, 1) };
     assert_eq!(
-        e.error.verb,
-        Verb::ModifyQp {
-            from: QpStateName::Reset,
-            to: QpStateName::Err
-        }
+        r,
+        Err(libc::EINVAL),
+        "RESET -> ERR is not in the state table"
     );
-    let qp =
-        e.qp.to_init(UdInit {
+    assert_eq!(qp.query_state().unwrap(), IBV_QPS_RESET);
+    let qp = qp
+        .to_init(UdInit {
             port_num: 1,
             pkey_index: 0,
             qkey: 1,
@@ -401,8 +445,9 @@ fn modify_init_changes_what_the_peer_may_do() {
         )
     );
     assert!(
-        e.to_string().starts_with("ibv_modify_qp INIT->INIT failed"),
-        "{e}"
+        e.to_string()
+            .starts_with("ibv_modify_qp INIT->INIT: port_num = "),
+        "checked before the call: {e}"
     );
     assert_eq!(qp.query_state().unwrap(), IBV_QPS_INIT);
     // A UD QP's Q_Key changes in INIT.

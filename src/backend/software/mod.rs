@@ -63,6 +63,9 @@ pub struct SwConfig {
     pub max_objects: u32,
     /// `max_mcast_grp` and `max_mcast_qp_attach`. Default 64.
     pub max_mcast: u32,
+    /// `gid_tbl_len` of port 1: index 0 holds the port's GID, the others none. Default 1024
+    /// (as rxe's RXE_PORT_GID_TBL_LEN).
+    pub gid_tbl_len: u32,
     /// The `IBV_WC_EX_WITH_*` bits `ibv_create_cq_ex` accepts; others fail with EOPNOTSUPP.
     /// Default: all eleven of the man page.
     pub wc_flags: u64,
@@ -90,6 +93,7 @@ impl Default for SwConfig {
             num_comp_vectors: 2,
             max_objects: 4096,
             max_mcast: 64,
+            gid_tbl_len: 1024,
             wc_flags: wcf::ALL,
             cq_create_flags: crate::ffi::CREATE_CQ_ATTR_SINGLE_THREADED
                 | crate::ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN,
@@ -169,7 +173,8 @@ pub(crate) fn devices() -> Vec<Arc<SwDevice>> {
 /// the life of the process, like a device that was plugged in.
 ///
 /// Fails with EEXIST if a software device already has that name, and with EINVAL for an empty
-/// name, a name of more than 63 bytes, a config with zero `num_comp_vectors` or `max_cqe`, or a
+/// name, a name of more than 63 bytes, a config with zero `num_comp_vectors`, `max_cqe` or
+/// `gid_tbl_len`, or a
 /// limit that `struct ibv_device_attr` cannot carry (its `int` fields: above `i32::MAX`).
 pub(crate) fn register(name: &str, config: SwConfig) -> Result<(), Errno> {
     let bad = name.is_empty() || name.len() > 63 || name.contains('\0');
@@ -183,9 +188,11 @@ pub(crate) fn register(name: &str, config: SwConfig) -> Result<(), Errno> {
         config.num_comp_vectors,
         config.max_objects,
         config.max_mcast,
+        config.gid_tbl_len,
     ];
     let too_big = limits.iter().any(|&l| l > i32::MAX as u32);
-    if bad || too_big || config.num_comp_vectors == 0 || config.max_cqe == 0 {
+    let zero = config.num_comp_vectors == 0 || config.max_cqe == 0 || config.gid_tbl_len == 0;
+    if bad || too_big || zero {
         return Err(libc::EINVAL);
     }
     let mut devs = devices_lock().lock();
@@ -453,8 +460,8 @@ impl ControlPath for Software {
         a.max_cqe = c.max_cqe as i32;
         a.max_mr = c.max_objects as i32;
         a.max_pd = c.max_objects as i32;
-        a.max_qp_rd_atom = 128;
-        a.max_qp_init_rd_atom = 128;
+        a.max_qp_rd_atom = objects::MAX_QP_RD_ATOM.into();
+        a.max_qp_init_rd_atom = objects::MAX_QP_RD_ATOM.into();
         a.max_res_rd_atom = 128;
         a.atomic_cap = sys::ibv_atomic_cap::IBV_ATOMIC_HCA;
         a.max_mcast_grp = c.max_mcast as i32;
@@ -474,10 +481,12 @@ impl ControlPath for Software {
 
     unsafe fn query_port(
         &self,
-        _ctx: *mut sys::ibv_context,
+        ctx: *mut sys::ibv_context,
         port: u8,
         out: *mut sys::ibv_port_attr,
     ) -> Result<(), Errno> {
+        // SAFETY: live context (caller's contract).
+        let gids = unsafe { sw_context(ctx) }.config().gid_tbl_len;
         if port != 1 {
             return Err(libc::EINVAL);
         }
@@ -486,7 +495,7 @@ impl ControlPath for Software {
         p.state = sys::ibv_port_state::IBV_PORT_ACTIVE;
         p.max_mtu = sys::ibv_mtu::IBV_MTU_4096;
         p.active_mtu = ACTIVE_MTU;
-        p.gid_tbl_len = 1;
+        p.gid_tbl_len = gids as i32; // at most i32::MAX (register)
         p.max_msg_sz = 1 << 31;
         p.pkey_tbl_len = 1;
         p.phys_state = 5; // LinkUp
@@ -723,16 +732,25 @@ impl ControlPath for Software {
 
     unsafe fn query_gid(
         &self,
-        _ctx: *mut sys::ibv_context,
+        ctx: *mut sys::ibv_context,
         port: u8,
         index: i32,
         out: *mut sys::ibv_gid,
     ) -> Result<(), Errno> {
-        if port != 1 || index != 0 {
+        // SAFETY: live context (caller's contract).
+        let gids = unsafe { sw_context(ctx) }.config().gid_tbl_len;
+        if port != 1 {
             return Err(libc::EINVAL);
         }
+        // rdma-core's ibv_query_gid: "Preserve API behavior for empty GID": the kernel's
+        // ENODATA for an entry that holds no GID is a zero GID; past the table, EINVAL.
+        let raw = match gid_entry(index, gids) {
+            Ok(gid) => gid,
+            Err(libc::ENODATA) => [0; 16],
+            Err(e) => return Err(e),
+        };
         // SAFETY: `out` valid for writes.
-        unsafe { out.write(sys::ibv_gid { raw: port_gid() }) };
+        unsafe { out.write(sys::ibv_gid { raw }) };
         Ok(())
     }
 
@@ -774,6 +792,17 @@ impl ControlPath for Software {
     ) -> Result<(), Errno> {
         // SAFETY: live QP, gid readable.
         unsafe { objects::detach_mcast(qp, gid, lid) }
+    }
+}
+
+/// The GID at `index` of port 1, whose table has `len` entries of which only index 0 holds a
+/// GID, as the kernel's rdma_get_gid_attr finds it: EINVAL past the table ("if (index < 0 ||
+/// index >= table->sz) return ERR_PTR(-EINVAL)"), ENODATA for an entry that holds no GID.
+pub(crate) fn gid_entry(index: i32, len: u32) -> Result<[u8; 16], Errno> {
+    match u32::try_from(index) {
+        Ok(0) => Ok(port_gid()),
+        Ok(i) if i < len => Err(libc::ENODATA),
+        _ => Err(libc::EINVAL),
     }
 }
 

@@ -9,7 +9,7 @@ use crate::sync::Mutex;
 use std::collections::VecDeque;
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 fn adjust(u: &AtomicU32, delta: i32) {
     if delta > 0 {
@@ -180,6 +180,18 @@ pub(super) unsafe fn dereg_mr(mr: *mut sys::ibv_mr) -> Result<(), Errno> {
     Ok(())
 }
 
+/// The kernel's checks of an address vector, in its order: the port (`rdma_check_ah_attr`:
+/// EINVAL), a GRH on a RoCE port ("if (ah_attr->type == RDMA_AH_ATTR_TYPE_ROCE && !(ah_flags &
+/// IB_AH_GRH)) return -EINVAL"), and the source GID entry (`rdma_get_gid_attr`: "if (index < 0
+/// || index >= table->sz) return ERR_PTR(-EINVAL)", an entry that holds no GID -ENODATA).
+/// `gids` is the length of the port's GID table.
+pub(super) fn check_av(a: &sys::ibv_ah_attr, gids: u32) -> Result<(), Errno> {
+    if a.port_num != 1 || a.is_global == 0 {
+        return Err(libc::EINVAL);
+    }
+    super::gid_entry(a.grh.sgid_index.into(), gids).map(drop)
+}
+
 /// An address handle: the attributes it was created with, which a UD work request names.
 #[repr(C)]
 pub(super) struct SwAh {
@@ -199,11 +211,14 @@ pub(super) unsafe fn create_ah(
     let (ctx, a) = unsafe { ((*pd).context, *attr) };
     // SAFETY: a live PD's context is a live software context.
     let c = unsafe { sw_context(ctx) };
-    // As the kernel's rdma_check_ah_attr and rxe_av_chk_attr: the one port, and on RoCE (the
-    // device's link layer is Ethernet) a GRH whose sgid_index is in the GID table.
-    if is_parent_domain(pd) || a.port_num != 1 || a.is_global == 0 || a.grh.sgid_index != 0 {
+    if is_parent_domain(pd) {
         return Err(libc::EINVAL);
     }
+    // As ib_uverbs_create_ah (`rdma_is_port_valid`) and rdma_create_user_ah's
+    // rdma_fill_sgid_attr: the one port, on RoCE a GRH (rdma_check_ah_attr), and a source GID
+    // index that holds a GID (rdma_get_gid_attr: EINVAL past the table, ENODATA for an empty
+    // entry).
+    check_av(&a, c.config().gid_tbl_len)?;
     take(&c.live.ahs, c.config().max_objects)?;
     // SAFETY: live PD.
     unsafe { pd_use(pd, 1) };
@@ -390,7 +405,9 @@ pub(super) unsafe fn create_srq(
     // SAFETY: a live PD's context is a live software context.
     let c = unsafe { sw_context(ctx) };
     let cfg = c.config();
-    if a.attr.max_wr > cfg.max_srq_wr || a.attr.max_sge > cfg.max_srq_sge {
+    // rxe_srq_chk_init: "max_wr(%d) > max_srq_wr(%d)", "max_wr(%d) <= 0" and
+    // "max_sge(%d) > max_srq_sge(%d)" are -EINVAL.
+    if a.attr.max_wr == 0 || a.attr.max_wr > cfg.max_srq_wr || a.attr.max_sge > cfg.max_srq_sge {
         return Err(libc::EINVAL);
     }
     take(&c.live.srqs, cfg.max_objects)?;
@@ -458,24 +475,24 @@ pub(super) unsafe fn modify_srq(
     let _fabric = data::lock();
     let posted = sw.rq.lock().len();
     let mut cur = sw.attr.lock();
+    // rxe_srq_chk_attr checks both against the SRQ as it is before the change: the new
+    // max_wr against the limit armed now ("srq->limit && (attr->max_wr < srq->limit)"), the
+    // new limit against the ring of now ("attr->srq_limit > srq->rq.queue->buf->index_mask");
+    // rxe_srq_from_attr then resizes and arms.
     let ring = if mask & SRQ_MAX_WR != 0 {
-        let limit = if mask & SRQ_LIMIT != 0 {
-            a.srq_limit
-        } else {
-            cur.srq_limit
-        };
+        let limit = cur.srq_limit;
         if a.max_wr == 0 || a.max_wr > max_srq_wr || (limit != 0 && a.max_wr < limit) {
             return Err(libc::EINVAL);
         }
-        let ring = rxe_round(a.max_wr);
-        if (ring as usize) < posted {
-            return Err(libc::EINVAL);
-        }
-        ring
+        rxe_round(a.max_wr)
     } else {
         cur.max_wr
     };
-    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > ring) {
+    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > cur.max_wr) {
+        return Err(libc::EINVAL);
+    }
+    // rxe_queue_resize: the posted receives must fit the new ring.
+    if (ring as usize) < posted {
         return Err(libc::EINVAL);
     }
     cur.max_wr = ring;
@@ -527,6 +544,9 @@ pub(super) struct SwQp {
     /// The attributes set by ibv_modify_qp (state included), under one lock. The state is the
     /// kernel's: the data path moves it to ERR after an error completion.
     pub(super) attr: Mutex<sys::ibv_qp_attr>,
+    /// The port the last successful modify with `IBV_QP_PORT` gave the QP, 0 before any: the
+    /// kernel's `qp->port`, which a move to RESET keeps. Written under `attr`'s lock.
+    port: AtomicU8,
     /// The send and receive queues (see `data`), on their own cache line: the data path locks
     /// them several times per request, and the RC loopback rate changed by 8% with the size of
     /// the fields before them.
@@ -658,6 +678,7 @@ pub(super) unsafe fn create_qp(
         mcast: Mutex::new(Vec::new()),
         // SAFETY: plain C data; state RESET is 0.
         attr: Mutex::new(unsafe { std::mem::zeroed() }),
+        port: AtomicU8::new(0),
         queues: CacheLine(Mutex::new(Queues::default())),
         events: EventCounts::default(),
     });
@@ -717,6 +738,10 @@ const SQ_PSN: i32 = 1 << 16;
 const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
 const PATH_MIG_STATE: i32 = 1 << 18;
 const DEST_QPN: i32 = 1 << 20;
+
+/// `max_qp_rd_atom` and `max_qp_init_rd_atom` the device reports (rxe's RXE_MAX_QP_RD_ATOM and
+/// RXE_MAX_QP_INIT_RD_ATOM).
+pub(super) const MAX_QP_RD_ATOM: u8 = 128;
 
 /// The kernel's QP state table (drivers/infiniband/core/verbs.c, `qp_state_table`) for the QP
 /// types the seeds name: `Some((required, optional))` for a valid transition.
@@ -835,6 +860,33 @@ unsafe fn modify_attr(
     let mut cur_attr = unsafe { (*sw).attr.lock() };
     let cur = cur_attr.qp_state;
     let next = if mask & STATE != 0 { a.qp_state } else { cur };
+    // ib_uverbs' modify_qp checks the ports first (-EINVAL): `port_num`, the address vector's
+    // port ("if (cmd->base.dest.port_num != qp->real_qp->port)" for a move to RTR), the
+    // alternate path's two ports, and the states ("qp_state > IB_QPS_ERR").
+    // SAFETY: the caller's contract.
+    let qp_port = unsafe { &(*sw).port };
+    let to_rtr = mask & STATE != 0 && a.qp_state == IBV_QPS_RTR;
+    let bad_ports = (mask & PORT != 0 && a.port_num != 1)
+        || (mask & AV != 0
+            && (a.ah_attr.port_num != 1
+                || (to_rtr && a.ah_attr.port_num != qp_port.load(Ordering::Relaxed))))
+        || (mask & ALT_PATH != 0 && (a.alt_port_num != 1 || a.alt_ah_attr.port_num != 1))
+        || (mask & CUR_STATE != 0 && a.cur_qp_state > IBV_QPS_ERR)
+        || (mask & STATE != 0 && a.qp_state > IBV_QPS_ERR);
+    if bad_ports {
+        return Err(libc::EINVAL);
+    }
+    // Then the core's _ib_modify_qp resolves the source GIDs of the address vector and of the
+    // alternate path (rdma_fill_sgid_attr) before anything else: an empty GID entry is
+    // ENODATA whatever else is wrong (the ban of alternate paths on RoCE comes after).
+    // SAFETY: a live QP's context is live.
+    let gids = unsafe { &*(*sw).ctx }.config().gid_tbl_len;
+    if mask & AV != 0 {
+        check_av(&a.ah_attr, gids)?;
+    }
+    if mask & ALT_PATH != 0 {
+        check_av(&a.alt_ah_attr, gids)?;
+    }
     if mask & CUR_STATE != 0 && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS) {
         return Err(libc::EINVAL);
     }
@@ -843,14 +895,17 @@ unsafe fn modify_attr(
     if mask & req != req || mask & !(req | opt | STATE) != 0 {
         return Err(libc::EINVAL);
     }
-    // What rxe checks of the values (rxe_qp_chk_attr, rxe_av_chk_attr).
+    // What rxe checks of the values (rxe_qp_chk_attr). Not the P_Key index: rxe checks none,
+    // and the core checks P_Keys (ib_security_modify_qp) only on a device with an InfiniBand
+    // port ("If this isn't an IB device don't create the security context",
+    // ib_create_qp_security). Not max_dest_rd_atomic: rxe checks only max_rd_atomic
+    // ("invalid max_rd_atomic %d > %d" against max_qp_rd_atom).
     let bad = (mask & PORT != 0 && a.port_num != 1)
-        || (mask & PKEY_INDEX != 0 && a.pkey_index != 0)
-        || (mask & PATH_MTU != 0 && !(sys::ibv_mtu::IBV_MTU_256..=sys::ibv_mtu::IBV_MTU_4096).contains(&a.path_mtu))
-        || (mask & MAX_QP_RD_ATOMIC != 0 && a.max_rd_atomic > 128)
-        || (mask & MAX_DEST_RD_ATOMIC != 0 && a.max_dest_rd_atomic > 128)
-        // RoCE: an address vector must carry a GRH (rdma_check_ah_attr).
-        || (mask & AV != 0 && (a.ah_attr.port_num != 1 || a.ah_attr.is_global == 0))
+        // "if (mtu > max_mtu)", the port's max_mtu: a path_mtu of 0 passes, as on rxe.
+        || (mask & PATH_MTU != 0 && a.path_mtu > sys::ibv_mtu::IBV_MTU_4096)
+        || (mask & MAX_QP_RD_ATOMIC != 0 && a.max_rd_atomic > MAX_QP_RD_ATOM)
+        // "invalid QP timeout %d > 31"
+        || (mask & TIMEOUT != 0 && a.timeout > 31)
         // An alternate path: the kernel's _ib_modify_qp refuses it on RoCE ("Today the core code
         // can only handle alternate paths and APM for IB. Ban them in roce mode"), before the
         // driver sees it; this device's port is RoCE, as rxe's.
@@ -889,9 +944,30 @@ unsafe fn modify_attr(
         ALT_PATH => alt_port_num,
         ALT_PATH => alt_timeout,
     }
+    // rxe_qp_from_attr: "roundup_pow_of_two(attr->max_rd_atomic)" and the same of
+    // max_dest_rd_atomic, kept in the u8 of `struct ib_qp_attr` that ibv_query_qp reports
+    // (255 becomes 256, which reads back as 0).
+    let round = |v: u8| {
+        if v == 0 {
+            0
+        } else {
+            (u32::from(v).next_power_of_two()) as u8
+        }
+    };
+    if mask & MAX_QP_RD_ATOMIC != 0 {
+        n.max_rd_atomic = round(a.max_rd_atomic);
+    }
+    if mask & MAX_DEST_RD_ATOMIC != 0 {
+        n.max_dest_rd_atomic = round(a.max_dest_rd_atomic);
+    }
     if next == IBV_QPS_RESET {
         // SAFETY: plain C data; a QP back in RESET has lost its attributes.
         *n = unsafe { std::mem::zeroed() };
+    }
+    if mask & PORT != 0 {
+        // _ib_modify_qp: "if (attr_mask & IB_QP_PORT) qp->port = attr->port_num;", after
+        // the device took the change.
+        qp_port.store(a.port_num, Ordering::Relaxed);
     }
     n.qp_state = next;
     // SAFETY: the QP's own state field, written under the attribute lock (as libibverbs
