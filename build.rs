@@ -3,74 +3,166 @@
 //! structures the software device fills, and
 //! `verbs_context`, which the crate's own `verbs_get_ctx` reads, so that
 //! `src/ffi.rs` can assert at compile time that each mirror has the C size, alignment and field
-//! offsets. It compiles and runs a small C program against <infiniband/verbs.h>.
+//! offsets.
+//!
+//! Nothing compiled here runs: a probe is compiled to an object file for the target, with the
+//! target's C compiler (the `cc` crate: `CC`, `CFLAGS`, `CC_<target>`, cross toolchains), each
+//! measured value the size of a symbol (`char typed_verbs_layout_SIZEOF_ibv_wc[sizeof(struct
+//! ibv_wc) + 1]`: one more, so that no array is empty), and the sizes are read back from the
+//! object file's symbol table (the `object` crate). Cross-compiling works so.
+//!
+//! <infiniband/verbs.h> is found where pkg-config's `libibverbs.pc` says, else on the compiler's
+//! default include path. On docs.rs (`DOCS_RS` set) without the headers, the layout is the one
+//! checked in for x86_64 Linux (`c_layout/x86_64-linux.rs`), so the documentation builds.
 
 use std::env;
 use std::fs;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+
+/// The prefix of every measured symbol.
+const PREFIX: &str = "typed_verbs_layout_";
 
 const PROBE: &str = r#"
 #include <stddef.h>
-#include <stdio.h>
 #include <infiniband/verbs.h>
-#define S(t) printf("pub const SIZEOF_%s: usize = %zu;\npub const ALIGNOF_%s: usize = %zu;\n", #t, sizeof(struct t), #t, _Alignof(struct t));
-#define O(t, f) printf("pub const OFFSETOF_%s_%s: usize = %zu;\n", #t, #f, offsetof(struct t, f));
-#define P(t, name, path) printf("pub const OFFSETOF_%s_%s: usize = %zu;\n", #t, #name, offsetof(struct t, path));
-int main(void) {
-    S(ibv_wc) O(ibv_wc, wr_id) O(ibv_wc, status) O(ibv_wc, opcode) O(ibv_wc, vendor_err)
-    O(ibv_wc, byte_len) O(ibv_wc, imm_data) O(ibv_wc, qp_num) O(ibv_wc, src_qp) O(ibv_wc, wc_flags)
-    O(ibv_wc, pkey_index) O(ibv_wc, slid) O(ibv_wc, sl) O(ibv_wc, dlid_path_bits)
-    printf("pub const SIZEOF_ibv_gid: usize = %zu;\npub const ALIGNOF_ibv_gid: usize = %zu;\n",
-           sizeof(union ibv_gid), _Alignof(union ibv_gid));
-    S(ibv_cq_ex) O(ibv_cq_ex, status) O(ibv_cq_ex, wr_id) O(ibv_cq_ex, start_poll)
-    O(ibv_cq_ex, read_completion_wallclock_ns)
-    S(ibv_cq) S(ibv_context) S(ibv_qp) S(ibv_srq) S(ibv_pd) S(ibv_comp_channel)
-    S(ibv_qp_init_attr) S(ibv_srq_init_attr) S(ibv_cq_init_attr_ex) S(ibv_device_attr)
-    S(ibv_port_attr)
-    S(ibv_global_route) O(ibv_global_route, dgid) O(ibv_global_route, flow_label)
-    O(ibv_global_route, sgid_index) O(ibv_global_route, hop_limit) O(ibv_global_route, traffic_class)
-    S(ibv_ah_attr) O(ibv_ah_attr, grh) O(ibv_ah_attr, dlid) O(ibv_ah_attr, sl) O(ibv_ah_attr, src_path_bits)
-    O(ibv_ah_attr, static_rate) O(ibv_ah_attr, is_global) O(ibv_ah_attr, port_num)
-    S(ibv_qp_attr) O(ibv_qp_attr, ah_attr) O(ibv_qp_attr, pkey_index) O(ibv_qp_attr, port_num)
-    O(ibv_qp_attr, rate_limit)
-    S(ibv_send_wr) O(ibv_send_wr, wr_id) O(ibv_send_wr, next) O(ibv_send_wr, sg_list)
-    O(ibv_send_wr, num_sge) O(ibv_send_wr, opcode) O(ibv_send_wr, send_flags) O(ibv_send_wr, imm_data)
-    O(ibv_send_wr, wr) O(ibv_send_wr, qp_type) O(ibv_send_wr, bind_mw)
-    P(ibv_send_wr, rdma_remote_addr, wr.rdma.remote_addr) P(ibv_send_wr, rdma_rkey, wr.rdma.rkey) P(ibv_send_wr, atomic_compare_add, wr.atomic.compare_add)
-    P(ibv_send_wr, atomic_swap, wr.atomic.swap) P(ibv_send_wr, atomic_rkey, wr.atomic.rkey) P(ibv_send_wr, ud_ah, wr.ud.ah)
-    P(ibv_send_wr, ud_remote_qpn, wr.ud.remote_qpn) P(ibv_send_wr, ud_remote_qkey, wr.ud.remote_qkey)
-    S(ibv_recv_wr) O(ibv_recv_wr, next) O(ibv_recv_wr, sg_list) O(ibv_recv_wr, num_sge)
-    S(ibv_sge) O(ibv_sge, addr) O(ibv_sge, length) O(ibv_sge, lkey)
-    S(ibv_async_event) O(ibv_async_event, element) O(ibv_async_event, event_type)
-    printf("pub const SIZEOF_ibv_event_type: usize = %zu;\n", sizeof(enum ibv_event_type));
-    S(verbs_context) O(verbs_context, sz) O(verbs_context, context) O(verbs_context, create_cq_ex)
-    O(verbs_context, alloc_parent_domain) O(verbs_context, query_port)
-    return 0;
-}
+/* Each value is the size of an array minus one (no array is empty), read from the symbol table. */
+#define V(name, value) char typed_verbs_layout_##name[(value) + 1] = {0};
+#define S(t) V(SIZEOF_##t, sizeof(struct t)) V(ALIGNOF_##t, _Alignof(struct t))
+#define O(t, f) V(OFFSETOF_##t##_##f, offsetof(struct t, f))
+#define P(t, name, path) V(OFFSETOF_##t##_##name, offsetof(struct t, path))
+S(ibv_wc) O(ibv_wc, wr_id) O(ibv_wc, status) O(ibv_wc, opcode) O(ibv_wc, vendor_err)
+O(ibv_wc, byte_len) O(ibv_wc, imm_data) O(ibv_wc, qp_num) O(ibv_wc, src_qp) O(ibv_wc, wc_flags)
+O(ibv_wc, pkey_index) O(ibv_wc, slid) O(ibv_wc, sl) O(ibv_wc, dlid_path_bits)
+V(SIZEOF_ibv_gid, sizeof(union ibv_gid)) V(ALIGNOF_ibv_gid, _Alignof(union ibv_gid))
+S(ibv_cq_ex) O(ibv_cq_ex, status) O(ibv_cq_ex, wr_id) O(ibv_cq_ex, start_poll)
+O(ibv_cq_ex, read_completion_wallclock_ns)
+S(ibv_cq) S(ibv_context) S(ibv_qp) S(ibv_srq) S(ibv_pd) S(ibv_comp_channel)
+S(ibv_qp_init_attr) S(ibv_srq_init_attr) S(ibv_cq_init_attr_ex) S(ibv_device_attr)
+S(ibv_port_attr)
+S(ibv_global_route) O(ibv_global_route, dgid) O(ibv_global_route, flow_label)
+O(ibv_global_route, sgid_index) O(ibv_global_route, hop_limit) O(ibv_global_route, traffic_class)
+S(ibv_ah_attr) O(ibv_ah_attr, grh) O(ibv_ah_attr, dlid) O(ibv_ah_attr, sl) O(ibv_ah_attr, src_path_bits)
+O(ibv_ah_attr, static_rate) O(ibv_ah_attr, is_global) O(ibv_ah_attr, port_num)
+S(ibv_qp_attr) O(ibv_qp_attr, ah_attr) O(ibv_qp_attr, pkey_index) O(ibv_qp_attr, port_num)
+O(ibv_qp_attr, rate_limit)
+S(ibv_send_wr) O(ibv_send_wr, wr_id) O(ibv_send_wr, next) O(ibv_send_wr, sg_list)
+O(ibv_send_wr, num_sge) O(ibv_send_wr, opcode) O(ibv_send_wr, send_flags) O(ibv_send_wr, imm_data)
+O(ibv_send_wr, wr) O(ibv_send_wr, qp_type) O(ibv_send_wr, bind_mw)
+P(ibv_send_wr, rdma_remote_addr, wr.rdma.remote_addr) P(ibv_send_wr, rdma_rkey, wr.rdma.rkey) P(ibv_send_wr, atomic_compare_add, wr.atomic.compare_add)
+P(ibv_send_wr, atomic_swap, wr.atomic.swap) P(ibv_send_wr, atomic_rkey, wr.atomic.rkey) P(ibv_send_wr, ud_ah, wr.ud.ah)
+P(ibv_send_wr, ud_remote_qpn, wr.ud.remote_qpn) P(ibv_send_wr, ud_remote_qkey, wr.ud.remote_qkey)
+S(ibv_recv_wr) O(ibv_recv_wr, next) O(ibv_recv_wr, sg_list) O(ibv_recv_wr, num_sge)
+S(ibv_sge) O(ibv_sge, addr) O(ibv_sge, length) O(ibv_sge, lkey)
+S(ibv_async_event) O(ibv_async_event, element) O(ibv_async_event, event_type)
+V(SIZEOF_ibv_event_type, sizeof(enum ibv_event_type))
+S(verbs_context) O(verbs_context, sz) O(verbs_context, context) O(verbs_context, create_cq_ex)
+O(verbs_context, alloc_parent_domain) O(verbs_context, query_port)
 "#;
+
+/// The layout checked in for docs.rs (x86_64 Linux, rdma-core's headers).
+const CHECKED_IN: &str = "c_layout/x86_64-linux.rs";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed={CHECKED_IN}");
+    println!("cargo:rerun-if-env-changed=DOCS_RS");
+    // `cfg(docsrs)`: the docs.rs build (package.metadata.docs.rs), for `doc(cfg(...))`.
+    println!("cargo:rustc-check-cfg=cfg(docsrs)");
+    // Set when the layout is the checked-in one rather than measured (ffi.rs's tests).
+    println!("cargo:rustc-check-cfg=cfg(typed_verbs_checked_in_layout)");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let layout = match measure(&out) {
+        Ok(layout) => layout,
+        Err(why) if env::var_os("DOCS_RS").is_some() => {
+            let why = why.lines().next().unwrap_or_default();
+            println!(
+                "cargo:warning=typed-verbs: using the checked-in x86_64 Linux C layout ({why})"
+            );
+            println!("cargo:rustc-cfg=typed_verbs_checked_in_layout");
+            fs::read_to_string(CHECKED_IN).expect("read the checked-in layout")
+        }
+        Err(why) => panic!("typed-verbs: {why}"),
+    };
+    fs::write(out.join("c_layout.rs"), layout).expect("write c_layout.rs");
+}
+
+/// Compiles the probe for the target and reads the measured values from its symbol table: the
+/// contents of `c_layout.rs`.
+fn measure(out: &Path) -> Result<String, String> {
     let src = out.join("c_layout.c");
-    let exe = out.join("c_layout");
-    fs::write(&src, PROBE).expect("write the layout probe");
-    let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap_or_else(|e| panic!("typed-verbs: cannot run the C compiler {cc:?}: {e}"));
-    assert!(
-        status.success(),
-        "typed-verbs: the C layout probe did not compile; is libibverbs-dev installed?"
-    );
-    let printed = Command::new(&exe).output().expect("run the layout probe");
-    assert!(
-        printed.status.success(),
-        "typed-verbs: the C layout probe failed"
-    );
-    fs::write(out.join("c_layout.rs"), printed.stdout).expect("write c_layout.rs");
+    let obj = out.join("c_layout.o");
+    fs::write(&src, PROBE).map_err(|e| format!("cannot write the layout probe: {e}"))?;
+
+    // Nothing is linked: cc's cargo metadata here is the `rerun-if-env-changed` of each variable
+    // it reads (CC, CFLAGS, CC_<target>, ...).
+    let mut build = cc::Build::new();
+    build.warnings(false);
+    // libibverbs.pc's include directories, when pkg-config knows the library; otherwise (no .pc
+    // file, no pkg-config, a cross build pkg-config refuses) the compiler's default paths.
+    // rdma-sys links the library: this probe only reads the headers.
+    if let Ok(lib) = pkg_config::Config::new()
+        .cargo_metadata(false)
+        .env_metadata(true)
+        .probe("libibverbs")
+    {
+        build.includes(lib.include_paths);
+    }
+    // The symbol sizes are what is read: no link-time-optimisation object without them.
+    build.flag_if_supported("-fno-lto");
+    let compiler = build
+        .try_get_compiler()
+        .map_err(|e| format!("no C compiler for the target: {e}"))?;
+    let mut cmd = compiler.to_command();
+    cmd.arg("-c").arg(&src).arg("-o").arg(&obj);
+    let done = cmd
+        .output()
+        .map_err(|e| format!("cannot run the C compiler {:?}: {e}", compiler.path()))?;
+    if !done.status.success() {
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        let missing = stderr.contains("infiniband/verbs.h: No such file")
+            || stderr.contains("'infiniband/verbs.h' file not found");
+        return Err(format!(
+            "the C layout probe did not compile{}\n{cmd:?}\n{stderr}",
+            if missing {
+                ": <infiniband/verbs.h> is missing; is libibverbs-dev (rdma-core's headers) installed?"
+            } else {
+                ""
+            }
+        ));
+    }
+    let data = fs::read(&obj).map_err(|e| format!("cannot read the layout probe's object: {e}"))?;
+    read_layout(&data)
+}
+
+/// The `pub const NAME: usize = VALUE;` lines of the probe's symbols, in name order.
+fn read_layout(data: &[u8]) -> Result<String, String> {
+    use object::{Object, ObjectSymbol};
+    let file = object::File::parse(data)
+        .map_err(|e| format!("cannot parse the layout probe's object file: {e}"))?;
+    let mut values = Vec::new();
+    for sym in file.symbols() {
+        let Ok(name) = sym.name() else { continue };
+        // Some formats prefix C names with an underscore.
+        let Some(name) = name.trim_start_matches('_').strip_prefix(PREFIX) else {
+            continue;
+        };
+        let size = sym.size();
+        if size == 0 {
+            return Err(format!(
+                "the layout probe's object file records no symbol sizes ({name}); \
+                 the layout is read from ELF symbol sizes"
+            ));
+        }
+        values.push((name.to_owned(), size - 1));
+    }
+    values.sort();
+    if values.is_empty() {
+        return Err("the layout probe's object file has none of its symbols".into());
+    }
+    let mut text =
+        String::from("// The C layout, measured by build.rs from <infiniband/verbs.h>.\n");
+    for (name, value) in values {
+        text.push_str(&format!("pub const {name}: usize = {value};\n"));
+    }
+    Ok(text)
 }

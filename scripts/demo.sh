@@ -17,10 +17,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=setup.sh
 source scripts/setup.sh
 
-# With no argument the demo calls Context::open_from_env(), which reads TYPED_VERBS_DEVICE and
-# falls back to sw0.
-cargo run --release --example demo -- "$@"
+# The demo's device is named, sw0 when nothing names one: Context::open_from_env() would take a
+# machine's first real device instead.
 device=${1:-${TYPED_VERBS_DEVICE:-sw0}}
+cargo run --release --example demo -- "$device"
 echo
 echo "rc_pingpong --self -d $device (server and client in one process)"
 exec cargo run --release --example rc_pingpong -- --self -d "$device"

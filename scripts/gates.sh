@@ -2,8 +2,8 @@
 # The CI gates that run before the tests (.ci/run): formatting, clippy with every warning an
 # error, and the documentation with every rustdoc warning an error (broken intra-doc links,
 # missing docs). Each gate runs on the whole workspace and on every feature combination CI
-# builds: the default features, all features (tokio, valgrind). Exits non-zero at the first
-# gate that fails, naming it.
+# builds: the default features, all features (tokio, valgrind), no default features (without
+# the software device). Exits non-zero at the first gate that fails, naming it.
 #
 # Usage: bash scripts/gates.sh
 set -euo pipefail
@@ -25,5 +25,6 @@ gate() { # gate NAME COMMAND...: runs one gate, prints its verdict
 gate "rustfmt" cargo fmt --all --check
 gate "clippy (default features)" cargo clippy --workspace --all-targets -- -D warnings
 gate "clippy (all features)" cargo clippy --workspace --all-targets --all-features -- -D warnings
+gate "clippy (no default features: without the software device)" cargo clippy --workspace --all-targets --no-default-features -- -D warnings
 gate "rustdoc" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 echo "gates: all passed"

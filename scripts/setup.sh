@@ -7,8 +7,9 @@ set -euo pipefail
 
 # pkg-config, libibverbs-dev and librdmacm-dev: rdma-sys links libibverbs/librdmacm through
 # pkg-config; libclang-dev: bindgen; libibverbs-dev also provides <infiniband/verbs.h> for
-# build.rs's layout probe and pulls in libibverbs1 for run time.
-PACKAGES=(pkg-config libibverbs-dev librdmacm-dev libclang-dev)
+# build.rs's layout probe and pulls in libibverbs1 for run time; python3: scripts/msrv-check.sh
+# reads cargo metadata with it.
+PACKAGES=(pkg-config libibverbs-dev librdmacm-dev libclang-dev python3)
 
 installed() {
     [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]

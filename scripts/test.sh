@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, integration, UI (trybuild, tests/ui.rs) and doc tests,
+# then checks the build without default features and the rust-version (scripts/msrv-check.sh),
 # then the pingpong examples on the software device (scripts/pingpong.sh), then the sanitizer
 # lane: the sw0 tests and the examples under valgrind's memcheck and helgrind
 # (scripts/sanitize.sh; TYPED_VERBS_NO_SANITIZE=1 leaves it out) and under Miri where a nightly
@@ -18,6 +19,16 @@ source scripts/setup.sh
 start=$(date +%s)
 status=0
 cargo test --workspace "$@" || status=$?
+# Without the default features (the software device compiled out): the crate, its examples and
+# its tests still build.
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    cargo check --no-default-features --all-targets || status=$?
+fi
+# rust-version is true: the lockfile's packages need no newer Rust, and the minimal versions
+# Cargo.toml allows build (where a nightly toolchain can resolve them; SKIP otherwise).
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    bash scripts/msrv-check.sh || status=$?
+fi
 # The tokio feature's tests: completion events awaited through tokio, owned handles moved into
 # tokio tasks.
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then

@@ -307,6 +307,7 @@ mod tokio_events {
     /// })?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub struct AsyncCompChannel<'a, 'ctx> {
         ch: &'a CompChannel<'ctx>,
         fd: AsyncFd<ChannelFd>,
@@ -335,6 +336,7 @@ mod tokio_events {
         /// # drop(events);
         /// # Ok::<(), typed_verbs::Error>(())
         /// ```
+        #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
         pub fn cq_events(&self) -> Result<AsyncCompChannel<'_, 'ctx>> {
             if tokio::runtime::Handle::try_current().is_err() {
                 return Err(Error::os(Verb::GetCqEvent, libc::ENXIO));
@@ -413,6 +415,7 @@ mod tokio_events {
 }
 
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use tokio_events::AsyncCompChannel;
 
 impl crate::sealed::SealedParent for CompChannel<'_> {}

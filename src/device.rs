@@ -1,5 +1,5 @@
-//! Devices and contexts: the device list (software devices first, then rdma-core's), opening a
-//! device by name, and querying its attributes and ports.
+//! Devices and contexts: the device list (rdma-core's devices first, then the software devices),
+//! opening a device by name, and querying its attributes and ports.
 //!
 //! ```
 //! for dev in typed_verbs::devices()? {
@@ -10,17 +10,18 @@
 //! ```
 
 use crate::backend;
+#[cfg(feature = "software-device")]
 use crate::backend::SwDevice;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
-use crate::software;
 use std::ffi::CStr;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-/// The environment variable that names the device tests and examples use; unset means the
-/// software device [`software::DEFAULT_DEVICE`].
+/// The environment variable that names the device [`Context::open_from_env`] opens (and the
+/// tests and examples use). Unset or empty, it opens the first real device, and the software
+/// device only on a machine without one: see [`Context::open_from_env`].
 pub const DEVICE_ENV: &str = "TYPED_VERBS_DEVICE";
 
 /// rdma-core's device array, freed when the last [`Device`] of it is dropped.
@@ -37,6 +38,7 @@ impl Drop for RawList {
 }
 
 enum DeviceRef {
+    #[cfg(feature = "software-device")]
     Software(Arc<SwDevice>),
     RdmaCore {
         _list: Arc<RawList>,
@@ -76,9 +78,11 @@ impl std::fmt::Debug for Device {
     }
 }
 
-/// Every device: the registered software devices, then the devices libibverbs finds.
+/// Every device: the devices libibverbs finds (`ibv_get_device_list`, in its order), then the
+/// registered software devices (with the `software-device` feature, on by default), so that the
+/// first device of the list is a real one whenever the machine has one.
 ///
-/// A machine without any RDMA device (libibverbs says ENOSYS) still lists the software devices.
+/// A machine without any RDMA device (libibverbs says ENOSYS) lists the software devices alone.
 /// Under Miri, which cannot call C, the list is the software devices alone.
 ///
 /// # Errors
@@ -91,16 +95,23 @@ impl std::fmt::Debug for Device {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 pub fn devices() -> Result<Vec<Device>> {
-    let mut out: Vec<Device> = backend::software_devices()
-        .into_iter()
-        .map(|d| Device {
-            name: d.name.clone(),
-            dev: DeviceRef::Software(d),
-        })
-        .collect();
-    if cfg!(miri) {
-        return Ok(out);
-    }
+    #[cfg_attr(not(feature = "software-device"), allow(unused_mut))]
+    let mut out = if cfg!(miri) {
+        Vec::new()
+    } else {
+        rdma_core_devices()?
+    };
+    #[cfg(feature = "software-device")]
+    out.extend(backend::software_devices().into_iter().map(|d| Device {
+        name: d.name.clone(),
+        dev: DeviceRef::Software(d),
+    }));
+    Ok(out)
+}
+
+/// The devices libibverbs lists; none where it says ENOSYS (no RDMA device, or no kernel support).
+fn rdma_core_devices() -> Result<Vec<Device>> {
+    let mut out = Vec::new();
     let mut n = 0;
     // SAFETY: plain call; the result is checked for NULL.
     let list = unsafe { sys::ibv_get_device_list(&mut n) };
@@ -133,6 +144,14 @@ pub fn devices() -> Result<Vec<Device>> {
     Ok(out)
 }
 
+/// Which of `list` [`Context::open_from_env`] opens when [`DEVICE_ENV`] is unset: the first
+/// real device, else the first software device; `None` for an empty list.
+fn default_device<T>(list: &[T], is_software: impl Fn(&T) -> bool) -> Option<usize> {
+    list.iter()
+        .position(|d| !is_software(d))
+        .or_else(|| list.iter().position(&is_software))
+}
+
 impl Device {
     /// The device's name (`sw0`, `rxe0`, `mlx5_0`, ...).
     ///
@@ -153,7 +172,11 @@ impl Device {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn is_software(&self) -> bool {
-        matches!(self.dev, DeviceRef::Software(_))
+        match self.dev {
+            #[cfg(feature = "software-device")]
+            DeviceRef::Software(_) => true,
+            DeviceRef::RdmaCore { .. } => false,
+        }
     }
 
     /// Opens the device (`ibv_open_device`) and reads its attributes.
@@ -170,6 +193,7 @@ impl Device {
     /// ```
     pub fn open(&self) -> Result<Context> {
         let raw = match &self.dev {
+            #[cfg(feature = "software-device")]
             DeviceRef::Software(d) => backend::open_software(d),
             DeviceRef::RdmaCore { dev, .. } => {
                 // SAFETY: a live device of a live list.
@@ -369,11 +393,22 @@ impl Context {
             .open()
     }
 
-    /// Opens the device named by [`DEVICE_ENV`], or the software device when it is unset.
+    /// Opens the device named by [`DEVICE_ENV`]; when the variable is unset (or empty), the
+    /// first real device of [`devices`], and the [software device](crate::software) `sw0` only
+    /// on a machine without any real device.
+    ///
+    /// A program that must not run on the software device checks [`Context::is_software`], or
+    /// builds without the `software-device` feature. This function prints and logs nothing: the
+    /// choice is the documented rule above, and a library writing to stderr on a normal path
+    /// would be noise in every program that uses it. To run on `sw0` next to real devices, name
+    /// it: `TYPED_VERBS_DEVICE=sw0`.
     ///
     /// # Errors
-    /// As [`open`](Self::open): [`ErrorKind::NoSuchDevice`] when the variable names a device that is
-    /// not listed, the device's errno when it cannot be opened.
+    ///
+    /// What [`Context::open`] returns for the named device; with the variable unset, the error of
+    /// `ibv_get_device_list` or of opening the chosen device, and `ENODEV` from
+    /// `ibv_get_device_list` when there is no device at all (no real device, and the
+    /// `software-device` feature off).
     ///
     /// ```
     /// use typed_verbs::Context;
@@ -385,7 +420,12 @@ impl Context {
     pub fn open_from_env() -> Result<Context> {
         match std::env::var(DEVICE_ENV) {
             Ok(name) if !name.is_empty() => Context::open(&name),
-            _ => Context::open(software::DEFAULT_DEVICE),
+            _ => {
+                let mut list = devices()?;
+                let i = default_device(&list, Device::is_software)
+                    .ok_or_else(|| Error::os(Verb::GetDeviceList, libc::ENODEV))?;
+                list.swap_remove(i).open()
+            }
         }
     }
 
@@ -598,3 +638,39 @@ impl Drop for Context {
 
 impl crate::sealed::SealedParent for Context {}
 impl crate::parent::ParentObject for Context {}
+
+#[cfg(test)]
+mod tests {
+    use super::default_device;
+
+    /// `open_from_env`'s choice with the variable unset, on injected device lists (name, is it
+    /// software).
+    #[test]
+    fn the_default_device_is_the_first_real_one_and_software_only_without_one() {
+        let pick = |list: &[(&'static str, bool)]| default_device(list, |d| d.1).map(|i| list[i].0);
+        assert_eq!(pick(&[("mlx5_0", false), ("sw0", true)]), Some("mlx5_0"));
+        // Whatever the order of the list, a real device wins.
+        assert_eq!(pick(&[("sw0", true), ("rxe0", false)]), Some("rxe0"));
+        assert_eq!(
+            pick(&[("sw0", true), ("rxe0", false), ("mlx5_0", false)]),
+            Some("rxe0")
+        );
+        assert_eq!(pick(&[("sw0", true), ("sw1", true)]), Some("sw0"));
+        assert_eq!(pick(&[]), None);
+    }
+
+    /// The device list puts every real device before every software device.
+    #[test]
+    fn real_devices_come_first_in_the_list() {
+        let list = super::devices().expect("device list");
+        let first_software = list.iter().position(|d| d.is_software());
+        if let Some(i) = first_software {
+            assert!(
+                list[i..].iter().all(|d| d.is_software()),
+                "a real device follows a software device: {list:?}"
+            );
+        }
+        #[cfg(feature = "software-device")]
+        assert!(first_software.is_some(), "sw0 is always listed: {list:?}");
+    }
+}

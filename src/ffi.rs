@@ -4,7 +4,8 @@
 //! rdma-sys generates most structures with bindgen, which copies the C layout. A few (`ibv_wc`,
 //! `ibv_gid`, ...) it writes by hand; those, and the C structures that the software device
 //! embeds, are checked here against sizes and offsets measured from <infiniband/verbs.h> by the
-//! build script (`c_layout.rs`). A mismatch is a compile error.
+//! build script (`c_layout.rs`; it compiles a probe for the target and reads the values from the
+//! object file's symbol sizes, running nothing). A mismatch is a compile error.
 //!
 //! C enums that C fills are read as integers. rdma-sys generates every C enum as integer
 //! constants (a `Type` alias and a module of values, or a bit-set newtype) except
@@ -518,6 +519,29 @@ pub(crate) use c_entry;
 
 #[cfg(test)]
 mod tests {
+    /// The layout checked in for docs.rs (build.rs uses it there when the headers are missing)
+    /// is the one measured from this build's headers.
+    #[test]
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_os = "linux",
+        not(typed_verbs_checked_in_layout)
+    ))]
+    fn the_checked_in_layout_is_the_measured_one() {
+        let values = |text: &'static str| -> Vec<&'static str> {
+            text.lines()
+                .filter(|l| l.starts_with("pub const"))
+                .collect()
+        };
+        let measured = values(include_str!(concat!(env!("OUT_DIR"), "/c_layout.rs")));
+        let checked_in = values(include_str!("../c_layout/x86_64-linux.rs"));
+        assert!(measured.len() > 100, "{measured:?}");
+        assert_eq!(
+            checked_in, measured,
+            "c_layout/x86_64-linux.rs is stale: copy OUT_DIR/c_layout.rs's constants into it"
+        );
+    }
+
     c_entry! {
         fn panics(n: i32) -> i32 = on_panic(-libc::EIO) {
             if n > 0 {

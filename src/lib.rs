@@ -67,6 +67,7 @@
 //!   run-time checks, benchmarks and the test lanes.
 #![warn(missing_docs)]
 #![warn(clippy::missing_errors_doc)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod ah;
@@ -90,6 +91,8 @@ pub mod raw;
 pub mod safety;
 mod sealed;
 pub mod slots;
+#[cfg(feature = "software-device")]
+#[cfg_attr(docsrs, doc(cfg(feature = "software-device")))]
 pub mod software;
 pub mod srq;
 mod sync;
@@ -119,6 +122,8 @@ pub use qp_state::{
     RcRtsModify, Reset, Rtr, Rts, SqPsn, UcRtr, UcRtsModify, UdInit, UdInitModify, UdRtsModify,
 };
 pub use slots::{Received, Slot, SlotBatch, SlotCq, SlotPostError, SlotRq, SlotSrq, UsesSlotSrq};
+#[cfg(feature = "software-device")]
+#[cfg_attr(docsrs, doc(cfg(feature = "software-device")))]
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
 pub use wc::{WcOpcode, WcStatus, WorkCompletion};
@@ -247,12 +252,12 @@ mod handle_sizes {
 }
 
 /// The README's programs, run as doctests (on the software device).
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "software-device"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
 /// The software-device guide's programs, run as doctests.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "software-device"))]
 #[doc = include_str!("../docs/software-device.md")]
 pub struct SoftwareDeviceGuideDoctests;
 

@@ -1678,6 +1678,7 @@ mod tests {
     /// software device's next keys are marked as plain regions' first, and the registration
     /// goes past them.
     #[test]
+    #[cfg(feature = "software-device")]
     fn a_slot_region_skips_the_lkeys_of_plain_regions() {
         let ctx = Arc::new(crate::Context::open("sw0").unwrap());
         let pd = Arc::new(Pd::new(&ctx).unwrap());

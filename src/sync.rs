@@ -13,6 +13,8 @@
 //!
 //! Without the feature the types below are parking_lot's own and the annotations are empty, so
 //! a normal build pays nothing. Outside valgrind a client request is a few no-op instructions.
+// Without the software device the typed layer's `Mutex` is the only user of this module.
+#![cfg_attr(not(feature = "software-device"), allow(dead_code, unused_imports))]
 
 #[cfg(not(all(feature = "valgrind", target_arch = "x86_64", not(miri))))]
 mod imp {

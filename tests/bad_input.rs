@@ -2,6 +2,8 @@
 //! or past a limit the device reports is an `OutOfRange` naming the attribute, the transition
 //! and the range, and the QP comes back unchanged (`try_to_*`). tests/agree_rxe.rs shows what
 //! the device itself answers to the same requests at the raw level.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

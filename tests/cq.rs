@@ -1,4 +1,6 @@
 //! Legacy completion queues (`ibv_create_cq`, `ibv_poll_cq`).
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

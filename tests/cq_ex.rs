@@ -1,4 +1,6 @@
 //! Extended completion queues (`ibv_create_cq_ex`) and their polling batches.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

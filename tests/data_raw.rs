@@ -6,6 +6,8 @@
 //! Each test states what the device does, as rxe does it: the same test passes on the software
 //! device and on a real rxe device. A real device completes work asynchronously, so every poll
 //! is bounded: it waits until the expected completions arrive or [`WAIT`] passes.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

@@ -1,4 +1,6 @@
 //! Devices, contexts, ports, PDs, parent domains and completion channels.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 
@@ -38,6 +40,67 @@ fn device_list_contains_sw0_and_the_test_device() {
     again.close().expect("close");
 }
 
+/// Real devices come first in the list, the software devices after them, so that a program
+/// walking the list meets a real device first.
+#[test]
+fn real_devices_come_before_software_devices() {
+    let list = devices().expect("device list");
+    let first_software = list
+        .iter()
+        .position(|d| d.is_software())
+        .expect("sw0 is always listed");
+    assert!(
+        list[first_software..].iter().all(|d| d.is_software()),
+        "a real device follows a software device: {list:?}"
+    );
+    assert!(
+        list[..first_software].iter().all(|d| !d.is_software()),
+        "{list:?}"
+    );
+}
+
+/// Run by [`open_from_env_unset_takes_the_first_real_device`] in a child process whose
+/// environment lacks `TYPED_VERBS_DEVICE` (the tests of one binary share the environment, so it
+/// is not removed here).
+#[test]
+#[ignore = "run by open_from_env_unset_takes_the_first_real_device, without the variable"]
+fn open_from_env_unset_child() {
+    assert!(std::env::var_os(typed_verbs::DEVICE_ENV).is_none());
+    let list = devices().expect("device list");
+    let expected = list
+        .iter()
+        .find(|d| !d.is_software())
+        .map_or(software::DEFAULT_DEVICE, |d| d.name());
+    let ctx = Context::open_from_env().expect("open_from_env");
+    assert_eq!(ctx.device_name(), expected, "devices: {list:?}");
+    assert_eq!(ctx.is_software(), expected == software::DEFAULT_DEVICE);
+    println!("OPENED {}", ctx.device_name());
+}
+
+/// With `TYPED_VERBS_DEVICE` unset, `open_from_env` opens the first real device, and sw0 only
+/// on a machine without one (here: sw0 on a machine without RDMA devices, rxe0 in the VM lane).
+#[test]
+fn open_from_env_unset_takes_the_first_real_device() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "open_from_env_unset_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env_remove(typed_verbs::DEVICE_ENV)
+        .output()
+        .expect("run the child test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OPENED "),
+        "the child test failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn open_by_name_and_unknown_name() {
     let ctx = open();
@@ -60,8 +123,8 @@ fn open_by_name_and_unknown_name() {
 
 #[test]
 fn open_from_env_honours_the_variable() {
-    // Without touching the process environment (the tests run in parallel): the context
-    // open_from_env gives is on the device the variable names, or sw0.
+    // Without touching the process environment (the tests run in parallel): the context the
+    // tests' `open` gives is on the device the variable names, or sw0 (the tests choose it).
     let ctx = open();
     match std::env::var(typed_verbs::DEVICE_ENV) {
         Ok(name) if !name.is_empty() => assert_eq!(ctx.device_name(), name),

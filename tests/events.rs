@@ -4,6 +4,8 @@
 //! Events come asynchronously on a real device, so every wait has a deadline: a blocking get
 //! runs in a thread that the test joins with a time limit, and a get that must find nothing
 //! first waits a while on the fd with poll(2).
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

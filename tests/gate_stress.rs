@@ -1,5 +1,7 @@
 //! The per-CQ gates (src/teardown.rs) under load: pollers on two CQs while other threads drop,
 //! destroy and reset QPs on them in both orders; nothing hangs, nothing leaks.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 mod common;
 
 use common::{open, LeakCheck};

@@ -1,6 +1,8 @@
 //! Owned handles: parents shared through `Arc` (crate::parent). A program keeps a connection's
 //! objects in one struct without a lifetime, returns it from a setup function, keeps many in a
 //! map, moves them to other threads, and the objects are still destroyed children first.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 use common::{open, software_only};

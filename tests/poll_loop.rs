@@ -1,6 +1,8 @@
 //! The poll loops `completion_record!` generates: bounded batches, every completion once and in
 //! order, failures on the error side, the batch ended when the handler panics, and the same
 //! answers as the hand-written loop over the `Batch` API.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

@@ -1,6 +1,8 @@
 //! QP state transitions (RESET → INIT → RTR → RTS, ERR and RESET from anywhere) on the device
 //! the tests run on, with the attributes each QP type requires; a refused transition gives the
 //! QP back in its old state.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

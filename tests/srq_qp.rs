@@ -1,4 +1,6 @@
 //! Shared receive queues, queue pairs and multicast membership.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

@@ -11,6 +11,8 @@
 //! - a leaked multicast membership does not make its QP impossible to destroy.
 //!
 //! Runs on the software device and on rxe0; what needs the software device says SKIP.
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

@@ -2,6 +2,8 @@
 //! sends and RDMA writes from slots, every slot back exactly once with its completion (flushes
 //! included), refused posts giving the slot back, and the access rule for slot regions. Runs on
 //! the test device (sw0 by default, rxe0 in the VM lane).
+// Runs on the software device or uses its hooks: nothing to build without it.
+#![cfg(feature = "software-device")]
 
 mod common;
 

@@ -66,7 +66,8 @@ pub struct Program {
 pub struct Opts {
     /// `-p`: the TCP port of the exchange.
     pub port: u16,
-    /// `-d`: the device (else `TYPED_VERBS_DEVICE`, else the software device `sw0`).
+    /// `-d`: the device (else `TYPED_VERBS_DEVICE`, else the first real device, else the
+    /// software device `sw0`).
     pub ib_dev: Option<String>,
     /// `-i`: the device's port.
     pub ib_port: u8,
@@ -115,7 +116,7 @@ fn usage(p: &Program) -> String {
     line("Options:".into());
     line("  -p, --port=<port>      listen on/connect to port <port> (default 18515)".into());
     line(
-        "  -d, --ib-dev=<dev>     use IB device <dev> (default $TYPED_VERBS_DEVICE, else sw0)"
+        "  -d, --ib-dev=<dev>     use IB device <dev> (default $TYPED_VERBS_DEVICE, else the first device)"
             .into(),
     );
     line("  -i, --ib-port=<port>   use port <port> of IB device (default 1)".into());
@@ -489,7 +490,7 @@ impl Local {
     }
 }
 
-/// Opens `-d` (else `TYPED_VERBS_DEVICE`, else `sw0`).
+/// Opens `-d` (else `TYPED_VERBS_DEVICE`, else the first real device, else `sw0`).
 pub fn open_device(o: &Opts) -> Result<Context, String> {
     match &o.ib_dev {
         Some(name) => Context::open(name).map_err(|e| format!("IB device {name} not found: {e}")),

@@ -20,13 +20,16 @@
 //! (src/software.rs).
 
 pub(crate) mod rdma_core;
+#[cfg(feature = "software-device")]
 pub(crate) mod software;
 
 use crate::ffi::sys;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
+#[cfg(feature = "software-device")]
 use std::sync::Arc;
 
+#[cfg(feature = "software-device")]
 pub(crate) use software::SwDevice;
 
 pub(crate) type Errno = i32;
@@ -164,25 +167,36 @@ pub(crate) trait ControlPath: Sync {
 /// # Safety
 /// `ctx` must be a live context opened by this crate.
 pub(crate) unsafe fn of(ctx: *mut sys::ibv_context) -> &'static dyn ControlPath {
+    #[cfg(feature = "software-device")]
     if software::owns_context(ctx) {
-        &software::SOFTWARE
-    } else {
-        &rdma_core::RDMA_CORE
+        return &software::SOFTWARE;
     }
+    #[cfg(not(feature = "software-device"))]
+    let _ = ctx;
+    &rdma_core::RDMA_CORE
 }
 
-/// Whether `ctx` is a context of a software device.
+/// Whether `ctx` is a context of a software device (never, without the `software-device`
+/// feature).
 pub(crate) fn is_software(ctx: *mut sys::ibv_context) -> bool {
-    software::owns_context(ctx)
+    #[cfg(feature = "software-device")]
+    return software::owns_context(ctx);
+    #[cfg(not(feature = "software-device"))]
+    {
+        let _ = ctx;
+        false
+    }
 }
 
 /// The registered software devices, in registration order (the default one first). rdma-core's
 /// are listed by libibverbs (`ibv_get_device_list`).
+#[cfg(feature = "software-device")]
 pub(crate) fn software_devices() -> Vec<Arc<SwDevice>> {
     software::devices()
 }
 
 /// Opens a context on a software device (its `ibv_open_device`, which cannot fail).
+#[cfg(feature = "software-device")]
 pub(crate) fn open_software(dev: &Arc<SwDevice>) -> NonNull<sys::ibv_context> {
     software::open(dev)
 }

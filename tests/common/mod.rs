@@ -2,6 +2,10 @@
 //! device `sw0` when unset), visible skips, leak checks on the software device, and a user
 //! context that counts its drops.
 //!
+//! Without the `software-device` feature the test files that need the software device's hooks
+//! compile to nothing (`#![cfg(feature = "software-device")]`), and so do the helpers here that
+//! use them.
+//!
 //! Every test file includes this module with `mod common;` and uses only part of it.
 #![allow(dead_code)]
 
@@ -9,12 +13,23 @@ use std::fmt::Display;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+#[cfg(feature = "software-device")]
 use typed_verbs::software::{self, LiveObjects, SwConfig};
 use typed_verbs::{Context, ErrorKind, Result};
 
-/// Opens the device the tests run on: `TYPED_VERBS_DEVICE`, or the software device `sw0`.
+/// Opens the device the tests run on: `TYPED_VERBS_DEVICE`, or the software device `sw0` when
+/// it is unset, whatever devices the machine has (the tests choose sw0; `open_from_env` would
+/// take a real device first). Without the `software-device` feature, unset means
+/// `open_from_env`'s choice.
 pub fn open() -> Context {
-    Context::open_from_env().unwrap_or_else(|e| {
+    #[cfg(feature = "software-device")]
+    let opened = match std::env::var(typed_verbs::DEVICE_ENV) {
+        Ok(name) if !name.is_empty() => Context::open(&name),
+        _ => Context::open(software::DEFAULT_DEVICE),
+    };
+    #[cfg(not(feature = "software-device"))]
+    let opened = Context::open_from_env();
+    opened.unwrap_or_else(|e| {
         panic!(
             "cannot open the test device ({}={:?}): {e}",
             typed_verbs::DEVICE_ENV,
@@ -96,6 +111,7 @@ pub fn feature<T>(ctx: &Context, test: &str, feature: &str, r: Result<T>) -> Opt
 
 /// Registers a software device `name` with `config` and opens it. Names must be unique within
 /// a test binary (the tests of one binary run as threads of one process).
+#[cfg(feature = "software-device")]
 pub fn open_registered(name: &str, config: SwConfig) -> Context {
     software::register(name, config)
         .unwrap_or_else(|e| panic!("cannot register software device {name}: {e}"));
@@ -104,11 +120,13 @@ pub fn open_registered(name: &str, config: SwConfig) -> Context {
 
 /// A snapshot of a context's live objects, to show that an error path leaked nothing. On a
 /// real device it prints one SKIP line and checks nothing.
+#[cfg(feature = "software-device")]
 pub struct LeakCheck<'c> {
     ctx: &'c Context,
     before: Option<LiveObjects>,
 }
 
+#[cfg(feature = "software-device")]
 impl<'c> LeakCheck<'c> {
     /// Takes the snapshot now.
     pub fn new(ctx: &'c Context, test: &str) -> Self {
