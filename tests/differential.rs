@@ -2022,3 +2022,150 @@ fn software_device_agrees_with_the_real_one_on_random_verb_sequences() {
         ),
     );
 }
+// ---------------------------------------------------------------------------------------------
+// The divergences the comparison found, each fixed in the software device: the sequence that
+// showed it, with what rxe0 answers, run on the test device (sw0 unless TYPED_VERBS_DEVICE says
+// otherwise).
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `steps` on the test device; each step's result (its completions polled at once on the
+/// software device, waited for on a real one).
+fn run_on_test_device(steps: &[Step]) -> Vec<StepResult> {
+    let d = Device::new(common::open());
+    let mut r = Run::new(&d);
+    let mut out = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        let outcome = r.step(s, i, Some(None));
+        let expect_one: Vec<(usize, Vec<Wc>)>;
+        let wcs = if d.ctx.is_software() {
+            r.settle(None)
+        } else {
+            // A real device: wait for one completion on each CQ after a post.
+            expect_one = if matches!(s, Step::PostSend { .. }) {
+                (0..r.cqs.len()).map(|i| (i, vec![NO_WC])).collect()
+            } else {
+                vec![]
+            };
+            r.settle(Some((&expect_one, true)))
+        };
+        out.push(StepResult { outcome, wcs });
+    }
+    r.cleanup();
+    out
+}
+
+/// A placeholder completion (only counted).
+const NO_WC: Wc = Wc {
+    wr_id: 0,
+    status: 0,
+    opcode: 0,
+    byte_len: 0,
+    wc_flags: 0,
+    imm: 0,
+    qp: 0,
+    src_qp: None,
+};
+
+/// A PD, a CQ of 16, an MR of 4096 bytes with every access.
+fn basics() -> Vec<Step> {
+    vec![
+        Step::AllocPd,
+        Step::CreateCq {
+            cqe: Size::Lit(16),
+            comp_vector_over: false,
+        },
+        Step::RegMr {
+            pd: 0,
+            len: 4096,
+            access: LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC,
+        },
+    ]
+}
+
+fn create_qp(qpt: u32, srq: Option<usize>, recv_wr: u32, recv_sge: u32) -> Step {
+    Step::CreateQp {
+        pd: 0,
+        send_cq: 0,
+        recv_cq: 0,
+        srq,
+        qpt,
+        send_wr: Size::Lit(16),
+        recv_wr: Size::Lit(recv_wr),
+        send_sge: Size::Lit(2),
+        recv_sge: Size::Lit(recv_sge),
+        inline: Size::Lit(0),
+        sig_all: false,
+    }
+}
+
+/// The three modifies that bring QP `qp` (of type `qpt`) to RTS, connected to itself.
+fn to_rts(qp: usize, qpt: u32) -> Vec<Step> {
+    let mut g = Gen {
+        rng: Rng(0),
+        pds: 1,
+        cqs: 1,
+        mrs: 1,
+        srqs: 0,
+        qps: vec![
+            GenQp {
+                qpt,
+                state: IBV_QPS_RESET,
+                peer: None,
+            };
+            qp + 1
+        ],
+        ahs: 0,
+    };
+    (0..3)
+        .map(|_| match g.modify_qp(qp, true, qp) {
+            Step::ModifyQp { qp, a, mask } => Step::ModifyQp {
+                qp,
+                a: QpAttrs {
+                    state: a.state,
+                    access: LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC,
+                    dest: qp,
+                    ..QpAttrs::default()
+                },
+                mask,
+            },
+            s => s,
+        })
+        .collect()
+}
+
+#[test]
+fn fixed_create_qp_reports_max_recv_sge_0_as_asked() {
+    // rxe keeps a receive queue of 0 SGEs: reported as 0, and a receive with one SGE is
+    // refused (the software device reported 1 and took it).
+    let mut steps = basics();
+    steps.push(create_qp(IBV_QPT_RC, None, 16, 0));
+    steps.extend(to_rts(0, IBV_QPT_RC).into_iter().take(1));
+    steps.push(Step::PostRecv {
+        qp: 0,
+        wrs: vec![vec![Sge {
+            mr: 0,
+            off: 0,
+            len: 64,
+        }]],
+    });
+    let r = run_on_test_device(&steps);
+    assert_eq!(r[3].outcome, Outcome::Ok(vec![16, 16, 2, 0, 32]));
+    assert_eq!(r[4].outcome, Outcome::Ok(vec![]));
+    assert_eq!(r[5].outcome, Outcome::Post(libc::EINVAL, Some(0)));
+}
+
+#[test]
+fn fixed_create_qp_with_an_srq_reports_the_receive_caps_as_asked() {
+    // With an SRQ, rxe's create reports max_recv_wr and max_recv_sge as they were asked (the
+    // software device reported 0 for both).
+    let mut steps = basics();
+    steps.push(Step::CreateSrq {
+        pd: 0,
+        max_wr: Size::Lit(16),
+        max_sge: Size::Lit(1),
+        srq_limit: 0,
+    });
+    steps.push(create_qp(IBV_QPT_RC, Some(0), 4, 1));
+    let r = run_on_test_device(&steps);
+    assert_eq!(r[4].outcome, Outcome::Ok(vec![16, 4, 2, 1, 32]));
+}

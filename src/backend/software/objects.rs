@@ -610,24 +610,24 @@ pub(super) unsafe fn create_qp(
         .max_send_sge
         .saturating_mul(sge_bytes)
         .max(cap.max_inline_data);
-    cap.max_send_wr = rxe_round(cap.max_send_wr);
     cap.max_send_sge = wqe / sge_bytes;
     cap.max_inline_data = wqe;
+    let mut ring = *cap;
+    ring.max_send_wr = rxe_round(asked_send_wr);
     if with_srq {
-        // ibv_create_qp(3): "max_recv_wr and max_recv_sge are ignored ... with an SRQ".
-        cap.max_recv_wr = 0;
-        cap.max_recv_sge = 0;
+        // ibv_create_qp(3): "max_recv_wr and max_recv_sge are ignored ... with an SRQ": the QP
+        // has no receive queue (ibv_query_qp reports 0), while ibv_create_qp, as rxe's, hands
+        // back the two values as they were asked.
+        ring.max_recv_wr = 0;
+        ring.max_recv_sge = 0;
     } else {
-        cap.max_recv_wr = rxe_round(cap.max_recv_wr);
-        cap.max_recv_sge = cap.max_recv_sge.max(1);
+        // rxe's receive queue holds max_recv_sge SGEs as asked, 0 included (then a receive
+        // with an SGE is refused).
+        ring.max_recv_wr = rxe_round(asked_recv_wr);
     }
     // The rings are what ibv_query_qp reports; ibv_create_qp, as rxe's, reports the work request
     // counts as asked (and the SGE and inline sizes as computed).
-    let ring = *cap;
     cap.max_send_wr = asked_send_wr;
-    if !with_srq {
-        cap.max_recv_wr = asked_recv_wr;
-    }
     // SAFETY: live objects of this context (checked above).
     unsafe {
         pd_use(pd, 1);
