@@ -2169,3 +2169,24 @@ fn fixed_create_qp_with_an_srq_reports_the_receive_caps_as_asked() {
     let r = run_on_test_device(&steps);
     assert_eq!(r[4].outcome, Outcome::Ok(vec![16, 4, 2, 1, 32]));
 }
+
+#[test]
+fn fixed_path_mtu_0_is_taken_and_above_the_port_max_refused() {
+    // rxe checks path_mtu only against the port's max_mtu (4096): 0 is taken as it is (the
+    // software device refused it).
+    for (mtu, want) in [
+        (0, Outcome::Ok(vec![])),
+        (5, Outcome::Ok(vec![])),
+        (6, Outcome::Err(libc::EINVAL)),
+    ] {
+        let mut steps = basics();
+        steps.push(create_qp(IBV_QPT_RC, None, 16, 2));
+        let mut up = to_rts(0, IBV_QPT_RC);
+        if let Step::ModifyQp { a, .. } = &mut up[1] {
+            a.path_mtu = mtu;
+        }
+        steps.extend(up.into_iter().take(2));
+        let r = run_on_test_device(&steps);
+        assert_eq!(r[5].outcome, want, "path_mtu {mtu}");
+    }
+}
