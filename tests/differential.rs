@@ -2190,3 +2190,46 @@ fn fixed_path_mtu_0_is_taken_and_above_the_port_max_refused() {
         assert_eq!(r[5].outcome, want, "path_mtu {mtu}");
     }
 }
+
+#[test]
+fn fixed_atomic_and_rdma_read_with_the_inline_flag_complete_with_loc_prot_err() {
+    // An inline request carries no SGEs, so the result of an atomic or an RDMA read has
+    // nowhere to land: rxe completes it with LOC_PROT_ERR (the software device wrote the result
+    // into the SGEs and completed it successfully).
+    for opcode in [IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ] {
+        let mut steps = basics();
+        steps.push(create_qp(IBV_QPT_RC, None, 16, 2));
+        steps.extend(to_rts(0, IBV_QPT_RC));
+        steps.push(Step::PostSend {
+            qp: 0,
+            wrs: vec![SendSpec {
+                opcode,
+                flags: SIGNALED | INLINE,
+                sges: vec![Sge {
+                    mr: 0,
+                    off: 8,
+                    len: 8,
+                }],
+                remote: (0, 64),
+                ah: 0,
+                dest: 0,
+                qkey_ok: true,
+            }],
+        });
+        let r = run_on_test_device(&steps);
+        assert_eq!(r[7].outcome, Outcome::Post(0, None), "opcode {opcode}");
+        assert_eq!(
+            r[7].wcs,
+            vec![(
+                0,
+                vec![Wc {
+                    wr_id: 7 * 8,
+                    status: sys::ibv_wc_status::IBV_WC_LOC_PROT_ERR,
+                    qp: 0,
+                    ..NO_WC
+                }]
+            )],
+            "opcode {opcode}"
+        );
+    }
+}

@@ -44,7 +44,8 @@
 //!   message is dropped. A receive buffer that is too small or not writable is a malformed
 //!   receive: the receive completes with LOC_QP_OP_ERR and the responder moves to ERR (every
 //!   QP type); an RC sender gets REM_OP_ERR. RDMA read data and atomic results land in the
-//!   requester's SGEs, which need LOCAL_WRITE (else LOC_PROT_ERR; the atomic was done).
+//!   requester's SGEs, which need LOCAL_WRITE (else LOC_PROT_ERR; the atomic was done); a
+//!   request posted inline has no SGEs for them (LOC_PROT_ERR too, as rxe).
 //! * **Completions** carry what rxe's do_complete writes: for a success the opcode, byte_len
 //!   (the request's total length; for a receive the bytes placed, a UD GRH included), qp_num,
 //!   and `IBV_WC_WITH_IMM` on both sides of a *_WITH_IMM request (the imm_data only on the
@@ -352,6 +353,17 @@ fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(), MrFault>
         off += n;
     }
     Ok(())
+}
+
+/// Writes the response of RDMA read or atomic `w` (`data`) into its SGEs, as `scatter`. A
+/// request posted with IBV_SEND_INLINE has none: rxe's provider stores the inline data where
+/// the SGEs would be, so a response of any length has nowhere to land (LOC_PROT_ERR at rxe's
+/// completer).
+fn land(qp: &SwQp, w: &SendWqe, data: &[u8]) -> Result<(), MrFault> {
+    if w.inline.is_some() && !data.is_empty() {
+        return Err(MrFault::Range);
+    }
+    scatter(qp, &w.sges, data)
 }
 
 /// Appends the `n` bytes of registered memory at `p` to `out`, each byte read as a Relaxed
@@ -779,7 +791,7 @@ impl<'g> Run<'g> {
                     read_registered(p, w.length as usize, &mut data);
                 }
                 // The response lands in the local SGEs; any failure there is LOC_PROT_ERR.
-                match scatter(qp, &w.sges, &data) {
+                match land(qp, w, &data) {
                     Ok(()) => Step::ok(),
                     Err(_) => Step::fail(IBV_WC_LOC_PROT_ERR),
                 }
@@ -817,7 +829,7 @@ impl<'g> Run<'g> {
                     write_registered(p, &new.to_ne_bytes());
                 }
                 drop(held);
-                match scatter(qp, &w.sges, &original.to_ne_bytes()) {
+                match land(qp, w, &original.to_ne_bytes()) {
                     Ok(()) => Step::ok(),
                     Err(_) => Step::fail(IBV_WC_LOC_PROT_ERR),
                 }
