@@ -245,6 +245,12 @@ impl Fabric {
 }
 
 impl SwQp {
+    /// Whether the request at the head of the send queue is in progress (it waits for its
+    /// destination or an RNR retry): rxe's requester has a request it cannot drain yet, so a
+    /// QP moved to SQD stays draining (`sq_draining`).
+    pub(super) fn sq_in_progress(&self) -> bool {
+        self.queues.lock().blocked_on.is_some()
+    }
     fn state(&self) -> u32 {
         self.attr.lock().qp_state
     }
@@ -657,7 +663,10 @@ impl<'g> Run<'g> {
         let dest = self
             .f
             .get(dest_qpn)
-            .filter(|d| d.qpt() == qpt && matches!(d.state(), IBV_QPS_RTR | IBV_QPS_RTS));
+            // A responder is ready from RTR on; SQD stops only the send queue.
+            .filter(|d| {
+                d.qpt() == qpt && matches!(d.state(), IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD)
+            });
         let Some(dest) = dest else {
             return match qpt {
                 IBV_QPT_RC => Step::Wait(dest_qpn),

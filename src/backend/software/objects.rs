@@ -680,8 +680,11 @@ pub(super) unsafe fn query_qp(
     // SAFETY: caller's contract. Every attribute is filled whatever the mask, as rxe does.
     unsafe {
         // ibv_qp_attr is plain C data (rdma-sys does not derive Copy for it): a bitwise copy.
+        let draining = (*sw).sq_in_progress();
         let mut a = std::ptr::read(&*(*sw).attr.lock());
         a.cur_qp_state = a.qp_state;
+        // As rxe's: set while a QP moved to SQD still has a request in progress.
+        a.sq_draining = (a.qp_state == sys::ibv_qp_state::IBV_QPS_SQD && draining) as u8;
         a.cap = (*sw).cap;
         attr.write(a);
         init.write(sys::ibv_qp_init_attr {
@@ -700,6 +703,7 @@ pub(super) unsafe fn query_qp(
 // ibv_qp_attr_mask bits (enum ibv_qp_attr_mask).
 const STATE: i32 = 1 << 0;
 const CUR_STATE: i32 = 1 << 1;
+const EN_SQD_ASYNC_NOTIFY: i32 = 1 << 2;
 const ACCESS_FLAGS: i32 = 1 << 3;
 const PKEY_INDEX: i32 = 1 << 4;
 const PORT: i32 = 1 << 5;
@@ -786,9 +790,43 @@ fn transition(cur: u32, next: u32, qpt: u32) -> Option<(i32, i32)> {
                 0,
             ),
         )),
-        (IBV_QPS_INIT | IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_ERR, IBV_QPS_RESET | IBV_QPS_ERR) => {
-            Some((0, 0))
+        (IBV_QPS_RTS, IBV_QPS_SQD) => Some((0, EN_SQD_ASYNC_NOTIFY)),
+        (IBV_QPS_SQD, IBV_QPS_RTS) => Some((
+            0,
+            by_type(
+                CUR_STATE | QKEY,
+                CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE,
+                CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
+                0,
+            ),
+        )),
+        (IBV_QPS_SQD, IBV_QPS_SQD) => Some((
+            0,
+            by_type(
+                PKEY_INDEX | QKEY,
+                AV | ALT_PATH | ACCESS_FLAGS | PKEY_INDEX | PATH_MIG_STATE,
+                PORT | AV
+                    | TIMEOUT
+                    | RETRY_CNT
+                    | RNR_RETRY
+                    | MAX_QP_RD_ATOMIC
+                    | MAX_DEST_RD_ATOMIC
+                    | ALT_PATH
+                    | ACCESS_FLAGS
+                    | PKEY_INDEX
+                    | MIN_RNR_TIMER
+                    | PATH_MIG_STATE,
+                0,
+            ),
+        )),
+        // SQE is entered by the device only (rxe never does), and left for RTS.
+        (IBV_QPS_SQE, IBV_QPS_RTS) => {
+            Some((0, by_type(CUR_STATE | QKEY, CUR_STATE | ACCESS_FLAGS, 0, 0)))
         }
+        (
+            IBV_QPS_INIT | IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE | IBV_QPS_ERR,
+            IBV_QPS_RESET | IBV_QPS_ERR,
+        ) => Some((0, 0)),
         _ => None,
     }
 }
@@ -829,13 +867,22 @@ unsafe fn modify_attr(
 ) -> Result<(u32, u32), Errno> {
     use sys::ibv_qp_state::*;
     let sw = qp as *mut SwQp;
+    // SAFETY: caller's contract. Read before the attribute lock is taken (one per-object lock
+    // at a time); the fabric lock the caller holds keeps the queue as it is.
+    let sq_draining = unsafe { (*sw).sq_in_progress() };
     // SAFETY: caller's contract.
     let (a, qpt) = unsafe { (&*attr, (*sw).ibv.qp_type) };
     // SAFETY: as above.
     let mut cur_attr = unsafe { (*sw).attr.lock() };
     let cur = cur_attr.qp_state;
     let next = if mask & STATE != 0 { a.qp_state } else { cur };
-    if mask & CUR_STATE != 0 && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS) {
+    if mask & CUR_STATE != 0
+        && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE)
+    {
+        return Err(libc::EINVAL);
+    }
+    // rxe_qp_chk_attr: a QP whose send queue is still draining leaves SQD only for ERR.
+    if cur == IBV_QPS_SQD && mask & STATE != 0 && next != IBV_QPS_ERR && sq_draining {
         return Err(libc::EINVAL);
     }
     // ib_modify_qp_is_ok: a valid transition, every required attribute, nothing unexpected.
@@ -885,6 +932,7 @@ unsafe fn modify_attr(
         MIN_RNR_TIMER => min_rnr_timer,
         DEST_QPN => dest_qp_num & 0x00ff_ffff,
         PATH_MIG_STATE => path_mig_state,
+        EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify,
         ALT_PATH => alt_ah_attr,
         ALT_PATH => alt_pkey_index,
         ALT_PATH => alt_port_num,
