@@ -2342,3 +2342,42 @@ fn fixed_sends_posted_in_sqd_wait_for_rts_and_the_next_post() {
         )]
     );
 }
+
+#[test]
+fn fixed_a_queue_of_0_work_requests_takes_none() {
+    // rxe rounds a ring of 0 requests to one slot that is always empty: a post to it fails with
+    // ENOMEM (the software device rounded 0 up to 1 and took the request).
+    let mut steps = basics();
+    let mut create = create_qp(IBV_QPT_UC, None, 0, 1);
+    if let Step::CreateQp { send_wr, .. } = &mut create {
+        *send_wr = Size::Lit(0);
+    }
+    steps.push(create); // 3
+    steps.extend(to_rts(0, IBV_QPT_UC)); // 4, 5, 6
+    let one_sge = vec![Sge {
+        mr: 0,
+        off: 0,
+        len: 16,
+    }];
+    steps.push(Step::PostRecv {
+        qp: 0,
+        wrs: vec![one_sge.clone()],
+    }); // 7
+    steps.push(Step::PostSend {
+        qp: 0,
+        wrs: vec![SendSpec {
+            opcode: IBV_WR_SEND,
+            flags: SIGNALED,
+            sges: one_sge,
+            remote: (0, 0),
+            ah: 0,
+            dest: 0,
+            qkey_ok: true,
+        }],
+    }); // 8
+    let r = run_on_test_device(&steps);
+    assert_eq!(r[3].outcome, Outcome::Ok(vec![0, 0, 2, 1, 32]));
+    assert_eq!(r[7].outcome, Outcome::Post(libc::ENOMEM, Some(0)));
+    assert_eq!(r[8].outcome, Outcome::Post(libc::ENOMEM, Some(0)));
+    assert_eq!(r[8].wcs, vec![]);
+}
