@@ -2381,3 +2381,33 @@ fn fixed_a_queue_of_0_work_requests_takes_none() {
     assert_eq!(r[8].outcome, Outcome::Post(libc::ENOMEM, Some(0)));
     assert_eq!(r[8].wcs, vec![]);
 }
+
+#[test]
+fn fixed_modify_srq_ignores_mask_bits_it_does_not_know() {
+    // The kernel and rxe's provider look at IBV_SRQ_MAX_WR and IBV_SRQ_LIMIT only: a mask with
+    // another bit changes nothing and succeeds (the software device refused it with EINVAL).
+    let steps = [
+        Step::AllocPd,
+        Step::CreateSrq {
+            pd: 0,
+            max_wr: Size::Lit(4),
+            max_sge: Size::Lit(1),
+            srq_limit: 0,
+        },
+        Step::ModifySrq {
+            srq: 0,
+            mask: 1 << 2,
+            max_wr: 32,
+            srq_limit: 4,
+        },
+        Step::ModifySrq {
+            srq: 0,
+            mask: SRQ_LIMIT | 1 << 2,
+            max_wr: 0,
+            srq_limit: 2,
+        },
+    ];
+    let r = run_on_test_device(&steps);
+    assert_eq!(r[2].outcome, Outcome::Ok(vec![]));
+    assert_eq!(r[3].outcome, Outcome::Ok(vec![]));
+}

@@ -438,7 +438,8 @@ const SRQ_LIMIT: i32 = 1 << 1;
 
 /// `ibv_modify_srq`, as rxe's (rxe_srq_chk_attr, rxe_srq_from_attr): `srq_limit` up to the
 /// ring's size arms the limit event (0 disarms it); `max_wr` resizes the ring, which must
-/// still hold the receives posted and stay at or above an armed limit.
+/// still hold the receives posted and stay at or above an armed limit. Bits of `mask` other
+/// than those two change nothing.
 ///
 /// # Safety
 /// `srq` live software SRQ; `attr` readable.
@@ -449,9 +450,8 @@ pub(super) unsafe fn modify_srq(
 ) -> Result<(), Errno> {
     // SAFETY: caller's contract.
     let (sw, a) = unsafe { (&*(srq as *const SwSrq), *attr) };
-    if mask & !(SRQ_MAX_WR | SRQ_LIMIT) != 0 {
-        return Err(libc::EINVAL);
-    }
+    // Other mask bits are ignored, as the kernel (ib_uverbs_modify_srq, rxe_srq_chk_attr) and
+    // rxe's provider ignore them.
     // SAFETY: a live SRQ's context is live.
     let max_srq_wr = unsafe { &*sw.ctx }.config().max_srq_wr;
     // Receives are taken under the fabric lock: the ring does not change while this looks.
