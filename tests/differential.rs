@@ -2031,6 +2031,11 @@ fn software_device_agrees_with_the_real_one_on_random_verb_sequences() {
 /// Runs `steps` on the test device; each step's result (the completions it produced: at once
 /// on the software device, within 50 ms on a real one).
 fn run_on_test_device(steps: &[Step]) -> Vec<StepResult> {
+    run_with_memory(steps).0
+}
+
+/// As [`run_on_test_device`], with the bytes of every MR's region at the end.
+fn run_with_memory(steps: &[Step]) -> (Vec<StepResult>, Vec<Vec<u8>>) {
     let d = Device::new(common::open());
     let mut r = Run::new(&d);
     let mut out = Vec::new();
@@ -2043,8 +2048,17 @@ fn run_on_test_device(steps: &[Step]) -> Vec<StepResult> {
         let wcs = r.settle(None);
         out.push(StepResult { outcome, wcs });
     }
+    let memory = r
+        .mrs
+        .iter()
+        .flatten()
+        .map(|m| {
+            // SAFETY: the region of a live MR, which nothing writes any more (its QPs are idle).
+            unsafe { std::slice::from_raw_parts(m.buf, m.len as usize) }.to_vec()
+        })
+        .collect();
     r.cleanup();
-    out
+    (out, memory)
 }
 
 /// A completion with every field zero, to build expected ones from.
@@ -2410,4 +2424,159 @@ fn fixed_modify_srq_ignores_mask_bits_it_does_not_know() {
     let r = run_on_test_device(&steps);
     assert_eq!(r[2].outcome, Outcome::Ok(vec![]));
     assert_eq!(r[3].outcome, Outcome::Ok(vec![]));
+}
+
+#[test]
+fn fixed_a_qp_that_breaks_itself_as_the_responder_flushes_the_request() {
+    // A UC or UD QP sending to itself a message its receive cannot hold: as the responder it
+    // moves to ERR before rxe's completer reports the request, which is then flushed
+    // (WR_FLUSH_ERR); the software device completed it as if another QP had been the
+    // responder. RC completes from the responder's NAK (REM_OP_ERR) either way. A UD receive
+    // gets the GRH before the payload fails to fit (the software device placed nothing).
+    for qpt in [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD] {
+        let mut steps = basics();
+        steps.push(Step::CreateAh {
+            pd: 0,
+            sgid_index: 0,
+            port: 1,
+            is_global: true,
+        }); // 3
+        steps.push(create_qp(qpt, None, 16, 2)); // 4
+        steps.extend(to_rts(0, qpt)); // 5, 6, 7
+        steps.push(Step::PostRecv {
+            qp: 0,
+            wrs: vec![vec![Sge {
+                mr: 0,
+                off: 64,
+                len: 64,
+            }]],
+        }); // 8
+        steps.push(Step::PostSend {
+            qp: 0,
+            wrs: vec![SendSpec {
+                opcode: IBV_WR_SEND,
+                flags: SIGNALED,
+                sges: vec![Sge {
+                    mr: 0,
+                    off: 1024,
+                    len: 164,
+                }],
+                remote: (0, 0),
+                ah: 0,
+                dest: 0,
+                qkey_ok: true,
+            }],
+        }); // 9
+        let (r, mem) = run_with_memory(&steps);
+        use sys::ibv_wc_status::{IBV_WC_LOC_QP_OP_ERR, IBV_WC_REM_OP_ERR, IBV_WC_WR_FLUSH_ERR};
+        assert_eq!(r[9].outcome, Outcome::Post(0, None), "QP type {qpt}");
+        assert_eq!(
+            r[9].wcs,
+            vec![(
+                0,
+                vec![
+                    Wc {
+                        wr_id: 9 * 8,
+                        status: if qpt == IBV_QPT_RC {
+                            IBV_WC_REM_OP_ERR
+                        } else {
+                            IBV_WC_WR_FLUSH_ERR
+                        },
+                        ..NO_WC
+                    },
+                    Wc {
+                        wr_id: 8 * 8,
+                        status: IBV_WC_LOC_QP_OP_ERR,
+                        ..NO_WC
+                    },
+                ]
+            )],
+            "QP type {qpt}"
+        );
+        // A UD message places its GRH (40 bytes) before its payload fails to fit.
+        let placed = if qpt == IBV_QPT_UD { 40 } else { 0 };
+        if placed > 0 {
+            assert_ne!(mem[0][64..64 + placed], pattern(64, placed)[..], "the GRH");
+        }
+        assert_eq!(
+            mem[0][64 + placed..128],
+            pattern(64 + placed, 64 - placed)[..]
+        );
+    }
+}
+
+/// The bytes a fresh region of the sequence holds at `off..off + len` (its fill pattern).
+fn pattern(off: usize, len: usize) -> Vec<u8> {
+    let words: Vec<u64> = (0..(off + len).div_ceil(8) as u64)
+        .map(|i| i.wrapping_mul(0x0101_0101_0101_0101))
+        .collect();
+    words
+        .iter()
+        .flat_map(|w| w.to_ne_bytes())
+        .collect::<Vec<u8>>()[off..off + len]
+        .to_vec()
+}
+
+#[test]
+fn fixed_packets_before_the_one_that_finds_no_room_are_placed() {
+    // rxe places each packet of a message as it comes (cut at the requester's path MTU, 1024
+    // bytes here): an RDMA write with immediate that finds no receive (UC: dropped) has written
+    // every packet but the last, and a send to a receive too small for it has filled the
+    // receive with the packets that fit. The software device placed nothing in either case.
+    let write = |opcode, off, len, remote| SendSpec {
+        opcode,
+        flags: SIGNALED,
+        sges: vec![Sge { mr: 0, off, len }],
+        remote: (0, remote),
+        ah: 0,
+        dest: 0,
+        qkey_ok: true,
+    };
+    let mut steps = basics();
+    steps.push(create_qp(IBV_QPT_UC, None, 16, 2)); // 3
+    steps.extend(to_rts(0, IBV_QPT_UC)); // 4, 5, 6
+    steps.push(Step::PostSend {
+        qp: 0,
+        wrs: vec![write(IBV_WR_RDMA_WRITE_WITH_IMM, 2048, 1032, 0)],
+    }); // 7: no receive
+    let (r, mem) = run_with_memory(&steps);
+    assert_eq!(r[7].outcome, Outcome::Post(0, None));
+    assert_eq!(
+        mem[0][..1024],
+        pattern(2048, 1024)[..],
+        "first packet written"
+    );
+    assert_eq!(
+        mem[0][1024..1032],
+        pattern(1024, 8)[..],
+        "last packet dropped"
+    );
+
+    let mut steps = basics();
+    steps.push(create_qp(IBV_QPT_UC, None, 16, 2)); // 3
+    steps.extend(to_rts(0, IBV_QPT_UC)); // 4, 5, 6
+    steps.push(Step::PostRecv {
+        qp: 0,
+        wrs: vec![vec![Sge {
+            mr: 0,
+            off: 0,
+            len: 1500,
+        }]],
+    }); // 7
+    steps.push(Step::PostSend {
+        qp: 0,
+        wrs: vec![write(IBV_WR_SEND, 2048, 2000, 0)],
+    }); // 8
+    let (r, mem) = run_with_memory(&steps);
+    assert_eq!(r[8].outcome, Outcome::Post(0, None));
+    assert_eq!(
+        mem[0][..1024],
+        pattern(2048, 1024)[..],
+        "first packet placed"
+    );
+    assert_eq!(
+        mem[0][1024..1500],
+        pattern(1024, 476)[..],
+        "second packet not"
+    );
 }

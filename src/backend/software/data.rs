@@ -37,7 +37,10 @@
 //!   responder's `min_rnr_timer`. As rxe counts them, `rnr_retry` n allows n retries, each when
 //!   that timer fires (7: without limit); the NAK after the last completes the request with
 //!   RNR_RETRY_EXC_ERR (n = 0: the first). A receive posted in the meantime retries at once.
-//!   Later requests of that QP wait behind it.
+//!   Later requests of that QP wait behind it. Data is placed as rxe places the packets of a
+//!   message (cut at the requester's path MTU) one by one: an RDMA write with immediate that
+//!   finds no receive has written every packet but its last, and a receive too small for a
+//!   message has taken the packets that fit before it failed.
 //! * **Responder checks.** The responder QP's access flags, then its MR table for RDMA and
 //!   atomics (key, PD, access, range). For RC an access-flag failure is REM_INV_REQ_ERR and a
 //!   key failure REM_ACCESS_ERR at the sender, and the responder moves to ERR; for UC the
@@ -361,6 +364,41 @@ fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(), MrFault>
     Ok(())
 }
 
+/// The payload bytes of one packet of an RC or UC message from `qp`: its path MTU (rxe cuts
+/// messages at the requester's `path_mtu`). `usize::MAX` (one packet) for a path_mtu that
+/// names no size, as UD has none.
+fn packet_bytes(qp: &SwQp) -> usize {
+    match qp.attr.lock().path_mtu {
+        m @ sys::ibv_mtu::IBV_MTU_256..=sys::ibv_mtu::IBV_MTU_4096 => 128 << m,
+        _ => usize::MAX,
+    }
+}
+
+/// An RDMA write with immediate that found no receive at `dest`: rxe writes each packet as it
+/// comes, and only the last one needs the receive, so every packet before it is written (the
+/// range checked at the first packet for the whole message) before the message is dropped
+/// (UC) or the last packet gets an RNR NAK (RC).
+fn write_leading_packets(qp: &SwQp, dest: &SwQp, w: &SendWqe, payload: &[u8]) {
+    let mtu = packet_bytes(qp);
+    if payload.len() <= mtu {
+        return;
+    }
+    let leading = (payload.len() - 1) / mtu * mtu;
+    let target = check_mr(
+        dest.ctx(),
+        w.rkey,
+        dest.ibv.pd,
+        ACCESS_REMOTE_WRITE,
+        w.remote_addr,
+        payload.len() as u64,
+    );
+    if let Ok(p) = target {
+        // Inside a registered, remotely writable region of the responder (checked), registered
+        // while the fabric lock is held.
+        write_registered(p, &payload[..leading]);
+    }
+}
+
 /// Writes the response of RDMA read or atomic `w` (`data`) into its SGEs, as `scatter`. A
 /// request posted with IBV_SEND_INLINE has none: rxe's provider stores the inline data where
 /// the SGEs would be, so a response of any length has nowhere to land (LOC_PROT_ERR at rxe's
@@ -596,7 +634,17 @@ impl<'g> Run<'g> {
                     q.blocked_on = Some(n);
                     return;
                 }
-                Step::Done { status, responder } => {
+                Step::Done {
+                    mut status,
+                    responder,
+                } => {
+                    if qp.qpt() != IBV_QPT_RC && responder.is_some_and(|r| ptr::eq(r, qp)) {
+                        // A UC or UD QP that sent to itself and moved itself to ERR as the
+                        // responder: rxe's responder runs inline from the loopback transmit,
+                        // before the completer reports the request, which it then flushes. (An
+                        // RC requester completes from the responder's NAK, as for another QP.)
+                        status = IBV_WC_WR_FLUSH_ERR;
+                    }
                     qp.queues.lock().unblock();
                     if status != IBV_WC_SUCCESS || w.signaled {
                         send_completion(qp, &w, status);
@@ -708,8 +756,15 @@ impl<'g> Run<'g> {
         ) {
             match take_recv(dest) {
                 Some(r) => Some(r),
-                None if qpt == IBV_QPT_RC => return rnr_nak(qp, dest),
-                None => return Step::ok(), // UC, UD: dropped
+                None => {
+                    if op == IBV_WR_RDMA_WRITE_WITH_IMM {
+                        write_leading_packets(qp, dest, w, &payload);
+                    }
+                    if qpt == IBV_QPT_RC {
+                        return rnr_nak(qp, dest);
+                    }
+                    return Step::ok(); // UC, UD: dropped
+                }
             }
         } else {
             None
@@ -726,7 +781,18 @@ impl<'g> Run<'g> {
                     payload
                 };
                 if scatter(dest, &recv.sges, &data).is_err() {
-                    // A malformed receive (class A): the responder moves to ERR.
+                    // A malformed receive (class A): the responder moves to ERR. What came
+                    // before the part that did not fit was placed, as rxe places each packet
+                    // as it comes, and a UD message's GRH before its payload.
+                    let room: usize = recv.sges.iter().map(|s| s.length as usize).sum();
+                    let placed = match qpt {
+                        IBV_QPT_UD if room >= GRH_LEN => GRH_LEN,
+                        IBV_QPT_UD => 0,
+                        _ => room / packet_bytes(qp) * packet_bytes(qp),
+                    };
+                    if data.len() > room && placed > 0 {
+                        let _ = scatter(dest, &recv.sges, &data[..placed]);
+                    }
                     recv_failure(dest, recv.wr_id, IBV_WC_LOC_QP_OP_ERR, w.solicited);
                     let status = match qpt {
                         IBV_QPT_RC => IBV_WC_REM_OP_ERR,
