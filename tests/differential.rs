@@ -851,6 +851,13 @@ enum Outcome {
     /// A post: its return value and which request `bad_wr` names (`None`: NULL; `Some(-1)`:
     /// not written).
     Post(i32, Option<i32>),
+    /// After the last step: buffer `buf` (in order of registration) differs from `off` on,
+    /// where it holds `bytes`.
+    Memory {
+        buf: usize,
+        off: usize,
+        bytes: Vec<u8>,
+    },
 }
 
 /// A completion with the device's numbers replaced by the sequence's names.
@@ -1623,15 +1630,31 @@ impl<'d> Run<'d> {
         // The buffers go last, with `self`.
     }
 
-    /// A digest of every buffer's bytes (what RDMA writes, reads and atomics did to them).
-    fn memory(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in &self.bufs {
-            for &w in b.iter() {
-                h = (h ^ w).wrapping_mul(0x0100_0000_01b3);
-            }
-        }
-        h
+    /// The bytes of every buffer (what RDMA writes, reads, atomics and receives did to them),
+    /// with the device's GID (in the GRH of a UD receive) replaced by zeros.
+    fn memory(&self) -> Vec<Vec<u8>> {
+        // SAFETY: plain bytes either way.
+        let gid = unsafe { self.dev.gid.raw };
+        self.bufs
+            .iter()
+            .map(|b| {
+                // SAFETY: the buffer's own words, as bytes; nothing writes them any more (the
+                // sequence is over and settled).
+                let mut m =
+                    unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u8, b.len() * 8) }
+                        .to_vec();
+                let mut i = 0;
+                while i + 16 <= m.len() {
+                    if m[i..i + 16] == gid {
+                        m[i..i + 16].fill(0);
+                        i += 16;
+                    } else {
+                        i += 1;
+                    }
+                }
+                m
+            })
+            .collect()
     }
 }
 
@@ -1692,6 +1715,7 @@ impl Stats {
                 *self.reasons.entry(w.to_string()).or_default() += 1;
             }
             Outcome::Post(0, _) => self.posts_ok += 1,
+            Outcome::Memory { .. } => {}
             Outcome::Post(rc, _) => {
                 self.err += 1;
                 *self.reasons.entry(format!("post {rc}")).or_default() += 1;
@@ -1773,18 +1797,30 @@ fn compare(a: &Device, b: &Device, steps: &[Step], stats: &mut Stats) -> Option<
             break;
         }
     }
-    if found.is_none() && ra.memory() != rb.memory() {
-        found = Some(Divergence {
-            step: steps.len(),
-            reference: StepResult {
-                outcome: Outcome::Ok(vec![]),
-                wcs: vec![],
-            },
-            other: StepResult {
-                outcome: Outcome::Skipped("buffers differ at the end"),
-                wcs: vec![],
-            },
+    if found.is_none() {
+        // The buffers at the end: the first byte that differs, with what follows it.
+        let (ma, mb) = (ra.memory(), rb.memory());
+        let first = ma.iter().zip(&mb).enumerate().find_map(|(i, (x, y))| {
+            x.iter()
+                .zip(y.iter())
+                .position(|(p, q)| p != q)
+                .map(|off| (i, off))
         });
+        if let Some((buf, off)) = first {
+            let show = |m: &[Vec<u8>]| StepResult {
+                outcome: Outcome::Memory {
+                    buf,
+                    off,
+                    bytes: m[buf][off..(off + 16).min(m[buf].len())].to_vec(),
+                },
+                wcs: vec![],
+            };
+            found = Some(Divergence {
+                step: steps.len(),
+                reference: show(&ma),
+                other: show(&mb),
+            });
+        }
     }
     ra.cleanup();
     rb.cleanup();
