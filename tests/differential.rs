@@ -2616,3 +2616,17 @@ fn fixed_packets_before_the_one_that_finds_no_room_are_placed() {
         "second packet not"
     );
 }
+
+#[test]
+fn fixed_cur_qp_state_is_taken_as_the_state_the_qp_is_in() {
+    // With IBV_QP_CUR_STATE, rxe checks the transition from the cur_qp_state given, not from
+    // the QP's state: a UD QP in RESET told it is in RTS goes "from RTS to RTS" (the software
+    // device checked RESET to RTS and refused).
+    let mut steps = basics();
+    steps.push(create_qp(IBV_QPT_UD, None, 16, 2)); // 3
+    steps.push(modify(0, IBV_QPS_RTS, M_STATE | M_CUR_STATE | M_QKEY)); // 4
+    steps.push(modify(0, IBV_QPS_RTR, M_STATE | M_CUR_STATE)); // 5: RTR to RTR: no such move
+    let r = run_on_test_device(&steps);
+    assert_eq!(r[4].outcome, Outcome::Ok(vec![]));
+    assert_eq!(r[5].outcome, Outcome::Err(libc::EINVAL));
+}

@@ -874,8 +874,20 @@ unsafe fn modify_attr(
     let (a, qpt) = unsafe { (&*attr, (*sw).ibv.qp_type) };
     // SAFETY: as above.
     let mut cur_attr = unsafe { (*sw).attr.lock() };
-    let cur = cur_attr.qp_state;
+    // As rxe_qp_chk_attr: with CUR_STATE the caller's cur_qp_state is taken as the state the
+    // QP is in (ib_uverbs_modify_qp refuses one beyond ERR).
+    let cur = if mask & CUR_STATE != 0 {
+        if a.cur_qp_state > IBV_QPS_ERR {
+            return Err(libc::EINVAL);
+        }
+        a.cur_qp_state
+    } else {
+        cur_attr.qp_state
+    };
     let next = if mask & STATE != 0 { a.qp_state } else { cur };
+    if next > IBV_QPS_ERR {
+        return Err(libc::EINVAL);
+    }
     if mask & CUR_STATE != 0
         && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE)
     {
