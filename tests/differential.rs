@@ -2630,3 +2630,107 @@ fn fixed_cur_qp_state_is_taken_as_the_state_the_qp_is_in() {
     assert_eq!(r[4].outcome, Outcome::Ok(vec![]));
     assert_eq!(r[5].outcome, Outcome::Err(libc::EINVAL));
 }
+
+#[test]
+fn fixed_a_ud_message_over_the_mtu_completes_before_its_sges_are_read() {
+    // rxe completes a UD send longer than the port MTU successfully without reading its SGEs,
+    // so a bad key in one changes nothing (the software device read them first and completed
+    // it with LOC_QP_OP_ERR).
+    let mut steps = basics();
+    steps.push(Step::CreateAh {
+        pd: 0,
+        sgid_index: 0,
+        port: 1,
+        is_global: true,
+    }); // 3
+    steps.push(create_qp(IBV_QPT_UD, None, 16, 2)); // 4
+    steps.extend(to_rts(0, IBV_QPT_UD)); // 5, 6, 7
+    steps.push(Step::PostSend {
+        qp: 0,
+        wrs: vec![SendSpec {
+            opcode: IBV_WR_SEND,
+            flags: SIGNALED,
+            sges: vec![
+                Sge {
+                    mr: 1, // none: a key no MR has
+                    off: 64,
+                    len: 1024,
+                },
+                Sge {
+                    mr: 0,
+                    off: 8,
+                    len: 16,
+                },
+            ],
+            remote: (0, 0),
+            ah: 0,
+            dest: 0,
+            qkey_ok: true,
+        }],
+    }); // 8
+    let r = run_on_test_device(&steps);
+    assert_eq!(
+        r[8].wcs,
+        vec![(
+            0,
+            vec![Wc {
+                wr_id: 8 * 8,
+                opcode: sys::ibv_wc_opcode::IBV_WC_SEND,
+                byte_len: 1040,
+                ..NO_WC
+            }]
+        )]
+    );
+}
+
+#[test]
+fn fixed_a_response_is_placed_sge_by_sge_up_to_the_one_that_fails() {
+    // rxe's copy_data checks the room of all SGEs first, then copies SGE by SGE: an RDMA read
+    // whose second SGE lies outside its region completes with LOC_PROT_ERR with the first SGE
+    // written (the software device wrote nothing).
+    let mut steps = basics();
+    steps.push(Step::RegMr {
+        pd: 0,
+        len: 64,
+        access: LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC,
+    }); // 3: MR 1, 64 bytes
+    steps.push(create_qp(IBV_QPT_RC, None, 16, 2)); // 4
+    steps.extend(to_rts(0, IBV_QPT_RC)); // 5, 6, 7
+    steps.push(Step::PostSend {
+        qp: 0,
+        wrs: vec![SendSpec {
+            opcode: IBV_WR_RDMA_READ,
+            flags: SIGNALED,
+            sges: vec![
+                Sge {
+                    mr: 0,
+                    off: 200,
+                    len: 100,
+                },
+                Sge {
+                    mr: 1,
+                    off: 0,
+                    len: 128, // past MR 1's 64 bytes
+                },
+            ],
+            remote: (0, 1024),
+            ah: 0,
+            dest: 0,
+            qkey_ok: true,
+        }],
+    }); // 8
+    let (r, mem) = run_with_memory(&steps);
+    assert_eq!(
+        r[8].wcs,
+        vec![(
+            0,
+            vec![Wc {
+                wr_id: 8 * 8,
+                status: sys::ibv_wc_status::IBV_WC_LOC_PROT_ERR,
+                ..NO_WC
+            }]
+        )]
+    );
+    assert_eq!(mem[0][200..300], pattern(1024, 100)[..], "the first SGE");
+    assert_eq!(mem[1][..64], pattern(0, 64)[..], "the second SGE");
+}

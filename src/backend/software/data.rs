@@ -328,20 +328,20 @@ fn gather(qp: &SwQp, sges: &[sys::ibv_sge]) -> Result<Vec<u8>, MrFault> {
     Ok(out)
 }
 
-/// Writes `data` into `sges` (regions of `qp`'s PD with LOCAL_WRITE), in order. Fails, writing
-/// nothing, if the SGEs are too small for `data` or a region check fails.
+/// Writes `data` into `sges` (regions of `qp`'s PD with LOCAL_WRITE), in order, as rxe's
+/// copy_data: fails, writing nothing, if the SGEs are too small for `data`; else writes SGE by
+/// SGE and fails at the first whose region check fails, the SGEs before it written.
 fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(), MrFault> {
     let room: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
     if data.len() as u64 > room {
         return Err(MrFault::Range);
     }
-    let mut spans = Vec::new();
-    let mut left = data.len();
+    let mut off = 0;
     for s in sges {
-        if left == 0 {
+        if off == data.len() {
             break;
         }
-        let n = left.min(s.length as usize);
+        let n = (data.len() - off).min(s.length as usize);
         if n == 0 {
             continue;
         }
@@ -353,11 +353,8 @@ fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(), MrFault>
             s.addr,
             n as u64,
         )?;
-        spans.push((p, n));
-        left -= n;
-    }
-    let mut off = 0;
-    for (p, n) in spans {
+        // Inside a registered region with LOCAL_WRITE (checked), registered while the fabric
+        // lock is held.
         write_registered(p, &data[off..off + n]);
         off += n;
     }
@@ -689,6 +686,11 @@ impl<'g> Run<'g> {
             op,
             IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM
         );
+        if qpt == IBV_QPT_UD && w.length > UD_MTU as u64 {
+            // C10-93.1.1: nothing is sent, and it is not an error; rxe decides it before it
+            // reads any SGE, so a bad key in one changes nothing.
+            return Step::ok();
+        }
         let payload = match (&w.inline, carries_data) {
             (Some(d), true) => d.clone(),
             (None, true) => match gather(qp, &w.sges) {
@@ -699,9 +701,6 @@ impl<'g> Run<'g> {
             },
             (_, false) => Vec::new(),
         };
-        if qpt == IBV_QPT_UD && payload.len() > UD_MTU {
-            return Step::ok(); // C10-93.1.1: nothing is sent, and it is not an error
-        }
 
         let dest_qpn = if qpt == IBV_QPT_UD {
             w.remote_qpn
