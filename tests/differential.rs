@@ -691,7 +691,7 @@ impl Gen {
             a.max_dest_rd_atomic = r.pick(&[1, 4, 16]);
             a.min_rnr_timer = r.pick(&[1, 2, 5, 12]);
             a.timeout = r.pick(&[0, 0, 20, 31]);
-            a.rnr_retry = r.pick(&[0, 7, 7]);
+            a.rnr_retry = r.pick(&[0, 0, 0, 7]);
             a.max_rd_atomic = r.pick(&[1, 4, 16]);
             if let Some(g) = self.qps.get_mut(qp) {
                 g.state = next;
@@ -949,6 +949,8 @@ struct Run<'d> {
     bufs: Vec<Box<[u64]>>,
     /// The wr_ids of the receives posted (to tell their completions from the sends').
     recv_ids: std::collections::HashSet<u64>,
+    /// The buffer ranges of every receive posted (a send may be placed there).
+    recv_ranges: Vec<(u64, u64)>,
     /// What an SGE of a missing MR points at: an inline send reads it without a key.
     scratch: Box<[u64]>,
 }
@@ -983,6 +985,7 @@ impl<'d> Run<'d> {
             bufs: Vec::new(),
             scratch: vec![0; SLACK / 8].into_boxed_slice(),
             recv_ids: Default::default(),
+            recv_ranges: Vec::new(),
         }
     }
 
@@ -1027,6 +1030,11 @@ impl<'d> Run<'d> {
             // rxe takes path_mtu 0 and then has no MTU to cut messages with.
             return Some("path_mtu 0");
         }
+        if qp.qpt != IBV_QPT_UD && a.qp_state == IBV_QPS_RTS {
+            if let Some(why) = self.packet_by_packet(&a, wrs) {
+                return Some(why);
+            }
+        }
         if qp.qpt != IBV_QPT_RC {
             return None;
         }
@@ -1037,8 +1045,10 @@ impl<'d> Run<'d> {
         if qp.reconnected {
             return Some("RC QP reconnected (PSNs)");
         }
-        if a.rnr_retry != 0 && a.rnr_retry != 7 {
-            return Some("RC rnr_retry counted by the timer");
+        if a.rnr_retry != 0 {
+            // The software device retries at once when a receive is posted, rxe when its RNR
+            // timer fires, and either may retry between two steps.
+            return Some("RC RNR retries are timed");
         }
         if a.timeout != 0 && a.timeout < 20 {
             return Some("RC retransmit timeout");
@@ -1066,6 +1076,64 @@ impl<'d> Run<'d> {
         }
         if reads && (a.max_rd_atomic == 0 || da.max_dest_rd_atomic == 0) {
             return Some("RC read/atomic without resources");
+        }
+        None
+    }
+
+    /// What rxe does packet by packet and the software device per message: a multi-packet RC
+    /// or UC request (of `a`, its QP's attributes) whose source and destination overlap (rxe
+    /// reads each packet after the one before was placed), whose SGEs fault after the first
+    /// packet (rxe has sent the packets before), or whose destination has another path MTU (rxe
+    /// checks the packet sizes against it).
+    fn packet_by_packet(&self, a: &sys::ibv_qp_attr, wrs: &[SendSpec]) -> Option<&'static str> {
+        let mtu = 128u64 << a.path_mtu;
+        let dest_mtu = self
+            .qps
+            .get(self.qp_index(a.dest_qp_num))
+            .and_then(|d| d.as_ref())
+            .map(|d| self.query(d.raw).path_mtu);
+        let local = |w: &SendSpec| -> Vec<(u64, u64)> {
+            w.sges
+                .iter()
+                .map(|s| self.sge(s))
+                .map(|s| (s.addr, s.addr + u64::from(s.length)))
+                .collect()
+        };
+        for w in wrs {
+            let len: u64 = w.sges.iter().map(|s| u64::from(s.len)).sum();
+            if len <= mtu.min(128 << dest_mtu.unwrap_or(a.path_mtu).clamp(1, 5)) {
+                continue;
+            }
+            if dest_mtu.is_some_and(|m| m != a.path_mtu) {
+                return Some("peers with different path MTUs, multi-packet");
+            }
+            let faults = w.sges.iter().any(|s| {
+                self.mrs
+                    .get(s.mr)
+                    .and_then(|m| m.as_ref())
+                    .is_none_or(|m| s.off + s.len > m.len)
+            });
+            if faults {
+                return Some("an SGE faults in a multi-packet request");
+            }
+            let remote = match self.mrs.get(w.remote.0).and_then(|m| m.as_ref()) {
+                Some(m) => {
+                    let at = m.buf as u64 + u64::from(w.remote.1);
+                    vec![(at, at + len)]
+                }
+                None => vec![],
+            };
+            let (from, to) = match w.opcode {
+                IBV_WR_SEND | IBV_WR_SEND_WITH_IMM => (local(w), self.recv_ranges.clone()),
+                IBV_WR_RDMA_READ => (remote, local(w)),
+                _ => (local(w), remote),
+            };
+            let overlap = from
+                .iter()
+                .any(|f| to.iter().any(|t| f.0 < t.1 && t.0 < f.1));
+            if overlap {
+                return Some("source and destination overlap, multi-packet");
+            }
         }
         None
     }
@@ -1503,6 +1571,13 @@ impl<'d> Run<'d> {
     fn recv_list(&mut self, wrs: &[Vec<Sge>], seq_step: usize) -> RecvList {
         self.recv_ids
             .extend((0..wrs.len()).map(|k| (seq_step * 8 + k) as u64));
+        let ranges: Vec<(u64, u64)> = wrs
+            .iter()
+            .flatten()
+            .map(|s| self.sge(s))
+            .map(|s| (s.addr, s.addr + u64::from(s.length)))
+            .collect();
+        self.recv_ranges.extend(ranges);
         let sges: Vec<Vec<sys::ibv_sge>> = wrs
             .iter()
             .map(|w| w.iter().map(|s| self.sge(s)).collect())
@@ -2618,20 +2693,6 @@ fn fixed_packets_before_the_one_that_finds_no_room_are_placed() {
 }
 
 #[test]
-fn fixed_cur_qp_state_is_taken_as_the_state_the_qp_is_in() {
-    // With IBV_QP_CUR_STATE, rxe checks the transition from the cur_qp_state given, not from
-    // the QP's state: a UD QP in RESET told it is in RTS goes "from RTS to RTS" (the software
-    // device checked RESET to RTS and refused).
-    let mut steps = basics();
-    steps.push(create_qp(IBV_QPT_UD, None, 16, 2)); // 3
-    steps.push(modify(0, IBV_QPS_RTS, M_STATE | M_CUR_STATE | M_QKEY)); // 4
-    steps.push(modify(0, IBV_QPS_RTR, M_STATE | M_CUR_STATE)); // 5: RTR to RTR: no such move
-    let r = run_on_test_device(&steps);
-    assert_eq!(r[4].outcome, Outcome::Ok(vec![]));
-    assert_eq!(r[5].outcome, Outcome::Err(libc::EINVAL));
-}
-
-#[test]
 fn fixed_a_ud_message_over_the_mtu_completes_before_its_sges_are_read() {
     // rxe completes a UD send longer than the port MTU successfully without reading its SGEs,
     // so a bad key in one changes nothing (the software device read them first and completed
@@ -2681,6 +2742,20 @@ fn fixed_a_ud_message_over_the_mtu_completes_before_its_sges_are_read() {
             }]
         )]
     );
+}
+
+#[test]
+fn fixed_cur_qp_state_is_taken_as_the_state_the_qp_is_in() {
+    // With IBV_QP_CUR_STATE, rxe checks the transition from the cur_qp_state given, not from
+    // the QP's state: a UD QP in RESET told it is in RTS goes "from RTS to RTS" (the software
+    // device checked RESET to RTS and refused).
+    let mut steps = basics();
+    steps.push(create_qp(IBV_QPT_UD, None, 16, 2)); // 3
+    steps.push(modify(0, IBV_QPS_RTS, M_STATE | M_CUR_STATE | M_QKEY)); // 4
+    steps.push(modify(0, IBV_QPS_RTR, M_STATE | M_CUR_STATE)); // 5: RTR to RTR: no such move
+    let r = run_on_test_device(&steps);
+    assert_eq!(r[4].outcome, Outcome::Ok(vec![]));
+    assert_eq!(r[5].outcome, Outcome::Err(libc::EINVAL));
 }
 
 #[test]
