@@ -18,13 +18,19 @@
 //! Environment: `TYPED_VERBS_DIFF_SEQUENCES` (default 2000), `TYPED_VERBS_DIFF_SEED` (the first
 //! sequence's seed, default 1; sequence `i` uses seed + i).
 //!
-//! What the generator leaves out, because the outcome depends on timing rather than on the
-//! device's rules (the software device runs work synchronously, rxe in kernel tasks with
-//! timers): an RC request whose destination is not ready to take it at once (rxe retransmits
-//! on its timer), whose responder or requester has no read/atomic resources for it, whose RNR
-//! retries are counted by the timer (rnr_retry other than 0 and 7), or whose QPs were reset and
-//! reconnected (their PSNs no longer match, which the software device does not model). Every
-//! send is signaled, so each step's work is known to be done before the next.
+//! What is left out, because the outcome depends on timing rather than on the device's rules
+//! (the software device runs work synchronously, rxe in kernel tasks with timers): an RC
+//! request whose destination is not ready to take it at once (rxe retransmits on its timer),
+//! whose responder or requester has no read/atomic resources for it, that may get an RNR NAK
+//! with rnr_retry other than 0 (the retries are timed), or whose QPs were reset and reconnected
+//! (their PSNs no longer match, which the software device does not model). Every send is
+//! signaled, so each step's work is known to be done before the next.
+//!
+//! Left out too, as what the software device does not model: a multi-packet RC or UC request
+//! whose source and destination overlap (rxe reads each packet after the one before was
+//! placed), whose SGEs fault after its first packet (rxe has sent the packets before), or
+//! whose peers have different path MTUs (rxe checks each packet's size against the
+//! responder's).
 
 mod common;
 
