@@ -417,6 +417,18 @@ impl Gen {
             .collect()
     }
 
+    /// The SGEs of a receive: mostly in the upper part of the regions, where sends do not read.
+    fn recv_sges(&mut self, max: usize) -> Vec<Sge> {
+        let mut v = self.sges(max);
+        for s in v.iter_mut() {
+            if self.rng.pct(80) {
+                s.off = self.rng.pick(&[2304, 3072]);
+                s.len = self.rng.pick(&[16, 64, 100, 1024, 1024]);
+            }
+        }
+        v
+    }
+
     fn size(&mut self, lits: &[u32], over_pct: u64) -> Size {
         if self.rng.pct(over_pct) {
             Size::OverLimit
@@ -538,12 +550,16 @@ impl Gen {
             },
             59..=66 => {
                 let qp = self.obj(self.qps.len());
-                let wrs = (0..1 + self.rng.below(2)).map(|_| self.sges(2)).collect();
+                let wrs = (0..1 + self.rng.below(2))
+                    .map(|_| self.recv_sges(2))
+                    .collect();
                 Step::PostRecv { qp, wrs }
             }
             67..=70 => {
                 let srq = self.obj(self.srqs);
-                let wrs = (0..1 + self.rng.below(2)).map(|_| self.sges(2)).collect();
+                let wrs = (0..1 + self.rng.below(2))
+                    .map(|_| self.recv_sges(2))
+                    .collect();
                 Step::PostSrqRecv { srq, wrs }
             }
             71..=84 => {
@@ -818,12 +834,16 @@ fn generate(seed: u64) -> Vec<Step> {
                 peer: None,
             });
         }
-        // And often connected at once, so that the rest moves data.
+        // And often connected at once, with receives posted, so that the rest moves data.
         for qp in 0..g.qps.len() {
             if g.rng.pct(70) {
                 let dest = g.peer(qp);
                 for _ in 0..3 {
                     steps.push(g.modify_qp(qp, true, dest));
+                }
+                if g.rng.pct(60) {
+                    let wrs = (0..1 + g.rng.below(2)).map(|_| g.recv_sges(1)).collect();
+                    steps.push(Step::PostRecv { qp, wrs });
                 }
             }
         }
