@@ -2903,3 +2903,90 @@ fn fixed_a_response_is_placed_sge_by_sge_up_to_the_one_that_fails() {
     assert_eq!(mem[0][200..300], pattern(1024, 100)[..], "the first SGE");
     assert_eq!(mem[1][..64], pattern(0, 64)[..], "the second SGE");
 }
+
+#[test]
+fn fixed_a_multi_packet_write_with_immediate_checks_its_key_before_the_receive() {
+    // rxe checks the key and range of an RDMA write at its first packet, which needs no
+    // receive: a multi-packet write with immediate to a range outside the region completes with
+    // REM_ACCESS_ERR even when no receive is posted (the software device looked for the receive
+    // first and gave an RNR NAK).
+    let mut steps = basics();
+    steps.push(create_qp(IBV_QPT_RC, None, 16, 2)); // 3
+    steps.extend(to_rts(0, IBV_QPT_RC)); // 4, 5, 6
+    steps.push(Step::PostSend {
+        qp: 0,
+        wrs: vec![SendSpec {
+            opcode: IBV_WR_RDMA_WRITE_WITH_IMM,
+            flags: SIGNALED,
+            sges: vec![Sge {
+                mr: 0,
+                off: 0,
+                len: 2048,
+            }],
+            remote: (0, 4000), // 2048 bytes from here leave the 4096-byte region
+            ah: 0,
+            dest: 0,
+            qkey_ok: true,
+        }],
+    }); // 7
+    let r = run_on_test_device(&steps);
+    assert_eq!(
+        r[7].wcs,
+        vec![(
+            0,
+            vec![Wc {
+                wr_id: 7 * 8,
+                status: sys::ibv_wc_status::IBV_WC_REM_ACCESS_ERR,
+                ..NO_WC
+            }]
+        )]
+    );
+}
+
+#[test]
+fn fixed_the_grh_of_a_ud_receive_counts_the_payload_padding() {
+    // The IPv6 payload length in the GRH rxe writes in front of a UD receive counts the BTH's
+    // pad bytes (the payload rounded up to a multiple of 4): 8 + 12 + 8 + 17 + 3 + 4 = 52 for
+    // 17 bytes (the software device left the padding out).
+    let mut steps = basics();
+    steps.push(Step::CreateAh {
+        pd: 0,
+        sgid_index: 0,
+        port: 1,
+        is_global: true,
+    }); // 3
+    steps.push(create_qp(IBV_QPT_UD, None, 16, 2)); // 4
+    steps.extend(to_rts(0, IBV_QPT_UD)); // 5, 6, 7
+    steps.push(Step::PostRecv {
+        qp: 0,
+        wrs: vec![vec![Sge {
+            mr: 0,
+            off: 2304,
+            len: 1024,
+        }]],
+    }); // 8
+    steps.push(Step::PostSend {
+        qp: 0,
+        wrs: vec![SendSpec {
+            opcode: IBV_WR_SEND,
+            flags: SIGNALED,
+            sges: vec![Sge {
+                mr: 0,
+                off: 0,
+                len: 17,
+            }],
+            remote: (0, 0),
+            ah: 0,
+            dest: 0,
+            qkey_ok: true,
+        }],
+    }); // 9
+    let (r, mem) = run_with_memory(&steps);
+    assert_eq!(r[9].wcs.len(), 1, "{:?}", r[9].wcs);
+    assert_eq!(r[9].wcs[0].1.len(), 2, "{:?}", r[9].wcs);
+    assert_eq!(
+        u16::from_be_bytes([mem[0][2304 + 4], mem[0][2304 + 5]]),
+        52,
+        "the GRH's payload length"
+    );
+}

@@ -748,6 +748,25 @@ impl<'g> Run<'g> {
             return refuse(IBV_WC_REM_INV_REQ_ERR);
         }
 
+        if op == IBV_WR_RDMA_WRITE_WITH_IMM && payload.len() > packet_bytes(qp) {
+            // A multi-packet write with immediate: rxe checks the key and range at the first
+            // packet, which needs no receive, so a bad one is found before a missing receive.
+            let target = check_mr(
+                dest.ctx(),
+                w.rkey,
+                dest.ibv.pd,
+                ACCESS_REMOTE_WRITE,
+                w.remote_addr,
+                payload.len() as u64,
+            );
+            if target.is_err() {
+                return match qpt {
+                    IBV_QPT_RC => refuse(IBV_WC_REM_ACCESS_ERR),
+                    _ => Step::ok(), // UC: dropped
+                };
+            }
+        }
+
         // The receive the message consumes.
         let recv = if matches!(
             op,
@@ -917,8 +936,10 @@ impl<'g> Run<'g> {
 /// packet (traffic class from the AH, flow label 0, hop limit 64, the UDP payload length).
 fn grh(w: &SendWqe, payload: usize) -> Vec<u8> {
     let ah = w.ah.expect("a UD request has an AH");
-    // UDP (8) + BTH (12) + DETH (8) + ImmDt (4, with immediate data) + payload + ICRC (4).
-    let udp_len = 8 + 12 + 8 + if w.has_imm() { 4 } else { 0 } + payload + 4;
+    // UDP (8) + BTH (12) + DETH (8) + ImmDt (4, with immediate data) + payload, padded to a
+    // multiple of 4 (the BTH's pad count), + ICRC (4).
+    let pad = (4 - payload % 4) % 4;
+    let udp_len = 8 + 12 + 8 + if w.has_imm() { 4 } else { 0 } + payload + pad + 4;
     let tc = ah.grh.traffic_class;
     let mut h = Vec::with_capacity(GRH_LEN);
     h.extend_from_slice(&[0x60 | tc >> 4, tc << 4, 0, 0]);
