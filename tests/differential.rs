@@ -3004,3 +3004,55 @@ fn fixed_the_grh_of_a_ud_receive_counts_the_payload_padding() {
         "the GRH's payload length"
     );
 }
+
+#[test]
+fn fixed_modify_srq_checks_max_wr_and_limit_against_the_srq_as_it_is() {
+    // rxe_srq_chk_attr checks a new max_wr against the limit armed before the call (the one
+    // ibv_create_srq set, here 100) and a new srq_limit against the ring before the call (1
+    // request), even when the same call changes the other: both refused with EINVAL (the
+    // software device checked them against the new values and took them).
+    let steps = [
+        Step::AllocPd,
+        Step::CreateSrq {
+            pd: 0,
+            max_wr: Size::Lit(4),
+            max_sge: Size::Lit(2),
+            srq_limit: 100,
+        },
+        Step::ModifySrq {
+            srq: 0,
+            mask: SRQ_MAX_WR | SRQ_LIMIT,
+            max_wr: 2,
+            srq_limit: 0,
+        },
+        Step::CreateSrq {
+            pd: 0,
+            max_wr: Size::Lit(1),
+            max_sge: Size::Lit(1),
+            srq_limit: 0,
+        },
+        Step::ModifySrq {
+            srq: 1,
+            mask: SRQ_MAX_WR | SRQ_LIMIT,
+            max_wr: 8,
+            srq_limit: 4,
+        },
+        Step::ModifySrq {
+            srq: 1,
+            mask: SRQ_MAX_WR,
+            max_wr: 8,
+            srq_limit: 0,
+        },
+        Step::ModifySrq {
+            srq: 1,
+            mask: SRQ_LIMIT,
+            max_wr: 0,
+            srq_limit: 4,
+        },
+    ];
+    let r = run_on_test_device(&steps);
+    let got: Vec<&Outcome> = r[2..].iter().map(|r| &r.outcome).collect();
+    let ok = Outcome::Ok(vec![]);
+    let einval = Outcome::Err(libc::EINVAL);
+    assert_eq!(got, [&einval, &Outcome::Ok(vec![1, 1]), &einval, &ok, &ok]);
+}

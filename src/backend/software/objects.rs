@@ -437,8 +437,8 @@ const SRQ_MAX_WR: i32 = 1 << 0;
 const SRQ_LIMIT: i32 = 1 << 1;
 
 /// `ibv_modify_srq`, as rxe's (rxe_srq_chk_attr, rxe_srq_from_attr): `srq_limit` up to the
-/// ring's size arms the limit event (0 disarms it); `max_wr` resizes the ring, which must
-/// still hold the receives posted and stay at or above an armed limit. Bits of `mask` other
+/// ring's present size arms the limit event (0 disarms it); `max_wr` resizes the ring, which
+/// must still hold the receives posted and stay at or above the limit armed before the call. Bits of `mask` other
 /// than those two change nothing.
 ///
 /// # Safety
@@ -458,15 +458,20 @@ pub(super) unsafe fn modify_srq(
     let _fabric = data::lock();
     let posted = sw.rq.lock().len();
     let mut cur = sw.attr.lock();
+    // rxe_srq_chk_attr checks both against the SRQ as it is: a new max_wr against the limit
+    // armed now (even when the same call changes it), a new limit against the ring now (even
+    // when the same call resizes it).
+    if mask & SRQ_MAX_WR != 0
+        && (a.max_wr == 0
+            || a.max_wr > max_srq_wr
+            || (cur.srq_limit != 0 && a.max_wr < cur.srq_limit))
+    {
+        return Err(libc::EINVAL);
+    }
+    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > cur.max_wr) {
+        return Err(libc::EINVAL);
+    }
     let ring = if mask & SRQ_MAX_WR != 0 {
-        let limit = if mask & SRQ_LIMIT != 0 {
-            a.srq_limit
-        } else {
-            cur.srq_limit
-        };
-        if a.max_wr == 0 || a.max_wr > max_srq_wr || (limit != 0 && a.max_wr < limit) {
-            return Err(libc::EINVAL);
-        }
         let ring = rxe_round(a.max_wr);
         if (ring as usize) < posted {
             return Err(libc::EINVAL);
@@ -475,9 +480,6 @@ pub(super) unsafe fn modify_srq(
     } else {
         cur.max_wr
     };
-    if mask & SRQ_LIMIT != 0 && (a.srq_limit > max_srq_wr || a.srq_limit > ring) {
-        return Err(libc::EINVAL);
-    }
     cur.max_wr = ring;
     if mask & SRQ_LIMIT != 0 {
         cur.srq_limit = a.srq_limit;
