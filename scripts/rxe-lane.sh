@@ -272,6 +272,8 @@ if [ "$done_seen" = 0 ]; then
     echo "rxe-lane: the VM did not finish (qemu exit $qemu_rc); see $console" >&2
     fail=$((fail + 1))
 fi
+# How many sequences the differential test compared on sw0 and rxe0 (its NOTE line).
+grep -E '^NOTE software_device_agrees_with_the_real_one' "$console" | sed 's/^NOTE [a-z_]*: /rxe-lane: differential: /' || true
 elapsed=$(($(date +%s) - lane_start))
 echo "rxe-lane: steps: $pass passed, $fail failed; tests on rxe0: $tests_run, $skips skipped (SKIP lines in $console); ${elapsed}s"
 [ "$fail" = 0 ]
