@@ -313,6 +313,8 @@ if [ "$done_seen" = 0 ]; then
     echo "rxe-lane: the VM did not finish (qemu exit $qemu_rc); see $console" >&2
     fail=$((fail + 1))
 fi
+# How many sequences the differential test compared on sw0 and rxe0 (its NOTE line).
+grep -E '^NOTE software_device_agrees_with_the_real_one' "$console" | sed 's/^NOTE [a-z_]*: /rxe-lane: differential: /' || true
 # The initramfs tree is in initrd.img now.
 rm -rf "$ROOT"
 elapsed=$(($(date +%s) - lane_start))

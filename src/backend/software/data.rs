@@ -37,14 +37,18 @@
 //!   responder's `min_rnr_timer`. As rxe counts them, `rnr_retry` n allows n retries, each when
 //!   that timer fires (7: without limit); the NAK after the last completes the request with
 //!   RNR_RETRY_EXC_ERR (n = 0: the first). A receive posted in the meantime retries at once.
-//!   Later requests of that QP wait behind it.
+//!   Later requests of that QP wait behind it. Data is placed as rxe places the packets of a
+//!   message (cut at the requester's path MTU) one by one: an RDMA write with immediate that
+//!   finds no receive has written every packet but its last, and a receive too small for a
+//!   message has taken the packets that fit before it failed.
 //! * **Responder checks.** The responder QP's access flags, then its MR table for RDMA and
 //!   atomics (key, PD, access, range). For RC an access-flag failure is REM_INV_REQ_ERR and a
 //!   key failure REM_ACCESS_ERR at the sender, and the responder moves to ERR; for UC the
 //!   message is dropped. A receive buffer that is too small or not writable is a malformed
 //!   receive: the receive completes with LOC_QP_OP_ERR and the responder moves to ERR (every
 //!   QP type); an RC sender gets REM_OP_ERR. RDMA read data and atomic results land in the
-//!   requester's SGEs, which need LOCAL_WRITE (else LOC_PROT_ERR; the atomic was done).
+//!   requester's SGEs, which need LOCAL_WRITE (else LOC_PROT_ERR; the atomic was done); a
+//!   request posted inline has no SGEs for them (LOC_PROT_ERR too, as rxe).
 //! * **Completions** carry what rxe's do_complete writes: for a success the opcode, byte_len
 //!   (the request's total length; for a receive the bytes placed, a UD GRH included), qp_num,
 //!   and `IBV_WC_WITH_IMM` on both sides of a *_WITH_IMM request (the imm_data only on the
@@ -244,6 +248,12 @@ impl Fabric {
 }
 
 impl SwQp {
+    /// Whether the request at the head of the send queue is in progress (it waits for its
+    /// destination or an RNR retry): rxe's requester has a request it cannot drain yet, so a
+    /// QP moved to SQD stays draining (`sq_draining`).
+    pub(super) fn sq_in_progress(&self) -> bool {
+        self.queues.lock().blocked_on.is_some()
+    }
     fn state(&self) -> u32 {
         self.attr.lock().qp_state
     }
@@ -318,20 +328,20 @@ fn gather(qp: &SwQp, sges: &[sys::ibv_sge]) -> Result<Vec<u8>, MrFault> {
     Ok(out)
 }
 
-/// Writes `data` into `sges` (regions of `qp`'s PD with LOCAL_WRITE), in order. Fails, writing
-/// nothing, if the SGEs are too small for `data` or a region check fails.
+/// Writes `data` into `sges` (regions of `qp`'s PD with LOCAL_WRITE), in order, as rxe's
+/// copy_data: fails, writing nothing, if the SGEs are too small for `data`; else writes SGE by
+/// SGE and fails at the first whose region check fails, the SGEs before it written.
 fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(), MrFault> {
     let room: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
     if data.len() as u64 > room {
         return Err(MrFault::Range);
     }
-    let mut spans = Vec::new();
-    let mut left = data.len();
+    let mut off = 0;
     for s in sges {
-        if left == 0 {
+        if off == data.len() {
             break;
         }
-        let n = left.min(s.length as usize);
+        let n = (data.len() - off).min(s.length as usize);
         if n == 0 {
             continue;
         }
@@ -343,15 +353,58 @@ fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(), MrFault>
             s.addr,
             n as u64,
         )?;
-        spans.push((p, n));
-        left -= n;
-    }
-    let mut off = 0;
-    for (p, n) in spans {
+        // Inside a registered region with LOCAL_WRITE (checked), registered while the fabric
+        // lock is held.
         write_registered(p, &data[off..off + n]);
         off += n;
     }
     Ok(())
+}
+
+/// The payload bytes of one packet of an RC or UC message from `qp`: its path MTU (rxe cuts
+/// messages at the requester's `path_mtu`). `usize::MAX` (one packet) for a path_mtu that
+/// names no size, as UD has none.
+fn packet_bytes(qp: &SwQp) -> usize {
+    match qp.attr.lock().path_mtu {
+        m @ sys::ibv_mtu::IBV_MTU_256..=sys::ibv_mtu::IBV_MTU_4096 => 128 << m,
+        _ => usize::MAX,
+    }
+}
+
+/// An RDMA write with immediate that found no receive at `dest`: rxe writes each packet as it
+/// comes, and only the last one needs the receive, so every packet before it is written (the
+/// range checked at the first packet for the whole message) before the message is dropped
+/// (UC) or the last packet gets an RNR NAK (RC).
+fn write_leading_packets(qp: &SwQp, dest: &SwQp, w: &SendWqe, payload: &[u8]) {
+    let mtu = packet_bytes(qp);
+    if payload.len() <= mtu {
+        return;
+    }
+    let leading = (payload.len() - 1) / mtu * mtu;
+    let target = check_mr(
+        dest.ctx(),
+        w.rkey,
+        dest.ibv.pd,
+        ACCESS_REMOTE_WRITE,
+        w.remote_addr,
+        payload.len() as u64,
+    );
+    if let Ok(p) = target {
+        // Inside a registered, remotely writable region of the responder (checked), registered
+        // while the fabric lock is held.
+        write_registered(p, &payload[..leading]);
+    }
+}
+
+/// Writes the response of RDMA read or atomic `w` (`data`) into its SGEs, as `scatter`. A
+/// request posted with IBV_SEND_INLINE has none: rxe's provider stores the inline data where
+/// the SGEs would be, so a response of any length has nowhere to land (LOC_PROT_ERR at rxe's
+/// completer).
+fn land(qp: &SwQp, w: &SendWqe, data: &[u8]) -> Result<(), MrFault> {
+    if w.inline.is_some() && !data.is_empty() {
+        return Err(MrFault::Range);
+    }
+    scatter(qp, &w.sges, data)
 }
 
 /// Appends the `n` bytes of registered memory at `p` to `out`, each byte read as a Relaxed
@@ -578,7 +631,17 @@ impl<'g> Run<'g> {
                     q.blocked_on = Some(n);
                     return;
                 }
-                Step::Done { status, responder } => {
+                Step::Done {
+                    mut status,
+                    responder,
+                } => {
+                    if qp.qpt() != IBV_QPT_RC && responder.is_some_and(|r| ptr::eq(r, qp)) {
+                        // A UC or UD QP that sent to itself and moved itself to ERR as the
+                        // responder: rxe's responder runs inline from the loopback transmit,
+                        // before the completer reports the request, which it then flushes. (An
+                        // RC requester completes from the responder's NAK, as for another QP.)
+                        status = IBV_WC_WR_FLUSH_ERR;
+                    }
                     qp.queues.lock().unblock();
                     if status != IBV_WC_SUCCESS || w.signaled {
                         send_completion(qp, &w, status);
@@ -623,6 +686,11 @@ impl<'g> Run<'g> {
             op,
             IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM
         );
+        if qpt == IBV_QPT_UD && w.length > UD_MTU as u64 {
+            // C10-93.1.1: nothing is sent, and it is not an error; rxe decides it before it
+            // reads any SGE, so a bad key in one changes nothing.
+            return Step::ok();
+        }
         let payload = match (&w.inline, carries_data) {
             (Some(d), true) => d.clone(),
             (None, true) => match gather(qp, &w.sges) {
@@ -633,9 +701,6 @@ impl<'g> Run<'g> {
             },
             (_, false) => Vec::new(),
         };
-        if qpt == IBV_QPT_UD && payload.len() > UD_MTU {
-            return Step::ok(); // C10-93.1.1: nothing is sent, and it is not an error
-        }
 
         let dest_qpn = if qpt == IBV_QPT_UD {
             w.remote_qpn
@@ -645,7 +710,10 @@ impl<'g> Run<'g> {
         let dest = self
             .f
             .get(dest_qpn)
-            .filter(|d| d.qpt() == qpt && matches!(d.state(), IBV_QPS_RTR | IBV_QPS_RTS));
+            // A responder is ready from RTR on; SQD stops only the send queue.
+            .filter(|d| {
+                d.qpt() == qpt && matches!(d.state(), IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD)
+            });
         let Some(dest) = dest else {
             return match qpt {
                 IBV_QPT_RC => Step::Wait(dest_qpn),
@@ -680,6 +748,25 @@ impl<'g> Run<'g> {
             return refuse(IBV_WC_REM_INV_REQ_ERR);
         }
 
+        if op == IBV_WR_RDMA_WRITE_WITH_IMM && payload.len() > packet_bytes(qp) {
+            // A multi-packet write with immediate: rxe checks the key and range at the first
+            // packet, which needs no receive, so a bad one is found before a missing receive.
+            let target = check_mr(
+                dest.ctx(),
+                w.rkey,
+                dest.ibv.pd,
+                ACCESS_REMOTE_WRITE,
+                w.remote_addr,
+                payload.len() as u64,
+            );
+            if target.is_err() {
+                return match qpt {
+                    IBV_QPT_RC => refuse(IBV_WC_REM_ACCESS_ERR),
+                    _ => Step::ok(), // UC: dropped
+                };
+            }
+        }
+
         // The receive the message consumes.
         let recv = if matches!(
             op,
@@ -687,8 +774,15 @@ impl<'g> Run<'g> {
         ) {
             match take_recv(dest) {
                 Some(r) => Some(r),
-                None if qpt == IBV_QPT_RC => return rnr_nak(qp, dest),
-                None => return Step::ok(), // UC, UD: dropped
+                None => {
+                    if op == IBV_WR_RDMA_WRITE_WITH_IMM {
+                        write_leading_packets(qp, dest, w, &payload);
+                    }
+                    if qpt == IBV_QPT_RC {
+                        return rnr_nak(qp, dest);
+                    }
+                    return Step::ok(); // UC, UD: dropped
+                }
             }
         } else {
             None
@@ -705,7 +799,18 @@ impl<'g> Run<'g> {
                     payload
                 };
                 if scatter(dest, &recv.sges, &data).is_err() {
-                    // A malformed receive (class A): the responder moves to ERR.
+                    // A malformed receive (class A): the responder moves to ERR. What came
+                    // before the part that did not fit was placed, as rxe places each packet
+                    // as it comes, and a UD message's GRH before its payload.
+                    let room: usize = recv.sges.iter().map(|s| s.length as usize).sum();
+                    let placed = match qpt {
+                        IBV_QPT_UD if room >= GRH_LEN => GRH_LEN,
+                        IBV_QPT_UD => 0,
+                        _ => room / packet_bytes(qp) * packet_bytes(qp),
+                    };
+                    if data.len() > room && placed > 0 {
+                        let _ = scatter(dest, &recv.sges, &data[..placed]);
+                    }
                     recv_failure(dest, recv.wr_id, IBV_WC_LOC_QP_OP_ERR, w.solicited);
                     let status = match qpt {
                         IBV_QPT_RC => IBV_WC_REM_OP_ERR,
@@ -779,7 +884,7 @@ impl<'g> Run<'g> {
                     read_registered(p, w.length as usize, &mut data);
                 }
                 // The response lands in the local SGEs; any failure there is LOC_PROT_ERR.
-                match scatter(qp, &w.sges, &data) {
+                match land(qp, w, &data) {
                     Ok(()) => Step::ok(),
                     Err(_) => Step::fail(IBV_WC_LOC_PROT_ERR),
                 }
@@ -817,7 +922,7 @@ impl<'g> Run<'g> {
                     write_registered(p, &new.to_ne_bytes());
                 }
                 drop(held);
-                match scatter(qp, &w.sges, &original.to_ne_bytes()) {
+                match land(qp, w, &original.to_ne_bytes()) {
                     Ok(()) => Step::ok(),
                     Err(_) => Step::fail(IBV_WC_LOC_PROT_ERR),
                 }
@@ -831,8 +936,10 @@ impl<'g> Run<'g> {
 /// packet (traffic class from the AH, flow label 0, hop limit 64, the UDP payload length).
 fn grh(w: &SendWqe, payload: usize) -> Vec<u8> {
     let ah = w.ah.expect("a UD request has an AH");
-    // UDP (8) + BTH (12) + DETH (8) + ImmDt (4, with immediate data) + payload + ICRC (4).
-    let udp_len = 8 + 12 + 8 + if w.has_imm() { 4 } else { 0 } + payload + 4;
+    // UDP (8) + BTH (12) + DETH (8) + ImmDt (4, with immediate data) + payload, padded to a
+    // multiple of 4 (the BTH's pad count), + ICRC (4).
+    let pad = (4 - payload % 4) % 4;
+    let udp_len = 8 + 12 + 8 + if w.has_imm() { 4 } else { 0 } + payload + pad + 4;
     let tc = ah.grh.traffic_class;
     let mut h = Vec::with_capacity(GRH_LEN);
     h.extend_from_slice(&[0x60 | tc >> 4, tc << 4, 0, 0]);

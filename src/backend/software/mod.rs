@@ -442,9 +442,10 @@ fn give(counter: &AtomicU32) {
 /// is also the largest UD message.
 pub(crate) const ACTIVE_MTU: u32 = sys::ibv_mtu::IBV_MTU_1024;
 
-/// Rounds a queue size up as rxe does: the ring holds a power of two slots, one kept empty.
+/// Rounds a queue size up as rxe does (rxe_queue_init): the ring holds a power of two slots,
+/// one kept empty. A size of 0 stays 0 (one slot, always empty): such a queue takes nothing.
 pub(crate) fn rxe_round(n: u32) -> u32 {
-    (n.max(1) as u64 + 1).next_power_of_two() as u32 - 1
+    (n as u64 + 1).next_power_of_two() as u32 - 1
 }
 
 pub(crate) struct Software;

@@ -454,8 +454,9 @@ const SRQ_MAX_WR: i32 = 1 << 0;
 const SRQ_LIMIT: i32 = 1 << 1;
 
 /// `ibv_modify_srq`, as rxe's (rxe_srq_chk_attr, rxe_srq_from_attr): `srq_limit` up to the
-/// ring's size arms the limit event (0 disarms it); `max_wr` resizes the ring, which must
-/// still hold the receives posted and stay at or above an armed limit.
+/// ring's present size arms the limit event (0 disarms it); `max_wr` resizes the ring, which
+/// must still hold the receives posted and stay at or above the limit armed before the call. Bits of `mask` other
+/// than those two change nothing.
 ///
 /// # Safety
 /// `srq` live software SRQ; `attr` readable.
@@ -466,9 +467,8 @@ pub(super) unsafe fn modify_srq(
 ) -> Result<(), Errno> {
     // SAFETY: caller's contract.
     let (sw, a) = unsafe { (&*(srq as *const SwSrq), *attr) };
-    if mask & !(SRQ_MAX_WR | SRQ_LIMIT) != 0 {
-        return Err(libc::EINVAL);
-    }
+    // Other mask bits are ignored, as the kernel (ib_uverbs_modify_srq, rxe_srq_chk_attr) and
+    // rxe's provider ignore them.
     // SAFETY: a live SRQ's context is live.
     let max_srq_wr = unsafe { &*sw.ctx }.config().max_srq_wr;
     // Receives are taken under the fabric lock: the ring does not change while this looks.
@@ -630,24 +630,24 @@ pub(super) unsafe fn create_qp(
         .max_send_sge
         .saturating_mul(sge_bytes)
         .max(cap.max_inline_data);
-    cap.max_send_wr = rxe_round(cap.max_send_wr);
     cap.max_send_sge = wqe / sge_bytes;
     cap.max_inline_data = wqe;
+    let mut ring = *cap;
+    ring.max_send_wr = rxe_round(asked_send_wr);
     if with_srq {
-        // ibv_create_qp(3): "max_recv_wr and max_recv_sge are ignored ... with an SRQ".
-        cap.max_recv_wr = 0;
-        cap.max_recv_sge = 0;
+        // ibv_create_qp(3): "max_recv_wr and max_recv_sge are ignored ... with an SRQ": the QP
+        // has no receive queue (ibv_query_qp reports 0), while ibv_create_qp, as rxe's, hands
+        // back the two values as they were asked.
+        ring.max_recv_wr = 0;
+        ring.max_recv_sge = 0;
     } else {
-        cap.max_recv_wr = rxe_round(cap.max_recv_wr);
-        cap.max_recv_sge = cap.max_recv_sge.max(1);
+        // rxe's receive queue holds max_recv_sge SGEs as asked, 0 included (then a receive
+        // with an SGE is refused).
+        ring.max_recv_wr = rxe_round(asked_recv_wr);
     }
     // The rings are what ibv_query_qp reports; ibv_create_qp, as rxe's, reports the work request
     // counts as asked (and the SGE and inline sizes as computed).
-    let ring = *cap;
     cap.max_send_wr = asked_send_wr;
-    if !with_srq {
-        cap.max_recv_wr = asked_recv_wr;
-    }
     // SAFETY: live objects of this context (checked above).
     unsafe {
         pd_use(pd, 1);
@@ -701,8 +701,11 @@ pub(super) unsafe fn query_qp(
     // SAFETY: caller's contract. Every attribute is filled whatever the mask, as rxe does.
     unsafe {
         // ibv_qp_attr is plain C data (rdma-sys does not derive Copy for it): a bitwise copy.
+        let draining = (*sw).sq_in_progress();
         let mut a = std::ptr::read(&*(*sw).attr.lock());
         a.cur_qp_state = a.qp_state;
+        // As rxe's: set while a QP moved to SQD still has a request in progress.
+        a.sq_draining = (a.qp_state == sys::ibv_qp_state::IBV_QPS_SQD && draining) as u8;
         a.cap = (*sw).cap;
         attr.write(a);
         init.write(sys::ibv_qp_init_attr {
@@ -721,6 +724,7 @@ pub(super) unsafe fn query_qp(
 // ibv_qp_attr_mask bits (enum ibv_qp_attr_mask).
 const STATE: i32 = 1 << 0;
 const CUR_STATE: i32 = 1 << 1;
+const EN_SQD_ASYNC_NOTIFY: i32 = 1 << 2;
 const ACCESS_FLAGS: i32 = 1 << 3;
 const PKEY_INDEX: i32 = 1 << 4;
 const PORT: i32 = 1 << 5;
@@ -811,9 +815,43 @@ fn transition(cur: u32, next: u32, qpt: u32) -> Option<(i32, i32)> {
                 0,
             ),
         )),
-        (IBV_QPS_INIT | IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_ERR, IBV_QPS_RESET | IBV_QPS_ERR) => {
-            Some((0, 0))
+        (IBV_QPS_RTS, IBV_QPS_SQD) => Some((0, EN_SQD_ASYNC_NOTIFY)),
+        (IBV_QPS_SQD, IBV_QPS_RTS) => Some((
+            0,
+            by_type(
+                CUR_STATE | QKEY,
+                CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE,
+                CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
+                0,
+            ),
+        )),
+        (IBV_QPS_SQD, IBV_QPS_SQD) => Some((
+            0,
+            by_type(
+                PKEY_INDEX | QKEY,
+                AV | ALT_PATH | ACCESS_FLAGS | PKEY_INDEX | PATH_MIG_STATE,
+                PORT | AV
+                    | TIMEOUT
+                    | RETRY_CNT
+                    | RNR_RETRY
+                    | MAX_QP_RD_ATOMIC
+                    | MAX_DEST_RD_ATOMIC
+                    | ALT_PATH
+                    | ACCESS_FLAGS
+                    | PKEY_INDEX
+                    | MIN_RNR_TIMER
+                    | PATH_MIG_STATE,
+                0,
+            ),
+        )),
+        // SQE is entered by the device only (rxe never does), and left for RTS.
+        (IBV_QPS_SQE, IBV_QPS_RTS) => {
+            Some((0, by_type(CUR_STATE | QKEY, CUR_STATE | ACCESS_FLAGS, 0, 0)))
         }
+        (
+            IBV_QPS_INIT | IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE | IBV_QPS_ERR,
+            IBV_QPS_RESET | IBV_QPS_ERR,
+        ) => Some((0, 0)),
         _ => None,
     }
 }
@@ -854,11 +892,23 @@ unsafe fn modify_attr(
 ) -> Result<(u32, u32), Errno> {
     use sys::ibv_qp_state::*;
     let sw = qp as *mut SwQp;
+    // SAFETY: caller's contract. Read before the attribute lock is taken (one per-object lock
+    // at a time); the fabric lock the caller holds keeps the queue as it is.
+    let sq_draining = unsafe { (*sw).sq_in_progress() };
     // SAFETY: caller's contract.
     let (a, qpt) = unsafe { (&*attr, (*sw).ibv.qp_type) };
     // SAFETY: as above.
     let mut cur_attr = unsafe { (*sw).attr.lock() };
-    let cur = cur_attr.qp_state;
+    // As rxe_qp_chk_attr: with CUR_STATE the caller's cur_qp_state is taken as the state the
+    // QP is in (ib_uverbs_modify_qp refuses one beyond ERR).
+    let cur = if mask & CUR_STATE != 0 {
+        if a.cur_qp_state > IBV_QPS_ERR {
+            return Err(libc::EINVAL);
+        }
+        a.cur_qp_state
+    } else {
+        cur_attr.qp_state
+    };
     let next = if mask & STATE != 0 { a.qp_state } else { cur };
     // ib_uverbs' modify_qp checks the ports first (-EINVAL): `port_num`, the address vector's
     // port ("if (cmd->base.dest.port_num != qp->real_qp->port)" for a move to RTR), the
@@ -887,7 +937,13 @@ unsafe fn modify_attr(
     if mask & ALT_PATH != 0 {
         check_av(&a.alt_ah_attr, gids)?;
     }
-    if mask & CUR_STATE != 0 && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS) {
+    if mask & CUR_STATE != 0
+        && !matches!(cur, IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE)
+    {
+        return Err(libc::EINVAL);
+    }
+    // rxe_qp_chk_attr: a QP whose send queue is still draining leaves SQD only for ERR.
+    if cur == IBV_QPS_SQD && mask & STATE != 0 && next != IBV_QPS_ERR && sq_draining {
         return Err(libc::EINVAL);
     }
     // ib_modify_qp_is_ok: a valid transition, every required attribute, nothing unexpected.
@@ -939,6 +995,7 @@ unsafe fn modify_attr(
         MIN_RNR_TIMER => min_rnr_timer,
         DEST_QPN => dest_qp_num & 0x00ff_ffff,
         PATH_MIG_STATE => path_mig_state,
+        EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify,
         ALT_PATH => alt_ah_attr,
         ALT_PATH => alt_pkey_index,
         ALT_PATH => alt_port_num,
