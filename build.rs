@@ -107,12 +107,16 @@ fn measure(out: &Path) -> Result<String, String> {
     {
         build.includes(lib.include_paths);
     }
-    // The symbol sizes are what is read: no link-time-optimisation object without them.
-    build.flag_if_supported("-fno-lto");
     let compiler = build
         .try_get_compiler()
         .map_err(|e| format!("no C compiler for the target: {e}"))?;
     let mut cmd = compiler.to_command();
+    // The symbol sizes are what is read: no link-time-optimisation object without them. Last on
+    // the command line, after CFLAGS (cc puts the flags of the environment after the build's
+    // own), so that a distribution's `CFLAGS=-flto=auto` does not win.
+    if build.is_flag_supported("-fno-lto").unwrap_or(false) {
+        cmd.arg("-fno-lto");
+    }
     cmd.arg("-c").arg(&src).arg("-o").arg(&obj);
     let done = cmd
         .output()

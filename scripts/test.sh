@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, integration, UI (trybuild, tests/ui.rs) and doc tests,
-# then checks the build without default features and the rust-version (scripts/msrv-check.sh),
+# then checks the build without default features, the build script under LTO C flags
+# (scripts/build-script-check.sh) and the rust-version (scripts/msrv-check.sh),
 # then the pingpong examples on the software device (scripts/pingpong.sh), then the sanitizer
 # lane: the sw0 tests and the examples under valgrind's memcheck and helgrind
 # (scripts/sanitize.sh; TYPED_VERBS_NO_SANITIZE=1 leaves it out) and under Miri where a nightly
@@ -23,6 +24,10 @@ cargo test --workspace "$@" || status=$?
 # its tests still build.
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     cargo check --no-default-features --all-targets || status=$?
+fi
+# The build script under C flags with link-time optimisation (scripts/build-script-check.sh).
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    bash scripts/build-script-check.sh || status=$?
 fi
 # rust-version is true: the lockfile's packages need no newer Rust, and the minimal versions
 # Cargo.toml allows build (where a nightly toolchain can resolve them; SKIP otherwise).

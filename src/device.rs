@@ -405,7 +405,8 @@ impl Context {
     ///
     /// # Errors
     ///
-    /// What [`Context::open`] returns for the named device; with the variable unset, the error of
+    /// What [`Context::open`] returns for the named device ([`ErrorKind::NoSuchDevice`] too for a
+    /// name that is not UTF-8, which names no device); with the variable unset, the error of
     /// `ibv_get_device_list` or of opening the chosen device, and `ENODEV` from
     /// `ibv_get_device_list` when there is no device at all (no real device, and the
     /// `software-device` feature off).
@@ -420,6 +421,11 @@ impl Context {
     pub fn open_from_env() -> Result<Context> {
         match std::env::var(DEVICE_ENV) {
             Ok(name) if !name.is_empty() => Context::open(&name),
+            // A name that is not UTF-8 names no device: an error, not the default device.
+            Err(std::env::VarError::NotUnicode(name)) => Err(Error {
+                verb: Verb::OpenDevice,
+                kind: ErrorKind::NoSuchDevice(name.to_string_lossy().into_owned()),
+            }),
             _ => {
                 let mut list = devices()?;
                 let i = default_device(&list, Device::is_software)

@@ -982,7 +982,8 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
 }
 
 /// A work request that [`Qp::post_send`] takes on a QP of type `T` whose type promises `SGE`
-/// send SGEs: `&SendWr<'_, T, SGE>`, and nothing else. A bound rather than that type in the
+/// send SGEs: `&SendWr<'_, T, SGE>` (and `&&SendWr<'_, T, SGE>`, so that `&wr` works where `wr`
+/// is already a reference), and nothing else. A bound rather than that type in the
 /// signature, so that a request built for another QP type is an error that says so (the
 /// request's type is known before the bound is looked at, and its QP type is still inferred
 /// from the QP when it is built in the call).
@@ -1009,6 +1010,21 @@ pub trait WorkRequestFor<T: QpType, const SGE: usize>:
 }
 impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &SendWr<'_, T, SGE> {}
 impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &SendWr<'_, T, SGE> {
+    #[inline(always)]
+    unsafe fn fill(
+        self,
+        qp: *mut sys::ibv_qp,
+        caps: &crate::qp::QpCap,
+        wr: &mut sys::ibv_send_wr,
+        inline: &mut sys::ibv_sge,
+    ) -> Result<()> {
+        SendWr::fill(self, qp, caps, wr, inline)
+    }
+}
+// `&wr` where `wr` is already a `&SendWr` (`for wr in &wrs { qp.post_send(&wr) }`), which
+// compiled when `post_send` took a `&SendWr` and the compiler dereferenced the argument to it.
+impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &&SendWr<'_, T, SGE> {}
+impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &&SendWr<'_, T, SGE> {
     #[inline(always)]
     unsafe fn fill(
         self,

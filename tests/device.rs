@@ -101,6 +101,50 @@ fn open_from_env_unset_takes_the_first_real_device() {
     );
 }
 
+/// Run by [`open_from_env_with_a_name_that_is_not_utf8_fails`] in a child process whose
+/// `TYPED_VERBS_DEVICE` is not UTF-8.
+#[test]
+#[ignore = "run by open_from_env_with_a_name_that_is_not_utf8_fails, with the variable set"]
+fn open_from_env_not_utf8_child() {
+    assert!(std::env::var_os(typed_verbs::DEVICE_ENV).is_some_and(|v| v.to_str().is_none()));
+    match Context::open_from_env() {
+        Ok(ctx) => println!("OPENED {}", ctx.device_name()),
+        Err(e) => {
+            assert_eq!(e.verb, Verb::OpenDevice);
+            assert!(matches!(e.kind, ErrorKind::NoSuchDevice(_)), "{e:?}");
+            println!("REFUSED {e}");
+        }
+    }
+}
+
+/// A `TYPED_VERBS_DEVICE` that is not UTF-8 names no device: `open_from_env` fails, as for any
+/// unknown name, instead of opening the default device as if the variable were unset.
+#[test]
+fn open_from_env_with_a_name_that_is_not_utf8_fails() {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "open_from_env_not_utf8_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(
+            typed_verbs::DEVICE_ENV,
+            std::ffi::OsStr::from_bytes(b"sw0\xff"),
+        )
+        .output()
+        .expect("run the child test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("REFUSED "),
+        "the child test opened a device or failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn open_by_name_and_unknown_name() {
     let ctx = open();
