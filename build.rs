@@ -117,6 +117,14 @@ fn measure(out: &Path) -> Result<String, String> {
     if build.is_flag_supported("-fno-lto").unwrap_or(false) {
         cmd.arg("-fno-lto");
     }
+    // Likewise a sanitizer in CFLAGS: AddressSanitizer may pad each global with a redzone and
+    // grow its symbol.
+    if build
+        .is_flag_supported("-fno-sanitize=all")
+        .unwrap_or(false)
+    {
+        cmd.arg("-fno-sanitize=all");
+    }
     cmd.arg("-c").arg(&src).arg("-o").arg(&obj);
     let done = cmd
         .output()
