@@ -27,4 +27,16 @@ gate "clippy (default features)" cargo clippy --workspace --all-targets -- -D wa
 gate "clippy (all features)" cargo clippy --workspace --all-targets --all-features -- -D warnings
 gate "clippy (no default features: without the software device)" cargo clippy --workspace --all-targets --no-default-features -- -D warnings
 gate "rustdoc" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+# Every public item has an example and every fallible function an `# Errors` section (measured
+# on rustdoc's JSON, which needs nightly: a SKIP line where there is none).
+doc_coverage() {
+    local out
+    out=$(bash scripts/doc-coverage.sh -v) || return 1
+    echo "$out"
+    case $out in *SKIP*) return 0 ;; esac
+    ! grep -qE '^(items with an example|fallible functions with # Errors): ([0-9]+)/([0-9]+)' <<<"$out" && return 1
+    grep -E '^(items with an example|fallible functions with # Errors): ' <<<"$out" |
+        awk -F'[ :/]+' '{ n = $(NF-2); d = $(NF-1); if (n != d) bad = 1 } END { exit bad }'
+}
+gate "documentation coverage (an example on every public item, # Errors on every fallible function)" doc_coverage
 echo "gates: all passed"

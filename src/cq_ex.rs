@@ -808,6 +808,20 @@ pub struct Batch<'cq, F: WcFlags> {
 /// Implemented by nothing: the bound of [`Batch`]'s `Send` and `Sync` impls, which therefore
 /// never apply. It stands where the compiler would otherwise name a raw pointer inside the
 /// batch, so that its error says why a batch stays on its thread.
+///
+/// ```
+/// use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+/// software::inject(&cq, InjectedCompletion::success(7, WcOpcode::RECV))?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// cq.poll_batch(|batch| {
+///     // The batch stays here; what it says goes to the other thread.
+///     tx.send(batch.completion().result().ok().map(|wc| wc.wr_id())).unwrap();
+/// })?;
+/// std::thread::spawn(move || assert_eq!(rx.recv().unwrap(), Some(7))).join().unwrap();
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `Batch` cannot leave the thread that polls: it stands for the CQ lock `ibv_start_poll` took, which this thread holds until the batch ends; read what you need from its completion (`wr_id`, `status`, `byte_len`, ...) and send those values",
     label = "a polling batch used on another thread",
@@ -979,6 +993,17 @@ pub struct Completion<'b, F: WcFlags, S: StatusState = Unchecked> {
 /// Implemented by nothing: the bound of [`Completion`]'s `Send` and `Sync` impls, which
 /// therefore never apply, so that the compiler's error says why a completion stays on its
 /// thread rather than naming a raw pointer inside it.
+///
+/// ```
+/// use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+/// let ctx = Context::open("sw0")?;
+/// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+/// software::inject(&cq, InjectedCompletion::success(7, WcOpcode::RECV))?;
+/// let mut ids = Vec::new(); // plain values, free to go to any thread
+/// cq.poll_batch(|batch| ids.extend(batch.completion().result().ok().map(|wc| wc.wr_id())))?;
+/// std::thread::spawn(move || assert_eq!(ids, [7])).join().unwrap();
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `Completion` cannot leave the thread that polls: it is read from the CQ inside the batch, under the lock `ibv_start_poll` took; copy its fields (`wr_id`, `status`, `byte_len`, ...) and send those values",
     label = "a completion used on another thread",

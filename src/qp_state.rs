@@ -469,6 +469,18 @@ mod checks {
 /// for `A = E`. A bound rather than `E` in the signature, so that another QP type's (or
 /// transition's) attributes are an error that says so: the argument's type is known before
 /// the bound is looked at.
+///
+/// ```
+/// use typed_verbs::prelude::*;
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+/// // `UdInit: AttrOf<UdInit, Ud>`, the one impl: a `ConnectedInit` here would not compile.
+/// let qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?;
+/// # drop(qp);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not what this transition takes for a `{Q}` QP: pass a `{E}`",
     label = "the attributes of another QP type or transition",
@@ -1149,6 +1161,21 @@ require_state! {
 /// Implemented by every state but [`Reset`]: the states a QP may go to ERR from. The kernel's
 /// `qp_state_table` has no RESET → ERR (its RESET row names only RESET and INIT), so
 /// `ibv_modify_qp` refuses it with `EINVAL` on every device; the typed layer does not compile it.
+///
+/// ```
+/// use typed_verbs::prelude::*;
+/// use typed_verbs::qp_state::{NotReset, QpState};
+/// // Generic code that flushes a QP states the bound.
+/// fn flush<St: QpState + NotReset>(qp: Qp<'_, Ud, OwnRq, Shared, (), St>) -> typed_verbs::Result<()> {
+///     qp.to_error().map(drop)
+/// }
+/// let ctx = Context::open("sw0")?;
+/// let pd = Pd::new(&ctx)?;
+/// let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+/// flush(qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?)?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`to_error` takes a QP to ERR from any state but RESET, and this one is in `{Self}` (the kernel's state table has no RESET -> ERR): call `to_init` first, or drop the QP; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::NotReset`",
     label = "this QP is in `{Self}`"

@@ -335,6 +335,23 @@ sge_list! {
 /// Implemented by nothing: the bound of the `SgeList` impls of `Sge` and `&Sge`, which
 /// therefore never apply. A single SGE given where a list is taken then gets an error that
 /// says so, rather than one about the queue's SGE cap.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?;
+/// # let pd = Pd::new(&ctx)?;
+/// # let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).build()?;
+/// # let (cq, mut poller) = cq.split();
+/// # let (a, b) = (Qp::<Rc>::builder(&pd, cq, cq).build()?, Qp::<Rc>::builder(&pd, cq, cq).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
+/// # let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
+/// # let tx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let sge = rx.sge(0..4096).unwrap();
+/// b.post_recv(1, &[sge])?; // a list that holds the one SGE, not `sge` itself
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a single `Sge` is not a scatter/gather list: pass a list that holds it, `&[sge]` (an array, a slice or a `&Vec<Sge>`)",
     label = "one SGE where a list is taken",
@@ -987,6 +1004,27 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
 /// signature, so that a request built for another QP type is an error that says so (the
 /// request's type is known before the bound is looked at, and its QP type is still inferred
 /// from the QP when it is built in the call).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?;
+/// # let pd = Pd::new(&ctx)?;
+/// # let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).build()?;
+/// # let (cq, mut poller) = cq.split();
+/// # let (a, b) = (Qp::<Rc>::builder(&pd, cq, cq).build()?, Qp::<Rc>::builder(&pd, cq, cq).build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
+/// # let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
+/// # let tx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # b.post_recv(1, &[rx.sge(0..4096).unwrap()])?;
+/// let sges = [tx.sge(0..5).unwrap()];
+/// let wrs = [SendWr::send(1, &sges)];
+/// for wr in &wrs {
+///     a.post_send(&wr)?; // `wr` is a `&SendWr`: `&&SendWr` works too
+/// }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a work request for this QP, a `{T}` QP with a send SGE cap of {SGE} in its type: build the request for them (`SendWr::<{T}, {SGE}>::..`)",
     label = "built for another QP type or SGE cap",
