@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CI gates that run before the tests (.ci/run): formatting, clippy with every warning an
-# error, and the documentation with every rustdoc warning an error (broken intra-doc links,
-# missing docs). Each gate runs on the whole workspace and on every feature combination CI
+# error, the documentation with every rustdoc warning an error (broken intra-doc links,
+# missing docs), packaging, and the documentation's coverage. Each gate runs on the whole workspace and on every feature combination CI
 # builds: the default features, all features (tokio, valgrind), no default features (without
 # the software device). Exits non-zero at the first gate that fails, naming it.
 #
@@ -27,6 +27,8 @@ gate "clippy (default features)" cargo clippy --workspace --all-targets -- -D wa
 gate "clippy (all features)" cargo clippy --workspace --all-targets --all-features -- -D warnings
 gate "clippy (no default features: without the software device)" cargo clippy --workspace --all-targets --no-default-features -- -D warnings
 gate "rustdoc" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+# The packages as crates.io would take them: each packed and built from its package alone.
+gate "packaging (cargo publish --dry-run --workspace)" cargo publish --dry-run --workspace --allow-dirty --quiet
 # Every public item has an example and every fallible function an `# Errors` section (measured
 # on rustdoc's JSON, which needs nightly: a SKIP line where there is none).
 doc_coverage() {
