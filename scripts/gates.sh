@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The CI gates that run before the tests (.ci/run): formatting, clippy with every warning an
 # error, the documentation with every rustdoc warning an error (broken intra-doc links,
-# missing docs), packaging, and the documentation's coverage. Each gate runs on the whole workspace and on every feature combination CI
-# builds: the default features, all features (tokio, valgrind), no default features (without
-# the software device). Exits non-zero at the first gate that fails, naming it.
+# missing docs), packaging, and the documentation's coverage. Clippy runs on the whole
+# workspace with every feature combination CI builds: the default features, all features
+# (tokio, valgrind), no default features (without the software device). Exits non-zero at the
+# first gate that fails, naming it.
 #
 # Usage: bash scripts/gates.sh
 set -euo pipefail
