@@ -1091,3 +1091,34 @@ fn an_event_is_awaited_through_tokio() {
         });
     });
 }
+
+#[test]
+fn moving_an_idle_rc_qp_to_sqd_raises_sq_drained() {
+    // rxe drains the send queue on the way into SQD (rxe_qp_drain runs the requester), and the
+    // requester that finds nothing in progress reports it: IBV_EVENT_SQ_DRAINED on the QP,
+    // raised whatever en_sqd_async_notify says.
+    within(LIMIT, || {
+        let ctx = open();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        assert!(ctx.try_get_async_event().unwrap().is_none());
+        // SAFETY: plain C data; a live QP, moved RTS -> SQD (a transition of the kernel's
+        // table) behind the typed layer's back, then only dropped.
+        unsafe {
+            let mut attr: typed_verbs::ffi::sys::ibv_qp_attr = std::mem::zeroed();
+            attr.qp_state = typed_verbs::ffi::sys::ibv_qp_state::IBV_QPS_SQD;
+            raw::ibv_modify_qp(a.as_raw(), &mut attr, 1).expect("RTS -> SQD");
+        }
+        assert_eq!(
+            qp_state(&a),
+            typed_verbs::ffi::sys::ibv_qp_state::IBV_QPS_SQD
+        );
+        let seen = async_events(&ctx, 1000);
+        assert!(
+            matches!(seen[..], [AsyncEvent::SqDrained(q)] if q.is(&a) && !q.is(&b)),
+            "expected one SQ_DRAINED naming the QP, got {seen:?}"
+        );
+        drop((a, b));
+    });
+}

@@ -59,7 +59,8 @@
 //!   receive completion is class G: the responder moves to ERR (its receives are flushed into
 //!   the same full CQ), an RC request is never acknowledged and waits (UC and UD complete).
 //!   rxe raises no QP async event for any error (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR are never
-//!   seen on rxe0), and neither does the software device.
+//!   seen on rxe0), and neither does the software device. A QP moved into SQD with no request
+//!   in progress raises IBV_EVENT_SQ_DRAINED, as rxe's requester does.
 //! * **Errors.** A failed send completion moves its QP to ERR. A QP in ERR flushes every
 //!   request it holds and every one posted later (WR_FLUSH_ERR, signaled or not); its posted
 //!   receives are flushed when it enters ERR, and one posted while in ERR stays posted without a
@@ -1195,6 +1196,15 @@ pub(super) fn after_modify(g: &Fabric, qp: &SwQp, cur: u32, next: u32) {
             q.sq.clear();
             q.rq.clear();
             q.unblock();
+        }
+        IBV_QPS_SQD if cur != next && !qp.sq_in_progress() => {
+            // rxe_qp_drain runs the requester, which finds no request in progress and reports
+            // the send queue drained (IB_EVENT_SQ_DRAINED, whatever en_sqd_async_notify says).
+            // A request in progress keeps it draining (`sq_draining`) and raises none here.
+            qp.ctx().raise(
+                crate::ffi::event_type::SQ_DRAINED,
+                qp as *const SwQp as usize,
+            );
         }
         IBV_QPS_RTR | IBV_QPS_RTS if cur != next => {
             // Requests that waited for this QP to be ready are retried.
