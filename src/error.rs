@@ -474,16 +474,30 @@ impl std::error::Error for Error {
 const OS_ERRORS: usize = 4096;
 
 /// The `io::Error` of `errno`, made once per errno (an `Error` stays plain data: `Clone`, `Eq`).
+///
+/// The table is made once and never freed, under the crate's lock rather than a `OnceLock`:
+/// the lock's happens-before edge is the one valgrind's thread checkers are told about
+/// (`crate::sync`), so the table's reads on other threads are not reported as races.
 fn os_error(errno: i32) -> Option<&'static std::io::Error> {
-    static TABLE: std::sync::OnceLock<Box<[std::io::Error]>> = std::sync::OnceLock::new();
+    static TABLE: crate::sync::Mutex<Option<&'static [std::io::Error]>> =
+        crate::sync::Mutex::new(None);
     let i = usize::try_from(errno)
         .ok()
         .filter(|&i| i > 0 && i < OS_ERRORS)?;
-    let table = TABLE.get_or_init(|| {
-        (0..OS_ERRORS as i32)
-            .map(std::io::Error::from_raw_os_error)
-            .collect()
-    });
+    let mut made = TABLE.lock();
+    let table = match *made {
+        Some(table) => table,
+        None => {
+            let table: &'static [std::io::Error] = Box::leak(
+                (0..OS_ERRORS as i32)
+                    .map(std::io::Error::from_raw_os_error)
+                    .collect(),
+            );
+            *made = Some(table);
+            table
+        }
+    };
+    drop(made);
     Some(&table[i])
 }
 
