@@ -44,12 +44,13 @@ results() {
         /^LANE: BEGIN / { bin = $3; next }
         /^LANE: END /   { bin = ""; next }
         bin != "" && /^test [A-Za-z0-9_]+ \.\.\. *$/ { pending = bin " " $2; seen[pending] = 1; next }
-        bin != "" && pending != "" && /^(ok|FAILED|ignored)$/ {
-            res[pending] = ($1 == "ok") ? "pass" : ($1 == "FAILED" ? "FAIL" : $1)
+        bin != "" && pending != "" && /^(ok|FAILED|ignored)(, .*)?$/ {
+            r = $1; sub(/,$/, "", r) # "ignored, <reason>"
+            res[pending] = (r == "ok") ? "pass" : (r == "FAILED" ? "FAIL" : r)
             pending = ""; next
         }
         bin != "" && /^test [A-Za-z0-9_]+ \.\.\. / {
-            r = $4; key = bin " " $2
+            r = $4; sub(/,$/, "", r); key = bin " " $2 # "ignored, <reason>"
             res[key] = (r == "ok") ? "pass" : (r == "FAILED" ? "FAIL" : r)
             seen[key] = 1
         }
