@@ -60,7 +60,7 @@ const RTS: RcRts = RcRts {
 };
 
 /// Asserts `e` is the `OutOfRange` of `what` with `value` and the range `min..=max`, from the
-/// transition `from -> to`, and that it reads as such.
+/// transition `from -> to` (common's check), and that it reads as such.
 #[track_caller]
 fn out_of_range(
     e: &Error,
@@ -69,17 +69,14 @@ fn out_of_range(
     value: u64,
     (min, max): (u64, u64),
 ) {
-    assert_eq!(e.verb, Verb::ModifyQp { from, to }, "{e}");
-    match e.kind {
-        ErrorKind::OutOfRange {
-            what: w,
-            value: v,
-            min: lo,
-            max: hi,
-        } => assert_eq!((w, v, lo, hi), (what, value, min, max), "{e}"),
-        ref k => panic!("expected OutOfRange of {what}, got {k:?} ({e})"),
-    }
-    assert_eq!(e.errno(), libc::EINVAL);
+    common::assert_out_of_range::<()>(
+        Err(e.clone()),
+        Verb::ModifyQp { from, to },
+        what,
+        value,
+        min,
+        max,
+    );
     let text = e.to_string();
     assert!(
         text.starts_with(&format!(
