@@ -1026,7 +1026,7 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a work request for this QP, a `{T}` QP with a send SGE cap of {SGE} in its type: build the request for them (`SendWr::<{T}, {SGE}>::..`)",
+    message = "`{Self}` is not a work request for this QP, a `{T}` QP with a send SGE cap of {SGE} in its type: build the request for this QP type and SGE cap (`SendWr::<{T}, {SGE}>::..`)",
     label = "built for another QP type or SGE cap",
     note = "a `SendWr`'s QP type decides which operations it may carry (RDMA reads and atomics on RC, a destination on UD)"
 )]
