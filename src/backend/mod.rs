@@ -162,6 +162,133 @@ pub(crate) trait ControlPath: Sync {
     ) -> Result<(), Errno>;
 }
 
+/// The connection manager's seam: librdmacm's verbs (rdma_cm(7)), as [`ControlPath`] is
+/// libibverbs'. A backend is chosen per event channel ([`cm_of`]) and every id made on the
+/// channel, and every event read from it, belongs to that backend.
+///
+/// The shapes are librdmacm's, on its C structures (`rdma_event_channel`, `rdma_cm_id`,
+/// `rdma_cm_event`, `rdma_conn_param`), with one rule both backends follow: an id never has a
+/// QP of librdmacm's own (`id->qp` stays NULL; the typed layer builds the QP with the crate's
+/// builder and moves it through the states with `rdma_init_qp_attr`'s attributes). So, as
+/// rdma_cm(7) and rdma_connect(3) say for ids without a QP:
+/// - an RC connect's reply is `RDMA_CM_EVENT_CONNECT_RESPONSE` on the active side, after which
+///   the program moves its QP to RTR and RTS and calls `rdma_establish` (which sends the RTU; the
+///   passive side then gets `RDMA_CM_EVENT_ESTABLISHED`);
+/// - `rdma_accept` and `rdma_disconnect` do not touch any QP (the caller moves its own);
+/// - a UD (`RDMA_PS_UDP`) connect is a SIDR exchange: the passive side gets
+///   `RDMA_CM_EVENT_CONNECT_REQUEST`, its `rdma_accept` answers, and the active side gets
+///   `RDMA_CM_EVENT_ESTABLISHED` with `param.ud` (the peer's QP number, Q_Key and address).
+///
+/// `id->verbs` is not read by the typed layer (the software backend leaves it NULL): the device
+/// an id is bound to is compared with a context by [`CmPath::same_device`].
+///
+/// Every method is `unsafe`: pointers must be live objects of this backend (a channel from its
+/// `create_event_channel`, ids from its `create_id` or from its `RDMA_CM_EVENT_CONNECT_REQUEST`
+/// events, events from its `get_cm_event` not yet acked), addresses valid `sockaddr_in` or
+/// `sockaddr_in6`, and out-pointers valid for writes. Errors are errnos.
+#[allow(clippy::missing_safety_doc)]
+#[allow(dead_code)] // until the typed `cm` module uses it
+pub(crate) trait CmPath: Sync {
+    /// `rdma_create_event_channel`. `ctx` is the context the channel was opened for: the
+    /// software backend resolves the channel's addresses to that context's device; librdmacm
+    /// ignores it (the kernel resolves an address to whichever device owns it).
+    unsafe fn create_event_channel(
+        &self,
+        ctx: *mut sys::ibv_context,
+    ) -> Result<NonNull<sys::rdma_event_channel>, Errno>;
+    /// `rdma_destroy_event_channel`. The caller has destroyed every id of the channel first
+    /// (rdma_destroy_event_channel(3): "All rdma_cm_id's associated with the event channel must
+    /// be destroyed, and all returned events must be acked before calling this function").
+    unsafe fn destroy_event_channel(&self, ch: *mut sys::rdma_event_channel);
+    /// `rdma_create_id` with the port space `ps` (`RDMA_PS_TCP` for RC, `RDMA_PS_UDP` for UD);
+    /// `context` is stored in `id->context` and returned with its events.
+    unsafe fn create_id(
+        &self,
+        ch: *mut sys::rdma_event_channel,
+        context: *mut c_void,
+        ps: sys::rdma_port_space::Type,
+    ) -> Result<NonNull<sys::rdma_cm_id>, Errno>;
+    /// `rdma_destroy_id`: blocks until every event reported for the id has been acked.
+    unsafe fn destroy_id(&self, id: *mut sys::rdma_cm_id) -> Result<(), Errno>;
+    /// `rdma_bind_addr` (port 0: an ephemeral port is chosen).
+    unsafe fn bind_addr(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        addr: *mut libc::sockaddr,
+    ) -> Result<(), Errno>;
+    /// `rdma_resolve_addr` (`src` may be NULL); the result is an `RDMA_CM_EVENT_ADDR_RESOLVED`
+    /// or `RDMA_CM_EVENT_ADDR_ERROR` event.
+    unsafe fn resolve_addr(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        src: *mut libc::sockaddr,
+        dst: *mut libc::sockaddr,
+        timeout_ms: i32,
+    ) -> Result<(), Errno>;
+    /// `rdma_resolve_route`: `RDMA_CM_EVENT_ROUTE_RESOLVED` or `RDMA_CM_EVENT_ROUTE_ERROR`.
+    unsafe fn resolve_route(&self, id: *mut sys::rdma_cm_id, timeout_ms: i32) -> Result<(), Errno>;
+    /// `rdma_listen`.
+    unsafe fn listen(&self, id: *mut sys::rdma_cm_id, backlog: i32) -> Result<(), Errno>;
+    /// `rdma_connect` (`param.qp_num` names the caller's QP).
+    unsafe fn connect(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        param: *mut sys::rdma_conn_param,
+    ) -> Result<(), Errno>;
+    /// `rdma_accept` on an id from a connect request (`param.qp_num`, and `param.qkey` for UD).
+    unsafe fn accept(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        param: *mut sys::rdma_conn_param,
+    ) -> Result<(), Errno>;
+    /// `rdma_reject` with up to `len` bytes of private data at `data` (NULL when `len` is 0).
+    unsafe fn reject(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        data: *const c_void,
+        len: u8,
+    ) -> Result<(), Errno>;
+    /// `rdma_establish`: the active side's answer to `RDMA_CM_EVENT_CONNECT_RESPONSE`.
+    unsafe fn establish(&self, id: *mut sys::rdma_cm_id) -> Result<(), Errno>;
+    /// `rdma_disconnect`.
+    unsafe fn disconnect(&self, id: *mut sys::rdma_cm_id) -> Result<(), Errno>;
+    /// `rdma_init_qp_attr`: the attributes (and their mask) that move a QP of this connection
+    /// to `attr.qp_state`, which the caller sets.
+    unsafe fn init_qp_attr(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        attr: *mut sys::ibv_qp_attr,
+        mask: *mut i32,
+    ) -> Result<(), Errno>;
+    /// `rdma_get_cm_event`: blocks unless the channel's fd is O_NONBLOCK (then EAGAIN). The
+    /// event stays valid, with its private data, until [`CmPath::ack_cm_event`].
+    unsafe fn get_cm_event(
+        &self,
+        ch: *mut sys::rdma_event_channel,
+    ) -> Result<NonNull<sys::rdma_cm_event>, Errno>;
+    /// `rdma_ack_cm_event`: frees the event.
+    unsafe fn ack_cm_event(&self, ev: *mut sys::rdma_cm_event) -> Result<(), Errno>;
+    /// Whether the device `id` is bound to (after a bind, an address resolution, or from a
+    /// connect request) is the device of the context `ctx`. False while the id is unbound.
+    unsafe fn same_device(&self, id: *mut sys::rdma_cm_id, ctx: *mut sys::ibv_context) -> bool;
+}
+
+/// The connection manager of the context `ctx` belongs to: the software device's for its
+/// contexts, librdmacm's otherwise. `None` where the backend has no connection manager.
+///
+/// # Safety
+/// `ctx` must be a live context opened by this crate.
+#[allow(dead_code)]
+pub(crate) unsafe fn cm_of(ctx: *mut sys::ibv_context) -> Option<&'static dyn CmPath> {
+    #[cfg(feature = "software-device")]
+    if software::owns_context(ctx) {
+        return software::cm();
+    }
+    #[cfg(not(feature = "software-device"))]
+    let _ = ctx;
+    Some(&rdma_core::RDMA_CORE)
+}
+
 /// The control path of the context `ctx` belongs to.
 ///
 /// # Safety

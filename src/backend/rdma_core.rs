@@ -257,3 +257,143 @@ impl ControlPath for RdmaCore {
         rc(unsafe { sys::ibv_detach_mcast(qp, gid, lid) })
     }
 }
+
+/// librdmacm returns 0, or -1 and sets errno.
+#[allow(dead_code)]
+fn cm_rc(r: i32) -> Result<(), Errno> {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+impl super::CmPath for RdmaCore {
+    unsafe fn create_event_channel(
+        &self,
+        _ctx: *mut sys::ibv_context,
+    ) -> Result<NonNull<sys::rdma_event_channel>, Errno> {
+        // SAFETY: no arguments; NULL and errno on failure (ENODEV without the kernel's rdma_ucm).
+        ptr(unsafe { sys::rdma_create_event_channel() })
+    }
+    unsafe fn destroy_event_channel(&self, ch: *mut sys::rdma_event_channel) {
+        // SAFETY: a live channel whose ids are destroyed and whose events are acked (caller).
+        unsafe { sys::rdma_destroy_event_channel(ch) }
+    }
+    unsafe fn create_id(
+        &self,
+        ch: *mut sys::rdma_event_channel,
+        context: *mut c_void,
+        ps: sys::rdma_port_space::Type,
+    ) -> Result<NonNull<sys::rdma_cm_id>, Errno> {
+        let mut id = std::ptr::null_mut();
+        // SAFETY: a live channel (non-NULL: never librdmacm's synchronous mode); `id` is valid
+        // for writes.
+        cm_rc(unsafe { sys::rdma_create_id(ch, &mut id, context, ps) })?;
+        NonNull::new(id).ok_or(libc::EIO)
+    }
+    unsafe fn destroy_id(&self, id: *mut sys::rdma_cm_id) -> Result<(), Errno> {
+        // SAFETY: a live id; librdmacm frees it (after the acks of its reported events).
+        cm_rc(unsafe { sys::rdma_destroy_id(id) })
+    }
+    unsafe fn bind_addr(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        addr: *mut libc::sockaddr,
+    ) -> Result<(), Errno> {
+        // SAFETY: a live id and a valid address (caller).
+        cm_rc(unsafe { sys::rdma_bind_addr(id, addr) })
+    }
+    unsafe fn resolve_addr(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        src: *mut libc::sockaddr,
+        dst: *mut libc::sockaddr,
+        timeout_ms: i32,
+    ) -> Result<(), Errno> {
+        // SAFETY: a live id, valid addresses (`src` may be NULL), copied by librdmacm.
+        cm_rc(unsafe { sys::rdma_resolve_addr(id, src, dst, timeout_ms) })
+    }
+    unsafe fn resolve_route(&self, id: *mut sys::rdma_cm_id, timeout_ms: i32) -> Result<(), Errno> {
+        // SAFETY: a live id.
+        cm_rc(unsafe { sys::rdma_resolve_route(id, timeout_ms) })
+    }
+    unsafe fn listen(&self, id: *mut sys::rdma_cm_id, backlog: i32) -> Result<(), Errno> {
+        // SAFETY: a live id.
+        cm_rc(unsafe { sys::rdma_listen(id, backlog) })
+    }
+    unsafe fn connect(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        param: *mut sys::rdma_conn_param,
+    ) -> Result<(), Errno> {
+        // SAFETY: a live id; `param` and its private data valid for reads (copied).
+        cm_rc(unsafe { sys::rdma_connect(id, param) })
+    }
+    unsafe fn accept(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        param: *mut sys::rdma_conn_param,
+    ) -> Result<(), Errno> {
+        // SAFETY: as connect.
+        cm_rc(unsafe { sys::rdma_accept(id, param) })
+    }
+    unsafe fn reject(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        data: *const c_void,
+        len: u8,
+    ) -> Result<(), Errno> {
+        // SAFETY: a live id; `len` bytes at `data` readable (copied).
+        cm_rc(unsafe { sys::rdma_reject(id, data, len) })
+    }
+    unsafe fn establish(&self, id: *mut sys::rdma_cm_id) -> Result<(), Errno> {
+        // SAFETY: a live id without a librdmacm QP (rdma_establish returns EINVAL otherwise).
+        cm_rc(unsafe { sys::rdma_establish(id) })
+    }
+    unsafe fn disconnect(&self, id: *mut sys::rdma_cm_id) -> Result<(), Errno> {
+        // SAFETY: a live id; without a librdmacm QP no QP is modified.
+        cm_rc(unsafe { sys::rdma_disconnect(id) })
+    }
+    unsafe fn init_qp_attr(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        attr: *mut sys::ibv_qp_attr,
+        mask: *mut i32,
+    ) -> Result<(), Errno> {
+        // SAFETY: a live id; `attr` (with qp_state set) and `mask` valid for reads and writes.
+        cm_rc(unsafe { sys::rdma_init_qp_attr(id, attr, mask) })
+    }
+    unsafe fn get_cm_event(
+        &self,
+        ch: *mut sys::rdma_event_channel,
+    ) -> Result<NonNull<sys::rdma_cm_event>, Errno> {
+        let mut ev = std::ptr::null_mut();
+        // SAFETY: a live channel; `ev` valid for writes.
+        cm_rc(unsafe { sys::rdma_get_cm_event(ch, &mut ev) })?;
+        NonNull::new(ev).ok_or(libc::EIO)
+    }
+    unsafe fn ack_cm_event(&self, ev: *mut sys::rdma_cm_event) -> Result<(), Errno> {
+        // SAFETY: an event from get_cm_event, acked once (caller); librdmacm frees it.
+        cm_rc(unsafe { sys::rdma_ack_cm_event(ev) })
+    }
+    unsafe fn same_device(&self, id: *mut sys::rdma_cm_id, ctx: *mut sys::ibv_context) -> bool {
+        // SAFETY: a live id and context. `id->verbs` is librdmacm's own context on the device
+        // the id is bound to (NULL while unbound); both devices come from libibverbs' device
+        // list, so the same device has the same name.
+        unsafe {
+            let verbs = (*id).verbs;
+            if verbs.is_null() || ctx.is_null() {
+                return false;
+            }
+            let (a, b) = ((*verbs).device, (*ctx).device);
+            if a == b {
+                return true;
+            }
+            let (na, nb) = (sys::ibv_get_device_name(a), sys::ibv_get_device_name(b));
+            !na.is_null()
+                && !nb.is_null()
+                && std::ffi::CStr::from_ptr(na) == std::ffi::CStr::from_ptr(nb)
+        }
+    }
+}

@@ -842,3 +842,10 @@ pub(crate) fn port_gid() -> [u8; 16] {
     raw[8..].copy_from_slice(&[0x02, 0x00, 0x5e, 0xff, 0xfe, 0x00, 0x00, 0x01]);
     raw
 }
+
+/// The software device's connection manager: none yet (channels for its contexts are refused
+/// with EOPNOTSUPP by the typed layer).
+#[allow(dead_code)]
+pub(crate) fn cm() -> Option<&'static dyn super::CmPath> {
+    None
+}
