@@ -909,9 +909,13 @@ pub unsafe fn rdma_resolve_addr(
 }
 
 /// `rdma_resolve_route`: RDMA_CM_EVENT_ROUTE_RESOLVED or RDMA_CM_EVENT_ROUTE_ERROR follows.
+/// The id's address must be resolved (RDMA_CM_EVENT_ADDR_RESOLVED read): librdmacm reads the
+/// id's device and crashes on an id without one.
 ///
 /// # Errors
-/// `EINVAL` unless the address was resolved.
+/// `EINVAL` in another state (where librdmacm does not crash first).
+///
+/// See [`rdma_create_event_channel`] for a whole exchange.
 ///
 /// ```
 /// # use typed_verbs::{ffi::sys, raw, Context};
@@ -919,7 +923,15 @@ pub unsafe fn rdma_resolve_addr(
 /// # unsafe {
 /// # let ch = raw::rdma_create_event_channel(ctx.as_raw()).expect("channel").as_ptr();
 /// # let id = raw::rdma_create_id(ch, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP).expect("id").as_ptr();
-/// assert_eq!(raw::rdma_resolve_route(id, 1000), Err(libc::EINVAL)); // no address yet
+/// # let mut dst: libc::sockaddr_in = std::mem::zeroed();
+/// # dst.sin_family = libc::AF_INET as libc::sa_family_t;
+/// # dst.sin_addr.s_addr = u32::from_be_bytes([127, 0, 0, 1]).to_be();
+/// # raw::rdma_resolve_addr(id, std::ptr::null_mut(), &mut dst as *mut _ as *mut libc::sockaddr, 1000).expect("resolve");
+/// # raw::rdma_ack_cm_event(raw::rdma_get_cm_event(ch).expect("event").as_ptr()).expect("ack");
+/// raw::rdma_resolve_route(id, 1000).expect("resolve_route");
+/// let ev = raw::rdma_get_cm_event(ch).expect("event").as_ptr();
+/// assert_eq!((*ev).event, sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED);
+/// raw::rdma_ack_cm_event(ev).expect("ack");
 /// # raw::rdma_destroy_id(id).expect("destroy");
 /// # raw::rdma_destroy_event_channel(ch);
 /// # }
@@ -955,6 +967,9 @@ pub unsafe fn rdma_listen(id: *mut sys::rdma_cm_id, backlog: i32) -> Result<(), 
 /// `rdma_connect` with `param.qp_num` naming the caller's QP: RDMA_CM_EVENT_CONNECT_RESPONSE
 /// (RC) or RDMA_CM_EVENT_ESTABLISHED (UD), or REJECTED / UNREACHABLE / CONNECT_ERROR follows.
 ///
+/// An RC (`RDMA_PS_TCP`) id's route must be resolved: librdmacm checks `param`'s resources
+/// against the id's device, and crashes on an id without one.
+///
 /// # Errors
 /// `EINVAL` in the wrong state, for too much private data (RC 56 bytes, UD 180) or
 /// resources beyond the device's.
@@ -964,7 +979,7 @@ pub unsafe fn rdma_listen(id: *mut sys::rdma_cm_id, backlog: i32) -> Result<(), 
 /// # let ctx = Context::open("sw0")?;
 /// # unsafe {
 /// # let ch = raw::rdma_create_event_channel(ctx.as_raw()).expect("channel").as_ptr();
-/// # let id = raw::rdma_create_id(ch, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP).expect("id").as_ptr();
+/// # let id = raw::rdma_create_id(ch, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_UDP).expect("id").as_ptr();
 /// let mut param: sys::rdma_conn_param = std::mem::zeroed();
 /// assert_eq!(raw::rdma_connect(id, &mut param), Err(libc::EINVAL)); // no route yet
 /// # raw::rdma_destroy_id(id).expect("destroy");
@@ -982,6 +997,9 @@ pub unsafe fn rdma_connect(
 
 /// `rdma_accept` on the new id of a connect request (`param.qp_num` names the caller's QP).
 ///
+/// An RC id must be one from a connect request (librdmacm reads its device, as for
+/// [`rdma_connect`]).
+///
 /// # Errors
 /// `EINVAL` in the wrong state, or for too much private data (RC 196 bytes, UD 136: then the
 /// request is rejected too).
@@ -991,7 +1009,7 @@ pub unsafe fn rdma_connect(
 /// # let ctx = Context::open("sw0")?;
 /// # unsafe {
 /// # let ch = raw::rdma_create_event_channel(ctx.as_raw()).expect("channel").as_ptr();
-/// # let id = raw::rdma_create_id(ch, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP).expect("id").as_ptr();
+/// # let id = raw::rdma_create_id(ch, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_UDP).expect("id").as_ptr();
 /// let mut param: sys::rdma_conn_param = std::mem::zeroed();
 /// assert_eq!(raw::rdma_accept(id, &mut param), Err(libc::EINVAL)); // no request
 /// # raw::rdma_destroy_id(id).expect("destroy");
