@@ -166,7 +166,7 @@ impl Chan {
                 qp_num: if ud { 0 } else { r.param.conn.qp_num },
                 ud_qpn: if ud { r.param.ud.qp_num } else { 0 },
                 ud_qkey: if ud { r.param.ud.qkey } else { 0 },
-                ud_ah: ud.then(|| Ah(r.param.ud.ah_attr)),
+                ud_ah: ud.then_some(Ah(r.param.ud.ah_attr)),
             };
             raw::rdma_ack_cm_event(e).expect("rdma_ack_cm_event");
             Some(out)
@@ -1012,11 +1012,11 @@ fn software_counts_cm_objects() {
     assert_eq!(typed_verbs::software::live_objects(&ctx), Some(before));
 }
 
-/// After both sides disconnected, what follows (the kernel's CM leaves TIMEWAIT after a
-/// while): measured on rxe0, modelled on sw0.
+/// After both sides disconnected, each side's CM leaves TIMEWAIT after a while:
+/// RDMA_CM_EVENT_TIMEWAIT_EXIT (rxe0: about 2.3 s after the DREP under TCG; sw0: 2048 ms).
 #[test]
-fn after_disconnect_timewait() {
-    let test = "after_disconnect_timewait";
+fn timewait_exit_follows_the_disconnects() {
+    let test = "timewait_exit_follows_the_disconnects";
     let ctx = open();
     let leaks = LeakCheck::new(&ctx, test);
     {
@@ -1029,13 +1029,16 @@ fn after_disconnect_timewait() {
         // SAFETY: as above.
         unsafe { raw::rdma_disconnect(sid) }.expect("disconnect");
         cch.expect(RDMA_CM_EVENT_DISCONNECTED);
-        let mut seen = Vec::new();
-        for (who, ch) in [("client", &cch), ("server", &sch)] {
-            while let Some(e) = ch.next_within(Duration::from_secs(8).saturating_sub(t0.elapsed())) {
-                seen.push(format!("{who} {} status {} after {:?}", name(e.ty), e.status, t0.elapsed()));
-            }
+        for (who, ch, id) in [("client", &cch, cid), ("server", &sch, sid)] {
+            let e = ch.expect(RDMA_CM_EVENT_TIMEWAIT_EXIT);
+            assert_eq!((e.status, e.id, e.data.len()), (0, id, 0));
+            let after = t0.elapsed();
+            note(test, format!("{who}: TIMEWAIT_EXIT {after:?} after the DREP"));
+            assert!(after >= Duration::from_millis(1500), "{who}: TIMEWAIT_EXIT after {after:?}");
         }
-        note(test, format!("after both disconnects: {seen:?}"));
+        // Nothing more.
+        assert!(cch.next_within(Duration::from_millis(300)).is_none());
+        assert!(sch.next_within(Duration::from_millis(10)).is_none());
         destroy(cid);
         destroy(sid);
         destroy(lid);
@@ -1044,8 +1047,8 @@ fn after_disconnect_timewait() {
 }
 
 /// Destroying the active side while it connects: before the accept (its REQ outstanding) the
-/// passive side's new id is rejected with IB_CM_REJ_TIMEOUT (1); after the response, before
-/// the RTU, with IB_CM_REJ_CONSUMER_DEFINED (28).
+/// passive side hears nothing (as on rxe0); after the response, before the RTU, the passive
+/// side's new id is rejected with IB_CM_REJ_CONSUMER_DEFINED (28).
 #[test]
 fn destroying_a_connecting_id_rejects_the_peer() {
     let test = "destroying_a_connecting_id_rejects_the_peer";
@@ -1060,13 +1063,16 @@ fn destroying_a_connecting_id_rejects_the_peer() {
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         destroy(cid);
-        match sch.next_within(WAIT) {
-            Some(e) => {
-                note(test, format!("REQ sender destroyed: {} status {}", name(e.ty), e.status));
-                assert_eq!((name(e.ty), e.status, e.id), (name(RDMA_CM_EVENT_REJECTED), 1, req.id));
-            }
-            None => panic!("nothing on the passive side after the active side's destroy"),
+        // rxe0 (Linux 6.1) shows the passive side nothing, for 20 s at least.
+        if let Some(e) = sch.next_within(Duration::from_secs(3)) {
+            panic!("REQ sender destroyed: {} status {}", name(e.ty), e.status);
         }
+        // Its accept then goes out and finds no one.
+        let mut sp = conn_param(b"", 200, 1, 1);
+        // SAFETY: the request's id.
+        let r = unsafe { raw::rdma_accept(req.id, &mut sp) };
+        let after = sch.next_within(Duration::from_secs(3));
+        note(test, format!("accept after the REQ sender's destroy: {r:?}, then {:?}", after.map(|e| (name(e.ty), e.status))));
         destroy(req.id);
 
         let cid = resolved(&cch, RDMA_PS_TCP, port(15));

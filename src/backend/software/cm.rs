@@ -50,7 +50,6 @@ const SIDR_REP_PRIVATE: usize = 136;
 const CMA_HDR: usize = 36;
 
 // enum ib_cm_rej_reason and ib_cm_sidr_status.
-const REJ_TIMEOUT: i32 = 1;
 const REJ_INVALID_SERVICE_ID: i32 = 8;
 const REJ_CONSUMER_DEFINED: i32 = 28;
 const SIDR_UNSUPPORTED: i32 = 1;
@@ -63,6 +62,9 @@ const MAX_DEPTH: u8 = 0xff;
 /// The ack timeout `cm_init_qp_rts_attr` gives an RC QP (the path's packet lifetime through
 /// `cm_ack_timeout`): 19, as measured on rxe0 (Linux 6.1) for both sides.
 const ACK_TIMEOUT: u8 = 19;
+/// How long the CM stays in TIMEWAIT: `cm_convert_to_ms` of the ack timeout (1 << (19 - 8)
+/// ms). rxe0 reports RDMA_CM_EVENT_TIMEWAIT_EXIT about 2.3 s after the DREP under TCG.
+const TIMEWAIT: std::time::Duration = std::time::Duration::from_millis(1 << (ACK_TIMEOUT - 8));
 /// The hop limit of a RoCE path over IPv4 (`addr4_resolve`: the route's default, 64).
 const HOP_LIMIT: u8 = 64;
 /// The largest backlog (ucma.c's max_backlog) and the one a backlog of 0 or less gets.
@@ -263,6 +265,8 @@ struct Id {
     /// kernel's `events_reported`.
     reported: u64,
     acked: u64,
+    /// How many times the CM entered TIMEWAIT (names the timer that ends it).
+    timewait: u64,
 }
 
 /// `struct rdma_cm_id` and the handle that names its state.
@@ -419,6 +423,29 @@ impl State {
         });
     }
 
+    /// `h`'s CM enters TIMEWAIT (it sent or received the DREP): TIMEWAIT_EXIT follows after
+    /// [`TIMEWAIT`], if the id is still there.
+    fn enter_timewait(&mut self, h: u64) {
+        let Some(i) = self.ids.get_mut(&h) else { return };
+        i.cm = Cm::Timewait;
+        i.timewait += 1;
+        let n = i.timewait;
+        arm_timewait(std::time::Instant::now() + TIMEWAIT, h, n);
+    }
+
+    /// A timer of [`State::enter_timewait`] fired.
+    fn timewait_exit(&mut self, h: u64, n: u64) {
+        let Some(i) = self.ids.get_mut(&h) else { return };
+        if i.cm != Cm::Timewait || i.timewait != n {
+            return;
+        }
+        i.cm = Cm::Idle;
+        // cma_ib_handler passes IB_CM_TIMEWAIT_EXIT on only in RDMA_CM_DISCONNECT.
+        if i.st == St::Disconnect {
+            self.deliver(h, ev::RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, |_| {});
+        }
+    }
+
     /// A DREQ or DREP reaching `peer`: DISCONNECTED where its rdma_cm state is still CONNECT.
     fn peer_disconnected(&mut self, peer: u64) {
         let Some(p) = self.ids.get_mut(&peer) else { return };
@@ -550,7 +577,10 @@ impl State {
             (id.cm, id.peer)
         };
         match cm {
-            Cm::ReqSent => self.send_rej(peer, REJ_TIMEOUT, &[]),
+            // cm_destroy_id sends a REJ (IB_CM_REJ_TIMEOUT) here, but rxe0 (Linux 6.1) shows
+            // the passive side nothing: its new id stays as it was (an accept then goes
+            // unanswered, until the CM's timers, which are not modelled).
+            Cm::ReqSent => {}
             Cm::ReqRcvd | Cm::RepSent | Cm::RepRcvd => {
                 self.send_rej(peer, REJ_CONSUMER_DEFINED, &[])
             }
@@ -563,14 +593,10 @@ impl State {
                     }
                 }
             }
-            Cm::DreqRcvd => {
-                // DREP.
-                if let Some(p) = self.ids.get_mut(&peer) {
-                    if p.cm == Cm::DreqSent {
-                        p.cm = Cm::Timewait;
-                        self.peer_disconnected(peer);
-                    }
-                }
+            // DREP.
+            Cm::DreqRcvd if self.ids.get(&peer).is_some_and(|p| p.cm == Cm::DreqSent) => {
+                self.enter_timewait(peer);
+                self.peer_disconnected(peer);
             }
             Cm::SidrReqRcvd => self.send_sidr_fail(peer, SIDR_REJECT, &[]),
             _ => {}
@@ -651,6 +677,7 @@ impl State {
                 rnr_retry: 0,
                 reported: 0,
                 acked: 0,
+                timewait: 0,
             },
         );
         *self.channels.entry(ch).or_default() += 1;
@@ -1283,13 +1310,11 @@ impl CmPath for SoftwareCm {
                 }
             }
             Cm::DreqRcvd => {
-                // DREP: both ends are disconnected now.
-                s.id(h).cm = Cm::Timewait;
-                if let Some(p) = s.ids.get_mut(&peer) {
-                    if p.cm == Cm::DreqSent {
-                        p.cm = Cm::Timewait;
-                        s.peer_disconnected(peer);
-                    }
+                // DREP: both ends are disconnected now, and wait in TIMEWAIT.
+                s.enter_timewait(h);
+                if s.ids.get(&peer).is_some_and(|p| p.cm == Cm::DreqSent) {
+                    s.enter_timewait(peer);
+                    s.peer_disconnected(peer);
                 }
             }
             // rdma_disconnect succeeds whatever the CM state once the id has a CM id.
@@ -1470,5 +1495,63 @@ fn peer_ah() -> sys::ibv_ah_attr {
         static_rate: 0,
         is_global: 1,
         port_num: 1,
+    }
+}
+
+/// The TIMEWAIT timers of every id: one thread, started with the first, that sleeps until the
+/// earliest is due and then delivers its TIMEWAIT_EXIT (under the CM's lock, taken alone).
+struct Timers {
+    due: Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(std::time::Instant, u64, u64)>>>,
+    wake: Condvar,
+    started: Mutex<bool>,
+}
+
+static TIMERS: Timers = Timers {
+    due: Mutex::new(std::collections::BinaryHeap::new()),
+    wake: Condvar::new(),
+    started: Mutex::new(false),
+};
+
+/// Arms the timer that ends TIMEWAIT number `n` of id `h` at `at`. Called under the CM's lock
+/// (the timers' lock comes after it). Without a thread (one cannot be made) the timer is
+/// dropped: the id stays in TIMEWAIT, which only the missing event shows.
+fn arm_timewait(at: std::time::Instant, h: u64, n: u64) {
+    {
+        let mut started = TIMERS.started.lock();
+        if !*started {
+            let spawned = std::thread::Builder::new()
+                .name("typed-verbs-sw-cm".into())
+                .spawn(|| TIMERS.run());
+            if spawned.is_err() {
+                return;
+            }
+            *started = true;
+        }
+    }
+    TIMERS.due.lock().push(std::cmp::Reverse((at, h, n)));
+    TIMERS.wake.notify_one();
+}
+
+impl Timers {
+    fn run(&self) {
+        loop {
+            let (h, n) = {
+                let mut due = self.due.lock();
+                loop {
+                    match due.peek() {
+                        None => self.wake.wait(&mut due),
+                        Some(&std::cmp::Reverse((at, h, n))) => {
+                            if std::time::Instant::now() >= at {
+                                due.pop();
+                                break (h, n);
+                            }
+                            self.wake.wait_until(&mut due, at);
+                        }
+                    }
+                }
+            };
+            // `due` is released: the CM's lock is taken alone.
+            lock().timewait_exit(h, n);
+        }
     }
 }
