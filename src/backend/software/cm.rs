@@ -577,10 +577,16 @@ impl State {
             (id.cm, id.peer)
         };
         match cm {
-            // cm_destroy_id sends a REJ (IB_CM_REJ_TIMEOUT) here, but rxe0 (Linux 6.1) shows
-            // the passive side nothing: its new id stays as it was (an accept then goes
-            // unanswered, until the CM's timers, which are not modelled).
-            Cm::ReqSent => {}
+            // cm_destroy_id sends a REJ (IB_CM_REJ_TIMEOUT) here; on rxe0 (Linux 6.1) it
+            // leaves the passive side's CM id idle without any event: an accept there is then
+            // EINVAL.
+            Cm::ReqSent => {
+                if let Some(p) = self.ids.get_mut(&peer) {
+                    if p.cm == Cm::ReqRcvd {
+                        p.cm = Cm::Idle;
+                    }
+                }
+            }
             Cm::ReqRcvd | Cm::RepSent | Cm::RepRcvd => {
                 self.send_rej(peer, REJ_CONSUMER_DEFINED, &[])
             }
