@@ -60,6 +60,13 @@ fn port(i: u16) -> u16 {
     19100 + i
 }
 
+/// A QP number for connects that need no QP, one per test (or port): far above the QP numbers
+/// rxe hands out, and apart from every other test's, because the kernel's CM refuses a REQ
+/// naming a remote QP another connection still holds (IB_CM_REJ_STALE_CONN).
+fn fake_qpn(i: u16) -> u32 {
+    0x80_0000 + 16 * u32::from(i)
+}
+
 fn sin(ip: [u8; 4], port: u16) -> libc::sockaddr_in {
     // SAFETY: plain C data.
     let mut a: libc::sockaddr_in = unsafe { std::mem::zeroed() };
@@ -619,11 +626,11 @@ fn rc_reject_with_private_data() {
         let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
         let lid = listener(&sch, RDMA_PS_TCP, port(1));
         let cid = resolved(&cch, RDMA_PS_TCP, port(1));
-        let mut cp = conn_param(b"may I?", 77, 1, 1);
+        let mut cp = conn_param(b"may I?", fake_qpn(1), 1, 1);
         // SAFETY: a resolved id; param live across the call.
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
-        assert_eq!(req.qp_num, 77);
+        assert_eq!(req.qp_num, fake_qpn(1));
         let no = b"no, sorry";
         // Too much private data for a REJ.
         let big = [7u8; 149];
@@ -658,7 +665,7 @@ fn rc_connect_without_listener_is_rejected() {
     {
         let cch = Chan::new(&ctx);
         let cid = resolved(&cch, RDMA_PS_TCP, port(2));
-        let mut cp = conn_param(b"anyone?", 5, 1, 1);
+        let mut cp = conn_param(b"anyone?", fake_qpn(2), 1, 1);
         // SAFETY: a resolved id.
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
         let rej = cch.expect(RDMA_CM_EVENT_REJECTED);
@@ -680,15 +687,15 @@ fn rc_private_data_limits() {
         let lid = listener(&sch, RDMA_PS_TCP, port(3));
         let cid = resolved(&cch, RDMA_PS_TCP, port(3));
         let big = [0xa5u8; 200];
-        let mut cp = conn_param(&big[..57], 9, 1, 1);
+        let mut cp = conn_param(&big[..57], fake_qpn(3), 1, 1);
         // SAFETY: a resolved id; data readable.
         assert_eq!(unsafe { raw::rdma_connect(cid, &mut cp) }, Err(libc::EINVAL));
-        let mut cp = conn_param(&big[..56], 9, 1, 1);
+        let mut cp = conn_param(&big[..56], fake_qpn(3), 1, 1);
         // SAFETY: as above (the failed connect left the id route-resolved).
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect with 56 bytes");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         assert_eq!(req.data, big[..56].to_vec());
-        let mut sp = conn_param(&big[..197], 10, 1, 1);
+        let mut sp = conn_param(&big[..197], fake_qpn(3) + 1, 1, 1);
         // SAFETY: the request's id.
         assert_eq!(unsafe { raw::rdma_accept(req.id, &mut sp) }, Err(libc::EINVAL));
         let rej = cch.expect(RDMA_CM_EVENT_REJECTED);
@@ -919,11 +926,11 @@ fn connect_pair(
 ) -> (*mut sys::rdma_cm_id, *mut sys::rdma_cm_id, *mut sys::rdma_cm_id) {
     let lid = listener(sch, RDMA_PS_TCP, p);
     let cid = resolved(cch, RDMA_PS_TCP, p);
-    let mut cp = conn_param(b"", 100, 1, 1);
+    let mut cp = conn_param(b"", fake_qpn(p), 1, 1);
     // SAFETY: a resolved id.
     unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
     let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
-    let mut sp = conn_param(b"", 200, 1, 1);
+    let mut sp = conn_param(b"", fake_qpn(p) + 1, 1, 1);
     // SAFETY: the request's id.
     unsafe { raw::rdma_accept(req.id, &mut sp) }.expect("accept");
     cch.expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
@@ -949,7 +956,7 @@ fn destroying_a_listener_rejects_unread_requests() {
         let mut cid = ptr::null_mut();
         for attempt in 1..=3 {
             cid = resolved(&cch, RDMA_PS_TCP, port(12));
-            let mut cp = conn_param(b"", 100, 1, 1);
+            let mut cp = conn_param(b"", fake_qpn(12) + attempt, 1, 1);
             // SAFETY: a resolved id.
             unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
             // Wait until the request is there, unread.
@@ -1071,7 +1078,7 @@ fn destroying_a_connecting_id_rejects_the_peer() {
         let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
         let lid = listener(&sch, RDMA_PS_TCP, port(15));
         let cid = resolved(&cch, RDMA_PS_TCP, port(15));
-        let mut cp = conn_param(b"", 100, 1, 1);
+        let mut cp = conn_param(b"", fake_qpn(15), 1, 1);
         // SAFETY: a resolved id.
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -1081,7 +1088,7 @@ fn destroying_a_connecting_id_rejects_the_peer() {
             panic!("REQ sender destroyed: {} status {}", name(e.ty), e.status);
         }
         // But the REJ left its CM id idle: an accept is refused.
-        let mut sp = conn_param(b"", 200, 1, 1);
+        let mut sp = conn_param(b"", fake_qpn(15) + 1, 1, 1);
         // SAFETY: the request's id.
         assert_eq!(unsafe { raw::rdma_accept(req.id, &mut sp) }, Err(libc::EINVAL));
         assert!(sch.next_within(Duration::from_millis(300)).is_none());
@@ -1091,7 +1098,7 @@ fn destroying_a_connecting_id_rejects_the_peer() {
         // SAFETY: a resolved id.
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
-        let mut sp = conn_param(b"", 200, 1, 1);
+        let mut sp = conn_param(b"", fake_qpn(15) + 2, 1, 1);
         // SAFETY: the request's id.
         unsafe { raw::rdma_accept(req.id, &mut sp) }.expect("accept");
         cch.expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
@@ -1107,4 +1114,32 @@ fn destroying_a_connecting_id_rejects_the_peer() {
         destroy(lid);
     }
     leaks.assert_unchanged("connecting ids destroyed");
+}
+
+/// A REQ naming a remote QP number that another connection still holds is refused as stale:
+/// REJECTED with IB_CM_REJ_STALE_CONN (10), and the listener sees nothing.
+#[test]
+fn a_req_naming_a_connected_qp_is_stale() {
+    let test = "a_req_naming_a_connected_qp_is_stale";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, test);
+    {
+        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
+        let (lid, cid, sid) = connect_pair(&sch, &cch, port(16));
+        let cid2 = resolved(&cch, RDMA_PS_TCP, port(16));
+        // The QP number of the connected client's QP, again.
+        let mut cp = conn_param(b"", fake_qpn(port(16)), 1, 1);
+        // SAFETY: a resolved id.
+        unsafe { raw::rdma_connect(cid2, &mut cp) }.expect("connect");
+        let e = cch.next_within(WAIT).expect("an answer to the second REQ");
+        note(test, format!("second REQ from the same QP: {} status {}", name(e.ty), e.status));
+        assert_eq!((name(e.ty), e.status, e.id), (name(RDMA_CM_EVENT_REJECTED), 10, cid2));
+        assert!(sch.next_within(Duration::from_millis(300)).is_none());
+        destroy(cid2);
+        destroy(cid);
+        sch.expect(RDMA_CM_EVENT_DISCONNECTED);
+        destroy(sid);
+        destroy(lid);
+    }
+    leaks.assert_unchanged("a stale REQ");
 }

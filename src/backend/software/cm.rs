@@ -51,6 +51,7 @@ const CMA_HDR: usize = 36;
 
 // enum ib_cm_rej_reason and ib_cm_sidr_status.
 const REJ_INVALID_SERVICE_ID: i32 = 8;
+const REJ_STALE_CONN: i32 = 10;
 const REJ_CONSUMER_DEFINED: i32 = 28;
 const SIDR_UNSUPPORTED: i32 = 1;
 const SIDR_REJECT: i32 = 2;
@@ -1020,6 +1021,29 @@ impl CmPath for SoftwareCm {
             i.retry = p.retry_count.min(7);
             i.rnr_retry = p.rnr_retry_count.min(7);
             i.cm = if ud { Cm::SidrReqSent } else { Cm::ReqSent };
+        }
+        // cm_match_req's check for stale connections, before it looks for a listener: a REQ
+        // naming a remote QP that another connection of the CM still holds is refused
+        // (cm_insert_remote_qpn).
+        let stale = !ud
+            && s.ids.iter().any(|(o, i)| {
+                *o != h
+                    && !i.dying
+                    && i.peer_qpn == p.qp_num
+                    && matches!(
+                        i.cm,
+                        Cm::ReqRcvd
+                            | Cm::RepSent
+                            | Cm::RepRcvd
+                            | Cm::Established
+                            | Cm::DreqSent
+                            | Cm::DreqRcvd
+                            | Cm::Timewait
+                    )
+            });
+        if stale {
+            s.send_rej(h, REJ_STALE_CONN, &[]);
+            return Ok(());
         }
         let listener = match lst {
             Some(l) if s.ids[&l].backlog > 0 => l,
