@@ -25,49 +25,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=setup.sh
 source scripts/setup.sh
 
+# shellcheck source=vm-lib.sh
+source scripts/vm-lib.sh
+VM_NAME=rxe-lane
+
 lane_start=$(date +%s)
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO=(sudo)
-else
-    SUDO=(false) # fails with a message below if anything needs installing
-fi
-LANE_PACKAGES=(qemu-system-x86 busybox-static kmod cpio iproute2 ibverbs-providers ibverbs-utils)
-missing=()
-for p in "${LANE_PACKAGES[@]}"; do
-    installed "$p" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "rxe-lane: installing missing system packages: ${missing[*]}"
-    [ "${SUDO[0]:-}" != false ] || { echo "rxe-lane: not root and no sudo: install them as root" >&2; exit 1; }
-    "${SUDO[@]}" apt-get update -qq
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+vm_need_packages qemu-system-x86 busybox-static kmod cpio iproute2 ibverbs-providers ibverbs-utils
 
 WORK=target/rxe-vm
 CACHE=$WORK/cache
 ROOT=$WORK/root
 mkdir -p "$CACHE"
 
-# 1. The kernel: the package linux-image-amd64 depends on (the generic flavour; cloud-amd64 has
-#    no rdma_rxe), downloaded and unpacked, not installed.
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-if [ -z "$kpkg" ]; then
-    "${SUDO[@]}" apt-get update -qq
-    kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-fi
-[ -n "$kpkg" ] || { echo "rxe-lane: cannot find the kernel package behind linux-image-amd64" >&2; exit 1; }
-kdir=$CACHE/$kpkg
-if [ ! -d "$kdir" ]; then
-    echo "rxe-lane: downloading $kpkg"
-    rm -rf "$kdir.part" && mkdir -p "$kdir.part"
-    (cd "$kdir.part" && apt-get download -q "$kpkg" 2>/dev/null >/dev/null)
-    dpkg-deb -x "$kdir.part"/*.deb "$kdir.part/tree"
-    mv "$kdir.part/tree" "$kdir" && rm -rf "$kdir.part"
-fi
-kver=$(ls "$kdir/lib/modules")
-vmlinuz=$kdir/boot/vmlinuz-$kver
+# 1. The kernel (scripts/vm-lib.sh).
+vm_kernel
 
 # 2. The test binaries: the integration tests (the trybuild ui suite needs cargo and stays on
 #    the host).
@@ -96,30 +67,8 @@ rm -rf "$ROOT" "${ROOT}target" # the second: stray copies an older version of th
 mkdir -p "$ROOT"/{bin,sbin,usr/bin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,tests,examples}
 cp /bin/busybox "$ROOT/bin/busybox"
 
-copy_libs() { # copies every library ldd lists for the given programs to the same path in $ROOT
-    local f lib
-    for f in "$@"; do
-        for lib in $(ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
-            if [ ! -e "$ROOT$lib" ]; then
-                mkdir -p "$ROOT$(dirname "$lib")"
-                cp -L "$lib" "$ROOT$lib"
-            fi
-        done
-    done
-}
-copy_with_libs() { # copies system programs or libraries (absolute paths) to the same path in $ROOT, with their libraries
-    local f
-    for f in "$@"; do
-        case $f in /*) ;; *) echo "rxe-lane: copy_with_libs needs an absolute path: $f" >&2; exit 1 ;; esac
-        mkdir -p "$ROOT$(dirname "$f")"
-        cp -L "$f" "$ROOT$f"
-    done
-    copy_libs "$@"
-}
-
-multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 provider=$(ls /usr/lib/"$multiarch"/libibverbs/librxe-rdmav*.so)
-copy_with_libs /usr/bin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo \
+vm_copy_with_libs /usr/bin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo \
     /usr/bin/ibv_rc_pingpong /usr/bin/ibv_uc_pingpong /usr/bin/ibv_ud_pingpong \
     /usr/bin/ibv_srq_pingpong "$provider"
 cp /etc/libibverbs.d/rxe.driver "$ROOT/etc/libibverbs.d/"
@@ -132,25 +81,16 @@ done
 for t in "${tests[@]}"; do
     name=${t%% *}
     bin=${t#* }
-    copy_libs "$bin"
+    vm_copy_libs "$bin"
     cp "$bin" "$ROOT/tests/$name"
 done
 for ex in "${examples[@]}"; do
-    copy_libs "$ex"
+    vm_copy_libs "$ex"
     cp "$ex" "$ROOT/examples/${ex##*/}"
 done
-printf '%s\n' "/lib/$multiarch" "/usr/lib/$multiarch" "/usr/lib/$multiarch/libibverbs" >"$ROOT/etc/ld.so.conf"
-ldconfig -r "$ROOT" 2>/dev/null || true
-
-for m in rdma_rxe ib_uverbs ib_core udp_tunnel ip6_udp_tunnel crc32_generic dummy; do
-    src=$(find "$kdir/lib/modules/$kver" -name "$m.ko*" | head -n 1)
-    [ -n "$src" ] || { echo "rxe-lane: module $m not in $kpkg" >&2; exit 1; }
-    dst=$ROOT/lib/modules/$kver/${src#"$kdir/lib/modules/$kver/"}
-    mkdir -p "$(dirname "$dst")"
-    cp "$src" "$dst"
-done
-cp "$kdir/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$ROOT/lib/modules/$kver/" 2>/dev/null || true
-depmod -b "$ROOT" "$kver"
+# The modules rxe needs, with what they depend on (modules.dep); crc32_generic is asked for at
+# run time.
+vm_modules rdma_rxe ib_uverbs crc32_generic dummy
 
 cat >"$ROOT/init" <<'INIT'
 #!/bin/busybox sh
@@ -252,7 +192,7 @@ echo "LANE: DONE"
 poweroff -f
 INIT
 chmod +x "$ROOT/init"
-(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) >"$WORK/initrd.img"
+vm_pack "$WORK/initrd.img"
 
 # 4. Boot.
 limit=${RXE_LANE_TIMEOUT:-300}
