@@ -115,17 +115,21 @@ vm_modules() {
 # vm_debs PKG...: downloads Debian packages (cached in $CACHE/debs) and unpacks them into $ROOT;
 # they are never installed on the host. vm_copy_libs then finds their libraries in $ROOT.
 vm_debs() {
-    local p deb
+    local p deb missing=()
     mkdir -p "$CACHE/debs"
     for p in "$@"; do
-        deb=$(ls "$CACHE/debs/${p}"_*.deb 2>/dev/null | head -n 1 || true)
-        if [ -z "$deb" ]; then
-            echo "$VM_NAME: downloading $p"
-            (cd "$CACHE/debs" && apt-get download -q "$p" 2>/dev/null >/dev/null) ||
-                { echo "$VM_NAME: apt-get download $p failed" >&2; exit 1; }
-            deb=$(ls "$CACHE/debs/${p}"_*.deb | head -n 1)
-        fi
-        dpkg-deb -x "$deb" "$ROOT"
+        ls "$CACHE/debs/${p}"_*.deb >/dev/null 2>&1 || missing+=("$p")
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "$VM_NAME: downloading ${missing[*]}"
+        (cd "$CACHE/debs" && apt-get download -q "${missing[@]}" >/dev/null 2>&1) ||
+            { "${SUDO[@]}" apt-get update -qq && (cd "$CACHE/debs" && apt-get download -q "${missing[@]}" >/dev/null); } ||
+            { echo "$VM_NAME: apt-get download ${missing[*]} failed" >&2; exit 1; }
+    fi
+    for p in "$@"; do
+        for deb in "$CACHE/debs/${p}"_*.deb; do
+            dpkg-deb -x "$deb" "$ROOT"
+        done
     done
 }
 
