@@ -218,7 +218,7 @@ up() {
         /usr/bin/ip addr add $me/24 dev eth0 &&
         /usr/bin/rdma link add rxe0 type rxe netdev eth0 &&
         for _ in $(seq 20); do
-            [ -e /dev/infiniband/uverbs0 ] && break
+            [ -e /dev/infiniband/uverbs0 ] && [ -e /dev/infiniband/rdma_cm ] && break
             sleep 0.25
         done &&
         ibv_devinfo -d rxe0 >/dev/null
