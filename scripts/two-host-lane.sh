@@ -27,6 +27,8 @@
 # Usage: bash scripts/two-host-lane.sh
 #   TWO_HOST_LANE_TIMEOUT   seconds the VMs may run (default 420)
 #   TWO_HOST_LANE_ONLY      a regular expression: only the steps whose name matches
+#   TWO_HOST_LANE_PERF      1: also scripts/guest/perf-compare.sh across the wire (see the hooks)
+#   PERF_*                  passed to perf-compare.sh in the VMs
 # Prints one line per verdict, the wire's counters and a summary; exits non-zero if any step
 # failed or is missing. The consoles stay in target/two-host-vm/. The kernel and the packages
 # are cached in target/rxe-vm/cache (shared with scripts/rxe-lane.sh).
@@ -88,19 +90,27 @@ STEPS+=(
     "health:ib_write_lat|tcp|60|ib_write_lat $PERF -s 2 -n 200|ib_write_lat $PERF -s 2 -n 200 @SERVER@"
 )
 
-# Hooks: the crate's programs that take part once they exist. EXAMPLES are built and copied to
-# /examples; GUEST_SCRIPTS are copied to /guest; TESTS (tests/NAME.rs) are built and copied to
-# /tests/NAME.
+# Hooks: the crate's programs that take part once they exist. EXAMPLES are built (debug) and
+# RELEASE_EXAMPLES (release) and both copied to /examples; GUEST_SCRIPTS are copied to /guest;
+# TESTS (tests/NAME.rs) are built and copied to /tests/NAME. PERF_* variables of the host's
+# environment reach the guests in /etc/perf-compare.env.
 EXAMPLES=(rc_pingpong uc_pingpong ud_pingpong srq_pingpong)
+RELEASE_EXAMPLES=()
 GUEST_SCRIPTS=()
 TESTS=()
 # - The CM examples against rdmacm-utils, both ways (their names and options as they land), e.g.
 #   EXAMPLES+=(cm_pingpong); STEPS+=("interop:rping:typed-server|cm|40|/examples/rping -s -a 0.0.0.0 -p @PORT@ -C 10|rping -c -a @SERVER@ -p @PORT@ -C 10")
-# - The typed perf tools side by side with perftest:
-if [ -f scripts/guest/perf-compare.sh ]; then
+# - The typed perf tools side by side with perftest (release builds, as perftest's), across
+#   the wire: perf-compare.sh's server in one VM, its client (which retries its connections and
+#   prints the table of ratios) in the other, on ports of its own from 40000 on. Only with
+#   TWO_HOST_LANE_PERF=1: with PERF_REPS=1 it takes about 110 s a direction (and the release
+#   build as long again), outside the lane's budget, and under TCG on a loaded machine the
+#   latency ratios across the wire swing past perf-compare's 2x gate (PERF_GATE=0 reports them
+#   without failing).
+if [ -f scripts/guest/perf-compare.sh ] && [ -f examples/tv_send_bw.rs ] && [ "${TWO_HOST_LANE_PERF:-0}" = 1 ]; then
+    RELEASE_EXAMPLES+=(tv_send_bw tv_write_bw tv_send_lat tv_write_lat)
     GUEST_SCRIPTS+=(scripts/guest/perf-compare.sh)
-    # its examples and its step, e.g.:
-    # STEPS+=("perf:compare|tcp|120|sh /guest/perf-compare.sh server @PORT@|sh /guest/perf-compare.sh client @PORT@ @SERVER@")
+    STEPS+=("perf:compare|none|600|. /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh server|. /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh client @SERVER@")
 fi
 # - The runtime tests that need two nodes: the server half in one VM, the client half (which
 #   retries its connect while the server is not yet listening) in the other.
@@ -121,7 +131,7 @@ fi
 vm_kernel
 
 # 2. The crate's programs (debug builds, like the single-VM lane's).
-echo "$VM_NAME: building the examples${TESTS[*]:+ and tests ${TESTS[*]}}"
+echo "$VM_NAME: building the examples${RELEASE_EXAMPLES[*]:+ (and ${RELEASE_EXAMPLES[*]} in release)}${TESTS[*]:+ and tests ${TESTS[*]}}"
 if ! cargo build "${EXAMPLES[@]/#/--example=}" --message-format=json-render-diagnostics \
     >"$WORK/build-examples.json" 2>"$WORK/build.log"; then
     tail -n 30 "$WORK/build.log" >&2
@@ -130,6 +140,17 @@ if ! cargo build "${EXAMPLES[@]/#/--example=}" --message-format=json-render-diag
 fi
 mapfile -t examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-examples.json")
 [ "${#examples[@]}" = "${#EXAMPLES[@]}" ] || { echo "$VM_NAME: examples not found" >&2; exit 1; }
+if [ "${#RELEASE_EXAMPLES[@]}" -gt 0 ]; then
+    if ! cargo build --release "${RELEASE_EXAMPLES[@]/#/--example=}" --message-format=json-render-diagnostics \
+        >"$WORK/build-release.json" 2>"$WORK/build-release.log"; then
+        tail -n 30 "$WORK/build-release.log" >&2
+        echo "$VM_NAME: building the release examples failed" >&2
+        exit 1
+    fi
+    mapfile -t release_examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-release.json")
+    [ "${#release_examples[@]}" = "${#RELEASE_EXAMPLES[@]}" ] || { echo "$VM_NAME: release examples not found" >&2; exit 1; }
+    examples+=("${release_examples[@]}")
+fi
 tests=()
 if [ "${#TESTS[@]}" -gt 0 ]; then
     if ! cargo test "${TESTS[@]/#/--test=}" --no-run >"$WORK/build-tests.log" 2>&1; then
@@ -163,6 +184,8 @@ done
 for g in "${GUEST_SCRIPTS[@]}"; do
     cp "$g" "$ROOT/guest/"
 done
+mkdir -p "$ROOT/etc"
+env | sed -n 's/^\(PERF_[A-Z_]*\)=\(.*\)$/export \1="\2"/p' >"$ROOT/etc/perf-compare.env"
 # The NIC, rxe and the connection manager, with what they depend on (modules.dep);
 # crc32_generic is asked for at run time.
 vm_modules virtio_pci virtio_net rdma_rxe ib_uverbs rdma_ucm crc32_generic
@@ -241,8 +264,8 @@ listening() { # listening READY PORT: whether the server's listener is there
     *) true ;;
     esac
 }
-show() { # show LOG LABEL STATUS: the last lines on success, all of it on failure
-    if [ "$3" = 0 ]; then tail -n 2 "$1"; else tail -n 40 "$1"; fi | sed "s|^|  $2: |"
+show() { # show LOG LABEL STATUS: PERF lines (a table) and the last lines on success, more on failure
+    if [ "$3" = 0 ]; then grep '^PERF:' "$1"; tail -n 2 "$1"; else tail -n 40 "$1"; fi | sed "s|^|  $2: |"
 }
 # The steps are read on fd 3; every command's stdin is /dev/null (a program that reads stdin
 # would eat the list).
@@ -361,6 +384,8 @@ tx_a=$(frames a tx_packets) rx_a=$(frames a rx_packets) tx_b=$(frames b tx_packe
 if [ -n "$tx_a" ] && [ -n "$rx_a" ] && [ -n "$tx_b" ] && [ -n "$rx_b" ]; then
     echo "$VM_NAME: wire: A->B $tx_a frames sent, $rx_b received ($((tx_a - rx_b)) lost); B->A $tx_b sent, $rx_a received ($((tx_b - rx_a)) lost)"
 fi
+# Tables the steps printed (perf-compare's PERF lines), as the client's VM saw them.
+grep -ahE ' client: PERF:' "$WORK"/console-{a,b}.log | sed 's/^ *//' || true
 elapsed=$(($(date +%s) - lane_start))
 echo "$VM_NAME: ${#STEPS[@]} steps x 2 directions: $pass passed, $fail failed, $missing_steps missing of ${#expected[@]} verdicts expected; VMs ${vm_secs}s, whole lane ${elapsed}s"
 [ "$fail" = 0 ] && [ "$missing_steps" = 0 ]
