@@ -112,19 +112,16 @@ if [ -f scripts/guest/perf-compare.sh ] && [ -f examples/tv_send_bw.rs ] && [ "$
     GUEST_SCRIPTS+=(scripts/guest/perf-compare.sh)
     STEPS+=("perf:compare|none|600|. /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh server|. /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh client @SERVER@")
 fi
-# - The runtime tests that need two nodes: the server half in one VM, the client half (which
-#   retries its connect while the server is not yet listening) in the other.
+# - The runtime tests that need two nodes (TWO_NODE_TESTS, also built as TESTS): each test of
+#   the binary is a step of its own (`test:two_node:NAME`, the names listed by running the
+#   binary with --list on the host), its server half in one VM (TYPED_VERBS_CM_ROLE=server), its
+#   client half (TYPED_VERBS_CM_ROLE=client, TYPED_VERBS_CM_PEER=the server's address; it
+#   retries its connect while the server is not yet listening) in the other, so that one
+#   failing test cannot hold the next one's halves apart.
+TWO_NODE_TESTS=()
 if [ -f tests/two_node.rs ]; then
     TESTS+=(two_node)
-    STEPS+=("test:two_node|none|120|TYPED_VERBS_DEVICE=rxe0 TYPED_VERBS_CM_ROLE=server TYPED_VERBS_CM_ADDR=@SERVER@ /tests/two_node --test-threads=1|TYPED_VERBS_DEVICE=rxe0 TYPED_VERBS_CM_ROLE=client TYPED_VERBS_CM_ADDR=@CLIENT@ TYPED_VERBS_CM_PEER=@SERVER@ /tests/two_node --test-threads=1")
-fi
-
-if [ -n "${TWO_HOST_LANE_ONLY:-}" ]; then
-    kept=()
-    for s in "${STEPS[@]}"; do
-        [[ ${s%%|*} =~ $TWO_HOST_LANE_ONLY ]] && kept+=("$s")
-    done
-    STEPS=("${kept[@]}")
+    TWO_NODE_TESTS+=(two_node)
 fi
 
 # 1. The kernel (scripts/vm-lib.sh).
@@ -159,6 +156,24 @@ if [ "${#TESTS[@]}" -gt 0 ]; then
         exit 1
     fi
     mapfile -t tests < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$WORK/build-tests.log")
+fi
+for t in "${tests[@]}"; do
+    name=${t%% *}
+    [[ " ${TWO_NODE_TESTS[*]} " == *" $name "* ]] || continue
+    mapfile -t cases < <("${t#* }" --list --format=terse 2>/dev/null | sed -n 's/: test$//p')
+    [ "${#cases[@]}" -gt 0 ] || { echo "$VM_NAME: tests/$name.rs lists no tests" >&2; exit 1; }
+    for c in "${cases[@]}"; do
+        run="/tests/$name --exact $c --test-threads=1"
+        STEPS+=("test:$name:$c|none|60|TYPED_VERBS_DEVICE=rxe0 TYPED_VERBS_CM_ROLE=server TYPED_VERBS_CM_ADDR=@SERVER@ $run|TYPED_VERBS_DEVICE=rxe0 TYPED_VERBS_CM_ROLE=client TYPED_VERBS_CM_ADDR=@CLIENT@ TYPED_VERBS_CM_PEER=@SERVER@ $run")
+    done
+done
+
+if [ -n "${TWO_HOST_LANE_ONLY:-}" ]; then
+    kept=()
+    for s in "${STEPS[@]}"; do
+        [[ ${s%%|*} =~ $TWO_HOST_LANE_ONLY ]] && kept+=("$s")
+    done
+    STEPS=("${kept[@]}")
 fi
 
 # 3. The image, one for both VMs (each learns from the kernel command line which it is).
