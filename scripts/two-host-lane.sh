@@ -269,6 +269,14 @@ for _ in $(seq 90); do
     if ping -c 1 -W 1 $peer >/dev/null 2>&1; then wire=0; break; fi
 done
 verdict $node:wire $wire
+eth0() { # eth0's frame counters, as NAME=VALUE words
+    for c in tx_packets rx_packets tx_dropped rx_dropped rx_errors; do
+        printf '%s=%s ' $c "$(cat /sys/class/net/eth0/statistics/$c)"
+    done
+}
+# Frames sent while the peer was still booting count as sent, never as received: the counters
+# from here on tell the wire's drops during the steps.
+echo "COUNTERS-START $node eth0 $(eth0)"
 echo "$node: up $(cut -d' ' -f1 /proc/uptime)s"
 
 listening() { # listening READY PORT: whether the server's listener is there
@@ -322,8 +330,7 @@ while IFS='|' read -r i name srv port ready tmo scmd ccmd <&3; do
     fi
 done 3</steps
 # What crossed the wire: eth0's frame counters and rxe's.
-echo "COUNTERS $node eth0 $(for c in tx_packets rx_packets tx_dropped rx_dropped rx_errors; do
-    printf '%s=%s ' $c "$(cat /sys/class/net/eth0/statistics/$c)"; done)"
+echo "COUNTERS $node eth0 $(eth0)"
 echo "COUNTERS $node rxe0 $(cd /sys/class/infiniband/rxe0/ports/1/hw_counters 2>/dev/null && for c in *; do
     v=$(cat $c); [ "$v" != 0 ] && printf '%s=%s ' $c $v; done)"
 echo "LANE: DONE $node"
@@ -394,10 +401,19 @@ done
 # The wire's frames: what one VM's eth0 sent and the other's received (the dgram link drops
 # a few under load; RC retransmits, which rxe0's counters show).
 grep -ohE 'COUNTERS .*' "$WORK"/console-{a,b}.log | sed "s/^COUNTERS /$VM_NAME: counters: /" || true
-frames() { sed -n "s/.*COUNTERS $1 eth0 .*$2=\([0-9]*\).*/\1/p" "$WORK/console-$1.log" | head -n 1; }
+frames() { # frames NODE COUNTER [-START]: the counter at the end (or once the wire was up)
+    sed -n "s/.*COUNTERS${3:-} $1 eth0 .*$2=\([0-9]*\).*/\1/p" "$WORK/console-$1.log" | head -n 1
+}
 tx_a=$(frames a tx_packets) rx_a=$(frames a rx_packets) tx_b=$(frames b tx_packets) rx_b=$(frames b rx_packets)
-if [ -n "$tx_a" ] && [ -n "$rx_a" ] && [ -n "$tx_b" ] && [ -n "$rx_b" ]; then
-    echo "$VM_NAME: wire: A->B $tx_a frames sent, $rx_b received ($((tx_a - rx_b)) lost); B->A $tx_b sent, $rx_a received ($((tx_b - rx_a)) lost)"
+tx_a0=$(frames a tx_packets -START) rx_a0=$(frames a rx_packets -START)
+tx_b0=$(frames b tx_packets -START) rx_b0=$(frames b rx_packets -START)
+if [ -n "$tx_a" ] && [ -n "$rx_a" ] && [ -n "$tx_b" ] && [ -n "$rx_b" ] &&
+    [ -n "$tx_a0" ] && [ -n "$rx_a0" ] && [ -n "$tx_b0" ] && [ -n "$rx_b0" ]; then
+    ab=$((tx_a - tx_a0)) ba=$((tx_b - tx_b0))
+    echo "$VM_NAME: wire, from both up to the end (give or take the frames of the wire check):" \
+        "A->B $ab frames sent, $((rx_b - rx_b0)) received ($((ab - (rx_b - rx_b0))) lost);" \
+        "B->A $ba sent, $((rx_a - rx_a0)) received ($((ba - (rx_a - rx_a0))) lost);" \
+        "from boot: $((tx_a - rx_b)) and $((tx_b - rx_a)) lost (frames sent before the peer was up count as lost)"
 fi
 # Tables the steps printed (perf-compare's PERF lines), as the client's VM saw them.
 grep -ahE ' client: PERF:' "$WORK"/console-{a,b}.log | sed 's/^ *//' || true
