@@ -10,7 +10,7 @@
 #                                     prints the table
 #   perf-compare.sh parse bw|lat SIZE FILE
 #                                     prints the figure of SIZE from a perftest-format table in
-#                                     FILE (bw: BW average[MB/sec]; lat: t_typical[usec]);
+#                                     FILE (bw: MsgRate[Mpps]; lat: t_typical[usec]);
 #                                     fails if there is none
 #
 # The steps, in this order on both sides: for each of ib_send_bw, ib_write_bw, ib_send_lat,
@@ -18,20 +18,24 @@
 # (tv_send_bw, ...), alternately, so that drift hits both; $PERF_REPS pairs per size. Each run
 # is `-d $PERF_DEV -x $PERF_GID -F -s SIZE -n ITERS -p PORT` (the port differs per step) and is
 # bounded by `timeout $PERF_TIMEOUT`; a client retries its connection while its server is not
-# listening yet.
+# listening yet. ITERS is $PERF_ITERS if set, else by test and size (bandwidth: 5000 at 4 B,
+# 2000 at 4 KiB, 500 above; latency: 1000, 500, 100), so that a run takes about a second under
+# TCG and the whole comparison (two pairs per size) about 80 s on one VM.
 #
 # Output (client and both): one line per run ("perf-compare: RUN ..."), then the table
-#   PERF: tool          size   perftest      typed  ratio  target
-#   PERF: ib_send_bw       4      12.34      12.50   1.01  >=1.00
-# (bandwidth: MB/sec, BW average, ratio typed/perftest, target >= 1.00; latency: usec,
-# t_typical, ratio typed/perftest, target <= 1.00; with $PERF_REPS > 1 each figure is the
-# median of the runs), then "perf-compare: OK, N runs" or "perf-compare: FAIL ...".
+#   PERF: tool             size   perftest      typed  ratio  target
+#   PERF: ib_send_bw          4   0.008123   0.008200   1.01  >=1.00 Mpps
+# (bandwidth: MsgRate[Mpps], which is BW average / size with more digits, ratio
+# typed/perftest, target >= 1.00; latency: t_typical[usec], the median, ratio typed/perftest,
+# target <= 1.00; with $PERF_REPS > 1 each figure is the median of the runs), then
+# "perf-compare: OK, N runs in S s" or "perf-compare: FAIL ...". Each RUN line also shows the
+# run's whole result row.
 # Exit status 0 when every run ran and its table parsed and no ratio is grossly off (bandwidth
 # below 0.5x, latency above 2x: a bug, not noise); ratios are otherwise reported, not gated.
 #
 # Environment:
 #   PERF_DEV (rxe0), PERF_GID (1), PERF_PEER (10.0.0.1, `both` only), PERF_PORT (first TCP
-#   port, 18515), PERF_REPS (1), PERF_BW_ITERS (1000), PERF_LAT_ITERS (1000), PERF_TIMEOUT
+#   port, 18515), PERF_REPS (2), PERF_ITERS (by test and size, above), PERF_TIMEOUT
 #   (seconds per run, 30), PERF_SIZES ("4 4096 65536"), PERF_TESTS ("send_bw write_bw
 #   send_lat write_lat"), PERF_TYPED_DIR (where tv_* are; default /examples if it has them,
 #   else $PATH), PERF_LOGS (where each run's output goes, /tmp/perf-compare), PERF_GATE (1; 0
@@ -41,9 +45,7 @@ set -u
 DEV=${PERF_DEV:-rxe0}
 GID=${PERF_GID:-1}
 PORT0=${PERF_PORT:-18515}
-REPS=${PERF_REPS:-1}
-BW_ITERS=${PERF_BW_ITERS:-1000}
-LAT_ITERS=${PERF_LAT_ITERS:-1000}
+REPS=${PERF_REPS:-2}
 TMO=${PERF_TIMEOUT:-30}
 SIZES=${PERF_SIZES:-4 4096 65536}
 TESTS=${PERF_TESTS:-send_bw write_bw send_lat write_lat}
@@ -69,7 +71,7 @@ parse() {
     awk -v kind="$1" -v size="$2" '
         /^ #bytes/ { table = 1; next }
         table && $1 == size && NF >= 5 {
-            v = (kind == "bw") ? $4 : $5
+            v = $5 # bw: MsgRate[Mpps]; lat: t_typical[usec]
             if (v ~ /^[0-9]+(\.[0-9]+)?$/) { print v; found = 1; exit }
         }
         END { if (!found) exit 1 }
@@ -78,10 +80,15 @@ parse() {
 
 # The command line of step TEST SIZE for PROGRAM (a perftest program or a typed tool).
 args() { # args TEST SIZE PORT
-    case $1 in
-    *_bw) n=$BW_ITERS ;;
-    *) n=$LAT_ITERS ;;
+    case $1:$2 in
+    *_bw:4) n=5000 ;;
+    *_bw:4096) n=2000 ;;
+    *_bw:*) n=500 ;;
+    *_lat:4) n=1000 ;;
+    *_lat:4096) n=500 ;;
+    *) n=100 ;;
     esac
+    n=${PERF_ITERS:-$n}
     echo "-d $DEV -x $GID -F -s $2 -n $n -p $3"
 }
 
@@ -134,6 +141,7 @@ server) [ $# = 0 ] || usage; peer= ;;
 esac
 
 mkdir -p "$LOGS"
+start=$(date +%s)
 failed=0
 runs=0
 port=$PORT0
@@ -169,7 +177,8 @@ while read -r t s r which prog; do
         fi
         case $t in *_bw) kind=bw ;; *) kind=lat ;; esac
         if [ "$rc" = 0 ] && v=$(parse "$kind" "$s" "$base.client.log"); then
-            echo "perf-compare: RUN $name $v"
+            row=$(awk -v size="$s" '/^ #bytes/ { t = 1; next } t && $1 == size { print; exit }' "$base.client.log" | tr -s ' \t' ' ')
+            echo "perf-compare: RUN $name $v |$row"
             echo "$t $s $which $v" >>"$results"
         else
             echo "perf-compare: RUN $name FAILED (exit $rc)"
@@ -205,7 +214,7 @@ awk -v gate="$GATE" -v tests="$TESTS" -v sizes="$SIZES" '
             k = T[i] " " S[j]
             p = median(k " perftest"); q = median(k " typed")
             bw = (T[i] ~ /_bw$/)
-            unit = bw ? "MB/s" : "usec"
+            unit = bw ? "Mpps" : "usec"
             if (p == "" || q == "" || p + 0 == 0) { r = "n/a" } else {
                 r = sprintf("%.2f", q / p)
                 if (bw && q / p < 0.5) { r = r "!"; bad++ }
@@ -217,9 +226,10 @@ awk -v gate="$GATE" -v tests="$TESTS" -v sizes="$SIZES" '
     }
 ' "$results"
 gated=$?
+elapsed=$(($(date +%s) - start))
 if [ "$failed" = 0 ] && [ "$gated" = 0 ]; then
-    echo "perf-compare: OK, $runs runs"
+    echo "perf-compare: OK, $runs runs in ${elapsed}s"
     exit 0
 fi
-echo "perf-compare: FAIL, $failed of $runs runs failed or did not parse"
+echo "perf-compare: FAIL, $failed of $runs runs failed or did not parse, in ${elapsed}s"
 exit 1
