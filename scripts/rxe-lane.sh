@@ -23,6 +23,7 @@
 #   RXE_LANE_TIMEOUT   seconds the VM may run (default 300)
 #   RXE_LANE_EXTRA     more programs (host paths, space-separated) to run in the VM like tests
 #   RXE_LANE_PERF_ONLY =1: only rxe0 and the perftest comparison (for measuring)
+#   PERF_*             passed to scripts/guest/perf-compare.sh in the VM (PERF_REPS, PERF_ITERS, ...)
 # Prints one line per binary and per health check, and a summary; exits non-zero if any failed.
 # The console log and per-binary outputs stay in target/rxe-vm/. The kernel package is cached in
 # target/rxe-vm/cache and reused by later runs.
@@ -189,6 +190,8 @@ done
 cp scripts/guest/perf-compare.sh "$ROOT/bin/perf-compare.sh"
 # RXE_LANE_PERF_ONLY=1: only rxe0 and the perftest comparison (for measuring).
 [ "${RXE_LANE_PERF_ONLY:-0}" = 1 ] && touch "$ROOT/etc/lane-perf-only"
+# PERF_* variables of this environment (PERF_REPS, PERF_ITERS, ...) reach perf-compare.sh.
+env | sed -n 's/^\(PERF_[A-Z_]*\)=\(.*\)$/export \1="\2"/p' >"$ROOT/etc/perf-compare.env"
 printf '%s\n' "/lib/$multiarch" "/usr/lib/$multiarch" "/usr/lib/$multiarch/libibverbs" >"$ROOT/etc/ld.so.conf"
 ldconfig -r "$ROOT" 2>/dev/null || true
 
@@ -248,6 +251,7 @@ up() {
 step rxe0 up
 ibv_devinfo -d rxe0 -v 2>&1 | grep -E 'vendor_id|vendor_part_id|max_cqe|max_qp_wr|num_comp_vectors|active_mtu' | head -n 6
 if [ -e /etc/lane-perf-only ]; then
+    . /etc/perf-compare.env
     step perf-compare perf-compare.sh both
     echo "LANE: DONE"
     poweroff -f
@@ -338,6 +342,7 @@ for ex in rc uc ud srq; do
 done
 # perftest's ib_send_bw, ib_write_bw, ib_send_lat, ib_write_lat against the typed tools, one
 # after the other at 4 B, 4 KiB and 64 KiB, server and client on rxe0: one table of ratios.
+. /etc/perf-compare.env
 step perf-compare perf-compare.sh both
 echo "LANE: DONE"
 poweroff -f
@@ -396,6 +401,14 @@ reported=$((pass + fail))
 if [ "$reported" != "${#expected[@]}" ]; then
     echo "rxe-lane: $reported step verdicts on the console, ${#expected[@]} steps expected" >&2
     missing_steps=$((missing_steps + 1))
+fi
+if [ "${RXE_LANE_PERF_ONLY:-0}" = 1 ]; then
+    grep -c 'LANE: DONE' "$console" >/dev/null || { echo "rxe-lane: the VM did not finish (qemu exit $qemu_rc); see $console" >&2; fail=$((fail + 1)); }
+    grep -E '^(PERF|perf-compare):' "$console" || true
+    rm -rf "$ROOT"
+    echo "rxe-lane: perftest comparison only: $pass passed, $fail failed, $missing_steps missing; $(($(date +%s) - lane_start))s"
+    [ "$fail" = 0 ] && [ "$missing_steps" = 0 ]
+    exit
 fi
 # A SKIP line is written by a test thread while libtest writes "test NAME ... ok" from another,
 # so it may start anywhere in a console line ("test a ... okSKIP b: ..."): count every

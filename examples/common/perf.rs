@@ -28,7 +28,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use typed_verbs::{
     AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mr, Mtu, NoFields,
     OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, RemoteMr, Rts, SendWr, Sge,
@@ -794,20 +794,74 @@ fn poll(poller: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>) -> Resul
 }
 
 // ---------------------------------------------------------------------------------------------
+// Time.
+
+/// perftest's `get_cycles()`: the time-stamp counter on x86-64, one instruction. Not the
+/// monotonic clock: in a VM whose clock source is the HPET (qemu under TCG) every
+/// `clock_gettime` is a system call and a device read, tens of microseconds under TCG, which
+/// the loops would pay per message. Elsewhere, the monotonic clock's nanoseconds.
+#[inline(always)]
+pub fn cycles() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` exists on every x86-64 processor; it reads the time-stamp counter
+        // and touches no memory.
+        unsafe { std::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+/// The rate of [`cycles`], measured against the monotonic clock over the run itself (perftest
+/// samples it the same way when `/proc/cpuinfo`'s figure is off, as it is in a VM): a start
+/// before the loop and an end after it, at least 20 ms apart.
+pub struct Rate {
+    t0: Instant,
+    c0: u64,
+}
+
+impl Rate {
+    /// The start, before the loop.
+    pub fn start() -> Rate {
+        Rate {
+            t0: Instant::now(),
+            c0: cycles(),
+        }
+    }
+
+    /// The end, after the loop: cycles per nanosecond.
+    pub fn per_ns(self) -> f64 {
+        let min = Duration::from_millis(20);
+        let el = self.t0.elapsed();
+        if el < min {
+            std::thread::sleep(min - el);
+        }
+        let c1 = cycles();
+        let ns = self.t0.elapsed().as_nanos() as f64;
+        (c1.wrapping_sub(self.c0)) as f64 / ns
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Bandwidth.
 
 /// What `run_iter_bw` records: each post's time and each signalled completion's time
 /// (`tposted`, `tcompleted`), or only the start and the end with `-N` (`noPeak`).
 struct BwTimes {
-    posted: Vec<Option<Instant>>,
-    completed: Vec<Option<Instant>>,
+    posted: Vec<Option<u64>>,
+    completed: Vec<Option<u64>>,
+    /// Cycles per nanosecond.
+    rate: f64,
 }
 
 /// `print_report_bw` for one size: peak (unless `-N`), average and message rate, in perftest's
 /// row format. Times are nanoseconds where perftest has cycles (`cycles_to_units` is then 1e9
 /// per second).
 fn bw_row(size: u64, iters: u64, cq_mod: u64, no_peak: bool, t: &BwTimes) -> String {
-    let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as f64;
+    let ns = |a: u64, b: u64| b.wrapping_sub(a) as f64 / t.rate;
     let p0 = t.posted[0].expect("a first post");
     let last = if no_peak { 0 } else { iters as usize - 1 };
     let end = t.completed[last].expect("a last completion");
@@ -924,17 +978,19 @@ fn bw_client(
     let mut t = BwTimes {
         posted: vec![None; if peak { iters as usize } else { 1 }],
         completed: vec![None; if peak { iters as usize } else { 1 }],
+        rate: 0.0,
     };
+    let rate = Rate::start();
     let slots = sges.len() as u64;
     let (mut scnt, mut ccnt) = (0u64, 0u64);
     if !peak {
-        t.posted[0] = Some(Instant::now());
+        t.posted[0] = Some(cycles());
     }
     while scnt < iters || ccnt < iters {
         while scnt < iters && scnt + 1 <= o.tx_depth + ccnt {
             let signaled = scnt % cq_mod == cq_mod - 1 || scnt == iters - 1;
             if peak {
-                t.posted[scnt as usize] = Some(Instant::now());
+                t.posted[scnt as usize] = Some(cycles());
             }
             let k = (scnt % slots) as usize;
             let wr = match verb {
@@ -952,14 +1008,15 @@ fn bw_client(
                 ccnt += cq_mod;
                 if peak {
                     let at = ccnt.min(iters) as usize - 1;
-                    t.completed[at] = Some(Instant::now());
+                    t.completed[at] = Some(cycles());
                 }
             }
         }
     }
     if !peak {
-        t.completed[0] = Some(Instant::now());
+        t.completed[0] = Some(cycles());
     }
+    t.rate = rate.per_ns();
     Ok(t)
 }
 
@@ -976,12 +1033,14 @@ fn bw_server(
     let mut t = BwTimes {
         posted: vec![None],
         completed: vec![None],
+        rate: 0.0,
     };
+    let rate = Rate::start();
     let (mut rcnt, mut posted) = (0u64, o.rx_depth);
     while rcnt < iters {
         let n = poll(poller)?;
         if n > 0 && t.posted[0].is_none() {
-            t.posted[0] = Some(Instant::now());
+            t.posted[0] = Some(cycles());
         }
         for _ in 0..n {
             rcnt += 1;
@@ -993,7 +1052,8 @@ fn bw_server(
             }
         }
     }
-    t.completed[0] = Some(Instant::now());
+    t.completed[0] = Some(cycles());
+    t.rate = rate.per_ns();
     Ok(t)
 }
 
@@ -1004,14 +1064,11 @@ fn bw_server(
 /// tposted[i]`), sorted, the two largest dropped (`LAT_MEASURE_TAIL`), the median
 /// (`t_typical`), the mean, the standard deviation (perftest's, whose terms are truncated to
 /// whole microseconds: `int temp_var`), and the 99 % and 99.9 % entries.
-pub fn lat_row(size: u64, iters: u64, posted: &[Instant]) -> String {
-    let mut delta: Vec<u64> = posted
-        .windows(2)
-        .map(|w| w[1].saturating_duration_since(w[0]).as_nanos() as u64)
-        .collect();
+pub fn lat_row(size: u64, iters: u64, posted: &[u64], per_ns: f64) -> String {
+    let mut delta: Vec<u64> = posted.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
     delta.sort_unstable();
-    // nanoseconds per microsecond, times the round trip's 2.
-    let q = 1000.0 * 2.0;
+    // cycles per microsecond, times the round trip's 2 (`cycles_rtt_quotient`).
+    let q = per_ns * 1000.0 * 2.0;
     let n = delta.len() - 2;
     let median = if (n - 1) % 2 == 1 {
         (delta[n / 2] + delta[n / 2 - 1]) / 2
@@ -1056,6 +1113,7 @@ pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), Strin
         for size in sizes(o) {
             posted.clear();
             let sge = c.sges(0, size)[0];
+            let rate;
             match recv_poll.as_mut() {
                 Some(rp) => {
                     let rsge = c.sges(c.half, size)[0];
@@ -1064,11 +1122,13 @@ pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), Strin
                             .map_err(because("Couldn't post receive"))?;
                     }
                     c.link.sync()?;
+                    rate = Rate::start();
                     send_lat(c, o, client, &sge, &rsge, &mut send_poll, rp, &mut posted)?;
                 }
                 None => {
                     let remote = c.remotes(size)[0];
                     c.link.sync()?;
+                    rate = Rate::start();
                     write_lat(
                         c,
                         o,
@@ -1081,7 +1141,8 @@ pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), Strin
                     )?;
                 }
             }
-            out.say(lat_row(size, o.iters, &posted));
+            let per_ns = rate.per_ns();
+            out.say(lat_row(size, o.iters, &posted, per_ns));
             c.link.sync()?;
         }
         out.say(RESULT_LINE);
@@ -1100,7 +1161,7 @@ fn send_lat(
     rsge: &[Sge; 1],
     send_poll: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
     recv_poll: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
-    posted: &mut Vec<Instant>,
+    posted: &mut Vec<u64>,
 ) -> Result<(), String> {
     let iters = o.iters;
     let (mut scnt, mut rcnt) = (0u64, 0u64);
@@ -1115,7 +1176,7 @@ fn send_lat(
             }
         }
         if scnt < iters {
-            posted.push(Instant::now());
+            posted.push(cycles());
             scnt += 1;
             c.qp.post_send(&wr)
                 .map_err(|e| format!("Couldn't post send: scnt={scnt}: {e}"))?;
@@ -1142,7 +1203,7 @@ fn write_lat(
     sge: &[Sge; 1],
     remote: RemoteAddr,
     send_poll: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
-    posted: &mut Vec<Instant>,
+    posted: &mut Vec<u64>,
 ) -> Result<(), String> {
     let iters = o.iters;
     let poll_at = (c.half + size - 1) as usize;
@@ -1162,7 +1223,7 @@ fn write_lat(
             }
         }
         if scnt < iters {
-            posted.push(Instant::now());
+            posted.push(cycles());
             scnt += 1;
             c.mr.write(post_at, &[scnt as u8])
                 .map_err(because("write"))?;

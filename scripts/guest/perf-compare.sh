@@ -142,6 +142,8 @@ esac
 
 mkdir -p "$LOGS"
 start=$(date +%s)
+cs=/sys/devices/system/clocksource/clocksource0/current_clocksource
+[ -r "$cs" ] && echo "perf-compare: clocksource $(cat "$cs"), $(grep -c ^processor /proc/cpuinfo) CPUs"
 failed=0
 runs=0
 port=$PORT0
