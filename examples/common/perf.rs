@@ -981,18 +981,22 @@ fn bw_client(
         rate: 0.0,
     };
     let rate = Rate::start();
-    let slots = sges.len() as u64;
     let (mut scnt, mut ccnt) = (0u64, 0u64);
+    // `scnt % cq_mod` and `scnt % slots` as counters, without a division per message.
+    let (mut to_signal, mut k) = (cq_mod, 0usize);
     if !peak {
         t.posted[0] = Some(cycles());
     }
     while scnt < iters || ccnt < iters {
         while scnt < iters && scnt + 1 <= o.tx_depth + ccnt {
-            let signaled = scnt % cq_mod == cq_mod - 1 || scnt == iters - 1;
+            to_signal -= 1;
+            let signaled = to_signal == 0 || scnt == iters - 1;
+            if to_signal == 0 {
+                to_signal = cq_mod;
+            }
             if peak {
                 t.posted[scnt as usize] = Some(cycles());
             }
-            let k = (scnt % slots) as usize;
             let wr = match verb {
                 Verb::Send => SendWr::send(0, &sges[k]),
                 Verb::Write => SendWr::rdma_write(0, &sges[k], remotes[k]),
@@ -1001,6 +1005,10 @@ fn bw_client(
             c.qp.post_send(&wr)
                 .map_err(|e| format!("Couldn't post send: qp 0 scnt={scnt}: {e}"))?;
             scnt += 1;
+            k += 1;
+            if k == sges.len() {
+                k = 0;
+            }
         }
         if ccnt < iters {
             let n = poll(poller)?;
