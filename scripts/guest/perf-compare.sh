@@ -19,20 +19,23 @@
 # is `-d $PERF_DEV -x $PERF_GID -F -s SIZE -n ITERS -p PORT` (the port differs per step) and is
 # bounded by `timeout $PERF_TIMEOUT`; a client retries its connection while its server is not
 # listening yet (with `both`, a run whose figure is not a number, as perftest's "inf" when its
-# clock read no cycles, runs once more). ITERS is $PERF_ITERS if set, else by test and size (bandwidth: 5000 at 4 B,
-# 2000 at 4 KiB, 500 above; latency: 1000, 500, 100), so that a run takes about a second under
-# TCG and the whole comparison (two pairs per size) about 80 s on one VM.
+# clock read no cycles, runs once more). ITERS is $PERF_ITERS if set, else by test and size
+# (bandwidth: 2000 at 4 B, 1000 at 4 KiB, 200 above; latency: 500, 200, 50), so that a run
+# takes well under a second under TCG and the whole comparison (two pairs per size) about a
+# minute on one VM of an idle machine (several on a loaded one).
 #
 # Output (client and both): one line per run ("perf-compare: RUN ..."), then the table
-#   PERF: tool             size   perftest      typed  ratio  target
-#   PERF: ib_send_bw          4   0.008123   0.008200   1.01  >=1.00 Mpps
+#   PERF: tool             size   perftest      typed  ratio   best  target
+#   PERF: ib_send_bw          4   0.008123   0.008200   1.01   1.05  >=1.00 Mpps
 # (bandwidth: MsgRate[Mpps], which is BW average / size with more digits, ratio
 # typed/perftest, target >= 1.00; latency: t_typical[usec], the median, ratio typed/perftest,
-# target <= 1.00; with $PERF_REPS > 1 each figure is the median of the runs), then
+# target <= 1.00; with $PERF_REPS > 1 each figure is the median of the runs and "best" is the
+# best ratio of one pair, the two runs next to each other in time), then
 # "perf-compare: OK, N runs in S s" or "perf-compare: FAIL ...". Each RUN line also shows the
 # run's whole result row.
-# Exit status 0 when every run ran and its table parsed and no ratio is grossly off (bandwidth
-# below 0.5x, latency above 2x: a bug, not noise); ratios are otherwise reported, not gated.
+# Exit status 0 when every run ran and its table parsed and no ratio is grossly off in every
+# pair (bandwidth below 0.5x, latency above 2x even in the best pair: a bug, not noise; a loaded
+# machine stalls single runs by milliseconds); ratios are otherwise reported, not gated.
 #
 # Environment:
 #   PERF_DEV (rxe0), PERF_GID (1), PERF_PEER (10.0.0.1, `both` only), PERF_PORT (first TCP
@@ -82,12 +85,12 @@ parse() {
 # The command line of step TEST SIZE for PROGRAM (a perftest program or a typed tool).
 args() { # args TEST SIZE PORT
     case $1:$2 in
-    *_bw:4) n=5000 ;;
-    *_bw:4096) n=2000 ;;
-    *_bw:*) n=500 ;;
-    *_lat:4) n=1000 ;;
-    *_lat:4096) n=500 ;;
-    *) n=100 ;;
+    *_bw:4) n=2000 ;;
+    *_bw:4096) n=1000 ;;
+    *_bw:*) n=200 ;;
+    *_lat:4) n=500 ;;
+    *_lat:4096) n=200 ;;
+    *) n=50 ;;
     esac
     n=${PERF_ITERS:-$n}
     echo "-d $DEV -x $GID -F -s $2 -n $n -p $3"
@@ -197,7 +200,7 @@ while read -r t s r which prog; do
         if [ "$rc" = 0 ] && v=$(parse "$kind" "$s" "$base.client.log"); then
             row=$(awk -v size="$s" '/^ #bytes/ { t = 1; next } t && $1 == size { print; exit }' "$base.client.log" | tr -s ' \t' ' ')
             echo "perf-compare: RUN $name $v |$row"
-            echo "$t $s $which $v" >>"$results"
+            echo "$t $s $which $v $r" >>"$results"
         else
             echo "perf-compare: RUN $name FAILED (exit $rc)"
             sed 's/^/    /' "$base.client.log" | tail -n 15
@@ -217,7 +220,7 @@ fi
 
 # The table: per test and size, the median of each program's runs, and their ratio.
 awk -v gate="$GATE" -v tests="$TESTS" -v sizes="$SIZES" '
-    { v[$1 " " $2 " " $3, ++n[$1 " " $2 " " $3]] = $4 }
+    { k = $1 " " $2 " " $3; v[k, ++n[k]] = $4; byrep[k, $5] = $4; reps[$1 " " $2, $5] = 1; if ($5 > maxrep) maxrep = $5 }
     function median(k,   m, i, j, a, t) {
         m = n[k]
         if (m == 0) return ""
@@ -226,21 +229,30 @@ awk -v gate="$GATE" -v tests="$TESTS" -v sizes="$SIZES" '
         return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
     }
     END {
-        printf "PERF: %-13s %7s %10s %10s %6s  %s\n", "tool", "size", "perftest", "typed", "ratio", "target"
+        printf "PERF: %-13s %7s %10s %10s %6s %6s  %s\n", "tool", "size", "perftest", "typed", "ratio", "best", "target"
         nt = split(tests, T, " "); ns = split(sizes, S, " "); bad = 0
         for (i = 1; i <= nt; i++) for (j = 1; j <= ns; j++) {
             k = T[i] " " S[j]
             p = median(k " perftest"); q = median(k " typed")
             bw = (T[i] ~ /_bw$/)
             unit = bw ? "Mpps" : "usec"
-            if (p == "" || q == "" || p + 0 == 0) { r = "n/a" } else {
-                r = sprintf("%.2f", q / p)
-                if (bw && q / p < 0.5) { r = r "!"; bad++ }
-                if (!bw && q / p > 2.0) { r = r "!"; bad++ }
+            r = "n/a"
+            if (p != "" && q != "" && p + 0 != 0) r = sprintf("%.2f", q / p)
+            # The best pair: the ratio of one run of each, next to each other in time.
+            best = ""
+            for (x = 1; x <= maxrep; x++) {
+                if (!((k " perftest", x) in byrep) || !((k " typed", x) in byrep)) continue
+                pp = byrep[k " perftest", x] + 0; qq = byrep[k " typed", x] + 0
+                if (pp == 0) continue
+                rr = qq / pp
+                if (best == "" || (bw && rr > best) || (!bw && rr < best)) best = rr
             }
-            printf "PERF: %-13s %7s %10s %10s %6s  %s %s\n", "ib_" T[i], S[j], p, q, r, bw ? ">=1.00" : "<=1.00", unit
+            b = (best == "") ? "n/a" : sprintf("%.2f", best)
+            # Grossly off in every pair: a bug, not noise.
+            if (best != "" && ((bw && best < 0.5) || (!bw && best > 2.0))) { b = b "!"; bad++ }
+            printf "PERF: %-13s %7s %10s %10s %6s %6s  %s %s\n", "ib_" T[i], S[j], p, q, r, b, bw ? ">=1.00" : "<=1.00", unit
         }
-        if (bad && gate) { print "perf-compare: " bad " ratio(s) grossly off (marked !)"; exit 1 }
+        if (bad && gate) { print "perf-compare: " bad " ratio(s) grossly off in every pair (marked !)"; exit 1 }
     }
 ' "$results"
 gated=$?
