@@ -454,8 +454,7 @@ impl Link {
                 loop {
                     match TcpStream::connect((host.as_str(), port)) {
                         Ok(s) => break s,
-                        Err(e) if tries < 50 => {
-                            let _ = e;
+                        Err(_) if tries < 50 => {
                             tries += 1;
                             std::thread::sleep(std::time::Duration::from_millis(100));
                         }
