@@ -987,7 +987,8 @@ fn bw_client(
         t.posted[0] = Some(cycles());
     }
     while scnt < iters || ccnt < iters {
-        while scnt < iters && scnt + 1 <= o.tx_depth + ccnt {
+        // perftest's `scnt - ccnt + post_list <= tx_depth`.
+        while scnt < iters && scnt < o.tx_depth + ccnt {
             to_signal -= 1;
             let signaled = to_signal == 0 || scnt == iters - 1;
             if to_signal == 0 {
@@ -1219,7 +1220,8 @@ fn write_lat(
     let wr = SendWr::rdma_write(0, sge, remote).signaled();
     let mut byte = [0u8; 1];
     while scnt < iters || ccnt < iters || rcnt < iters {
-        if rcnt < iters && !(scnt < 1 && !client) {
+        // perftest's `!(scnt < 1 && machine == SERVER)`: the server writes first.
+        if rcnt < iters && (client || scnt >= 1) {
             rcnt += 1;
             loop {
                 c.mr.read(poll_at, &mut byte).map_err(because("read"))?;
