@@ -14,10 +14,17 @@
 # run bounded by a timeout. The image also holds the kernel's rdma_cm (rdma_ucm and what it needs),
 # rdmacm-utils and perftest: rping, ucmatose, udaddy and ib_send_bw run once as health checks of
 # rdma_cm and perftest in the VM, and the tests get TYPED_VERBS_CM_ADDR=10.0.0.1 (rxe0's address).
+# Last, scripts/guest/perf-compare.sh runs perftest's ib_send_bw, ib_write_bw, ib_send_lat and
+# ib_write_lat and the typed tools (tv_*, release builds) alternately on rxe0 and prints one table
+# of ratios (step perf-compare: passes when every run ran and parsed; ratios reported, not gated,
+# unless grossly off at most sizes: see the script's header).
 #
 # Usage: bash scripts/rxe-lane.sh [--keep-going]
-#   RXE_LANE_TIMEOUT   seconds the VM may run (default 300)
+#   RXE_LANE_TIMEOUT   seconds the VM may run (default 480: the perftest comparison takes one to
+#                      three minutes, by the machine's load)
 #   RXE_LANE_EXTRA     more programs (host paths, space-separated) to run in the VM like tests
+#   RXE_LANE_PERF_ONLY =1: only rxe0 and the perftest comparison (for measuring)
+#   PERF_*             passed to scripts/guest/perf-compare.sh in the VM (PERF_REPS, PERF_ITERS, ...)
 # Prints one line per binary and per health check, and a summary; exits non-zero if any failed.
 # The console log and per-binary outputs stay in target/rxe-vm/. The kernel package is cached in
 # target/rxe-vm/cache and reused by later runs.
@@ -63,6 +70,19 @@ if ! cargo build "${PINGPONGS[@]/#/--example=}" --message-format=json-render-dia
 fi
 mapfile -t examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-examples.json")
 [ "${#examples[@]}" = "${#PINGPONGS[@]}" ] || { echo "rxe-lane: pingpong examples not found" >&2; exit 1; }
+# The perftest-style tools, measured against perftest in the VM (scripts/guest/perf-compare.sh):
+# a release build, as perftest's is.
+PERF_TOOLS=(tv_send_bw tv_write_bw tv_send_lat tv_write_lat)
+echo "rxe-lane: building the perftest-style tools (release)"
+if ! cargo build --release "${PERF_TOOLS[@]/#/--example=}" --message-format=json-render-diagnostics \
+    >"$WORK/build-perf.json" 2>"$WORK/build-perf.log"; then
+    tail -n 30 "$WORK/build-perf.log" >&2
+    echo "rxe-lane: building the perftest-style tools failed" >&2
+    exit 1
+fi
+mapfile -t perf_tools < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-perf.json")
+[ "${#perf_tools[@]}" = "${#PERF_TOOLS[@]}" ] || { echo "rxe-lane: perftest-style tools not found" >&2; exit 1; }
+examples+=("${perf_tools[@]}")
 
 # 3. The initramfs.
 rm -rf "$ROOT" "${ROOT}target" # the second: stray copies an older version of this script left
@@ -98,6 +118,11 @@ for ex in "${examples[@]}"; do
     vm_copy_libs "$ex"
     cp "$ex" "$ROOT/examples/${ex##*/}"
 done
+cp scripts/guest/perf-compare.sh "$ROOT/bin/perf-compare.sh"
+# RXE_LANE_PERF_ONLY=1: only rxe0 and the perftest comparison (for measuring).
+[ "${RXE_LANE_PERF_ONLY:-0}" = 1 ] && touch "$ROOT/etc/lane-perf-only"
+# PERF_* variables of this environment (PERF_REPS, PERF_ITERS, ...) reach perf-compare.sh.
+env | sed -n 's/^\(PERF_[A-Z_]*\)=\(.*\)$/export \1="\2"/p' >"$ROOT/etc/perf-compare.env"
 # The modules the init loads, with every module they depend on (the kernel's modules.dep):
 # rdma_ucm brings rdma_cm, ib_cm, iw_cm and configfs; crc32_generic is asked for at run time.
 vm_modules rdma_rxe ib_uverbs crc32_generic dummy rdma_ucm
@@ -137,6 +162,12 @@ up() {
 }
 step rxe0 up
 ibv_devinfo -d rxe0 -v 2>&1 | grep -E 'vendor_id|vendor_part_id|max_cqe|max_qp_wr|num_comp_vectors|active_mtu' | head -n 6
+if [ -e /etc/lane-perf-only ]; then
+    . /etc/perf-compare.env
+    step perf-compare perf-compare.sh both
+    echo "LANE: DONE"
+    poweroff -f
+fi
 for t in /tests/*; do
     name=${t##*/}
     echo "LANE: BEGIN $name"
@@ -221,6 +252,10 @@ for ex in rc uc ud srq; do
     # shellcheck disable=SC2086
     step "interop:${ex}_pingpong:typed-client-events" interop ibv_${ex}_pingpong "/examples/${ex}_pingpong -e" $args
 done
+# perftest's ib_send_bw, ib_write_bw, ib_send_lat, ib_write_lat against the typed tools, one
+# after the other at 4 B, 4 KiB and 64 KiB, server and client on rxe0: one table of ratios.
+. /etc/perf-compare.env
+step perf-compare perf-compare.sh both
 echo "LANE: DONE"
 poweroff -f
 INIT
@@ -228,7 +263,7 @@ chmod +x "$ROOT/init"
 vm_pack "$WORK/initrd.img"
 
 # 4. Boot.
-limit=${RXE_LANE_TIMEOUT:-300}
+limit=${RXE_LANE_TIMEOUT:-480}
 echo "rxe-lane: booting $kver under qemu (TCG, no NIC), limit ${limit}s"
 console=$WORK/console.log
 set +e
@@ -244,13 +279,16 @@ sed -e 's/\r$//' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' "$console" >"$
 #    are listed here as the init runs them, and a step with no verdict (a line lost or garbled on
 #    the console, a VM that stopped early) fails the lane like a failed step.
 expected=(rxe0)
-for t in "${tests[@]}"; do expected+=("test:${t%% *}"); done
-for ex in rc uc ud srq; do expected+=("health:ibv_${ex}_pingpong"); done
-expected+=(health:rping health:ucmatose health:udaddy health:ib_send_bw)
-for ex in rc uc ud srq; do
-    expected+=("interop:${ex}_pingpong:typed-server" "interop:${ex}_pingpong:typed-client"
-        "interop:${ex}_pingpong:typed-client-events")
-done
+if [ "${RXE_LANE_PERF_ONLY:-0}" != 1 ]; then
+    for t in "${tests[@]}"; do expected+=("test:${t%% *}"); done
+    for ex in rc uc ud srq; do expected+=("health:ibv_${ex}_pingpong"); done
+    expected+=(health:rping health:ucmatose health:udaddy health:ib_send_bw)
+    for ex in rc uc ud srq; do
+        expected+=("interop:${ex}_pingpong:typed-server" "interop:${ex}_pingpong:typed-client"
+            "interop:${ex}_pingpong:typed-client-events")
+    done
+fi
+expected+=(perf-compare)
 # A LANE line is found anywhere in a console line: the kernel or the firmware may have written
 # text before it on the same line.
 grep -oE 'LANE: (PASS|FAIL) .*' "$console" >"$WORK/verdicts" || true
@@ -275,6 +313,15 @@ reported=$((pass + fail))
 if [ "$reported" != "${#expected[@]}" ]; then
     echo "rxe-lane: $reported step verdicts on the console, ${#expected[@]} steps expected" >&2
     missing_steps=$((missing_steps + 1))
+fi
+# The perftest comparison's table (perf-compare.sh's PERF lines).
+grep -E '^PERF:|^perf-compare: (OK|FAIL|ib_)' "$console" || true
+if [ "${RXE_LANE_PERF_ONLY:-0}" = 1 ]; then
+    grep -c 'LANE: DONE' "$console" >/dev/null || { echo "rxe-lane: the VM did not finish (qemu exit $qemu_rc); see $console" >&2; fail=$((fail + 1)); }
+    rm -rf "$ROOT"
+    echo "rxe-lane: perftest comparison only: $pass passed, $fail failed, $missing_steps missing; $(($(date +%s) - lane_start))s"
+    [ "$fail" = 0 ] && [ "$missing_steps" = 0 ]
+    exit
 fi
 # A SKIP line is written by a test thread while libtest writes "test NAME ... ok" from another,
 # so it may start anywhere in a console line ("test a ... okSKIP b: ..."): count every

@@ -2,7 +2,8 @@
 # Runs every test of the workspace: unit, integration, UI (trybuild, tests/ui.rs) and doc tests,
 # then checks the build without default features, the build script under LTO C flags
 # (scripts/build-script-check.sh) and the rust-version (scripts/msrv-check.sh),
-# then the pingpong examples on the software device (scripts/pingpong.sh), then the sanitizer
+# then the pingpong examples and the perftest-style tools on the software device
+# (scripts/pingpong.sh, scripts/perf-self.sh), then the sanitizer
 # lane: the sw0 tests and the examples under valgrind's memcheck and helgrind
 # (scripts/sanitize.sh; TYPED_VERBS_NO_SANITIZE=1 leaves it out) and under Miri where a nightly
 # toolchain has it (scripts/miri.sh, which says so and skips otherwise), then the runtime tests
@@ -43,6 +44,10 @@ fi
 # The pingpong examples on the software device, server and client in one process each.
 if [ "$status" -eq 0 ]; then
     bash scripts/pingpong.sh -- -n 2000 || status=$?
+fi
+# The perftest-style tools on the software device: each runs and prints a table that parses.
+if [ "$status" -eq 0 ]; then
+    bash scripts/perf-self.sh || status=$?
 fi
 # The sanitizer lane: memcheck and helgrind, then Miri (a SKIP line where nightly lacks it).
 if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_SANITIZE:-0}" != 1 ]; then

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs the perftest-style tools tv_send_bw, tv_write_bw, tv_send_lat and tv_write_lat on the
+# software device sw0, each as one command (`--self -d sw0`: server and client on two threads
+# of one process, since sw0 lives in its process), at a small and a large size, and checks that
+# each printed perftest's result table with a row that parses (with the parser of
+# scripts/guest/perf-compare.sh, the one the VM lanes use on perftest's output and ours).
+#
+# Usage: bash scripts/perf-self.sh [-- OPTIONS]   (OPTIONS go to each run, e.g. `-- -n 5000`)
+#   PERF_SELF_TIMEOUT   seconds each run may take (default 120)
+# Prints each run's row, PASS or FAIL per run and "perf-self: N passed, N failed"; exits
+# non-zero if any failed. Each run's output is in target/perf-self/. Builds the tools in
+# release mode first.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=setup.sh
+source scripts/setup.sh
+
+tools=(tv_send_bw tv_write_bw tv_send_lat tv_write_lat)
+echo "perf-self: building ${tools[*]} (release)"
+cargo build --release --quiet "${tools[@]/#/--example=}"
+
+logs=target/perf-self
+mkdir -p "$logs"
+pass=0
+fail=0
+port=18700
+for t in "${tools[@]}"; do
+    case $t in *_bw) kind=bw ;; *) kind=lat ;; esac
+    for size in 4 65536; do
+        log=$logs/$t.$size.log
+        port=$((port + 1))
+        echo "perf-self: $t --self -d sw0 -F -s $size -n 200 -p $port${*:+ $*}"
+        rc=0
+        timeout "${PERF_SELF_TIMEOUT:-120}" "target/release/examples/$t" --self -d sw0 -F \
+            -s "$size" -n 200 -p "$port" "$@" >"$log" 2>&1 || rc=$?
+        if [ "$rc" = 0 ] && v=$(sh scripts/guest/perf-compare.sh parse "$kind" "$size" "$log"); then
+            grep -E "^ $size " "$log" | sed 's/^/  /'
+            echo "PASS $t $size ($kind figure $v)"
+            pass=$((pass + 1))
+        else
+            sed 's/^/  /' "$log"
+            if [ "$rc" = 124 ]; then echo "FAIL $t $size (timed out)"; else echo "FAIL $t $size (exit $rc, or no row parsed)"; fi
+            fail=$((fail + 1))
+        fi
+    done
+done
+echo "perf-self: $pass passed, $fail failed"
+[ "$fail" = 0 ]
