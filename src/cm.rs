@@ -2448,13 +2448,18 @@ mod tokio_cm {
             qp: Qp<'a, Rc, R, S, C, St, SGE>,
             param: &ConnParam<'_>,
         ) -> Result<Connection<'a, Tcp, R, S, C, SGE>> {
-            let mut c = param.to_sys(Verb::Accept, Tcp::MAX_ACCEPT_DATA, qp.qp_num(), uses_srq::<R>())?;
-            check_device(&self.id, Verb::Accept, qp.as_raw())?;
-            let qp = qp_to_init::<Tcp, R, S, C, St, SGE>(&self.id, qp)?;
-            let qp = qp_up::<Tcp, R, S, C, SGE>(&self.id, qp)?;
-            // SAFETY: a live id from a connect request; `c` valid for the call.
-            unsafe { self.id.chan.cm.accept(self.id.as_ptr(), &mut c) }
-                .map_err(|e| Error::os(Verb::Accept, e))?;
+            // The C parameters (raw pointers) do not live across the await: the future is
+            // `Send` when the QP is.
+            let qp = {
+                let mut c = param.to_sys(Verb::Accept, Tcp::MAX_ACCEPT_DATA, qp.qp_num(), uses_srq::<R>())?;
+                check_device(&self.id, Verb::Accept, qp.as_raw())?;
+                let qp = qp_to_init::<Tcp, R, S, C, St, SGE>(&self.id, qp)?;
+                let qp = qp_up::<Tcp, R, S, C, SGE>(&self.id, qp)?;
+                // SAFETY: a live id from a connect request; `c` valid for the call.
+                unsafe { self.id.chan.cm.accept(self.id.as_ptr(), &mut c) }
+                    .map_err(|e| Error::os(Verb::Accept, e))?;
+                qp
+            };
             self.id.reject_on_drop = false;
             let ev = self.id.next_async().await?;
             if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ESTABLISHED {
@@ -2489,12 +2494,16 @@ mod tokio_cm {
             qp: Qp<'a, Rc, R, Th, C, St, SGE>,
             param: &ConnParam<'_>,
         ) -> Result<Connection<'a, Tcp, R, Th, C, SGE>> {
-            let mut c = param.to_sys(Verb::Connect, Tcp::MAX_CONNECT_DATA, qp.qp_num(), uses_srq::<R>())?;
-            check_device(&self.id, Verb::Connect, qp.as_raw())?;
-            let qp = qp_to_init::<Tcp, R, Th, C, St, SGE>(&self.id, qp)?;
-            // SAFETY: a live id with its route resolved; `c` valid for the call.
-            unsafe { self.id.chan.cm.connect(self.as_raw(), &mut c) }
-                .map_err(|e| Error::os(Verb::Connect, e))?;
+            // As accept_async: no raw pointer across the await.
+            let qp = {
+                let mut c = param.to_sys(Verb::Connect, Tcp::MAX_CONNECT_DATA, qp.qp_num(), uses_srq::<R>())?;
+                check_device(&self.id, Verb::Connect, qp.as_raw())?;
+                let qp = qp_to_init::<Tcp, R, Th, C, St, SGE>(&self.id, qp)?;
+                // SAFETY: a live id with its route resolved; `c` valid for the call.
+                unsafe { self.id.chan.cm.connect(self.as_raw(), &mut c) }
+                    .map_err(|e| Error::os(Verb::Connect, e))?;
+                qp
+            };
             let ev = self.id.next_async().await?;
             if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_RESPONSE {
                 return Err(event_error(Verb::Connect, ev));
