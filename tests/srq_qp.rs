@@ -941,6 +941,7 @@ fn explicit_destroy_of_every_object_type() {
                     mcast_attachments: 1,
                     mrs: 0,
                     ahs: 0,
+                    ..LiveObjects::default()
                 }
             );
         }

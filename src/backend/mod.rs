@@ -287,6 +287,25 @@ pub(crate) unsafe fn cm_of(ctx: *mut sys::ibv_context) -> Option<&'static dyn Cm
     Some(&rdma_core::RDMA_CORE)
 }
 
+/// The connection manager an event channel belongs to: the software device's for the channels
+/// it made, librdmacm's otherwise (for the raw verbs, which get a channel, an id or an event
+/// rather than a context).
+///
+/// # Safety
+/// `ch` must be a live event channel made through [`cm_of`]'s backend.
+#[allow(dead_code)]
+pub(crate) unsafe fn cm_of_channel(ch: *mut sys::rdma_event_channel) -> &'static dyn CmPath {
+    #[cfg(feature = "software-device")]
+    if software::owns_cm_channel(ch) {
+        if let Some(cm) = software::cm() {
+            return cm;
+        }
+    }
+    #[cfg(not(feature = "software-device"))]
+    let _ = ch;
+    &rdma_core::RDMA_CORE
+}
+
 /// The control path of the context `ctx` belongs to.
 ///
 /// # Safety

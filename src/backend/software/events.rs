@@ -95,6 +95,54 @@ impl<T> EventQueue<T> {
         }
     }
 
+    /// The oldest event if there is one, without waiting (for a caller that holds a lock of
+    /// its own around the pop, taken before this queue's: the connection manager's).
+    pub(super) fn try_pop(&self) -> Option<T> {
+        let mut q = self.q.lock();
+        let v = q.pop_front()?;
+        self.consume();
+        Some(v)
+    }
+
+    /// Waits until the fd is readable, as a blocking `read(2)` would, or fails with EAGAIN at
+    /// once when the fd is O_NONBLOCK. The caller then tries [`EventQueue::try_pop`] again (another
+    /// reader may have taken the event first).
+    pub(super) fn wait_readable(&self) -> Result<(), Errno> {
+        // SAFETY: F_GETFL on our own open fd.
+        let flags = unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_GETFL) };
+        if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
+            return Err(libc::EAGAIN);
+        }
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, -1) } < 0 && last_errno() != libc::EINTR {
+            return Err(last_errno());
+        }
+        Ok(())
+    }
+
+    /// Takes out the queued events `gone` matches and hands them back (those of an object
+    /// being destroyed, which need more than a drop).
+    pub(super) fn take_matching(&self, gone: impl Fn(&T) -> bool) -> Vec<T> {
+        let mut q = self.q.lock();
+        let mut out = Vec::new();
+        let mut keep = VecDeque::with_capacity(q.len());
+        while let Some(v) = q.pop_front() {
+            if gone(&v) {
+                self.consume();
+                out.push(v);
+            } else {
+                keep.push_back(v);
+            }
+        }
+        *q = keep;
+        out
+    }
+
     /// Drops the queued events `gone` matches (those of an object being destroyed, which the
     /// kernel removes from the event file unread).
     pub(super) fn remove(&self, gone: impl Fn(&T) -> bool) {

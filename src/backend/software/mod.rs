@@ -21,6 +21,7 @@
 //! [`register`] adds more, each with its own limits, so a test can make one behave like a given
 //! real device. [`push`] puts a completion into a CQ, so polling can be tested without traffic.
 
+mod cm;
 mod cq;
 mod data;
 mod events;
@@ -249,6 +250,10 @@ pub struct LiveObjects {
     pub mrs: u32,
     /// Address handles.
     pub ahs: u32,
+    /// rdma_cm event channels made for the context (`rdma_create_event_channel`).
+    pub cm_channels: u32,
+    /// rdma_cm ids on those channels, the new ids of connect requests included.
+    pub cm_ids: u32,
 }
 
 #[derive(Default)]
@@ -261,6 +266,8 @@ pub(crate) struct Counters {
     mcast: AtomicU32,
     mrs: AtomicU32,
     ahs: AtomicU32,
+    cm_channels: AtomicU32,
+    cm_ids: AtomicU32,
 }
 
 impl Counters {
@@ -274,6 +281,8 @@ impl Counters {
             mcast_attachments: self.mcast.load(Ordering::Relaxed),
             mrs: self.mrs.load(Ordering::Relaxed),
             ahs: self.ahs.load(Ordering::Relaxed),
+            cm_channels: self.cm_channels.load(Ordering::Relaxed),
+            cm_ids: self.cm_ids.load(Ordering::Relaxed),
         }
     }
 }
@@ -843,9 +852,13 @@ pub(crate) fn port_gid() -> [u8; 16] {
     raw
 }
 
-/// The software device's connection manager: none yet (channels for its contexts are refused
-/// with EOPNOTSUPP by the typed layer).
+/// The software device's connection manager (rdma_cm within the process: the `cm` module).
 #[allow(dead_code)]
 pub(crate) fn cm() -> Option<&'static dyn super::CmPath> {
-    None
+    Some(&cm::SOFTWARE_CM)
+}
+
+/// Whether `ch` is an event channel of the software device's connection manager.
+pub(crate) fn owns_cm_channel(ch: *mut sys::rdma_event_channel) -> bool {
+    cm::owns_channel(ch)
 }
