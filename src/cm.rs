@@ -302,9 +302,13 @@ impl CmTransport for Ud {
     fn rtr_attr(_: &sys::ibv_qp_attr, _: i32) -> Result<()> {
         Ok(())
     }
+    /// The kernel fills a UD id's attributes the same for every state (`cma_ib_init_qp_attr`:
+    /// P_Key index, port, Q_Key), and librdmacm moves its own UD QPs to RTR with the state alone
+    /// and to RTS with `sq_psn = 0` (`ucma_init_ud_qp`): so does the crate, unless the CM gave a
+    /// send PSN.
     fn rts_attr(a: &sys::ibv_qp_attr, mask: i32) -> Result<SqPsn> {
-        require(mask, &[(M_SQ_PSN, "sq_psn")])?;
-        Ok(SqPsn { sq_psn: a.sq_psn })
+        let sq_psn = if mask & M_SQ_PSN != 0 { a.sq_psn } else { 0 };
+        Ok(SqPsn { sq_psn })
     }
 }
 

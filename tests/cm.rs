@@ -314,7 +314,11 @@ fn a_disconnect_by_the_client_is_an_event_on_the_server_and_flushes_the_clients_
     client.qp().post_recv(5, &[rx.sge(0..16).unwrap()]).unwrap();
     let (qp, id) = client.disconnect().unwrap();
     assert_eq!(server.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
+    // rdma_disconnect(3): "This routine should be called by both the client and server side
+    // of a connection": the server's answers the client's (a DREP to its DREQ).
+    let (_server_qp, server_id) = server.disconnect().unwrap();
     assert_eq!(id.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
+    assert_ne!(server_id.next_event(Duration::from_millis(100)).unwrap(), Some(ConnEvent::Disconnected), "one DISCONNECTED per side");
     // The QP is in ERR: the posted receive flushed.
     let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
     let start = Instant::now();
