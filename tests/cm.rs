@@ -751,6 +751,18 @@ fn async_connect_and_accept_and_a_cancelled_wait_loses_nothing() {
             let cancelled = tokio::time::timeout(Duration::from_millis(50), fut).await;
             assert!(cancelled.is_err(), "nothing came yet");
         }
+        // A wait polled once (its waker registered) and then forgotten: it only leaks; the
+        // next wait on the listener still gets the request.
+        {
+            use std::future::Future;
+            let mut fut = Box::pin(l.get_request_async());
+            std::future::poll_fn(|cx| {
+                assert!(fut.as_mut().poll(cx).is_pending(), "nothing came yet");
+                std::task::Poll::Ready(())
+            })
+            .await;
+            std::mem::forget(fut);
+        }
         let (pd, cq) = (s.pd.clone(), s.cq.clone());
         let server = tokio::spawn(async move {
             let req = l.get_request_async().await.unwrap();
