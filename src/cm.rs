@@ -471,6 +471,31 @@ struct Copied {
     child: Option<OwnedId>,
 }
 
+/// What the demultiplexer hands back to run after its lock is released: events nobody will
+/// read (a connect request's id among them destroys itself on drop) and the wakers of the tasks
+/// an event was routed to. No user code (a waker, a drop) runs under the lock.
+#[derive(Default)]
+struct Later {
+    events: Vec<Copied>,
+    #[cfg(feature = "tokio")]
+    wakers: Vec<std::task::Waker>,
+}
+
+impl Later {
+    /// Runs it (the lock is released).
+    fn run(&mut self) {
+        self.events.clear();
+        #[cfg(feature = "tokio")]
+        self.wakers.drain(..).for_each(|w| w.wake());
+    }
+}
+
+impl Drop for Later {
+    fn drop(&mut self) {
+        self.run();
+    }
+}
+
 /// One id's events, in order, and the task waiting for them.
 #[derive(Default)]
 struct Queue {
@@ -557,7 +582,7 @@ impl ChanInner {
 
     /// Reads every event waiting on the fd (O_NONBLOCK), copies and acks each, and routes it.
     /// Returns whether any was routed, and what must be dropped outside the lock.
-    fn drain(self: &Arc<Self>, demux: &mut Demux, garbage: &mut Vec<Copied>) -> Result<bool> {
+    fn drain(self: &Arc<Self>, demux: &mut Demux, later: &mut Later) -> Result<bool> {
         let mut routed = false;
         loop {
             // SAFETY: a live channel of this backend; the lock serializes readers.
@@ -574,7 +599,7 @@ impl ChanInner {
             // correspondence between successful gets and acks".
             let acked = unsafe { self.cm.ack_cm_event(ev.as_ptr()) };
             if let Err(e) = acked {
-                garbage.push(copied);
+                later.events.push(copied);
                 return Err(Error::os(Verb::AckCmEvent, e));
             }
             match demux.queues.get_mut(&token) {
@@ -582,13 +607,13 @@ impl ChanInner {
                     q.events.push_back(copied);
                     #[cfg(feature = "tokio")]
                     if let Some(w) = q.waker.take() {
-                        w.wake();
+                        later.wakers.push(w);
                     }
                     routed = true;
                 }
                 // An id destroyed meanwhile: dropped (a request's new id rejected and
                 // destroyed) once the lock is released.
-                None => garbage.push(copied),
+                None => later.events.push(copied),
             }
         }
     }
@@ -698,9 +723,9 @@ impl ChanInner {
     /// for different ids share the fd: one polls it and routes what it reads; the others wait
     /// on the condition variable.
     fn wait(self: &Arc<Self>, token: usize, deadline: Option<Instant>) -> Result<Waited> {
-        let mut garbage = Vec::new();
-        let r = self.wait_inner(token, deadline, &mut garbage);
-        drop(garbage);
+        let mut later = Later::default();
+        let r = self.wait_inner(token, deadline, &mut later);
+        drop(later);
         r
     }
 
@@ -708,7 +733,7 @@ impl ChanInner {
         self: &Arc<Self>,
         token: usize,
         deadline: Option<Instant>,
-        garbage: &mut Vec<Copied>,
+        later: &mut Later,
     ) -> Result<Waited> {
         /// Gives the poller's role back (and wakes a waiter to take it), whatever happens.
         struct Leading<'a>(&'a ChanInner);
@@ -738,7 +763,7 @@ impl ChanInner {
             drop(d);
             // Declared after the lock's guard is gone: its drop takes the lock.
             let _leading = Leading(self);
-            return self.lead(token, deadline, garbage);
+            return self.lead(token, deadline, later);
         }
     }
 
@@ -748,12 +773,12 @@ impl ChanInner {
         self: &Arc<Self>,
         token: usize,
         deadline: Option<Instant>,
-        garbage: &mut Vec<Copied>,
+        later: &mut Later,
     ) -> Result<Waited> {
         loop {
             {
                 let mut d = self.demux.lock();
-                let routed = self.drain(&mut d, garbage)?;
+                let routed = self.drain(&mut d, later)?;
                 if routed {
                     self.cond.notify_all();
                 }
@@ -761,8 +786,8 @@ impl ChanInner {
                     return Ok(Waited::Event(ev));
                 }
             }
-            // Dropped outside the lock: a request's id destroys itself through it.
-            garbage.clear();
+            // Outside the lock: a request's id destroys itself through it; wakers are user code.
+            later.run();
             let now = Instant::now();
             if deadline.is_some_and(|t| now >= t) {
                 return Ok(Waited::TimedOut);
@@ -2410,15 +2435,18 @@ mod tokio_cm {
             self: &Arc<Self>,
             token: usize,
             cx: &mut TaskCx<'_>,
-            garbage: &mut Vec<Copied>,
+            later: &mut Later,
         ) -> Poll<Result<Copied>> {
             let afd = match self.async_fd() {
                 Ok(a) => a,
                 Err(e) => return Poll::Ready(Err(e)),
             };
             loop {
+                // Cloned and (the one it replaces) dropped outside the lock: a waker's clone
+                // and drop are user code.
+                let waker = cx.waker().clone();
                 let mut d = self.demux.lock();
-                let routed = match self.drain(&mut d, garbage) {
+                let routed = match self.drain(&mut d, later) {
                     Ok(r) => r,
                     Err(e) => return Poll::Ready(Err(e)),
                 };
@@ -2431,8 +2459,9 @@ mod tokio_cm {
                 if let Some(ev) = q.events.pop_front() {
                     return Poll::Ready(Ok(ev));
                 }
-                q.waker = Some(cx.waker().clone());
+                let old = q.waker.replace(waker);
                 drop(d);
+                drop(old);
                 match afd.poll_read_ready(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Err(e)) => {
@@ -2452,16 +2481,14 @@ mod tokio_cm {
         /// Forgets `token`'s waker and wakes the other waiting tasks, one of which then
         /// watches the fd in place of this one (tokio keeps one reader's waker per fd).
         fn forget_waker(&self, token: usize) {
-            let wakers: Vec<_> = {
+            let (own, wakers): (Option<_>, Vec<_>) = {
                 let mut d = self.demux.lock();
-                if let Some(q) = d.queues.get_mut(&token) {
-                    q.waker = None;
-                }
-                d.queues
-                    .values_mut()
-                    .filter_map(|q| q.waker.take())
-                    .collect()
+                let own = d.queues.get_mut(&token).and_then(|q| q.waker.take());
+                let others = d.queues.values_mut().filter_map(|q| q.waker.take());
+                (own, others.collect())
             };
+            // Outside the lock: wakers are user code.
+            drop(own);
             wakers.into_iter().for_each(|w| w.wake());
         }
     }
@@ -2477,10 +2504,10 @@ mod tokio_cm {
                 }
             }
             let _forget = Forget(self);
-            let mut garbage = Vec::new();
+            let mut later = Later::default();
             let r = std::future::poll_fn(|cx| {
-                let r = self.chan.poll_event(self.token, cx, &mut garbage);
-                garbage.clear();
+                let r = self.chan.poll_event(self.token, cx, &mut later);
+                later.run();
                 r
             })
             .await;

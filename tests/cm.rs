@@ -796,3 +796,51 @@ fn async_connect_and_accept_and_a_cancelled_wait_loses_nothing() {
         assert_eq!(ev, ConnEvent::Disconnected);
     });
 }
+
+/// A waker is user code: one that calls into the CM (here: makes an id on the same channel)
+/// must not find the channel's lock held, or the thread that routed the event would wait for
+/// itself for ever.
+#[cfg(feature = "tokio")]
+#[test]
+fn a_waker_that_calls_into_the_channel_does_not_deadlock_the_thread_that_routes_its_event() {
+    use std::future::Future;
+    use std::task::{Context as TaskCx, Poll, Wake, Waker};
+    let Some(s) = setup("a_waker_that_calls_into_the_channel") else { return };
+    struct CallsIn(EventChannel);
+    impl Wake for CallsIn {
+        fn wake(self: Arc<Self>) {
+            drop(CmId::<Tcp>::new(&self.0).unwrap());
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    let _enter = rt.enter();
+    let (l, addr) = listener::<Tcp>(&s);
+    let waker = Waker::from(Arc::new(CallsIn(s.ch.clone())));
+    let mut fut = Box::pin(l.get_request_async());
+    assert!(fut.as_mut().poll(&mut TaskCx::from_waker(&waker)).is_pending());
+    // The client's own wait reads the request and routes it to the listener: it wakes the
+    // waker above.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (ch, qp) = (s.ch.clone(), rc_qp(&s));
+    std::thread::spawn(move || {
+        let id = CmId::<Tcp>::new(&ch).unwrap().resolve_addr(None, addr, T).unwrap();
+        let id = id.resolve_route(T).unwrap();
+        let r = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
+        let _ = tx.send(r.map(drop));
+    });
+    let Ok(answered) = rx.recv_timeout(Duration::from_secs(20)) else {
+        // The routing thread is stuck holding the channel's lock: dropping anything of the
+        // channel here would wait for it too. Fail without.
+        std::mem::forget(fut);
+        std::mem::forget(l);
+        std::mem::forget(s);
+        panic!("the connecting thread is stuck in the waker (it woke it under the channel's lock)");
+    };
+    let e = answered.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::CmTimedOut(_)), "nobody accepted: {e}");
+    // The request was routed to the listener meanwhile.
+    match fut.as_mut().poll(&mut TaskCx::from_waker(&waker)) {
+        Poll::Ready(r) => drop(r.unwrap()),
+        Poll::Pending => panic!("the request was routed to the listener"),
+    }
+}
