@@ -834,6 +834,9 @@ fn a_waker_that_calls_into_the_channel_does_not_deadlock_the_thread_that_routes_
         std::mem::forget(fut);
         std::mem::forget(l);
         std::mem::forget(s);
+        // The runtime too: its shutdown wakes the waker the fd holds, which would wait as well.
+        std::mem::forget(_enter);
+        std::mem::forget(rt);
         panic!("the connecting thread is stuck in the waker (it woke it under the channel's lock)");
     };
     let e = answered.unwrap_err();
