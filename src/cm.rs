@@ -848,7 +848,11 @@ impl std::fmt::Debug for EventChannel {
 impl EventChannel {
     /// `rdma_create_event_channel` on the connection manager of `ctx`'s device: librdmacm for
     /// a real device, the in-process one for the software device. The channel's fd is made
-    /// O_NONBLOCK (the crate waits with poll(2)). The channel does not borrow `ctx`.
+    /// O_NONBLOCK (the crate waits with poll(2)). The channel does not borrow `ctx`: librdmacm's
+    /// channel is independent of any context; the software device's counts as a live object of
+    /// `ctx`, so closing `ctx` before the channel and its ids are gone fails with `EBUSY`
+    /// ([`Context::try_close`]), and a `Context` dropped then stays open (a leak, never a
+    /// dangling channel). Keep the context (an `Arc<Context>`) as long as the channel.
     ///
     /// # Errors
     /// `EOPNOTSUPP` where the device has no connection manager; otherwise the errno of

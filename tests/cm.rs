@@ -805,25 +805,36 @@ fn async_connect_and_accept_and_a_cancelled_wait_loses_nothing() {
 fn a_waker_that_calls_into_the_channel_does_not_deadlock_the_thread_that_routes_its_event() {
     use std::future::Future;
     use std::task::{Context as TaskCx, Poll, Wake, Waker};
-    let Some(s) = setup("a_waker_that_calls_into_the_channel") else { return };
+    let Some(s) = setup("a_waker_that_calls_into_the_channel") else {
+        return;
+    };
     struct CallsIn(EventChannel);
     impl Wake for CallsIn {
         fn wake(self: Arc<Self>) {
             drop(CmId::<Tcp>::new(&self.0).unwrap());
         }
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
     let _enter = rt.enter();
     let (l, addr) = listener::<Tcp>(&s);
     let waker = Waker::from(Arc::new(CallsIn(s.ch.clone())));
     let mut fut = Box::pin(l.get_request_async());
-    assert!(fut.as_mut().poll(&mut TaskCx::from_waker(&waker)).is_pending());
+    assert!(fut
+        .as_mut()
+        .poll(&mut TaskCx::from_waker(&waker))
+        .is_pending());
     // The client's own wait reads the request and routes it to the listener: it wakes the
     // waker above.
     let (tx, rx) = std::sync::mpsc::channel();
     let (ch, qp) = (s.ch.clone(), rc_qp(&s));
     std::thread::spawn(move || {
-        let id = CmId::<Tcp>::new(&ch).unwrap().resolve_addr(None, addr, T).unwrap();
+        let id = CmId::<Tcp>::new(&ch)
+            .unwrap()
+            .resolve_addr(None, addr, T)
+            .unwrap();
         let id = id.resolve_route(T).unwrap();
         let r = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
         let _ = tx.send(r.map(drop));
@@ -840,10 +851,37 @@ fn a_waker_that_calls_into_the_channel_does_not_deadlock_the_thread_that_routes_
         panic!("the connecting thread is stuck in the waker (it woke it under the channel's lock)");
     };
     let e = answered.unwrap_err();
-    assert!(matches!(e.kind, ErrorKind::CmTimedOut(_)), "nobody accepted: {e}");
+    assert!(
+        matches!(e.kind, ErrorKind::CmTimedOut(_)),
+        "nobody accepted: {e}"
+    );
     // The request was routed to the listener meanwhile.
     match fut.as_mut().poll(&mut TaskCx::from_waker(&waker)) {
         Poll::Ready(r) => drop(r.unwrap()),
         Poll::Pending => panic!("the request was routed to the listener"),
     }
+}
+
+/// The software CM reads the channel's context: a context closed or dropped before its channel
+/// is refused (EBUSY) and stays open, so the channel never reaches a freed context.
+#[cfg(feature = "software-device")]
+#[test]
+fn a_software_context_dropped_before_its_channel_stays_open_for_it() {
+    let ctx = common::open_registered(
+        "sw-cm-ctx-first",
+        typed_verbs::software::SwConfig::default(),
+    );
+    let ch = EventChannel::new(&ctx).unwrap();
+    let refused = ctx.try_close().unwrap_err();
+    assert_eq!(refused.error.errno(), libc::EBUSY, "{}", refused.error);
+    drop(refused.object); // dropped: it stays open (a leak), the channel still reaches it
+    let l = CmId::<Tcp>::new(&ch)
+        .unwrap()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .unwrap()
+        .listen(1)
+        .unwrap();
+    let id = CmId::<Tcp>::new(&ch).unwrap();
+    let id = id.resolve_addr(None, l.local_addr().unwrap(), T).unwrap();
+    drop((id, l, ch));
 }
