@@ -32,6 +32,8 @@ fn cm_addr() -> IpAddr {
 }
 
 struct Setup {
+    // Read by the software-only tests; it keeps the device open either way.
+    #[cfg_attr(not(feature = "software-device"), allow(dead_code))]
     ctx: Arc<Context>,
     pd: Arc<Pd<'static>>,
     cq: Arc<Cq<'static>>,
