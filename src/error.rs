@@ -84,6 +84,21 @@ pub enum Verb {
     RegisterSoftwareDevice,
     /// The software device's async-event hook (not a libibverbs verb).
     RaiseAsyncEvent,
+    CreateEventChannel,
+    CreateId,
+    DestroyId,
+    BindAddr,
+    ResolveAddr,
+    ResolveRoute,
+    Listen,
+    Connect,
+    Accept,
+    Reject,
+    Establish,
+    Disconnect,
+    InitQpAttr,
+    GetCmEvent,
+    AckCmEvent,
 }
 
 impl Verb {
@@ -138,6 +153,21 @@ impl Verb {
             Verb::InjectCompletion => "software::inject",
             Verb::RegisterSoftwareDevice => "software::register",
             Verb::RaiseAsyncEvent => "software::raise_port_event",
+            Verb::CreateEventChannel => "rdma_create_event_channel",
+            Verb::CreateId => "rdma_create_id",
+            Verb::DestroyId => "rdma_destroy_id",
+            Verb::BindAddr => "rdma_bind_addr",
+            Verb::ResolveAddr => "rdma_resolve_addr",
+            Verb::ResolveRoute => "rdma_resolve_route",
+            Verb::Listen => "rdma_listen",
+            Verb::Connect => "rdma_connect",
+            Verb::Accept => "rdma_accept",
+            Verb::Reject => "rdma_reject",
+            Verb::Establish => "rdma_establish",
+            Verb::Disconnect => "rdma_disconnect",
+            Verb::InitQpAttr => "rdma_init_qp_attr",
+            Verb::GetCmEvent => "rdma_get_cm_event",
+            Verb::AckCmEvent => "rdma_ack_cm_event",
         }
     }
 }
@@ -295,6 +325,37 @@ pub enum ErrorKind {
     /// same CQ would wait for ever). Drop the poller that has it, or poll through it. Errno
     /// `EBUSY`.
     PollerTaken,
+    /// The peer rejected the connection (`RDMA_CM_EVENT_REJECTED`): the reject reason
+    /// (`status`: on InfiniBand and RoCE the IB CM's, 28 for a consumer's `rdma_reject`, 8 when
+    /// nobody listens on the port) and the private data the peer sent with it. Errno
+    /// `ECONNREFUSED`.
+    Rejected {
+        /// The event's status: the transport's reject reason.
+        status: i32,
+        /// The peer's private data (as long as the event reported it).
+        private_data: Vec<u8>,
+    },
+    /// The connection manager answered with an error event (`RDMA_CM_EVENT_ADDR_ERROR`,
+    /// `RDMA_CM_EVENT_ROUTE_ERROR`, `RDMA_CM_EVENT_UNREACHABLE`, `RDMA_CM_EVENT_CONNECT_ERROR`)
+    /// or with an event the verb does not wait for. `status` is the event's: a negative errno
+    /// or a transport value. Errno: the status's when it is a negative errno, `EPROTO`
+    /// otherwise.
+    CmEvent {
+        /// The event type, read as an integer.
+        event: crate::cm::CmEventKind,
+        /// The event's status.
+        status: i32,
+    },
+    /// No event came for the CM verb within the time it was given (the CM itself did not
+    /// answer, not even with an error event). Errno `ETIMEDOUT`.
+    CmTimedOut(std::time::Duration),
+    /// `rdma_init_qp_attr` left out an attribute the transition needs (named as in
+    /// `struct ibv_qp_attr`). Errno `EPROTO`.
+    MissingAttr(&'static str),
+    /// The QP given to a CM verb is on another device than the CM id (which the address
+    /// resolution or the connect request bound to a device): checked before the call; build the
+    /// QP on a context of the id's device. Errno `EINVAL`.
+    NotOnCmDevice,
 }
 
 /// An error of a verb: which verb, and why.
@@ -369,6 +430,12 @@ impl Error {
             ErrorKind::NoHugePages(e) => e,
             ErrorKind::RemoteAccess(_) => libc::EINVAL,
             ErrorKind::PollerTaken => libc::EBUSY,
+            ErrorKind::Rejected { .. } => libc::ECONNREFUSED,
+            ErrorKind::CmEvent { status, .. } if status < 0 && status > -4096 => -status,
+            ErrorKind::CmEvent { .. } => libc::EPROTO,
+            ErrorKind::CmTimedOut(_) => libc::ETIMEDOUT,
+            ErrorKind::MissingAttr(_) => libc::EPROTO,
+            ErrorKind::NotOnCmDevice => libc::EINVAL,
         }
     }
 
@@ -446,6 +513,38 @@ impl fmt::Display for Error {
                 self.verb,
                 errno_name(*e).unwrap_or("the errno below")
             ),
+            ErrorKind::Rejected {
+                status,
+                private_data,
+            } => write!(
+                f,
+                "{} rejected by the peer: status {status}{}, {} bytes of private data",
+                self.verb,
+                reject_reason(*status).map_or(String::new(), |r| format!(" ({r})")),
+                private_data.len()
+            ),
+            ErrorKind::CmEvent { event, status } => match errno_name(-*status) {
+                Some(name) if *status < 0 => {
+                    write!(f, "{} failed: {event}, status {status} ({name})", self.verb)
+                }
+                _ => write!(f, "{} failed: {event}, status {status}", self.verb),
+            },
+            ErrorKind::CmTimedOut(t) => write!(
+                f,
+                "{}: no answer from the connection manager within {t:?} (timed out)",
+                self.verb
+            ),
+            ErrorKind::MissingAttr(what) => write!(
+                f,
+                "{}: the connection manager gave no {what}, which the QP's transition needs",
+                self.verb
+            ),
+            ErrorKind::NotOnCmDevice => write!(
+                f,
+                "{}: the QP is on another device than the CM id: build it on a context of the \
+                 device the id's address resolved to",
+                self.verb
+            ),
             ErrorKind::RemoteAccess(flag) => write!(
                 f,
                 "{}: slots are plain slices, so their memory may not be open to peers: register \
@@ -468,6 +567,19 @@ impl std::error::Error for Error {
             _ => None,
         }
     }
+}
+
+/// The IB CM's reject reasons (`enum ib_cm_rej_reason`) that a connect commonly meets.
+fn reject_reason(status: i32) -> Option<&'static str> {
+    Some(match status {
+        1 => "no QP",
+        2 => "no EEC",
+        3 => "no resources",
+        4 => "timeout",
+        8 => "invalid service ID: nobody listens on that port",
+        28 => "consumer-defined: the peer called rdma_reject",
+        _ => return None,
+    })
 }
 
 /// The errnos an [`Error`] can name as its source: Linux's are below 4096 (`MAX_ERRNO`).

@@ -73,6 +73,7 @@
 pub mod ah;
 mod backend;
 pub mod channel;
+pub mod cm;
 pub mod connect;
 pub mod cq;
 pub mod cq_ex;

@@ -177,6 +177,11 @@ impl AccessFlags {
         self.0
     }
 
+    /// The flags as C wrote them (`rdma_init_qp_attr`'s `qp_access_flags`).
+    pub(crate) const fn from_raw(bits: u32) -> AccessFlags {
+        AccessFlags(bits)
+    }
+
     /// Both sets of rights (`|` in a `const`).
     ///
     /// ```

@@ -187,7 +187,6 @@ pub(crate) trait ControlPath: Sync {
 /// events, events from its `get_cm_event` not yet acked), addresses valid `sockaddr_in` or
 /// `sockaddr_in6`, and out-pointers valid for writes. Errors are errnos.
 #[allow(clippy::missing_safety_doc)]
-#[allow(dead_code)] // until the typed `cm` module uses it
 pub(crate) trait CmPath: Sync {
     /// `rdma_create_event_channel`. `ctx` is the context the channel was opened for: the
     /// software backend resolves the channel's addresses to that context's device; librdmacm
@@ -278,7 +277,6 @@ pub(crate) trait CmPath: Sync {
 ///
 /// # Safety
 /// `ctx` must be a live context opened by this crate.
-#[allow(dead_code)]
 pub(crate) unsafe fn cm_of(ctx: *mut sys::ibv_context) -> Option<&'static dyn CmPath> {
     #[cfg(feature = "software-device")]
     if software::owns_context(ctx) {

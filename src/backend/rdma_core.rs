@@ -259,7 +259,6 @@ impl ControlPath for RdmaCore {
 }
 
 /// librdmacm returns 0, or -1 and sets errno.
-#[allow(dead_code)]
 fn cm_rc(r: i32) -> Result<(), Errno> {
     if r == 0 {
         Ok(())
