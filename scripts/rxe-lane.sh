@@ -11,7 +11,9 @@
 # rc_pingpong, uc_pingpong, ud_pingpong and srq_pingpong run against rdma-core's program of the
 # same name both ways (the example as server and ibv_*_pingpong as client, then the other way
 # round, then once more with the example sleeping on completion events, -e), -n 100 each, every
-# run bounded by a timeout.
+# run bounded by a timeout. The image also holds the kernel's rdma_cm (rdma_ucm and what it needs),
+# rdmacm-utils and perftest: rping, ucmatose, udaddy and ib_send_bw run once as health checks of
+# rdma_cm and perftest in the VM, and the tests get TYPED_VERBS_CM_ADDR=10.0.0.1 (rxe0's address).
 #
 # Usage: bash scripts/rxe-lane.sh [--keep-going]
 #   RXE_LANE_TIMEOUT   seconds the VM may run (default 300)
@@ -123,6 +125,33 @@ copy_with_libs /usr/bin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devin
     /usr/bin/ibv_rc_pingpong /usr/bin/ibv_uc_pingpong /usr/bin/ibv_ud_pingpong \
     /usr/bin/ibv_srq_pingpong "$provider"
 cp /etc/libibverbs.d/rxe.driver "$ROOT/etc/libibverbs.d/"
+# rdma-core's rdma_cm programs (rdmacm-utils: rping, ucmatose, udaddy) and perftest (ib_send_bw,
+# ib_write_lat, ...): their Debian packages and the libraries they add (libibumad3, libpci3) are
+# downloaded and unpacked into the image, never installed on this machine.
+VM_DEBS=(rdmacm-utils perftest libibumad3 libpci3)
+debs=$CACHE/debs
+if [ ! -f "$debs/.complete" ] || [ "$(cat "$debs/.complete")" != "${VM_DEBS[*]}" ]; then
+    echo "rxe-lane: downloading ${VM_DEBS[*]}"
+    rm -rf "$debs" && mkdir -p "$debs"
+    (cd "$debs" && apt-get download -q "${VM_DEBS[@]}" >/dev/null 2>&1) ||
+        { "${SUDO[@]}" apt-get update -qq && (cd "$debs" && apt-get download -q "${VM_DEBS[@]}" >/dev/null); }
+    echo "${VM_DEBS[*]}" >"$debs/.complete"
+fi
+for deb in "$debs"/*.deb; do
+    dpkg-deb -x "$deb" "$ROOT"
+done
+rm -rf "$ROOT/usr/share" # documentation and man pages
+# Their libraries that this machine has (libc, libibverbs, librdmacm, libudev, zlib, ...); the
+# unpacked ones are found in the image first.
+for f in "$ROOT"/usr/bin/*; do
+    for lib in $(LD_LIBRARY_PATH="$ROOT/usr/lib/$multiarch" ldd "$f" 2>/dev/null | awk '/=> \// { print $3 }'); do
+        case $lib in "$ROOT"/*) continue ;; esac
+        if [ ! -e "$ROOT$lib" ]; then
+            mkdir -p "$ROOT$(dirname "$lib")"
+            cp -L "$lib" "$ROOT$lib"
+        fi
+    done
+done
 for extra in ${RXE_LANE_EXTRA:-}; do
     tests+=("$(basename "$extra") $(readlink -f "$extra")")
 done
@@ -142,12 +171,22 @@ done
 printf '%s\n' "/lib/$multiarch" "/usr/lib/$multiarch" "/usr/lib/$multiarch/libibverbs" >"$ROOT/etc/ld.so.conf"
 ldconfig -r "$ROOT" 2>/dev/null || true
 
-for m in rdma_rxe ib_uverbs ib_core udp_tunnel ip6_udp_tunnel crc32_generic dummy; do
+# The modules the init loads, with every module they depend on (modinfo's "depends", followed
+# to the end): rdma_ucm brings rdma_cm, ib_cm, iw_cm and configfs.
+copy_module() { # copy_module NAME: the module and its dependencies, once each
+    local m=$1 src dst dep
     src=$(find "$kdir/lib/modules/$kver" -name "$m.ko*" | head -n 1)
     [ -n "$src" ] || { echo "rxe-lane: module $m not in $kpkg" >&2; exit 1; }
     dst=$ROOT/lib/modules/$kver/${src#"$kdir/lib/modules/$kver/"}
+    [ -e "$dst" ] && return 0
     mkdir -p "$(dirname "$dst")"
     cp "$src" "$dst"
+    for dep in $(/sbin/modinfo -F depends "$src" | tr ',' ' '); do
+        copy_module "$dep"
+    done
+}
+for m in rdma_rxe ib_uverbs ib_core udp_tunnel ip6_udp_tunnel crc32_generic dummy rdma_ucm; do
+    copy_module "$m"
 done
 cp "$kdir/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$ROOT/lib/modules/$kver/" 2>/dev/null || true
 depmod -b "$ROOT" "$kver"
@@ -173,13 +212,14 @@ up() {
         modprobe dummy numdummies=0 &&
         modprobe rdma_rxe &&
         modprobe ib_uverbs &&
+        modprobe rdma_ucm &&
         /usr/bin/ip link set lo up &&
         /usr/bin/ip link add dummy0 type dummy &&
         /usr/bin/ip link set dummy0 up &&
         /usr/bin/ip addr add 10.0.0.1/24 dev dummy0 &&
         /usr/bin/rdma link add rxe0 type rxe netdev dummy0 &&
         for _ in 1 2 3 4 5 6 7 8 9 10; do
-            [ -e /dev/infiniband/uverbs0 ] && break
+            [ -e /dev/infiniband/uverbs0 ] && [ -e /dev/infiniband/rdma_cm ] && break
             sleep 0.5
         done &&
         ibv_devinfo -d rxe0 >/dev/null
@@ -189,7 +229,7 @@ ibv_devinfo -d rxe0 -v 2>&1 | grep -E 'vendor_id|vendor_part_id|max_cqe|max_qp_w
 for t in /tests/*; do
     name=${t##*/}
     echo "LANE: BEGIN $name"
-    TYPED_VERBS_DEVICE=rxe0 RUST_BACKTRACE=1 "$t" --test-threads=2 2>&1
+    TYPED_VERBS_DEVICE=rxe0 TYPED_VERBS_CM_ADDR=10.0.0.1 RUST_BACKTRACE=1 "$t" --test-threads=2 2>&1
     rc=$?
     echo "LANE: END $name"
     if [ "$rc" = 0 ]; then echo "LANE: PASS test:$name"; else echo "LANE: FAIL test:$name (exit $rc)"; fi
@@ -211,6 +251,28 @@ step health:ibv_rc_pingpong pingpong ibv_rc_pingpong
 step health:ibv_uc_pingpong pingpong ibv_uc_pingpong
 step health:ibv_ud_pingpong pingpong ibv_ud_pingpong -s 1024
 step health:ibv_srq_pingpong pingpong ibv_srq_pingpong
+cmpair() { # cmpair "SERVER ARGS" "CLIENT ARGS": rdma_cm programs on rxe0's address, 20 s each
+    # shellcheck disable=SC2086 # each is a program and its options
+    timeout 20 $1 >/tmp/server.log 2>&1 &
+    server=$!
+    sleep 1
+    # shellcheck disable=SC2086
+    timeout 20 $2 >/tmp/client.log 2>&1
+    c=$?
+    wait $server
+    s=$?
+    if [ "$c" = 0 ] && [ "$s" = 0 ]; then
+        tail -n 2 /tmp/client.log
+    else
+        sed "s|^|server (exit $s): |" /tmp/server.log
+        sed "s|^|client (exit $c): |" /tmp/client.log
+    fi
+    [ "$c" = 0 ] && [ "$s" = 0 ]
+}
+step health:rping cmpair "rping -s -a 10.0.0.1 -C 10 -v" "rping -c -a 10.0.0.1 -C 10 -v"
+step health:ucmatose cmpair "ucmatose -b 10.0.0.1" "ucmatose -s 10.0.0.1"
+step health:udaddy cmpair "udaddy -b 10.0.0.1" "udaddy -s 10.0.0.1"
+step health:ib_send_bw cmpair "ib_send_bw -d rxe0 -x 1 -F -s 4096 -n 200" "ib_send_bw -d rxe0 -x 1 -F -s 4096 -n 200 10.0.0.1"
 interop() { # interop "SERVER [OPTS]" "CLIENT [OPTS]" ARGS...: on rxe0, 20 s each, over loopback TCP
     srv=$1
     cli=$2
@@ -273,6 +335,7 @@ sed -e 's/\r$//' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' "$console" >"$
 expected=(rxe0)
 for t in "${tests[@]}"; do expected+=("test:${t%% *}"); done
 for ex in rc uc ud srq; do expected+=("health:ibv_${ex}_pingpong"); done
+expected+=(health:rping health:ucmatose health:udaddy health:ib_send_bw)
 for ex in rc uc ud srq; do
     expected+=("interop:${ex}_pingpong:typed-server" "interop:${ex}_pingpong:typed-client"
         "interop:${ex}_pingpong:typed-client-events")
