@@ -329,7 +329,7 @@ impl Node {
         let mut grh = [0u8; GRH];
         mr.read(0, &mut grh).map_err(|e| e.to_string())?;
         let ip4 = &grh[20..40];
-        let (sgid, dgid, traffic_class, flow_label) = if ip4[0] == 0x45 && ipv4_checksum_ok(ip4) {
+        let (sgid, dgid, traffic_class, flow_label) = if grh_is_ipv4(&grh) {
             let mapped = |b: &[u8]| {
                 Gid(Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_ipv6_mapped().octets())
             };
@@ -365,10 +365,22 @@ impl Node {
     }
 }
 
-/// Whether `h` is an IPv4 header with a valid checksum (how `ibv_init_ah_from_wc` tells a
-/// RoCE v2 IPv4 packet's GRH area).
-fn ipv4_checksum_ok(h: &[u8]) -> bool {
-    let mut sum: u32 = h.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+/// Whether the GRH area of a receive holds an IPv4 header in its last 20 bytes (RoCE v2 over
+/// IPv4), as libibverbs' `get_grh_header_version` tells: not IPv6 (version 6) and IPv4
+/// (version 4) there; or, with both versions, an IPv4 header of 5 words whose checksum holds.
+/// (rxe zeroes the first 20 bytes, and does not fill the checksum of what it loops back.)
+fn grh_is_ipv4(grh: &[u8; GRH]) -> bool {
+    let ip4 = &grh[20..40];
+    if grh[0] >> 4 != 6 {
+        return ip4[0] >> 4 == 4;
+    }
+    if ip4[0] & 0xf != 5 {
+        return false;
+    }
+    let mut sum: u32 = ip4
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
