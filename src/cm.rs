@@ -392,11 +392,11 @@ states! {
 }
 
 macro_rules! state_rule {
-    ($($(#[$m:meta])* $tr:ident: $($st:ident),+ ; $msg:literal;)*) => {$(
+    ($($(#[$m:meta])* $tr:ident: $($st:ident),* ; $msg:literal;)*) => {$(
         $(#[$m])*
         #[diagnostic::on_unimplemented(message = $msg, label = "this CM id is in `{Self}`")]
         pub trait $tr: IdState {}
-        $(impl $tr for $st {})+
+        $(impl $tr for $st {})*
     )*};
 }
 
@@ -436,6 +436,15 @@ state_rule! {
     /// needs::<typed_verbs::cm::Bound>();
     /// ```
     CanListen: Bound; "`listen` needs a bound CM id, and this one is in `{Self}`: \"Users must have bound the rdma_cm_id to a local address by calling rdma_bind_addr before calling this routine\" (rdma_listen(3)): call `bind` first";
+    /// Implemented by no state: `rdma_accept` is called on a [`ConnectRequest`]'s id, never on
+    /// a CM id (a listener's or another's). It makes `accept` on a [`CmId`] an error that says
+    /// so.
+    ///
+    /// ```compile_fail
+    /// fn needs<S: typed_verbs::cm::AcceptedOnARequest>() {}
+    /// needs::<typed_verbs::cm::Listening>();
+    /// ```
+    AcceptedOnARequest: ; "`accept` is called on the `ConnectRequest` a listener returns, and this is a CM id in `{Self}`: \"rdma_accept is not called on a listening rdma_cm_id\" (rdma_accept(3)): `let req = listener.get_request(timeout)?;` then `req.accept(qp, &param, timeout)`";
     /// The state connect requests arrive in: [`Listening`].
     ///
     /// ```
@@ -1165,7 +1174,7 @@ fn event_error(verb: Verb, ev: Copied) -> Error {
     }
 }
 
-impl<P: PortSpace, S: CanBind> CmId<P, S> {
+impl<P: PortSpace, S: IdState> CmId<P, S> {
     /// `rdma_bind_addr`: "Associates a source address with an rdma_cm_id. The address may be
     /// wildcarded." (rdma_bind_addr(3)). Port 0 picks an available port ([`local_addr`]
     /// tells which).
@@ -1182,7 +1191,10 @@ impl<P: PortSpace, S: CanBind> CmId<P, S> {
     /// let id = CmId::<Tcp>::new(&ch)?.bind("0.0.0.0:0".parse().unwrap())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn bind(self, addr: SocketAddr) -> Result<CmId<P, Bound>> {
+    pub fn bind(self, addr: SocketAddr) -> Result<CmId<P, Bound>>
+    where
+        S: CanBind,
+    {
         let mut ss = sockaddr_of(addr);
         // SAFETY: a live id; a valid sockaddr_in/in6 in `ss`, copied by the call.
         unsafe { self.id.chan.cm.bind_addr(self.as_raw(), std::ptr::addr_of_mut!(ss).cast()) }
@@ -1191,8 +1203,11 @@ impl<P: PortSpace, S: CanBind> CmId<P, S> {
     }
 }
 
-impl<P: PortSpace, S: CanResolveAddr> CmId<P, S> {
-    fn start_resolve_addr(&self, src: Option<SocketAddr>, dst: SocketAddr, t: Duration) -> Result<()> {
+impl<P: PortSpace, S: IdState> CmId<P, S> {
+    fn start_resolve_addr(&self, src: Option<SocketAddr>, dst: SocketAddr, t: Duration) -> Result<()>
+    where
+        S: CanResolveAddr,
+    {
         let mut src = src.map(sockaddr_of);
         let mut dst = sockaddr_of(dst);
         let src_ptr = src
@@ -1234,7 +1249,10 @@ impl<P: PortSpace, S: CanResolveAddr> CmId<P, S> {
         src: Option<SocketAddr>,
         dst: SocketAddr,
         timeout: Duration,
-    ) -> Result<CmId<P, AddrResolved>> {
+    ) -> Result<CmId<P, AddrResolved>>
+    where
+        S: CanResolveAddr,
+    {
         self.start_resolve_addr(src, dst, timeout)?;
         let ev = self.id.expect_event(Verb::ResolveAddr, timeout + SLACK)?;
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ADDR_RESOLVED {
@@ -1244,8 +1262,11 @@ impl<P: PortSpace, S: CanResolveAddr> CmId<P, S> {
     }
 }
 
-impl<P: PortSpace, S: CanResolveRoute> CmId<P, S> {
-    fn start_resolve_route(&self, timeout: Duration) -> Result<()> {
+impl<P: PortSpace, S: IdState> CmId<P, S> {
+    fn start_resolve_route(&self, timeout: Duration) -> Result<()>
+    where
+        S: CanResolveRoute,
+    {
         // SAFETY: a live id with its address resolved (its type says so).
         unsafe { self.id.chan.cm.resolve_route(self.as_raw(), wait_ms(timeout)) }
             .map_err(|e| Error::os(Verb::ResolveRoute, e))
@@ -1268,7 +1289,10 @@ impl<P: PortSpace, S: CanResolveRoute> CmId<P, S> {
     /// let id = CmId::<Tcp>::new(&ch)?.resolve_addr(None, "127.0.0.1:7471".parse().unwrap(), t)?.resolve_route(t)?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn resolve_route(self, timeout: Duration) -> Result<CmId<P, RouteResolved>> {
+    pub fn resolve_route(self, timeout: Duration) -> Result<CmId<P, RouteResolved>>
+    where
+        S: CanResolveRoute,
+    {
         self.start_resolve_route(timeout)?;
         let ev = self.id.expect_event(Verb::ResolveRoute, timeout + SLACK)?;
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED {
@@ -1278,7 +1302,7 @@ impl<P: PortSpace, S: CanResolveRoute> CmId<P, S> {
     }
 }
 
-impl<P: PortSpace, S: CanListen> CmId<P, S> {
+impl<P: PortSpace, S: IdState> CmId<P, S> {
     /// `rdma_listen`: "Initiates a listen for incoming connection requests or datagram service
     /// lookup. The listen will be restricted to the locally bound source address."
     /// (rdma_listen(3)). The id's type says it is bound.
@@ -1293,7 +1317,10 @@ impl<P: PortSpace, S: CanListen> CmId<P, S> {
     /// let listener = CmId::<Tcp>::new(&ch)?.bind("127.0.0.1:0".parse().unwrap())?.listen(16)?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn listen(self, backlog: i32) -> Result<CmId<P, Listening>> {
+    pub fn listen(self, backlog: i32) -> Result<CmId<P, Listening>>
+    where
+        S: CanListen,
+    {
         // SAFETY: a live, bound id.
         unsafe { self.id.chan.cm.listen(self.as_raw(), backlog) }
             .map_err(|e| Error::os(Verb::Listen, e))?;
@@ -1301,8 +1328,23 @@ impl<P: PortSpace, S: CanListen> CmId<P, S> {
     }
 }
 
-impl<P: PortSpace, S: IsListening> CmId<P, S> {
-    fn request_of(ev: Copied) -> Result<ConnectRequest<P>> {
+impl<P: PortSpace, S: IdState> CmId<P, S> {
+    /// Not a verb of a CM id: it does not compile (no state implements
+    /// [`AcceptedOnARequest`]), with a message that names [`ConnectRequest::accept`].
+    #[doc(hidden)]
+    pub fn accept<Q>(&self, _qp: Q, _param: &ConnParam<'_>, _timeout: Duration) -> Result<()>
+    where
+        S: AcceptedOnARequest,
+    {
+        unreachable!("no state implements AcceptedOnARequest")
+    }
+}
+
+impl<P: PortSpace, S: IdState> CmId<P, S> {
+    fn request_of(ev: Copied) -> Result<ConnectRequest<P>>
+    where
+        S: IsListening,
+    {
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_REQUEST {
             return Err(event_error(Verb::GetCmEvent, ev));
         }
@@ -1340,7 +1382,10 @@ impl<P: PortSpace, S: IsListening> CmId<P, S> {
     /// assert!(matches!(e.kind, ErrorKind::CmTimedOut(_)));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn get_request(&self, timeout: Duration) -> Result<ConnectRequest<P>> {
+    pub fn get_request(&self, timeout: Duration) -> Result<ConnectRequest<P>>
+    where
+        S: IsListening,
+    {
         Self::request_of(self.id.expect_event(Verb::GetCmEvent, timeout)?)
     }
 }
@@ -1806,7 +1851,7 @@ impl ConnectRequest<Udp> {
     }
 }
 
-impl<P: PortSpace, S: CanConnect> CmId<P, S> {
+impl<P: PortSpace, S: IdState> CmId<P, S> {
     /// Moves `qp` RESET → INIT with the id's attributes (`rdma_init_qp_attr`), so that
     /// receives can be posted before [`connect`](Self::connect).
     ///
@@ -1823,13 +1868,16 @@ impl<P: PortSpace, S: CanConnect> CmId<P, S> {
     pub fn init_qp<'a, R: RecvSide, Th: Threading, C, const SGE: usize>(
         &self,
         qp: CmQp<'a, P, R, Th, C, Reset, SGE>,
-    ) -> Result<CmQp<'a, P, R, Th, C, Init, SGE>> {
+    ) -> Result<CmQp<'a, P, R, Th, C, Init, SGE>>
+    where
+        S: CanConnect,
+    {
         check_device(&self.id, Verb::InitQpAttr, qp.as_raw())?;
         qp_to_init::<P, R, Th, C, Reset, SGE>(&self.id, qp)
     }
 }
 
-impl<S: CanConnect> CmId<Tcp, S> {
+impl<S: IdState> CmId<Tcp, S> {
     /// `rdma_connect` with `qp` (RESET, or INIT after [`init_qp`](Self::init_qp)): "For an
     /// rdma_cm_id of type RDMA_PS_TCP, this call initiates a connection request to a remote
     /// destination." (rdma_connect(3)). The crate moves the QP to INIT, connects, waits (up to
@@ -1858,7 +1906,10 @@ impl<S: CanConnect> CmId<Tcp, S> {
         qp: Qp<'a, Rc, R, Th, C, St, SGE>,
         param: &ConnParam<'_>,
         timeout: Duration,
-    ) -> Result<Connection<'a, Tcp, R, Th, C, SGE>> {
+    ) -> Result<Connection<'a, Tcp, R, Th, C, SGE>>
+    where
+        S: CanConnect,
+    {
         let mut c = param.to_sys(Verb::Connect, Tcp::MAX_CONNECT_DATA, qp.qp_num(), uses_srq::<R>())?;
         check_device(&self.id, Verb::Connect, qp.as_raw())?;
         let qp = qp_to_init::<Tcp, R, Th, C, St, SGE>(&self.id, qp)?;
@@ -1886,7 +1937,7 @@ impl<S: CanConnect> CmId<Tcp, S> {
     }
 }
 
-impl<S: CanConnect> CmId<Udp, S> {
+impl<S: IdState> CmId<Udp, S> {
     /// `rdma_connect` of a UD id: "For an rdma_cm_id of type RDMA_PS_UDP, it initiates a
     /// lookup of the remote QP providing the datagram service." (rdma_connect(3)). The crate
     /// moves `qp` (RESET or INIT) to INIT, RTR and RTS with the id's attributes (the Q_Key is
@@ -1911,7 +1962,10 @@ impl<S: CanConnect> CmId<Udp, S> {
         qp: Qp<'a, Ud, R, Th, C, St, SGE>,
         param: &ConnParam<'_>,
         timeout: Duration,
-    ) -> Result<Connection<'a, Udp, R, Th, C, SGE>> {
+    ) -> Result<Connection<'a, Udp, R, Th, C, SGE>>
+    where
+        S: CanConnect,
+    {
         let mut c = param.to_sys(Verb::Connect, Udp::MAX_CONNECT_DATA, qp.qp_num(), false)?;
         check_device(&self.id, Verb::Connect, qp.as_raw())?;
         let qp = qp_to_init::<Udp, R, Th, C, St, SGE>(&self.id, qp)?;
@@ -2366,7 +2420,7 @@ mod tokio_cm {
         }
     }
 
-    impl<P: PortSpace, S: CanResolveAddr> CmId<P, S> {
+    impl<P: PortSpace, S: IdState> CmId<P, S> {
         /// [`resolve_addr`](Self::resolve_addr), awaited (feature `tokio`). The CM's `timeout`
         /// bounds it (its `RDMA_CM_EVENT_ADDR_ERROR` answers); a dropped future destroys the id.
         ///
@@ -2390,7 +2444,10 @@ mod tokio_cm {
             src: Option<SocketAddr>,
             dst: SocketAddr,
             timeout: Duration,
-        ) -> Result<CmId<P, AddrResolved>> {
+        ) -> Result<CmId<P, AddrResolved>>
+        where
+            S: CanResolveAddr,
+        {
             self.start_resolve_addr(src, dst, timeout)?;
             let ev = self.id.next_async().await?;
             if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ADDR_RESOLVED {
@@ -2400,7 +2457,7 @@ mod tokio_cm {
         }
     }
 
-    impl<P: PortSpace, S: CanResolveRoute> CmId<P, S> {
+    impl<P: PortSpace, S: IdState> CmId<P, S> {
         /// [`resolve_route`](Self::resolve_route), awaited (feature `tokio`).
         ///
         /// # Errors
@@ -2420,7 +2477,10 @@ mod tokio_cm {
         /// })?;
         /// # Ok::<(), typed_verbs::Error>(())
         /// ```
-        pub async fn resolve_route_async(self, timeout: Duration) -> Result<CmId<P, RouteResolved>> {
+        pub async fn resolve_route_async(self, timeout: Duration) -> Result<CmId<P, RouteResolved>>
+        where
+            S: CanResolveRoute,
+        {
             self.start_resolve_route(timeout)?;
             let ev = self.id.next_async().await?;
             if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED {
@@ -2430,7 +2490,7 @@ mod tokio_cm {
         }
     }
 
-    impl<P: PortSpace, S: IsListening> CmId<P, S> {
+    impl<P: PortSpace, S: IdState> CmId<P, S> {
         /// [`get_request`](Self::get_request), awaited without a timeout (feature `tokio`;
         /// wrap it in `tokio::time::timeout` for one). A dropped future loses nothing: a
         /// request not yet returned stays queued for the next call.
@@ -2449,7 +2509,10 @@ mod tokio_cm {
         /// drop(fut); // cancelled: nothing lost
         /// # Ok::<(), typed_verbs::Error>(())
         /// ```
-        pub async fn get_request_async(&self) -> Result<ConnectRequest<P>> {
+        pub async fn get_request_async(&self) -> Result<ConnectRequest<P>>
+        where
+            S: IsListening,
+        {
             Self::request_of(self.id.next_async().await?)
         }
     }
@@ -2501,7 +2564,7 @@ mod tokio_cm {
         }
     }
 
-    impl<S: CanConnect> CmId<Tcp, S> {
+    impl<S: IdState> CmId<Tcp, S> {
         /// [`connect`](Self::connect), awaiting the peer's answer (feature `tokio`; bound it
         /// with `tokio::time::timeout`). A dropped future destroys the QP and the id.
         ///
@@ -2518,7 +2581,10 @@ mod tokio_cm {
             self,
             qp: Qp<'a, Rc, R, Th, C, St, SGE>,
             param: &ConnParam<'_>,
-        ) -> Result<Connection<'a, Tcp, R, Th, C, SGE>> {
+        ) -> Result<Connection<'a, Tcp, R, Th, C, SGE>>
+        where
+            S: CanConnect,
+        {
             // As accept_async: no raw pointer across the await.
             let qp = {
                 let mut c = param.to_sys(Verb::Connect, Tcp::MAX_CONNECT_DATA, qp.qp_num(), uses_srq::<R>())?;

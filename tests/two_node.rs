@@ -1,0 +1,292 @@
+//! Runtime tests that need two nodes: a server half and a client half connected through the
+//! typed rdma_cm layer.
+//!
+//! - `TYPED_VERBS_CM_ROLE`: `both` (default: the two halves in two threads of this process,
+//!   over `TYPED_VERBS_CM_ADDR`, default 127.0.0.1), `server` (only the server halves; each
+//!   serves exactly one connection and returns) or `client` (only the client halves, connecting
+//!   to `TYPED_VERBS_CM_PEER`).
+//! - Each test uses its own port: `TYPED_VERBS_CM_PORT_BASE` (default 18600) plus the test's
+//!   index. A client half retries its connect for up to 30 s while its server is not yet
+//!   listening (rejected with "invalid service ID", or unreachable).
+//! - UD waits are bounded and report loss (a NOTE line) instead of hanging.
+//!
+//! Where the device has no connection manager, each test prints a SKIP line.
+
+mod common;
+use common::{note, open, skip};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use typed_verbs::cm::{CmId, ConnEvent, ConnParam, EventChannel, Listening, Tcp, Udp};
+use typed_verbs::{
+    AccessFlags, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest,
+    WorkCompletion,
+};
+
+const T: Duration = Duration::from_secs(30);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Role {
+    Both,
+    Server,
+    Client,
+}
+
+fn role() -> Role {
+    match std::env::var("TYPED_VERBS_CM_ROLE").as_deref() {
+        Err(_) | Ok("") | Ok("both") => Role::Both,
+        Ok("server") => Role::Server,
+        Ok("client") => Role::Client,
+        Ok(other) => panic!("TYPED_VERBS_CM_ROLE={other}: expected both, server or client"),
+    }
+}
+
+fn ip_env(name: &str, default: &str) -> IpAddr {
+    std::env::var(name)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+        .parse()
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn port(index: u16) -> u16 {
+    let base: u16 = std::env::var("TYPED_VERBS_CM_PORT_BASE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(18600);
+    base + index
+}
+
+struct Node {
+    // Keeps the device open for the node's PD and CQ.
+    _ctx: Arc<Context>,
+    pd: Arc<Pd<'static>>,
+    cq: Arc<Cq<'static>>,
+    ch: EventChannel,
+}
+
+fn node(test: &str) -> Option<Node> {
+    let ctx = Arc::new(open());
+    let ch = match EventChannel::new(&ctx) {
+        Ok(ch) => ch,
+        Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
+            skip(test, format!("whole test: no connection manager on {}: {e}", ctx.device_name()));
+            return None;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
+    Some(Node { _ctx: ctx, pd, cq, ch })
+}
+
+/// Runs the halves the role asks for: `server` with a listener on the test's port, `client`
+/// with the server's address.
+fn run<P: typed_verbs::cm::PortSpace>(
+    test: &str,
+    index: u16,
+    server: impl FnOnce(Node, CmId<P, Listening>) + Send + 'static,
+    client: impl FnOnce(Node, SocketAddr),
+) {
+    let r = role();
+    let local = ip_env("TYPED_VERBS_CM_ADDR", "127.0.0.1");
+    let listen_on = match r {
+        Role::Both => SocketAddr::new(local, port(index)),
+        _ => SocketAddr::new("0.0.0.0".parse().unwrap(), port(index)),
+    };
+    let srv = if r != Role::Client {
+        let Some(n) = node(test) else { return };
+        let l = CmId::<P>::new(&n.ch).unwrap().bind(listen_on).unwrap().listen(4).unwrap();
+        Some(std::thread::spawn(move || server(n, l)))
+    } else {
+        None
+    };
+    if r != Role::Server {
+        let Some(n) = node(test) else { return };
+        let peer = match r {
+            Role::Client => ip_env("TYPED_VERBS_CM_PEER", "127.0.0.1"),
+            _ => local,
+        };
+        client(n, SocketAddr::new(peer, port(index)));
+    }
+    if let Some(s) = srv {
+        s.join().expect("the server half");
+    }
+}
+
+/// Resolves and connects with a fresh QP from `make` each time, retrying while the server is
+/// not listening yet, for up to 30 s.
+fn connect_retrying<P: typed_verbs::cm::PortSpace, Q, C>(
+    n: &Node,
+    to: SocketAddr,
+    mut attempt: impl FnMut(CmId<P, typed_verbs::cm::RouteResolved>) -> typed_verbs::Result<C>,
+) -> C {
+    let start = Instant::now();
+    let _ = std::marker::PhantomData::<Q>;
+    loop {
+        let r = CmId::<P>::new(&n.ch)
+            .and_then(|id| id.resolve_addr(None, to, Duration::from_secs(2)))
+            .and_then(|id| id.resolve_route(Duration::from_secs(2)))
+            .and_then(&mut attempt);
+        match r {
+            Ok(c) => return c,
+            Err(e)
+                if start.elapsed() < T
+                    && matches!(
+                        e.kind,
+                        ErrorKind::Rejected { status: 8, .. }
+                            | ErrorKind::CmEvent { .. }
+                            | ErrorKind::CmTimedOut(_)
+                    ) =>
+            {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("connecting to {to}: {e}"),
+        }
+    }
+}
+
+fn wait_completions(cq: &Cq<'_>, n: usize, limit: Duration) -> Vec<(u64, u32)> {
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
+    while got.len() < n && start.elapsed() < limit {
+        for w in cq.poll(&mut wc).unwrap() {
+            let ok = w.success().unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
+            got.push((ok.wr_id(), ok.byte_len()));
+        }
+    }
+    got
+}
+
+#[test]
+fn rc_echo_over_the_cm_then_the_clients_disconnect_reaches_the_server() {
+    const N: u64 = 16;
+    run::<Tcp>(
+        "rc_echo_over_the_cm",
+        0,
+        |n, l| {
+            let req = l.get_request(T).unwrap();
+            assert_eq!(&req.private_data()[..5], b"hello");
+            let buf = Mr::new(&n.pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap();
+            let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq).max_recv_wr(4).build().unwrap();
+            let qp = req.init_qp(qp).unwrap();
+            qp.post_recv(0, &[buf.sge(0..64).unwrap()]).unwrap();
+            let conn = req
+                .accept(qp, &ConnParam { private_data: b"welcome", ..ConnParam::default() }, T)
+                .unwrap();
+            for i in 0..N {
+                let got = wait_completions(&n.cq, 1, T);
+                assert_eq!(got, [(i, 8)], "message {i}");
+                conn.qp().post_recv(i + 1, &[buf.sge(0..64).unwrap()]).unwrap();
+                conn.qp()
+                    .post_send(&SendWr::send(100 + i, &[buf.sge(0..8).unwrap()]).signaled())
+                    .unwrap();
+                let sent = wait_completions(&n.cq, 1, T);
+                assert_eq!(sent.iter().map(|g| g.0).collect::<Vec<_>>(), [100 + i], "echo {i} sent");
+            }
+            assert_eq!(conn.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
+        },
+        |n, to| {
+            let buf = Mr::new(&n.pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap();
+            let conn = connect_retrying::<Tcp, (), _>(&n, to, |id| {
+                let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq).max_recv_wr(4).build()?;
+                let qp = id.init_qp(qp)?;
+                qp.post_recv(1000, &[buf.sge(64..128).unwrap()])?;
+                id.connect(qp, &ConnParam { private_data: b"hello", ..ConnParam::default() }, T)
+            });
+            assert_eq!(&conn.private_data()[..7], b"welcome");
+            for i in 0..N {
+                buf.write(0, &i.to_le_bytes()).unwrap();
+                conn.qp().post_send(&SendWr::send(i, &[buf.sge(0..8).unwrap()]).signaled()).unwrap();
+                let mut got = wait_completions(&n.cq, 2, T);
+                got.sort();
+                assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [i, 1000 + i], "send {i} and its echo");
+                assert_eq!(got[1].1, 8, "the echo's byte count");
+                let mut echo = [0u8; 8];
+                buf.read(64, &mut echo).unwrap();
+                assert_eq!(u64::from_le_bytes(echo), i);
+                conn.qp().post_recv(1000 + i + 1, &[buf.sge(64..128).unwrap()]).unwrap();
+            }
+            let (_qp, id) = conn.disconnect().unwrap();
+            drop(id);
+        },
+    );
+}
+
+#[test]
+fn a_server_that_rejects_gives_the_client_its_status_and_data() {
+    run::<Tcp>(
+        "a_server_that_rejects",
+        1,
+        |_n, l| {
+            let req = l.get_request(T).unwrap();
+            req.reject(b"full").unwrap();
+        },
+        |n, to| {
+            let start = Instant::now();
+            loop {
+                let id = CmId::<Tcp>::new(&n.ch)
+                    .unwrap()
+                    .resolve_addr(None, to, Duration::from_secs(2))
+                    .and_then(|id| id.resolve_route(Duration::from_secs(2)));
+                let Ok(id) = id else {
+                    assert!(start.elapsed() < T, "the server's address resolves");
+                    continue;
+                };
+                let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq).build().unwrap();
+                match id.connect(qp, &ConnParam::default(), T).map(drop).unwrap_err().kind {
+                    ErrorKind::Rejected { status: 28, private_data } => {
+                        assert_eq!(&private_data[..4], b"full");
+                        return;
+                    }
+                    ErrorKind::Rejected { status: 8, .. } if start.elapsed() < T => {
+                        std::thread::sleep(Duration::from_millis(200))
+                    }
+                    other => panic!("expected the server's reject: {other:?}"),
+                }
+            }
+        },
+    );
+}
+
+#[test]
+fn ud_over_the_cm_datagrams_arrive_and_loss_is_reported() {
+    const N: u64 = 20;
+    run::<Udp>(
+        "ud_over_the_cm",
+        2,
+        |n, l| {
+            let req = l.get_request(T).unwrap();
+            let buf = Mr::new(&n.pd, vec![0u8; 64 * 128], AccessFlags::LOCAL_WRITE).unwrap();
+            let qp = Qp::<Ud>::builder(&n.pd, &n.cq, &n.cq).max_recv_wr(N as u32).build().unwrap();
+            let qp = req.init_qp(qp).unwrap();
+            for i in 0..N as usize {
+                qp.post_recv(i as u64, &[buf.sge(i * 128..i * 128 + 128).unwrap()]).unwrap();
+            }
+            let _conn = req.accept(qp, &ConnParam::default()).unwrap();
+            let got = wait_completions(&n.cq, N as usize, Duration::from_secs(10));
+            if got.len() < N as usize {
+                note("ud_over_the_cm", format!("{} of {N} datagrams lost", N as usize - got.len()));
+            }
+            assert!(!got.is_empty(), "at least one datagram of {N} arrived");
+            assert!(got.iter().all(|g| g.1 == 40 + 8), "GRH + payload: {got:?}");
+        },
+        |n, to| {
+            let conn = connect_retrying::<Udp, (), _>(&n, to, |id| {
+                let qp = Qp::<Ud>::builder(&n.pd, &n.cq, &n.cq).max_send_wr(N as u32).build()?;
+                id.connect(qp, &ConnParam::default(), T)
+            });
+            let peer = conn.ud_peer().expect("the peer of a UD connect");
+            let ah = AddressHandle::new(&n.pd, peer.av).unwrap();
+            let buf = Mr::new(&n.pd, vec![7u8; 8], AccessFlags::LOCAL_WRITE).unwrap();
+            let sge = [buf.sge(0..8).unwrap()];
+            for i in 0..N {
+                let dest = UdDest::new(&ah, peer.qp_num, peer.qkey);
+                conn.qp().post_send(&SendWr::send_to(i, &sge, dest).signaled()).unwrap();
+                assert_eq!(wait_completions(&n.cq, 1, T).len(), 1, "send {i} completed");
+            }
+        },
+    );
+}
