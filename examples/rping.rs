@@ -37,7 +37,7 @@ use cmex::{cm_event_of, exit_code, getopt, lookup, next_request, Out, Side};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
-use typed_verbs::cm::{CmId, ConnEvent, ConnParam, Connection, ConnectRequest, EventChannel, Tcp};
+use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, EventChannel, Tcp};
 use typed_verbs::{
     AccessFlags, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr, WcOpcode, WcStatus,
     WorkCompletion,
@@ -253,7 +253,12 @@ struct Bufs<'a> {
     start: Option<Mr<'a>>,
 }
 
-fn setup_buffers<'a>(pd: &'a Pd<'a>, o: &Opts, server: bool, out: &Out) -> Result<Bufs<'a>, String> {
+fn setup_buffers<'a>(
+    pd: &'a Pd<'a>,
+    o: &Opts,
+    server: bool,
+    out: &Out,
+) -> Result<Bufs<'a>, String> {
     out.debug("rping_setup_buffers called on cb");
     let size = o.size as usize;
     let reg = |len: usize, access: AccessFlags, what: &str| {
@@ -379,7 +384,9 @@ impl Cb<'_, '_> {
             ConnEvent::Other { event, .. } => {
                 self.out.warn(format!("unhandled event: {event}, ignoring"))
             }
-            other => self.out.warn(format!("unhandled event: {other:?}, ignoring")),
+            other => self
+                .out
+                .warn(format!("unhandled event: {other:?}, ignoring")),
         }
     }
 
@@ -471,7 +478,9 @@ impl Cb<'_, '_> {
     /// `ibv_post_send(cb->qp, &cb->sq_wr, ...)`: the signaled send of the send buffer.
     fn post_info_send(&self) -> typed_verbs::Result<()> {
         let sge = self.bufs.send.sge(0..INFO_LEN).expect("the whole buffer");
-        self.conn.qp().post_send(&SendWr::send(0, &[sge]).signaled())
+        self.conn
+            .qp()
+            .post_send(&SendWr::send(0, &[sge]).signaled())
     }
 
     /// `rping_format_send`: the address, rkey and length of `mr` into the send buffer.
@@ -491,11 +500,10 @@ impl Cb<'_, '_> {
     /// The RDMA read (server) or write of `len` bytes of the RDMA buffer, to or from the
     /// peer's advertised buffer.
     fn post_rdma(&self, read: bool, len: u32) -> Result<(), String> {
-        let sge = self
-            .bufs
-            .rdma
-            .sge(0..len as usize)
-            .ok_or_else(|| format!("{len} bytes do not fit the {}-byte rdma_buf", self.o.size))?;
+        let sge =
+            self.bufs.rdma.sge(0..len as usize).ok_or_else(|| {
+                format!("{len} bytes do not fit the {}-byte rdma_buf", self.o.size)
+            })?;
         let remote = RemoteAddr {
             addr: self.remote_addr,
             rkey: self.remote_rkey,
@@ -721,7 +729,10 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
             let req = match next_request(&listener) {
                 Ok(r) => r,
                 Err(e) => {
-                    out.warn(format!("wait for CONNECT_REQUEST state {}: {e}", State::Error as i32));
+                    out.warn(format!(
+                        "wait for CONNECT_REQUEST state {}: {e}",
+                        State::Error as i32
+                    ));
                     return -1;
                 }
             };
@@ -733,7 +744,10 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
     let req = match next_request(&listener) {
         Ok(r) => r,
         Err(e) => {
-            out.warn(format!("wait for CONNECT_REQUEST state {}: {e}", State::Error as i32));
+            out.warn(format!(
+                "wait for CONNECT_REQUEST state {}: {e}",
+                State::Error as i32
+            ));
             return -1;
         }
     };
@@ -762,13 +776,14 @@ fn serve(ctx: &Context, req: ConnectRequest<Tcp>, o: &Opts, out: &Out) -> i32 {
         }
     };
     out.debug("created cq");
-    let qp = match create_qp(&pd, &cq, out).and_then(|qp| req.init_qp(qp).map_err(|e| e.to_string())) {
-        Ok(qp) => qp,
-        Err(e) => {
-            out.warn(format!("setup_qp failed: {e}"));
-            return -1;
-        }
-    };
+    let qp =
+        match create_qp(&pd, &cq, out).and_then(|qp| req.init_qp(qp).map_err(|e| e.to_string())) {
+            Ok(qp) => qp,
+            Err(e) => {
+                out.warn(format!("setup_qp failed: {e}"));
+                return -1;
+            }
+        };
     let bufs = match setup_buffers(&pd, o, true, out) {
         Ok(b) => b,
         Err(e) => {
@@ -864,7 +879,8 @@ fn run_client(o: &Opts, out: &Out) -> i32 {
         }
     };
     out.debug("created cq");
-    let qp = match create_qp(&pd, &cq, out).and_then(|qp| id.init_qp(qp).map_err(|e| e.to_string())) {
+    let qp = match create_qp(&pd, &cq, out).and_then(|qp| id.init_qp(qp).map_err(|e| e.to_string()))
+    {
         Ok(qp) => qp,
         Err(e) => {
             out.warn(format!("setup_qp failed: {e}"));

@@ -39,7 +39,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use typed_verbs::cm::{CmId, ConnEvent, ConnParam, Connected, Connection, ConnectRequest, EventChannel, Tcp};
+use typed_verbs::cm::{
+    CmId, ConnEvent, ConnParam, ConnectRequest, Connected, Connection, EventChannel, Tcp,
+};
 use typed_verbs::{
     AccessFlags, Context, Cq, ErrorKind, Mr, PageBuf, Pd, Qp, Rc, SendWr, WorkCompletion,
 };
@@ -153,7 +155,11 @@ fn main() -> ExitCode {
     let o = parse();
     if o.self_test {
         let o = Opts {
-            src: Some(o.src.clone().unwrap_or_else(|| Ipv4Addr::LOCALHOST.to_string())),
+            src: Some(
+                o.src
+                    .clone()
+                    .unwrap_or_else(|| Ipv4Addr::LOCALHOST.to_string()),
+            ),
             ..o
         };
         return cmex::self_test(
@@ -217,7 +223,11 @@ fn init_node(ctx: &Arc<Context>, o: &Opts, out: &Out) -> Result<(Node, Qp<'stati
         out.say("cmatose: unable to allocate PD");
         -12 // -ENOMEM
     })?);
-    let cqe = if o.message_count > 0 { o.message_count as u32 } else { 1 };
+    let cqe = if o.message_count > 0 {
+        o.message_count as u32
+    } else {
+        1
+    };
     let cq = || Cq::builder(ctx).cqe(cqe).build().map(Arc::new);
     let (send_cq, recv_cq) = match (cq(), cq()) {
         (Ok(s), Ok(r)) => (s, r),
@@ -261,7 +271,9 @@ fn init_node(ctx: &Arc<Context>, o: &Opts, out: &Out) -> Result<(Node, Qp<'stati
 
 impl Node {
     fn sge(&self, o: &Opts) -> Option<typed_verbs::Sge> {
-        self.mr.as_ref().and_then(|mr| mr.sge(0..o.message_size as usize))
+        self.mr
+            .as_ref()
+            .and_then(|mr| mr.sge(0..o.message_size as usize))
     }
 
     /// `post_recvs`.
@@ -271,7 +283,9 @@ impl Node {
         o: &Opts,
         out: &Out,
     ) -> Result<(), i32> {
-        let Some(sge) = self.sge(o) else { return Ok(()) };
+        let Some(sge) = self.sge(o) else {
+            return Ok(());
+        };
         for _ in 0..o.message_count {
             if let Err(e) = qp.post_recv(self as *const Node as u64, &[sge]) {
                 out.say(format!("failed to post receives: {e}"));
@@ -283,9 +297,14 @@ impl Node {
 
     /// `post_sends`.
     fn post_sends(&self, conn: &Connection<'static, Tcp>, o: &Opts, out: &Out) -> Result<(), i32> {
-        let Some(sge) = self.sge(o) else { return Ok(()) };
+        let Some(sge) = self.sge(o) else {
+            return Ok(());
+        };
         for _ in 0..o.message_count {
-            if let Err(e) = conn.qp().post_send(&SendWr::send(self as *const Node as u64, &[sge])) {
+            if let Err(e) = conn
+                .qp()
+                .post_send(&SendWr::send(self as *const Node as u64, &[sge]))
+            {
                 out.say(format!("failed to post sends: {e}"));
                 return Err(-1);
             }
@@ -337,7 +356,10 @@ fn poll_cqs(nodes: &[(Node, Connection<'static, Tcp>)], send: bool, o: &Opts, ou
 }
 
 /// Waits for an id's `RDMA_CM_EVENT_DISCONNECTED` (`disconnect_events`, for one connection).
-fn disconnected(next: impl Fn(Duration) -> typed_verbs::Result<Option<ConnEvent>>, out: &Out) -> i32 {
+fn disconnected(
+    next: impl Fn(Duration) -> typed_verbs::Result<Option<ConnEvent>>,
+    out: &Out,
+) -> i32 {
     let start = Instant::now();
     while start.elapsed() < TRANSFER_TIMEOUT {
         match next(Duration::from_secs(1)) {
@@ -351,7 +373,9 @@ fn disconnected(next: impl Fn(Duration) -> typed_verbs::Result<Option<ConnEvent>
             }
         }
     }
-    out.warn(format!("cmatose: no disconnect event in {TRANSFER_TIMEOUT:?}"));
+    out.warn(format!(
+        "cmatose: no disconnect event in {TRANSFER_TIMEOUT:?}"
+    ));
     -1
 }
 
@@ -470,7 +494,11 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
         let req = match next_request(&listener) {
             Ok(r) => r,
             Err(e) => {
-                ret = connect_error(&e, "cmatose: failure in rdma_get_cm_event in connect events", out);
+                ret = connect_error(
+                    &e,
+                    "cmatose: failure in rdma_get_cm_event in connect events",
+                    out,
+                );
                 break;
             }
         };

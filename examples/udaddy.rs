@@ -40,7 +40,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use typed_verbs::cm::{CmId, ConnParam, Connection, ConnectRequest, EventChannel, Udp};
+use typed_verbs::cm::{CmId, ConnParam, ConnectRequest, Connection, EventChannel, Udp};
 use typed_verbs::{
     AccessFlags, AddressHandle, AddressVector, Context, Cq, ErrorKind, Gid, GlobalRoute, Mr,
     PageBuf, Pd, Qp, SendWr, Ud, UdDest, WorkCompletion,
@@ -105,7 +105,9 @@ fn parse() -> Opts {
         message_size: 100,
         self_test: false,
     };
-    let Ok((seen, _)) = getopt(std::env::args(), "s:b:c:C:S:t:p:P:f:") else { usage(&argv0) };
+    let Ok((seen, _)) = getopt(std::env::args(), "s:b:c:C:S:t:p:P:f:") else {
+        usage(&argv0)
+    };
     for (c, v) in seen {
         let v = v.unwrap_or_default();
         match c {
@@ -152,7 +154,11 @@ fn main() -> ExitCode {
     let o = parse();
     if o.self_test {
         let o = Opts {
-            src: Some(o.src.clone().unwrap_or_else(|| Ipv4Addr::LOCALHOST.to_string())),
+            src: Some(
+                o.src
+                    .clone()
+                    .unwrap_or_else(|| Ipv4Addr::LOCALHOST.to_string()),
+            ),
             ..o
         };
         return cmex::self_test(
@@ -243,12 +249,20 @@ fn init_node(ctx: &Arc<Context>, o: &Opts, out: &Out) -> Result<(Node, Qp<'stati
         out.say("udaddy: unable to allocate PD");
         -12
     })?);
-    let cqe = if o.message_count > 0 { o.message_count as u32 * 2 } else { 2 };
+    let cqe = if o.message_count > 0 {
+        o.message_count as u32 * 2
+    } else {
+        2
+    };
     let cq = Arc::new(Cq::builder(ctx).cqe(cqe).build().map_err(|_| {
         out.say("udaddy: unable to create CQ");
         -12
     })?);
-    let wr = if o.message_count > 0 { o.message_count as u32 } else { 1 };
+    let wr = if o.message_count > 0 {
+        o.message_count as u32
+    } else {
+        1
+    };
     let qp = Qp::<Ud>::builder(&pd, &cq, &cq)
         .max_send_wr(wr)
         .max_recv_wr(wr)
@@ -293,7 +307,9 @@ impl Node {
         out: &Out,
     ) -> Result<(), i32> {
         let Some(mr) = &self.mr else { return Ok(()) };
-        let sge = mr.sge(0..o.message_size as usize + GRH).expect("the whole buffer");
+        let sge = mr
+            .sge(0..o.message_size as usize + GRH)
+            .expect("the whole buffer");
         for _ in 0..o.message_count {
             if let Err(e) = qp.post_recv(0, &[sge]) {
                 out.say(format!("failed to post receives: {e}"));
@@ -304,8 +320,16 @@ impl Node {
     }
 
     /// `post_sends`: `message_count` sends with this QP's number as immediate data.
-    fn post_sends(&self, conn: &Connection<'static, Udp>, signaled: bool, o: &Opts, out: &Out) -> Result<(), i32> {
-        let (Some(mr), Some(ah)) = (&self.mr, &self.ah) else { return Ok(()) };
+    fn post_sends(
+        &self,
+        conn: &Connection<'static, Udp>,
+        signaled: bool,
+        o: &Opts,
+        out: &Out,
+    ) -> Result<(), i32> {
+        let (Some(mr), Some(ah)) = (&self.mr, &self.ah) else {
+            return Ok(());
+        };
         let sge = [mr.sge(0..o.message_size as usize).expect("the buffer")];
         let dest = UdDest::new(ah, self.remote_qpn, self.remote_qkey);
         for _ in 0..o.message_count {
@@ -331,13 +355,20 @@ impl Node {
         let ip4 = &grh[20..40];
         let (sgid, dgid, traffic_class, flow_label) = if grh_is_ipv4(&grh) {
             let mapped = |b: &[u8]| {
-                Gid(Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_ipv6_mapped().octets())
+                Gid(Ipv4Addr::new(b[0], b[1], b[2], b[3])
+                    .to_ipv6_mapped()
+                    .octets())
             };
             (mapped(&ip4[12..16]), mapped(&ip4[16..20]), ip4[1], 0)
         } else {
             let vtf = u32::from_be_bytes(grh[0..4].try_into().unwrap());
             let gid = |b: &[u8]| Gid(<[u8; 16]>::try_from(b).unwrap());
-            (gid(&grh[8..24]), gid(&grh[24..40]), (vtf >> 20) as u8, vtf & 0xf_ffff)
+            (
+                gid(&grh[8..24]),
+                gid(&grh[24..40]),
+                (vtf >> 20) as u8,
+                vtf & 0xf_ffff,
+            )
         };
         // The local GID the message came to: its index is the reply's source.
         let gids = ctx.query_port(1).map(|p| p.gid_tbl_len).unwrap_or(1);
@@ -390,7 +421,12 @@ fn grh_is_ipv4(grh: &[u8; GRH]) -> bool {
 /// `poll_cqs`: `message_count` completions from every connection's CQ; the server makes its
 /// reply address handle from the first. Bounded: `LOSS_WAIT` without a completion counts the
 /// rest as lost.
-fn poll_cqs(ctx: &Context, nodes: &mut [(Node, Connection<'static, Udp>)], o: &Opts, out: &Out) -> i32 {
+fn poll_cqs(
+    ctx: &Context,
+    nodes: &mut [(Node, Connection<'static, Udp>)],
+    o: &Opts,
+    out: &Out,
+) -> i32 {
     let mut wc = [const { WorkCompletion::new() }; 8];
     for (node, _) in nodes.iter_mut() {
         let mut done = 0;
@@ -453,7 +489,12 @@ fn event_error(e: &typed_verbs::Error, what: &str, out: &Out) -> i32 {
 }
 
 /// `connect_handler`: the node, receives posted, the answer with this QP's number.
-fn accept(ctx: &Arc<Context>, req: ConnectRequest<Udp>, o: &Opts, out: &Out) -> Result<(Node, Connection<'static, Udp>), i32> {
+fn accept(
+    ctx: &Arc<Context>,
+    req: ConnectRequest<Udp>,
+    o: &Opts,
+    out: &Out,
+) -> Result<(Node, Connection<'static, Udp>), i32> {
     let fail = |req: ConnectRequest<Udp>, ret: i32| {
         out.say("udaddy: failing connection request");
         let _ = req.reject(&[]);

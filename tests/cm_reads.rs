@@ -42,7 +42,10 @@ fn the_server_rdma_reads_the_memory_of_the_client_that_connected() {
         Ok(ch) => ch,
         Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
             assert_eq!(e.verb, Verb::CreateEventChannel);
-            skip("the_server_rdma_reads", format!("no connection manager: {e}"));
+            skip(
+                "the_server_rdma_reads",
+                format!("no connection manager: {e}"),
+            );
             return;
         }
         Err(e) => panic!("rdma_create_event_channel: {e}"),
@@ -69,7 +72,9 @@ fn the_server_rdma_reads_the_memory_of_the_client_that_connected() {
     std::thread::scope(|s| {
         let server = s.spawn(|| {
             let req = listener.get_request(T).unwrap();
-            let qp = Qp::<Rc>::builder(&pd, &server_cq, &server_cq).build().unwrap();
+            let qp = Qp::<Rc>::builder(&pd, &server_cq, &server_cq)
+                .build()
+                .unwrap();
             req.accept(qp, &ConnParam::default(), T).unwrap()
         });
         // The client hands its QP over in INIT (receives may be posted first, as rping does).
@@ -80,7 +85,11 @@ fn the_server_rdma_reads_the_memory_of_the_client_that_connected() {
             .resolve_route(T)
             .unwrap();
         let qp = id
-            .init_qp(Qp::<Rc>::builder(&pd, &client_cq, &client_cq).build().unwrap())
+            .init_qp(
+                Qp::<Rc>::builder(&pd, &client_cq, &client_cq)
+                    .build()
+                    .unwrap(),
+            )
             .unwrap();
         let client = id.connect(qp, &ConnParam::default(), T).unwrap();
         let server = server.join().unwrap();
@@ -89,8 +98,15 @@ fn the_server_rdma_reads_the_memory_of_the_client_that_connected() {
         server
             .qp()
             .post_send(
-                &SendWr::rdma_read(7, &[sge], RemoteAddr { addr: r.addr, rkey: r.rkey })
-                    .signaled(),
+                &SendWr::rdma_read(
+                    7,
+                    &[sge],
+                    RemoteAddr {
+                        addr: r.addr,
+                        rkey: r.rkey,
+                    },
+                )
+                .signaled(),
             )
             .unwrap();
         let wc = one(&server_cq);

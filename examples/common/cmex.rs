@@ -14,13 +14,13 @@ use std::time::Duration;
 use typed_verbs::cm::{CmId, ConnectRequest, Listening, PortSpace};
 use typed_verbs::{Error, ErrorKind};
 
+/// What [`getopt`] found: each option with its argument, in order, and the operands.
+pub type Parsed = (Vec<(char, Option<String>)>, Vec<String>);
+
 /// `getopt(argc, argv, optstring)` with `opterr = 0`, plus the long option `--self` (reported
 /// as `('\0', None)`): every option in order with its argument, and the operands. `Err` names
 /// the option that is unknown or lacks its argument (getopt's `'?'`).
-pub fn getopt(
-    args: impl IntoIterator<Item = String>,
-    optstring: &str,
-) -> Result<(Vec<(char, Option<String>)>, Vec<String>), char> {
+pub fn getopt(args: impl IntoIterator<Item = String>, optstring: &str) -> Result<Parsed, char> {
     let takes_arg = |c: char| -> Option<bool> {
         let i = optstring.find(c)?;
         Some(optstring[i + c.len_utf8()..].starts_with(':'))
@@ -192,13 +192,19 @@ where
         let run = &run;
         let done = done_tx.clone();
         s.spawn(move || {
-            let out = Out { prefix: "server: ", debug };
+            let out = Out {
+                prefix: "server: ",
+                debug,
+            };
             let r = run(Side::Server(Some(ready_tx)), &out);
             let _ = done.send((out, r));
         });
         let done = done_tx;
         s.spawn(move || {
-            let out = Out { prefix: "client: ", debug };
+            let out = Out {
+                prefix: "client: ",
+                debug,
+            };
             // The server listens, or failed (its sender is gone).
             let r = if ready_rx.recv().is_ok() {
                 run(Side::Client, &out)
