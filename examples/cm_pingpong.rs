@@ -33,14 +33,26 @@ fn usage() -> String {
 }
 
 fn parse() -> Result<Opts, String> {
-    let mut o = Opts { port: 18515, size: 4096, iters: 1000, device: None, host: None, both: false };
+    let mut o = Opts {
+        port: 18515,
+        size: 4096,
+        iters: 1000,
+        device: None,
+        host: None,
+        both: false,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let (flag, inline) = match a.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
             _ => (a.clone(), None),
         };
-        let mut value = |name: &str| inline.clone().or_else(|| args.next()).ok_or(format!("{name} needs a value\n{}", usage()));
+        let mut value = |name: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or(format!("{name} needs a value\n{}", usage()))
+        };
         match flag.as_str() {
             "-p" | "--port" => o.port = value("-p")?.parse().map_err(|e| format!("-p: {e}"))?,
             "-s" | "--size" => o.size = value("-s")?.parse().map_err(|e| format!("-s: {e}"))?,
@@ -66,7 +78,8 @@ fn open(o: &Opts) -> Result<Arc<Context>, String> {
         (None, true) => Context::open("sw0"),
         (None, false) => Context::open_from_env(),
     };
-    ctx.map(Arc::new).map_err(|e| format!("Couldn't open the device: {e}"))
+    ctx.map(Arc::new)
+        .map_err(|e| format!("Couldn't open the device: {e}"))
 }
 
 /// One side's resources: the PD, CQ and buffer its QP uses.
@@ -79,9 +92,16 @@ struct Side {
 impl Side {
     fn new(ctx: &Arc<Context>, size: usize) -> Result<Side, String> {
         let pd = Arc::new(Pd::new(ctx).map_err(|e| format!("Couldn't allocate PD: {e}"))?);
-        let cq = Arc::new(Cq::builder(ctx).cqe(4).build().map_err(|e| format!("Couldn't create CQ: {e}"))?);
-        let buf = PageBuf::new(size.max(64)).map_err(|e| format!("Couldn't allocate work buf: {e}"))?;
-        let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE).map_err(|e| format!("Couldn't register MR: {e}"))?;
+        let cq = Arc::new(
+            Cq::builder(ctx)
+                .cqe(4)
+                .build()
+                .map_err(|e| format!("Couldn't create CQ: {e}"))?,
+        );
+        let buf =
+            PageBuf::new(size.max(64)).map_err(|e| format!("Couldn't allocate work buf: {e}"))?;
+        let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)
+            .map_err(|e| format!("Couldn't register MR: {e}"))?;
         Ok(Side { pd, cq, mr })
     }
 
@@ -98,10 +118,19 @@ impl Side {
         let mut wc: [WorkCompletion; 1] = [WorkCompletion::new()];
         let start = Instant::now();
         loop {
-            if let Some(w) = self.cq.poll(&mut wc).map_err(|e| format!("poll CQ failed: {e}"))?.first() {
+            if let Some(w) = self
+                .cq
+                .poll(&mut wc)
+                .map_err(|e| format!("poll CQ failed: {e}"))?
+                .first()
+            {
                 return match w.success() {
                     Some(ok) => Ok(ok.wr_id()),
-                    None => Err(format!("Failed status {:?} for wr_id {}", w.status(), w.wr_id())),
+                    None => Err(format!(
+                        "Failed status {:?} for wr_id {}",
+                        w.status(),
+                        w.wr_id()
+                    )),
                 };
             }
             if start.elapsed() > TIMEOUT {
@@ -122,12 +151,21 @@ fn report(conn: &Connection<'static, Tcp>, who: &str) {
 }
 
 /// The ping-pong: the client sends first; each side answers the other's message.
-fn pingpong(side: &Side, conn: &Connection<'static, Tcp>, o: &Opts, client: bool) -> Result<(), String> {
+fn pingpong(
+    side: &Side,
+    conn: &Connection<'static, Tcp>,
+    o: &Opts,
+    client: bool,
+) -> Result<(), String> {
     let sge = [side.mr.sge(0..o.size).ok_or("size beyond the buffer")?];
     let qp = conn.qp();
-    let post_recv = || qp.post_recv(1, &sge).map_err(|e| format!("Couldn't post receive: {e}"));
+    let post_recv = || {
+        qp.post_recv(1, &sge)
+            .map_err(|e| format!("Couldn't post receive: {e}"))
+    };
     let send = || -> Result<(), String> {
-        qp.post_send(&SendWr::send(2, &sge).signaled()).map_err(|e| format!("Couldn't post send: {e}"))?;
+        qp.post_send(&SendWr::send(2, &sge).signaled())
+            .map_err(|e| format!("Couldn't post send: {e}"))?;
         match side.wait()? {
             2 => Ok(()),
             id => Err(format!("Completion for unknown wr_id {id}")),
@@ -147,19 +185,38 @@ fn pingpong(side: &Side, conn: &Connection<'static, Tcp>, o: &Opts, client: bool
     }
     let secs = start.elapsed().as_secs_f64();
     let bytes = o.size as u64 * u64::from(o.iters) * 2;
-    println!("{bytes} bytes in {secs:.2} seconds = {:.2} Mbit/sec", bytes as f64 * 8.0 / secs / 1e6);
-    println!("{} iters in {secs:.2} seconds = {:.2} usec/iter", o.iters, secs * 1e6 / f64::from(o.iters));
+    println!(
+        "{bytes} bytes in {secs:.2} seconds = {:.2} Mbit/sec",
+        bytes as f64 * 8.0 / secs / 1e6
+    );
+    println!(
+        "{} iters in {secs:.2} seconds = {:.2} usec/iter",
+        o.iters,
+        secs * 1e6 / f64::from(o.iters)
+    );
     Ok(())
 }
 
-fn server(ctx: &Arc<Context>, ch: &EventChannel, listener: CmId<Tcp, typed_verbs::cm::Listening>, o: &Opts) -> Result<(), String> {
+fn server(
+    ctx: &Arc<Context>,
+    ch: &EventChannel,
+    listener: CmId<Tcp, typed_verbs::cm::Listening>,
+    o: &Opts,
+) -> Result<(), String> {
     let _ = ch;
     let side = Side::new(ctx, o.size)?;
-    let req = listener.get_request(TIMEOUT).map_err(|e| format!("No connect request: {e}"))?;
-    let qp = req.init_qp(side.qp()?).map_err(|e| format!("Couldn't modify QP to INIT: {e}"))?;
+    let req = listener
+        .get_request(TIMEOUT)
+        .map_err(|e| format!("No connect request: {e}"))?;
+    let qp = req
+        .init_qp(side.qp()?)
+        .map_err(|e| format!("Couldn't modify QP to INIT: {e}"))?;
     let sge = [side.mr.sge(0..o.size).ok_or("size beyond the buffer")?];
-    qp.post_recv(1, &sge).map_err(|e| format!("Couldn't post receive: {e}"))?;
-    let conn = req.accept(qp, &ConnParam::default(), TIMEOUT).map_err(|e| format!("Couldn't accept: {e}"))?;
+    qp.post_recv(1, &sge)
+        .map_err(|e| format!("Couldn't post receive: {e}"))?;
+    let conn = req
+        .accept(qp, &ConnParam::default(), TIMEOUT)
+        .map_err(|e| format!("Couldn't accept: {e}"))?;
     report(&conn, "server");
     pingpong(&side, &conn, o, false)
 }
@@ -171,17 +228,23 @@ fn client(ctx: &Arc<Context>, ch: &EventChannel, host: IpAddr, o: &Opts) -> Resu
         .and_then(|id| id.resolve_addr(None, dst, Duration::from_secs(2)))
         .and_then(|id| id.resolve_route(Duration::from_secs(2)))
         .map_err(|e| format!("Couldn't resolve {dst}: {e}"))?;
-    let qp = id.init_qp(side.qp()?).map_err(|e| format!("Couldn't modify QP to INIT: {e}"))?;
+    let qp = id
+        .init_qp(side.qp()?)
+        .map_err(|e| format!("Couldn't modify QP to INIT: {e}"))?;
     let sge = [side.mr.sge(0..o.size).ok_or("size beyond the buffer")?];
-    qp.post_recv(1, &sge).map_err(|e| format!("Couldn't post receive: {e}"))?;
-    let conn = id.connect(qp, &ConnParam::default(), TIMEOUT).map_err(|e| format!("Couldn't connect to {dst}: {e}"))?;
+    qp.post_recv(1, &sge)
+        .map_err(|e| format!("Couldn't post receive: {e}"))?;
+    let conn = id
+        .connect(qp, &ConnParam::default(), TIMEOUT)
+        .map_err(|e| format!("Couldn't connect to {dst}: {e}"))?;
     report(&conn, "client");
     pingpong(&side, &conn, o, true)
 }
 
 fn run(o: &Opts) -> Result<(), String> {
     let ctx = open(o)?;
-    let ch = EventChannel::new(&ctx).map_err(|e| format!("Couldn't create the event channel: {e}"))?;
+    let ch =
+        EventChannel::new(&ctx).map_err(|e| format!("Couldn't create the event channel: {e}"))?;
     let listen = |ip: IpAddr| {
         CmId::<Tcp>::new(&ch)
             .and_then(|id| id.bind(SocketAddr::new(ip, o.port)))
@@ -194,7 +257,9 @@ fn run(o: &Opts) -> Result<(), String> {
         return std::thread::scope(|s| {
             let srv = s.spawn(|| server(&ctx, &ch, l, o));
             let c = client(&ctx, &ch, ip, o);
-            srv.join().unwrap_or_else(|_| Err("the server panicked".into())).and(c)
+            srv.join()
+                .unwrap_or_else(|_| Err("the server panicked".into()))
+                .and(c)
         });
     }
     match o.host {

@@ -40,7 +40,7 @@
 //! let server = std::thread::scope(|s| {
 //!     let server = s.spawn(|| -> typed_verbs::Result<_> {
 //!         let req = listener.get_request(t)?;
-//!         assert_eq!(req.private_data(), b"hi");
+//!         assert_eq!(&req.private_data()[..2], b"hi"); // RC pads private data to 56 bytes
 //!         let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
 //!         req.accept(qp, &ConnParam { private_data: b"welcome", ..ConnParam::default() }, t)
 //!     });
@@ -61,8 +61,7 @@ use crate::ffi::sys;
 use crate::qp::{Qp, QpType, RecvSide, UsesSrq};
 use crate::qp_state::{
     AccessFlags, AddressVector, ConnectedInit, ConnectedInitModify, ErrorState, GlobalRoute, Init,
-    Mtu, QpState,
-    RcRtr, RcRts, Reset, Rts, SqPsn, Transitions, UdInit,
+    Mtu, QpState, RcRtr, RcRts, Reset, Rts, SqPsn, Transitions, UdInit,
 };
 use crate::sync::{Condvar, Mutex};
 use crate::{Context, Gid, Rc, Threading, Ud};
@@ -206,8 +205,8 @@ fn av_of(a: &sys::ibv_ah_attr) -> AddressVector {
         src_path_bits: a.src_path_bits,
         static_rate: a.static_rate,
         port_num: a.port_num,
-        grh: (a.is_global != 0).then(|| GlobalRoute {
-            // SAFETY: `raw` is the plain-bytes view of the GID union.
+        grh: (a.is_global != 0).then_some(GlobalRoute {
+            // SAFETY: `raw` is the plain-bytes view of the GID union (every bit pattern valid).
             dgid: Gid(unsafe { a.grh.dgid.raw }),
             flow_label: a.grh.flow_label,
             sgid_index: a.grh.sgid_index,
@@ -224,15 +223,7 @@ fn mtu_of(raw: u32) -> Result<Mtu> {
         3 => Mtu::Mtu1024,
         4 => Mtu::Mtu2048,
         5 => Mtu::Mtu4096,
-        v => {
-            return Err(Error::range(
-                Verb::InitQpAttr,
-                "path_mtu",
-                v.into(),
-                1,
-                5,
-            ))
-        }
+        v => return Err(Error::range(Verb::InitQpAttr, "path_mtu", v.into(), 1, 5)),
     })
 }
 
@@ -242,7 +233,11 @@ impl CmTransport for Rc {
     fn init_attr(a: &sys::ibv_qp_attr, mask: i32) -> Result<ConnectedInit> {
         require(
             mask,
-            &[(M_PORT, "port_num"), (M_PKEY, "pkey_index"), (M_ACCESS, "qp_access_flags")],
+            &[
+                (M_PORT, "port_num"),
+                (M_PKEY, "pkey_index"),
+                (M_ACCESS, "qp_access_flags"),
+            ],
         )?;
         Ok(ConnectedInit {
             port_num: a.port_num,
@@ -293,7 +288,14 @@ impl CmTransport for Rc {
 }
 impl CmTransport for Ud {
     fn init_attr(a: &sys::ibv_qp_attr, mask: i32) -> Result<UdInit> {
-        require(mask, &[(M_PORT, "port_num"), (M_PKEY, "pkey_index"), (M_QKEY, "qkey")])?;
+        require(
+            mask,
+            &[
+                (M_PORT, "port_num"),
+                (M_PKEY, "pkey_index"),
+                (M_QKEY, "qkey"),
+            ],
+        )?;
         Ok(UdInit {
             port_num: a.port_num,
             pkey_index: a.pkey_index,
@@ -603,10 +605,11 @@ impl ChanInner {
     ) -> (usize, Copied) {
         // SAFETY: caller's contract: the event, its id (and listen_id) live until the ack.
         unsafe {
-            let kind = std::ptr::addr_of!((*ev).event).read() as u32;
+            // `enum rdma_cm_event_type` as C wrote it: rdma-sys binds it as an integer.
+            let kind: u32 = (*ev).event;
             let status = (*ev).status;
             let id = (*ev).id;
-            let ps = if id.is_null() { 0 } else { (*id).ps as u32 };
+            let ps: u32 = if id.is_null() { 0 } else { (*id).ps };
             let is_ud = ps == sys::rdma_port_space::RDMA_PS_UDP
                 || ps == sys::rdma_port_space::RDMA_PS_IPOIB;
             let (data, len) = if is_ud {
@@ -635,25 +638,27 @@ impl ChanInner {
                     qp_num: c.qp_num,
                 }
             };
-            let ud = (is_ud && kind == sys::rdma_cm_event_type::RDMA_CM_EVENT_ESTABLISHED).then(
-                || {
+            let ud =
+                (is_ud && kind == sys::rdma_cm_event_type::RDMA_CM_EVENT_ESTABLISHED).then(|| {
                     let u = &(*ev).param.ud;
                     UdPeer {
                         av: av_of(&u.ah_attr),
                         qp_num: u.qp_num,
                         qkey: u.qkey,
                     }
-                },
-            );
-            let (token, child) = if kind == sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_REQUEST
-            {
+                });
+            let (token, child) = if kind == sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_REQUEST {
                 // rdma_get_cm_event(3): "If the event type is RDMA_CM_EVENT_CONNECT_REQUEST,
                 // then this references a new id for that communication", and `listen_id`
                 // "references the corresponding listening request identifier". The new id
                 // inherited the listener's context: it gets its own token before anything
                 // else reads it.
                 let listen = (*ev).listen_id;
-                let token = if listen.is_null() { 0 } else { (*listen).context as usize };
+                let token = if listen.is_null() {
+                    0
+                } else {
+                    (*listen).context as usize
+                };
                 let child = NonNull::new(id).map(|raw| {
                     let t = self.next_token.fetch_add(1, Ordering::Relaxed) + 1;
                     (*raw.as_ptr()).context = t as *mut c_void;
@@ -668,7 +673,11 @@ impl ChanInner {
                 (token, child)
             } else {
                 // Any other event's id is an existing id, never a new one.
-                let token = if id.is_null() { 0 } else { (*id).context as usize };
+                let token = if id.is_null() {
+                    0
+                } else {
+                    (*id).context as usize
+                };
                 (token, None)
             };
             (
@@ -769,7 +778,9 @@ impl ChanInner {
             // SAFETY: one valid pollfd; the fd is the channel's, open while `self` lives.
             let r = unsafe { libc::poll(&mut pfd, 1, ms) };
             if r < 0 {
-                let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+                let e = std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO);
                 if e != libc::EINTR {
                     return Err(Error::os(Verb::GetCmEvent, e));
                 }
@@ -830,7 +841,8 @@ impl EventChannel {
         // SAFETY: a live context of this crate.
         let cm = unsafe { cm_of(ctx.as_raw()) }.ok_or(Error::os(verb, libc::EOPNOTSUPP))?;
         // SAFETY: a live context, of the backend `cm` was chosen for.
-        let raw = unsafe { cm.create_event_channel(ctx.as_raw()) }.map_err(|e| Error::os(verb, e))?;
+        let raw =
+            unsafe { cm.create_event_channel(ctx.as_raw()) }.map_err(|e| Error::os(verb, e))?;
         let inner = Arc::new(ChanInner {
             raw,
             cm,
@@ -906,7 +918,10 @@ impl OwnedId {
         let chan = Arc::clone(&ch.inner);
         let token = chan.register();
         // SAFETY: a live channel of this backend; the token is stored in `context`.
-        match unsafe { chan.cm.create_id(chan.raw.as_ptr(), token as *mut c_void, P::RAW) } {
+        match unsafe {
+            chan.cm
+                .create_id(chan.raw.as_ptr(), token as *mut c_void, P::RAW)
+        } {
             Ok(raw) => Ok(OwnedId {
                 raw,
                 chan,
@@ -947,8 +962,12 @@ impl OwnedId {
         attr.qp_state = state;
         let mut mask = 0;
         // SAFETY: a live id; attr and mask valid for reads and writes.
-        unsafe { self.chan.cm.init_qp_attr(self.as_ptr(), &mut attr, &mut mask) }
-            .map_err(|e| Error::os(Verb::InitQpAttr, e))?;
+        unsafe {
+            self.chan
+                .cm
+                .init_qp_attr(self.as_ptr(), &mut attr, &mut mask)
+        }
+        .map_err(|e| Error::os(Verb::InitQpAttr, e))?;
         Ok((attr, mask))
     }
 
@@ -1114,7 +1133,9 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.id.addr(true).filter(|a| !(a.ip().is_unspecified() && a.port() == 0))
+        self.id
+            .addr(true)
+            .filter(|a| !(a.ip().is_unspecified() && a.port() == 0))
     }
 
     /// The destination address (`id->route.addr.dst_addr`), once resolved.
@@ -1127,7 +1148,9 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn peer_addr(&self) -> Option<SocketAddr> {
-        self.id.addr(false).filter(|a| !(a.ip().is_unspecified() && a.port() == 0))
+        self.id
+            .addr(false)
+            .filter(|a| !(a.ip().is_unspecified() && a.port() == 0))
     }
 
     /// The `rdma_cm_id`, for reading. The id stays owned by `self`: never destroy it, and
@@ -1197,22 +1220,32 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     {
         let mut ss = sockaddr_of(addr);
         // SAFETY: a live id; a valid sockaddr_in/in6 in `ss`, copied by the call.
-        unsafe { self.id.chan.cm.bind_addr(self.as_raw(), std::ptr::addr_of_mut!(ss).cast()) }
-            .map_err(|e| Error::os(Verb::BindAddr, e))?;
+        unsafe {
+            self.id
+                .chan
+                .cm
+                .bind_addr(self.as_raw(), std::ptr::addr_of_mut!(ss).cast())
+        }
+        .map_err(|e| Error::os(Verb::BindAddr, e))?;
         Ok(self.retype())
     }
 }
 
 impl<P: PortSpace, S: IdState> CmId<P, S> {
-    fn start_resolve_addr(&self, src: Option<SocketAddr>, dst: SocketAddr, t: Duration) -> Result<()>
+    fn start_resolve_addr(
+        &self,
+        src: Option<SocketAddr>,
+        dst: SocketAddr,
+        t: Duration,
+    ) -> Result<()>
     where
         S: CanResolveAddr,
     {
         let mut src = src.map(sockaddr_of);
         let mut dst = sockaddr_of(dst);
-        let src_ptr = src
-            .as_mut()
-            .map_or(std::ptr::null_mut(), |s| (s as *mut libc::sockaddr_storage).cast());
+        let src_ptr = src.as_mut().map_or(std::ptr::null_mut(), |s| {
+            (s as *mut libc::sockaddr_storage).cast()
+        });
         // SAFETY: a live id; valid addresses (src may be NULL), copied by the call.
         unsafe {
             self.id.chan.cm.resolve_addr(
@@ -1268,8 +1301,13 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
         S: CanResolveRoute,
     {
         // SAFETY: a live id with its address resolved (its type says so).
-        unsafe { self.id.chan.cm.resolve_route(self.as_raw(), wait_ms(timeout)) }
-            .map_err(|e| Error::os(Verb::ResolveRoute, e))
+        unsafe {
+            self.id
+                .chan
+                .cm
+                .resolve_route(self.as_raw(), wait_ms(timeout))
+        }
+        .map_err(|e| Error::os(Verb::ResolveRoute, e))
     }
 
     /// `rdma_resolve_route`, waiting for its event: "Resolves an RDMA route to the destination
@@ -1434,12 +1472,27 @@ impl Default for ConnParam<'_> {
 
 impl ConnParam<'_> {
     /// The C struct, after the checks: private data at most `max`, counts three bits.
-    fn to_sys(&self, verb: Verb, max: usize, qp_num: u32, srq: bool) -> Result<sys::rdma_conn_param> {
+    fn c_param(
+        &self,
+        verb: Verb,
+        max: usize,
+        qp_num: u32,
+        srq: bool,
+    ) -> Result<sys::rdma_conn_param> {
         let len = self.private_data.len();
         if len > max {
-            return Err(Error::range(verb, "private_data_len", len as u64, 0, max as u64));
+            return Err(Error::range(
+                verb,
+                "private_data_len",
+                len as u64,
+                0,
+                max as u64,
+            ));
         }
-        for (what, v) in [("retry_count", self.retry_count), ("rnr_retry_count", self.rnr_retry_count)] {
+        for (what, v) in [
+            ("retry_count", self.retry_count),
+            ("rnr_retry_count", self.rnr_retry_count),
+        ] {
             if v > 7 {
                 return Err(Error::range(verb, what, v.into(), 0, 7));
             }
@@ -1613,7 +1666,16 @@ fn qp_to_init<'a, P: PortSpace, R: RecvSide, S: Threading, C, St: CmQpStart, con
 
 /// # Safety
 /// The QP is in the state `To` names.
-unsafe fn retype_qp<'a, T: QpType, R: RecvSide, S: Threading, C, From: QpState, To: QpState, const SGE: usize>(
+unsafe fn retype_qp<
+    'a,
+    T: QpType,
+    R: RecvSide,
+    S: Threading,
+    C,
+    From: QpState,
+    To: QpState,
+    const SGE: usize,
+>(
     qp: Qp<'a, T, R, S, C, From, SGE>,
 ) -> Qp<'a, T, R, S, C, To, SGE> {
     let qp = ManuallyDrop::new(qp);
@@ -1784,7 +1846,12 @@ impl ConnectRequest<Tcp> {
         param: &ConnParam<'_>,
         timeout: Duration,
     ) -> Result<Connection<'a, Tcp, R, S, C, SGE>> {
-        let c = param.to_sys(Verb::Accept, Tcp::MAX_ACCEPT_DATA, qp.qp_num(), uses_srq::<R>())?;
+        let c = param.c_param(
+            Verb::Accept,
+            Tcp::MAX_ACCEPT_DATA,
+            qp.qp_num(),
+            uses_srq::<R>(),
+        )?;
         check_device(&self.id, Verb::Accept, qp.as_raw())?;
         let qp = qp_to_init::<Tcp, R, S, C, St, SGE>(&self.id, qp)?;
         let qp = qp_up::<Tcp, R, S, C, SGE>(&self.id, qp)?;
@@ -1829,7 +1896,7 @@ impl ConnectRequest<Udp> {
         qp: Qp<'a, Ud, R, S, C, St, SGE>,
         param: &ConnParam<'_>,
     ) -> Result<Connection<'a, Udp, R, S, C, SGE>> {
-        let mut c = param.to_sys(Verb::Accept, Udp::MAX_ACCEPT_DATA, qp.qp_num(), false)?;
+        let mut c = param.c_param(Verb::Accept, Udp::MAX_ACCEPT_DATA, qp.qp_num(), false)?;
         check_device(&self.id, Verb::Accept, qp.as_raw())?;
         let qp = qp_to_init::<Udp, R, S, C, St, SGE>(&self.id, qp)?;
         let qp = qp_up::<Udp, R, S, C, SGE>(&self.id, qp)?;
@@ -1910,7 +1977,12 @@ impl<S: IdState> CmId<Tcp, S> {
     where
         S: CanConnect,
     {
-        let mut c = param.to_sys(Verb::Connect, Tcp::MAX_CONNECT_DATA, qp.qp_num(), uses_srq::<R>())?;
+        let mut c = param.c_param(
+            Verb::Connect,
+            Tcp::MAX_CONNECT_DATA,
+            qp.qp_num(),
+            uses_srq::<R>(),
+        )?;
         check_device(&self.id, Verb::Connect, qp.as_raw())?;
         let qp = qp_to_init::<Tcp, R, Th, C, St, SGE>(&self.id, qp)?;
         // SAFETY: a live id with its route resolved; `c` and its private data valid for the
@@ -1966,7 +2038,7 @@ impl<S: IdState> CmId<Udp, S> {
     where
         S: CanConnect,
     {
-        let mut c = param.to_sys(Verb::Connect, Udp::MAX_CONNECT_DATA, qp.qp_num(), false)?;
+        let mut c = param.c_param(Verb::Connect, Udp::MAX_CONNECT_DATA, qp.qp_num(), false)?;
         check_device(&self.id, Verb::Connect, qp.as_raw())?;
         let qp = qp_to_init::<Udp, R, Th, C, St, SGE>(&self.id, qp)?;
         let qp = qp_up::<Udp, R, Th, C, SGE>(&self.id, qp)?;
@@ -2094,7 +2166,14 @@ fn next_conn_event(id: &OwnedId, timeout: Duration) -> Result<Option<ConnEvent>>
 /// fn is_send<T: Send + 'static>() {}
 /// is_send::<Connection<'static, Tcp>>();
 /// ```
-pub struct Connection<'a, P: PortSpace, R: RecvSide = crate::OwnRq, S: Threading = crate::Shared, C = (), const SGE: usize = 1> {
+pub struct Connection<
+    'a,
+    P: PortSpace,
+    R: RecvSide = crate::OwnRq,
+    S: Threading = crate::Shared,
+    C = (),
+    const SGE: usize = 1,
+> {
     // Dropped first: the QP before the id.
     qp: CmQp<'a, P, R, S, C, Rts, SGE>,
     id: OwnedId,
@@ -2117,7 +2196,9 @@ impl<P: PortSpace, R: RecvSide, S: Threading, C, const SGE: usize> std::fmt::Deb
     }
 }
 
-impl<'a, P: PortSpace, R: RecvSide, S: Threading, C, const SGE: usize> Connection<'a, P, R, S, C, SGE> {
+impl<'a, P: PortSpace, R: RecvSide, S: Threading, C, const SGE: usize>
+    Connection<'a, P, R, S, C, SGE>
+{
     /// The QP, in RTS: post sends and receives through it.
     ///
     /// ```
@@ -2235,6 +2316,7 @@ impl<'a, P: PortSpace, R: RecvSide, S: Threading, C, const SGE: usize> Connectio
     /// let (qp, id) = conn.into_parts();
     /// # }
     /// ```
+    #[allow(clippy::type_complexity)]
     pub fn into_parts(self) -> (CmQp<'a, P, R, S, C, Rts, SGE>, CmId<P, Connected>) {
         let Connection { qp, id, .. } = self;
         (
@@ -2329,7 +2411,10 @@ mod tokio_cm {
             // SAFETY: the fd is the channel's, open until ChanInner's drop, which drops this
             // AsyncFd first; RawChannelFd always returns that fd.
             let afd = unsafe {
-                AsyncFd::register_with_interest(RawChannelFd(self.fd()), tokio::io::Interest::READABLE)
+                AsyncFd::register_with_interest(
+                    RawChannelFd(self.fd()),
+                    tokio::io::Interest::READABLE,
+                )
             }
             .map_err(|e| {
                 let e = std::io::Error::from(e);
@@ -2392,7 +2477,10 @@ mod tokio_cm {
                 if let Some(q) = d.queues.get_mut(&token) {
                     q.waker = None;
                 }
-                d.queues.values_mut().filter_map(|q| q.waker.take()).collect()
+                d.queues
+                    .values_mut()
+                    .filter_map(|q| q.waker.take())
+                    .collect()
             };
             wakers.into_iter().for_each(|w| w.wake());
         }
@@ -2531,7 +2619,14 @@ mod tokio_cm {
         /// let conn = req.accept_async(Qp::<Rc>::builder(pd, cq, cq).build()?, &typed_verbs::cm::ConnParam::default()).await?;
         /// # Ok(()) }
         /// ```
-        pub async fn accept_async<'a, R: RecvSide, S: Threading, C, St: CmQpStart, const SGE: usize>(
+        pub async fn accept_async<
+            'a,
+            R: RecvSide,
+            S: Threading,
+            C,
+            St: CmQpStart,
+            const SGE: usize,
+        >(
             mut self,
             qp: Qp<'a, Rc, R, S, C, St, SGE>,
             param: &ConnParam<'_>,
@@ -2539,7 +2634,12 @@ mod tokio_cm {
             // The C parameters (raw pointers) do not live across the await: the future is
             // `Send` when the QP is.
             let qp = {
-                let mut c = param.to_sys(Verb::Accept, Tcp::MAX_ACCEPT_DATA, qp.qp_num(), uses_srq::<R>())?;
+                let mut c = param.c_param(
+                    Verb::Accept,
+                    Tcp::MAX_ACCEPT_DATA,
+                    qp.qp_num(),
+                    uses_srq::<R>(),
+                )?;
                 check_device(&self.id, Verb::Accept, qp.as_raw())?;
                 let qp = qp_to_init::<Tcp, R, S, C, St, SGE>(&self.id, qp)?;
                 let qp = qp_up::<Tcp, R, S, C, SGE>(&self.id, qp)?;
@@ -2577,7 +2677,14 @@ mod tokio_cm {
         /// let conn = id.connect_async(Qp::<Rc>::builder(pd, cq, cq).build()?, &typed_verbs::cm::ConnParam::default()).await?;
         /// # Ok(()) }
         /// ```
-        pub async fn connect_async<'a, R: RecvSide, Th: Threading, C, St: CmQpStart, const SGE: usize>(
+        pub async fn connect_async<
+            'a,
+            R: RecvSide,
+            Th: Threading,
+            C,
+            St: CmQpStart,
+            const SGE: usize,
+        >(
             self,
             qp: Qp<'a, Rc, R, Th, C, St, SGE>,
             param: &ConnParam<'_>,
@@ -2587,7 +2694,12 @@ mod tokio_cm {
         {
             // As accept_async: no raw pointer across the await.
             let qp = {
-                let mut c = param.to_sys(Verb::Connect, Tcp::MAX_CONNECT_DATA, qp.qp_num(), uses_srq::<R>())?;
+                let mut c = param.c_param(
+                    Verb::Connect,
+                    Tcp::MAX_CONNECT_DATA,
+                    qp.qp_num(),
+                    uses_srq::<R>(),
+                )?;
                 check_device(&self.id, Verb::Connect, qp.as_raw())?;
                 let qp = qp_to_init::<Tcp, R, Th, C, St, SGE>(&self.id, qp)?;
                 // SAFETY: a live id with its route resolved; `c` valid for the call.
@@ -2615,7 +2727,9 @@ mod tokio_cm {
         }
     }
 
-    impl<'a, P: PortSpace, R: RecvSide, S: Threading, C, const SGE: usize> Connection<'a, P, R, S, C, SGE> {
+    impl<'a, P: PortSpace, R: RecvSide, S: Threading, C, const SGE: usize>
+        Connection<'a, P, R, S, C, SGE>
+    {
         /// [`next_event`](Self::next_event), awaited without a timeout (feature `tokio`).
         ///
         /// # Errors

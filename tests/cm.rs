@@ -46,7 +46,13 @@ fn setup(test: &str) -> Option<Setup> {
         Ok(ch) => ch,
         Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
             assert_eq!(e.verb, Verb::CreateEventChannel);
-            skip(test, format!("whole test: no connection manager on {}: {e}", ctx.device_name()));
+            skip(
+                test,
+                format!(
+                    "whole test: no connection manager on {}: {e}",
+                    ctx.device_name()
+                ),
+            );
             return None;
         }
         Err(e) => panic!("rdma_create_event_channel: {e}"),
@@ -90,9 +96,14 @@ fn completions(cq: &Cq<'_>, n: usize, limit: Duration) -> Vec<(u64, u32)> {
     let mut got = Vec::new();
     let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
     while got.len() < n {
-        assert!(start.elapsed() < limit, "{n} completions within {limit:?}, got {got:?}");
+        assert!(
+            start.elapsed() < limit,
+            "{n} completions within {limit:?}, got {got:?}"
+        );
         for w in cq.poll(&mut wc).unwrap() {
-            let ok = w.success().unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
+            let ok = w
+                .success()
+                .unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
             got.push((ok.wr_id(), ok.byte_len()));
         }
     }
@@ -110,21 +121,40 @@ fn rc_pair(
     let server_data = server_data.to_vec();
     let server = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
-        req.accept(qp, &ConnParam { private_data: &server_data, ..ConnParam::default() }, T)
-            .unwrap()
+        req.accept(
+            qp,
+            &ConnParam {
+                private_data: &server_data,
+                ..ConnParam::default()
+            },
+            T,
+        )
+        .unwrap()
     });
-    let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     assert_eq!(id.peer_addr(), Some(addr));
     let id = id.resolve_route(T).unwrap();
     let client = id
-        .connect(rc_qp(s), &ConnParam { private_data: client_data, ..ConnParam::default() }, T)
+        .connect(
+            rc_qp(s),
+            &ConnParam {
+                private_data: client_data,
+                ..ConnParam::default()
+            },
+            T,
+        )
         .unwrap();
     (client, server.join().unwrap())
 }
 
 #[test]
 fn rc_connect_and_accept_carry_private_data_both_ways_then_a_send_and_an_rdma_write() {
-    let Some(s) = setup("rc_connect_and_accept") else { return };
+    let Some(s) = setup("rc_connect_and_accept") else {
+        return;
+    };
     let (client, server) = rc_pair(&s, b"from the client", b"from the server");
     // RC private data is padded (REQ to 56 bytes, REP to 196): the sent bytes come first.
     assert_eq!(&server.private_data()[..15], b"from the client");
@@ -136,26 +166,44 @@ fn rc_connect_and_accept_carry_private_data_both_ways_then_a_send_and_an_rdma_wr
     assert!(client.ud_peer().is_none());
 
     let src = Mr::new(&s.pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
-    let dst = Mr::new(&s.pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)
-        .unwrap();
+    let dst = Mr::new(
+        &s.pd,
+        vec![0u8; 64],
+        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+    )
+    .unwrap();
     src.write(0, b"over rdma_cm").unwrap();
-    server.qp().post_recv(1, &[dst.sge(0..32).unwrap()]).unwrap();
+    server
+        .qp()
+        .post_recv(1, &[dst.sge(0..32).unwrap()])
+        .unwrap();
     let sge = [src.sge(0..12).unwrap()];
-    client.qp().post_send(&SendWr::send(2, &sge).signaled()).unwrap();
+    client
+        .qp()
+        .post_send(&SendWr::send(2, &sge).signaled())
+        .unwrap();
     let at = dst.remote().at(32, 12).unwrap();
-    client.qp().post_send(&SendWr::rdma_write(3, &sge, at).signaled()).unwrap();
+    client
+        .qp()
+        .post_send(&SendWr::rdma_write(3, &sge, at).signaled())
+        .unwrap();
     let mut got = completions(&s.cq, 3, T);
     got.sort();
     assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [1, 2, 3]);
     assert_eq!(got[0].1, 12, "the receive's byte count");
     let mut bytes = [0u8; 44];
     dst.read(0, &mut bytes).unwrap();
-    assert_eq!((&bytes[..12], &bytes[32..44]), (&b"over rdma_cm"[..], &b"over rdma_cm"[..]));
+    assert_eq!(
+        (&bytes[..12], &bytes[32..44]),
+        (&b"over rdma_cm"[..], &b"over rdma_cm"[..])
+    );
 }
 
 #[test]
 fn receives_posted_in_init_before_connect_and_accept_catch_the_first_sends() {
-    let Some(s) = setup("receives_posted_in_init") else { return };
+    let Some(s) = setup("receives_posted_in_init") else {
+        return;
+    };
     let (l, addr) = listener::<Tcp>(&s);
     let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap());
     let (qp, rx2) = (rc_qp(&s), rx.clone());
@@ -165,7 +213,10 @@ fn receives_posted_in_init_before_connect_and_accept_catch_the_first_sends() {
         qp.post_recv(10, &[rx2.sge(0..32).unwrap()]).unwrap();
         req.accept(qp, &ConnParam::default(), T).unwrap()
     });
-    let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     let id = id.resolve_route(T).unwrap();
     let qp = id.init_qp(rc_qp(&s)).unwrap();
     qp.post_recv(20, &[rx.sge(32..64).unwrap()]).unwrap();
@@ -182,7 +233,9 @@ fn receives_posted_in_init_before_connect_and_accept_catch_the_first_sends() {
 
 #[test]
 fn a_reject_gives_the_connecting_side_the_status_and_the_private_data() {
-    let Some(s) = setup("a_reject_gives_the_status") else { return };
+    let Some(s) = setup("a_reject_gives_the_status") else {
+        return;
+    };
     let (l, addr) = listener::<Tcp>(&s);
     let server = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
@@ -190,14 +243,27 @@ fn a_reject_gives_the_connecting_side_the_status_and_the_private_data() {
         req.reject(b"go away").unwrap();
         l
     });
-    let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     let id = id.resolve_route(T).unwrap();
     let e = id
-        .connect(rc_qp(&s), &ConnParam { private_data: b"let's", ..ConnParam::default() }, T)
+        .connect(
+            rc_qp(&s),
+            &ConnParam {
+                private_data: b"let's",
+                ..ConnParam::default()
+            },
+            T,
+        )
         .unwrap_err();
     assert_eq!(e.verb, Verb::Connect);
     match &e.kind {
-        ErrorKind::Rejected { status, private_data } => {
+        ErrorKind::Rejected {
+            status,
+            private_data,
+        } => {
             assert_eq!(*status, 28, "IB_CM_REJ_CONSUMER_DEFINED");
             assert_eq!(&private_data[..7], b"go away");
         }
@@ -205,23 +271,46 @@ fn a_reject_gives_the_connecting_side_the_status_and_the_private_data() {
     }
     assert_eq!(e.errno(), libc::ECONNREFUSED);
     let text = e.to_string();
-    assert!(text.starts_with("rdma_connect rejected by the peer: status 28"), "{text}");
+    assert!(
+        text.starts_with("rdma_connect rejected by the peer: status 28"),
+        "{text}"
+    );
     drop(server.join().unwrap());
 }
 
 #[test]
 fn private_data_over_the_port_spaces_limit_is_refused_before_the_call() {
-    let Some(s) = setup("private_data_over_the_limit") else { return };
+    let Some(s) = setup("private_data_over_the_limit") else {
+        return;
+    };
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     let id = id.resolve_route(T).unwrap();
     let long = [0u8; 57];
     let e = id
-        .connect(rc_qp(&s), &ConnParam { private_data: &long, ..ConnParam::default() }, T)
+        .connect(
+            rc_qp(&s),
+            &ConnParam {
+                private_data: &long,
+                ..ConnParam::default()
+            },
+            T,
+        )
         .unwrap_err();
     assert_eq!(e.verb, Verb::Connect);
     assert!(
-        matches!(e.kind, ErrorKind::OutOfRange { what: "private_data_len", value: 57, min: 0, max: 56 }),
+        matches!(
+            e.kind,
+            ErrorKind::OutOfRange {
+                what: "private_data_len",
+                value: 57,
+                min: 0,
+                max: 56
+            }
+        ),
         "{e}"
     );
     // Nothing reached the listener.
@@ -231,7 +320,9 @@ fn private_data_over_the_port_spaces_limit_is_refused_before_the_call() {
 
 #[test]
 fn a_dropped_request_rejects_the_peer_and_the_listener_serves_the_next() {
-    let Some(s) = setup("a_dropped_request_rejects") else { return };
+    let Some(s) = setup("a_dropped_request_rejects") else {
+        return;
+    };
     let (l, addr) = listener::<Tcp>(&s);
     let l = Arc::new(l);
     let (l2, qp) = (l.clone(), rc_qp(&s));
@@ -241,8 +332,13 @@ fn a_dropped_request_rejects_the_peer_and_the_listener_serves_the_next() {
         req.accept(qp, &ConnParam::default(), T).unwrap()
     });
     let connect = || {
-        let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
-        id.resolve_route(T).unwrap().connect(rc_qp(&s), &ConnParam::default(), T)
+        let id = CmId::<Tcp>::new(&s.ch)
+            .unwrap()
+            .resolve_addr(None, addr, T)
+            .unwrap();
+        id.resolve_route(T)
+            .unwrap()
+            .connect(rc_qp(&s), &ConnParam::default(), T)
     };
     let e = connect().unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Rejected { .. }), "{e}");
@@ -252,19 +348,27 @@ fn a_dropped_request_rejects_the_peer_and_the_listener_serves_the_next() {
 
 #[test]
 fn a_connect_to_a_port_nobody_listens_on_is_rejected() {
-    let Some(s) = setup("a_connect_to_a_port_nobody_listens_on") else { return };
+    let Some(s) = setup("a_connect_to_a_port_nobody_listens_on") else {
+        return;
+    };
     // A port that was just free: bound, then released.
     let addr = {
         let (l, addr) = listener::<Tcp>(&s);
         drop(l);
         addr
     };
-    let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     let id = id.resolve_route(T).unwrap();
     let e = id.connect(rc_qp(&s), &ConnParam::default(), T).unwrap_err();
     match e.kind {
         ErrorKind::Rejected { status, .. } => {
-            note("a_connect_to_a_port_nobody_listens_on", format!("REJECTED status {status}"));
+            note(
+                "a_connect_to_a_port_nobody_listens_on",
+                format!("REJECTED status {status}"),
+            );
             assert_eq!(status, 8, "IB_CM_REJ_INVALID_SERVICE_ID: {e}");
         }
         ref other => panic!("expected REJECTED, got {other:?}: {e}"),
@@ -273,42 +377,66 @@ fn a_connect_to_a_port_nobody_listens_on_is_rejected() {
 
 #[test]
 fn an_address_no_device_reaches_is_an_address_error_not_a_hang() {
-    let Some(s) = setup("an_address_no_device_reaches") else { return };
+    let Some(s) = setup("an_address_no_device_reaches") else {
+        return;
+    };
     // TEST-NET-1 (RFC 5737): no route to it from the test device.
     let dst: SocketAddr = "192.0.2.1:7471".parse().unwrap();
     let start = Instant::now();
     let cm_timeout = Duration::from_millis(500);
-    let e = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, dst, cm_timeout).unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(5), "answered in time: {:?}", start.elapsed());
+    let e = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, dst, cm_timeout)
+        .unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "answered in time: {:?}",
+        start.elapsed()
+    );
     assert_eq!(e.verb, Verb::ResolveAddr);
     match e.kind {
         ErrorKind::CmEvent { event, status } => {
-            note("an_address_no_device_reaches", format!("{event}, status {status}"));
-            assert_eq!(event, CmEventKind::from_raw(1), "RDMA_CM_EVENT_ADDR_ERROR: {e}");
+            note(
+                "an_address_no_device_reaches",
+                format!("{event}, status {status}"),
+            );
+            assert_eq!(
+                event,
+                CmEventKind::from_raw(1),
+                "RDMA_CM_EVENT_ADDR_ERROR: {e}"
+            );
             assert!(status < 0, "a negative errno: {e}");
         }
-        ErrorKind::Os(errno) => {
-            note("an_address_no_device_reaches", format!("rdma_resolve_addr refused: errno {errno}"))
-        }
+        ErrorKind::Os(errno) => note(
+            "an_address_no_device_reaches",
+            format!("rdma_resolve_addr refused: errno {errno}"),
+        ),
         ref other => panic!("expected an address error, got {other:?}: {e}"),
     }
 }
 
 #[test]
 fn waiting_for_a_request_times_out_with_a_typed_error() {
-    let Some(s) = setup("waiting_for_a_request_times_out") else { return };
+    let Some(s) = setup("waiting_for_a_request_times_out") else {
+        return;
+    };
     let (l, _) = listener::<Tcp>(&s);
     let start = Instant::now();
     let e = l.get_request(Duration::from_millis(200)).unwrap_err();
     let took = start.elapsed();
-    assert!(took >= Duration::from_millis(200) && took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(200) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
     assert_eq!((e.verb, e.errno()), (Verb::GetCmEvent, libc::ETIMEDOUT));
     assert!(matches!(e.kind, ErrorKind::CmTimedOut(t) if t == Duration::from_millis(200)));
 }
 
 #[test]
 fn a_disconnect_by_the_client_is_an_event_on_the_server_and_flushes_the_clients_qp() {
-    let Some(s) = setup("a_disconnect_by_the_client") else { return };
+    let Some(s) = setup("a_disconnect_by_the_client") else {
+        return;
+    };
     let (client, server) = rc_pair(&s, b"", b"");
     let rx = Mr::new(&s.pd, vec![0u8; 16], AccessFlags::LOCAL_WRITE).unwrap();
     client.qp().post_recv(5, &[rx.sge(0..16).unwrap()]).unwrap();
@@ -318,7 +446,11 @@ fn a_disconnect_by_the_client_is_an_event_on_the_server_and_flushes_the_clients_
     // of a connection": the server's answers the client's (a DREP to its DREQ).
     let (_server_qp, server_id) = server.disconnect().unwrap();
     assert_eq!(id.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
-    assert_ne!(server_id.next_event(Duration::from_millis(100)).unwrap(), Some(ConnEvent::Disconnected), "one DISCONNECTED per side");
+    assert_ne!(
+        server_id.next_event(Duration::from_millis(100)).unwrap(),
+        Some(ConnEvent::Disconnected),
+        "one DISCONNECTED per side"
+    );
     // The QP is in ERR: the posted receive flushed.
     let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
     let start = Instant::now();
@@ -336,16 +468,24 @@ fn a_disconnect_by_the_client_is_an_event_on_the_server_and_flushes_the_clients_
 
 #[test]
 fn a_server_that_drops_its_connection_is_seen_disconnecting_by_the_client() {
-    let Some(s) = setup("a_server_that_drops_its_connection") else { return };
+    let Some(s) = setup("a_server_that_drops_its_connection") else {
+        return;
+    };
     let (client, server) = rc_pair(&s, b"", b"");
-    assert_eq!(client.next_event(Duration::from_millis(100)).unwrap(), None, "nothing yet");
+    assert_eq!(
+        client.next_event(Duration::from_millis(100)).unwrap(),
+        None,
+        "nothing yet"
+    );
     drop(server); // QP destroyed, then the id: the CM sends a DREQ
     assert_eq!(client.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
 }
 
 #[test]
 fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
-    let Some(s) = setup("ud_over_the_cm") else { return };
+    let Some(s) = setup("ud_over_the_cm") else {
+        return;
+    };
     let (l, addr) = listener::<Udp>(&s);
     let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap());
     let (qp, rx2) = (ud_qp(&s), rx.clone());
@@ -354,12 +494,29 @@ fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
         assert_eq!(&req.private_data()[..4], b"ping");
         let qp = req.init_qp(qp).unwrap();
         qp.post_recv(1, &[rx2.sge(0..40 + 64).unwrap()]).unwrap(); // GRH + payload
-        req.accept(qp, &ConnParam { private_data: b"pong", ..ConnParam::default() }).unwrap()
+        req.accept(
+            qp,
+            &ConnParam {
+                private_data: b"pong",
+                ..ConnParam::default()
+            },
+        )
+        .unwrap()
     });
-    let id = CmId::<Udp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Udp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     let id = id.resolve_route(T).unwrap();
     let client = id
-        .connect(ud_qp(&s), &ConnParam { private_data: b"ping", ..ConnParam::default() }, T)
+        .connect(
+            ud_qp(&s),
+            &ConnParam {
+                private_data: b"ping",
+                ..ConnParam::default()
+            },
+            T,
+        )
         .unwrap();
     let server = server.join().unwrap();
     assert_eq!(&client.private_data()[..4], b"pong");
@@ -371,7 +528,10 @@ fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
     let tx = Mr::new(&s.pd, b"datagram".to_vec(), AccessFlags::LOCAL_WRITE).unwrap();
     let sge = [tx.sge(0..8).unwrap()];
     let dest = UdDest::new(&ah, peer.qp_num, peer.qkey);
-    client.qp().post_send(&SendWr::send_to(2, &sge, dest).signaled()).unwrap();
+    client
+        .qp()
+        .post_send(&SendWr::send_to(2, &sge, dest).signaled())
+        .unwrap();
     // UD may lose: a bounded wait that reports the loss rather than hanging.
     let got = completions(&s.cq, 2, T);
     let recv = got.iter().find(|g| g.0 == 1).expect("the datagram arrived");
@@ -383,24 +543,42 @@ fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
 
 #[test]
 fn two_threads_waiting_on_one_channel_each_get_their_own_ids_events() {
-    let Some(s) = setup("two_threads_waiting_on_one_channel") else { return };
+    let Some(s) = setup("two_threads_waiting_on_one_channel") else {
+        return;
+    };
     let (l1, a1) = listener::<Tcp>(&s);
     let (l2, a2) = listener::<Tcp>(&s);
     let (q1, q2) = (rc_qp(&s), rc_qp(&s));
-    let serve = |l: CmId<Tcp, typed_verbs::cm::Listening>, qp: Qp<'static, Rc>, tag: &'static [u8]| {
-        std::thread::spawn(move || {
-            let req = l.get_request(T).unwrap();
-            assert_eq!(&req.private_data()[..tag.len()], tag, "each listener its own request");
-            req.accept(qp, &ConnParam::default(), T).unwrap()
-        })
-    };
+    let serve =
+        |l: CmId<Tcp, typed_verbs::cm::Listening>, qp: Qp<'static, Rc>, tag: &'static [u8]| {
+            std::thread::spawn(move || {
+                let req = l.get_request(T).unwrap();
+                assert_eq!(
+                    &req.private_data()[..tag.len()],
+                    tag,
+                    "each listener its own request"
+                );
+                req.accept(qp, &ConnParam::default(), T).unwrap()
+            })
+        };
     let (s1, s2) = (serve(l1, q1, b"first"), serve(l2, q2, b"second"));
     // Both servers wait on the same channel; connect to the second first.
     std::thread::sleep(Duration::from_millis(50));
     let connect = |addr, tag: &[u8]| {
-        let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+        let id = CmId::<Tcp>::new(&s.ch)
+            .unwrap()
+            .resolve_addr(None, addr, T)
+            .unwrap();
         let id = id.resolve_route(T).unwrap();
-        id.connect(rc_qp(&s), &ConnParam { private_data: tag, ..ConnParam::default() }, T).unwrap()
+        id.connect(
+            rc_qp(&s),
+            &ConnParam {
+                private_data: tag,
+                ..ConnParam::default()
+            },
+            T,
+        )
+        .unwrap()
     };
     let c2 = connect(a2, b"second");
     let c1 = connect(a1, b"first");
@@ -411,12 +589,17 @@ fn two_threads_waiting_on_one_channel_each_get_their_own_ids_events() {
 
 #[test]
 fn destroying_ids_while_another_thread_waits_on_the_channel_does_not_hang() {
-    let Some(s) = setup("destroying_ids_while_another_thread_waits") else { return };
+    let Some(s) = setup("destroying_ids_while_another_thread_waits") else {
+        return;
+    };
     let (l, _) = listener::<Tcp>(&s);
     let waiter = std::thread::spawn(move || l.get_request(Duration::from_millis(1500)));
     for _ in 0..20 {
         let (other, addr) = listener::<Tcp>(&s);
-        let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+        let id = CmId::<Tcp>::new(&s.ch)
+            .unwrap()
+            .resolve_addr(None, addr, T)
+            .unwrap();
         drop(other);
         drop(id);
     }
@@ -426,9 +609,14 @@ fn destroying_ids_while_another_thread_waits_on_the_channel_does_not_hang() {
 
 #[test]
 fn a_listener_dropped_with_an_unread_request_rejects_it_without_hanging() {
-    let Some(s) = setup("a_listener_dropped_with_an_unread_request") else { return };
+    let Some(s) = setup("a_listener_dropped_with_an_unread_request") else {
+        return;
+    };
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     let id = id.resolve_route(T).unwrap();
     let (qp, l2) = (rc_qp(&s), l);
     let dropper = std::thread::spawn(move || {
@@ -441,7 +629,10 @@ fn a_listener_dropped_with_an_unread_request_rejects_it_without_hanging() {
     let e = id.connect(qp, &ConnParam::default(), T).unwrap_err();
     assert!(start.elapsed() < T, "{e}");
     assert!(
-        matches!(e.kind, ErrorKind::Rejected { .. } | ErrorKind::CmEvent { .. }),
+        matches!(
+            e.kind,
+            ErrorKind::Rejected { .. } | ErrorKind::CmEvent { .. }
+        ),
         "the connect fails: {e}"
     );
     dropper.join().unwrap();
@@ -449,16 +640,21 @@ fn a_listener_dropped_with_an_unread_request_rejects_it_without_hanging() {
 
 #[test]
 fn forgotten_requests_connections_and_channels_only_leak() {
-    let Some(s) = setup("forgotten_values_only_leak") else { return };
+    let Some(s) = setup("forgotten_values_only_leak") else {
+        return;
+    };
     let (client, server) = rc_pair(&s, b"", b"");
     std::mem::forget(client); // its id and QP leak; nothing dangles
-    // The channel still works for others.
+                              // The channel still works for others.
     let (client2, server2) = rc_pair(&s, b"again", b"");
     assert_eq!(&server2.private_data()[..5], b"again");
     drop((server, client2, server2));
     std::mem::forget(s.ch.clone());
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     let id = id.resolve_route(T).unwrap();
     let qp = rc_qp(&s);
     let t = std::thread::spawn(move || {
@@ -466,9 +662,14 @@ fn forgotten_requests_connections_and_channels_only_leak() {
         std::mem::forget(req); // never answered: the peer's connect times out or is rejected
         l
     });
-    let e = id.connect(qp, &ConnParam::default(), Duration::from_secs(2)).unwrap_err();
+    let e = id
+        .connect(qp, &ConnParam::default(), Duration::from_secs(2))
+        .unwrap_err();
     assert!(
-        matches!(e.kind, ErrorKind::CmTimedOut(_) | ErrorKind::Rejected { .. } | ErrorKind::CmEvent { .. }),
+        matches!(
+            e.kind,
+            ErrorKind::CmTimedOut(_) | ErrorKind::Rejected { .. } | ErrorKind::CmEvent { .. }
+        ),
         "{e}"
     );
     drop(t.join().unwrap());
@@ -476,7 +677,9 @@ fn forgotten_requests_connections_and_channels_only_leak() {
 
 #[test]
 fn a_connection_of_arcd_parents_is_static_and_moves_to_another_thread() {
-    let Some(s) = setup("a_connection_of_arcd_parents_is_static") else { return };
+    let Some(s) = setup("a_connection_of_arcd_parents_is_static") else {
+        return;
+    };
     let (client, server) = rc_pair(&s, b"", b"");
     fn is_static_send<T: Send + 'static>(_: &T) {}
     is_static_send(&client);
@@ -485,7 +688,10 @@ fn a_connection_of_arcd_parents_is_static_and_moves_to_another_thread() {
     let pd = s.pd.clone();
     let sender = std::thread::spawn(move || {
         let tx = Mr::new(&pd, b"moved".to_vec(), AccessFlags::LOCAL_WRITE).unwrap();
-        client.qp().post_send(&SendWr::send(2, &[tx.sge(0..5).unwrap()]).signaled()).unwrap();
+        client
+            .qp()
+            .post_send(&SendWr::send(2, &[tx.sge(0..5).unwrap()]).signaled())
+            .unwrap();
         std::thread::sleep(Duration::from_millis(200));
         client // dropped by the caller after the completions
     });
@@ -497,26 +703,46 @@ fn a_connection_of_arcd_parents_is_static_and_moves_to_another_thread() {
 #[cfg(feature = "software-device")]
 #[test]
 fn a_qp_on_another_device_than_the_id_is_refused_before_the_call() {
-    let Some(s) = setup("a_qp_on_another_device") else { return };
+    let Some(s) = setup("a_qp_on_another_device") else {
+        return;
+    };
     if !s.ctx.is_software() {
-        skip("a_qp_on_another_device", "whole test: registers a second software device");
+        skip(
+            "a_qp_on_another_device",
+            "whole test: registers a second software device",
+        );
         return;
     }
     let other = common::open_registered("sw-cm-other", typed_verbs::software::SwConfig::default());
-    let (opd, ocq) = (Pd::new(&other).unwrap(), Cq::builder(&other).cqe(4).build().unwrap());
+    let (opd, ocq) = (
+        Pd::new(&other).unwrap(),
+        Cq::builder(&other).cqe(4).build().unwrap(),
+    );
     let (_l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch).unwrap().resolve_addr(None, addr, T).unwrap();
+    let id = CmId::<Tcp>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
     let id = id.resolve_route(T).unwrap();
     let qp = Qp::<Rc>::builder(&opd, &ocq, &ocq).build().unwrap();
     let e = id.connect(qp, &ConnParam::default(), T).unwrap_err();
-    assert_eq!((e.verb, e.kind.clone()), (Verb::Connect, ErrorKind::NotOnCmDevice), "{e}");
+    assert_eq!(
+        (e.verb, e.kind.clone()),
+        (Verb::Connect, ErrorKind::NotOnCmDevice),
+        "{e}"
+    );
 }
 
 #[cfg(feature = "tokio")]
 #[test]
 fn async_connect_and_accept_and_a_cancelled_wait_loses_nothing() {
-    let Some(s) = setup("async_connect_and_accept") else { return };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let Some(s) = setup("async_connect_and_accept") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let (l, addr) = listener::<Tcp>(&s);
         // A wait cancelled before the request came: the request is not lost.
@@ -525,25 +751,48 @@ fn async_connect_and_accept_and_a_cancelled_wait_loses_nothing() {
             let cancelled = tokio::time::timeout(Duration::from_millis(50), fut).await;
             assert!(cancelled.is_err(), "nothing came yet");
         }
+        // A wait polled once (its waker registered) and then forgotten: it only leaks; the
+        // next wait on the listener still gets the request.
+        {
+            use std::future::Future;
+            let mut fut = Box::pin(l.get_request_async());
+            std::future::poll_fn(|cx| {
+                assert!(fut.as_mut().poll(cx).is_pending(), "nothing came yet");
+                std::task::Poll::Ready(())
+            })
+            .await;
+            std::mem::forget(fut);
+        }
         let (pd, cq) = (s.pd.clone(), s.cq.clone());
         let server = tokio::spawn(async move {
             let req = l.get_request_async().await.unwrap();
             let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
-            req.accept_async(qp, &ConnParam { private_data: b"async", ..ConnParam::default() })
-                .await
-                .unwrap()
+            req.accept_async(
+                qp,
+                &ConnParam {
+                    private_data: b"async",
+                    ..ConnParam::default()
+                },
+            )
+            .await
+            .unwrap()
         });
         let client = async {
             let id = CmId::<Tcp>::new(&s.ch).unwrap();
             let id = id.resolve_addr_async(None, addr, T).await.unwrap();
             let id = id.resolve_route_async(T).await.unwrap();
-            id.connect_async(rc_qp(&s), &ConnParam::default()).await.unwrap()
+            id.connect_async(rc_qp(&s), &ConnParam::default())
+                .await
+                .unwrap()
         };
         let client = client.await;
         let server = server.await.unwrap();
         assert_eq!(&client.private_data()[..5], b"async");
         drop(client);
-        let ev = tokio::time::timeout(T, server.next_event_async()).await.unwrap().unwrap();
+        let ev = tokio::time::timeout(T, server.next_event_async())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(ev, ConnEvent::Disconnected);
     });
 }

@@ -71,14 +71,25 @@ fn node(test: &str) -> Option<Node> {
     let ch = match EventChannel::new(&ctx) {
         Ok(ch) => ch,
         Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
-            skip(test, format!("whole test: no connection manager on {}: {e}", ctx.device_name()));
+            skip(
+                test,
+                format!(
+                    "whole test: no connection manager on {}: {e}",
+                    ctx.device_name()
+                ),
+            );
             return None;
         }
         Err(e) => panic!("{e}"),
     };
     let pd = Arc::new(Pd::new(&ctx).unwrap());
     let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
-    Some(Node { _ctx: ctx, pd, cq, ch })
+    Some(Node {
+        _ctx: ctx,
+        pd,
+        cq,
+        ch,
+    })
 }
 
 /// Runs the halves the role asks for: `server` with a listener on the test's port, `client`
@@ -97,7 +108,12 @@ fn run<P: typed_verbs::cm::PortSpace>(
     };
     let srv = if r != Role::Client {
         let Some(n) = node(test) else { return };
-        let l = CmId::<P>::new(&n.ch).unwrap().bind(listen_on).unwrap().listen(4).unwrap();
+        let l = CmId::<P>::new(&n.ch)
+            .unwrap()
+            .bind(listen_on)
+            .unwrap()
+            .listen(4)
+            .unwrap();
         Some(std::thread::spawn(move || server(n, l)))
     } else {
         None
@@ -153,7 +169,9 @@ fn wait_completions(cq: &Cq<'_>, n: usize, limit: Duration) -> Vec<(u64, u32)> {
     let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
     while got.len() < n && start.elapsed() < limit {
         for w in cq.poll(&mut wc).unwrap() {
-            let ok = w.success().unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
+            let ok = w
+                .success()
+                .unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
             got.push((ok.wr_id(), ok.byte_len()));
         }
     }
@@ -170,44 +188,77 @@ fn rc_echo_over_the_cm_then_the_clients_disconnect_reaches_the_server() {
             let req = l.get_request(T).unwrap();
             assert_eq!(&req.private_data()[..5], b"hello");
             let buf = Mr::new(&n.pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap();
-            let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq).max_recv_wr(4).build().unwrap();
+            let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq)
+                .max_recv_wr(4)
+                .build()
+                .unwrap();
             let qp = req.init_qp(qp).unwrap();
             qp.post_recv(0, &[buf.sge(0..64).unwrap()]).unwrap();
             let conn = req
-                .accept(qp, &ConnParam { private_data: b"welcome", ..ConnParam::default() }, T)
+                .accept(
+                    qp,
+                    &ConnParam {
+                        private_data: b"welcome",
+                        ..ConnParam::default()
+                    },
+                    T,
+                )
                 .unwrap();
             for i in 0..N {
                 let got = wait_completions(&n.cq, 1, T);
                 assert_eq!(got, [(i, 8)], "message {i}");
-                conn.qp().post_recv(i + 1, &[buf.sge(0..64).unwrap()]).unwrap();
+                conn.qp()
+                    .post_recv(i + 1, &[buf.sge(0..64).unwrap()])
+                    .unwrap();
                 conn.qp()
                     .post_send(&SendWr::send(100 + i, &[buf.sge(0..8).unwrap()]).signaled())
                     .unwrap();
                 let sent = wait_completions(&n.cq, 1, T);
-                assert_eq!(sent.iter().map(|g| g.0).collect::<Vec<_>>(), [100 + i], "echo {i} sent");
+                assert_eq!(
+                    sent.iter().map(|g| g.0).collect::<Vec<_>>(),
+                    [100 + i],
+                    "echo {i} sent"
+                );
             }
             assert_eq!(conn.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
         },
         |n, to| {
             let buf = Mr::new(&n.pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap();
             let conn = connect_retrying::<Tcp, (), _>(&n, to, |id| {
-                let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq).max_recv_wr(4).build()?;
+                let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq)
+                    .max_recv_wr(4)
+                    .build()?;
                 let qp = id.init_qp(qp)?;
                 qp.post_recv(1000, &[buf.sge(64..128).unwrap()])?;
-                id.connect(qp, &ConnParam { private_data: b"hello", ..ConnParam::default() }, T)
+                id.connect(
+                    qp,
+                    &ConnParam {
+                        private_data: b"hello",
+                        ..ConnParam::default()
+                    },
+                    T,
+                )
             });
             assert_eq!(&conn.private_data()[..7], b"welcome");
             for i in 0..N {
                 buf.write(0, &i.to_le_bytes()).unwrap();
-                conn.qp().post_send(&SendWr::send(i, &[buf.sge(0..8).unwrap()]).signaled()).unwrap();
+                conn.qp()
+                    .post_send(&SendWr::send(i, &[buf.sge(0..8).unwrap()]).signaled())
+                    .unwrap();
                 let mut got = wait_completions(&n.cq, 2, T);
                 got.sort();
-                assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [i, 1000 + i], "send {i} and its echo");
+                assert_eq!(
+                    got.iter().map(|g| g.0).collect::<Vec<_>>(),
+                    [i, 1000 + i],
+                    "send {i} and its echo"
+                );
                 assert_eq!(got[1].1, 8, "the echo's byte count");
                 let mut echo = [0u8; 8];
                 buf.read(64, &mut echo).unwrap();
                 assert_eq!(u64::from_le_bytes(echo), i);
-                conn.qp().post_recv(1000 + i + 1, &[buf.sge(64..128).unwrap()]).unwrap();
+                conn.qp()
+                    .post_recv(1000 + i + 1, &[buf.sge(64..128).unwrap()])
+                    .unwrap();
             }
             let (_qp, id) = conn.disconnect().unwrap();
             drop(id);
@@ -236,8 +287,16 @@ fn a_server_that_rejects_gives_the_client_its_status_and_data() {
                     continue;
                 };
                 let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq).build().unwrap();
-                match id.connect(qp, &ConnParam::default(), T).map(drop).unwrap_err().kind {
-                    ErrorKind::Rejected { status: 28, private_data } => {
+                match id
+                    .connect(qp, &ConnParam::default(), T)
+                    .map(drop)
+                    .unwrap_err()
+                    .kind
+                {
+                    ErrorKind::Rejected {
+                        status: 28,
+                        private_data,
+                    } => {
                         assert_eq!(&private_data[..4], b"full");
                         return;
                     }
@@ -260,22 +319,31 @@ fn ud_over_the_cm_datagrams_arrive_and_loss_is_reported() {
         |n, l| {
             let req = l.get_request(T).unwrap();
             let buf = Mr::new(&n.pd, vec![0u8; 64 * 128], AccessFlags::LOCAL_WRITE).unwrap();
-            let qp = Qp::<Ud>::builder(&n.pd, &n.cq, &n.cq).max_recv_wr(N as u32).build().unwrap();
+            let qp = Qp::<Ud>::builder(&n.pd, &n.cq, &n.cq)
+                .max_recv_wr(N as u32)
+                .build()
+                .unwrap();
             let qp = req.init_qp(qp).unwrap();
             for i in 0..N as usize {
-                qp.post_recv(i as u64, &[buf.sge(i * 128..i * 128 + 128).unwrap()]).unwrap();
+                qp.post_recv(i as u64, &[buf.sge(i * 128..i * 128 + 128).unwrap()])
+                    .unwrap();
             }
             let _conn = req.accept(qp, &ConnParam::default()).unwrap();
             let got = wait_completions(&n.cq, N as usize, Duration::from_secs(10));
             if got.len() < N as usize {
-                note("ud_over_the_cm", format!("{} of {N} datagrams lost", N as usize - got.len()));
+                note(
+                    "ud_over_the_cm",
+                    format!("{} of {N} datagrams lost", N as usize - got.len()),
+                );
             }
             assert!(!got.is_empty(), "at least one datagram of {N} arrived");
             assert!(got.iter().all(|g| g.1 == 40 + 8), "GRH + payload: {got:?}");
         },
         |n, to| {
             let conn = connect_retrying::<Udp, (), _>(&n, to, |id| {
-                let qp = Qp::<Ud>::builder(&n.pd, &n.cq, &n.cq).max_send_wr(N as u32).build()?;
+                let qp = Qp::<Ud>::builder(&n.pd, &n.cq, &n.cq)
+                    .max_send_wr(N as u32)
+                    .build()?;
                 id.connect(qp, &ConnParam::default(), T)
             });
             let peer = conn.ud_peer().expect("the peer of a UD connect");
@@ -284,7 +352,9 @@ fn ud_over_the_cm_datagrams_arrive_and_loss_is_reported() {
             let sge = [buf.sge(0..8).unwrap()];
             for i in 0..N {
                 let dest = UdDest::new(&ah, peer.qp_num, peer.qkey);
-                conn.qp().post_send(&SendWr::send_to(i, &sge, dest).signaled()).unwrap();
+                conn.qp()
+                    .post_send(&SendWr::send_to(i, &sge, dest).signaled())
+                    .unwrap();
                 assert_eq!(wait_completions(&n.cq, 1, T).len(), 1, "send {i} completed");
             }
         },
