@@ -27,49 +27,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=setup.sh
 source scripts/setup.sh
 
+# shellcheck source=vm-lib.sh
+source scripts/vm-lib.sh
+VM_NAME=rxe-lane
+
 lane_start=$(date +%s)
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO=(sudo)
-else
-    SUDO=(false) # fails with a message below if anything needs installing
-fi
-LANE_PACKAGES=(qemu-system-x86 busybox-static kmod cpio iproute2 ibverbs-providers ibverbs-utils)
-missing=()
-for p in "${LANE_PACKAGES[@]}"; do
-    installed "$p" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "rxe-lane: installing missing system packages: ${missing[*]}"
-    [ "${SUDO[0]:-}" != false ] || { echo "rxe-lane: not root and no sudo: install them as root" >&2; exit 1; }
-    "${SUDO[@]}" apt-get update -qq
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+vm_need_packages qemu-system-x86 busybox-static kmod cpio iproute2 ibverbs-providers ibverbs-utils
 
 WORK=target/rxe-vm
 CACHE=$WORK/cache
 ROOT=$WORK/root
 mkdir -p "$CACHE"
 
-# 1. The kernel: the package linux-image-amd64 depends on (the generic flavour; cloud-amd64 has
-#    no rdma_rxe), downloaded and unpacked, not installed.
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-if [ -z "$kpkg" ]; then
-    "${SUDO[@]}" apt-get update -qq
-    kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-fi
-[ -n "$kpkg" ] || { echo "rxe-lane: cannot find the kernel package behind linux-image-amd64" >&2; exit 1; }
-kdir=$CACHE/$kpkg
-if [ ! -d "$kdir" ]; then
-    echo "rxe-lane: downloading $kpkg"
-    rm -rf "$kdir.part" && mkdir -p "$kdir.part"
-    (cd "$kdir.part" && apt-get download -q "$kpkg" 2>/dev/null >/dev/null)
-    dpkg-deb -x "$kdir.part"/*.deb "$kdir.part/tree"
-    mv "$kdir.part/tree" "$kdir" && rm -rf "$kdir.part"
-fi
-kver=$(ls "$kdir/lib/modules")
-vmlinuz=$kdir/boot/vmlinuz-$kver
+# 1. The kernel (scripts/vm-lib.sh).
+vm_kernel
 
 # 2. The test binaries: the integration tests (the trybuild ui suite needs cargo and stays on
 #    the host).
@@ -117,60 +88,19 @@ rm -rf "$ROOT" "${ROOT}target" # the second: stray copies an older version of th
 mkdir -p "$ROOT"/{bin,sbin,usr/bin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,tests,examples}
 cp /bin/busybox "$ROOT/bin/busybox"
 
-copy_libs() { # copies every library ldd lists for the given programs to the same path in $ROOT
-    local f lib
-    for f in "$@"; do
-        for lib in $(ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
-            if [ ! -e "$ROOT$lib" ]; then
-                mkdir -p "$ROOT$(dirname "$lib")"
-                cp -L "$lib" "$ROOT$lib"
-            fi
-        done
-    done
-}
-copy_with_libs() { # copies system programs or libraries (absolute paths) to the same path in $ROOT, with their libraries
-    local f
-    for f in "$@"; do
-        case $f in /*) ;; *) echo "rxe-lane: copy_with_libs needs an absolute path: $f" >&2; exit 1 ;; esac
-        mkdir -p "$ROOT$(dirname "$f")"
-        cp -L "$f" "$ROOT$f"
-    done
-    copy_libs "$@"
-}
-
-multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 provider=$(ls /usr/lib/"$multiarch"/libibverbs/librxe-rdmav*.so)
-copy_with_libs /usr/bin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo \
+vm_copy_with_libs /usr/bin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo \
     /usr/bin/ibv_rc_pingpong /usr/bin/ibv_uc_pingpong /usr/bin/ibv_ud_pingpong \
     /usr/bin/ibv_srq_pingpong "$provider"
 cp /etc/libibverbs.d/rxe.driver "$ROOT/etc/libibverbs.d/"
 # rdma-core's rdma_cm programs (rdmacm-utils: rping, ucmatose, udaddy) and perftest (ib_send_bw,
 # ib_write_lat, ...): their Debian packages and the libraries they add (libibumad3, libpci3) are
 # downloaded and unpacked into the image, never installed on this machine.
-VM_DEBS=(rdmacm-utils perftest libibumad3 libpci3)
-debs=$CACHE/debs
-if [ ! -f "$debs/.complete" ] || [ "$(cat "$debs/.complete")" != "${VM_DEBS[*]}" ]; then
-    echo "rxe-lane: downloading ${VM_DEBS[*]}"
-    rm -rf "$debs" && mkdir -p "$debs"
-    (cd "$debs" && apt-get download -q "${VM_DEBS[@]}" >/dev/null 2>&1) ||
-        { "${SUDO[@]}" apt-get update -qq && (cd "$debs" && apt-get download -q "${VM_DEBS[@]}" >/dev/null); }
-    echo "${VM_DEBS[*]}" >"$debs/.complete"
-fi
-for deb in "$debs"/*.deb; do
-    dpkg-deb -x "$deb" "$ROOT"
-done
+vm_debs rdmacm-utils perftest libibumad3 libpci3
 rm -rf "$ROOT/usr/share" # documentation and man pages
 # Their libraries that this machine has (libc, libibverbs, librdmacm, libudev, zlib, ...); the
 # unpacked ones are found in the image first.
-for f in "$ROOT"/usr/bin/*; do
-    for lib in $(LD_LIBRARY_PATH="$ROOT/usr/lib/$multiarch" ldd "$f" 2>/dev/null | awk '/=> \// { print $3 }'); do
-        case $lib in "$ROOT"/*) continue ;; esac
-        if [ ! -e "$ROOT$lib" ]; then
-            mkdir -p "$ROOT$(dirname "$lib")"
-            cp -L "$lib" "$ROOT$lib"
-        fi
-    done
-done
+vm_copy_libs "$ROOT"/usr/bin/*
 for extra in ${RXE_LANE_EXTRA:-}; do
     tests+=("$(basename "$extra") $(readlink -f "$extra")")
 done
@@ -180,35 +110,16 @@ done
 for t in "${tests[@]}"; do
     name=${t%% *}
     bin=${t#* }
-    copy_libs "$bin"
+    vm_copy_libs "$bin"
     cp "$bin" "$ROOT/tests/$name"
 done
 for ex in "${examples[@]}"; do
-    copy_libs "$ex"
+    vm_copy_libs "$ex"
     cp "$ex" "$ROOT/examples/${ex##*/}"
 done
-printf '%s\n' "/lib/$multiarch" "/usr/lib/$multiarch" "/usr/lib/$multiarch/libibverbs" >"$ROOT/etc/ld.so.conf"
-ldconfig -r "$ROOT" 2>/dev/null || true
-
-# The modules the init loads, with every module they depend on (modinfo's "depends", followed
-# to the end): rdma_ucm brings rdma_cm, ib_cm, iw_cm and configfs.
-copy_module() { # copy_module NAME: the module and its dependencies, once each
-    local m=$1 src dst dep
-    src=$(find "$kdir/lib/modules/$kver" -name "$m.ko*" | head -n 1)
-    [ -n "$src" ] || { echo "rxe-lane: module $m not in $kpkg" >&2; exit 1; }
-    dst=$ROOT/lib/modules/$kver/${src#"$kdir/lib/modules/$kver/"}
-    [ -e "$dst" ] && return 0
-    mkdir -p "$(dirname "$dst")"
-    cp "$src" "$dst"
-    for dep in $(/sbin/modinfo -F depends "$src" | tr ',' ' '); do
-        copy_module "$dep"
-    done
-}
-for m in rdma_rxe ib_uverbs ib_core udp_tunnel ip6_udp_tunnel crc32_generic dummy rdma_ucm; do
-    copy_module "$m"
-done
-cp "$kdir/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$ROOT/lib/modules/$kver/" 2>/dev/null || true
-depmod -b "$ROOT" "$kver"
+# The modules the init loads, with every module they depend on (the kernel's modules.dep):
+# rdma_ucm brings rdma_cm, ib_cm, iw_cm and configfs; crc32_generic is asked for at run time.
+vm_modules rdma_rxe ib_uverbs crc32_generic dummy rdma_ucm
 
 cat >"$ROOT/init" <<'INIT'
 #!/bin/busybox sh
@@ -348,7 +259,7 @@ echo "LANE: DONE"
 poweroff -f
 INIT
 chmod +x "$ROOT/init"
-(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) >"$WORK/initrd.img"
+vm_pack "$WORK/initrd.img"
 
 # 4. Boot.
 limit=${RXE_LANE_TIMEOUT:-300}

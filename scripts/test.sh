@@ -6,8 +6,9 @@
 # lane: the sw0 tests and the examples under valgrind's memcheck and helgrind
 # (scripts/sanitize.sh; TYPED_VERBS_NO_SANITIZE=1 leaves it out) and under Miri where a nightly
 # toolchain has it (scripts/miri.sh, which says so and skips otherwise), then the runtime tests
-# again on Soft-RoCE in a VM, with the examples against rdma-core's (scripts/rxe-lane.sh;
-# TYPED_VERBS_NO_VM=1 leaves the VM out).
+# again on Soft-RoCE in a VM, with the examples against rdma-core's (scripts/rxe-lane.sh), then
+# across a wire between two VMs (scripts/two-host-lane.sh; TYPED_VERBS_NO_VM=1 leaves both VM
+# lanes out).
 # Extra arguments go to `cargo test`, e.g. `bash scripts/test.sh ui` or
 # `bash scripts/test.sh -- --nocapture`. Installs missing system packages first
 # (see scripts/setup.sh). Exits non-zero if any test fails.
@@ -53,6 +54,10 @@ fi
 # Then the same runtime tests on a real kernel RDMA device: rxe0 in a throw-away VM.
 if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then
     bash scripts/rxe-lane.sh || status=$?
+fi
+# Then across a wire: two VMs, each with rxe0 over its NIC, joined by a link on 127.0.0.1.
+if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then
+    bash scripts/two-host-lane.sh || status=$?
 fi
 elapsed=$(($(date +%s) - start))
 

@@ -23,7 +23,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use typed_verbs::event::EventAcks;
 use typed_verbs::qp_state::{Rts, Transitions};
 use typed_verbs::wr::Connected;
@@ -91,7 +91,15 @@ pub struct Opts {
     pub server_name: Option<String>,
     /// `--self`: server and client in this process, on two threads, over 127.0.0.1.
     pub self_test: bool,
+    /// `--timeout`: how long the loop waits for a completion before it reports the messages
+    /// that did not arrive as lost and fails (`None`: forever, as rdma-core's programs wait).
+    /// Not in rdma-core's programs; it changes nothing on the wire.
+    pub timeout: Option<Duration>,
 }
+
+/// The default of `--timeout`: a wait for a completion is bounded, so that a message lost on
+/// the wire (UD and UC are not retransmitted) ends the run with a report instead of a hang.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn usage(p: &Program) -> String {
     let mut u = String::new();
@@ -136,6 +144,10 @@ fn usage(p: &Program) -> String {
     line("  -e, --events           sleep on CQ events (default poll)".into());
     line("  -g, --gid-idx=<gid index> local port gid index".into());
     line("      --self             server and client on two threads of this process".into());
+    line(format!(
+        "      --timeout=<secs>   give up when no completion comes for <secs> seconds and report the lost messages (default {}; 0: wait forever)",
+        DEFAULT_TIMEOUT.as_secs()
+    ));
     u
 }
 
@@ -179,6 +191,7 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
         num_qp: if p.num_qp { 16 } else { 1 },
         server_name: None,
         self_test: false,
+        timeout: Some(DEFAULT_TIMEOUT),
     };
     let bad = |msg: &str| {
         if !msg.is_empty() {
@@ -222,6 +235,13 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
             match name {
                 "events" => seen.push(('e', None)),
                 "self" => seen.push(('S', None)),
+                "timeout" => {
+                    let v = match inline.or_else(|| it.next()) {
+                        Some(v) => v,
+                        None => return Err(bad("option '--timeout' requires an argument")),
+                    };
+                    seen.push(('T', Some(v)));
+                }
                 "help" => seen.push(('h', None)),
                 _ => match with_arg.iter().find(|(c, l)| *l == name && offered(*c)) {
                     Some(&(c, _)) => {
@@ -274,6 +294,14 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
             }
             'e' => o.events = true,
             'S' => o.self_test = true,
+            'T' => {
+                let secs = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 1e9)
+                    .ok_or_else(|| bad(&format!("bad --timeout '{v}'")))?;
+                o.timeout = (secs > 0.0).then(|| Duration::from_secs_f64(secs));
+            }
             'p' => o.port = uint(65535).ok_or_else(|| bad(""))? as u16,
             'd' => o.ib_dev = Some(v),
             'i' => {
@@ -347,6 +375,9 @@ pub struct Out {
 }
 
 impl Out {
+    /// Lines with nothing in front (one side per process).
+    pub const PLAIN: Out = Out { prefix: "" };
+
     /// A line on stdout.
     pub fn say(&self, line: impl Display) {
         println!("{}{line}", self.prefix);
@@ -655,6 +686,11 @@ pub fn arm(cq: &Cq<'_>, o: &Opts) -> Result<(), String> {
 /// before the CQ was armed again raises no event); the events are acked together at the end
 /// (`ibv_ack_cq_events(cq, num_cq_events)`).
 ///
+/// Unlike rdma-core's loop, every wait is bounded by `--timeout` ([`Opts::timeout`]): when no
+/// completion comes for that long, a message was lost (UD and UC are not retransmitted, and a
+/// wire may drop a frame; or the peer stopped), and the loop fails with an error that says how
+/// many messages this side received and sent, and how many it never received.
+///
 /// Not an extended CQ with `PpWc::poll`: rdma-core 44's rxe provider (Debian 12) ends the batch
 /// inside `ibv_next_poll` when it returns ENOENT, so the `ibv_end_poll` that the man page
 /// requires after it moves the consumer index past the producer and unlocks twice (fixed in
@@ -685,8 +721,20 @@ pub fn run_loop(
     }
     let start = Instant::now();
     let mut events = EventAcks::new();
+    // When the last completion came: a wait longer than the timeout from here reports loss.
+    let mut progress = Instant::now();
     while st.rcnt < o.iters || st.scnt < o.iters {
         if let Some(ch) = channel {
+            if let Some(limit) = o.timeout {
+                let left = limit.saturating_sub(progress.elapsed());
+                if left.is_zero()
+                    || !ch
+                        .wait_readable(Some(left))
+                        .map_err(because("Failed to get cq_event"))?
+                {
+                    return Err(st.lost(limit));
+                }
+            }
             let ev = ch
                 .get_cq_event()
                 .map_err(because("Failed to get cq_event"))?;
@@ -702,6 +750,13 @@ pub fn run_loop(
                 PpWc::poll_legacy(cq, |wc| st.completed(wc)).map_err(because("poll CQ failed"))?;
             if let Some(e) = st.failed.take() {
                 return Err(e);
+            }
+            if taken > 0 {
+                progress = Instant::now();
+            } else if let Some(limit) = o.timeout {
+                if channel.is_none() && progress.elapsed() >= limit {
+                    return Err(st.lost(limit));
+                }
             }
             if channel.is_none() || taken == 0 {
                 break;
@@ -740,6 +795,18 @@ struct PingPong<'s, S> {
 }
 
 impl<S: Side> PingPong<'_, S> {
+    /// The report of a wait that gave up after `limit` without a completion.
+    fn lost(&self, limit: Duration) -> String {
+        let iters = self.o.iters;
+        format!(
+            "no completion for {:.1} s after {} of {iters} receives and {} of {iters} sends: a message was lost (dropped on the wire, or the peer stopped); lost: {} of {iters} messages not received",
+            limit.as_secs_f64(),
+            self.rcnt,
+            self.scnt,
+            iters - self.rcnt
+        )
+    }
+
     fn completed(&mut self, wc: Result<PpWc, PpWcError>) {
         if self.failed.is_none() {
             if let Err(e) = self.step(wc) {
@@ -807,7 +874,7 @@ where
         Some(host) => Role::Client(host.clone()),
         None => Role::Server(None),
     };
-    let out = Out { prefix: "" };
+    let out = Out::PLAIN;
     match run(&o, role, &out) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
