@@ -266,7 +266,7 @@ limit=${RXE_LANE_TIMEOUT:-300}
 echo "rxe-lane: booting $kver under qemu (TCG, no NIC), limit ${limit}s"
 console=$WORK/console.log
 set +e
-timeout "$limit" qemu-system-x86_64 -accel tcg -cpu max -m 1024M -smp 2 -nographic -nodefaults \
+timeout "$limit" qemu-system-x86_64 -accel tcg -cpu max -m 1536M -smp 2 -nographic -nodefaults \
     -serial stdio -nic none -no-reboot -kernel "$vmlinuz" -initrd "$WORK/initrd.img" \
     -append 'console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init' </dev/null >"$console" 2>&1
 qemu_rc=$?
