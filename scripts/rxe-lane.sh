@@ -84,6 +84,25 @@ mapfile -t perf_tools < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/bu
 [ "${#perf_tools[@]}" = "${#PERF_TOOLS[@]}" ] || { echo "rxe-lane: perftest-style tools not found" >&2; exit 1; }
 examples+=("${perf_tools[@]}")
 
+# --- The rdma_cm examples (rping, ucmatose, udaddy), run against rdmacm-utils' programs in the VM. ---
+CM_EXAMPLES=(rping ucmatose udaddy)
+echo "rxe-lane: building the rdma_cm examples"
+if ! cargo build "${CM_EXAMPLES[@]/#/--example=}" --message-format=json-render-diagnostics \
+    >"$WORK/build-cm-examples.json" 2>"$WORK/build-cm-examples.log"; then
+    tail -n 30 "$WORK/build-cm-examples.log" >&2
+    echo "rxe-lane: building the rdma_cm examples failed" >&2
+    exit 1
+fi
+mapfile -t cm_examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-cm-examples.json")
+[ "${#cm_examples[@]}" = "${#CM_EXAMPLES[@]}" ] || { echo "rxe-lane: rdma_cm examples not found" >&2; exit 1; }
+# Stripped copies (a debug build is 12 MB; the initramfs must unpack in the VM's memory).
+mkdir -p "$WORK/cm-examples"
+for ex in "${cm_examples[@]}"; do
+    strip -o "$WORK/cm-examples/${ex##*/}" "$ex"
+    examples+=("$WORK/cm-examples/${ex##*/}")
+done
+# --- end of the rdma_cm examples' build ---
+
 # 3. The initramfs.
 rm -rf "$ROOT" "${ROOT}target" # the second: stray copies an older version of this script left
 mkdir -p "$ROOT"/{bin,sbin,usr/bin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,tests,examples}
@@ -215,6 +234,21 @@ step health:rping cmpair "rping -s -a 10.0.0.1 -C 10 -v" "rping -c -a 10.0.0.1 -
 step health:ucmatose cmpair "ucmatose -b 10.0.0.1" "ucmatose -s 10.0.0.1"
 step health:udaddy cmpair "udaddy -b 10.0.0.1" "udaddy -s 10.0.0.1"
 step health:ib_send_bw cmpair "ib_send_bw -d rxe0 -x 1 -F -s 4096 -n 200" "ib_send_bw -d rxe0 -x 1 -F -s 4096 -n 200 10.0.0.1"
+# --- The crate's rdma_cm examples against rdmacm-utils' programs, both ways, on rxe0's address,
+# each run bounded by cmpair's timeout (udaddy's own waits are bounded too: UD may lose). rping:
+# every ping read, echoed and validated (-V), both sides printing each (-v).
+pings() { # pings "SERVER ARGS" "CLIENT ARGS": cmpair, and 10 pings printed by each side
+    cmpair "$1" "$2" &&
+        [ "$(grep -c '^server ping data: rdma-ping-' /tmp/server.log)" = 10 ] &&
+        [ "$(grep -c '^ping data: rdma-ping-' /tmp/client.log)" = 10 ]
+}
+step interop:rping:typed-server pings "/examples/rping -s -a 10.0.0.1 -C 10 -v -V" "rping -c -a 10.0.0.1 -C 10 -v -V"
+step interop:rping:typed-client pings "rping -s -a 10.0.0.1 -C 10 -v -V" "/examples/rping -c -a 10.0.0.1 -C 10 -v -V"
+step interop:ucmatose:typed-server cmpair "/examples/ucmatose -b 10.0.0.1 -c 2 -C 20" "ucmatose -s 10.0.0.1 -c 2 -C 20"
+step interop:ucmatose:typed-client cmpair "ucmatose -b 10.0.0.1 -c 2 -C 20" "/examples/ucmatose -s 10.0.0.1 -c 2 -C 20"
+step interop:udaddy:typed-server cmpair "/examples/udaddy -b 10.0.0.1 -c 2 -C 20" "udaddy -s 10.0.0.1 -c 2 -C 20"
+step interop:udaddy:typed-client cmpair "udaddy -b 10.0.0.1 -c 2 -C 20" "/examples/udaddy -s 10.0.0.1 -c 2 -C 20"
+# --- end of the rdma_cm examples' steps
 interop() { # interop "SERVER [OPTS]" "CLIENT [OPTS]" ARGS...: on rxe0, 20 s each, over loopback TCP
     srv=$1
     cli=$2
@@ -267,7 +301,7 @@ limit=${RXE_LANE_TIMEOUT:-480}
 echo "rxe-lane: booting $kver under qemu (TCG, no NIC), limit ${limit}s"
 console=$WORK/console.log
 set +e
-timeout "$limit" qemu-system-x86_64 -accel tcg -cpu max -m 1024M -smp 2 -nographic -nodefaults \
+timeout "$limit" qemu-system-x86_64 -accel tcg -cpu max -m 1536M -smp 2 -nographic -nodefaults \
     -serial stdio -nic none -no-reboot -kernel "$vmlinuz" -initrd "$WORK/initrd.img" \
     -append 'console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init' </dev/null >"$console" 2>&1
 qemu_rc=$?
@@ -292,6 +326,10 @@ expected+=(perf-compare)
 # A LANE line is found anywhere in a console line: the kernel or the firmware may have written
 # text before it on the same line.
 grep -oE 'LANE: (PASS|FAIL) .*' "$console" >"$WORK/verdicts" || true
+# The rdma_cm examples' steps (not run when the init stops early for a perf-only run).
+if [ "${RXE_LANE_PERF_ONLY:-0}" != 1 ]; then
+    for ex in rping ucmatose udaddy; do expected+=("interop:$ex:typed-server" "interop:$ex:typed-client"); done
+fi
 pass=0
 fail=0
 while read -r _ verdict what rest; do

@@ -98,8 +98,17 @@ EXAMPLES=(rc_pingpong uc_pingpong ud_pingpong srq_pingpong)
 RELEASE_EXAMPLES=()
 GUEST_SCRIPTS=()
 TESTS=()
-# - The CM examples against rdmacm-utils, both ways (their names and options as they land), e.g.
-#   EXAMPLES+=(cm_pingpong); STEPS+=("interop:rping:typed-server|cm|40|/examples/rping -s -a 0.0.0.0 -p @PORT@ -C 10|rping -c -a @SERVER@ -p @PORT@ -C 10")
+# - The CM examples against rdmacm-utils, both ways: rping (10 pings, validated), ucmatose,
+#   udaddy (its fixed port; its waits are bounded, a lost datagram is reported and fails).
+EXAMPLES+=(rping ucmatose udaddy)
+STEPS+=(
+    "interop:rping:typed-server|cm|40|/examples/rping -s -a 0.0.0.0 -p @PORT@ -C 10 -V|rping -c -a @SERVER@ -p @PORT@ -C 10 -v -V"
+    "interop:rping:typed-client|cm|40|rping -s -a 0.0.0.0 -p @PORT@ -C 10 -V|/examples/rping -c -a @SERVER@ -p @PORT@ -C 10 -v -V"
+    "interop:ucmatose:typed-server|cm|40|/examples/ucmatose -p @PORT@ -C 10|ucmatose -s @SERVER@ -p @PORT@ -C 10"
+    "interop:ucmatose:typed-client|cm|40|ucmatose -p @PORT@ -C 10|/examples/ucmatose -s @SERVER@ -p @PORT@ -C 10"
+    "interop:udaddy:typed-server|cm:7174|40|/examples/udaddy|udaddy -s @SERVER@"
+    "interop:udaddy:typed-client|cm:7174|40|udaddy|/examples/udaddy -s @SERVER@"
+)
 # - The typed perf tools side by side with perftest (release builds, as perftest's), across
 #   the wire: perf-compare.sh's server in one VM, its client (which retries its connections and
 #   prints the table of ratios) in the other, on ports of its own from 40000 on. Only with

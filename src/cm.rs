@@ -60,8 +60,8 @@ use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::qp::{Qp, QpType, RecvSide, UsesSrq};
 use crate::qp_state::{
-    AccessFlags, AddressVector, ConnectedInit, ErrorState, GlobalRoute, Init, Mtu, QpState, RcRtr,
-    RcRts, Reset, Rts, SqPsn, Transitions, UdInit,
+    AccessFlags, AddressVector, ConnectedInit, ConnectedInitModify, ErrorState, GlobalRoute, Init,
+    Mtu, QpState, RcRtr, RcRts, Reset, Rts, SqPsn, Transitions, UdInit,
 };
 use crate::sync::{Condvar, Mutex};
 use crate::{Context, Gid, Rc, Threading, Ud};
@@ -1713,6 +1713,25 @@ unsafe fn retype_qp<
     unsafe { Qp::from_raw_parts(qp.raw_nonnull()) }
 }
 
+/// The active side's QP, INIT → INIT with the id's INIT attributes once the connect response
+/// came, as librdmacm's `ucma_modify_qp_rtr` does for its own QPs ("Need to update QP
+/// attributes from default values"): before `rdma_connect` the kernel gives an active id's QP
+/// REMOTE_WRITE only (`cma_ib_init_qp_attr`); once the IB CM knows the responder resources it
+/// adds REMOTE_READ and REMOTE_ATOMIC (`cm_init_qp_init_attr`), without which the peer's RDMA
+/// reads of this side's memory fail (`IBV_WC_REM_INV_REQ_ERR`).
+fn qp_reinit<R: RecvSide, S: Threading, C, const SGE: usize>(
+    id: &OwnedId,
+    qp: &Qp<'_, Rc, R, S, C, Init, SGE>,
+) -> Result<()> {
+    let (a, mask) = id.init_qp_attr(sys::ibv_qp_state::IBV_QPS_INIT)?;
+    let init = <Rc as CmTransport>::init_attr(&a, mask)?;
+    qp.modify_init(ConnectedInitModify {
+        port_num: Some(init.port_num),
+        pkey_index: Some(init.pkey_index),
+        access: Some(init.access),
+    })
+}
+
 /// INIT → RTR → RTS with the id's attributes.
 fn qp_up<'a, P: PortSpace, R: RecvSide, S: Threading, C, const SGE: usize>(
     id: &OwnedId,
@@ -2003,6 +2022,7 @@ impl<S: IdState> CmId<Tcp, S> {
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_RESPONSE {
             return Err(event_error(Verb::Connect, ev));
         }
+        qp_reinit(&self.id, &qp)?;
         let qp = qp_up::<Tcp, R, Th, C, SGE>(&self.id, qp)?;
         // SAFETY: a live id after its connect response, without a librdmacm QP.
         unsafe { self.id.chan.cm.establish(self.as_raw()) }
@@ -2722,6 +2742,7 @@ mod tokio_cm {
             if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_RESPONSE {
                 return Err(event_error(Verb::Connect, ev));
             }
+            qp_reinit(&self.id, &qp)?;
             let qp = qp_up::<Tcp, R, Th, C, SGE>(&self.id, qp)?;
             // SAFETY: a live id after its connect response, without a librdmacm QP.
             unsafe { self.id.chan.cm.establish(self.as_raw()) }

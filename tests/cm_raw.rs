@@ -108,7 +108,11 @@ struct Ah(sys::ibv_ah_attr);
 impl std::fmt::Debug for Ah {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let a = &self.0;
-        write!(f, "Ah {{ is_global {} port {} sgid_index {} hop_limit {} }}", a.is_global, a.port_num, a.grh.sgid_index, a.grh.hop_limit)
+        write!(
+            f,
+            "Ah {{ is_global {} port {} sgid_index {} hop_limit {} }}",
+            a.is_global, a.port_num, a.grh.sgid_index, a.grh.hop_limit
+        )
     }
 }
 
@@ -144,7 +148,9 @@ impl Chan {
             return None;
         }
         // SAFETY: a live channel with an event waiting.
-        let e = unsafe { raw::rdma_get_cm_event(self.0) }.expect("rdma_get_cm_event").as_ptr();
+        let e = unsafe { raw::rdma_get_cm_event(self.0) }
+            .expect("rdma_get_cm_event")
+            .as_ptr();
         // SAFETY: a live event: read, then acked once.
         unsafe {
             let r = &*e;
@@ -159,14 +165,21 @@ impl Chan {
             } else {
                 std::slice::from_raw_parts(pd as *const u8, plen.into()).to_vec()
             };
-            assert!(!pd.is_null() || plen == 0, "NULL private data of length {plen}");
+            assert!(
+                !pd.is_null() || plen == 0,
+                "NULL private data of length {plen}"
+            );
             let out = Event {
                 ty: r.event,
                 status: r.status,
                 id: r.id,
                 listen_id: r.listen_id,
                 data,
-                responder_resources: if ud { 0 } else { r.param.conn.responder_resources },
+                responder_resources: if ud {
+                    0
+                } else {
+                    r.param.conn.responder_resources
+                },
                 initiator_depth: if ud { 0 } else { r.param.conn.initiator_depth },
                 retry_count: if ud { 0 } else { r.param.conn.retry_count },
                 rnr_retry_count: if ud { 0 } else { r.param.conn.rnr_retry_count },
@@ -273,7 +286,11 @@ fn bare(state: u32) -> sys::ibv_qp_attr {
 
 fn conn_param(data: &[u8], qpn: u32, resp: u8, init: u8) -> sys::rdma_conn_param {
     sys::rdma_conn_param {
-        private_data: if data.is_empty() { ptr::null() } else { data.as_ptr().cast() },
+        private_data: if data.is_empty() {
+            ptr::null()
+        } else {
+            data.as_ptr().cast()
+        },
         private_data_len: data.len() as u8,
         responder_resources: resp,
         initiator_depth: init,
@@ -333,7 +350,13 @@ impl Side {
             )
             .expect("mr")
             .as_ptr();
-            Side { pd, cq, qp, mr, buf }
+            Side {
+                pd,
+                cq,
+                qp,
+                mr,
+                buf,
+            }
         }
     }
 
@@ -346,8 +369,12 @@ impl Side {
     #[track_caller]
     fn modify(&self, (mut a, m): (sys::ibv_qp_attr, i32)) {
         // SAFETY: a live QP; attributes from rdma_init_qp_attr.
-        unsafe { raw::ibv_modify_qp(self.qp, &mut a, m) }
-            .unwrap_or_else(|e| panic!("ibv_modify_qp to {} with mask {m:#x}: errno {e}", a.qp_state));
+        unsafe { raw::ibv_modify_qp(self.qp, &mut a, m) }.unwrap_or_else(|e| {
+            panic!(
+                "ibv_modify_qp to {} with mask {m:#x}: errno {e}",
+                a.qp_state
+            )
+        });
     }
 
     fn post_recv(&mut self, len: usize) {
@@ -466,7 +493,11 @@ fn rc_connect_accept_traffic_disconnect() {
         let mut client = Side::new(&ctx, sys::ibv_qp_type::IBV_QPT_RC);
         // Before the connect there is no CM id: INIT with no remote access.
         let (a, m) = init_attr(cid, sys::ibv_qp_state::IBV_QPS_INIT).expect("INIT attrs");
-        assert_eq!(m, STATE | PKEY_INDEX | PORT | ACCESS_FLAGS, "active INIT mask");
+        assert_eq!(
+            m,
+            STATE | PKEY_INDEX | PORT | ACCESS_FLAGS,
+            "active INIT mask"
+        );
         assert_eq!((a.qp_access_flags, a.pkey_index, a.port_num), (0, 0, 1));
         client.modify((a, m));
         let hello = b"hello from the client";
@@ -474,15 +505,26 @@ fn rc_connect_accept_traffic_disconnect() {
         // SAFETY: a route-resolved id; the param and its data live across the call.
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("rdma_connect");
         // After it, RTR and RTS wait for the reply.
-        for st in [sys::ibv_qp_state::IBV_QPS_RTR, sys::ibv_qp_state::IBV_QPS_RTS] {
-            assert_eq!(init_attr(cid, st).err(), Some(libc::EINVAL), "state {st} before the reply");
+        for st in [
+            sys::ibv_qp_state::IBV_QPS_RTR,
+            sys::ibv_qp_state::IBV_QPS_RTS,
+        ] {
+            assert_eq!(
+                init_attr(cid, st).err(),
+                Some(libc::EINVAL),
+                "state {st} before the reply"
+            );
         }
 
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         assert_eq!(req.status, 0);
         assert_eq!(req.listen_id, lid);
         assert!(!req.id.is_null() && req.id != lid);
-        assert_eq!(req.data, padded(hello, 56), "REQ private data: 92 bytes less the cma header");
+        assert_eq!(
+            req.data,
+            padded(hello, 56),
+            "REQ private data: 92 bytes less the cma header"
+        );
         assert_eq!(req.qp_num, client.qpn());
         // The passive side's view: the active side's resources swapped.
         assert_eq!((req.responder_resources, req.initiator_depth), (3, 2));
@@ -494,13 +536,23 @@ fn rc_connect_accept_traffic_disconnect() {
             assert_eq!((*sid).qp_type, sys::ibv_qp_type::IBV_QPT_RC);
             assert_eq!((*sid).channel, sch.0);
             assert_eq!((*sid).port_num, 1);
-            assert_eq!(u16::from_be((*sid).route.addr.src_addr_union.src_sin.sin_port), port(0));
+            assert_eq!(
+                u16::from_be((*sid).route.addr.src_addr_union.src_sin.sin_port),
+                port(0)
+            );
         }
 
         let mut server = Side::new(&ctx, sys::ibv_qp_type::IBV_QPT_RC);
         let (a, m) = init_attr(sid, sys::ibv_qp_state::IBV_QPS_INIT).expect("passive INIT");
-        assert_eq!(m, STATE | ACCESS_FLAGS | PKEY_INDEX | PORT, "passive INIT mask");
-        assert_eq!(a.qp_access_flags, REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC);
+        assert_eq!(
+            m,
+            STATE | ACCESS_FLAGS | PKEY_INDEX | PORT,
+            "passive INIT mask"
+        );
+        assert_eq!(
+            a.qp_access_flags,
+            REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC
+        );
         assert_eq!((a.pkey_index, a.port_num), (0, 1));
         server.modify((a, m));
         let (a, m) = init_attr(sid, sys::ibv_qp_state::IBV_QPS_RTR).expect("passive RTR");
@@ -582,7 +634,14 @@ fn rc_connect_accept_traffic_disconnect() {
         client.send(b"ping over the CM", None);
         assert_eq!(client.completion().0, sys::ibv_wc_status::IBV_WC_SUCCESS);
         let (st, op, len) = server.completion();
-        assert_eq!((st, op, len), (sys::ibv_wc_status::IBV_WC_SUCCESS, sys::ibv_wc_opcode::IBV_WC_RECV, 16));
+        assert_eq!(
+            (st, op, len),
+            (
+                sys::ibv_wc_status::IBV_WC_SUCCESS,
+                sys::ibv_wc_opcode::IBV_WC_RECV,
+                16
+            )
+        );
         assert_eq!(&server.buf[..16], b"ping over the CM");
         server.send(b"pong", None);
         assert_eq!(server.completion().0, sys::ibv_wc_status::IBV_WC_SUCCESS);
@@ -604,9 +663,21 @@ fn rc_connect_accept_traffic_disconnect() {
         unsafe { raw::rdma_disconnect(cid) }.expect("second rdma_disconnect");
         let tw_c = cch.quiet(test, Duration::from_millis(1500));
         let tw_s = sch.quiet(test, Duration::from_millis(100));
-        note(test, format!("TIMEWAIT_EXIT seen: client {tw_c}, server {tw_s}"));
-        for st in [sys::ibv_qp_state::IBV_QPS_INIT, sys::ibv_qp_state::IBV_QPS_RTS] {
-            note(test, format!("init_qp_attr({st}) after the disconnect: {:?}", init_attr(cid, st).map(|(_, m)| m)));
+        note(
+            test,
+            format!("TIMEWAIT_EXIT seen: client {tw_c}, server {tw_s}"),
+        );
+        for st in [
+            sys::ibv_qp_state::IBV_QPS_INIT,
+            sys::ibv_qp_state::IBV_QPS_RTS,
+        ] {
+            note(
+                test,
+                format!(
+                    "init_qp_attr({st}) after the disconnect: {:?}",
+                    init_attr(cid, st).map(|(_, m)| m)
+                ),
+            );
         }
         drop((client, server));
         destroy(cid);
@@ -645,10 +716,16 @@ fn rc_reject_with_private_data() {
         assert_eq!((rej.status, rej.id), (28, cid));
         assert_eq!(rej.data, padded(no, 148));
         // The rejected side's CM id is idle: no QP attributes from it any more.
-        assert_eq!(init_attr(cid, sys::ibv_qp_state::IBV_QPS_INIT).err(), Some(libc::EINVAL));
+        assert_eq!(
+            init_attr(cid, sys::ibv_qp_state::IBV_QPS_INIT).err(),
+            Some(libc::EINVAL)
+        );
         // Rejecting twice is refused.
         // SAFETY: as above.
-        assert_eq!(unsafe { raw::rdma_reject(req.id, ptr::null(), 0) }, Err(libc::EINVAL));
+        assert_eq!(
+            unsafe { raw::rdma_reject(req.id, ptr::null(), 0) },
+            Err(libc::EINVAL)
+        );
         assert!(cch.next_within(Duration::from_millis(200)).is_none());
         destroy(req.id);
         destroy(cid);
@@ -689,7 +766,10 @@ fn rc_private_data_limits() {
         let big = [0xa5u8; 200];
         let mut cp = conn_param(&big[..57], fake_qpn(3), 1, 1);
         // SAFETY: a resolved id; data readable.
-        assert_eq!(unsafe { raw::rdma_connect(cid, &mut cp) }, Err(libc::EINVAL));
+        assert_eq!(
+            unsafe { raw::rdma_connect(cid, &mut cp) },
+            Err(libc::EINVAL)
+        );
         let mut cp = conn_param(&big[..56], fake_qpn(3), 1, 1);
         // SAFETY: as above (the failed connect left the id route-resolved).
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect with 56 bytes");
@@ -697,7 +777,10 @@ fn rc_private_data_limits() {
         assert_eq!(req.data, big[..56].to_vec());
         let mut sp = conn_param(&big[..197], fake_qpn(3) + 1, 1, 1);
         // SAFETY: the request's id.
-        assert_eq!(unsafe { raw::rdma_accept(req.id, &mut sp) }, Err(libc::EINVAL));
+        assert_eq!(
+            unsafe { raw::rdma_accept(req.id, &mut sp) },
+            Err(libc::EINVAL)
+        );
         let rej = cch.expect(RDMA_CM_EVENT_REJECTED);
         assert_eq!(rej.status, 28);
         destroy(req.id);
@@ -726,9 +809,16 @@ fn ud_sidr_connect_and_datagram() {
         client.modify((a, m));
         // The kernel answers every state of a UD id as INIT (cma_ib_init_qp_attr): a program
         // moves a UD QP to RTR and RTS itself, as librdmacm's ucma_init_ud_qp does.
-        for st in [sys::ibv_qp_state::IBV_QPS_RTR, sys::ibv_qp_state::IBV_QPS_RTS] {
+        for st in [
+            sys::ibv_qp_state::IBV_QPS_RTR,
+            sys::ibv_qp_state::IBV_QPS_RTS,
+        ] {
             let (a, m) = init_attr(cid, st).expect("UD attrs");
-            assert_eq!(m, STATE | PKEY_INDEX | PORT | QKEY, "UD mask for state {st}");
+            assert_eq!(
+                m,
+                STATE | PKEY_INDEX | PORT | QKEY,
+                "UD mask for state {st}"
+            );
             assert_eq!((a.qp_state, a.qkey, a.port_num), (st, UDP_QKEY, 1));
         }
         // RTR and RTS as librdmacm's ucma_init_ud_qp moves a UD QP.
@@ -741,7 +831,11 @@ fn ud_sidr_connect_and_datagram() {
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         assert_eq!((req.status, req.listen_id), (0, lid));
-        assert_eq!(req.data, padded(q, 180), "SIDR REQ private data: 216 less the cma header");
+        assert_eq!(
+            req.data,
+            padded(q, 180),
+            "SIDR REQ private data: 216 less the cma header"
+        );
         assert_eq!((req.ud_qpn, req.ud_qkey), (0, 0));
         let sid = req.id;
         // SAFETY: a live id.
@@ -765,12 +859,20 @@ fn ud_sidr_connect_and_datagram() {
         let mut ah = est.ud_ah.expect("ah_attr").0;
         assert_eq!((ah.is_global, ah.port_num), (1, 1));
         assert_gid(&ctx, test, ah.grh.sgid_index);
-        note(test, format!("UD ah: hop_limit {} dlid {} sl {}", ah.grh.hop_limit, ah.dlid, ah.sl));
+        note(
+            test,
+            format!(
+                "UD ah: hop_limit {} dlid {} sl {}",
+                ah.grh.hop_limit, ah.dlid, ah.sl
+            ),
+        );
         // No event for the passive side.
         assert!(sch.next_within(Duration::from_millis(200)).is_none());
 
         // SAFETY: a live PD; the AH attributes from the CM.
-        let ah = unsafe { raw::ibv_create_ah(client.pd, &mut ah) }.expect("ibv_create_ah").as_ptr();
+        let ah = unsafe { raw::ibv_create_ah(client.pd, &mut ah) }
+            .expect("ibv_create_ah")
+            .as_ptr();
         client.send(b"datagram", Some((ah, est.ud_qpn, est.ud_qkey)));
         assert_eq!(client.completion().0, sys::ibv_wc_status::IBV_WC_SUCCESS);
         let (st, _, len) = server.completion();
@@ -816,7 +918,14 @@ fn ud_reject_and_no_listener() {
         unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
         match cch.next_within(WAIT) {
             Some(e) => {
-                note(test, format!("UD connect without listener: {} status {}", name(e.ty), e.status));
+                note(
+                    test,
+                    format!(
+                        "UD connect without listener: {} status {}",
+                        name(e.ty),
+                        e.status
+                    ),
+                );
                 assert_eq!((name(e.ty), e.status), (name(RDMA_CM_EVENT_UNREACHABLE), 1));
             }
             None => panic!("no answer to a UD connect without listener"),
@@ -882,8 +991,18 @@ fn resolve_unreachable_address() {
         let mut dst = sin([192, 0, 2, 1], port(10));
         // SAFETY: a live id, a valid destination.
         let r = unsafe { raw::rdma_resolve_addr(id, ptr::null_mut(), sa(&mut dst), 1000) };
-        let ev = if r.is_ok() { ch.next_within(Duration::from_secs(5)) } else { None };
-        note(test, format!("resolve 192.0.2.1: {r:?}, then {:?}", ev.as_ref().map(|e| (name(e.ty), e.status))));
+        let ev = if r.is_ok() {
+            ch.next_within(Duration::from_secs(5))
+        } else {
+            None
+        };
+        note(
+            test,
+            format!(
+                "resolve 192.0.2.1: {r:?}, then {:?}",
+                ev.as_ref().map(|e| (name(e.ty), e.status))
+            ),
+        );
         assert_eq!(r, Err(libc::ENETUNREACH));
         // (No rdma_resolve_route now: librdmacm's reads the device of an id whose address is
         // resolved, and crashes on one without.)
@@ -923,7 +1042,11 @@ fn connect_pair(
     sch: &Chan,
     cch: &Chan,
     p: u16,
-) -> (*mut sys::rdma_cm_id, *mut sys::rdma_cm_id, *mut sys::rdma_cm_id) {
+) -> (
+    *mut sys::rdma_cm_id,
+    *mut sys::rdma_cm_id,
+    *mut sys::rdma_cm_id,
+) {
     let lid = listener(sch, RDMA_PS_TCP, p);
     let cid = resolved(cch, RDMA_PS_TCP, p);
     let mut cp = conn_param(b"", fake_qpn(p), 1, 1);
@@ -989,13 +1112,19 @@ fn destroy_waits_for_the_ack() {
         let id = ch.id(RDMA_PS_TCP);
         let mut dst = sin(cm_ip(), port(13));
         // SAFETY: a live id.
-        unsafe { raw::rdma_resolve_addr(id, ptr::null_mut(), sa(&mut dst), 5000) }.expect("resolve");
+        unsafe { raw::rdma_resolve_addr(id, ptr::null_mut(), sa(&mut dst), 5000) }
+            .expect("resolve");
         // SAFETY: a live channel with an event coming.
-        let ev = unsafe { raw::rdma_get_cm_event(ch.0) }.expect("event").as_ptr() as usize;
+        let ev = unsafe { raw::rdma_get_cm_event(ch.0) }
+            .expect("event")
+            .as_ptr() as usize;
         let idu = id as usize;
         let t = std::thread::spawn(move || destroy(idu as *mut sys::rdma_cm_id));
         std::thread::sleep(Duration::from_millis(300));
-        assert!(!t.is_finished(), "rdma_destroy_id returned with an event unacked");
+        assert!(
+            !t.is_finished(),
+            "rdma_destroy_id returned with an event unacked"
+        );
         // SAFETY: the event, acked once; its id is still live (its destroy waits).
         unsafe { raw::rdma_ack_cm_event(ev as *mut sys::rdma_cm_event) }.expect("ack");
         t.join().expect("destroy thread");
@@ -1014,7 +1143,10 @@ fn software_counts_cm_objects() {
     let ch = Chan::new(&ctx);
     let id = ch.id(RDMA_PS_TCP);
     let now = typed_verbs::software::live_objects(&ctx).expect("software");
-    assert_eq!((now.cm_channels, now.cm_ids), (before.cm_channels + 1, before.cm_ids + 1));
+    assert_eq!(
+        (now.cm_channels, now.cm_ids),
+        (before.cm_channels + 1, before.cm_ids + 1)
+    );
     destroy(id);
     drop(ch);
     assert_eq!(typed_verbs::software::live_objects(&ctx), Some(before));
@@ -1041,8 +1173,14 @@ fn timewait_exit_follows_the_disconnects() {
             let e = ch.expect(RDMA_CM_EVENT_TIMEWAIT_EXIT);
             assert_eq!((e.status, e.id, e.data.len()), (0, id, 0));
             let after = t0.elapsed();
-            note(test, format!("{who}: TIMEWAIT_EXIT {after:?} after the DREP"));
-            assert!(after >= Duration::from_millis(1500), "{who}: TIMEWAIT_EXIT after {after:?}");
+            note(
+                test,
+                format!("{who}: TIMEWAIT_EXIT {after:?} after the DREP"),
+            );
+            assert!(
+                after >= Duration::from_millis(1500),
+                "{who}: TIMEWAIT_EXIT after {after:?}"
+            );
         }
         // Nothing more.
         assert!(cch.next_within(Duration::from_millis(300)).is_none());
@@ -1078,7 +1216,10 @@ fn destroying_a_connecting_id_rejects_the_peer() {
         // But the REJ left its CM id idle: an accept is refused.
         let mut sp = conn_param(b"", fake_qpn(15) + 1, 1, 1);
         // SAFETY: the request's id.
-        assert_eq!(unsafe { raw::rdma_accept(req.id, &mut sp) }, Err(libc::EINVAL));
+        assert_eq!(
+            unsafe { raw::rdma_accept(req.id, &mut sp) },
+            Err(libc::EINVAL)
+        );
         assert!(sch.next_within(Duration::from_millis(300)).is_none());
         destroy(req.id);
 
@@ -1093,8 +1234,14 @@ fn destroying_a_connecting_id_rejects_the_peer() {
         destroy(cid);
         match sch.next_within(WAIT) {
             Some(e) => {
-                note(test, format!("REP receiver destroyed: {} status {}", name(e.ty), e.status));
-                assert_eq!((name(e.ty), e.status, e.id), (name(RDMA_CM_EVENT_REJECTED), 28, req.id));
+                note(
+                    test,
+                    format!("REP receiver destroyed: {} status {}", name(e.ty), e.status),
+                );
+                assert_eq!(
+                    (name(e.ty), e.status, e.id),
+                    (name(RDMA_CM_EVENT_REJECTED), 28, req.id)
+                );
             }
             None => panic!("nothing on the passive side after the active side's destroy"),
         }
@@ -1120,8 +1267,18 @@ fn a_req_naming_a_connected_qp_is_stale() {
         // SAFETY: a resolved id.
         unsafe { raw::rdma_connect(cid2, &mut cp) }.expect("connect");
         let e = cch.next_within(WAIT).expect("an answer to the second REQ");
-        note(test, format!("second REQ from the same QP: {} status {}", name(e.ty), e.status));
-        assert_eq!((name(e.ty), e.status, e.id), (name(RDMA_CM_EVENT_REJECTED), 10, cid2));
+        note(
+            test,
+            format!(
+                "second REQ from the same QP: {} status {}",
+                name(e.ty),
+                e.status
+            ),
+        );
+        assert_eq!(
+            (name(e.ty), e.status, e.id),
+            (name(RDMA_CM_EVENT_REJECTED), 10, cid2)
+        );
         assert!(sch.next_within(Duration::from_millis(300)).is_none());
         destroy(cid2);
         destroy(cid);

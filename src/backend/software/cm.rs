@@ -162,7 +162,8 @@ impl Addr {
         }
         let mut one = [0u8; 16];
         one[15] = 1;
-        self.ip == one || (self.ip[..10] == [0; 10] && self.ip[10..12] == [0xff; 2] && self.ip[12] == 127)
+        self.ip == one
+            || (self.ip[..10] == [0; 10] && self.ip[10..12] == [0xff; 2] && self.ip[12] == 127)
     }
 
     /// Whether the address belongs to the software device (binding or resolving it works).
@@ -194,7 +195,8 @@ impl Addr {
             let s = unsafe { &mut *(&mut st as *mut _ as *mut libc::sockaddr_in) };
             s.sin_family = libc::AF_INET as libc::sa_family_t;
             s.sin_port = self.port.to_be();
-            s.sin_addr.s_addr = u32::from_ne_bytes([self.ip[0], self.ip[1], self.ip[2], self.ip[3]]);
+            s.sin_addr.s_addr =
+                u32::from_ne_bytes([self.ip[0], self.ip[1], self.ip[2], self.ip[3]]);
         }
         st
     }
@@ -396,7 +398,9 @@ impl State {
     /// A REJ from `from`'s side to its peer: REJECTED (status `reason`, 148 bytes of private
     /// data) where the peer is still connecting; the peer's CM goes idle.
     fn send_rej(&mut self, peer: u64, reason: i32, data: &[u8]) {
-        let Some(p) = self.ids.get_mut(&peer) else { return };
+        let Some(p) = self.ids.get_mut(&peer) else {
+            return;
+        };
         if !matches!(p.cm, Cm::ReqSent | Cm::ReqRcvd | Cm::RepSent | Cm::RepRcvd) {
             return;
         }
@@ -411,7 +415,9 @@ impl State {
 
     /// A SIDR REP with a status other than success: UNREACHABLE with that status.
     fn send_sidr_fail(&mut self, peer: u64, status: i32, data: &[u8]) {
-        let Some(p) = self.ids.get_mut(&peer) else { return };
+        let Some(p) = self.ids.get_mut(&peer) else {
+            return;
+        };
         if p.cm != Cm::SidrReqSent {
             return;
         }
@@ -427,7 +433,9 @@ impl State {
     /// `h`'s CM enters TIMEWAIT (it sent or received the DREP): TIMEWAIT_EXIT follows after
     /// [`TIMEWAIT`], if the id is still there.
     fn enter_timewait(&mut self, h: u64) {
-        let Some(i) = self.ids.get_mut(&h) else { return };
+        let Some(i) = self.ids.get_mut(&h) else {
+            return;
+        };
         i.cm = Cm::Timewait;
         i.timewait += 1;
         let n = i.timewait;
@@ -436,7 +444,9 @@ impl State {
 
     /// A timer of [`State::enter_timewait`] fired.
     fn timewait_exit(&mut self, h: u64, n: u64) {
-        let Some(i) = self.ids.get_mut(&h) else { return };
+        let Some(i) = self.ids.get_mut(&h) else {
+            return;
+        };
         if i.cm != Cm::Timewait || i.timewait != n {
             return;
         }
@@ -449,7 +459,9 @@ impl State {
 
     /// A DREQ or DREP reaching `peer`: DISCONNECTED where its rdma_cm state is still CONNECT.
     fn peer_disconnected(&mut self, peer: u64) {
-        let Some(p) = self.ids.get_mut(&peer) else { return };
+        let Some(p) = self.ids.get_mut(&peer) else {
+            return;
+        };
         if p.st != St::Connect {
             return;
         }
@@ -470,7 +482,9 @@ impl State {
         } else {
             if let Some(owners) = self.ports.get(&(ps, addr.port)) {
                 for o in owners {
-                    let Some(cur) = self.ids.get(o).and_then(|i| i.src) else { continue };
+                    let Some(cur) = self.ids.get(o).and_then(|i| i.src) else {
+                        continue;
+                    };
                     // cma_check_port skips ids of another family only when both are afonly:
                     // IPv4 ids are, IPv6 ones are not (bindv6only = 0), so it never does.
                     if addr.is_any() || cur.is_any() {
@@ -510,7 +524,11 @@ impl State {
     /// to the wildcard.
     fn listener(&self, ps: u32, dst: &Addr) -> Option<u64> {
         let owners = self.ports.get(&(ps, dst.port))?;
-        let listening = |o: &&u64| self.ids.get(o).is_some_and(|i| i.st == St::Listen && !i.dying);
+        let listening = |o: &&u64| {
+            self.ids
+                .get(o)
+                .is_some_and(|i| i.st == St::Listen && !i.dying)
+        };
         let addr_of = |o: &u64| self.ids.get(o).and_then(|i| i.src);
         owners
             .iter()
@@ -629,7 +647,9 @@ impl State {
                 *n -= 1;
             }
             // SAFETY: the id's channel is live (it had an id until now).
-            unsafe { counters(id.ch) }.cm_ids.fetch_sub(1, Ordering::Relaxed);
+            unsafe { counters(id.ch) }
+                .cm_ids
+                .fetch_sub(1, Ordering::Relaxed);
             // SAFETY: made by Box::into_raw in new_id; removed from the table first, so nothing
             // finds it any more.
             drop(unsafe { Box::from_raw(id.raw as *mut IdBox) });
@@ -656,7 +676,9 @@ impl State {
         let raw = Box::into_raw(b) as usize;
         // SAFETY: the channel is live, and so is its software context (its cm_channels count
         // keeps the context from closing).
-        unsafe { counters(ch) }.cm_ids.fetch_add(1, Ordering::Relaxed);
+        unsafe { counters(ch) }
+            .cm_ids
+            .fetch_add(1, Ordering::Relaxed);
         let psn = self.psn();
         self.ids.insert(
             h,
@@ -879,7 +901,11 @@ impl CmPath for SoftwareCm {
         // SAFETY: caller's contract.
         let d = unsafe { Addr::read(dst) }?;
         // SAFETY: as above; `src` may be NULL.
-        let sa = if src.is_null() { None } else { Some(unsafe { Addr::read(src) }?) };
+        let sa = if src.is_null() {
+            None
+        } else {
+            Some(unsafe { Addr::read(src) }?)
+        };
         let mut s = lock();
         // SAFETY: caller's contract.
         let h = unsafe { s.handle(id) }?;
@@ -924,7 +950,11 @@ impl CmPath for SoftwareCm {
         Ok(())
     }
 
-    unsafe fn resolve_route(&self, id: *mut sys::rdma_cm_id, _timeout_ms: i32) -> Result<(), Errno> {
+    unsafe fn resolve_route(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        _timeout_ms: i32,
+    ) -> Result<(), Errno> {
         let mut s = lock();
         // SAFETY: caller's contract.
         let h = unsafe { s.handle(id) }?;
@@ -992,7 +1022,9 @@ impl CmPath for SoftwareCm {
             return Err(libc::EINVAL);
         }
         // SAFETY: caller's contract.
-        let data = p.map_or(&[][..], |p| unsafe { user_data(p.private_data, p.private_data_len) });
+        let data = p.map_or(&[][..], |p| unsafe {
+            user_data(p.private_data, p.private_data_len)
+        });
         let limit = if ud { SIDR_REQ_PRIVATE } else { REQ_PRIVATE } - CMA_HDR;
         if data.len() > limit {
             return Err(libc::EINVAL);
@@ -1152,7 +1184,9 @@ impl CmPath for SoftwareCm {
             return Err(libc::EINVAL);
         }
         // SAFETY: caller's contract.
-        let data = p.map_or(&[][..], |p| unsafe { user_data(p.private_data, p.private_data_len) });
+        let data = p.map_or(&[][..], |p| unsafe {
+            user_data(p.private_data, p.private_data_len)
+        });
         if ud {
             if cm != Cm::SidrReqRcvd {
                 return Err(libc::EINVAL);
