@@ -85,7 +85,7 @@ mapfile -t perf_tools < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/bu
 examples+=("${perf_tools[@]}")
 
 # --- The rdma_cm examples (rping, ucmatose, udaddy), run against rdmacm-utils' programs in the VM. ---
-CM_EXAMPLES=(rping ucmatose udaddy)
+CM_EXAMPLES=(rping ucmatose udaddy cm_pingpong)
 echo "rxe-lane: building the rdma_cm examples"
 if ! cargo build "${CM_EXAMPLES[@]/#/--example=}" --message-format=json-render-diagnostics \
     >"$WORK/build-cm-examples.json" 2>"$WORK/build-cm-examples.log"; then
@@ -248,6 +248,8 @@ step interop:ucmatose:typed-server cmpair "/examples/ucmatose -b 10.0.0.1 -c 2 -
 step interop:ucmatose:typed-client cmpair "ucmatose -b 10.0.0.1 -c 2 -C 20" "/examples/ucmatose -s 10.0.0.1 -c 2 -C 20"
 step interop:udaddy:typed-server cmpair "/examples/udaddy -b 10.0.0.1 -c 2 -C 20" "udaddy -s 10.0.0.1 -c 2 -C 20"
 step interop:udaddy:typed-client cmpair "udaddy -b 10.0.0.1 -c 2 -C 20" "/examples/udaddy -s 10.0.0.1 -c 2 -C 20"
+# The crate's own CM ping-pong (ibv_rc_pingpong's exchange over a typed rdma_cm connection).
+step cm_pingpong cmpair "/examples/cm_pingpong -d rxe0 -p 18600 -n 200" "/examples/cm_pingpong -d rxe0 -p 18600 -n 200 10.0.0.1"
 # --- end of the rdma_cm examples' steps
 interop() { # interop "SERVER [OPTS]" "CLIENT [OPTS]" ARGS...: on rxe0, 20 s each, over loopback TCP
     srv=$1
@@ -329,6 +331,7 @@ grep -oE 'LANE: (PASS|FAIL) .*' "$console" >"$WORK/verdicts" || true
 # The rdma_cm examples' steps (not run when the init stops early for a perf-only run).
 if [ "${RXE_LANE_PERF_ONLY:-0}" != 1 ]; then
     for ex in rping ucmatose udaddy; do expected+=("interop:$ex:typed-server" "interop:$ex:typed-client"); done
+    expected+=(cm_pingpong)
 fi
 pass=0
 fail=0

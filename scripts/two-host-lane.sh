@@ -25,9 +25,9 @@
 # binaries).
 #
 # Usage: bash scripts/two-host-lane.sh
-#   TWO_HOST_LANE_TIMEOUT   seconds the VMs may run (default 420)
+#   TWO_HOST_LANE_TIMEOUT   seconds the VMs may run (default 900)
 #   TWO_HOST_LANE_ONLY      a regular expression: only the steps whose name matches
-#   TWO_HOST_LANE_PERF      1: also scripts/guest/perf-compare.sh across the wire (see the hooks)
+#   TWO_HOST_LANE_PERF      0: leave out scripts/guest/perf-compare.sh across the wire (see the hooks)
 #   PERF_*                  passed to perf-compare.sh in the VMs
 # Prints one line per verdict, the wire's counters and a summary; exits non-zero if any step
 # failed or is missing. The consoles stay in target/two-host-vm/. The kernel and the packages
@@ -100,8 +100,9 @@ GUEST_SCRIPTS=()
 TESTS=()
 # - The CM examples against rdmacm-utils, both ways: rping (10 pings, validated), ucmatose,
 #   udaddy (its fixed port; its waits are bounded, a lost datagram is reported and fails).
-EXAMPLES+=(rping ucmatose udaddy)
+EXAMPLES+=(rping ucmatose udaddy cm_pingpong)
 STEPS+=(
+    "cm_pingpong|cm|40|/examples/cm_pingpong -d rxe0 -p @PORT@ -n 200|/examples/cm_pingpong -d rxe0 -p @PORT@ -n 200 @SERVER@"
     "interop:rping:typed-server|cm|40|/examples/rping -s -a 0.0.0.0 -p @PORT@ -C 10 -V|rping -c -a @SERVER@ -p @PORT@ -C 10 -v -V"
     "interop:rping:typed-client|cm|40|rping -s -a 0.0.0.0 -p @PORT@ -C 10 -V|/examples/rping -c -a @SERVER@ -p @PORT@ -C 10 -v -V"
     "interop:ucmatose:typed-server|cm|40|/examples/ucmatose -p @PORT@ -C 10|ucmatose -s @SERVER@ -p @PORT@ -C 10"
@@ -111,15 +112,15 @@ STEPS+=(
 )
 # - The typed perf tools side by side with perftest (release builds, as perftest's), across
 #   the wire: perf-compare.sh's server in one VM, its client (which retries its connections and
-#   prints the table of ratios) in the other, on ports of its own from 40000 on. Only with
-#   TWO_HOST_LANE_PERF=1: with PERF_REPS=1 it takes about 110 s a direction (and the release
-#   build as long again), outside the lane's budget, and under TCG on a loaded machine the
-#   latency ratios across the wire swing past perf-compare's 2x gate (PERF_GATE=0 reports them
-#   without failing).
-if [ -f scripts/guest/perf-compare.sh ] && [ -f examples/tv_send_bw.rs ] && [ "${TWO_HOST_LANE_PERF:-0}" = 1 ]; then
+#   prints the table of ratios) in the other, on ports of its own from 40000 on. On by default
+#   (TWO_HOST_LANE_PERF=0 leaves it out): one pair per size (PERF_REPS=1 unless set), about
+#   110 s a direction. Across the wire the ratios are reported, not gated (PERF_GATE=0 unless
+#   set): under TCG a stall of either VM decides a single latency run, and the figure is the
+#   ratio in one run, read by a person; the single-VM lane keeps the gate.
+if [ -f scripts/guest/perf-compare.sh ] && [ -f examples/tv_send_bw.rs ] && [ "${TWO_HOST_LANE_PERF:-1}" = 1 ]; then
     RELEASE_EXAMPLES+=(tv_send_bw tv_write_bw tv_send_lat tv_write_lat)
     GUEST_SCRIPTS+=(scripts/guest/perf-compare.sh)
-    STEPS+=("perf:compare|none|600|. /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh server|. /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh client @SERVER@")
+    STEPS+=("perf:compare|none|600|export PERF_REPS=1 PERF_GATE=0; . /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh server|export PERF_REPS=1 PERF_GATE=0; . /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh client @SERVER@")
 fi
 # - The runtime tests that need two nodes (TWO_NODE_TESTS, also built as TESTS): each test of
 #   the binary is a step of its own (`test:two_node:NAME`, the names listed by running the
@@ -350,7 +351,7 @@ vm_pack "$WORK/initrd.img"
 rm -rf "$ROOT"
 
 # 4. Boot both, joined by the wire: UDP on 127.0.0.1, A's port P and B's port P+1.
-limit=${TWO_HOST_LANE_TIMEOUT:-420}
+limit=${TWO_HOST_LANE_TIMEOUT:-900}
 wport=$((20000 + ($$ % 10000) * 2))
 echo "$VM_NAME: booting two VMs with $kver (TCG), wire on 127.0.0.1:$wport-$((wport + 1)), ${#expected[@]} verdicts expected, limit ${limit}s"
 boot() { # boot NODE LOCAL_PORT REMOTE_PORT MAC
