@@ -11,7 +11,7 @@
 //!
 //! Options: `-d` device, `-i` port, `-x` GID index, `-s` size, `-n` iterations, `-a` all
 //! sizes (2 B to 8 MiB), `-F` (accepted), `-p` TCP port, `-t` tx depth, `-Q` CQ moderation, `-N` no peak, `-R`
-//! rdma_cm (not yet available); see `examples/common/perf.rs`.
+//! rdma_cm (not implemented: the tools connect over TCP); see `examples/common/perf.rs`.
 
 #[path = "common/perf.rs"]
 mod perf;

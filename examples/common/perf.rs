@@ -19,8 +19,8 @@
 //!
 //! # Connection through rdma_cm (`-R`)
 //!
-//! The seam is [`connect`]: it gets the options and returns the connected QP's peer address; `-R`
-//! currently reports that the typed rdma_cm is not yet available.
+//! The connection is perftest's default, a TCP exchange; `-R` (perftest's connection through
+//! rdma_cm) is refused with a message ([`connect`]): the typed tools do not implement it.
 #![allow(dead_code)] // each program uses part of this module
 
 use std::fmt::Display;
@@ -157,7 +157,7 @@ fn usage(t: &Tool) -> String {
     if t.verb == Verb::Send {
         line(" -r, --rx-depth=<dep>       Rx queue size (default 512)".into());
     }
-    line(" -R, --rdma_cm              Connect QPs with rdma_cm (not yet available)".into());
+    line(" -R, --rdma_cm              Connect QPs with rdma_cm (not implemented: TCP)".into());
     line(format!(
         " -s, --size=<size>          Size of message to exchange (default {size})"
     ));
@@ -617,13 +617,13 @@ fn mtu_of(active: u32) -> Mtu {
     }
 }
 
-/// Connects the QP: over TCP (the exchange above), or through rdma_cm with `-R`, which the
-/// typed rdma_cm module will serve; until it is merged, `-R` says so and fails.
+/// The connection: over TCP (the exchange above), perftest's default. `-R` (perftest's
+/// connection through rdma_cm) is refused with a message: the typed tools do not implement it.
 pub fn connect(o: &Opts) -> Result<(), String> {
     if o.rdma_cm {
         return Err(
-            "-R (connection through rdma_cm) is not yet available in the typed tools: the typed \
-             rdma_cm module is not merged yet; connect over TCP (without -R)"
+            "-R (connection through rdma_cm) is not implemented by the typed tools; they connect \
+             over TCP, perftest's default (run without -R)"
                 .into(),
         );
     }
