@@ -298,7 +298,7 @@ listening() { # listening READY PORT: whether the server's listener is there
     esac
 }
 show() { # show LOG LABEL STATUS: PERF lines (a table) and the last lines on success, more on failure
-    if [ "$3" = 0 ]; then grep '^PERF:' "$1"; tail -n 2 "$1"; else tail -n 40 "$1"; fi | sed "s|^|  $2: |"
+    if [ "$3" = 0 ]; then grep '^PERF:' "$1"; tail -n 2 "$1" | grep -v '^PERF:'; else tail -n 40 "$1"; fi | sed "s|^|  $2: |"
 }
 # The steps are read on fd 3; every command's stdin is /dev/null (a program that reads stdin
 # would eat the list).
