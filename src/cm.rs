@@ -970,7 +970,7 @@ impl OwnedId {
 
     /// The next event of this id, until `timeout` has passed.
     fn next(&self, timeout: Option<Duration>) -> Result<Option<Copied>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.and_then(deadline_after);
         Ok(match self.chan.wait(self.token, deadline)? {
             Waited::Event(e) => Some(e),
             Waited::TimedOut => None,
@@ -1198,6 +1198,12 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     }
 }
 
+/// The instant `timeout` from now; `None` (no deadline) where it is past what an `Instant`
+/// holds, as for `Duration::MAX`.
+fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
 fn wait_ms(timeout: Duration) -> i32 {
     timeout.as_millis().clamp(1, i32::MAX as u128) as i32
 }
@@ -1316,7 +1322,9 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
         S: CanResolveAddr,
     {
         self.start_resolve_addr(src, dst, timeout)?;
-        let ev = self.id.expect_event(Verb::ResolveAddr, timeout + SLACK)?;
+        let ev = self
+            .id
+            .expect_event(Verb::ResolveAddr, timeout.saturating_add(SLACK))?;
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ADDR_RESOLVED {
             return Err(event_error(Verb::ResolveAddr, ev));
         }
@@ -1361,7 +1369,9 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
         S: CanResolveRoute,
     {
         self.start_resolve_route(timeout)?;
-        let ev = self.id.expect_event(Verb::ResolveRoute, timeout + SLACK)?;
+        let ev = self
+            .id
+            .expect_event(Verb::ResolveRoute, timeout.saturating_add(SLACK))?;
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED {
             return Err(event_error(Verb::ResolveRoute, ev));
         }
@@ -2167,10 +2177,10 @@ impl<P: PortSpace> CmId<P, Connected> {
 }
 
 fn next_conn_event(id: &OwnedId, timeout: Duration) -> Result<Option<ConnEvent>> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match id.next(Some(left))? {
+        let left = deadline.map(|t| t.saturating_duration_since(Instant::now()));
+        match id.next(left)? {
             None => return Ok(None),
             Some(ev) => {
                 if let Some(e) = conn_event(&ev) {

@@ -887,3 +887,32 @@ fn a_software_context_dropped_before_its_channel_stays_open_for_it() {
     let id = id.resolve_addr(None, l.local_addr().unwrap(), T).unwrap();
     drop((id, l, ch));
 }
+
+/// `Duration::MAX` is a timeout a program may give for "no limit": no verb may overflow
+/// computing its deadline (or the CM's own wait plus the crate's slack).
+#[test]
+fn a_timeout_of_duration_max_waits_without_overflowing() {
+    let Some(s) = setup("a_timeout_of_duration_max") else {
+        return;
+    };
+    let (l, addr) = listener::<Tcp>(&s);
+    let (ch, qp) = (s.ch.clone(), rc_qp(&s));
+    let client = std::thread::spawn(move || {
+        let id = CmId::<Tcp>::new(&ch)
+            .unwrap()
+            .resolve_addr(None, addr, Duration::MAX)
+            .unwrap();
+        let id = id.resolve_route(Duration::MAX).unwrap();
+        id.connect(qp, &ConnParam::default(), Duration::MAX)
+            .unwrap()
+    });
+    let req = l.get_request(Duration::MAX).unwrap();
+    let server = req
+        .accept(rc_qp(&s), &ConnParam::default(), Duration::MAX)
+        .unwrap();
+    drop(client.join().unwrap());
+    assert_eq!(
+        server.next_event(Duration::MAX).unwrap(),
+        Some(ConnEvent::Disconnected)
+    );
+}
