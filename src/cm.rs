@@ -496,12 +496,13 @@ impl Drop for Later {
     }
 }
 
-/// One id's events, in order, and the task waiting for them.
+/// One id's events, in order, and the tasks waiting for them (several may wait on one id
+/// through `&self`, as tasks sharing a listener do: each keeps its own waker).
 #[derive(Default)]
 struct Queue {
     events: VecDeque<Copied>,
     #[cfg(feature = "tokio")]
-    waker: Option<std::task::Waker>,
+    wakers: Vec<std::task::Waker>,
 }
 
 #[derive(Default)]
@@ -606,9 +607,7 @@ impl ChanInner {
                 Some(q) => {
                     q.events.push_back(copied);
                     #[cfg(feature = "tokio")]
-                    if let Some(w) = q.waker.take() {
-                        later.wakers.push(w);
-                    }
+                    later.wakers.append(&mut q.wakers);
                     routed = true;
                 }
                 // An id destroyed meanwhile: dropped (a request's new id rejected and
@@ -2493,7 +2492,14 @@ mod tokio_cm {
                 if let Some(ev) = q.events.pop_front() {
                     return Poll::Ready(Ok(ev));
                 }
-                let old = q.waker.replace(waker);
+                // `will_wake` compares pointers only (no user code under the lock).
+                let old = match q.wakers.iter_mut().find(|w| w.will_wake(&waker)) {
+                    Some(same) => Some(std::mem::replace(same, waker)),
+                    None => {
+                        q.wakers.push(waker);
+                        None
+                    }
+                };
                 drop(d);
                 drop(old);
                 match afd.poll_read_ready(cx) {
@@ -2512,17 +2518,19 @@ mod tokio_cm {
             }
         }
 
-        /// Forgets `token`'s waker and wakes the other waiting tasks, one of which then
-        /// watches the fd in place of this one (tokio keeps one reader's waker per fd).
-        fn forget_waker(&self, token: usize) {
-            let (own, wakers): (Option<_>, Vec<_>) = {
+        /// Takes every waiting task's waker (`token`'s own among them, which cannot be told
+        /// apart from another task's waiting on the same id) and wakes them: one of them then
+        /// watches the fd in place of this one (tokio keeps one reader's waker per fd), and
+        /// each registers its waker again. A spurious wake of this task is harmless.
+        fn forget_waker(&self, _token: usize) {
+            let wakers: Vec<_> = {
                 let mut d = self.demux.lock();
-                let own = d.queues.get_mut(&token).and_then(|q| q.waker.take());
-                let others = d.queues.values_mut().filter_map(|q| q.waker.take());
-                (own, others.collect())
+                d.queues
+                    .values_mut()
+                    .flat_map(|q| std::mem::take(&mut q.wakers))
+                    .collect()
             };
             // Outside the lock: wakers are user code.
-            drop(own);
             wakers.into_iter().for_each(|w| w.wake());
         }
     }

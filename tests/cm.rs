@@ -916,3 +916,54 @@ fn a_timeout_of_duration_max_waits_without_overflowing() {
         Some(ConnEvent::Disconnected)
     );
 }
+
+/// Two tasks awaiting requests on one shared listener: each is woken for a request. (The
+/// listener's queue kept one waker: the second task's replaced the first's, which was never
+/// woken again, and the first task waited for ever with a request readable on the fd.)
+#[cfg(feature = "tokio")]
+#[test]
+fn two_tasks_awaiting_requests_on_one_listener_each_get_one() {
+    let Some(s) = setup("two_tasks_awaiting_requests_on_one_listener") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (l, addr) = listener::<Tcp>(&s);
+        let l = Arc::new(l);
+        let tasks: Vec<_> = (0..2)
+            .map(|_| {
+                let l = Arc::clone(&l);
+                tokio::spawn(async move { l.get_request_async().await.map(drop) })
+            })
+            .collect();
+        // Both tasks are waiting (their wakers registered) before anybody connects.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let clients: Vec<_> = (0..2)
+            .map(|_| {
+                let (ch, qp) = (s.ch.clone(), rc_qp(&s));
+                std::thread::spawn(move || {
+                    let id = CmId::<Tcp>::new(&ch)
+                        .unwrap()
+                        .resolve_addr(None, addr, T)
+                        .unwrap();
+                    let id = id.resolve_route(T).unwrap();
+                    // Each request is dropped by the task that gets it: a rejection.
+                    let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(2));
+                })
+            })
+            .collect();
+        let both = tokio::time::timeout(Duration::from_secs(10), async {
+            for t in tasks {
+                t.await.unwrap().unwrap();
+            }
+        })
+        .await;
+        for c in clients {
+            c.join().unwrap();
+        }
+        assert!(both.is_ok(), "a task waiting for a request was never woken");
+    });
+}
