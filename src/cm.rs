@@ -486,7 +486,26 @@ impl Later {
     fn run(&mut self) {
         self.events.clear();
         #[cfg(feature = "tokio")]
-        self.wakers.drain(..).for_each(|w| w.wake());
+        wake_all(self.wakers.drain(..));
+    }
+}
+
+/// Wakes every waker, even after one panicked (a waker is user code): each task whose event was
+/// routed is woken. The first panic is raised again once all are woken (unless the thread is
+/// already unwinding, where a second panic would abort).
+#[cfg(feature = "tokio")]
+fn wake_all(wakers: impl IntoIterator<Item = std::task::Waker>) {
+    let mut first = None;
+    for w in wakers {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()));
+        if let Err(p) = r {
+            first.get_or_insert(p);
+        }
+    }
+    if let Some(p) = first {
+        if !std::thread::panicking() {
+            std::panic::resume_unwind(p);
+        }
     }
 }
 
@@ -2531,7 +2550,7 @@ mod tokio_cm {
                     .collect()
             };
             // Outside the lock: wakers are user code.
-            wakers.into_iter().for_each(|w| w.wake());
+            wake_all(wakers);
         }
     }
 

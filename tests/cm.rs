@@ -967,3 +967,90 @@ fn two_tasks_awaiting_requests_on_one_listener_each_get_one() {
         assert!(both.is_ok(), "a task waiting for a request was never woken");
     });
 }
+
+/// A waker is user code and may panic: the other tasks whose events the same thread routed are
+/// still woken (the panic reached the caller after the first waker, and the wakers after it
+/// were dropped unwoken: those tasks waited for ever with their events queued).
+#[cfg(feature = "tokio")]
+#[test]
+fn a_panicking_waker_does_not_keep_the_other_routed_tasks_asleep() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context as TaskCx, Poll, Wake, Waker};
+    let Some(s) = setup("a_panicking_waker") else {
+        return;
+    };
+    struct Panics;
+    impl Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("a waker that panics");
+        }
+    }
+    struct Flag(AtomicBool);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let _enter = rt.enter();
+    let (l1, a1) = listener::<Tcp>(&s);
+    let (l2, a2) = listener::<Tcp>(&s);
+    let (l3, _) = listener::<Tcp>(&s);
+    let panics = Waker::from(Arc::new(Panics));
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let flag_waker = Waker::from(Arc::clone(&flag));
+    let mut f1 = Box::pin(l1.get_request_async());
+    assert!(f1
+        .as_mut()
+        .poll(&mut TaskCx::from_waker(&panics))
+        .is_pending());
+    // Polled last: the fd's reader waker is this one, never the panicking one.
+    let mut f2 = Box::pin(l2.get_request_async());
+    assert!(f2
+        .as_mut()
+        .poll(&mut TaskCx::from_waker(&flag_waker))
+        .is_pending());
+    // Requests to l1 then l2, from ids of another channel: nobody reads this one meanwhile.
+    let ch2 = EventChannel::new(&s.ctx).unwrap();
+    let clients: Vec<_> = [a1, a2]
+        .into_iter()
+        .map(|addr| {
+            let (ch, qp) = (ch2.clone(), rc_qp(&s));
+            let c = std::thread::spawn(move || {
+                let id = CmId::<Tcp>::new(&ch)
+                    .unwrap()
+                    .resolve_addr(None, addr, T)
+                    .unwrap();
+                let id = id.resolve_route(T).unwrap();
+                let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            c
+        })
+        .collect();
+    // This thread reads both requests and routes them: it wakes the panicking waker, then the
+    // flag's.
+    let woke = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = l3.get_request(Duration::from_millis(10));
+    }));
+    assert!(
+        woke.is_err(),
+        "the waker's panic reaches the thread that woke it"
+    );
+    assert!(
+        flag.0.load(Ordering::SeqCst),
+        "the task whose request was routed after the panicking waker's was woken"
+    );
+    match f2.as_mut().poll(&mut TaskCx::from_waker(&flag_waker)) {
+        Poll::Ready(r) => drop(r.unwrap()),
+        Poll::Pending => panic!("l2's request was routed to it"),
+    }
+    drop(f1);
+    for c in clients {
+        c.join().unwrap();
+    }
+}
