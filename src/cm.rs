@@ -538,8 +538,6 @@ struct ChanInner {
     demux: Mutex<Demux>,
     cond: Condvar,
     next_token: AtomicUsize,
-    #[cfg(feature = "tokio")]
-    afd: std::sync::OnceLock<tokio::io::unix::AsyncFd<RawChannelFd>>,
 }
 
 // SAFETY: the channel pointer is used for `rdma_get_cm_event` under the demultiplexer's lock
@@ -549,20 +547,8 @@ unsafe impl Send for ChanInner {}
 // SAFETY: as above: shared access reads events under the lock.
 unsafe impl Sync for ChanInner {}
 
-#[cfg(feature = "tokio")]
-struct RawChannelFd(std::os::fd::RawFd);
-#[cfg(feature = "tokio")]
-impl std::os::fd::AsRawFd for RawChannelFd {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.0
-    }
-}
-
 impl Drop for ChanInner {
     fn drop(&mut self) {
-        // The reactor forgets the fd before it is closed.
-        #[cfg(feature = "tokio")]
-        drop(self.afd.take());
         // Queued events of ids that are gone (none: each id removes its queue, and holds the
         // channel), dropped before the channel.
         let queues = std::mem::take(&mut self.demux.lock().queues);
@@ -896,8 +882,6 @@ impl EventChannel {
             demux: Mutex::new(Demux::default()),
             cond: Condvar::new(),
             next_token: AtomicUsize::new(0),
-            #[cfg(feature = "tokio")]
-            afd: std::sync::OnceLock::new(),
         });
         let fd = inner.fd();
         // SAFETY: fcntl on the channel's open fd (dropping `inner` on error destroys it).
@@ -2454,45 +2438,44 @@ impl std::fmt::Display for CmEventKind {
 #[cfg(feature = "tokio")]
 mod tokio_cm {
     use super::*;
+    use std::os::fd::{FromRawFd, OwnedFd};
     use std::task::{Context as TaskCx, Poll};
     use tokio::io::unix::AsyncFd;
 
     impl ChanInner {
-        fn async_fd(&self) -> Result<&AsyncFd<RawChannelFd>> {
-            if let Some(a) = self.afd.get() {
-                return Ok(a);
-            }
+        /// The channel's fd for one wait, registered with the reactor of the runtime the wait
+        /// runs in: a duplicate of it (the same open file), owned by the wait. Each wait has its
+        /// own registration, so its task is woken by the fd whichever runtime it runs in and
+        /// however many tasks wait (tokio wakes one reader's waker per registration).
+        fn wait_fd(&self) -> Result<AsyncFd<OwnedFd>> {
+            let verb = Verb::GetCmEvent;
             if tokio::runtime::Handle::try_current().is_err() {
-                return Err(Error::os(Verb::GetCmEvent, libc::ENXIO));
+                return Err(Error::os(verb, libc::ENXIO));
             }
-            // SAFETY: the fd is the channel's, open until ChanInner's drop, which drops this
-            // AsyncFd first; RawChannelFd always returns that fd.
-            let afd = unsafe {
-                AsyncFd::register_with_interest(
-                    RawChannelFd(self.fd()),
-                    tokio::io::Interest::READABLE,
-                )
+            // SAFETY: F_DUPFD_CLOEXEC on the channel's fd, open while `self` lives.
+            let fd = unsafe { libc::fcntl(self.fd(), libc::F_DUPFD_CLOEXEC, 0) };
+            if fd < 0 {
+                return Err(Error::last_os(verb));
             }
-            .map_err(|e| {
-                let e = std::io::Error::from(e);
-                Error::os(Verb::GetCmEvent, e.raw_os_error().unwrap_or(libc::EIO))
-            })?;
-            // Another task may have registered first: ours is dropped (deregistered) then.
-            let _ = self.afd.set(afd);
-            Ok(self.afd.get().expect("set above"))
+            // SAFETY: `fd` was just made by the dup and is owned by nothing else.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // SAFETY: the AsyncFd owns the fd, which it deregisters before it closes it.
+            unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.map_err(
+                |e| {
+                    let e = std::io::Error::from(e);
+                    Error::os(verb, e.raw_os_error().unwrap_or(libc::EIO))
+                },
+            )
         }
 
         /// One poll of the wait for `token`'s next event.
         fn poll_event(
             self: &Arc<Self>,
             token: usize,
+            afd: &AsyncFd<OwnedFd>,
             cx: &mut TaskCx<'_>,
             later: &mut Later,
         ) -> Poll<Result<Copied>> {
-            let afd = match self.async_fd() {
-                Ok(a) => a,
-                Err(e) => return Poll::Ready(Err(e)),
-            };
             loop {
                 // Cloned and (the one it replaces) dropped outside the lock: a waker's clone
                 // and drop are user code.
@@ -2538,9 +2521,9 @@ mod tokio_cm {
         }
 
         /// Takes every waiting task's waker (`token`'s own among them, which cannot be told
-        /// apart from another task's waiting on the same id) and wakes them: one of them then
-        /// watches the fd in place of this one (tokio keeps one reader's waker per fd), and
-        /// each registers its waker again. A spurious wake of this task is harmless.
+        /// apart from another task's waiting on the same id) and wakes them, each then
+        /// registering its waker again: no waker of a finished wait stays queued. A spurious
+        /// wake of this task is harmless.
         fn forget_waker(&self, _token: usize) {
             let wakers: Vec<_> = {
                 let mut d = self.demux.lock();
@@ -2565,9 +2548,10 @@ mod tokio_cm {
                 }
             }
             let _forget = Forget(self);
+            let afd = self.chan.wait_fd()?;
             let mut later = Later::default();
             let r = std::future::poll_fn(|cx| {
-                let r = self.chan.poll_event(self.token, cx, &mut later);
+                let r = self.chan.poll_event(self.token, &afd, cx, &mut later);
                 later.run();
                 r
             })

@@ -1054,3 +1054,51 @@ fn a_panicking_waker_does_not_keep_the_other_routed_tasks_asleep() {
         c.join().unwrap();
     }
 }
+
+/// A channel first awaited in one runtime and then in another: the second runtime's waits
+/// still see the fd's events while the first runtime is alive but idle. (The fd was registered
+/// once, with the first runtime's reactor, which nobody drove: the wait slept until something
+/// else woke it.)
+#[cfg(feature = "tokio")]
+#[test]
+fn a_channel_awaited_in_a_second_runtime_still_gets_its_events() {
+    let Some(s) = setup("a_channel_awaited_in_a_second_runtime") else {
+        return;
+    };
+    let rt = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let (rt1, rt2) = (rt(), rt());
+    let (l, addr) = listener::<Tcp>(&s);
+    rt1.block_on(async {
+        let nothing = tokio::time::timeout(Duration::from_millis(20), l.get_request_async()).await;
+        assert!(nothing.is_err(), "nobody connected yet");
+    });
+    let ch2 = EventChannel::new(&s.ctx).unwrap();
+    let qp = rc_qp(&s);
+    let client = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let id = CmId::<Tcp>::new(&ch2)
+            .unwrap()
+            .resolve_addr(None, addr, T)
+            .unwrap();
+        let id = id.resolve_route(T).unwrap();
+        let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
+    });
+    let start = Instant::now();
+    let got = rt2.block_on(async {
+        tokio::time::timeout(Duration::from_secs(5), l.get_request_async()).await
+    });
+    let took = start.elapsed();
+    client.join().unwrap();
+    // A timeout's own wake polls the wait once more, which then finds the request: the wait
+    // must end before it.
+    assert!(
+        took < Duration::from_secs(4),
+        "the request was seen after {took:?}"
+    );
+    drop(got.expect("the request came within 5 s").unwrap());
+}
