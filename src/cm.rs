@@ -486,7 +486,26 @@ impl Later {
     fn run(&mut self) {
         self.events.clear();
         #[cfg(feature = "tokio")]
-        self.wakers.drain(..).for_each(|w| w.wake());
+        wake_all(self.wakers.drain(..));
+    }
+}
+
+/// Wakes every waker, even after one panicked (a waker is user code): each task whose event was
+/// routed is woken. The first panic is raised again once all are woken (unless the thread is
+/// already unwinding, where a second panic would abort).
+#[cfg(feature = "tokio")]
+fn wake_all(wakers: impl IntoIterator<Item = std::task::Waker>) {
+    let mut first = None;
+    for w in wakers {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()));
+        if let Err(p) = r {
+            first.get_or_insert(p);
+        }
+    }
+    if let Some(p) = first {
+        if !std::thread::panicking() {
+            std::panic::resume_unwind(p);
+        }
     }
 }
 
@@ -496,12 +515,13 @@ impl Drop for Later {
     }
 }
 
-/// One id's events, in order, and the task waiting for them.
+/// One id's events, in order, and the tasks waiting for them (several may wait on one id
+/// through `&self`, as tasks sharing a listener do: each keeps its own waker).
 #[derive(Default)]
 struct Queue {
     events: VecDeque<Copied>,
     #[cfg(feature = "tokio")]
-    waker: Option<std::task::Waker>,
+    wakers: Vec<std::task::Waker>,
 }
 
 #[derive(Default)]
@@ -518,8 +538,6 @@ struct ChanInner {
     demux: Mutex<Demux>,
     cond: Condvar,
     next_token: AtomicUsize,
-    #[cfg(feature = "tokio")]
-    afd: std::sync::OnceLock<tokio::io::unix::AsyncFd<RawChannelFd>>,
 }
 
 // SAFETY: the channel pointer is used for `rdma_get_cm_event` under the demultiplexer's lock
@@ -529,20 +547,8 @@ unsafe impl Send for ChanInner {}
 // SAFETY: as above: shared access reads events under the lock.
 unsafe impl Sync for ChanInner {}
 
-#[cfg(feature = "tokio")]
-struct RawChannelFd(std::os::fd::RawFd);
-#[cfg(feature = "tokio")]
-impl std::os::fd::AsRawFd for RawChannelFd {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.0
-    }
-}
-
 impl Drop for ChanInner {
     fn drop(&mut self) {
-        // The reactor forgets the fd before it is closed.
-        #[cfg(feature = "tokio")]
-        drop(self.afd.take());
         // Queued events of ids that are gone (none: each id removes its queue, and holds the
         // channel), dropped before the channel.
         let queues = std::mem::take(&mut self.demux.lock().queues);
@@ -606,9 +612,7 @@ impl ChanInner {
                 Some(q) => {
                     q.events.push_back(copied);
                     #[cfg(feature = "tokio")]
-                    if let Some(w) = q.waker.take() {
-                        later.wakers.push(w);
-                    }
+                    later.wakers.append(&mut q.wakers);
                     routed = true;
                 }
                 // An id destroyed meanwhile: dropped (a request's new id rejected and
@@ -878,8 +882,6 @@ impl EventChannel {
             demux: Mutex::new(Demux::default()),
             cond: Condvar::new(),
             next_token: AtomicUsize::new(0),
-            #[cfg(feature = "tokio")]
-            afd: std::sync::OnceLock::new(),
         });
         let fd = inner.fd();
         // SAFETY: fcntl on the channel's open fd (dropping `inner` on error destroys it).
@@ -970,7 +972,7 @@ impl OwnedId {
 
     /// The next event of this id, until `timeout` has passed.
     fn next(&self, timeout: Option<Duration>) -> Result<Option<Copied>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.and_then(deadline_after);
         Ok(match self.chan.wait(self.token, deadline)? {
             Waited::Event(e) => Some(e),
             Waited::TimedOut => None,
@@ -1198,6 +1200,12 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     }
 }
 
+/// The instant `timeout` from now; `None` (no deadline) where it is past what an `Instant`
+/// holds, as for `Duration::MAX`.
+fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
 fn wait_ms(timeout: Duration) -> i32 {
     timeout.as_millis().clamp(1, i32::MAX as u128) as i32
 }
@@ -1316,7 +1324,9 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
         S: CanResolveAddr,
     {
         self.start_resolve_addr(src, dst, timeout)?;
-        let ev = self.id.expect_event(Verb::ResolveAddr, timeout + SLACK)?;
+        let ev = self
+            .id
+            .expect_event(Verb::ResolveAddr, timeout.saturating_add(SLACK))?;
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ADDR_RESOLVED {
             return Err(event_error(Verb::ResolveAddr, ev));
         }
@@ -1361,7 +1371,9 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
         S: CanResolveRoute,
     {
         self.start_resolve_route(timeout)?;
-        let ev = self.id.expect_event(Verb::ResolveRoute, timeout + SLACK)?;
+        let ev = self
+            .id
+            .expect_event(Verb::ResolveRoute, timeout.saturating_add(SLACK))?;
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED {
             return Err(event_error(Verb::ResolveRoute, ev));
         }
@@ -2167,10 +2179,10 @@ impl<P: PortSpace> CmId<P, Connected> {
 }
 
 fn next_conn_event(id: &OwnedId, timeout: Duration) -> Result<Option<ConnEvent>> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match id.next(Some(left))? {
+        let left = deadline.map(|t| t.saturating_duration_since(Instant::now()));
+        match id.next(left)? {
             None => return Ok(None),
             Some(ev) => {
                 if let Some(e) = conn_event(&ev) {
@@ -2426,45 +2438,44 @@ impl std::fmt::Display for CmEventKind {
 #[cfg(feature = "tokio")]
 mod tokio_cm {
     use super::*;
+    use std::os::fd::{FromRawFd, OwnedFd};
     use std::task::{Context as TaskCx, Poll};
     use tokio::io::unix::AsyncFd;
 
     impl ChanInner {
-        fn async_fd(&self) -> Result<&AsyncFd<RawChannelFd>> {
-            if let Some(a) = self.afd.get() {
-                return Ok(a);
-            }
+        /// The channel's fd for one wait, registered with the reactor of the runtime the wait
+        /// runs in: a duplicate of it (the same open file), owned by the wait. Each wait has its
+        /// own registration, so its task is woken by the fd whichever runtime it runs in and
+        /// however many tasks wait (tokio wakes one reader's waker per registration).
+        fn wait_fd(&self) -> Result<AsyncFd<OwnedFd>> {
+            let verb = Verb::GetCmEvent;
             if tokio::runtime::Handle::try_current().is_err() {
-                return Err(Error::os(Verb::GetCmEvent, libc::ENXIO));
+                return Err(Error::os(verb, libc::ENXIO));
             }
-            // SAFETY: the fd is the channel's, open until ChanInner's drop, which drops this
-            // AsyncFd first; RawChannelFd always returns that fd.
-            let afd = unsafe {
-                AsyncFd::register_with_interest(
-                    RawChannelFd(self.fd()),
-                    tokio::io::Interest::READABLE,
-                )
+            // SAFETY: F_DUPFD_CLOEXEC on the channel's fd, open while `self` lives.
+            let fd = unsafe { libc::fcntl(self.fd(), libc::F_DUPFD_CLOEXEC, 0) };
+            if fd < 0 {
+                return Err(Error::last_os(verb));
             }
-            .map_err(|e| {
-                let e = std::io::Error::from(e);
-                Error::os(Verb::GetCmEvent, e.raw_os_error().unwrap_or(libc::EIO))
-            })?;
-            // Another task may have registered first: ours is dropped (deregistered) then.
-            let _ = self.afd.set(afd);
-            Ok(self.afd.get().expect("set above"))
+            // SAFETY: `fd` was just made by the dup and is owned by nothing else.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // SAFETY: the AsyncFd owns the fd, which it deregisters before it closes it.
+            unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.map_err(
+                |e| {
+                    let e = std::io::Error::from(e);
+                    Error::os(verb, e.raw_os_error().unwrap_or(libc::EIO))
+                },
+            )
         }
 
         /// One poll of the wait for `token`'s next event.
         fn poll_event(
             self: &Arc<Self>,
             token: usize,
+            afd: &AsyncFd<OwnedFd>,
             cx: &mut TaskCx<'_>,
             later: &mut Later,
         ) -> Poll<Result<Copied>> {
-            let afd = match self.async_fd() {
-                Ok(a) => a,
-                Err(e) => return Poll::Ready(Err(e)),
-            };
             loop {
                 // Cloned and (the one it replaces) dropped outside the lock: a waker's clone
                 // and drop are user code.
@@ -2483,7 +2494,14 @@ mod tokio_cm {
                 if let Some(ev) = q.events.pop_front() {
                     return Poll::Ready(Ok(ev));
                 }
-                let old = q.waker.replace(waker);
+                // `will_wake` compares pointers only (no user code under the lock).
+                let old = match q.wakers.iter_mut().find(|w| w.will_wake(&waker)) {
+                    Some(same) => Some(std::mem::replace(same, waker)),
+                    None => {
+                        q.wakers.push(waker);
+                        None
+                    }
+                };
                 drop(d);
                 drop(old);
                 match afd.poll_read_ready(cx) {
@@ -2502,18 +2520,20 @@ mod tokio_cm {
             }
         }
 
-        /// Forgets `token`'s waker and wakes the other waiting tasks, one of which then
-        /// watches the fd in place of this one (tokio keeps one reader's waker per fd).
-        fn forget_waker(&self, token: usize) {
-            let (own, wakers): (Option<_>, Vec<_>) = {
+        /// Takes every waiting task's waker (`token`'s own among them, which cannot be told
+        /// apart from another task's waiting on the same id) and wakes them, each then
+        /// registering its waker again: no waker of a finished wait stays queued. A spurious
+        /// wake of this task is harmless.
+        fn forget_waker(&self, _token: usize) {
+            let wakers: Vec<_> = {
                 let mut d = self.demux.lock();
-                let own = d.queues.get_mut(&token).and_then(|q| q.waker.take());
-                let others = d.queues.values_mut().filter_map(|q| q.waker.take());
-                (own, others.collect())
+                d.queues
+                    .values_mut()
+                    .flat_map(|q| std::mem::take(&mut q.wakers))
+                    .collect()
             };
             // Outside the lock: wakers are user code.
-            drop(own);
-            wakers.into_iter().for_each(|w| w.wake());
+            wake_all(wakers);
         }
     }
 
@@ -2528,9 +2548,10 @@ mod tokio_cm {
                 }
             }
             let _forget = Forget(self);
+            let afd = self.chan.wait_fd()?;
             let mut later = Later::default();
             let r = std::future::poll_fn(|cx| {
-                let r = self.chan.poll_event(self.token, cx, &mut later);
+                let r = self.chan.poll_event(self.token, &afd, cx, &mut later);
                 later.run();
                 r
             })

@@ -887,3 +887,218 @@ fn a_software_context_dropped_before_its_channel_stays_open_for_it() {
     let id = id.resolve_addr(None, l.local_addr().unwrap(), T).unwrap();
     drop((id, l, ch));
 }
+
+/// `Duration::MAX` is a timeout a program may give for "no limit": no verb may overflow
+/// computing its deadline (or the CM's own wait plus the crate's slack).
+#[test]
+fn a_timeout_of_duration_max_waits_without_overflowing() {
+    let Some(s) = setup("a_timeout_of_duration_max") else {
+        return;
+    };
+    let (l, addr) = listener::<Tcp>(&s);
+    let (ch, qp) = (s.ch.clone(), rc_qp(&s));
+    let client = std::thread::spawn(move || {
+        let id = CmId::<Tcp>::new(&ch)
+            .unwrap()
+            .resolve_addr(None, addr, Duration::MAX)
+            .unwrap();
+        let id = id.resolve_route(Duration::MAX).unwrap();
+        id.connect(qp, &ConnParam::default(), Duration::MAX)
+            .unwrap()
+    });
+    let req = l.get_request(Duration::MAX).unwrap();
+    let server = req
+        .accept(rc_qp(&s), &ConnParam::default(), Duration::MAX)
+        .unwrap();
+    drop(client.join().unwrap());
+    assert_eq!(
+        server.next_event(Duration::MAX).unwrap(),
+        Some(ConnEvent::Disconnected)
+    );
+}
+
+/// Two tasks awaiting requests on one shared listener: each is woken for a request. (The
+/// listener's queue kept one waker: the second task's replaced the first's, which was never
+/// woken again, and the first task waited for ever with a request readable on the fd.)
+#[cfg(feature = "tokio")]
+#[test]
+fn two_tasks_awaiting_requests_on_one_listener_each_get_one() {
+    let Some(s) = setup("two_tasks_awaiting_requests_on_one_listener") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (l, addr) = listener::<Tcp>(&s);
+        let l = Arc::new(l);
+        let tasks: Vec<_> = (0..2)
+            .map(|_| {
+                let l = Arc::clone(&l);
+                tokio::spawn(async move { l.get_request_async().await.map(drop) })
+            })
+            .collect();
+        // Both tasks are waiting (their wakers registered) before anybody connects.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let clients: Vec<_> = (0..2)
+            .map(|_| {
+                let (ch, qp) = (s.ch.clone(), rc_qp(&s));
+                std::thread::spawn(move || {
+                    let id = CmId::<Tcp>::new(&ch)
+                        .unwrap()
+                        .resolve_addr(None, addr, T)
+                        .unwrap();
+                    let id = id.resolve_route(T).unwrap();
+                    // Each request is dropped by the task that gets it: a rejection.
+                    let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(2));
+                })
+            })
+            .collect();
+        let both = tokio::time::timeout(Duration::from_secs(10), async {
+            for t in tasks {
+                t.await.unwrap().unwrap();
+            }
+        })
+        .await;
+        for c in clients {
+            c.join().unwrap();
+        }
+        assert!(both.is_ok(), "a task waiting for a request was never woken");
+    });
+}
+
+/// A waker is user code and may panic: the other tasks whose events the same thread routed are
+/// still woken (the panic reached the caller after the first waker, and the wakers after it
+/// were dropped unwoken: those tasks waited for ever with their events queued).
+#[cfg(feature = "tokio")]
+#[test]
+fn a_panicking_waker_does_not_keep_the_other_routed_tasks_asleep() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context as TaskCx, Poll, Wake, Waker};
+    let Some(s) = setup("a_panicking_waker") else {
+        return;
+    };
+    struct Panics;
+    impl Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("a waker that panics");
+        }
+    }
+    struct Flag(AtomicBool);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let _enter = rt.enter();
+    let (l1, a1) = listener::<Tcp>(&s);
+    let (l2, a2) = listener::<Tcp>(&s);
+    let (l3, _) = listener::<Tcp>(&s);
+    let panics = Waker::from(Arc::new(Panics));
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let flag_waker = Waker::from(Arc::clone(&flag));
+    let mut f1 = Box::pin(l1.get_request_async());
+    assert!(f1
+        .as_mut()
+        .poll(&mut TaskCx::from_waker(&panics))
+        .is_pending());
+    // Polled last: the fd's reader waker is this one, never the panicking one.
+    let mut f2 = Box::pin(l2.get_request_async());
+    assert!(f2
+        .as_mut()
+        .poll(&mut TaskCx::from_waker(&flag_waker))
+        .is_pending());
+    // Requests to l1 then l2, from ids of another channel: nobody reads this one meanwhile.
+    let ch2 = EventChannel::new(&s.ctx).unwrap();
+    let clients: Vec<_> = [a1, a2]
+        .into_iter()
+        .map(|addr| {
+            let (ch, qp) = (ch2.clone(), rc_qp(&s));
+            let c = std::thread::spawn(move || {
+                let id = CmId::<Tcp>::new(&ch)
+                    .unwrap()
+                    .resolve_addr(None, addr, T)
+                    .unwrap();
+                let id = id.resolve_route(T).unwrap();
+                let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            c
+        })
+        .collect();
+    // This thread reads both requests and routes them: it wakes the panicking waker, then the
+    // flag's.
+    let woke = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = l3.get_request(Duration::from_millis(10));
+    }));
+    assert!(
+        woke.is_err(),
+        "the waker's panic reaches the thread that woke it"
+    );
+    assert!(
+        flag.0.load(Ordering::SeqCst),
+        "the task whose request was routed after the panicking waker's was woken"
+    );
+    match f2.as_mut().poll(&mut TaskCx::from_waker(&flag_waker)) {
+        Poll::Ready(r) => drop(r.unwrap()),
+        Poll::Pending => panic!("l2's request was routed to it"),
+    }
+    drop(f1);
+    for c in clients {
+        c.join().unwrap();
+    }
+}
+
+/// A channel first awaited in one runtime and then in another: the second runtime's waits
+/// still see the fd's events while the first runtime is alive but idle. (The fd was registered
+/// once, with the first runtime's reactor, which nobody drove: the wait slept until something
+/// else woke it.)
+#[cfg(feature = "tokio")]
+#[test]
+fn a_channel_awaited_in_a_second_runtime_still_gets_its_events() {
+    let Some(s) = setup("a_channel_awaited_in_a_second_runtime") else {
+        return;
+    };
+    let rt = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let (rt1, rt2) = (rt(), rt());
+    let (l, addr) = listener::<Tcp>(&s);
+    rt1.block_on(async {
+        let nothing = tokio::time::timeout(Duration::from_millis(20), l.get_request_async()).await;
+        assert!(nothing.is_err(), "nobody connected yet");
+    });
+    let ch2 = EventChannel::new(&s.ctx).unwrap();
+    let qp = rc_qp(&s);
+    let client = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let id = CmId::<Tcp>::new(&ch2)
+            .unwrap()
+            .resolve_addr(None, addr, T)
+            .unwrap();
+        let id = id.resolve_route(T).unwrap();
+        let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
+    });
+    let start = Instant::now();
+    let got = rt2.block_on(async {
+        tokio::time::timeout(Duration::from_secs(5), l.get_request_async()).await
+    });
+    let took = start.elapsed();
+    client.join().unwrap();
+    // A timeout's own wake polls the wait once more, which then finds the request: the wait
+    // must end before it.
+    assert!(
+        took < Duration::from_secs(4),
+        "the request was seen after {took:?}"
+    );
+    drop(got.expect("the request came within 5 s").unwrap());
+}
