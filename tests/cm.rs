@@ -31,13 +31,15 @@ fn cm_addr() -> IpAddr {
         .unwrap_or_else(|| "127.0.0.1".parse().unwrap())
 }
 
+/// Fields drop in order: the channel before the context, which on the software device stays
+/// open (and is leaked if dropped) while a CM channel of it lives.
 struct Setup {
+    ch: EventChannel,
     // Read by the software-only tests; it keeps the device open either way.
     #[cfg_attr(not(feature = "software-device"), allow(dead_code))]
     ctx: Arc<Context>,
     pd: Arc<Pd<'static>>,
     cq: Arc<Cq<'static>>,
-    ch: EventChannel,
 }
 
 /// The test device, a PD, a CQ and an event channel; `None` (with a SKIP line) where the device
