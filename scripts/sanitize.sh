@@ -118,6 +118,11 @@ examples() {
         run "$tool" "${p}_pingpong" "$@" -- target/debug/examples/${p}_pingpong --self -d sw0 -n 200 -r "$depth"
         run "$tool" "${p}_pingpong-e" "$@" -- target/debug/examples/${p}_pingpong --self -d sw0 -n 200 -r "$depth" -e
     done
+    # The rdma_cm examples, server and client on two threads over the software device's CM.
+    TYPED_VERBS_DEVICE=sw0 run "$tool" rping "$@" -- target/debug/examples/rping --self -C 10 -V
+    TYPED_VERBS_DEVICE=sw0 run "$tool" ucmatose "$@" -- target/debug/examples/ucmatose --self -c 2 -C 10
+    TYPED_VERBS_DEVICE=sw0 run "$tool" udaddy "$@" -- target/debug/examples/udaddy --self -c 2 -C 10
+    run "$tool" cm_pingpong "$@" -- target/debug/examples/cm_pingpong --self -n 100
 }
 
 for tool in "${tools[@]}"; do
