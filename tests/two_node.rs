@@ -58,12 +58,14 @@ fn port(index: u16) -> u16 {
     base + index
 }
 
+/// Fields drop in order: the channel before the context, which on the software device stays
+/// open (and is leaked if dropped) while a CM channel of it lives.
 struct Node {
+    ch: EventChannel,
     // Keeps the device open for the node's PD and CQ.
     _ctx: Arc<Context>,
     pd: Arc<Pd<'static>>,
     cq: Arc<Cq<'static>>,
-    ch: EventChannel,
 }
 
 fn node(test: &str) -> Option<Node> {
@@ -85,10 +87,10 @@ fn node(test: &str) -> Option<Node> {
     let pd = Arc::new(Pd::new(&ctx).unwrap());
     let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
     Some(Node {
+        ch,
         _ctx: ctx,
         pd,
         cq,
-        ch,
     })
 }
 
