@@ -69,6 +69,6 @@ elapsed=$(($(date +%s) - start))
 if [ "$status" -eq 0 ]; then
     echo "typed-verbs: all tests passed in ${elapsed}s"
 else
-    echo "typed-verbs: tests FAILED (cargo test exit status $status) after ${elapsed}s" >&2
+    echo "typed-verbs: tests FAILED (exit status $status of the first failing step above) after ${elapsed}s" >&2
 fi
 exit "$status"
