@@ -82,44 +82,54 @@ fn open(o: &Opts) -> Result<Arc<Context>, String> {
         .map_err(|e| format!("Couldn't open the device: {e}"))
 }
 
-/// One side's resources: the PD, CQ and buffer its QP uses.
+/// One side's resources: the PD, the CQs and the buffer its QP uses. Sends and receives complete
+/// on CQs of their own: a receive may complete before the send that preceded it (the peer's answer
+/// can overtake the ACK of our send, as it does on rxe), so neither wait may take the other's
+/// completion for its own.
 struct Side {
     pd: Arc<Pd<'static>>,
-    cq: Arc<Cq<'static>>,
+    send_cq: Arc<Cq<'static>>,
+    recv_cq: Arc<Cq<'static>>,
     mr: Mr<'static, PageBuf>,
 }
 
 impl Side {
     fn new(ctx: &Arc<Context>, size: usize) -> Result<Side, String> {
         let pd = Arc::new(Pd::new(ctx).map_err(|e| format!("Couldn't allocate PD: {e}"))?);
-        let cq = Arc::new(
+        let cq = || {
             Cq::builder(ctx)
-                .cqe(4)
+                .cqe(2)
                 .build()
-                .map_err(|e| format!("Couldn't create CQ: {e}"))?,
-        );
+                .map(Arc::new)
+                .map_err(|e| format!("Couldn't create CQ: {e}"))
+        };
+        let (send_cq, recv_cq) = (cq()?, cq()?);
         let buf =
             PageBuf::new(size.max(64)).map_err(|e| format!("Couldn't allocate work buf: {e}"))?;
         let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)
             .map_err(|e| format!("Couldn't register MR: {e}"))?;
-        Ok(Side { pd, cq, mr })
+        Ok(Side {
+            pd,
+            send_cq,
+            recv_cq,
+            mr,
+        })
     }
 
     fn qp(&self) -> Result<Qp<'static, Rc>, String> {
-        Qp::<Rc>::builder(&self.pd, &self.cq, &self.cq)
+        Qp::<Rc>::builder(&self.pd, &self.send_cq, &self.recv_cq)
             .max_send_wr(1)
             .max_recv_wr(1)
             .build()
             .map_err(|e| format!("Couldn't create QP: {e}"))
     }
 
-    /// Waits for one successful completion.
-    fn wait(&self) -> Result<u64, String> {
+    /// Waits for one successful completion on `cq` and returns its `wr_id`.
+    fn wait(cq: &Cq<'static>) -> Result<u64, String> {
         let mut wc: [WorkCompletion; 1] = [WorkCompletion::new()];
         let start = Instant::now();
         loop {
-            if let Some(w) = self
-                .cq
+            if let Some(w) = cq
                 .poll(&mut wc)
                 .map_err(|e| format!("poll CQ failed: {e}"))?
                 .first()
@@ -136,6 +146,22 @@ impl Side {
             if start.elapsed() > TIMEOUT {
                 return Err("no completion within 30 s".into());
             }
+        }
+    }
+
+    /// Waits for the send's completion (`wr_id` 2).
+    fn wait_send(&self) -> Result<(), String> {
+        match Side::wait(&self.send_cq)? {
+            2 => Ok(()),
+            id => Err(format!("Send completion for unknown wr_id {id}")),
+        }
+    }
+
+    /// Waits for the receive's completion (`wr_id` 1).
+    fn wait_recv(&self) -> Result<(), String> {
+        match Side::wait(&self.recv_cq)? {
+            1 => Ok(()),
+            id => Err(format!("Receive completion for unknown wr_id {id}")),
         }
     }
 }
@@ -166,19 +192,16 @@ fn pingpong(
     let send = || -> Result<(), String> {
         qp.post_send(&SendWr::send(2, &sge).signaled())
             .map_err(|e| format!("Couldn't post send: {e}"))?;
-        match side.wait()? {
-            2 => Ok(()),
-            id => Err(format!("Completion for unknown wr_id {id}")),
-        }
+        side.wait_send()
     };
     let start = Instant::now();
     for _ in 0..o.iters {
         if client {
             send()?;
-            side.wait()?;
+            side.wait_recv()?;
             post_recv()?;
         } else {
-            side.wait()?;
+            side.wait_recv()?;
             post_recv()?;
             send()?;
         }
