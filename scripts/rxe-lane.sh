@@ -391,6 +391,8 @@ if [ "$reported" != "${#expected[@]}" ]; then
 fi
 # The perftest comparison's table (perf-compare.sh's PERF lines).
 grep -E '^PERF:|^perf-compare: (OK|FAIL|ib_)' "$console" || true
+# Why the failed steps failed (their last console lines), near the end of the output.
+vm_fail_context "$console"
 if [ "${RXE_LANE_PERF_ONLY:-0}" = 1 ]; then
     grep -c 'LANE: DONE' "$console" >/dev/null || { echo "rxe-lane: the VM did not finish (qemu exit $qemu_rc); see $console" >&2; fail=$((fail + 1)); }
     rm -rf "$ROOT"

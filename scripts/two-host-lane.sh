@@ -427,6 +427,8 @@ if [ -n "$tx_a" ] && [ -n "$rx_a" ] && [ -n "$tx_b" ] && [ -n "$rx_b" ] &&
 fi
 # Tables the steps printed (perf-compare's PERF lines), as the client's VM saw them.
 grep -ahE ' client: PERF:' "$WORK"/console-{a,b}.log | sed 's/^ *//' || true
+# Why the failed steps failed (their last console lines), near the end of the output.
+vm_fail_context "$WORK"/console-{a,b}.log
 elapsed=$(($(date +%s) - lane_start))
 echo "$VM_NAME: ${#STEPS[@]} steps x 2 directions: $pass passed, $fail failed, $missing_steps missing of ${#expected[@]} verdicts expected; VMs ${vm_secs}s, whole lane ${elapsed}s"
 [ "$fail" = 0 ] && [ "$missing_steps" = 0 ]

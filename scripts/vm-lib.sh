@@ -141,4 +141,21 @@ vm_pack() {
     (cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) >"$1"
 }
 
+# vm_fail_context CONSOLE...: for each failed step (at most 4), the 12 console lines before its
+# FAIL verdict (the step's own messages: its programs' logs, the failing tests' names), prefixed
+# with the step's name. Printed next to the summary, so a log that keeps only its end still shows
+# why a step failed.
+vm_fail_context() {
+    local c
+    for c in "$@"; do
+        awk -v vm="$VM_NAME" '
+            { ring[NR % 12] = $0 }
+            /LANE: FAIL / && shown < 4 {
+                shown++
+                name = $0; sub(/.*LANE: FAIL /, "", name)
+                for (i = NR - 11; i < NR; i++) if (i > 0) print vm ": FAIL " name ": " ring[i % 12]
+            }' "$c"
+    done
+}
+
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
