@@ -1,7 +1,9 @@
 //! Measures the C layout of the libibverbs structures whose Rust mirrors are written by hand
 //! (rdma-sys's `ibv_wc` and `ibv_gid`, and the crate's own `ibv_async_event` mirror), the
 //! structures the software device fills, and
-//! `verbs_context`, which the crate's own `verbs_get_ctx` reads, so that
+//! `verbs_context`, which the crate's own `verbs_get_ctx` reads, and librdmacm's structures that
+//! the software device's connection manager fills and the crate reads (<rdma/rdma_cma.h>; rdma-sys
+//! writes `rdma_cm_event`, `rdma_addr` and `rdma_ud_param` by hand), so that
 //! `src/ffi.rs` can assert at compile time that each mirror has the C size, alignment and field
 //! offsets.
 //!
@@ -11,7 +13,8 @@
 //! ibv_wc) + 1]`: one more, so that no array is empty), and the sizes are read back from the
 //! object file's symbol table (the `object` crate). Cross-compiling works so.
 //!
-//! <infiniband/verbs.h> is found where pkg-config's `libibverbs.pc` says, else on the compiler's
+//! <infiniband/verbs.h> and <rdma/rdma_cma.h> are found where pkg-config's `libibverbs.pc` and
+//! `librdmacm.pc` say, else on the compiler's
 //! default include path. On docs.rs (`DOCS_RS` set) without the headers, the layout is the one
 //! checked in for x86_64 Linux (`c_layout/x86_64-linux.rs`), so the documentation builds.
 
@@ -25,6 +28,7 @@ const PREFIX: &str = "typed_verbs_layout_";
 const PROBE: &str = r#"
 #include <stddef.h>
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 /* Each value is the size of an array minus one (no array is empty), read from the symbol table. */
 #define V(name, value) char typed_verbs_layout_##name[(value) + 1] = {0};
 #define S(t) V(SIZEOF_##t, sizeof(struct t)) V(ALIGNOF_##t, _Alignof(struct t))
@@ -57,6 +61,22 @@ S(ibv_async_event) O(ibv_async_event, element) O(ibv_async_event, event_type)
 V(SIZEOF_ibv_event_type, sizeof(enum ibv_event_type))
 S(verbs_context) O(verbs_context, sz) O(verbs_context, context) O(verbs_context, create_cq_ex)
 O(verbs_context, alloc_parent_domain) O(verbs_context, query_port)
+S(rdma_ib_addr) O(rdma_ib_addr, sgid) O(rdma_ib_addr, dgid) O(rdma_ib_addr, pkey)
+S(rdma_addr) O(rdma_addr, src_storage) O(rdma_addr, dst_storage) O(rdma_addr, addr)
+S(rdma_route) O(rdma_route, addr) O(rdma_route, path_rec) O(rdma_route, num_paths)
+S(rdma_event_channel) O(rdma_event_channel, fd)
+S(rdma_cm_id) O(rdma_cm_id, verbs) O(rdma_cm_id, channel) O(rdma_cm_id, context) O(rdma_cm_id, qp)
+O(rdma_cm_id, route) O(rdma_cm_id, ps) O(rdma_cm_id, port_num) O(rdma_cm_id, event)
+O(rdma_cm_id, send_cq_channel) O(rdma_cm_id, send_cq) O(rdma_cm_id, recv_cq_channel)
+O(rdma_cm_id, recv_cq) O(rdma_cm_id, srq) O(rdma_cm_id, pd) O(rdma_cm_id, qp_type)
+S(rdma_conn_param) O(rdma_conn_param, private_data) O(rdma_conn_param, private_data_len)
+O(rdma_conn_param, responder_resources) O(rdma_conn_param, initiator_depth)
+O(rdma_conn_param, flow_control) O(rdma_conn_param, retry_count) O(rdma_conn_param, rnr_retry_count)
+O(rdma_conn_param, srq) O(rdma_conn_param, qp_num)
+S(rdma_ud_param) O(rdma_ud_param, private_data) O(rdma_ud_param, private_data_len)
+O(rdma_ud_param, ah_attr) O(rdma_ud_param, qp_num) O(rdma_ud_param, qkey)
+S(rdma_cm_event) O(rdma_cm_event, id) O(rdma_cm_event, listen_id) O(rdma_cm_event, event)
+O(rdma_cm_event, status) O(rdma_cm_event, param)
 "#;
 
 /// The layout checked in for docs.rs (x86_64 Linux, rdma-core's headers).
@@ -100,12 +120,14 @@ fn measure(out: &Path) -> Result<String, String> {
     // libibverbs.pc's include directories, when pkg-config knows the library; otherwise (no .pc
     // file, no pkg-config, a cross build pkg-config refuses) the compiler's default paths.
     // rdma-sys links the library: this probe only reads the headers.
-    if let Ok(lib) = pkg_config::Config::new()
-        .cargo_metadata(false)
-        .env_metadata(true)
-        .probe("libibverbs")
-    {
-        build.includes(lib.include_paths);
+    for name in ["libibverbs", "librdmacm"] {
+        if let Ok(lib) = pkg_config::Config::new()
+            .cargo_metadata(false)
+            .env_metadata(true)
+            .probe(name)
+        {
+            build.includes(lib.include_paths);
+        }
     }
     let compiler = build
         .try_get_compiler()
@@ -131,15 +153,19 @@ fn measure(out: &Path) -> Result<String, String> {
         .map_err(|e| format!("cannot run the C compiler {:?}: {e}", compiler.path()))?;
     if !done.status.success() {
         let stderr = String::from_utf8_lossy(&done.stderr);
-        let missing = stderr.contains("infiniband/verbs.h: No such file")
-            || stderr.contains("'infiniband/verbs.h' file not found");
+        let missing = |h: &str| {
+            stderr.contains(&format!("{h}: No such file"))
+                || stderr.contains(&format!("'{h}' file not found"))
+        };
+        let hint = if missing("infiniband/verbs.h") {
+            ": <infiniband/verbs.h> is missing; is libibverbs-dev (rdma-core's headers) installed?"
+        } else if missing("rdma/rdma_cma.h") {
+            ": <rdma/rdma_cma.h> is missing; is librdmacm-dev (rdma-core's headers) installed?"
+        } else {
+            ""
+        };
         return Err(format!(
-            "the C layout probe did not compile{}\n{cmd:?}\n{stderr}",
-            if missing {
-                ": <infiniband/verbs.h> is missing; is libibverbs-dev (rdma-core's headers) installed?"
-            } else {
-                ""
-            }
+            "the C layout probe did not compile{hint}\n{cmd:?}\n{stderr}"
         ));
     }
     let data = fs::read(&obj).map_err(|e| format!("cannot read the layout probe's object: {e}"))?;
@@ -171,8 +197,9 @@ fn read_layout(data: &[u8]) -> Result<String, String> {
     if values.is_empty() {
         return Err("the layout probe's object file has none of its symbols".into());
     }
-    let mut text =
-        String::from("// The C layout, measured by build.rs from <infiniband/verbs.h>.\n");
+    let mut text = String::from(
+        "// The C layout, measured by build.rs from <infiniband/verbs.h> and <rdma/rdma_cma.h>.\n",
+    );
     for (name, value) in values {
         text.push_str(&format!("pub const {name}: usize = {value};\n"));
     }

@@ -2,9 +2,9 @@
 //! Rust mirror of a C structure has the C layout.
 //!
 //! rdma-sys generates most structures with bindgen, which copies the C layout. A few (`ibv_wc`,
-//! `ibv_gid`, ...) it writes by hand; those, and the C structures that the software device
-//! embeds, are checked here against sizes and offsets measured from <infiniband/verbs.h> by the
-//! build script (`c_layout.rs`; it compiles a probe for the target and reads the values from the
+//! `ibv_gid`, `rdma_cm_event`, ...) it writes by hand; those, and the C structures that the
+//! software device embeds, are checked here against sizes and offsets measured from
+//! <infiniband/verbs.h> and <rdma/rdma_cma.h> by the build script (`c_layout.rs`; it compiles a probe for the target and reads the values from the
 //! object file's symbol sizes, running nothing). A mismatch is a compile error.
 //!
 //! C enums that C fills are read as integers. rdma-sys generates every C enum as integer
@@ -136,6 +136,66 @@ check_layout!(ibv_srq_init_attr {});
 check_layout!(ibv_cq_init_attr_ex {});
 check_layout!(ibv_device_attr {});
 check_layout!(ibv_port_attr {});
+
+// librdmacm's: the software device's connection manager embeds and fills `rdma_cm_id`,
+// `rdma_event_channel` and `rdma_cm_event` (with `rdma_conn_param`/`rdma_ud_param` and the route's
+// `rdma_addr`), and the crate reads them from either backend. rdma-sys writes `rdma_cm_event`,
+// `rdma_addr`, `rdma_ib_addr` and `rdma_ud_param` by hand (its anonymous unions named
+// `*_union`); bindgen the rest.
+check_layout!(rdma_ib_addr { sgid, dgid, pkey });
+check_layout!(rdma_addr {
+    src_addr_union => src_storage,
+    dst_addr_union => dst_storage,
+    addr
+});
+check_layout!(rdma_route {
+    addr,
+    path_rec,
+    num_paths
+});
+check_layout!(rdma_event_channel { fd });
+check_layout!(rdma_cm_id {
+    verbs,
+    channel,
+    context,
+    qp,
+    route,
+    ps,
+    port_num,
+    event,
+    send_cq_channel,
+    send_cq,
+    recv_cq_channel,
+    recv_cq,
+    srq,
+    pd,
+    qp_type
+});
+check_layout!(rdma_conn_param {
+    private_data,
+    private_data_len,
+    responder_resources,
+    initiator_depth,
+    flow_control,
+    retry_count,
+    rnr_retry_count,
+    srq,
+    qp_num
+});
+check_layout!(rdma_ud_param {
+    private_data,
+    private_data_len,
+    ah_attr,
+    qp_num,
+    qkey
+});
+check_layout!(rdma_cm_event {
+    id,
+    listen_id,
+    event,
+    status,
+    param
+});
 
 // The legacy `ibv_cq` is the prefix of `ibv_cq_ex` (`ibv_cq_ex_to_cq` is a cast).
 const_assert_eq!(
