@@ -150,7 +150,7 @@ impl RecvReady for ErrorState {}
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "work requests are sent from RTS, and this QP is in `{Self}`: bring it up with `to_init`, `to_rtr` and `to_rts` (the steps it has not made); in generic code over the state `St`, add the bound `St: typed_verbs::wr::SendReady`",
+    message = "work requests are sent from RTS, and this QP is in `{Self}`: bring it up with `to_init`, `to_rtr` and `to_rts` (the steps it has not made), or, on an rdma_cm connection, with `ConnectRequest::accept` or `CmId::connect`; in generic code over the state `St`, add the bound `St: typed_verbs::wr::SendReady`",
     label = "the QP is not ready to send"
 )]
 pub trait SendReady: QpState + Sealed {}
