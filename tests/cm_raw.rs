@@ -631,8 +631,12 @@ fn rc_connect_accept_traffic_disconnect() {
             panic!("active side got {}: {e:?}", name(e.ty));
         }
 
+        // Each side's sends and receives complete on one CQ: every completion is checked by its
+        // opcode too (here each one can only come after the one before it was taken).
+        let ok = sys::ibv_wc_status::IBV_WC_SUCCESS;
         client.send(b"ping over the CM", None);
-        assert_eq!(client.completion().0, sys::ibv_wc_status::IBV_WC_SUCCESS);
+        let (st, op, _) = client.completion();
+        assert_eq!((st, op), (ok, sys::ibv_wc_opcode::IBV_WC_SEND));
         let (st, op, len) = server.completion();
         assert_eq!(
             (st, op, len),
@@ -644,8 +648,12 @@ fn rc_connect_accept_traffic_disconnect() {
         );
         assert_eq!(&server.buf[..16], b"ping over the CM");
         server.send(b"pong", None);
-        assert_eq!(server.completion().0, sys::ibv_wc_status::IBV_WC_SUCCESS);
-        assert_eq!(client.completion().2, 4);
+        let (st, op, _) = server.completion();
+        assert_eq!((st, op), (ok, sys::ibv_wc_opcode::IBV_WC_SEND));
+        assert_eq!(
+            client.completion(),
+            (ok, sys::ibv_wc_opcode::IBV_WC_RECV, 4)
+        );
         assert_eq!(&client.buf[..4], b"pong");
 
         // The client disconnects: the server hears at once, the client once the server
