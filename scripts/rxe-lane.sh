@@ -56,9 +56,10 @@ mkdir -p "$CACHE"
 vm_kernel
 
 # 2. The test binaries: the integration tests (the trybuild ui suite needs cargo and stays on
-#    the host).
+#    the host), with the tokio feature, so that its tests (events and CM ids awaited by tasks)
+#    run on rxe0 too.
 echo "rxe-lane: building the test binaries"
-if ! cargo test --tests --no-run >"$WORK/build.log" 2>&1; then
+if ! cargo test --tests --no-run --features tokio >"$WORK/build.log" 2>&1; then
     tail -n 30 "$WORK/build.log" >&2
     echo "rxe-lane: building the test binaries failed" >&2
     exit 1

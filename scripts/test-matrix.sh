@@ -12,7 +12,7 @@ source scripts/setup.sh
 
 out=target/test-matrix
 mkdir -p "$out" docs
-cargo test --tests --no-run >"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log" >&2; exit 1; }
+cargo test --tests --no-run --features tokio >"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log" >&2; exit 1; }
 
 # The software device: each binary between the same markers the lane prints.
 : >"$out/sw0.log"

@@ -37,9 +37,9 @@ if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     bash scripts/msrv-check.sh || status=$?
 fi
 # The tokio feature's tests: completion events awaited through tokio, owned handles moved into
-# tokio tasks.
+# tokio tasks, rdma_cm events awaited by tasks (tests/cm.rs's async tests).
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
-    cargo test --features tokio --test ownership --test events || status=$?
+    cargo test --features tokio --test ownership --test events --test cm || status=$?
 fi
 # The pingpong examples on the software device, server and client in one process each.
 if [ "$status" -eq 0 ]; then
