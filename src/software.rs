@@ -6,7 +6,11 @@
 //! implementation is a private backend beside rdma-core's). It fills the very C structures a
 //! hardware provider fills, so the typed layer's data path is the same code on it and on
 //! rdma-core; its control path follows the kernel's rules as rxe shows them, and it moves data
-//! between its QPs synchronously within the process, as rxe does.
+//! between its QPs synchronously within the process, as rxe does. An RC request completes inside
+//! the call that carried it out, unless the device's [`SwConfig::ack_delay`] makes its
+//! acknowledgement come later, as rxe's does (sw0 takes it from `TYPED_VERBS_SW_ACK_DELAY_US`):
+//! then the peer's answer can complete first, and code that assumes otherwise fails on any
+//! machine, not only on rxe.
 //!
 //! A device named [`DEFAULT_DEVICE`] with [`SwConfig::default`] is always in the device list.
 //! [`register`] adds more, each with its own limits, so a test can make one behave like a given

@@ -5,8 +5,8 @@
 //! # Model
 //!
 //! Work is done synchronously, inside the call that makes it possible: a post, a modify, or a
-//! receive that a waiting request needed; the one exception is an RNR retry, which a timer
-//! thread makes when the RNR timer fires. There is no wire, so nothing is lost, reordered or
+//! receive that a waiting request needed; the exceptions are an RNR retry, which a timer
+//! thread makes when the RNR timer fires, and a late ACK (below). There is no wire, so nothing is lost, reordered or
 //! retransmitted, and PSNs are not checked. What rxe decides (checks, statuses, which side
 //! completes what, which QP moves to ERR, the fields of each completion) follows rxe as Linux
 //! 6.1 with rdma-core 44 shows it on rxe0; `tests/data_raw.rs` runs the same assertions on both.
@@ -61,6 +61,15 @@
 //!   rxe raises no QP async event for any error (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR are never
 //!   seen on rxe0), and neither does the software device. A QP moved into SQD with no request
 //!   in progress raises IBV_EVENT_SQ_DRAINED, as rxe's requester does.
+//! * **Late ACKs.** With the device's `ack_delay` above zero (`SwConfig`), an RC request that
+//!   succeeds is carried out at once (the data is placed, the responder's receive completes)
+//!   but stays at the head of its send queue, holding its slot, until the timer thread
+//!   acknowledges it `ack_delay` later and writes its completion (if signaled); the requests
+//!   behind it then run. So, as on rxe, the peer's answer can complete before the send it
+//!   answers. A flush (ERR) or a reset before the ACK takes the request as it takes any other
+//!   (WR_FLUSH_ERR, or nothing); a destroyed QP's ACK finds no QP. A QP moved to SQD while a
+//!   request waits for its ACK drains when the ACK comes (SQ_DRAINED then). Failures, UC and UD
+//!   complete at once.
 //! * **Errors.** A failed send completion moves its QP to ERR. A QP in ERR flushes every
 //!   request it holds and every one posted later (WR_FLUSH_ERR, signaled or not); its posted
 //!   receives are flushed when it enters ERR, and one posted while in ERR stays posted without a
@@ -173,6 +182,9 @@ pub(super) struct Queues {
     blocked_on: Option<u32>,
     /// The head request's RNR retries, from its first RNR NAK until it completes.
     rnr: Option<RnrWait>,
+    /// The head request was carried out and waits for its acknowledgement (`ack_delay`): the
+    /// arming of the timer that completes it.
+    acking: Option<u64>,
 }
 
 impl Queues {
@@ -180,6 +192,7 @@ impl Queues {
     fn unblock(&mut self) {
         self.blocked_on = None;
         self.rnr = None;
+        self.acking = None;
     }
 }
 
@@ -253,7 +266,8 @@ impl SwQp {
     /// destination or an RNR retry): rxe's requester has a request it cannot drain yet, so a
     /// QP moved to SQD stays draining (`sq_draining`).
     pub(super) fn sq_in_progress(&self) -> bool {
-        self.queues.lock().blocked_on.is_some()
+        let q = self.queues.lock();
+        q.blocked_on.is_some() || q.acking.is_some()
     }
     fn state(&self) -> u32 {
         self.attr.lock().qp_state
@@ -598,8 +612,16 @@ impl<'g> Run<'g> {
     fn run_sq(&mut self, qp: &'g SwQp) {
         loop {
             let state = qp.state();
-            let Some(w) = qp.queues.lock().sq.pop_front() else {
-                return;
+            let w = {
+                let mut q = qp.queues.lock();
+                if q.acking.is_some() {
+                    // The head was carried out and waits for its ACK; the rest wait behind it.
+                    return;
+                }
+                let Some(w) = q.sq.pop_front() else {
+                    return;
+                };
+                w
             };
             if state == IBV_QPS_ERR {
                 send_completion(qp, &w, IBV_WC_WR_FLUSH_ERR);
@@ -644,6 +666,21 @@ impl<'g> Run<'g> {
                         status = IBV_WC_WR_FLUSH_ERR;
                     }
                     qp.queues.lock().unblock();
+                    let ack_delay = qp.ctx().config().ack_delay;
+                    if status == IBV_WC_SUCCESS
+                        && responder.is_none()
+                        && qp.qpt() == IBV_QPT_RC
+                        && !ack_delay.is_zero()
+                    {
+                        // Carried out; the completion comes with the ACK, from the timer thread
+                        // (running: the creation of this RC QP started it).
+                        if let Some(t) = rnr_timer() {
+                            let mut q = qp.queues.lock();
+                            q.sq.push_front(w);
+                            q.acking = Some(t.arm(Instant::now() + ack_delay, qp.ibv.qp_num));
+                            return;
+                        }
+                    }
                     if status != IBV_WC_SUCCESS || w.signaled {
                         send_completion(qp, &w, status);
                     }
@@ -1153,7 +1190,32 @@ impl RnrTimers {
             // `due` is released: the fabric lock is taken alone.
             let g = lock();
             let Some(qp) = g.get(qpn) else { continue }; // destroyed since
-            let current = qp.queues.lock().rnr.is_some_and(|w| w.timer == n);
+            let acked = {
+                let mut q = qp.queues.lock();
+                if q.acking == Some(n) {
+                    // The ACK of the head request (carried out, `ack_delay` ago). A flush or a
+                    // reset since has taken the request and cleared `acking`.
+                    q.acking = None;
+                    q.sq.pop_front()
+                } else {
+                    None
+                }
+            };
+            let was_acked = acked.is_some();
+            if let Some(w) = acked {
+                if w.signaled {
+                    send_completion(qp, &w, IBV_WC_SUCCESS);
+                }
+                if qp.state() == IBV_QPS_SQD && !qp.sq_in_progress() {
+                    // The drain rxe_qp_drain began ends with this request's ACK.
+                    qp.ctx().raise(
+                        crate::ffi::event_type::SQ_DRAINED,
+                        qp as *const SwQp as usize,
+                    );
+                }
+            }
+            // The next requests run (after an ACK), or the head is retried (an RNR timer).
+            let current = was_acked || qp.queues.lock().rnr.is_some_and(|w| w.timer == n);
             if current {
                 let mut run = Run::new(&g);
                 run.kicks.push(qp);

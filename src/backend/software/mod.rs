@@ -90,6 +90,16 @@ pub struct SwConfig {
     /// Fault injection: the `IBV_WC_EX_WITH_*` bits whose `ibv_cq_ex` read function the device
     /// leaves NULL even when a CQ asks for the flag, as a faulty provider might. Default 0.
     pub missing_readers: u64,
+    /// How long after an RC request is carried out its acknowledgement arrives and the request
+    /// completes. Default zero: it completes at once, inside the call that carried it out. Above
+    /// zero the completion is written later, by the device's timer thread, as rxe's completer
+    /// writes it when the ACK (or the read or atomic response) comes: a completion caused by
+    /// the peer's answer (its receive of a reply, say) can then be polled before the send's own,
+    /// as on rxe, and a program that takes the next completion of a CQ shared by both queues for
+    /// its send's is caught. The request stays at the head of its send queue until then (later
+    /// ones wait behind it: one request in flight). For [`DEFAULT_DEVICE`] it is read from
+    /// `TYPED_VERBS_SW_ACK_DELAY_US` (microseconds) when the device list is first made.
+    pub ack_delay: std::time::Duration,
 }
 
 impl Default for SwConfig {
@@ -111,6 +121,7 @@ impl Default for SwConfig {
             parent_domain: true,
             raw_packet: true,
             missing_readers: 0,
+            ack_delay: std::time::Duration::ZERO,
         }
     }
 }
@@ -177,9 +188,16 @@ impl SwDevice {
 fn devices_lock() -> &'static Mutex<Vec<Arc<SwDevice>>> {
     static DEVICES: OnceLock<Mutex<Vec<Arc<SwDevice>>>> = OnceLock::new();
     DEVICES.get_or_init(|| {
+        let ack_delay = std::env::var("TYPED_VERBS_SW_ACK_DELAY_US")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map_or(std::time::Duration::ZERO, std::time::Duration::from_micros);
         Mutex::new(vec![Arc::new(SwDevice::new(
             DEFAULT_DEVICE,
-            SwConfig::default(),
+            SwConfig {
+                ack_delay,
+                ..SwConfig::default()
+            },
         ))])
     })
 }
