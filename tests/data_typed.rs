@@ -847,3 +847,121 @@ fn empty_sge_lists_send_and_receive_zero_bytes() {
         ]
     );
 }
+
+// --- The software device's late acknowledgements (`SwConfig::ack_delay`): on rxe an RC
+// request completes when its ACK comes, so the peer's answer to a send can complete before the
+// send itself; a device with an ACK delay shows that on any machine. Each test registers its
+// own device (software only: the model is the subject).
+
+/// A software device whose RC requests are acknowledged [`LATE_ACK`] after they are carried out.
+#[cfg(feature = "software-device")]
+fn late_ack_device(name: &str) -> Context {
+    common::open_registered(
+        name,
+        typed_verbs::software::SwConfig {
+            ack_delay: LATE_ACK,
+            ..Default::default()
+        },
+    )
+}
+
+/// Long enough that the few calls a test makes before the ACK are done first, under valgrind too.
+#[cfg(feature = "software-device")]
+const LATE_ACK: Duration = Duration::from_millis(300);
+
+#[cfg(feature = "software-device")]
+#[test]
+fn with_late_acks_the_peers_answer_completes_before_the_send_it_answers() {
+    let ctx = late_ack_device("sw-late-ack-order");
+    let pd = Pd::new(&ctx).unwrap();
+    let (a_cq, b_cq) = (
+        Cq::builder(&ctx).cqe(8).build().unwrap(),
+        Cq::builder(&ctx).cqe(8).build().unwrap(),
+    );
+    let a = Qp::<Rc>::builder(&pd, &a_cq, &a_cq).build().unwrap();
+    let b = Qp::<Rc>::builder(&pd, &b_cq, &b_cq).build().unwrap();
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+    a.post_recv(10, &[mr.sge(0..16).unwrap()]).unwrap();
+    b.post_recv(20, &[mr.sge(16..32).unwrap()]).unwrap();
+    let start = Instant::now();
+    a.post_send(&SendWr::send(1, &[mr.sge(32..40).unwrap()]).signaled())
+        .unwrap();
+    // Carried out at once (the peer has the message), completed only when the ACK comes.
+    let got = wait(&b_cq, 1);
+    assert_eq!((got[0].wr_id, got[0].opcode), (20, Some(WcOpcode::RECV)));
+    b.post_send(&SendWr::send(2, &[mr.sge(40..44).unwrap()]).signaled())
+        .unwrap();
+    let got = wait(&a_cq, 2);
+    assert_eq!(
+        got.iter().map(|d| (d.wr_id, d.opcode)).collect::<Vec<_>>(),
+        [(10, Some(WcOpcode::RECV)), (1, Some(WcOpcode::SEND))],
+        "the answer's receive first, then the send it answers"
+    );
+    assert!(
+        start.elapsed() >= LATE_ACK,
+        "the send completed before its ACK was due"
+    );
+    let got = wait(&b_cq, 1);
+    assert_eq!((got[0].wr_id, got[0].opcode), (2, Some(WcOpcode::SEND)));
+}
+
+#[cfg(feature = "software-device")]
+#[test]
+fn with_late_acks_an_unacknowledged_request_keeps_its_send_queue_slot() {
+    let ctx = late_ack_device("sw-late-ack-slot");
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
+    let build = || {
+        Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_send_wr(1)
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (build(), build());
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let (a, _b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE | ALL_REMOTE).unwrap();
+    let sgl = [mr.sge(0..8).unwrap()];
+    let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
+    // An unsignaled request too occupies its slot until it is acknowledged.
+    a.post_send(&write(1)).unwrap();
+    let e = a.post_send(&write(2).signaled()).unwrap_err();
+    assert_eq!((e.verb, e.errno()), (Verb::PostSend, libc::ENOMEM), "{e}");
+    std::thread::sleep(LATE_ACK + Duration::from_millis(200));
+    a.post_send(&write(3).signaled()).unwrap();
+    let got = wait(&cq, 1);
+    assert_eq!((got[0].wr_id, got[0].status), (3, WcStatus::SUCCESS));
+}
+
+#[cfg(feature = "software-device")]
+#[test]
+fn with_late_acks_a_request_not_yet_acknowledged_is_flushed_by_err_and_dropped_by_destroy() {
+    let ctx = late_ack_device("sw-late-ack-flush");
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
+    let leaks = common::LeakCheck::new(&ctx, "late_ack_flush");
+    {
+        let (a, b) = rc_pair(&ctx, &pd, &cq);
+        let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE | ALL_REMOTE).unwrap();
+        let sgl = [mr.sge(0..8).unwrap()];
+        let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
+        a.post_send(&write(1).signaled()).unwrap();
+        b.post_send(&write(2).signaled()).unwrap();
+        let a = a.to_error().unwrap();
+        let got = wait(&cq, 1);
+        assert_eq!((got[0].wr_id, got[0].status), (1, WcStatus::WR_FLUSH_ERR));
+        // b is destroyed with its request unacknowledged: the ACK that comes later finds no QP.
+        drop(b);
+        std::thread::sleep(LATE_ACK + Duration::from_millis(200));
+        let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
+        assert_eq!(
+            cq.poll(&mut wc).unwrap().len(),
+            0,
+            "nothing after the flush and the destroy"
+        );
+        drop(a);
+    }
+    leaks.assert_unchanged("the QPs and their late ACKs");
+}

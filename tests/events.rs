@@ -1122,3 +1122,45 @@ fn moving_an_idle_rc_qp_to_sqd_raises_sq_drained() {
         drop((a, b));
     });
 }
+
+#[cfg(feature = "software-device")]
+#[test]
+fn a_qp_moved_to_sqd_with_a_request_awaiting_its_ack_drains_when_the_ack_comes() {
+    // rxe's drain ends when the request in flight is acknowledged: SQ_DRAINED comes then, not at
+    // the modify. The software device shows it with late ACKs (`SwConfig::ack_delay`).
+    within(LIMIT, || {
+        const LATE: Duration = Duration::from_millis(500);
+        let ctx = common::open_registered(
+            "sw-late-ack-sqd",
+            typed_verbs::software::SwConfig {
+                ack_delay: LATE,
+                ..Default::default()
+            },
+        );
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+        let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
+        let m = bufs(&pd, 16, 16);
+        b.post_recv(10, &[m.dst.sge(0..16).unwrap()]).unwrap();
+        a.post_send(&SendWr::send(1, &[m.src.sge(0..16).unwrap()]).signaled())
+            .unwrap();
+        // SAFETY: plain C data; a live QP, moved RTS -> SQD (a transition of the kernel's
+        // table) behind the typed layer's back, then only dropped.
+        unsafe {
+            let mut attr: typed_verbs::ffi::sys::ibv_qp_attr = std::mem::zeroed();
+            attr.qp_state = typed_verbs::ffi::sys::ibv_qp_state::IBV_QPS_SQD;
+            raw::ibv_modify_qp(a.as_raw(), &mut attr, 1).expect("RTS -> SQD");
+        }
+        let early = async_events(&ctx, LATE.as_millis() as u64 / 4);
+        assert!(early.is_empty(), "drained before the ACK came: {early:?}");
+        let seen = async_events(&ctx, 2 * LATE.as_millis() as u64);
+        assert!(
+            matches!(seen[..], [AsyncEvent::SqDrained(q)] if q.is(&a)),
+            "expected one SQ_DRAINED naming the QP, got {seen:?}"
+        );
+        let mut got = completions(&cq, 2);
+        got.sort_by_key(|&(id, _)| id);
+        assert_eq!(got, [(1, WcStatus::SUCCESS), (10, WcStatus::SUCCESS)]);
+        drop((a, b));
+    });
+}
