@@ -26,10 +26,20 @@ struct Done {
 
 /// Polls `cq` until `n` completions arrived (a real device completes asynchronously); at most 2 s.
 fn wait(cq: &Cq<'_>, n: usize) -> Vec<Done> {
+    wait_for(cq, n, Duration::from_secs(2), Duration::ZERO)
+}
+
+/// [`wait`] for completions another thread of the process writes (the software device's timer
+/// thread): at most `limit`, sleeping `pause` between polls, so that under valgrind, which runs
+/// one thread at a time, the writer gets to run.
+fn wait_for(cq: &Cq<'_>, n: usize, limit: Duration, pause: Duration) -> Vec<Done> {
     let mut got = Vec::new();
     let start = Instant::now();
     let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
-    while got.len() < n && start.elapsed() < Duration::from_secs(2) {
+    while got.len() < n && start.elapsed() < limit {
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
         for w in cq.poll(&mut wc).unwrap() {
             let ok = w.success();
             got.push(Done {
@@ -42,7 +52,7 @@ fn wait(cq: &Cq<'_>, n: usize) -> Vec<Done> {
             });
         }
     }
-    assert_eq!(got.len(), n, "completions within 2 s: {got:?}");
+    assert_eq!(got.len(), n, "completions within {limit:?}: {got:?}");
     got
 }
 
@@ -865,9 +875,15 @@ fn late_ack_device(name: &str) -> Context {
     )
 }
 
+/// [`wait_for`] the completions of late ACKs: at most 10 s, sleeping 1 ms between polls.
+#[cfg(feature = "software-device")]
+fn wait_late(cq: &Cq<'_>, n: usize) -> Vec<Done> {
+    wait_for(cq, n, Duration::from_secs(10), Duration::from_millis(1))
+}
+
 /// Long enough that the few calls a test makes before the ACK are done first, under valgrind too.
 #[cfg(feature = "software-device")]
-const LATE_ACK: Duration = Duration::from_millis(300);
+const LATE_ACK: Duration = Duration::from_millis(1000);
 
 #[cfg(feature = "software-device")]
 #[test]
@@ -889,11 +905,11 @@ fn with_late_acks_the_peers_answer_completes_before_the_send_it_answers() {
     a.post_send(&SendWr::send(1, &[mr.sge(32..40).unwrap()]).signaled())
         .unwrap();
     // Carried out at once (the peer has the message), completed only when the ACK comes.
-    let got = wait(&b_cq, 1);
+    let got = wait_late(&b_cq, 1);
     assert_eq!((got[0].wr_id, got[0].opcode), (20, Some(WcOpcode::RECV)));
     b.post_send(&SendWr::send(2, &[mr.sge(40..44).unwrap()]).signaled())
         .unwrap();
-    let got = wait(&a_cq, 2);
+    let got = wait_late(&a_cq, 2);
     assert_eq!(
         got.iter().map(|d| (d.wr_id, d.opcode)).collect::<Vec<_>>(),
         [(10, Some(WcOpcode::RECV)), (1, Some(WcOpcode::SEND))],
@@ -903,7 +919,7 @@ fn with_late_acks_the_peers_answer_completes_before_the_send_it_answers() {
         start.elapsed() >= LATE_ACK,
         "the send completed before its ACK was due"
     );
-    let got = wait(&b_cq, 1);
+    let got = wait_late(&b_cq, 1);
     assert_eq!((got[0].wr_id, got[0].opcode), (2, Some(WcOpcode::SEND)));
 }
 
@@ -931,7 +947,7 @@ fn with_late_acks_an_unacknowledged_request_keeps_its_send_queue_slot() {
     assert_eq!((e.verb, e.errno()), (Verb::PostSend, libc::ENOMEM), "{e}");
     std::thread::sleep(LATE_ACK + Duration::from_millis(200));
     a.post_send(&write(3).signaled()).unwrap();
-    let got = wait(&cq, 1);
+    let got = wait_late(&cq, 1);
     assert_eq!((got[0].wr_id, got[0].status), (3, WcStatus::SUCCESS));
 }
 
@@ -950,7 +966,7 @@ fn with_late_acks_a_request_not_yet_acknowledged_is_flushed_by_err_and_dropped_b
         a.post_send(&write(1).signaled()).unwrap();
         b.post_send(&write(2).signaled()).unwrap();
         let a = a.to_error().unwrap();
-        let got = wait(&cq, 1);
+        let got = wait_late(&cq, 1);
         assert_eq!((got[0].wr_id, got[0].status), (1, WcStatus::WR_FLUSH_ERR));
         // b is destroyed with its request unacknowledged: the ACK that comes later finds no QP.
         drop(b);

@@ -1129,7 +1129,7 @@ fn a_qp_moved_to_sqd_with_a_request_awaiting_its_ack_drains_when_the_ack_comes()
     // rxe's drain ends when the request in flight is acknowledged: SQ_DRAINED comes then, not at
     // the modify. The software device shows it with late ACKs (`SwConfig::ack_delay`).
     within(LIMIT, || {
-        const LATE: Duration = Duration::from_millis(500);
+        const LATE: Duration = Duration::from_millis(1000);
         let ctx = common::open_registered(
             "sw-late-ack-sqd",
             typed_verbs::software::SwConfig {
