@@ -3,7 +3,7 @@
 # then checks the build without default features, the build script under LTO C flags
 # (scripts/build-script-check.sh) and the rust-version (scripts/msrv-check.sh),
 # then the pingpong examples and the perftest-style tools on the software device
-# (scripts/pingpong.sh, scripts/perf-self.sh), then the sanitizer
+# (scripts/pingpong.sh, also with late ACKs; scripts/perf-self.sh), then the sanitizer
 # lane: the sw0 tests and the examples under valgrind's memcheck and helgrind
 # (scripts/sanitize.sh; TYPED_VERBS_NO_SANITIZE=1 leaves it out) and under Miri where a nightly
 # toolchain has it (scripts/miri.sh, which says so and skips otherwise), then the runtime tests
@@ -44,6 +44,14 @@ fi
 # The pingpong examples on the software device, server and client in one process each.
 if [ "$status" -eq 0 ]; then
     bash scripts/pingpong.sh -- -n 2000 || status=$?
+fi
+# Again with the software device's ACKs 200 us late, polling and sleeping on events: an RC
+# request then completes after the peer may have answered it, as on rxe.
+if [ "$status" -eq 0 ]; then
+    TYPED_VERBS_SW_ACK_DELAY_US=200 bash scripts/pingpong.sh -- -n 500 || status=$?
+fi
+if [ "$status" -eq 0 ]; then
+    TYPED_VERBS_SW_ACK_DELAY_US=200 bash scripts/pingpong.sh -- -n 200 -e || status=$?
 fi
 # The perftest-style tools on the software device: each runs and prints a table that parses.
 if [ "$status" -eq 0 ]; then
