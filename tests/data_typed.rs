@@ -981,3 +981,85 @@ fn with_late_acks_a_request_not_yet_acknowledged_is_flushed_by_err_and_dropped_b
     }
     leaks.assert_unchanged("the QPs and their late ACKs");
 }
+
+/// Moves `qp` to `state` (only `qp_state` in the mask) behind the typed layer's back: the
+/// typed layer has no SQD.
+///
+/// # Safety
+/// `qp` is a live QP; the caller only drops its typed handle afterwards, or moves it back to
+/// the state the handle says.
+#[cfg(feature = "software-device")]
+unsafe fn raw_state(qp: *mut typed_verbs::ffi::sys::ibv_qp, state: u32) -> Result<(), i32> {
+    // SAFETY: plain C data.
+    let mut attr: typed_verbs::ffi::sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+    attr.qp_state = state;
+    // SAFETY: the caller's contract; mask IBV_QP_STATE.
+    unsafe { typed_verbs::raw::ibv_modify_qp(qp, &mut attr, 1) }
+}
+
+#[cfg(feature = "software-device")]
+#[test]
+fn with_late_acks_requests_posted_before_a_move_to_sqd_still_run_and_then_rts_is_allowed() {
+    use typed_verbs::ffi::sys::ibv_qp_state::{IBV_QPS_RTS, IBV_QPS_SQD};
+    let ctx = late_ack_device("sw-late-ack-sqd-rest");
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let (a, _b) = rc_pair(&ctx, &pd, &cq);
+    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE | ALL_REMOTE).unwrap();
+    let sgl = [mr.sge(0..8).unwrap()];
+    let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
+    a.post_send(&write(1).signaled()).unwrap();
+    a.post_send(&write(2).signaled()).unwrap();
+    // SAFETY: a live QP, RTS -> SQD -> RTS: back in the state its handle says.
+    unsafe { raw_state(a.as_raw(), IBV_QPS_SQD) }.expect("RTS -> SQD");
+    // Both were posted in RTS (rxe's requester has both in processing): both complete while
+    // the QP drains, in order, each with its ACK.
+    let got = wait_late(&cq, 2);
+    assert_eq!(
+        got.iter().map(|d| (d.wr_id, d.status)).collect::<Vec<_>>(),
+        [(1, WcStatus::SUCCESS), (2, WcStatus::SUCCESS)]
+    );
+    // SAFETY: as above.
+    unsafe { raw_state(a.as_raw(), IBV_QPS_RTS) }.expect("SQD -> RTS once drained");
+    a.post_send(&write(3).signaled()).unwrap();
+    let got = wait_late(&cq, 1);
+    assert_eq!((got[0].wr_id, got[0].status), (3, WcStatus::SUCCESS));
+}
+
+#[cfg(feature = "software-device")]
+#[test]
+fn an_ack_delay_beyond_the_clocks_range_is_an_ack_that_never_comes() {
+    let ctx = common::open_registered(
+        "sw-late-ack-never",
+        typed_verbs::software::SwConfig {
+            ack_delay: Duration::MAX,
+            ..Default::default()
+        },
+    );
+    let pd = Pd::new(&ctx).unwrap();
+    let (a_cq, b_cq) = (
+        Cq::builder(&ctx).cqe(8).build().unwrap(),
+        Cq::builder(&ctx).cqe(8).build().unwrap(),
+    );
+    let a = Qp::<Rc>::builder(&pd, &a_cq, &a_cq).build().unwrap();
+    let b = Qp::<Rc>::builder(&pd, &b_cq, &b_cq).build().unwrap();
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+    b.post_recv(10, &[mr.sge(0..16).unwrap()]).unwrap();
+    a.post_send(&SendWr::send(1, &[mr.sge(32..40).unwrap()]).signaled())
+        .expect("the post works; only the ACK never comes");
+    let got = wait_late(&b_cq, 1);
+    assert_eq!((got[0].wr_id, got[0].status), (10, WcStatus::SUCCESS));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
+    assert_eq!(
+        a_cq.poll(&mut wc).unwrap().len(),
+        0,
+        "no ACK, no completion"
+    );
+    // The request holds its slot until a flush takes it.
+    let _a = a.to_error().unwrap();
+    let got = wait_late(&a_cq, 1);
+    assert_eq!((got[0].wr_id, got[0].status), (1, WcStatus::WR_FLUSH_ERR));
+}

@@ -68,8 +68,10 @@
 //!   behind it then run. So, as on rxe, the peer's answer can complete before the send it
 //!   answers. A flush (ERR) or a reset before the ACK takes the request as it takes any other
 //!   (WR_FLUSH_ERR, or nothing); a destroyed QP's ACK finds no QP. A QP moved to SQD while a
-//!   request waits for its ACK drains when the ACK comes (SQ_DRAINED then). Failures, UC and UD
-//!   complete at once.
+//!   request waits for its ACK still runs the requests posted before the move, one by one as
+//!   the ACKs come, and drains (SQ_DRAINED) with the last one's ACK; those posted in SQD wait
+//!   for RTS and the next post, as always. A delay beyond the clock's range is an ACK that never
+//!   comes. Failures, UC and UD complete at once.
 //! * **Errors.** A failed send completion moves its QP to ERR. A QP in ERR flushes every
 //!   request it holds and every one posted later (WR_FLUSH_ERR, signaled or not); its posted
 //!   receives are flushed when it enters ERR, and one posted while in ERR stays posted without a
@@ -168,6 +170,9 @@ pub(super) struct SendWqe {
     remote_qpn: u32,
     remote_qkey: u32,
     ah: Option<sys::ibv_ah_attr>,
+    /// Queued behind a request awaiting its ACK when the QP moved to SQD: handed to the device
+    /// before the drain began (rxe's requester has it in processing), so it still runs in SQD.
+    before_sqd: bool,
 }
 
 /// A QP's queues.
@@ -263,8 +268,8 @@ impl Fabric {
 
 impl SwQp {
     /// Whether the request at the head of the send queue is in progress (it waits for its
-    /// destination or an RNR retry): rxe's requester has a request it cannot drain yet, so a
-    /// QP moved to SQD stays draining (`sq_draining`).
+    /// destination, an RNR retry or its ACK): rxe's requester has a request it cannot drain
+    /// yet, so a QP moved to SQD stays draining (`sq_draining`).
     pub(super) fn sq_in_progress(&self) -> bool {
         let q = self.queues.lock();
         q.blocked_on.is_some() || q.acking.is_some()
@@ -530,6 +535,7 @@ impl SendWqe {
             remote_qpn,
             remote_qkey,
             ah,
+            before_sqd: false,
         })
     }
 
@@ -627,7 +633,8 @@ impl<'g> Run<'g> {
                 send_completion(qp, &w, IBV_WC_WR_FLUSH_ERR);
                 continue;
             }
-            if state != IBV_QPS_RTS {
+            // In SQD only a request handed to the device before the drain began runs.
+            if state != IBV_QPS_RTS && !(state == IBV_QPS_SQD && w.before_sqd) {
                 qp.queues.lock().sq.push_front(w);
                 return;
             }
@@ -675,9 +682,14 @@ impl<'g> Run<'g> {
                         // Carried out; the completion comes with the ACK, from the timer thread
                         // (running: the creation of this RC QP started it).
                         if let Some(t) = rnr_timer() {
+                            // A delay beyond the clock's range: an ACK that never comes (the
+                            // request holds its slot until a flush, a reset or the destroy;
+                            // arming 0 is no timer's).
+                            let due = Instant::now().checked_add(ack_delay);
+                            let arming = due.map_or(0, |at| t.arm(at, qp.ibv.qp_num));
                             let mut q = qp.queues.lock();
                             q.sq.push_front(w);
-                            q.acking = Some(t.arm(Instant::now() + ack_delay, qp.ibv.qp_num));
+                            q.acking = Some(arming);
                             return;
                         }
                     }
@@ -1206,13 +1218,6 @@ impl RnrTimers {
                 if w.signaled {
                     send_completion(qp, &w, IBV_WC_SUCCESS);
                 }
-                if qp.state() == IBV_QPS_SQD && !qp.sq_in_progress() {
-                    // The drain rxe_qp_drain began ends with this request's ACK.
-                    qp.ctx().raise(
-                        crate::ffi::event_type::SQ_DRAINED,
-                        qp as *const SwQp as usize,
-                    );
-                }
             }
             // The next requests run (after an ACK), or the head is retried (an RNR timer).
             let current = was_acked || qp.queues.lock().rnr.is_some_and(|w| w.timer == n);
@@ -1220,6 +1225,14 @@ impl RnrTimers {
                 let mut run = Run::new(&g);
                 run.kicks.push(qp);
                 run.drain();
+            }
+            if was_acked && qp.state() == IBV_QPS_SQD && !qp.sq_in_progress() {
+                // The drain rxe_qp_drain began ends with the ACK of the last request handed to
+                // the device before it.
+                qp.ctx().raise(
+                    crate::ffi::event_type::SQ_DRAINED,
+                    qp as *const SwQp as usize,
+                );
             }
         }
     }
@@ -1259,14 +1272,29 @@ pub(super) fn after_modify(g: &Fabric, qp: &SwQp, cur: u32, next: u32) {
             q.rq.clear();
             q.unblock();
         }
-        IBV_QPS_SQD if cur != next && !qp.sq_in_progress() => {
-            // rxe_qp_drain runs the requester, which finds no request in progress and reports
-            // the send queue drained (IB_EVENT_SQ_DRAINED, whatever en_sqd_async_notify says).
-            // A request in progress keeps it draining (`sq_draining`) and raises none here.
-            qp.ctx().raise(
-                crate::ffi::event_type::SQ_DRAINED,
-                qp as *const SwQp as usize,
-            );
+        IBV_QPS_SQD if cur != next => {
+            let in_progress = {
+                let mut q = qp.queues.lock();
+                if q.acking.is_some() {
+                    // Late ACKs: the requests queued behind the one awaiting its ACK were posted
+                    // in RTS, so rxe's requester would have them in processing too; they still
+                    // run, one by one, and the drain ends with the last one's ACK.
+                    for w in q.sq.iter_mut() {
+                        w.before_sqd = true;
+                    }
+                }
+                q.blocked_on.is_some() || q.acking.is_some()
+            };
+            if !in_progress {
+                // rxe_qp_drain runs the requester, which finds no request in progress and
+                // reports the send queue drained (IB_EVENT_SQ_DRAINED, whatever
+                // en_sqd_async_notify says). A request in progress keeps it draining
+                // (`sq_draining`) and raises none here.
+                qp.ctx().raise(
+                    crate::ffi::event_type::SQ_DRAINED,
+                    qp as *const SwQp as usize,
+                );
+            }
         }
         IBV_QPS_RTR | IBV_QPS_RTS if cur != next => {
             // Requests that waited for this QP to be ready are retried.

@@ -1046,9 +1046,11 @@ pub(super) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
     // `mlx5_lock_cqs`): wait for their batches as it does, before any lock of the device.
     // SAFETY: caller's contract: a live QP's CQs are live.
     unsafe { super::cq::wait_for_batches((*sw).ibv.send_cq, (*sw).ibv.recv_cq) };
-    // The QP's async events (SQ_DRAINED, raised by a move to SQD): the unread ones go, and the
-    // destroy waits until the ones read are acked (as libibverbs'). modify_qp raises them
-    // under the fabric lock, so once they are dropped with that lock held no new one can come;
+    // The QP's async events (SQ_DRAINED, raised by a move to SQD or by the ACK that ends a
+    // drain): the unread ones go, and the destroy waits until the ones read are acked (as
+    // libibverbs'). modify_qp and the timer thread raise them under the fabric lock (the timer
+    // only for a QP it finds registered), so once they are dropped with that lock held no new
+    // one can come;
     // the wait itself is done without it, so that whoever holds an event is not stopped from
     // acking it.
     let mut fabric = loop {
