@@ -863,13 +863,13 @@ fn empty_sge_lists_send_and_receive_zero_bytes() {
 // send itself; a device with an ACK delay shows that on any machine. Each test registers its
 // own device (software only: the model is the subject).
 
-/// A software device whose RC requests are acknowledged [`LATE_ACK`] after they are carried out.
+/// A software device whose RC requests are acknowledged `ack_delay` after they are carried out.
 #[cfg(feature = "software-device")]
-fn late_ack_device(name: &str) -> Context {
+fn late_ack_device(name: &str, ack_delay: Duration) -> Context {
     common::open_registered(
         name,
         typed_verbs::software::SwConfig {
-            ack_delay: LATE_ACK,
+            ack_delay,
             ..Default::default()
         },
     )
@@ -881,6 +881,20 @@ fn wait_late(cq: &Cq<'_>, n: usize) -> Vec<Done> {
     wait_for(cq, n, Duration::from_secs(10), Duration::from_millis(1))
 }
 
+/// An RC pair in loopback in RTS, each QP with a CQ of its own for both its queues.
+#[cfg(feature = "software-device")]
+fn rc_pair_apart<'a>(
+    ctx: &Context,
+    pd: &'a Pd<'_>,
+    a_cq: &'a Cq<'_>,
+    b_cq: &'a Cq<'_>,
+) -> (RcQp<'a>, RcQp<'a>) {
+    let a = Qp::<Rc>::builder(pd, a_cq, a_cq).build().unwrap();
+    let b = Qp::<Rc>::builder(pd, b_cq, b_cq).build().unwrap();
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    (rc_up(ctx, a, bn), rc_up(ctx, b, an))
+}
+
 /// Long enough that the few calls a test makes before the ACK are done first, under valgrind too.
 #[cfg(feature = "software-device")]
 const LATE_ACK: Duration = Duration::from_millis(1000);
@@ -888,16 +902,13 @@ const LATE_ACK: Duration = Duration::from_millis(1000);
 #[cfg(feature = "software-device")]
 #[test]
 fn with_late_acks_the_peers_answer_completes_before_the_send_it_answers() {
-    let ctx = late_ack_device("sw-late-ack-order");
+    let ctx = late_ack_device("sw-late-ack-order", LATE_ACK);
     let pd = Pd::new(&ctx).unwrap();
     let (a_cq, b_cq) = (
         Cq::builder(&ctx).cqe(8).build().unwrap(),
         Cq::builder(&ctx).cqe(8).build().unwrap(),
     );
-    let a = Qp::<Rc>::builder(&pd, &a_cq, &a_cq).build().unwrap();
-    let b = Qp::<Rc>::builder(&pd, &b_cq, &b_cq).build().unwrap();
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let (a, b) = rc_pair_apart(&ctx, &pd, &a_cq, &b_cq);
     let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
     a.post_recv(10, &[mr.sge(0..16).unwrap()]).unwrap();
     b.post_recv(20, &[mr.sge(16..32).unwrap()]).unwrap();
@@ -926,7 +937,7 @@ fn with_late_acks_the_peers_answer_completes_before_the_send_it_answers() {
 #[cfg(feature = "software-device")]
 #[test]
 fn with_late_acks_an_unacknowledged_request_keeps_its_send_queue_slot() {
-    let ctx = late_ack_device("sw-late-ack-slot");
+    let ctx = late_ack_device("sw-late-ack-slot", LATE_ACK);
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
     let build = || {
@@ -954,7 +965,7 @@ fn with_late_acks_an_unacknowledged_request_keeps_its_send_queue_slot() {
 #[cfg(feature = "software-device")]
 #[test]
 fn with_late_acks_a_request_not_yet_acknowledged_is_flushed_by_err_and_dropped_by_destroy() {
-    let ctx = late_ack_device("sw-late-ack-flush");
+    let ctx = late_ack_device("sw-late-ack-flush", LATE_ACK);
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
     let leaks = common::LeakCheck::new(&ctx, "late_ack_flush");
@@ -1001,7 +1012,7 @@ unsafe fn raw_state(qp: *mut typed_verbs::ffi::sys::ibv_qp, state: u32) -> Resul
 #[test]
 fn with_late_acks_requests_posted_before_a_move_to_sqd_still_run_and_then_rts_is_allowed() {
     use typed_verbs::ffi::sys::ibv_qp_state::{IBV_QPS_RTS, IBV_QPS_SQD};
-    let ctx = late_ack_device("sw-late-ack-sqd-rest");
+    let ctx = late_ack_device("sw-late-ack-sqd-rest", LATE_ACK);
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
     let (a, _b) = rc_pair(&ctx, &pd, &cq);
@@ -1029,22 +1040,13 @@ fn with_late_acks_requests_posted_before_a_move_to_sqd_still_run_and_then_rts_is
 #[cfg(feature = "software-device")]
 #[test]
 fn an_ack_delay_beyond_the_clocks_range_is_an_ack_that_never_comes() {
-    let ctx = common::open_registered(
-        "sw-late-ack-never",
-        typed_verbs::software::SwConfig {
-            ack_delay: Duration::MAX,
-            ..Default::default()
-        },
-    );
+    let ctx = late_ack_device("sw-late-ack-never", Duration::MAX);
     let pd = Pd::new(&ctx).unwrap();
     let (a_cq, b_cq) = (
         Cq::builder(&ctx).cqe(8).build().unwrap(),
         Cq::builder(&ctx).cqe(8).build().unwrap(),
     );
-    let a = Qp::<Rc>::builder(&pd, &a_cq, &a_cq).build().unwrap();
-    let b = Qp::<Rc>::builder(&pd, &b_cq, &b_cq).build().unwrap();
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
+    let (a, b) = rc_pair_apart(&ctx, &pd, &a_cq, &b_cq);
     let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
     b.post_recv(10, &[mr.sge(0..16).unwrap()]).unwrap();
     a.post_send(&SendWr::send(1, &[mr.sge(32..40).unwrap()]).signaled())
