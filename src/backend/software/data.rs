@@ -6,8 +6,8 @@
 //!
 //! Work is done synchronously, inside the call that makes it possible: a post, a modify, or a
 //! receive that a waiting request needed; the exceptions are an RNR retry, which a timer
-//! thread makes when the RNR timer fires, and a late ACK (below). There is no wire, so nothing is lost, reordered or
-//! retransmitted, and PSNs are not checked. What rxe decides (checks, statuses, which side
+//! thread makes when the RNR timer fires, and a late ACK (below). There is no wire, so nothing
+//! is lost, reordered or retransmitted, and PSNs are not checked. What rxe decides (checks, statuses, which side
 //! completes what, which QP moves to ERR, the fields of each completion) follows rxe as Linux
 //! 6.1 with rdma-core 44 shows it on rxe0; `tests/data_raw.rs` runs the same assertions on both.
 //!
