@@ -140,7 +140,9 @@ for tool in "${tools[@]}"; do
         opts=(--leak-check=full --show-leak-kinds=definite,indirect
             --errors-for-leak-kinds=definite,indirect --suppressions=scripts/valgrind/memcheck.supp)
         while read -r name bin; do
-            run memcheck "$name" "${opts[@]}" -- "$bin" --test-threads=1
+            # --fair-sched: a test's threads (a server and a client, the timer thread) spin on
+            # their CQs; without it one can starve the others, as under helgrind.
+            run memcheck "$name" "${opts[@]}" --fair-sched=yes -- "$bin" --test-threads=1
         done <"$OUT/tests-default.txt"
         # --fair-sched: the pingpong threads spin on their CQs; valgrind runs one thread at a time.
         examples memcheck "${opts[@]}" --fair-sched=yes

@@ -28,8 +28,19 @@ fn example(test: &str, name: &str) -> Option<PathBuf> {
         );
         return None;
     }
+    // With this binary's optional features: a build with others would replace the examples
+    // another step built and runs (the sanitizer lane's helgrind runs its `valgrind` build).
+    let features: Vec<&str> = [
+        ("tokio", cfg!(feature = "tokio")),
+        ("valgrind", cfg!(feature = "valgrind")),
+    ]
+    .iter()
+    .filter(|f| f.1)
+    .map(|f| f.0)
+    .collect();
     let built = Command::new(&cargo)
         .args(["build", "--quiet", "--example", name])
+        .args(["--features", &features.join(",")])
         .current_dir(&manifest)
         .status();
     match built {
