@@ -673,11 +673,11 @@ impl<'g> Run<'g> {
                         status = IBV_WC_WR_FLUSH_ERR;
                     }
                     qp.queues.lock().unblock();
-                    let ack_delay = qp.ctx().config().ack_delay;
+                    let ack_delay = || qp.ctx().config().ack_delay;
                     if status == IBV_WC_SUCCESS
                         && responder.is_none()
                         && qp.qpt() == IBV_QPT_RC
-                        && !ack_delay.is_zero()
+                        && !ack_delay().is_zero()
                     {
                         // Carried out; the completion comes with the ACK, from the timer thread
                         // (running: the creation of this RC QP started it).
@@ -685,7 +685,7 @@ impl<'g> Run<'g> {
                             // A delay beyond the clock's range: an ACK that never comes (the
                             // request holds its slot until a flush, a reset or the destroy;
                             // arming 0 is no timer's).
-                            let due = Instant::now().checked_add(ack_delay);
+                            let due = Instant::now().checked_add(ack_delay());
                             let arming = due.map_or(0, |at| t.arm(at, qp.ibv.qp_num));
                             let mut q = qp.queues.lock();
                             q.sq.push_front(w);
