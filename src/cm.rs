@@ -80,6 +80,7 @@ mod seal {
     /// [`IdState`](super::IdState) and the state rules).
     pub trait SealedCm {}
 }
+use crate::ffi::qp_attr_mask as qam;
 use seal::SealedCm;
 
 // ---------------------------------------------------------------------------------------------
@@ -170,23 +171,6 @@ pub trait CmTransport: Transitions + SealedCm {
     fn rts_attr(a: &sys::ibv_qp_attr, mask: i32) -> Result<Self::Rts>;
 }
 
-// `enum ibv_qp_attr_mask` bits.
-const M_ACCESS: i32 = 1 << 3;
-const M_PKEY: i32 = 1 << 4;
-const M_PORT: i32 = 1 << 5;
-const M_QKEY: i32 = 1 << 6;
-const M_AV: i32 = 1 << 7;
-const M_PATH_MTU: i32 = 1 << 8;
-const M_TIMEOUT: i32 = 1 << 9;
-const M_RETRY: i32 = 1 << 10;
-const M_RNR_RETRY: i32 = 1 << 11;
-const M_RQ_PSN: i32 = 1 << 12;
-const M_MAX_RD_ATOMIC: i32 = 1 << 13;
-const M_MIN_RNR: i32 = 1 << 15;
-const M_SQ_PSN: i32 = 1 << 16;
-const M_MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const M_DEST_QPN: i32 = 1 << 20;
-
 /// Every bit of `need` in `mask`, or the error naming the first attribute missing.
 fn require(mask: i32, need: &[(i32, &'static str)]) -> Result<()> {
     match need.iter().find(|(bit, _)| mask & bit == 0) {
@@ -234,9 +218,9 @@ impl CmTransport for Rc {
         require(
             mask,
             &[
-                (M_PORT, "port_num"),
-                (M_PKEY, "pkey_index"),
-                (M_ACCESS, "qp_access_flags"),
+                (qam::PORT, "port_num"),
+                (qam::PKEY_INDEX, "pkey_index"),
+                (qam::ACCESS_FLAGS, "qp_access_flags"),
             ],
         )?;
         Ok(ConnectedInit {
@@ -249,12 +233,12 @@ impl CmTransport for Rc {
         require(
             mask,
             &[
-                (M_AV, "ah_attr"),
-                (M_PATH_MTU, "path_mtu"),
-                (M_DEST_QPN, "dest_qp_num"),
-                (M_RQ_PSN, "rq_psn"),
-                (M_MAX_DEST_RD_ATOMIC, "max_dest_rd_atomic"),
-                (M_MIN_RNR, "min_rnr_timer"),
+                (qam::AV, "ah_attr"),
+                (qam::PATH_MTU, "path_mtu"),
+                (qam::DEST_QPN, "dest_qp_num"),
+                (qam::RQ_PSN, "rq_psn"),
+                (qam::MAX_DEST_RD_ATOMIC, "max_dest_rd_atomic"),
+                (qam::MIN_RNR_TIMER, "min_rnr_timer"),
             ],
         )?;
         Ok(RcRtr {
@@ -270,11 +254,11 @@ impl CmTransport for Rc {
         require(
             mask,
             &[
-                (M_SQ_PSN, "sq_psn"),
-                (M_TIMEOUT, "timeout"),
-                (M_RETRY, "retry_cnt"),
-                (M_RNR_RETRY, "rnr_retry"),
-                (M_MAX_RD_ATOMIC, "max_rd_atomic"),
+                (qam::SQ_PSN, "sq_psn"),
+                (qam::TIMEOUT, "timeout"),
+                (qam::RETRY_CNT, "retry_cnt"),
+                (qam::RNR_RETRY, "rnr_retry"),
+                (qam::MAX_QP_RD_ATOMIC, "max_rd_atomic"),
             ],
         )?;
         Ok(RcRts {
@@ -291,9 +275,9 @@ impl CmTransport for Ud {
         require(
             mask,
             &[
-                (M_PORT, "port_num"),
-                (M_PKEY, "pkey_index"),
-                (M_QKEY, "qkey"),
+                (qam::PORT, "port_num"),
+                (qam::PKEY_INDEX, "pkey_index"),
+                (qam::QKEY, "qkey"),
             ],
         )?;
         Ok(UdInit {
@@ -310,7 +294,7 @@ impl CmTransport for Ud {
     /// and to RTS with `sq_psn = 0` (`ucma_init_ud_qp`): so does the crate, unless the CM gave a
     /// send PSN.
     fn rts_attr(a: &sys::ibv_qp_attr, mask: i32) -> Result<SqPsn> {
-        let sq_psn = if mask & M_SQ_PSN != 0 { a.sq_psn } else { 0 };
+        let sq_psn = if mask & qam::SQ_PSN != 0 { a.sq_psn } else { 0 };
         Ok(SqPsn { sq_psn })
     }
 }

@@ -63,6 +63,11 @@
 use crate::backend;
 use crate::cq::{sealed, Threading};
 use crate::error::{Error, ErrorKind, QpStateName, Result, Verb};
+use crate::ffi::qp_attr_mask::{
+    ACCESS_FLAGS, ALT_PATH, AV, DEST_QPN, MAX_DEST_RD_ATOMIC, MAX_QP_RD_ATOMIC, MIN_RNR_TIMER,
+    PATH_MIG_STATE, PATH_MTU, PKEY_INDEX, PORT, QKEY, RETRY_CNT, RNR_RETRY, RQ_PSN, SQ_PSN, STATE,
+    TIMEOUT,
+};
 use crate::ffi::sys;
 use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::Context;
@@ -522,25 +527,6 @@ impl TransitionAttr for () {
         0
     }
 }
-
-const PKEY_INDEX: i32 = 1 << 4;
-const PORT: i32 = 1 << 5;
-const QKEY: i32 = 1 << 6;
-const AV: i32 = 1 << 7;
-const PATH_MTU: i32 = 1 << 8;
-const TIMEOUT: i32 = 1 << 9;
-const RETRY_CNT: i32 = 1 << 10;
-const RNR_RETRY: i32 = 1 << 11;
-const RQ_PSN: i32 = 1 << 12;
-const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
-const ALT_PATH: i32 = 1 << 14;
-const MIN_RNR_TIMER: i32 = 1 << 15;
-const PATH_MIG_STATE: i32 = 1 << 18;
-const SQ_PSN: i32 = 1 << 16;
-const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const ACCESS_FLAGS: i32 = 1 << 3;
-const DEST_QPN: i32 = 1 << 20;
-const STATE: i32 = 1 << 0;
 
 /// The names of a primary address vector's port and source GID index in `struct ibv_qp_attr`.
 const AV_NAMES: [&str; 2] = ["ah_attr.port_num", "ah_attr.grh.sgid_index"];

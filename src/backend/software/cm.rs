@@ -73,29 +73,15 @@ const MAX_BACKLOG: i32 = 1024;
 /// `ip_local_port_range`'s default.
 const EPHEMERAL: (u16, u16) = (32768, 60999);
 
-// enum ibv_qp_attr_mask
-const STATE: i32 = 1 << 0;
-const ACCESS_FLAGS: i32 = 1 << 3;
-const PKEY_INDEX: i32 = 1 << 4;
-const PORT: i32 = 1 << 5;
-const QKEY: i32 = 1 << 6;
-const AV: i32 = 1 << 7;
-const PATH_MTU: i32 = 1 << 8;
-const TIMEOUT: i32 = 1 << 9;
-const RETRY_CNT: i32 = 1 << 10;
-const RNR_RETRY: i32 = 1 << 11;
-const RQ_PSN: i32 = 1 << 12;
-const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
-const MIN_RNR_TIMER: i32 = 1 << 15;
-const SQ_PSN: i32 = 1 << 16;
-const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const DEST_QPN: i32 = 1 << 20;
-
 // enum ibv_access_flags
 const REMOTE_WRITE: u32 = 1 << 1;
 const REMOTE_READ: u32 = 1 << 2;
 const REMOTE_ATOMIC: u32 = 1 << 3;
 
+use crate::ffi::qp_attr_mask::{
+    ACCESS_FLAGS, AV, DEST_QPN, MAX_DEST_RD_ATOMIC, MAX_QP_RD_ATOMIC, MIN_RNR_TIMER, PATH_MTU,
+    PKEY_INDEX, PORT, QKEY, RETRY_CNT, RNR_RETRY, RQ_PSN, SQ_PSN, STATE, TIMEOUT,
+};
 use sys::rdma_cm_event_type as ev;
 
 /// An IP address and port, as a `sockaddr_in` or `sockaddr_in6` holds them.

@@ -4,6 +4,11 @@ use super::data::{self, Queues, RecvWqe};
 use super::events::{EventCounts, EventQueue};
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
+use crate::ffi::qp_attr_mask::{
+    ACCESS_FLAGS, ALT_PATH, AV, CUR_STATE, DEST_QPN, EN_SQD_ASYNC_NOTIFY, MAX_DEST_RD_ATOMIC,
+    MAX_QP_RD_ATOMIC, MIN_RNR_TIMER, PATH_MIG_STATE, PATH_MTU, PKEY_INDEX, PORT, QKEY, RETRY_CNT,
+    RNR_RETRY, RQ_PSN, SQ_PSN, STATE, TIMEOUT,
+};
 use crate::ffi::sys;
 use crate::sync::Mutex;
 use std::collections::VecDeque;
@@ -720,28 +725,6 @@ pub(super) unsafe fn query_qp(
     }
     Ok(())
 }
-
-// ibv_qp_attr_mask bits (enum ibv_qp_attr_mask).
-const STATE: i32 = 1 << 0;
-const CUR_STATE: i32 = 1 << 1;
-const EN_SQD_ASYNC_NOTIFY: i32 = 1 << 2;
-const ACCESS_FLAGS: i32 = 1 << 3;
-const PKEY_INDEX: i32 = 1 << 4;
-const PORT: i32 = 1 << 5;
-const QKEY: i32 = 1 << 6;
-const AV: i32 = 1 << 7;
-const PATH_MTU: i32 = 1 << 8;
-const TIMEOUT: i32 = 1 << 9;
-const RETRY_CNT: i32 = 1 << 10;
-const RNR_RETRY: i32 = 1 << 11;
-const RQ_PSN: i32 = 1 << 12;
-const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
-const ALT_PATH: i32 = 1 << 14;
-const MIN_RNR_TIMER: i32 = 1 << 15;
-const SQ_PSN: i32 = 1 << 16;
-const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const PATH_MIG_STATE: i32 = 1 << 18;
-const DEST_QPN: i32 = 1 << 20;
 
 /// `max_qp_rd_atom` and `max_qp_init_rd_atom` the device reports (rxe's RXE_MAX_QP_RD_ATOM and
 /// RXE_MAX_QP_INIT_RD_ATOM).
