@@ -746,7 +746,27 @@ pub struct RemoteAddr {
     pub rkey: u32,
 }
 
-/// Registers `len` bytes at `addr` in `pd`: the one `ibv_reg_mr` of both constructors.
+/// Where work requests address a region, in the 64-bit space of addresses its SGEs name.
+///
+/// A plain region ([`Mr::new`], [`Mr::scoped`]) is addressed by its virtual address, which is
+/// below [`SLOT_IOVA`] (checked before the call: user-space addresses are below 2^47, or 2^56
+/// with five-level paging); a slot region ([`crate::slots`]) at its virtual address plus
+/// [`SLOT_IOVA`] (`ibv_reg_mr_iova2`), so no address a plain region's SGE or work request ever
+/// named lies in a slot region, whatever keys the device hands out (see [`crate::safety`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Addressing {
+    /// `iova == addr`: plain regions.
+    Virtual,
+    /// `iova == addr + SLOT_IOVA`: slot regions.
+    Slot,
+}
+
+/// The first address of the upper half of the 64-bit space, where slot regions are addressed
+/// and plain regions never are.
+pub(crate) const SLOT_IOVA: u64 = 1 << 63;
+
+/// Registers `len` bytes at `addr` in `pd`, addressed as `addressing` says: the one
+/// `ibv_reg_mr` of every constructor.
 ///
 /// # Safety
 /// `addr..addr + len` stays allocated and in place until the region is deregistered.
@@ -755,13 +775,30 @@ unsafe fn reg_mr(
     addr: *mut u8,
     len: usize,
     access: AccessFlags,
+    addressing: Addressing,
 ) -> Result<NonNull<sys::ibv_mr>> {
     if len == 0 {
         return Err(Error::range(Verb::RegMr, "length", 0, 1, isize::MAX as u64));
     }
+    // Every region lies below SLOT_IOVA in memory (so plain regions are addressed there): no
+    // Linux user-space mapping reaches it, but the argument in crate::safety rests on it.
+    let end = (addr as u64).checked_add(len as u64);
+    if end.is_none_or(|end| end > SLOT_IOVA) {
+        return Err(Error::range(
+            Verb::RegMr,
+            "addr + length",
+            end.unwrap_or(u64::MAX),
+            0,
+            SLOT_IOVA,
+        ));
+    }
+    let iova = match addressing {
+        Addressing::Virtual => addr as u64,
+        Addressing::Slot => addr as u64 | SLOT_IOVA,
+    };
     let pdr = pd.as_raw();
     // SAFETY: a live PD; the caller keeps the range allocated and in place while registered.
-    unsafe { backend::of((*pdr).context).reg_mr(pdr, addr.cast(), len, access.bits() as i32) }
+    unsafe { backend::of((*pdr).context).reg_mr(pdr, addr.cast(), len, iova, access.bits() as i32) }
         .map_err(|e| Error::os(Verb::RegMr, e))
 }
 
@@ -794,25 +831,23 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
         buf: B,
         access: AccessFlags,
     ) -> Result<Self> {
-        let mr = Self::new_unrecorded(pd, buf, access)?;
-        // Its `Sge`s may outlive it: a slot region never takes its lkey (crate::slots).
-        crate::slots::note_plain_lkey(mr.lkey());
-        Ok(mr)
+        Self::new_addressed(pd, buf, access, Addressing::Virtual)
     }
 
-    /// [`new`](Self::new) without recording the lkey as a plain region's: for a slot region
-    /// ([`crate::slots`]), whose lkey no `Sge` names.
-    pub(crate) fn new_unrecorded<'p: 'pd>(
+    /// [`new`](Self::new), addressed as `addressing` says: [`Addressing::Slot`] for a slot
+    /// region ([`crate::slots`]), whose `Mr` no one but its slots reaches.
+    pub(crate) fn new_addressed<'p: 'pd>(
         pd: impl Parent<'pd, Target = Pd<'p>>,
         buf: B,
         access: AccessFlags,
+        addressing: Addressing,
     ) -> Result<Self> {
         let pd = pd.into_held();
         let (addr, len) = sealed::Owned::into_raw(buf);
         // SAFETY: the buffer's bytes are owned by the region from here: they stay allocated
         // and in place until a successful deregistration gives them back, or forever if the
         // region is leaked.
-        match unsafe { reg_mr(pd.get(), addr, len, access) } {
+        match unsafe { reg_mr(pd.get(), addr, len, access, addressing) } {
             Ok(raw) => Ok(Mr {
                 node: Node::into_handle(raw, pd.into_keep()),
                 _m: PhantomData,
@@ -931,9 +966,7 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     ) -> Result<R> {
         // SAFETY: `buf` is borrowed mutably until this function returns, and `mr` is dropped
         // (deregistered, or the process aborts) before it returns or finishes unwinding.
-        let raw = unsafe { reg_mr(pd, buf.as_mut_ptr(), buf.len(), access) }?;
-        // SAFETY: just registered; its lkey is fixed.
-        crate::slots::note_plain_lkey(unsafe { raw.as_ref() }.lkey);
+        let raw = unsafe { reg_mr(pd, buf.as_mut_ptr(), buf.len(), access, Addressing::Virtual) }?;
         let mr = Mr::<'pd, Borrowed<'b>> {
             node: Node::into_handle(raw, crate::parent::Keep::NONE),
             _m: PhantomData,

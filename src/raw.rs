@@ -558,7 +558,7 @@ pub unsafe fn ibv_reg_mr(
     access: i32,
 ) -> Result<NonNull<sys::ibv_mr>, Errno> {
     // SAFETY: the caller's contract.
-    unsafe { backend::of((*pd).context).reg_mr(pd, addr, len, access) }
+    unsafe { backend::of((*pd).context).reg_mr(pd, addr, len, addr as u64, access) }
 }
 
 /// `ibv_dereg_mr`.

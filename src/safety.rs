@@ -62,9 +62,10 @@
 //!
 //! 1. the region is registered without remote write, remote atomic and remote read (checked before
 //!    `ibv_reg_mr`), so no peer can reach it;
-//! 2. the region is never an `Mr` the program holds, none of its `Sge`s exist, and its lkey is one
-//!    no plain region of the process had, so the only work requests naming it are slot posts, each
-//!    naming its own slot's disjoint range;
+//! 2. the region is never an `Mr` the program holds and none of its `Sge`s exist, so the only
+//!    work requests meant for it are slot posts, each naming its own slot's disjoint range; and no
+//!    other work request reaches it even by its key (see *No device writes what the program
+//!    holds*, below);
 //! 3. posting moves the slot into the queue; it comes back only from the crate's conversion of a
 //!    completion's `wr_id` on a [`SlotCq`](crate::SlotCq), done once per completion as a
 //!    [`SlotBatch`](crate::SlotBatch) enters it, and only slot-mode queues complete on a slot CQ
@@ -75,6 +76,40 @@
 //! A slot that never completes (its QP destroyed or reset, a receive posted in ERR, an overrun) is
 //! leaked with its region: safe. Raw posts with other `wr_id`s on a slot queue, or polling a slot
 //! CQ through its raw pointer, break the raw API's contract.
+//!
+//! ## No device writes what the program holds
+//!
+//! The invariant: **a device reads or writes only memory of a region registered in the PD of the
+//! QP (or SRQ) whose work request or peer asks for it, inside that region's range as the device
+//! addresses it; and the program holds a Rust reference into registered memory only for a slot
+//! that is not posted, or for a borrowed buffer after its [`Mr::scoped`](crate::Mr::scoped) has
+//! deregistered it.** Everything else registered is reached by the program only through the
+//! crate's byte-wise atomic copies ([`crate::dma`]). Why it holds, for every number of devices,
+//! contexts and key spaces, after keys wrap and are reused:
+//!
+//! - A device resolves a key only in its own key space (a context's, for the software device
+//!   one for all its contexts) and checks the region's PD and range: a work request posted on one
+//!   device never reaches a region of another, whatever its key.
+//! - A deregistered region is gone for the device (rxe and mlx5 invalidate the key before
+//!   `ibv_dereg_mr` returns; the software device removes it under its fabric lock). A work
+//!   request still naming its key reaches only a region registered *later* under the same key,
+//!   and only at the addresses it names.
+//! - Plain regions are addressed by their virtual addresses, all below 2^63 (checked before the
+//!   call); slot regions at their address plus 2^63 (`ibv_reg_mr_iova2`). So a plain work request,
+//!   stale or not, never lies inside a slot region: its key may be a slot region's (a reused key,
+//!   a key of another key space, a wrapped counter), its address cannot. The device refuses it
+//!   with a completion error (the software device as rxe's `mr_check_range`).
+//! - A later plain region under a reused key covers memory the program gave it: owned by the
+//!   region, or mutably borrowed by its `Mr::scoped`, so the device writing it races nothing the
+//!   program holds.
+//! - A slot region's key is deregistered only after its last slot is dropped, and a posted slot
+//!   is never dropped (it comes back with its completion, or is leaked with its region), so no
+//!   slot post outlives its region's key.
+//!
+//! The argument rests on no key being unique: only on the device's own checks, which compare the
+//! region a key names with the work request's PD and addresses. The software device also never
+//! hands out a key that is live in any of its contexts, and records nothing per registration
+//! beyond the regions alive (`tests/mr.rs`, `src/backend/software/objects.rs`).
 //!
 //! ## No second destroy, whatever user code does
 //!

@@ -35,13 +35,16 @@
 //!    ([`ErrorKind::RemoteAccess`] names the flag): no rkey opens it to a peer, and the device
 //!    checks a region's access on every remote request.
 //! 2. **No other local work request.** The region is never an [`Mr`] the program holds: no
-//!    [`Mr::read`]/[`Mr::write`], no [`Sge`](crate::Sge) of it, its lkey is not exposed. The only
-//!    work requests that name it are the slot posts, each naming exactly its own slot's range,
-//!    and the slots of a region are disjoint. A stale `Sge` (plain data, which can outlive its
-//!    region) names another region's lkey; a device may hand that lkey out again, so a slot
-//!    region is registered only under an lkey no plain region of this process ever had (the
-//!    crate records every plain region's lkey; a slot registration that gets one of them is
-//!    deregistered and repeated). A stale `Sge` therefore names no slot region.
+//!    [`Mr::read`]/[`Mr::write`], no [`Sge`](crate::Sge) of it. The only work requests that name
+//!    it are the slot posts, each naming exactly its own slot's range, and the slots of a region
+//!    are disjoint. Any other work request — a plain one, posted now or long ago, whose region is
+//!    gone and whose key the device has since handed to this region — names an address of a
+//!    plain region, and plain regions are addressed by their virtual addresses, below 2^63. A
+//!    slot region is registered with `ibv_reg_mr_iova2` at its address plus 2^63
+//!    (`crate::mr::SLOT_IOVA`), so such an address never lies inside it, and the device, which
+//!    checks every address against the range of the region its key names, refuses the request.
+//!    This rests on no key being unique: keys repeat across devices and contexts, and counters
+//!    wrap. Nothing is recorded per registration.
 //! 3. **Ownership.** A slot not posted is owned by exactly one `Slot`; posting moves it into the
 //!    queue (its `Box` becomes the `wr_id`), so the program cannot touch it while the device may.
 //!    It comes back only by converting a completion's `wr_id` on a [`SlotCq`], and that is
@@ -77,7 +80,7 @@ use crate::cq::{kind, sealed::Sealed, AnyCq, CqBuilder, JoinThreading, Shared, T
 use crate::cq_ex::{Batch, Completion, CqEx, Poller, WcFlags};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
-use crate::mr::{Mr, OwnedBuf, RemoteAddr};
+use crate::mr::{Addressing, Mr, OwnedBuf, RemoteAddr, SLOT_IOVA};
 use crate::parent::{Keep, Parent};
 use crate::pd::Pd;
 use crate::qp::{
@@ -85,9 +88,7 @@ use crate::qp::{
 };
 use crate::qp_state::{AccessFlags, QpState};
 use crate::srq::{Srq, SrqAttr, SrqBuilder};
-use crate::sync::Mutex;
 use crate::wr::{Connected, RdmaWriteCapable, RecvReady, SendReady};
-use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -173,31 +174,6 @@ unsafe impl Send for Slot<'_> {}
 // SAFETY: `&Slot` gives `&[u8]` only.
 unsafe impl Sync for Slot<'_> {}
 
-/// The lkeys of every plain region this process registered: a slot region never takes one
-/// (point 2 of the module docs). Grows by one entry (4 bytes and the set's overhead) per
-/// distinct lkey value a device handed out to a plain region, and never shrinks: a device that
-/// varies a key byte per registration (rxe, mlx5) gives a process that registers and
-/// deregisters plain regions all the time a set that grows with them (at most 2^32 values).
-static PLAIN_LKEYS: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
-
-/// Records the lkey of a plain region (one an `Sge` may name), before the region is returned.
-pub(crate) fn note_plain_lkey(lkey: u32) {
-    PLAIN_LKEYS
-        .lock()
-        .get_or_insert_with(HashSet::new)
-        .insert(lkey);
-}
-
-fn plain_lkey_seen(lkey: u32) -> bool {
-    PLAIN_LKEYS
-        .lock()
-        .as_ref()
-        .is_some_and(|s| s.contains(&lkey))
-}
-
-/// How many times a slot registration that got a plain region's lkey is repeated.
-const LKEY_TRIES: usize = 8;
-
 /// Access flags a slot region may not have, and their C names.
 const REMOTE: [(u32, &str); 3] = [
     (1 << 1, "IBV_ACCESS_REMOTE_WRITE"),
@@ -226,8 +202,8 @@ impl<'pd> Slot<'pd> {
     ///   atomic or remote read, before the call.
     /// - [`ErrorKind::OutOfRange`] naming `slot_len` outside `1..=min(buf.len(), u32::MAX)`, or
     ///   `length` for an empty buffer.
-    /// - The device's errno from `ibv_reg_mr` ([`ErrorKind::Os`]); `EAGAIN` when every
-    ///   registration got a plain region's lkey; `ENOMEM` when the slots cannot be allocated.
+    /// - The device's errno from `ibv_reg_mr_iova2` ([`ErrorKind::Os`]); `ENOMEM` when the
+    ///   slots cannot be allocated.
     ///
     /// `buf` is dropped on error and nothing stays registered.
     ///
@@ -255,16 +231,9 @@ impl<'pd> Slot<'pd> {
         }
         let held = pd.into_held();
         let pd = held.get();
-        let mut mr = Mr::new_unrecorded(pd, buf, access)?;
-        let mut tries = 1;
-        while plain_lkey_seen(mr.lkey()) {
-            if tries == LKEY_TRIES {
-                return Err(Error::os(Verb::RegMr, libc::EAGAIN)); // `mr` drops: deregistered
-            }
-            tries += 1;
-            let buf = mr.destroy()?;
-            mr = Mr::new_unrecorded(pd, buf, access)?;
-        }
+        // Addressed in the upper half (crate::mr::SLOT_IOVA): no plain region's address, stale
+        // or live, lies in it (point 2 of the module docs).
+        let mr = Mr::new_addressed(pd, buf, access, Addressing::Slot)?;
         let len = mr.len();
         let max = len.min(u32::MAX as usize);
         if slot_len == 0 || slot_len > max {
@@ -334,6 +303,22 @@ impl<'r> Slot<'r> {
         self.inner().len as usize
     }
 
+    /// The lkey of the slot's region. Knowing it opens nothing: a work request that names it
+    /// without being a slot post of this region names an address outside the region as the
+    /// device addresses it (the region's address plus 2^63), and the device refuses it.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slots = Slot::register(&pd, PageBuf::new(8192)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// assert_eq!(slots[0].lkey(), slots[1].lkey()); // one region
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn lkey(&self) -> u32 {
+        self.inner().lkey
+    }
+
     /// The work request's `wr_id`: the slot, now owned by the queue it is posted to.
     #[inline(always)]
     fn into_token(self) -> u64 {
@@ -358,7 +343,8 @@ impl<'r> Slot<'r> {
     fn sge(&self, len: u32) -> sys::ibv_sge {
         let i = self.inner();
         sys::ibv_sge {
-            addr: i.addr.as_ptr() as u64,
+            // Where the device addresses the region: its memory address in the upper half.
+            addr: i.addr.as_ptr() as u64 | SLOT_IOVA,
             length: len,
             lkey: i.lkey,
         }
@@ -1674,31 +1660,71 @@ impl<C> crate::parent::ParentObject for SlotSrq<'_, C> {}
 mod tests {
     use super::*;
 
-    /// A slot region never takes an lkey a plain region had (a stale `Sge` could name it): the
-    /// software device's next keys are marked as plain regions' first, and the registration
-    /// goes past them.
+    /// A slot region is addressed in the upper half, its memory where its slices are: the SGE
+    /// of a slot names its address plus 2^63, and a plain region's SGE its address.
     #[test]
     #[cfg(feature = "software-device")]
-    fn a_slot_region_skips_the_lkeys_of_plain_regions() {
+    fn a_slot_region_is_addressed_in_the_upper_half() {
         let ctx = Arc::new(crate::Context::open("sw0").unwrap());
         let pd = Arc::new(Pd::new(&ctx).unwrap());
         let plain = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
-        assert!(
-            plain_lkey_seen(plain.lkey()),
-            "a plain region's lkey is recorded"
-        );
-        // The software device's keys are its context's handle counter, shifted by 8.
-        let taken: Vec<u32> = (1..=4).map(|i| plain.lkey() + (i << 8)).collect();
-        for &k in &taken {
-            note_plain_lkey(k);
+        assert!(plain.sge(0..64).unwrap().addr() < SLOT_IOVA);
+        let slots = Slot::register(&pd, vec![0u8; 128], AccessFlags::LOCAL_WRITE, 64).unwrap();
+        for s in &slots {
+            let sge = s.sge(64);
+            assert_eq!(sge.addr, s.as_ptr() as u64 + SLOT_IOVA);
+            assert_eq!(sge.lkey, s.inner().lkey);
         }
-        let slots = Slot::register(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE, 64).unwrap();
-        let lkey = slots[0].inner().lkey;
-        assert!(
-            !taken.contains(&lkey),
-            "the slot region took a plain region's lkey {lkey:#x}"
-        );
-        assert!(!plain_lkey_seen(lkey));
+    }
+
+    /// A plain receive posted, its region deregistered, the same memory registered as a slot
+    /// region that gets the same key (the software device's counter set back to it, as a
+    /// device reuses keys): the stale receive names an address outside the slot region as the
+    /// device addresses it, so a message for it fails and the owned slot is not written.
+    #[test]
+    #[cfg(feature = "software-device")]
+    fn a_stale_receive_under_a_reused_key_never_writes_a_slot() {
+        use crate::backend::software::MrKeys;
+        use crate::{Cq, PageBuf, Rc, SendWr, WcStatus, WorkCompletion};
+        let ctx = Arc::new(crate::Context::open("sw0").unwrap());
+        let pd = Arc::new(Pd::new(&ctx).unwrap());
+        let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
+        let build = || Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+        let (a, b) = (build(), build());
+        let (ea, eb) = (a.endpoint(1, 0).unwrap(), b.endpoint(1, 0).unwrap());
+        let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE).unwrap();
+        let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE).unwrap();
+        let plain = Mr::new(&pd, PageBuf::new(4096).unwrap(), AccessFlags::LOCAL_WRITE).unwrap();
+        b.post_recv(1, &[plain.sge(0..4096).unwrap()]).unwrap();
+        let key = plain.lkey();
+        let buf = plain.destroy().unwrap(); // the receive stays posted, naming `key`
+        MrKeys::set_next(key >> 8);
+        let mut slot = Slot::register(&pd, buf, AccessFlags::LOCAL_WRITE, 4096)
+            .unwrap()
+            .pop()
+            .unwrap();
+        assert_eq!(slot.lkey(), key, "the key was handed out again");
+        slot[..4].copy_from_slice(b"mine");
+        let src = Mr::new(&pd, b"evil".to_vec(), AccessFlags::LOCAL_WRITE).unwrap();
+        a.post_send(&SendWr::send(2, &[src.sge(0..4).unwrap()]).signaled())
+            .unwrap();
+        let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
+        let mut got = Vec::new();
+        let start = std::time::Instant::now();
+        while got.len() < 2 && start.elapsed() < std::time::Duration::from_secs(2) {
+            got.extend(
+                cq.poll(&mut wc)
+                    .unwrap()
+                    .iter()
+                    .map(|w| (w.wr_id(), w.status())),
+            );
+        }
+        let recv = got
+            .iter()
+            .find(|(id, _)| *id == 1)
+            .expect("the receive completes");
+        assert_ne!(recv.1, WcStatus::SUCCESS, "{got:?}");
+        assert_eq!(&slot[..4], b"mine", "the stale receive wrote an owned slot");
     }
 
     #[test]

@@ -56,11 +56,14 @@ pub(crate) trait ControlPath: Sync {
         attr: *mut sys::ibv_parent_domain_init_attr,
     ) -> Result<NonNull<sys::ibv_pd>, Errno>;
     unsafe fn dealloc_pd(&self, pd: *mut sys::ibv_pd) -> Result<(), Errno>;
+    /// `ibv_reg_mr_iova2`: `[addr, addr + len)` registered and addressed by work requests as
+    /// `[iova, iova + len)` (`ibv_reg_mr` is `iova == addr`).
     unsafe fn reg_mr(
         &self,
         pd: *mut sys::ibv_pd,
         addr: *mut c_void,
         len: usize,
+        iova: u64,
         access: i32,
     ) -> Result<NonNull<sys::ibv_mr>, Errno>;
     unsafe fn dereg_mr(&self, mr: *mut sys::ibv_mr) -> Result<(), Errno>;

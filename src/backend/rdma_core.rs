@@ -75,11 +75,19 @@ impl ControlPath for RdmaCore {
         pd: *mut sys::ibv_pd,
         addr: *mut c_void,
         len: usize,
+        iova: u64,
         access: i32,
     ) -> Result<NonNull<sys::ibv_mr>, Errno> {
-        // SAFETY: live PD; the caller keeps [addr, addr + len) allocated until dereg. The exported
-        // ibv_reg_mr is what verbs.h's macro calls without IBV_ACCESS_OPTIONAL_RANGE.
-        ptr(unsafe { sys::ibv_reg_mr(pd, addr, len, access) })
+        if iova == addr as u64 {
+            // SAFETY: live PD; the caller keeps [addr, addr + len) allocated until dereg. The
+            // exported ibv_reg_mr is what verbs.h's macro calls without
+            // IBV_ACCESS_OPTIONAL_RANGE.
+            ptr(unsafe { sys::ibv_reg_mr(pd, addr, len, access) })
+        } else {
+            // SAFETY: as above; ibv_reg_mr_iova2 (IBVERBS_1.8) passes `iova` to the provider's
+            // reg_mr as its hca_va, and the kernel checks its page offset against addr's.
+            ptr(unsafe { sys::ibv_reg_mr_iova2(pd, addr, len, iova, access as u32) })
+        }
     }
     unsafe fn dereg_mr(&self, mr: *mut sys::ibv_mr) -> Result<(), Errno> {
         // SAFETY: live MR.

@@ -311,7 +311,7 @@ enum MrFault {
 }
 
 /// Checks `[addr, addr + len)` against the region `key` of `ctx` for `pd` and `access`; gives
-/// the address to use.
+/// the address in memory that `addr` names in the region.
 fn check_mr(
     ctx: &super::SwContext,
     key: u32,
@@ -325,11 +325,13 @@ fn check_mr(
     if m.pd != pd as usize || m.access & access != access {
         return Err(MrFault::Key);
     }
-    let (start, end) = (m.addr as u64, m.addr as u64 + m.len as u64);
+    // Work requests address the region as [iova, iova + len) (reg_mr checked that it does not
+    // wrap); rxe's mr_check_range, then lookup_iova's `iova - mr->iova` offset into its pages.
+    let (start, end) = (m.iova, m.iova + m.len as u64);
     if addr < start || addr.checked_add(len).is_none_or(|e| e > end) {
         return Err(MrFault::Range);
     }
-    Ok(addr as *mut u8)
+    Ok((m.addr + (addr - start) as usize) as *mut u8)
 }
 
 /// Copies the bytes of `sges` (regions of `qp`'s PD) out.

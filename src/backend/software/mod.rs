@@ -26,6 +26,8 @@ mod cq;
 mod data;
 mod events;
 mod objects;
+#[cfg(test)]
+pub(crate) use objects::MrKeys;
 
 pub(crate) use cq::{has_overrun, lost_completions, push, Cqe, Pushed};
 
@@ -591,10 +593,11 @@ impl ControlPath for Software {
         pd: *mut sys::ibv_pd,
         addr: *mut c_void,
         len: usize,
+        iova: u64,
         access: i32,
     ) -> Result<NonNull<sys::ibv_mr>, Errno> {
         // SAFETY: live PD.
-        unsafe { objects::reg_mr(pd, addr, len, access) }
+        unsafe { objects::reg_mr(pd, addr, len, iova, access) }
     }
 
     unsafe fn dereg_mr(&self, mr: *mut sys::ibv_mr) -> Result<(), Errno> {

@@ -11,7 +11,7 @@ use crate::ffi::qp_attr_mask::{
 };
 use crate::ffi::sys;
 use crate::sync::Mutex;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
@@ -91,10 +91,12 @@ pub(super) unsafe fn dealloc_pd(pd: *mut sys::ibv_pd) -> Result<(), Errno> {
     Ok(())
 }
 
-/// What data movement needs to know of a registered region.
+/// What data movement needs to know of a registered region: work requests address it as
+/// `[iova, iova + len)`, which is `[addr, addr + len)` in memory.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MrEntry {
     pub(crate) addr: usize,
+    pub(crate) iova: u64,
     pub(crate) len: usize,
     pub(crate) access: i32,
     pub(crate) pd: usize,
@@ -113,12 +115,77 @@ const ACCESS_LOCAL_WRITE: i32 = 1;
 const ACCESS_REMOTE_WRITE: i32 = 2;
 const ACCESS_REMOTE_ATOMIC: i32 = 8;
 
+/// The software device's memory keys, one key space for all its contexts (as hardware has: a
+/// process with many contexts would otherwise see the same keys again and again): `key = index
+/// << 8 | 0x5a`, a key byte in the low bits as providers put there, with a 24-bit index that
+/// wraps. A key is never handed out while it is registered in any context: the index goes past
+/// the live ones. What is kept is bounded by the regions alive at once.
+pub(crate) struct MrKeys {
+    next: u32,
+    live: HashSet<u32>,
+}
+
+/// The low byte of every software memory key.
+const KEY_BYTE: u32 = 0x5a;
+/// Indexes run from 1 to this, then start again at 1.
+pub(crate) const MAX_KEY_INDEX: u32 = (1 << 24) - 1;
+
+static MR_KEYS: Mutex<Option<MrKeys>> = Mutex::new(None);
+
+impl MrKeys {
+    fn with<R>(f: impl FnOnce(&mut MrKeys) -> R) -> R {
+        f(MR_KEYS.lock().get_or_insert_with(|| MrKeys {
+            next: 1,
+            live: HashSet::new(),
+        }))
+    }
+
+    /// A key no context of the device has registered, recorded as live; `ENOMEM` if every
+    /// index is (more regions than 2^24 - 1 at once, far past `max_mr`).
+    fn take() -> Result<u32, Errno> {
+        Self::with(|k| {
+            if k.live.len() >= MAX_KEY_INDEX as usize {
+                return Err(libc::ENOMEM);
+            }
+            loop {
+                let key = k.next << 8 | KEY_BYTE;
+                k.next = if k.next >= MAX_KEY_INDEX {
+                    1
+                } else {
+                    k.next + 1
+                };
+                if k.live.insert(key) {
+                    return Ok(key);
+                }
+            }
+        })
+    }
+
+    fn give(key: u32) {
+        Self::with(|k| k.live.remove(&key));
+    }
+
+    /// Sets the next index (the test of the wrap: the counter about to start again while the
+    /// keys it would give are still registered).
+    #[cfg(test)]
+    pub(crate) fn set_next(index: u32) {
+        Self::with(|k| k.next = index.clamp(1, MAX_KEY_INDEX));
+    }
+
+    /// How many keys are live in all the device's contexts.
+    #[cfg(test)]
+    pub(crate) fn live() -> usize {
+        Self::with(|k| k.live.len())
+    }
+}
+
 /// # Safety
 /// `pd` live software PD; the caller keeps the range allocated until dereg.
 pub(super) unsafe fn reg_mr(
     pd: *mut sys::ibv_pd,
     addr: *mut std::os::raw::c_void,
     len: usize,
+    iova: u64,
     access: i32,
 ) -> Result<NonNull<sys::ibv_mr>, Errno> {
     // SAFETY: caller's contract.
@@ -134,15 +201,21 @@ pub(super) unsafe fn reg_mr(
     {
         return Err(libc::EINVAL);
     }
-    /// The next memory key index of the software device (all its contexts).
-    static MR_KEYS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    // ib_uverbs_reg_mr: "if ((cmd.start & ~PAGE_MASK) != (cmd.hca_va & ~PAGE_MASK)) return
+    // -EINVAL"; and the range must not wrap.
+    if (addr as u64 ^ iova) & 4095 != 0 || iova.checked_add(len as u64).is_none() {
+        return Err(libc::EINVAL);
+    }
     take(&c.live.mrs, c.config().max_objects)?;
+    let key = match MrKeys::take() {
+        Ok(key) => key,
+        Err(e) => {
+            give(&c.live.mrs);
+            return Err(e);
+        }
+    };
     // SAFETY: caller's contract.
     unsafe { pd_use(pd, 1) };
-    // One key space for the whole device, as hardware has (not one per context: a process with
-    // many contexts would otherwise see the same keys again and again), with a key byte in the
-    // low bits, as providers put there.
-    let key = MR_KEYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) << 8 | 0x5a;
     let mr = Box::new(SwMr {
         ibv: sys::ibv_mr {
             context: ctx,
@@ -159,6 +232,7 @@ pub(super) unsafe fn reg_mr(
         key,
         MrEntry {
             addr: addr as usize,
+            iova,
             len,
             access,
             pd: pd as usize,
@@ -177,7 +251,11 @@ pub(super) unsafe fn dereg_mr(mr: *mut sys::ibv_mr) -> Result<(), Errno> {
     // SAFETY: caller's contract.
     unsafe {
         let c = &*(*sw).ctx;
-        c.mrs.write().remove(&(*sw).ibv.lkey);
+        let key = (*sw).ibv.lkey;
+        c.mrs.write().remove(&key);
+        // Out of the table first: the key can be handed out again only after no transfer can
+        // find the old region by it.
+        MrKeys::give(key);
         pd_use((*sw).ibv.pd, -1);
         give(&c.live.mrs);
         drop(Box::from_raw(sw));
@@ -1110,4 +1188,40 @@ pub(super) unsafe fn detach_mcast(
     groups.swap_remove(i);
     c.live.mcast.fetch_sub(1, Ordering::AcqRel);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MrKeys, MAX_KEY_INDEX};
+    use crate::{AccessFlags, Context, Mr, Pd};
+
+    /// The key counter at its wrap, two contexts: no registration gets a key that is live in
+    /// either context, neither when the counter comes back to a live key's index nor when it
+    /// starts again at 1.
+    #[test]
+    fn no_key_is_handed_out_twice_while_live_across_contexts_and_the_wrap() {
+        let (c1, c2) = (Context::open("sw0").unwrap(), Context::open("sw0").unwrap());
+        let (p1, p2) = (Pd::new(&c1).unwrap(), Pd::new(&c2).unwrap());
+        let reg = |pd| Mr::new(pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+        let mut live = vec![reg(&p1)];
+        // The counter comes back to the index of a key live in the other context.
+        MrKeys::set_next(live[0].lkey() >> 8);
+        live.push(reg(&p2));
+        // It is about to wrap: the last index, then back to 1, whose keys are live.
+        MrKeys::set_next(1);
+        live.push(reg(&p1));
+        MrKeys::set_next(MAX_KEY_INDEX);
+        live.push(reg(&p2));
+        live.push(reg(&p1));
+        live.push(reg(&p2));
+        assert_eq!(
+            live[3].lkey() >> 8,
+            MAX_KEY_INDEX,
+            "the counter's last index"
+        );
+        assert!(live[4].lkey() >> 8 < MAX_KEY_INDEX, "the counter wrapped");
+        let keys: std::collections::HashSet<u32> = live.iter().map(|m| m.lkey()).collect();
+        assert_eq!(keys.len(), live.len(), "a key handed out twice: {keys:x?}");
+        assert!(MrKeys::live() >= live.len());
+    }
 }
