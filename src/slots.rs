@@ -105,14 +105,15 @@ struct Region<B: OwnedBuf> {
     _pd: Keep,
 }
 
-/// What a slot points at: its range of the region, the region's lkey, and the region itself
-/// (kept registered and allocated while any of its slots lives).
+/// What a slot points at: the SGE that names its whole range as the device addresses it (the
+/// receive posts point the device at it, with no copy), its address in memory, and the region
+/// itself (kept registered and allocated while any of its slots lives).
 #[repr(C)]
 struct SlotInner {
+    /// `addr` plus [`SLOT_IOVA`], the slot's length and the region's lkey.
+    sge: sys::ibv_sge,
     /// Not null: the compiler then knows the slices made from it are not either.
     addr: NonNull<u8>,
-    len: u32,
-    lkey: u32,
     /// The region (an `Mr` that no one can reach any more); dropping the last one deregisters
     /// it and frees its buffer.
     region: Arc<dyn Send + Sync>,
@@ -263,12 +264,17 @@ impl<'pd> Slot<'pd> {
             _pd: held.into_keep(),
         });
         for i in 0..n {
+            // SAFETY: `i * slot_len + slot_len <= len`: inside the registered buffer, whose
+            // address is not null (a live allocation).
+            let addr = unsafe { NonNull::new_unchecked(base.add(i * slot_len)) };
             let inner = Box::new(SlotInner {
-                // SAFETY: `i * slot_len + slot_len <= len`: inside the registered buffer, whose
-                // address is not null (a live allocation).
-                addr: unsafe { NonNull::new_unchecked(base.add(i * slot_len)) },
-                len: slot_len as u32,
-                lkey,
+                sge: sys::ibv_sge {
+                    // Where the device addresses the region: in the upper half.
+                    addr: addr.as_ptr() as u64 | SLOT_IOVA,
+                    length: slot_len as u32,
+                    lkey,
+                },
+                addr,
                 region: region.clone(),
             });
             slots.push(Slot {
@@ -300,7 +306,7 @@ impl<'r> Slot<'r> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn len(&self) -> usize {
-        self.inner().len as usize
+        self.inner().sge.length as usize
     }
 
     /// The lkey of the slot's region. Knowing it opens nothing: a work request that names it
@@ -316,7 +322,7 @@ impl<'r> Slot<'r> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn lkey(&self) -> u32 {
-        self.inner().lkey
+        self.inner().sge.lkey
     }
 
     /// The work request's `wr_id`: the slot, now owned by the queue it is posted to.
@@ -341,13 +347,19 @@ impl<'r> Slot<'r> {
     /// The SGE that names the slot's first `len` bytes (at most its length).
     #[inline(always)]
     fn sge(&self, len: u32) -> sys::ibv_sge {
-        let i = self.inner();
         sys::ibv_sge {
-            // Where the device addresses the region: its memory address in the upper half.
-            addr: i.addr.as_ptr() as u64 | SLOT_IOVA,
             length: len,
-            lkey: i.lkey,
+            ..self.inner().sge
         }
+    }
+
+    /// The SGE that names the whole slot, where the slot keeps it: a receive points the device
+    /// at it (providers read a work request's SGEs during the post call only).
+    #[inline(always)]
+    fn whole_sge(&self) -> *mut sys::ibv_sge {
+        // SAFETY: the slot owns its live SlotInner (a Box pointer, writable): no reference is
+        // made, so the pointer keeps the Box's permissions.
+        unsafe { &raw mut (*self.inner.as_ptr()).sge }
     }
 }
 
@@ -359,7 +371,7 @@ impl Deref for Slot<'_> {
         // SAFETY: the slot's range of a region that stays allocated while the slot lives;
         // initialised (owned buffers are); nobody else writes it while the slot is not posted
         // (module docs), and it is not posted while a `Slot` exists.
-        unsafe { std::slice::from_raw_parts(i.addr.as_ptr(), i.len as usize) }
+        unsafe { std::slice::from_raw_parts(i.addr.as_ptr(), i.sge.length as usize) }
     }
 }
 
@@ -369,7 +381,7 @@ impl DerefMut for Slot<'_> {
         let i = self.inner();
         // SAFETY: as in `deref`; nobody else reads it either (no work request names it), and
         // the `&mut` borrows the one owner.
-        unsafe { std::slice::from_raw_parts_mut(i.addr.as_ptr(), i.len as usize) }
+        unsafe { std::slice::from_raw_parts_mut(i.addr.as_ptr(), i.sge.length as usize) }
     }
 }
 
@@ -1310,11 +1322,10 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
         St: RecvReady,
     {
         let qp = self.as_raw();
-        let mut sge = slot.sge(slot.inner().len);
         let mut wr = sys::ibv_recv_wr {
             wr_id: 0,
             next: ptr::null_mut(),
-            sg_list: &mut sge,
+            sg_list: slot.whole_sge(),
             num_sge: 1,
         };
         post_slot(
@@ -1323,7 +1334,8 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
             &mut wr,
             |wr| &mut wr.wr_id,
             |wr, bad| {
-                // SAFETY: a live QP past RESET with its own receive queue; `wr` and its SGE
+                // SAFETY: a live QP past RESET with its own receive queue; `wr` and the slot's
+                // SGE (in the slot's box, which the post moves into the queue, never frees)
                 // live across the call.
                 unsafe { ctx_op_call!((*qp).context, post_recv, qp, wr, bad) }
             },
@@ -1538,11 +1550,10 @@ impl<'a, C> SlotSrq<'a, C> {
     #[inline]
     pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>> {
         let srq = self.srq.as_raw();
-        let mut sge = slot.sge(slot.inner().len);
         let mut wr = sys::ibv_recv_wr {
             wr_id: 0,
             next: ptr::null_mut(),
-            sg_list: &mut sge,
+            sg_list: slot.whole_sge(),
             num_sge: 1,
         };
         post_slot(
@@ -1551,7 +1562,8 @@ impl<'a, C> SlotSrq<'a, C> {
             &mut wr,
             |wr| &mut wr.wr_id,
             |wr, bad| {
-                // SAFETY: a live SRQ; `wr` and its SGE live across the call.
+                // SAFETY: a live SRQ; `wr` and the slot's SGE (in the slot's box, which the
+                // post moves into the queue, never frees) live across the call.
                 unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }
             },
         )
@@ -1673,7 +1685,13 @@ mod tests {
         for s in &slots {
             let sge = s.sge(64);
             assert_eq!(sge.addr, s.as_ptr() as u64 + SLOT_IOVA);
-            assert_eq!(sge.lkey, s.inner().lkey);
+            assert_eq!(sge.lkey, s.lkey());
+            // SAFETY: the slot's own SGE, read while the slot lives.
+            let whole = unsafe { *s.whole_sge() };
+            assert_eq!(
+                (whole.addr, whole.length, whole.lkey),
+                (sge.addr, 64, sge.lkey)
+            );
         }
     }
 
