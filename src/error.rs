@@ -320,6 +320,13 @@ pub enum ErrorKind {
     /// `IBV_ACCESS_REMOTE_ATOMIC` or `IBV_ACCESS_REMOTE_READ`) was asked for. Checked before
     /// the call; errno `EINVAL`.
     RemoteAccess(&'static str),
+    /// [`Slot`](crate::Slot)s rest on the device checking every local address against the
+    /// range a region is addressed by, its iova (slot regions are addressed in the upper half of
+    /// the address space, where no plain region is); the device, whose vendor id is given, is
+    /// not one known to (siw and rdmavt's hfi1 and qib check the virtual address instead).
+    /// Known: the software device, rxe, and Mellanox/NVIDIA's mlx4 and mlx5. Checked before
+    /// `ibv_reg_mr`; errno `EOPNOTSUPP`.
+    SlotsUnsupported(u32),
     /// The CQ's [`Poller`](crate::Poller) is taken: one exists at a time per CQ, so that no two
     /// threads open batches on it (a batch's closure that waited for a thread that polls the
     /// same CQ would wait for ever). Drop the poller that has it, or poll through it. Errno
@@ -429,6 +436,7 @@ impl Error {
             ErrorKind::BatchOpen => libc::EDEADLK,
             ErrorKind::NoHugePages(e) => e,
             ErrorKind::RemoteAccess(_) => libc::EINVAL,
+            ErrorKind::SlotsUnsupported(_) => libc::EOPNOTSUPP,
             ErrorKind::PollerTaken => libc::EBUSY,
             ErrorKind::Rejected { .. } => libc::ECONNREFUSED,
             ErrorKind::CmEvent { status, .. } if status < 0 && status > -4096 => -status,
@@ -549,6 +557,13 @@ impl fmt::Display for Error {
                 f,
                 "{}: slots are plain slices, so their memory may not be open to peers: register \
                  it without {flag}",
+                self.verb
+            ),
+            ErrorKind::SlotsUnsupported(vendor) => write!(
+                f,
+                "{}: slots need a device that checks local addresses against a region's iova, \
+                 and this one (vendor id {vendor:#x}) is not known to: use plain regions \
+                 (Mr::new, Mr::scoped) on it",
                 self.verb
             ),
         }

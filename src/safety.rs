@@ -98,7 +98,11 @@
 //!   call); slot regions at their address plus 2^63 (`ibv_reg_mr_iova2`). So a plain work request,
 //!   stale or not, never lies inside a slot region: its key may be a slot region's (a reused key,
 //!   a key of another key space, a wrapped counter), its address cannot. The device refuses it
-//!   with a completion error (the software device as rxe's `mr_check_range`).
+//!   with a completion error (the software device as rxe's `mr_check_range`). This needs a
+//!   device that checks local addresses against the iova, as the software device, rxe, mlx4
+//!   and mlx5 do; siw and rdmavt check the virtual address, so
+//!   [`Slot::register`](crate::Slot::register) refuses every device not known to
+//!   ([`ErrorKind::SlotsUnsupported`](crate::ErrorKind::SlotsUnsupported)).
 //! - A later plain region under a reused key covers memory the program gave it: owned by the
 //!   region, or mutably borrowed by its `Mr::scoped`, so the device writing it races nothing the
 //!   program holds.
@@ -107,7 +111,8 @@
 //!   slot post outlives its region's key.
 //!
 //! The argument rests on no key being unique: only on the device's own checks, which compare the
-//! region a key names with the work request's PD and addresses. The software device also never
+//! region a key names with the work request's PD and addresses (by iova, on the devices slots
+//! are allowed on). The software device also never
 //! hands out a key that is live in any of its contexts, and records nothing per registration
 //! beyond the regions alive (`tests/mr.rs`, `src/backend/software/objects.rs`).
 //!

@@ -44,7 +44,10 @@
 //!    (`crate::mr::SLOT_IOVA`), so such an address never lies inside it, and the device, which
 //!    checks every address against the range of the region its key names, refuses the request.
 //!    This rests on no key being unique: keys repeat across devices and contexts, and counters
-//!    wrap. Nothing is recorded per registration.
+//!    wrap. Nothing is recorded per registration. It does rest on the device checking local
+//!    addresses against the iova: the software device, rxe, mlx4 and mlx5 do; siw and rdmavt
+//!    (hfi1, qib) check the virtual address, so [`Slot::register`] refuses every device not
+//!    known to ([`ErrorKind::SlotsUnsupported`]).
 //! 3. **Ownership.** A slot not posted is owned by exactly one `Slot`; posting moves it into the
 //!    queue (its `Box` becomes the `wr_id`), so the program cannot touch it while the device may.
 //!    It comes back only by converting a completion's `wr_id` on a [`SlotCq`], and that is
@@ -175,6 +178,19 @@ unsafe impl Send for Slot<'_> {}
 // SAFETY: `&Slot` gives `&[u8]` only.
 unsafe impl Sync for Slot<'_> {}
 
+/// Whether a device (by its `ibv_device_attr` vendor and part ids) checks an SGE's address
+/// against the iova of the region its lkey names, as point 2 of the module docs needs: rxe
+/// (`mr_check_range` against `mr->ibmr.iova`; vendor 0xffffff, part 0) and Mellanox/NVIDIA's
+/// mlx4 and mlx5 (the memory key's start address is the iova; vendor 0x02c9). Not siw
+/// (`siw_check_mem` against the registration's virtual address) nor rdmavt (`rvt_lkey_ok`
+/// against `user_base`); other devices are refused until they are known.
+fn checks_local_iova(vendor_id: u32, vendor_part_id: u32) -> bool {
+    matches!(
+        (vendor_id, vendor_part_id),
+        (0x00ff_ffff, 0) | (0x0000_02c9, _)
+    )
+}
+
 /// Access flags a slot region may not have, and their C names.
 const REMOTE: [(u32, &str); 3] = [
     (1 << 1, "IBV_ACCESS_REMOTE_WRITE"),
@@ -203,6 +219,8 @@ impl<'pd> Slot<'pd> {
     ///   atomic or remote read, before the call.
     /// - [`ErrorKind::OutOfRange`] naming `slot_len` outside `1..=min(buf.len(), u32::MAX)`, or
     ///   `length` for an empty buffer.
+    /// - [`ErrorKind::SlotsUnsupported`] on a device not known to check local addresses against
+    ///   a region's iova (siw, hfi1, qib, and any not yet known), before the call.
     /// - The device's errno from `ibv_reg_mr_iova2` ([`ErrorKind::Os`]); `ENOMEM` when the
     ///   slots cannot be allocated.
     ///
@@ -232,6 +250,18 @@ impl<'pd> Slot<'pd> {
         }
         let held = pd.into_held();
         let pd = held.get();
+        // SAFETY: a live PD's context.
+        let ctx = unsafe { (*pd.as_raw()).context };
+        if !crate::backend::is_software(ctx) {
+            // SAFETY: a live context.
+            let attr = unsafe { crate::qp::device_attr(ctx, Verb::RegMr) }?;
+            if !checks_local_iova(attr.vendor_id, attr.vendor_part_id) {
+                return Err(Error {
+                    verb: Verb::RegMr,
+                    kind: ErrorKind::SlotsUnsupported(attr.vendor_id),
+                });
+            }
+        }
         // Addressed in the upper half (crate::mr::SLOT_IOVA): no plain region's address, stale
         // or live, lies in it (point 2 of the module docs).
         let mr = Mr::new_addressed(pd, buf, access, Addressing::Slot)?;
@@ -1702,7 +1732,7 @@ mod tests {
     #[test]
     #[cfg(feature = "software-device")]
     fn a_stale_receive_under_a_reused_key_never_writes_a_slot() {
-        use crate::backend::software::MrKeys;
+        use crate::software::keys::MrKeys;
         use crate::{Cq, PageBuf, Rc, SendWr, WcStatus, WorkCompletion};
         let ctx = Arc::new(crate::Context::open("sw0").unwrap());
         let pd = Arc::new(Pd::new(&ctx).unwrap());

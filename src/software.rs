@@ -479,3 +479,46 @@ impl InjectedCompletion {
         self
     }
 }
+
+/// The software device's key counter, for the crate's own tests: where this thread's next
+/// registration starts looking for a key, its last index, and how many keys are live.
+#[cfg(test)]
+pub(crate) mod keys {
+    pub(crate) use super::provider::MrKeys;
+    pub(crate) use super::provider::MAX_KEY_INDEX;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keys::{MrKeys, MAX_KEY_INDEX};
+    use crate::{AccessFlags, Context, Mr, Pd};
+
+    /// The key counter at its wrap, two contexts: no registration gets a key that is live in
+    /// either context, neither when the counter comes back to a live key's index nor when it
+    /// starts again at 1.
+    #[test]
+    fn no_key_is_handed_out_twice_while_live_across_contexts_and_the_wrap() {
+        let (c1, c2) = (Context::open("sw0").unwrap(), Context::open("sw0").unwrap());
+        let (p1, p2) = (Pd::new(&c1).unwrap(), Pd::new(&c2).unwrap());
+        let reg = |pd| Mr::new(pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+        let mut live = vec![reg(&p1)];
+        // The counter comes back to the index of a key live in the other context.
+        MrKeys::set_next(live[0].lkey() >> 8);
+        live.push(reg(&p2));
+        // It is about to wrap: its last index, then back to 1, whose key may be live.
+        MrKeys::set_next(MAX_KEY_INDEX);
+        live.push(reg(&p2));
+        live.push(reg(&p1));
+        MrKeys::set_next(live[3].lkey() >> 8);
+        live.push(reg(&p2));
+        assert_eq!(
+            live[2].lkey() >> 8,
+            MAX_KEY_INDEX,
+            "the counter's last index"
+        );
+        assert!(live[3].lkey() >> 8 < MAX_KEY_INDEX, "the counter wrapped");
+        let keys: std::collections::HashSet<u32> = live.iter().map(|m| m.lkey()).collect();
+        assert_eq!(keys.len(), live.len(), "a key handed out twice: {keys:x?}");
+        assert!(MrKeys::live() >= live.len());
+    }
+}

@@ -27,7 +27,7 @@ mod data;
 mod events;
 mod objects;
 #[cfg(test)]
-pub(crate) use objects::MrKeys;
+pub(crate) use objects::{MrKeys, MAX_KEY_INDEX};
 
 pub(crate) use cq::{has_overrun, lost_completions, push, Cqe, Pushed};
 
