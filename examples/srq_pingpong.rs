@@ -37,7 +37,7 @@ fn main() -> ExitCode {
 struct SrqSide<'a> {
     qps: Vec<Qp<'a, Rc, UsesSrq, Shared, (), Rts>>,
     srq: &'a Srq<'a>,
-    sge: Sge,
+    sge: Sge<'a>,
 }
 
 impl Side for SrqSide<'_> {

@@ -270,7 +270,7 @@ fn init_node(ctx: &Arc<Context>, o: &Opts, out: &Out) -> Result<(Node, Qp<'stati
 }
 
 impl Node {
-    fn sge(&self, o: &Opts) -> Option<typed_verbs::Sge> {
+    fn sge(&self, o: &Opts) -> Option<typed_verbs::Sge<'_>> {
         self.mr
             .as_ref()
             .and_then(|mr| mr.sge(0..o.message_size as usize))

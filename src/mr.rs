@@ -136,14 +136,14 @@ fn leak_on_dereg_failure(_: &Error) {}
 /// let pd = Pd::new(&ctx)?;
 /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ)?;
 /// mr.write(0, b"hello")?;                 // byte-wise atomic copy in
-/// let sge = mr.sge(0..5).unwrap();        // for a work request
+/// let sge = mr.sge(0..5).unwrap();        // for a work request: it borrows the region
 /// let remote = mr.remote();               // for the peer: address, length, rkey
 /// let mut out = [0; 5];
 /// mr.read(0, &mut out)?;                  // and out
 /// assert_eq!(&out, b"hello");
+/// # let _ = (sge, remote);
 /// let buf: PageBuf = mr.destroy()?;       // ibv_dereg_mr, then the buffer back
 /// assert_eq!(&buf[..5], b"hello");
-/// # let _ = (sge, remote);
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 pub struct Mr<'pd, B: Memory = PageBuf> {
@@ -562,7 +562,10 @@ impl sealed::Owned for Vec<u8> {
 impl Memory for Vec<u8> {}
 impl OwnedBuf for Vec<u8> {}
 
-/// A scatter/gather element: part of a registered region (`struct ibv_sge`).
+/// A scatter/gather element: part of a registered region (`struct ibv_sge`), borrowing the
+/// region for `'r`: the region cannot be destroyed, dropped, or (inside [`Mr::scoped`]) left
+/// while an SGE of it is still to be posted. Same size and layout as `struct ibv_sge`, so a
+/// list of them is the C array the work request points at.
 ///
 /// ```
 /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
@@ -573,20 +576,32 @@ impl OwnedBuf for Vec<u8> {}
 /// assert!(mr.sge(0..8192).is_none()); // does not fit
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// An SGE does not outlive its region:
+///
+/// ```compile_fail,E0505
+/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let sge = mr.sge(0..64).unwrap();
+/// drop(mr);
+/// let _ = sge.lkey();
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 #[repr(transparent)]
-pub struct Sge(pub(crate) sys::ibv_sge);
+pub struct Sge<'r>(pub(crate) sys::ibv_sge, PhantomData<&'r ()>);
 
-static_assertions::assert_eq_size!(Sge, sys::ibv_sge);
+static_assertions::assert_eq_size!(Sge<'static>, sys::ibv_sge);
 
-impl PartialEq for Sge {
-    fn eq(&self, o: &Sge) -> bool {
+impl PartialEq for Sge<'_> {
+    fn eq(&self, o: &Sge<'_>) -> bool {
         (self.addr(), self.length(), self.lkey()) == (o.addr(), o.length(), o.lkey())
     }
 }
-impl Eq for Sge {}
+impl Eq for Sge<'_> {}
 
-impl std::fmt::Debug for Sge {
+impl std::fmt::Debug for Sge<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sge")
             .field("addr", &self.addr())
@@ -596,7 +611,7 @@ impl std::fmt::Debug for Sge {
     }
 }
 
-impl Sge {
+impl Sge<'_> {
     /// The address.
     ///
     /// ```
@@ -922,8 +937,9 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     /// region is a local of this function, which the caller cannot forget).
     ///
     /// `f` gets the region by a reference of its own lifetime (`for<'s>`), so neither the
-    /// region nor the reference can leave it; [`Sge`]s and [`RemoteMr`]s copied out are plain
-    /// data, which the device checks against its registered regions. An empty buffer is refused
+    /// region nor the reference can leave it, nor can its [`Sge`]s, which borrow it; a
+    /// [`RemoteMr`] copied out is plain data, which the peer's device checks against its
+    /// registered regions (after the scope it names none). An empty buffer is refused
     /// before the call (and `f` does not run).
     ///
     /// If `ibv_dereg_mr` fails here the process aborts with a message: the buffer is only
@@ -1082,16 +1098,19 @@ impl<B: Memory> Mr<'_, B> {
     /// assert!(mr.sge(4000..5000).is_none());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn sge(&self, range: Range<usize>) -> Option<Sge> {
+    pub fn sge(&self, range: Range<usize>) -> Option<Sge<'_>> {
         if range.start > range.end || range.end > self.len() {
             return None;
         }
         let length = u32::try_from(range.end - range.start).ok()?;
-        Some(Sge(sys::ibv_sge {
-            addr: self.get().addr as u64 + range.start as u64,
-            length,
-            lkey: self.lkey(),
-        }))
+        Some(Sge(
+            sys::ibv_sge {
+                addr: self.get().addr as u64 + range.start as u64,
+                length,
+                lkey: self.lkey(),
+            },
+            PhantomData,
+        ))
     }
 
     fn check(&self, offset: usize, len: usize, verb: Verb) -> Result<()> {

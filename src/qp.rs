@@ -594,7 +594,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// ```
     pub fn send_sge_cap<const N: usize>(self) -> QpBuilder<'a, T, R, S, C, N>
     where
-        Sge: TypedSgeCap<N>,
+        Sge<'static>: TypedSgeCap<N>,
     {
         let cap = QpCap {
             max_send_sge: N as u32,
@@ -681,7 +681,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     pub fn recv_sge_cap<const N: usize>(self) -> QpBuilder<'a, T, R::WithRecvSge<N>, S, C, SGE>
     where
         R: OwnsRecvQueue,
-        Sge: TypedSgeCap<N>,
+        Sge<'static>: TypedSgeCap<N>,
     {
         let cap = QpCap {
             max_recv_sge: N as u32,

@@ -171,7 +171,7 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// ```
     pub fn sge_cap<const N: usize>(self) -> SrqBuilder<'a, C, N>
     where
-        Sge: TypedSgeCap<N>,
+        Sge<'static>: TypedSgeCap<N>,
     {
         SrqBuilder {
             pd: self.pd,

@@ -187,14 +187,14 @@ pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     /// assert_eq!(count(&[s, s]), 2);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
+    fn recv_list<'x>(list: L) -> (&'x [Sge<'x>], bool)
     where
         L: 'x;
 }
 impl<const N: usize, L: SgeList<N>> SealedFor<L> for OwnRq<N> {}
 impl<const N: usize, L: SgeList<N>> HasOwnRq<L> for OwnRq<N> {
     #[inline(always)]
-    fn recv_list<'x>(list: L) -> (&'x [Sge], bool)
+    fn recv_list<'x>(list: L) -> (&'x [Sge<'x>], bool)
     where
         L: 'x,
     {
@@ -246,14 +246,14 @@ pub trait WithinSgeCap<const CAP: usize>: Sealed {}
 macro_rules! within_sge_cap {
     ([$($below:literal)*]) => {};
     ([$($below:literal)*] $cap:literal $($rest:literal)*) => {
-        impl TypedSgeCap<$cap> for Sge {}
-        $(impl WithinSgeCap<$cap> for [Sge; $below] {})*
-        impl WithinSgeCap<$cap> for [Sge; $cap] {}
+        impl TypedSgeCap<$cap> for Sge<'_> {}
+        $(impl WithinSgeCap<$cap> for [Sge<'_>; $below] {})*
+        impl WithinSgeCap<$cap> for [Sge<'_>; $cap] {}
         within_sge_cap!([$($below)* $cap] $($rest)*);
     };
 }
-impl Sealed for Sge {}
-impl<const N: usize> Sealed for [Sge; N] {}
+impl Sealed for Sge<'_> {}
+impl<const N: usize> Sealed for [Sge<'_>; N] {}
 within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
     29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
     60 61 62 63 64);
@@ -303,7 +303,7 @@ pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// assert_eq!(total::<2>(&pair), 24);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    fn into_slice<'x>(self) -> &'x [Sge]
+    fn into_slice<'x>(self) -> &'x [Sge<'x>]
     where
         Self: 'x;
 }
@@ -314,7 +314,7 @@ macro_rules! sge_list {
         impl<$($g)*> SgeList<CAP> for $t where $($w)* {
             const FITS: bool = $fits;
             #[inline(always)]
-            fn into_slice<'x>(self) -> &'x [Sge]
+            fn into_slice<'x>(self) -> &'x [Sge<'x>]
             where
                 Self: 'x,
             {
@@ -323,13 +323,13 @@ macro_rules! sge_list {
         }
     )*};
 }
-impl<const N: usize> SealedSgeList for &[Sge; N] {}
-impl SealedSgeList for &[Sge] {}
-impl SealedSgeList for &Vec<Sge> {}
+impl<const N: usize> SealedSgeList for &[Sge<'_>; N] {}
+impl SealedSgeList for &[Sge<'_>] {}
+impl SealedSgeList for &Vec<Sge<'_>> {}
 sge_list! {
-    [const N: usize, const CAP: usize] &[Sge; N], fits: true, where [[Sge; N]: WithinSgeCap<CAP>];
-    [const CAP: usize] &[Sge], fits: false, where [];
-    [const CAP: usize] &Vec<Sge>, fits: false, where [];
+    ['m, const N: usize, const CAP: usize] &[Sge<'m>; N], fits: true, where [[Sge<'m>; N]: WithinSgeCap<CAP>];
+    [const CAP: usize] &[Sge<'_>], fits: false, where [];
+    [const CAP: usize] &Vec<Sge<'_>>, fits: false, where [];
 }
 
 /// Implemented by nothing: the bound of the `SgeList` impls of `Sge` and `&Sge`, which
@@ -358,26 +358,26 @@ sge_list! {
     note = "a list of up to the queue's SGE cap ({CAP} in its type) is checked at compile time when it is an array"
 )]
 pub trait OneSgeIsNotAList<const CAP: usize>: Sealed {}
-impl SealedSgeList for Sge {}
-impl SealedSgeList for &Sge {}
-impl<const CAP: usize> SgeList<CAP> for Sge
+impl SealedSgeList for Sge<'_> {}
+impl SealedSgeList for &Sge<'_> {}
+impl<'m, const CAP: usize> SgeList<CAP> for Sge<'m>
 where
-    Sge: OneSgeIsNotAList<CAP>,
+    Sge<'m>: OneSgeIsNotAList<CAP>,
 {
     const FITS: bool = false;
-    fn into_slice<'x>(self) -> &'x [Sge]
+    fn into_slice<'x>(self) -> &'x [Sge<'x>]
     where
         Self: 'x,
     {
         unreachable!("no type implements OneSgeIsNotAList")
     }
 }
-impl<const CAP: usize> SgeList<CAP> for &Sge
+impl<'m, const CAP: usize> SgeList<CAP> for &Sge<'m>
 where
-    Sge: OneSgeIsNotAList<CAP>,
+    Sge<'m>: OneSgeIsNotAList<CAP>,
 {
     const FITS: bool = false;
-    fn into_slice<'x>(self) -> &'x [Sge]
+    fn into_slice<'x>(self) -> &'x [Sge<'x>]
     where
         Self: 'x,
     {
@@ -400,7 +400,7 @@ enum Op {
 enum Data<'s> {
     /// `fits`: the length was proven within the type's cap (no check when posted).
     Sgl {
-        list: &'s [Sge],
+        list: &'s [Sge<'s>],
         fits: bool,
     },
     Inline(&'s [u8]),
@@ -670,14 +670,14 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// ```
     pub fn compare_swap(
         wr_id: u64,
-        result: &'s [Sge; 1],
+        result: &'s [Sge<'s>; 1],
         remote: AtomicTarget,
         compare: u64,
         swap: u64,
     ) -> Self
     where
         T: ReliableOnly,
-        &'s [Sge; 1]: SgeList<SGE>,
+        &'s [Sge<'s>; 1]: SgeList<SGE>,
     {
         Self::new(
             wr_id,
@@ -701,10 +701,10 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// a.post_send(&SendWr::fetch_add(1, &old, rx.remote().atomic_at(512).unwrap(), 1).signaled())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn fetch_add(wr_id: u64, result: &'s [Sge; 1], remote: AtomicTarget, add: u64) -> Self
+    pub fn fetch_add(wr_id: u64, result: &'s [Sge<'s>; 1], remote: AtomicTarget, add: u64) -> Self
     where
         T: ReliableOnly,
-        &'s [Sge; 1]: SgeList<SGE>,
+        &'s [Sge<'s>; 1]: SgeList<SGE>,
     {
         Self::new(wr_id, Op::FetchAdd(remote.addr(), add), Data::sgl(result))
     }
@@ -1237,7 +1237,7 @@ fn post_recv_raw(
     verb: Verb,
     max_sge: u32,
     wr_id: u64,
-    (sgl, fits): (&[Sge], bool),
+    (sgl, fits): (&[Sge<'_>], bool),
     post: impl FnOnce(*mut sys::ibv_recv_wr, *mut *mut sys::ibv_recv_wr) -> i32,
 ) -> Result<()> {
     // A fixed-size list was proven within the type's cap, which the actual cap meets.
@@ -1364,7 +1364,7 @@ mod tests {
             max_send_sge: 1,
             ..Default::default()
         };
-        let none: &[Sge] = &[];
+        let none: &[Sge<'_>] = &[];
         let mut raw = zeroed_send_wr();
         let mut inline = sys::ibv_sge {
             addr: 0,

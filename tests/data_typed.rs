@@ -97,7 +97,7 @@ fn rc_pair_sge<'a, Q, const SGE: usize>(
 ) -> (RcQp<'a, SGE>, RcQp<'a, SGE>)
 where
     Q: typed_verbs::AnyCq<Threading = Shared>,
-    Sge: typed_verbs::wr::TypedSgeCap<SGE>,
+    Sge<'static>: typed_verbs::wr::TypedSgeCap<SGE>,
 {
     let build = || {
         Qp::<Rc>::builder(pd, cq, cq)
@@ -589,9 +589,12 @@ fn a_forgotten_region_keeps_its_memory_for_the_device() {
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
     let (a, b) = rc_pair(&ctx, &pd, &cq);
-    let target = Mr::new(&pd, PageBuf::new(4096).unwrap(), ALL_REMOTE).unwrap();
+    // Leaked (never dropped, as `mem::forget` would), so that its SGE may still be used: an
+    // `Sge` cannot outlive the region it borrows.
+    let target = Box::leak(Box::new(
+        Mr::new(&pd, PageBuf::new(4096).unwrap(), ALL_REMOTE).unwrap(),
+    ));
     let (recv_sge, peer) = (target.sge(0..4096).unwrap(), target.remote());
-    std::mem::forget(target);
     // Memory the allocator would place where the buffer was, had it been freed.
     let others: Vec<Vec<u8>> = (0..32).map(|_| vec![0x11u8; 4096]).collect();
     let src = Mr::new(&pd, vec![0xabu8; 4096], AccessFlags::LOCAL_WRITE).unwrap();

@@ -56,8 +56,8 @@ struct UdSide<'a> {
     qp: Qp<'a, Ud, OwnRq, Shared, (), Rts>,
     ah: AddressHandle<'a>,
     remote_qpn: u32,
-    recv: Sge,
-    send: Sge,
+    recv: Sge<'a>,
+    send: Sge<'a>,
 }
 
 impl Side for UdSide<'_> {

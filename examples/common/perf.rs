@@ -555,9 +555,9 @@ pub struct Conn<'a> {
     pub link: Link,
 }
 
-impl Conn<'_> {
+impl<'a> Conn<'a> {
     /// The local SGE of message `n` of `size` bytes in the half at `base`, cycling as perftest.
-    fn sges(&self, base: u64, size: u64) -> Vec<[Sge; 1]> {
+    fn sges(&self, base: u64, size: u64) -> Vec<[Sge<'a>; 1]> {
         (0..cycle_slots(size))
             .map(|k| {
                 let at = (base + k * inc(size)) as usize;

@@ -986,7 +986,7 @@ impl Connection for Uc {
 /// The connected QP and the one buffer every send and receive uses, as in rdma-core.
 struct ConnectedSide<'a, T: Connection> {
     qp: Qp<'a, T, OwnRq, Shared, (), Rts>,
-    sge: Sge,
+    sge: Sge<'a>,
 }
 
 impl<T: Connection> Side for ConnectedSide<'_, T> {

@@ -3,10 +3,10 @@
 use typed_verbs::wr::HasOwnRq;
 use typed_verbs::{AccessFlags, ConnectedInit, Context, Cq, Mr, Pd, Qp, Rc, Sge, Srq, UsesSrq};
 
-struct List<'a>(&'a [Sge]);
+struct List<'a>(&'a [Sge<'a>]);
 
 impl<'a> HasOwnRq<List<'a>> for UsesSrq {
-    fn recv_list<'x>(list: List<'a>) -> (&'x [Sge], bool)
+    fn recv_list<'x>(list: List<'a>) -> (&'x [Sge<'x>], bool)
     where
         List<'a>: 'x,
     {

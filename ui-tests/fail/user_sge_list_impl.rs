@@ -3,11 +3,11 @@
 use typed_verbs::{AccessFlags, ConnectedInit, Context, Cq, Mr, Pd, Qp, Rc, Sge, SgeList};
 
 #[derive(Clone, Copy)]
-struct Three<'a>(&'a [Sge; 3]);
+struct Three<'a>(&'a [Sge<'a>; 3]);
 
 impl<const CAP: usize> SgeList<CAP> for Three<'_> {
     const FITS: bool = true;
-    fn into_slice<'x>(self) -> &'x [Sge]
+    fn into_slice<'x>(self) -> &'x [Sge<'x>]
     where
         Self: 'x,
     {
