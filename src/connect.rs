@@ -1,4 +1,4 @@
-//! Connecting an RC QP to its peer in one call: the three transitions of ibv_modify_qp(3)
+//! Connecting an RC or UC QP to its peer in one call: the three transitions of ibv_modify_qp(3)
 //! (RESET → INIT → RTR → RTS) with the attributes most programs use, from the two sides'
 //! [`Endpoint`]s, which the program exchanges out of band (a socket, a file, rdma_cm).
 //!
@@ -23,10 +23,12 @@
 use crate::backend;
 use crate::error::{Error, QpStateName, Result, Verb};
 use crate::ffi::sys;
-use crate::qp::{Gid, Qp, Rc, RecvSide};
+use crate::qp::{Gid, Qp, Rc, RecvSide, Uc};
 use crate::qp_state::{
-    AccessFlags, AddressVector, ConnectedInit, GlobalRoute, Mtu, RcRtr, RcRts, Reset, Rts,
+    AccessFlags, AddressVector, ConnectedInit, GlobalRoute, Mtu, RcRtr, RcRts, Reset, Rts, SqPsn,
+    Transitions, UcRtr,
 };
+use crate::wr::Connected;
 use crate::Threading;
 
 /// What a peer needs to connect its RC QP to this one: this QP's number, port, addresses,
@@ -80,7 +82,74 @@ impl Mtu {
     }
 }
 
-impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Reset, SGE> {
+/// The QP types [`Qp::connect`] brings up from two [`Endpoint`]s: the connected ones, RC and
+/// UC, with the attributes of their INIT → RTR and RTR → RTS made from the endpoints (UC has
+/// no RDMA reads, atomics, RNR or retries, so its RTR and RTS take only the path, the peer's
+/// QP number and the PSNs). Sealed through [`Transitions`].
+///
+/// ```
+/// use typed_verbs::prelude::*;
+/// use typed_verbs::connect::Connectable;
+/// fn pair<'a, T: Connectable>(pd: &'a Pd<'_>, cq: &'a Cq<'_>) -> Result<(Qp<'a, T>, Qp<'a, T>)> {
+///     Ok((Qp::<T>::builder(pd, cq, cq).build()?, Qp::<T>::builder(pd, cq, cq).build()?))
+/// }
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let (a, b) = pair::<Uc>(&pd, &cq)?;
+/// let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// let (a, b) = (a.connect(&ea, &eb, AccessFlags::REMOTE_WRITE)?, b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?);
+/// # drop((a, b));
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+pub trait Connectable: Transitions<Init = ConnectedInit> + Connected {
+    #[doc(hidden)]
+    fn rtr(av: AddressVector, path_mtu: Mtu, remote: &Endpoint) -> Self::Rtr;
+    #[doc(hidden)]
+    fn rts(local: &Endpoint) -> Self::Rts;
+}
+
+impl Connectable for Rc {
+    #[inline]
+    fn rtr(av: AddressVector, path_mtu: Mtu, remote: &Endpoint) -> RcRtr {
+        RcRtr {
+            av,
+            path_mtu,
+            dest_qp_num: remote.qp_num,
+            rq_psn: remote.psn,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+        }
+    }
+    #[inline]
+    fn rts(local: &Endpoint) -> RcRts {
+        RcRts {
+            sq_psn: local.psn,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_rd_atomic: 1,
+        }
+    }
+}
+
+impl Connectable for Uc {
+    #[inline]
+    fn rtr(av: AddressVector, path_mtu: Mtu, remote: &Endpoint) -> UcRtr {
+        UcRtr {
+            av,
+            path_mtu,
+            dest_qp_num: remote.qp_num,
+            rq_psn: remote.psn,
+        }
+    }
+    #[inline]
+    fn rts(local: &Endpoint) -> SqPsn {
+        SqPsn { sq_psn: local.psn }
+    }
+}
+
+impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
+    Qp<'a, T, R, S, C, Reset, SGE>
+{
     /// This QP's [`Endpoint`] on `port_num` with the GID at `gid_index`: `ibv_query_port` and
     /// `ibv_query_gid`. The port number is checked against the device's `phys_port_cnt` and
     /// the GID index against the port's `gid_tbl_len` before the calls (`OutOfRange`).
@@ -158,9 +227,9 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
 
     /// Connects this QP (of endpoint `local`) to the peer QP of endpoint `remote`: RESET →
     /// INIT (port, P_Key index 0, `access` for what the peer may do here), → RTR (the peer's
-    /// address, QP number and PSN; the smaller MTU; one incoming RDMA read or atomic; RNR
-    /// timer 12), → RTS (this side's PSN; timeout 14, 7 retries, 7 RNR retries, one outgoing
-    /// RDMA read or atomic).
+    /// address, QP number and PSN; the smaller MTU; for RC one incoming RDMA read or atomic and
+    /// RNR timer 12), → RTS (this side's PSN; for RC timeout 14, 7 retries, 7 RNR retries, one
+    /// outgoing RDMA read or atomic). RC and UC QPs ([`Connectable`]).
     ///
     /// Checked before the transitions (`OutOfRange` naming the field): `local` is this QP's,
     /// its port exists and its GID index is in the port's table, and the PSNs and the remote
@@ -192,7 +261,7 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
         local: &Endpoint,
         remote: &Endpoint,
         access: AccessFlags,
-    ) -> Result<Qp<'a, Rc, R, S, C, Rts, SGE>> {
+    ) -> Result<Qp<'a, T, R, S, C, Rts, SGE>> {
         let verb = Verb::ModifyQp {
             from: QpStateName::Reset,
             to: QpStateName::Init,
@@ -233,21 +302,8 @@ impl<'a, R: RecvSide, S: Threading, C, const SGE: usize> Qp<'a, Rc, R, S, C, Res
             pkey_index: 0,
             access,
         };
-        let rtr = RcRtr {
-            av,
-            path_mtu: local.mtu.min(remote.mtu),
-            dest_qp_num: remote.qp_num,
-            rq_psn: remote.psn,
-            max_dest_rd_atomic: 1,
-            min_rnr_timer: 12,
-        };
-        let rts = RcRts {
-            sq_psn: local.psn,
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            max_rd_atomic: 1,
-        };
+        let rtr = T::rtr(av, local.mtu.min(remote.mtu), remote);
+        let rts = T::rts(local);
         self.to_init(init)?.to_rtr(rtr)?.to_rts(rts)
     }
 }

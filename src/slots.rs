@@ -1153,7 +1153,7 @@ impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "this QP's send CQ is a slot CQ, so every send must carry a slot: post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`",
+    message = "a QP whose receive side is `{Self}` is not known to take plain sends (with `SlotSends` its send CQ is a slot CQ, and every send carries a slot): post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`, or, in generic code over the receive side `R`, add the bound `R: typed_verbs::slots::PlainSendQueue`",
     label = "a slot CQ takes no work request with a wr_id of the program's",
     note = "for plain sends, build the QP with a plain send CQ: `Qp::slot_builder(&pd, &plain_cq, &slot_cq)`"
 )]

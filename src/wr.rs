@@ -57,7 +57,7 @@ use std::marker::PhantomData;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`",
+    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`, or, in generic code over the QP type `T`, add the bound `T: typed_verbs::wr::Connected`",
     label = "a datagram QP needs a destination for every send"
 )]
 pub trait Connected: QpType + Sealed {}

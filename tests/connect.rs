@@ -1,18 +1,29 @@
-//! `Qp::endpoint` and `Qp::connect` (src/connect.rs): an RC pair connected in one call carries
-//! data; bad input is refused before any call. Runs on sw0 and, in the VM lane, on rxe0.
+//! `Qp::endpoint` and `Qp::connect` (src/connect.rs): an RC pair and a UC pair connected in one
+//! call carry data; bad input is refused before any call. Runs on sw0 and, in the VM lane, on rxe0.
 
 mod common;
 use common::open;
 use std::time::{Duration, Instant};
-use typed_verbs::{AccessFlags, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Verb, WorkCompletion};
+use typed_verbs::connect::Connectable;
+use typed_verbs::wr::RdmaWriteCapable;
+use typed_verbs::{AccessFlags, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Uc, Verb, WorkCompletion};
 
 #[test]
 fn a_connected_pair_carries_a_send_and_an_rdma_write() {
+    carries_a_send_and_an_rdma_write::<Rc>();
+}
+
+#[test]
+fn a_connected_uc_pair_carries_a_send_and_an_rdma_write() {
+    carries_a_send_and_an_rdma_write::<Uc>();
+}
+
+fn carries_a_send_and_an_rdma_write<T: Connectable + RdmaWriteCapable>() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
     let build = || {
-        Qp::<Rc>::builder(&pd, &cq, &cq)
+        Qp::<T>::builder(&pd, &cq, &cq)
             .max_send_wr(4)
             .build()
             .unwrap()
@@ -32,9 +43,9 @@ fn a_connected_pair_carries_a_send_and_an_rdma_write() {
     src.write(0, b"connected").unwrap();
     b.post_recv(1, &[dst.sge(0..32).unwrap()]).unwrap();
     let sge = [src.sge(0..9).unwrap()];
-    a.post_send(&SendWr::send(2, &sge).signaled()).unwrap();
+    a.post_send(&SendWr::<T>::send(2, &sge).signaled()).unwrap();
     let at = dst.remote().at(32, 9).unwrap();
-    a.post_send(&SendWr::rdma_write(3, &sge, at).signaled())
+    a.post_send(&SendWr::<T>::rdma_write(3, &sge, at).signaled())
         .unwrap();
     let (mut ok, start) = (0, Instant::now());
     let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
