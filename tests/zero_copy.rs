@@ -625,3 +625,62 @@ fn a_plain_receive_naming_a_slot_regions_key_never_writes_the_slot() {
     assert_eq!(&slot[..4], b"mine", "the device wrote an owned slot");
     drop((a, b));
 }
+
+typed_verbs::completion_record! {
+    /// A slot record whose error record carries the slot back.
+    struct Flushed { slot, byte_len }
+    struct FlushedError { slot, status }
+    max_batch = 8;
+}
+
+/// A generated slot loop's `try_poll`: a handler that hands a failed completion on with `?`
+/// ends the batch there, the error record (an error, with its slot) comes back, and the
+/// completions after it stay in the CQ, with their slots, for the next poll.
+#[test]
+fn a_failed_slot_completion_is_handed_on_with_the_question_mark() {
+    let ctx = Arc::new(open());
+    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(8).slots().build().unwrap();
+    let (shared, mut poller) = cq.split();
+    let qp = Qp::<Rc>::slot_builder(&pd, shared, shared)
+        .max_recv_wr(4)
+        .build()
+        .unwrap();
+    let init = ConnectedInit {
+        port_num: 1,
+        pkey_index: 0,
+        access: AccessFlags::LOCAL_WRITE,
+    };
+    let qp = qp.to_init(init).unwrap();
+    for s in slots(&pd, 2, 64) {
+        qp.post_recv_slot(s).unwrap();
+    }
+    let qp = qp.to_error().unwrap();
+    let mut calls = 0;
+    let start = Instant::now();
+    let first = loop {
+        let r = Flushed::try_poll(&mut poller, |c| -> Result<(), Box<dyn std::error::Error>> {
+            calls += 1;
+            let _ = c?; // a flush: handed on, the batch ends
+            Ok(())
+        });
+        match r {
+            Ok(0) if start.elapsed() < Duration::from_secs(2) => continue,
+            Ok(n) => panic!("{n} completions taken, none failed"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(calls, 1, "the batch ended at the first failed completion");
+    let failed = first
+        .downcast::<FlushedError<'_>>()
+        .expect("the error is the failed completion's record");
+    assert_eq!(
+        (failed.status, failed.slot.len()),
+        (WcStatus::WR_FLUSH_ERR, 64)
+    );
+    assert!(failed.to_string().starts_with("work completion failed"));
+    // The second flush stayed in the CQ.
+    let rest = wait(&mut poller, 1);
+    assert_eq!(rest[0].status, WcStatus::WR_FLUSH_ERR);
+    drop(qp);
+}

@@ -924,7 +924,66 @@ fn expand_slots(
                     ::core::option::Option::None => Ok(0),
                 }
             }
+
+            /// [`poll`](Self::poll) with a handler that returns `Result<(), E>`, for any
+            /// `E: From<typed_verbs::Error>`: an `Err` ends the batch at once (`ibv_end_poll`)
+            /// and is returned; the completions after the one it failed on stay in the CQ, with
+            /// their slots, for the next poll. The failed-completion record is an error itself
+            /// (with its slot, where it declares `slot`), so `let c = c?;` hands a failed work
+            /// request on.
+            #[inline]
+            pub fn try_poll<'s, P, H, E>(cq: &mut P, mut handler: H) -> ::core::result::Result<usize, E>
+            where
+                P: ::typed_verbs::slots::SlotPollable<'s>,
+                P::Flags: #flag_bounds ::typed_verbs::WcFlags,
+                H: for<'b> FnMut(::core::result::Result<#r_name<'b, 's, P::Flags>, #e_name #e_generics>) -> ::core::result::Result<(), E>,
+                E: ::core::convert::From<::typed_verbs::Error>,
+            {
+                use ::typed_verbs::cq_ex::PollStop;
+                let polled = ::typed_verbs::slots::SlotPollable::poll_slots(cq, |mut batch| {
+                    let mut left = Self::MAX_BATCH;
+                    loop {
+                        if let ::core::option::Option::Some(slot) = batch.take_slot() {
+                            let out = handler(match batch.completion().result() {
+                                Ok(c) => Ok(#r_name { completion: c, slot }),
+                                Err(c) => Err(#e_name { #e_slot_init #(#e_idents: c.#e_idents()),* }),
+                            });
+                            if let Err(e) = out {
+                                return Err(PollStop::Handler(e)); // the batch ends here
+                            }
+                        }
+                        left -= 1;
+                        if left == 0 {
+                            return Ok(Self::MAX_BATCH);
+                        }
+                        match batch.advance() {
+                            Ok(::core::option::Option::Some(next)) => batch = next,
+                            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
+                            Err(e) => return Err(PollStop::Errno(e.errno())),
+                        }
+                    }
+                })?;
+                match polled {
+                    ::core::option::Option::Some(Ok(taken)) => Ok(taken),
+                    ::core::option::Option::Some(Err(PollStop::Errno(errno))) => Err(::typed_verbs::Error {
+                        verb: ::typed_verbs::Verb::NextPoll,
+                        kind: ::typed_verbs::ErrorKind::Os(errno),
+                    }
+                    .into()),
+                    ::core::option::Option::Some(Err(PollStop::Handler(e))) => Err(e),
+                    ::core::option::Option::None => Ok(0),
+                }
+            }
         }
+
+        /// A failed completion, as an error: in a `try_poll` handler, `let c = c?;` hands it on.
+        impl #e_generics ::core::fmt::Display for #e_name #e_generics {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                ::core::write!(f, "work completion failed: {:?}", self)
+            }
+        }
+
+        impl #e_generics ::std::error::Error for #e_name #e_generics {}
     }
 }
 
