@@ -222,8 +222,8 @@ impl<'ch> CqEvent<'ch> {
         }
     }
 
-    /// Whether the event is for `cq` (a [`Cq`] or a [`CqEx`]). A CQ destroyed and another
-    /// created at the same address are told apart.
+    /// Whether the event is for `cq` (a [`Cq`], a [`CqEx`] or a [`SlotCq`](crate::SlotCq)). A
+    /// CQ destroyed and another created at the same address are told apart.
     ///
     /// ```
     /// # use typed_verbs::{software, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
@@ -236,8 +236,8 @@ impl<'ch> CqEvent<'ch> {
     /// assert!(event.is_for(&cq));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn is_for<Q: AnyCq + ?Sized>(&self, cq: &Q) -> bool {
-        let raw = cq.as_raw_cq();
+    pub fn is_for<Q: EventCq + ?Sized>(&self, cq: &Q) -> bool {
+        let raw = cq.event_cq();
         // SAFETY: a live CQ made by this crate's builders.
         let theirs = unsafe { acks_of((*raw).cq_context) };
         Arc::ptr_eq(theirs, &self.acks)
@@ -322,6 +322,39 @@ impl Drop for CqEvent<'_> {
 impl std::fmt::Debug for CqEvent<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CqEvent").field("cq", &self.cq).finish()
+    }
+}
+
+/// A CQ a completion event can be for ([`CqEvent::is_for`]): a [`Cq`], a [`CqEx`], or a
+/// [`SlotCq`](crate::SlotCq), whose events a program waits for as for any other CQ's. Sealed.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// use typed_verbs::event::{CqEvent, EventCq};
+/// fn armed_and_woken<Q: EventCq>(event: &CqEvent<'_>, cq: &Q) -> bool {
+///     event.is_for(cq)
+/// }
+/// # let ctx = Arc::new(Context::open("sw0")?);
+/// # let channel = CompChannel::new(&ctx)?;
+/// let cq = CqEx::<Standard>::builder(&ctx).cqe(4).channel(&channel).slots().build()?;
+/// cq.req_notify(false)?;
+/// # let _ = armed_and_woken::<typed_verbs::SlotCq<'_, Standard>>;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a CQ a completion event can be for: pass a `Cq`, a `CqEx` or a `SlotCq`",
+    label = "not a CQ of this crate"
+)]
+pub trait EventCq: crate::cq::sealed::Sealed {
+    #[doc(hidden)]
+    fn event_cq(&self) -> *mut sys::ibv_cq;
+}
+
+impl<Q: AnyCq + ?Sized> EventCq for Q {
+    #[inline]
+    fn event_cq(&self) -> *mut sys::ibv_cq {
+        self.as_raw_cq()
     }
 }
 

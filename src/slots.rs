@@ -934,6 +934,12 @@ pub trait SlotPollable<'s>: Sealed {
 }
 
 impl<F: WcFlags, T: Threading, C> Sealed for SlotCq<'_, F, T, C> {}
+impl<F: WcFlags, T: Threading, C> crate::event::EventCq for SlotCq<'_, F, T, C> {
+    #[inline]
+    fn event_cq(&self) -> *mut sys::ibv_cq {
+        self.cq.as_raw_cq()
+    }
+}
 impl<'a, F: WcFlags, T: Threading, C> SlotPollable<'a> for SlotCq<'a, F, T, C> {
     type Flags = F;
     #[inline(always)]

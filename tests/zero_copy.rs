@@ -684,3 +684,39 @@ fn a_failed_slot_completion_is_handed_on_with_the_question_mark() {
     assert_eq!(rest[0].status, WcStatus::WR_FLUSH_ERR);
     drop(qp);
 }
+
+/// A completion-event loop on a slot CQ: armed, woken by a slot receive's completion, the event
+/// is for that CQ (`CqEvent::is_for` takes a `SlotCq`), and polling gives the slot back.
+#[test]
+fn a_slot_cq_wakes_a_completion_event_loop() {
+    let ctx = Arc::new(open());
+    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let channel = typed_verbs::CompChannel::new(&ctx).unwrap();
+    let mut cq = CqEx::<Flags>::builder(&ctx)
+        .cqe(8)
+        .channel(&channel)
+        .slots()
+        .build()
+        .unwrap();
+    let other = CqEx::<Flags>::builder(&ctx).cqe(8).slots().build().unwrap();
+    let (shared, mut poller) = cq.split();
+    let (a, b) = connect_pair(
+        Qp::<Rc>::slot_builder(&pd, shared, shared).build().unwrap(),
+        Qp::<Rc>::slot_builder(&pd, shared, shared).build().unwrap(),
+    );
+    b.post_recv_slot(slots(&pd, 1, 64).pop().unwrap()).unwrap();
+    shared.req_notify(false).unwrap();
+    let mut msg = slots(&pd, 1, 64).pop().unwrap();
+    msg[..4].copy_from_slice(b"wake");
+    a.post_send_slot(msg, 4).unwrap();
+    let event = channel.get_cq_event().expect("ibv_get_cq_event");
+    assert!(event.is_for(shared));
+    assert!(!event.is_for(&other));
+    drop(event);
+    let back = wait(&mut poller, 2);
+    let recv = back
+        .iter()
+        .find(|c| c.opcode == Some(WcOpcode::RECV))
+        .expect("the receive completed");
+    assert_eq!(&recv.slot[..4], b"wake");
+}
