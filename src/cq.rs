@@ -43,7 +43,7 @@ pub(crate) use crate::sealed;
 /// # drop((shared, local));
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-pub trait Threading: sealed::Sealed + 'static {
+pub trait Threading: sealed::Sealed + QpContextOk<()> + 'static {
     /// The create flags this choice adds.
     const CREATE_FLAGS: u32;
     /// The threading of a QP whose other CQ has threading `B`: [`Shared`] only when both are
@@ -170,6 +170,31 @@ impl<C: Send + Sync> crate::sealed::SealedCqContext<Shared> for C {}
 impl<C: Send + Sync> CqContext<Shared> for C {}
 impl<C> crate::sealed::SealedCqContext<SingleThreaded> for C {}
 impl<C> CqContext<SingleThreaded> for C {}
+
+/// `T: QpContextOk<C>`: `C` may be the user context of a QP whose threading is `T` (the
+/// threading of its CQs, [`QpThreading`](crate::QpThreading)): any type when `T` is
+/// [`SingleThreaded`] (the QP is then neither `Send` nor `Sync`, and its context stays with
+/// it), `Send + Sync` when it is [`Shared`]. Every threading accepts `()`, so code generic over
+/// the CQs needs no bound for a QP without a context. Sealed.
+///
+/// ```
+/// use std::rc::Rc as StdRc;
+/// use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// let cq = CqEx::<Standard, SingleThreaded>::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).context(StdRc::new(5)).build()?; // stays here
+/// # drop(qp);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{C}` may not be the user context of a QP whose threading is `{Self}`: on Shared CQs it must be Send + Sync; in generic code over the user context, add the bound `{Self}: typed_verbs::QpContextOk<C>`",
+    label = "this QP's user context is not allowed for its threading"
+)]
+pub trait QpContextOk<C>: crate::sealed::SealedQpContext<C> {}
+impl<C: Send + Sync> crate::sealed::SealedQpContext<C> for Shared {}
+impl<C: Send + Sync> QpContextOk<C> for Shared {}
+impl<C> crate::sealed::SealedQpContext<C> for SingleThreaded {}
+impl<C> QpContextOk<C> for SingleThreaded {}
 
 /// A CQ of either kind, as a QP's send or receive CQ ("may be the same CQ, plain or extended").
 ///

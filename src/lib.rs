@@ -104,7 +104,7 @@ pub mod wr;
 pub use ah::AddressHandle;
 pub use channel::CompChannel;
 pub use connect::Endpoint;
-pub use cq::{AnyCq, Cq, CqBuilder, CqContext, Shared, SingleThreaded, Threading};
+pub use cq::{AnyCq, Cq, CqBuilder, CqContext, QpContextOk, Shared, SingleThreaded, Threading};
 pub use cq_ex::{
     AllFields, Batch, Completion, CqEx, Failure, NoFields, Poller, Standard, Success, Unchecked,
     WcFlagSet, WcFlags,

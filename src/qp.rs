@@ -792,7 +792,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// ```
     pub fn build(self) -> Result<Qp<'a, T, R, S, C, Reset, SGE>>
     where
-        C: Send + Sync,
+        S: crate::cq::QpContextOk<C>,
     {
         // SAFETY: a live PD's context is live.
         let ctx = unsafe { (*self.pd).context };

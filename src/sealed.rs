@@ -41,6 +41,8 @@ seals! {
     /// `Self: SealedWorkRequest<T>`: `Self` may be a work request for a QP of type `T`
     /// ([`WorkRequestFor`](crate::wr::WorkRequestFor)).
     SealedWorkRequest<T>;
+    /// `Self: SealedQpContext<C>`: `C` may be the user context of a QP of threading `Self`.
+    SealedQpContext<L>;
     /// `Self: SealedAttrOf<(E, Q)>`: `Self` may be passed where a transition of a `Q` QP takes
     /// `E` ([`AttrOf`](crate::qp_state::AttrOf)).
     SealedAttrOf<L>;
