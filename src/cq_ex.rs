@@ -413,6 +413,39 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
         (self, poller)
     }
 
+    /// The CQ's one right to poll, as [`poller`](Self::poller), holding a share of the CQ: a
+    /// worker keeps it (and reaches the CQ through it) in a struct of its own, moves it to its
+    /// thread or task, with no borrow to carry.
+    ///
+    /// # Errors
+    /// [`ErrorKind::PollerTaken`] while another poller of this CQ lives (errno `EBUSY`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use typed_verbs::{ArcPoller, Context, CqEx, Standard};
+    /// struct Worker {
+    ///     poller: ArcPoller<'static, Standard>, // and through it, the CQ
+    ///     seen: usize,
+    /// }
+    /// let ctx = Arc::new(Context::open("sw0")?);
+    /// let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
+    /// let mut worker = Worker { poller: cq.arc_poller()?, seen: 0 };
+    /// assert!(cq.poller().is_err()); // one right to poll
+    /// std::thread::spawn(move || {
+    ///     worker.seen += worker.poller.poll_batch(|_| 1)?.unwrap_or(0);
+    ///     worker.poller.cq().req_notify(false).ok();
+    ///     Ok::<_, typed_verbs::Error>(worker.seen)
+    /// }).join().unwrap()?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn arc_poller(self: &std::sync::Arc<Self>) -> Result<ArcPoller<'a, F, T, C>> {
+        // The claim, taken as `poller` takes it; the ArcPoller gives it back when dropped.
+        std::mem::forget(self.poller()?);
+        Ok(ArcPoller {
+            cq: std::sync::Arc::clone(self),
+        })
+    }
+
     /// `ibv_req_notify_cq` on the CQ: one completion event on its channel for the next
     /// completion (or, with `solicited_only`, the next solicited one); get it with
     /// [`CompChannel::get_cq_event`](crate::CompChannel::get_cq_event).
@@ -711,6 +744,85 @@ impl<F: WcFlags, T: Threading> Drop for Poller<'_, F, T> {
 impl<F: WcFlags, T: Threading> std::fmt::Debug for Poller<'_, F, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Poller").field(&self.cq).finish()
+    }
+}
+
+/// A CQ's one right to poll that holds a share of the CQ ([`CqEx::arc_poller`]): a
+/// [`Poller`] with no borrow, for a worker struct, thread or task that owns what it polls. It
+/// is `Send` when the CQ is `Shared` and its user context `Send + Sync`; dropping it gives the
+/// right back.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use typed_verbs::{Context, CqEx, Standard};
+/// # let ctx = Arc::new(Context::open("sw0")?);
+/// let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
+/// let mut poller = cq.arc_poller()?;
+/// assert_eq!(poller.poll_batch(|_| ())?, None);
+/// drop(poller);
+/// assert!(cq.poller().is_ok()); // the right is back
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+pub struct ArcPoller<'a, F: WcFlags, T: Threading = Shared, C = ()> {
+    cq: std::sync::Arc<CqEx<'a, F, T, C>>,
+}
+
+impl<'a, F: WcFlags, T: Threading, C> ArcPoller<'a, F, T, C> {
+    /// Opens a batch, as [`CqEx::poll_batch`].
+    ///
+    /// # Errors
+    /// As [`CqEx::poll_batch`].
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let ctx = Arc::new(typed_verbs::Context::open("sw0")?);
+    /// # let cq = Arc::new(typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).build()?);
+    /// let mut poller = cq.arc_poller()?;
+    /// assert_eq!(poller.poll_batch(|_| ())?, None);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    #[inline]
+    pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: the poller holds the one right to poll this live CQ (its claim, taken by
+        // `arc_poller`); `&mut self` means no other batch is open on it.
+        unsafe { poll_batch(self.cq.raw, f) }
+    }
+
+    /// The CQ (for `req_notify`, its attributes, a QP builder).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let ctx = Arc::new(typed_verbs::Context::open("sw0")?);
+    /// # let cq = Arc::new(typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).build()?);
+    /// let poller = cq.arc_poller()?;
+    /// assert!(Arc::ptr_eq(poller.cq(), &cq));
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn cq(&self) -> &std::sync::Arc<CqEx<'a, F, T, C>> {
+        &self.cq
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> Drop for ArcPoller<'_, F, T, C> {
+    fn drop(&mut self) {
+        // SAFETY: a live CQ made by a builder (the poller holds a share of it); the claim is
+        // this poller's.
+        unsafe { crate::cq::poller_claim(self.cq.as_raw_cq()) }.store(false, Ordering::Release);
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> std::fmt::Debug for ArcPoller<'_, F, T, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ArcPoller").field(&self.cq.raw).finish()
+    }
+}
+
+impl<F: WcFlags, T: Threading, C> sealed::Sealed for ArcPoller<'_, F, T, C> {}
+impl<F: WcFlags, T: Threading, C> Pollable for ArcPoller<'_, F, T, C> {
+    type Flags = F;
+    #[inline(always)]
+    fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        ArcPoller::poll_batch(self, f)
     }
 }
 

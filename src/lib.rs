@@ -106,8 +106,8 @@ pub use channel::CompChannel;
 pub use connect::Endpoint;
 pub use cq::{AnyCq, Cq, CqBuilder, CqContext, QpContextOk, Shared, SingleThreaded, Threading};
 pub use cq_ex::{
-    AllFields, Batch, Completion, CqEx, Failure, NoFields, Poller, Standard, Success, Unchecked,
-    WcFlagSet, WcFlags,
+    AllFields, ArcPoller, Batch, Completion, CqEx, Failure, NoFields, Poller, Standard, Success,
+    Unchecked, WcFlagSet, WcFlags,
 };
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
 pub use error::{DestroyError, Error, ErrorKind, QpStateName, Result, Verb};
