@@ -1142,7 +1142,7 @@ macro_rules! require_state {
 }
 
 require_state! {
-    FromReset: Reset, "`to_init` takes a QP from RESET to INIT, and this one is in `{Self}`, past RESET: go on with the next transition (`to_rtr` from INIT, `to_rts` from RTR), or call `to_reset` first to start over; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromReset`";
+    FromReset: Reset, "`to_init` takes a QP from RESET to INIT, and this one is in `{Self}`, past RESET: to change its attributes in INIT (access flags, P_Key index, port) call `modify_init` (keeps posted receives), or go on with the next transition (`to_rtr` from INIT, `to_rts` from RTR); `to_reset` starts over and drops posted receives; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromReset`";
     FromInit: Init, "`to_rtr` takes a QP from INIT to RTR, and this one is in `{Self}`: from RESET call `to_init` first; a QP already in RTR goes on with `to_rts` (in RTS, `modify_rts`); in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromInit`";
     FromRtr: Rtr, "`to_rts` takes a QP from RTR to RTS, and this one is in `{Self}`: call `to_rtr` first (from RESET, `to_init` and `to_rtr`); a QP already in RTS is up (change it with `modify_rts`); in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::FromRtr`";
     InInit: Init, "`modify_init` changes a QP in INIT (INIT -> INIT), and this one is in `{Self}`: from RESET call `to_init` first; in RTS use `modify_rts`; in generic code over the state `St`, add the bound `St: typed_verbs::qp_state::InInit`";
