@@ -207,7 +207,8 @@ fn resident() -> u64 {
 /// Nothing is recorded per registration: registering and deregistering a region a million
 /// times (plain regions with an SGE made, and scoped ones) leaves the process's memory flat.
 /// The software device's keys run on meanwhile, so every registration has a new lkey. (Under
-/// valgrind, which the sanitizer lane runs every test binary in, a hundredth of the rounds.)
+/// valgrind, which the sanitizer lane runs every test binary in, a hundredth of the rounds, and
+/// the resident size, valgrind's own included, is not compared.)
 #[test]
 fn a_million_registrations_leave_memory_flat() {
     let ctx = open();
@@ -241,6 +242,12 @@ fn a_million_registrations_leave_memory_flat() {
     }
     let grown = resident().saturating_sub(before);
     assert_eq!(keys.len(), 1000, "every registration had a new lkey");
+    if valgrind {
+        // valgrind's own memory (shadow memory, its allocator) is in the resident set: the
+        // rounds run for memcheck's leak check and helgrind, the size is not compared.
+        common::note(test, "under valgrind: resident memory not compared");
+        return;
+    }
     assert!(
         grown < 1 << 20,
         "{} registrations grew resident memory by {grown} bytes",
