@@ -73,7 +73,7 @@
 //!    queues), so every `wr_id` there is a slot the queue owns;
 //! 4. the completion orders the device's accesses before the program's.
 //!
-//! A slot that never completes (its QP destroyed or reset, a receive posted in ERR, an overrun) is
+//! A slot that never completes (its QP destroyed or reset, a receive posted to a QP the device moved to ERR while its type says RTS (a QP typed `ErrorState` takes no slot receive), an overrun) is
 //! leaked with its region: safe. Raw posts with other `wr_id`s on a slot queue, or polling a slot
 //! CQ through its raw pointer, break the raw API's contract.
 //!

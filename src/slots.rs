@@ -72,7 +72,9 @@
 //! A posted slot that never completes is leaked, never freed: a QP destroyed or moved to RESET
 //! with slots posted (no completion returns them; their memory stays allocated and
 //! registered), a receive posted to a QP in ERR (rxe and the software device keep it without a
-//! completion), a completion lost to a CQ overrun, a CQ destroyed with completions in it. To get
+//! completion; a QP typed [`ErrorState`](crate::ErrorState) takes no slot receive,
+//! [`SlotRecvReady`], but one the device moved to ERR after an error completion still says
+//! RTS), a completion lost to a CQ overrun, a CQ destroyed with completions in it. To get
 //! the slots back, move the QP to ERR and poll the flush completions before destroying it.
 //! Leaking is safe: the region, kept alive by the leaked slots, stays registered.
 //!
@@ -190,6 +192,31 @@ fn checks_local_iova(vendor_id: u32, vendor_part_id: u32) -> bool {
         (0x00ff_ffff, 0) | (0x0000_02c9, _)
     )
 }
+
+/// The states in which a slot receive may be posted: INIT, RTR and RTS. Not ERR: a receive
+/// posted to a QP in ERR is not completed by every device (rxe keeps it without a flush
+/// completion), so its slot would never come back.
+///
+/// ```compile_fail,E0277
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let cq = CqEx::<Standard>::builder(&ctx).cqe(16).slots().build()?;
+/// # let qp = Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?;
+/// # let qp = qp.to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
+/// let qp = qp.to_error()?;
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// qp.post_recv_slot(slots.pop().unwrap())?; // in ERR: the slot could be lost
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a slot receive is posted in INIT, RTR or RTS, and this QP is in `{Self}`: in ERR a device may keep the receive without a completion (rxe does), and the slot would be lost; bring the QP up again (`to_reset`, then `to_init`), or, in generic code over the state `St`, add the bound `St: typed_verbs::slots::SlotRecvReady`",
+    label = "no slot receive in this state"
+)]
+pub trait SlotRecvReady: RecvReady {}
+impl SlotRecvReady for crate::qp_state::Init {}
+impl SlotRecvReady for crate::qp_state::Rtr {}
+impl SlotRecvReady for crate::qp_state::Rts {}
 
 /// Access flags a slot region may not have, and their C names.
 const REMOTE: [(u32, &str); 3] = [
@@ -1355,7 +1382,7 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
     #[inline]
     pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>>
     where
-        St: RecvReady,
+        St: SlotRecvReady,
     {
         let qp = self.as_raw();
         let mut wr = sys::ibv_recv_wr {
