@@ -112,7 +112,9 @@ pub use cq_ex::{
 pub use device::{devices, Context, Device, DeviceAttr, PortAttr, DEVICE_ENV};
 pub use error::{DestroyError, Error, ErrorKind, QpStateName, Result, Verb};
 pub use event::{AsyncEvent, AsyncEventGuard, CqEvent, EventAcks};
-pub use mr::{AtomicTarget, Borrowed, HugeBuf, Mr, OwnedBuf, PageBuf, RemoteAddr, RemoteMr, Sge};
+pub use mr::{
+    AtomicResult, AtomicTarget, Borrowed, HugeBuf, Mr, OwnedBuf, PageBuf, RemoteAddr, RemoteMr, Sge,
+};
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
     Gid, OwnRq, Qp, QpBuilder, QpCap, QpThreading, QpType, RawPacket, Rc, RecvSide, Uc, Ud, UsesSrq,

@@ -651,6 +651,45 @@ impl Sge<'_> {
     }
 }
 
+/// Where an atomic's old value lands: exactly 8 bytes of a region, by type (made by
+/// [`Mr::atomic_result`]), for [`SendWr::fetch_add`](crate::SendWr::fetch_add) and
+/// [`SendWr::compare_swap`](crate::SendWr::compare_swap). The region needs
+/// [`AccessFlags::LOCAL_WRITE`] (the device writes the old value; a region without it fails the
+/// request with a completion error).
+///
+/// ```
+/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let old = mr.atomic_result(16).unwrap();
+/// assert_eq!((old.sge().length(), old.sge().addr() - mr.remote().addr), (8, 16));
+/// assert!(mr.atomic_result(4090).is_none()); // does not fit
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct AtomicResult<'r>([Sge<'r>; 1]);
+
+impl<'r> AtomicResult<'r> {
+    /// The SGE of the 8 bytes.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.atomic_result(0).unwrap().sge().lkey(), mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn sge(&self) -> Sge<'r> {
+        self.0[0]
+    }
+
+    /// The one-element list a work request names.
+    pub(crate) fn as_list(&self) -> &[Sge<'r>; 1] {
+        &self.0
+    }
+}
+
 /// What a peer needs to access a region remotely: its address, length and rkey. Send it to the
 /// peer; it is plain data.
 ///
@@ -1111,6 +1150,21 @@ impl<B: Memory> Mr<'_, B> {
             },
             PhantomData,
         ))
+    }
+
+    /// The 8 bytes at `offset` of the region, where an atomic's old value lands, or `None` if
+    /// they do not fit.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(64)?, AccessFlags::LOCAL_WRITE)?;
+    /// assert!(mr.atomic_result(56).is_some() && mr.atomic_result(57).is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn atomic_result(&self, offset: usize) -> Option<AtomicResult<'_>> {
+        let end = offset.checked_add(8)?;
+        Some(AtomicResult([self.sge(offset..end)?]))
     }
 
     fn check(&self, offset: usize, len: usize, verb: Verb) -> Result<()> {

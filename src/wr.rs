@@ -39,7 +39,7 @@
 use crate::cq::Threading;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
-use crate::mr::{AtomicTarget, RemoteAddr, Sge};
+use crate::mr::{AtomicResult, AtomicTarget, RemoteAddr, Sge};
 use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
 use crate::sealed::{Sealed, SealedFor, SealedSgeList};
@@ -462,6 +462,34 @@ impl<'s> UdDest<'s> {
     }
 }
 
+/// Where an atomic's old value lands: a `&AtomicResult`, 8 bytes by type
+/// ([`Mr::atomic_result`](crate::Mr::atomic_result)). Sealed.
+///
+/// ```
+/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// use typed_verbs::wr::AtomicResultOf;
+/// fn lands_in<'s>(r: impl AtomicResultOf<'s>) {}
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(64)?, AccessFlags::LOCAL_WRITE)?;
+/// lands_in(&mr.atomic_result(0).unwrap());
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "an atomic's old value lands in exactly 8 bytes, and `{Self}` is not an `&AtomicResult`: make one with `mr.atomic_result(offset)`",
+    label = "not 8 bytes by type"
+)]
+pub trait AtomicResultOf<'s>: Sealed {
+    #[doc(hidden)]
+    fn into_result(self) -> &'s AtomicResult<'s>;
+}
+impl Sealed for &AtomicResult<'_> {}
+impl<'s> AtomicResultOf<'s> for &'s AtomicResult<'s> {
+    #[inline(always)]
+    fn into_result(self) -> &'s AtomicResult<'s> {
+        self
+    }
+}
+
 /// A send work request for a QP of type `T` whose type promises `SGE` send SGEs, borrowing the
 /// buffers it names until it is posted.
 ///
@@ -485,7 +513,7 @@ impl<'s> UdDest<'s> {
 /// b.post_recv(4, &[rx.sge(64..128).unwrap()])?;
 /// a.post_send(&SendWr::rdma_write(5, &sge, rx.remote().at(256, 4).unwrap()).signaled())?;
 /// a.post_send(&SendWr::rdma_read(6, &[local.sge(8..12).unwrap()], rx.remote().at(256, 4).unwrap()).signaled())?;
-/// a.post_send(&SendWr::fetch_add(7, &[local.sge(16..24).unwrap()], rx.remote().atomic_at(512).unwrap(), 1).signaled())?;
+/// a.post_send(&SendWr::fetch_add(7, &local.atomic_result(16).unwrap(), rx.remote().atomic_at(512).unwrap(), 1).signaled())?;
 /// a.post_send(&SendWr::send_inline(8, b"tiny").signaled())?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -654,7 +682,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (aligned by construction); the old
-    /// value lands in `result` (8 bytes).
+    /// value lands in `result`, 8 bytes by type ([`Mr::atomic_result`](crate::Mr::atomic_result)).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -664,13 +692,13 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
-    /// let old = [rx.sge(0..8).unwrap()]; // the old value lands here
+    /// let old = rx.atomic_result(0).unwrap(); // the old value lands here: 8 bytes by type
     /// a.post_send(&SendWr::compare_swap(1, &old, rx.remote().atomic_at(512).unwrap(), 0, 1).signaled())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn compare_swap(
         wr_id: u64,
-        result: &'s [Sge<'s>; 1],
+        result: impl AtomicResultOf<'s>,
         remote: AtomicTarget,
         compare: u64,
         swap: u64,
@@ -679,15 +707,16 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
         T: ReliableOnly,
         &'s [Sge<'s>; 1]: SgeList<SGE>,
     {
+        let result = result.into_result();
         Self::new(
             wr_id,
             Op::CompareSwap(remote.addr(), compare, swap),
-            Data::sgl(result),
+            Data::sgl(result.as_list()),
         )
     }
 
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote` (aligned by construction); the
-    /// old value lands in `result` (8 bytes).
+    /// old value lands in `result`, 8 bytes by type ([`Mr::atomic_result`](crate::Mr::atomic_result)).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -697,16 +726,37 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
-    /// let old = [rx.sge(0..8).unwrap()];
+    /// let old = rx.atomic_result(0).unwrap();
     /// a.post_send(&SendWr::fetch_add(1, &old, rx.remote().atomic_at(512).unwrap(), 1).signaled())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn fetch_add(wr_id: u64, result: &'s [Sge<'s>; 1], remote: AtomicTarget, add: u64) -> Self
+    ///
+    /// The result is 8 bytes by type, not any SGE:
+    ///
+    /// ```compile_fail,E0277
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    /// let old = [rx.sge(0..16).unwrap()];
+    /// let wr = SendWr::<Rc>::fetch_add(1, &old, rx.remote().atomic_at(512).unwrap(), 1);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn fetch_add(
+        wr_id: u64,
+        result: impl AtomicResultOf<'s>,
+        remote: AtomicTarget,
+        add: u64,
+    ) -> Self
     where
         T: ReliableOnly,
         &'s [Sge<'s>; 1]: SgeList<SGE>,
     {
-        Self::new(wr_id, Op::FetchAdd(remote.addr(), add), Data::sgl(result))
+        let result = result.into_result();
+        Self::new(
+            wr_id,
+            Op::FetchAdd(remote.addr(), add),
+            Data::sgl(result.as_list()),
+        )
     }
 
     /// Asks for a completion of this request (`IBV_SEND_SIGNALED`); a QP created with

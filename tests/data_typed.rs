@@ -222,7 +222,7 @@ fn rc_rdma_write_read_and_atomics() {
     assert_eq!(&out, b"read me");
 
     rmr.write(48, &41u64.to_ne_bytes()).unwrap();
-    let word = [lmr.sge(0..8).unwrap()];
+    let word = lmr.atomic_result(0).unwrap();
     a.post_send(&SendWr::fetch_add(3, &word, peer.atomic_at(48).unwrap(), 1).signaled())
         .unwrap();
     assert_eq!(wait(&cq, 1)[0].opcode, Some(WcOpcode::FETCH_ADD));
@@ -663,7 +663,7 @@ fn threads_and_the_device_share_a_region_without_data_races() {
             a.post_send(
                 &SendWr::fetch_add(
                     i,
-                    &[result.sge(0..8).unwrap()],
+                    &result.atomic_result(0).unwrap(),
                     peer.atomic_at(8).unwrap(),
                     1,
                 )

@@ -989,7 +989,7 @@ fn qp_errors_raise_no_async_event_as_on_rxe() {
             AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
         )
         .unwrap();
-        let word = [m.dst.sge(0..8).unwrap()];
+        let word = m.dst.atomic_result(0).unwrap();
         a.post_send(
             &SendWr::fetch_add(2, &word, target.remote().atomic_at(0).unwrap(), 1).signaled(),
         )

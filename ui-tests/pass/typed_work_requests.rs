@@ -10,7 +10,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let buf = vec![0u8; 64];
     let mr = Mr::new(&pd, buf, AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)?;
     let sgl = [mr.sge(0..64).unwrap()];
-    let word = [mr.sge(0..8).unwrap()];
+    let word = mr.atomic_result(0).unwrap();
     let remote = mr.remote().at(0, 64).unwrap();
     let target = mr.remote().atomic_at(0).unwrap();
 

@@ -7,8 +7,9 @@ use std::os::raw::c_int;
 use typed_verbs::ffi::sys;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    AccessFlags, AddressVector, AtomicTarget, ConnectedInit, Context, Cq, GlobalRoute, Mr, Mtu,
-    OwnRq, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Sge, Shared, WorkCompletion,
+    AccessFlags, AddressVector, AtomicResult, AtomicTarget, ConnectedInit, Context, Cq,
+    GlobalRoute, Mr, Mtu, OwnRq, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Sge, Shared,
+    WorkCompletion,
 };
 
 /// A QP in RTS.
@@ -158,11 +159,11 @@ typed! {
 #[inline(never)]
 pub fn typed_post_fetch_add(
     qp: &RcQp<'_>,
-    sge: &[Sge; 1],
+    result: &AtomicResult<'_>,
     i: u64,
     target: AtomicTarget,
 ) -> typed_verbs::Result<()> {
-    qp.post_send(&SendWr::fetch_add(i, sge, target, 1).signaled())
+    qp.post_send(&SendWr::fetch_add(i, result, target, 1).signaled())
 }
 
 /// The opcodes measured: (name, typed function's symbol, C function's symbol, needs a receive).
@@ -209,12 +210,13 @@ pub fn run(
         }
         if typed {
             let target = remote.remote().atomic_at(0).unwrap();
+            let result = local.atomic_result(0).unwrap();
             match opcode {
                 "send" => typed_post_send(&pair.a, &sge, i, r),
                 "send_imm" => typed_post_send_imm(&pair.a, &sge, i, r),
                 "rdma_write" => typed_post_write(&pair.a, &sge, i, r),
                 "rdma_read" => typed_post_read(&pair.a, &sge, i, r),
-                _ => typed_post_fetch_add(&pair.a, &sge, i, target),
+                _ => typed_post_fetch_add(&pair.a, &result, i, target),
             }
             .expect("typed post_send");
         } else {
