@@ -31,7 +31,7 @@ use crate::qp_state::{
 use crate::wr::Connected;
 use crate::Threading;
 
-/// What a peer needs to connect its RC QP to this one: this QP's number, port, addresses,
+/// What a peer needs to connect its RC or UC QP to this one: this QP's number, port, addresses,
 /// first packet sequence number and path MTU. Made by [`Qp::endpoint`]; plain data, to send to
 /// the peer however the program likes.
 ///

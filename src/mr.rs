@@ -1031,6 +1031,58 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     }
 }
 
+impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
+    /// [`scoped`](Self::scoped) in several PDs at once: the borrowed `buf` registered in each of
+    /// `pds` (on one device or several: multi-rail, which the verbs allow) for the run of `f`,
+    /// which gets the regions in the order of `pds`, and deregistered from all of them before
+    /// this returns, on every exit path. A registration that fails deregisters the ones before
+    /// it (and `f` does not run). The device may write the buffer through any of the regions;
+    /// the program reads and writes it through their byte-wise atomic copies, as with one.
+    ///
+    /// # Errors
+    /// As [`scoped`](Self::scoped): `OutOfRange` for an empty buffer, the device's errno from
+    /// `ibv_reg_mr` of the first PD that refused.
+    ///
+    /// ```
+    /// # use typed_verbs::{AccessFlags, Context, Mr, Pd};
+    /// let (rail0, rail1) = (Context::open("sw0")?, Context::open("sw0")?); // two devices, say
+    /// let (pd0, pd1) = (Pd::new(&rail0)?, Pd::new(&rail1)?);
+    /// let mut buf = vec![0u8; 4096];
+    /// Mr::scoped_in([&pd0, &pd1], &mut buf, AccessFlags::LOCAL_WRITE, |[on0, on1]| {
+    ///     on0.write(0, b"rails")?; // post on either rail, naming its own region's SGEs
+    ///     let mut b = [0; 5];
+    ///     on1.read(0, &mut b)?; // the same bytes
+    ///     assert_eq!(&b, b"rails");
+    ///     Ok::<_, typed_verbs::Error>(())
+    /// })??;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn scoped_in<const N: usize, R>(
+        pds: [&'pd Pd<'_>; N],
+        buf: &'b mut [u8],
+        access: AccessFlags,
+        f: impl for<'s> FnOnce(&'s [Mr<'pd, Borrowed<'s>>; N]) -> R,
+    ) -> Result<R> {
+        let (addr, len) = (buf.as_mut_ptr(), buf.len());
+        let mut mrs: Vec<Mr<'pd, Borrowed<'b>>> = Vec::with_capacity(N);
+        for pd in pds {
+            // SAFETY: `buf` is borrowed mutably until this function returns, and every region
+            // in `mrs` is dropped (deregistered, or the process aborts) before it returns or
+            // finishes unwinding, a failed registration's predecessors included.
+            let raw = unsafe { reg_mr(pd, addr, len, access, Addressing::Virtual) }?;
+            mrs.push(Mr {
+                node: Node::into_handle(raw, crate::parent::Keep::NONE),
+                _m: PhantomData,
+            });
+        }
+        let Ok(mrs) = <[Mr<'pd, Borrowed<'b>>; N]>::try_from(mrs) else {
+            unreachable!("one region per PD")
+        };
+        Ok(f(&mrs))
+        // `mrs` drops here, or during unwinding: `ibv_dereg_mr` of each, abort on failure.
+    }
+}
+
 impl<B: Memory> Mr<'_, B> {
     #[inline]
     fn get(&self) -> &sys::ibv_mr {

@@ -254,3 +254,89 @@ fn a_million_registrations_leave_memory_flat() {
         rounds - rounds / 10
     );
 }
+
+/// Multi-rail: one borrowed buffer registered on two devices at once (`Mr::scoped_in`; the
+/// test device and sw0 beside it, so rxe0 and sw0 in the VM lane), each rail receiving into its
+/// own part through its own region; after the scope the buffer holds both, and both regions
+/// are gone.
+#[test]
+fn one_buffer_registered_on_two_rails_receives_on_both() {
+    use std::time::{Duration, Instant};
+    use typed_verbs::{Context, Cq, Qp, Rc, SendWr, WorkCompletion};
+    let rails = [open(), Context::open("sw0").unwrap()];
+    let pds = [Pd::new(&rails[0]).unwrap(), Pd::new(&rails[1]).unwrap()];
+    let cqs = [
+        Cq::builder(&rails[0]).cqe(8).build().unwrap(),
+        Cq::builder(&rails[1]).cqe(8).build().unwrap(),
+    ];
+    let mut buf = vec![0u8; 64];
+    Mr::scoped_in(
+        [&pds[0], &pds[1]],
+        &mut buf,
+        AccessFlags::LOCAL_WRITE,
+        |mrs| {
+            for (i, mr) in mrs.iter().enumerate() {
+                let (pd, cq) = (&pds[i], &cqs[i]);
+                let (a, b) = (
+                    Qp::<Rc>::builder(pd, cq, cq).build().unwrap(),
+                    Qp::<Rc>::builder(pd, cq, cq).build().unwrap(),
+                );
+                let (ea, eb) = (a.endpoint(1, 0).unwrap(), b.endpoint(1, 0).unwrap());
+                let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE).unwrap();
+                let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE).unwrap();
+                let at = 16 * i;
+                b.post_recv(1, &[mr.sge(at..at + 16).unwrap()]).unwrap();
+                let msg = format!("rail{i}");
+                let src = Mr::new(pd, msg.clone().into_bytes(), AccessFlags::LOCAL_WRITE).unwrap();
+                a.post_send(&SendWr::send(2, &[src.sge(0..msg.len()).unwrap()]).signaled())
+                    .unwrap();
+                let (mut done, start) = (0, Instant::now());
+                let mut wc: [WorkCompletion; 2] = std::array::from_fn(|_| WorkCompletion::new());
+                while done < 2 {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(5),
+                        "rail {i} completes"
+                    );
+                    for w in cq.poll(&mut wc).unwrap() {
+                        assert!(w.success().is_some(), "rail {i}: {:?}", w.status());
+                        done += 1;
+                    }
+                }
+                let mut got = [0u8; 5];
+                // The other rail's region reads what this one received: the same memory.
+                mrs[1 - i].read(at, &mut got).unwrap();
+                assert_eq!(&got, msg.as_bytes());
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!((&buf[..5], &buf[16..21]), (&b"rail0"[..], &b"rail1"[..]));
+}
+
+/// `Mr::scoped_in` whose second registration fails (a device that allows one region) leaves
+/// nothing registered, does not run the closure, and gives the buffer back.
+#[test]
+fn a_failed_registration_on_one_rail_deregisters_the_others() {
+    let ctx = common::open_registered(
+        "sw-one-region",
+        software::SwConfig {
+            max_objects: 1,
+            ..software::SwConfig::default()
+        },
+    );
+    let pd = Pd::new(&ctx).unwrap();
+    let leaks = LeakCheck::new(
+        &ctx,
+        "a_failed_registration_on_one_rail_deregisters_the_others",
+    );
+    let mut buf = vec![7u8; 64];
+    let mut ran = false;
+    let r = Mr::scoped_in([&pd, &pd], &mut buf, AccessFlags::LOCAL_WRITE, |_| {
+        ran = true
+    });
+    let e = r.expect_err("the second registration is refused");
+    assert_eq!((e.verb, e.errno()), (Verb::RegMr, libc::ENOMEM));
+    assert!(!ran, "the closure ran without its regions");
+    leaks.assert_unchanged("a refused second registration");
+    assert!(buf.iter().all(|&b| b == 7));
+}
