@@ -310,10 +310,10 @@ unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
 /// `Sync`, since posting and destroying it touch the CQ, and its user context may be any type
 /// (it stays on the QP's thread and is dropped there). A QP dropped while another thread has a
 /// batch open on its other, Shared CQ is destroyed by that thread after its batch ends (the
-/// gates order that destroy after every batch on either CQ; see [the safety model](crate::safety)); its
-/// user context is dropped at once, on the dropping thread. It holds its PD, CQs and SRQ (borrowed, or shared through `Arc`s:
-/// [`crate::parent`]), so none of them
-/// can be destroyed before it.
+/// gates order that destroy after every batch on either CQ; see
+/// [the safety model](crate::safety)); its user context is dropped at once, on the dropping
+/// thread. It holds its PD, CQs and SRQ (borrowed, or shared through `Arc`s:
+/// [`crate::parent`]), so none of them can be destroyed before it.
 ///
 /// An RC pair in loopback, a send and a receive:
 ///
