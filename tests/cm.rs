@@ -1104,3 +1104,33 @@ fn a_channel_awaited_in_a_second_runtime_still_gets_its_events() {
     );
     drop(got.expect("the request came within 5 s").unwrap());
 }
+
+/// The state types tell the truth across a disconnect by every path: the crate's QPs are not
+/// the CM's (`id->qp` stays NULL), so neither `rdma_disconnect` through a detached id nor the
+/// peer's DISCONNECTED event touches them (the kernel's `cma_modify_qp_err` and librdmacm's
+/// `ucma_modify_qp_err` do nothing without `id->qp`): each QP is still in RTS, as its type
+/// says, and `Connection::disconnect`, which does move its QP, returns it typed `ErrorState`.
+#[test]
+fn a_disconnect_through_the_id_leaves_each_qp_in_the_state_its_type_says() {
+    let Some(s) = setup("a_disconnect_through_the_id") else {
+        return;
+    };
+    let (client, server) = rc_pair(&s, b"", b"");
+    let (client_qp, client_id) = client.into_parts();
+    client_id.disconnect().unwrap();
+    assert_eq!(server.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
+    let rts = typed_verbs::ffi::sys::ibv_qp_state::IBV_QPS_RTS;
+    assert_eq!(client_qp.query_state().unwrap(), rts, "the detached QP");
+    assert_eq!(
+        server.qp().query_state().unwrap(),
+        rts,
+        "the peer's QP after DISCONNECTED"
+    );
+    let (server_qp, _id) = server.disconnect().unwrap();
+    assert_eq!(
+        server_qp.query_state().unwrap(),
+        typed_verbs::ffi::sys::ibv_qp_state::IBV_QPS_ERR,
+        "Connection::disconnect's QP, typed ErrorState"
+    );
+    drop((client_qp, client_id));
+}
