@@ -1808,6 +1808,19 @@ mod tests {
         assert_eq!(&slot[..4], b"mine", "the stale receive wrote an owned slot");
     }
 
+    /// Slots are allowed on the devices known to check local addresses by iova: rxe (vendor
+    /// 0xffffff, part 0) and Mellanox/NVIDIA (0x02c9); not siw (vendor "bmt", 0x626d74), nor
+    /// rdmavt's hfi1 and qib (Intel's OUI 0x001175), nor an unknown vendor.
+    #[test]
+    fn slots_are_allowed_only_where_the_device_checks_the_iova() {
+        assert!(checks_local_iova(0x00ff_ffff, 0));
+        assert!(checks_local_iova(0x0000_02c9, 4123));
+        assert!(!checks_local_iova(0x0062_6d74, 0));
+        assert!(!checks_local_iova(0x0000_1175, 0x24f0));
+        assert!(!checks_local_iova(0x00ff_ffff, 1));
+        assert!(!checks_local_iova(0x1234, 0));
+    }
+
     #[test]
     fn a_slot_is_one_pointer() {
         assert_eq!(std::mem::size_of::<Slot<'static>>(), 8);
