@@ -887,6 +887,26 @@ pub enum PollStop<E> {
     Handler(E),
 }
 
+/// What a generated `try_poll` returns for what its batch gave: the number taken, `ibv_next_poll`'s
+/// errno as an [`Error`], or the handler's error; 0 for an empty CQ. Only for
+/// [`completion_record!`](crate::completion_record)'s expansion.
+#[doc(hidden)]
+#[inline(always)]
+pub fn try_poll_result<E: From<Error>>(
+    polled: Option<std::result::Result<usize, PollStop<E>>>,
+) -> std::result::Result<usize, E> {
+    match polled {
+        Some(Ok(taken)) => Ok(taken),
+        Some(Err(PollStop::Errno(errno))) => Err(Error {
+            verb: Verb::NextPoll,
+            kind: ErrorKind::Os(errno),
+        }
+        .into()),
+        Some(Err(PollStop::Handler(e))) => Err(e),
+        None => Ok(0),
+    }
+}
+
 /// An open polling batch: between `ibv_start_poll` and `ibv_end_poll`, handed to the closure of
 /// [`CqEx::poll_batch`] / [`Poller::poll_batch`]. Dropping it calls `ibv_end_poll`; a batch
 /// that is leaked instead is ended when the closure returns, so it is ended exactly once either

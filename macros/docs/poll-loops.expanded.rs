@@ -192,20 +192,7 @@ impl Recv {
                 }
             },
         )?;
-        match polled {
-            ::core::option::Option::Some(Ok(taken)) => Ok(taken),
-            ::core::option::Option::Some(Err(PollStop::Errno(errno))) => {
-                Err(
-                    ::typed_verbs::Error {
-                        verb: ::typed_verbs::Verb::NextPoll,
-                        kind: ::typed_verbs::ErrorKind::Os(errno),
-                    }
-                        .into(),
-                )
-            }
-            ::core::option::Option::Some(Err(PollStop::Handler(e))) => Err(e),
-            ::core::option::Option::None => Ok(0),
-        }
+        ::typed_verbs::cq_ex::try_poll_result(polled)
     }
     /// Polls a legacy `Cq` once: `ibv_poll_cq` into a stack array of `MAX_BATCH` entries,
     /// then `handler` for each completion taken, in order. Returns how many.

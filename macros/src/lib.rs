@@ -725,16 +725,7 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                         }
                     }
                 })?;
-                match polled {
-                    ::core::option::Option::Some(Ok(taken)) => Ok(taken),
-                    ::core::option::Option::Some(Err(PollStop::Errno(errno))) => Err(::typed_verbs::Error {
-                        verb: ::typed_verbs::Verb::NextPoll,
-                        kind: ::typed_verbs::ErrorKind::Os(errno),
-                    }
-                    .into()),
-                    ::core::option::Option::Some(Err(PollStop::Handler(e))) => Err(e),
-                    ::core::option::Option::None => Ok(0),
-                }
+                ::typed_verbs::cq_ex::try_poll_result(polled)
             }
 
             #legacy_fn
@@ -963,16 +954,7 @@ fn expand_slots(
                         }
                     }
                 })?;
-                match polled {
-                    ::core::option::Option::Some(Ok(taken)) => Ok(taken),
-                    ::core::option::Option::Some(Err(PollStop::Errno(errno))) => Err(::typed_verbs::Error {
-                        verb: ::typed_verbs::Verb::NextPoll,
-                        kind: ::typed_verbs::ErrorKind::Os(errno),
-                    }
-                    .into()),
-                    ::core::option::Option::Some(Err(PollStop::Handler(e))) => Err(e),
-                    ::core::option::Option::None => Ok(0),
-                }
+                ::typed_verbs::cq_ex::try_poll_result(polled)
             }
         }
 
