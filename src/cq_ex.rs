@@ -750,7 +750,8 @@ impl<F: WcFlags, T: Threading> std::fmt::Debug for Poller<'_, F, T> {
 /// A CQ's one right to poll that holds a share of the CQ ([`CqEx::arc_poller`]): a
 /// [`Poller`] with no borrow, for a worker struct, thread or task that owns what it polls. It
 /// is `Send` when the CQ is `Shared` and its user context `Send + Sync`; dropping it gives the
-/// right back.
+/// right back. A forgotten one keeps the right and its share of the CQ for ever: the CQ stays
+/// allocated, and asking for its poller again is `PollerTaken` (an error, never a wait).
 ///
 /// ```
 /// # use std::sync::Arc;
