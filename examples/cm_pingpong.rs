@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{CmId, ConnParam, Connection, EventChannel, Tcp};
-use typed_verbs::{AccessFlags, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, SendWr, WorkCompletion};
+use typed_verbs::{Access, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, SendWr, WorkCompletion};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -106,7 +106,7 @@ impl Side {
         let (send_cq, recv_cq) = (cq()?, cq()?);
         let buf =
             PageBuf::new(size.max(64)).map_err(|e| format!("Couldn't allocate work buf: {e}"))?;
-        let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE)
+        let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE)
             .map_err(|e| format!("Couldn't register MR: {e}"))?;
         Ok(Side {
             pd,

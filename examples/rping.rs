@@ -39,8 +39,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, EventChannel, Tcp};
 use typed_verbs::{
-    AccessFlags, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr, WcOpcode, WcStatus,
-    WorkCompletion,
+    access, access::Rights, Access, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr,
+    WcOpcode, WcStatus, WorkCompletion,
 };
 
 /// `RPING_BUFSIZE`: the largest ping (less one).
@@ -246,11 +246,18 @@ fn open(out: &Out) -> Result<(Context, EventChannel), i32> {
 /// The buffers of one side (`rping_setup_buffers`): the receive and send buffers of the
 /// `rping_rdma_info` messages, the RDMA buffer (the server's read sink and write source; the
 /// client's write sink), and the client's start buffer (the server's read source).
+/// The rights of the buffers a peer reads and writes (rping.c's `IBV_ACCESS_LOCAL_WRITE |
+/// IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE`).
+type Remote = access!(LOCAL_WRITE | REMOTE_READ | REMOTE_WRITE);
+const REMOTE: Remote = Access::LOCAL_WRITE
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_WRITE);
+
 struct Bufs<'a> {
     recv: Mr<'a>,
-    send: Mr<'a>,
-    rdma: Mr<'a>,
-    start: Option<Mr<'a>>,
+    send: Mr<'a, PageBuf, access!(NONE)>,
+    rdma: Mr<'a, PageBuf, Remote>,
+    start: Option<Mr<'a, PageBuf, Remote>>,
 }
 
 fn setup_buffers<'a>(
@@ -261,20 +268,24 @@ fn setup_buffers<'a>(
 ) -> Result<Bufs<'a>, String> {
     out.debug("rping_setup_buffers called on cb");
     let size = o.size as usize;
-    let reg = |len: usize, access: AccessFlags, what: &str| {
+    fn reg<'a, A: Rights>(
+        pd: &'a Pd<'a>,
+        len: usize,
+        access: A,
+        what: &str,
+    ) -> Result<Mr<'a, PageBuf, A>, String> {
         PageBuf::new(len)
             .and_then(|b| Mr::new(pd, b, access))
             .map_err(|e| format!("{what} reg_mr failed: {e}"))
-    };
-    let remote = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE;
+    }
     let bufs = Bufs {
-        recv: reg(INFO_LEN, AccessFlags::LOCAL_WRITE, "recv_buf")?,
-        send: reg(INFO_LEN, AccessFlags::NONE, "send_buf")?,
-        rdma: reg(size, remote, "rdma_buf")?,
+        recv: reg(pd, INFO_LEN, Access::LOCAL_WRITE, "recv_buf")?,
+        send: reg(pd, INFO_LEN, Access::NONE, "send_buf")?,
+        rdma: reg(pd, size, REMOTE, "rdma_buf")?,
         start: if server {
             None
         } else {
-            Some(reg(size, remote, "start_buf")?)
+            Some(reg(pd, size, REMOTE, "start_buf")?)
         },
     };
     out.debug("allocated & registered buffers...");
@@ -484,7 +495,7 @@ impl Cb<'_, '_> {
     }
 
     /// `rping_format_send`: the address, rkey and length of `mr` into the send buffer.
-    fn format_send(&self, mr: &Mr<'_>) {
+    fn format_send(&self, mr: &Mr<'_, PageBuf, Remote>) {
         let r = mr.remote();
         let mut info = [0u8; INFO_LEN];
         info[0..8].copy_from_slice(&r.addr.to_be_bytes());
@@ -504,10 +515,8 @@ impl Cb<'_, '_> {
             self.bufs.rdma.sge(0..len as usize).ok_or_else(|| {
                 format!("{len} bytes do not fit the {}-byte rdma_buf", self.o.size)
             })?;
-        let remote = RemoteAddr {
-            addr: self.remote_addr,
-            rkey: self.remote_rkey,
-        };
+        // The peer's buffer, registered as ours is (the peer's word, sent in its info).
+        let remote = RemoteAddr::from_peer(self.remote_addr, self.remote_rkey, REMOTE);
         let sgl = [sge];
         let wr = if read {
             SendWr::rdma_read(0, &sgl, remote)

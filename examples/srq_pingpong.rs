@@ -18,8 +18,8 @@ use pingpong::{because, Dest, Opts, Out, Program, Role, Side, MAX_QP, RECV_WRID,
 use std::process::ExitCode;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    AccessFlags, ConnectedInit, Mr, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, Srq,
-    UsesSrq,
+    Access, AccessFlags, ConnectedInit, Mr, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared,
+    Srq, UsesSrq,
 };
 
 const PROGRAM: Program = Program {
@@ -70,8 +70,7 @@ fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
     let pd = Pd::new(&ctx).map_err(because("Couldn't allocate PD"))?;
     // Page-aligned, as rdma-core's memalign(page_size, size).
     let buf = PageBuf::new(o.size as usize).map_err(because("Couldn't allocate work buf."))?;
-    let mr =
-        Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
+    let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
     let sge = mr.sge(0..o.size as usize).expect("the whole region");
     let channel = pingpong::channel(&ctx, o)?;
     let cq = pingpong::create_cq(&ctx, o.rx_depth + o.num_qp, channel.as_ref())?;

@@ -43,7 +43,7 @@ use typed_verbs::cm::{
     CmId, ConnEvent, ConnParam, ConnectRequest, Connected, Connection, EventChannel, Tcp,
 };
 use typed_verbs::{
-    AccessFlags, Context, Cq, ErrorKind, Mr, PageBuf, Pd, Qp, Rc, SendWr, WorkCompletion,
+    Access, Context, Cq, ErrorKind, Mr, PageBuf, Pd, Qp, Rc, SendWr, WorkCompletion,
 };
 
 /// cmatose's `rdma_resolve_addr` and `rdma_resolve_route` timeouts (2000 ms).
@@ -249,7 +249,7 @@ fn init_node(ctx: &Arc<Context>, o: &Opts, out: &Out) -> Result<(Node, Qp<'stati
         })?;
     let mr = if o.message_count > 0 {
         let mr = PageBuf::new(o.message_size as usize)
-            .and_then(|b| Mr::new(&pd, b, AccessFlags::LOCAL_WRITE))
+            .and_then(|b| Mr::new(&pd, b, Access::LOCAL_WRITE))
             .map_err(|_| {
                 out.say("failed to reg MR");
                 out.say("cmatose: failed to create messages: -1");

@@ -21,7 +21,7 @@ use pingpong::{because, Opts, Out, Program, Role, Side, RECV_WRID, SEND_WRID};
 use std::process::ExitCode;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    AccessFlags, AddressHandle, Mr, OwnRq, PageBuf, Pd, Qp, SendWr, Sge, Shared, SqPsn, Ud, UdDest,
+    Access, AddressHandle, Mr, OwnRq, PageBuf, Pd, Qp, SendWr, Sge, Shared, SqPsn, Ud, UdDest,
     UdInit,
 };
 
@@ -78,8 +78,7 @@ fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
     // Page-aligned, as rdma-core's memalign(page_size, size).
     let mut buf = PageBuf::new(size + GRH_LEN).map_err(because("Couldn't allocate work buf."))?;
     buf.fill(0x7b);
-    let mr =
-        Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
+    let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
     let recv = mr.sge(0..size + GRH_LEN).expect("the whole region");
     let send = mr.sge(GRH_LEN..size + GRH_LEN).expect("past the GRH");
     let channel = pingpong::channel(&ctx, o)?;

@@ -42,8 +42,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{CmId, ConnParam, ConnectRequest, Connection, EventChannel, Udp};
 use typed_verbs::{
-    AccessFlags, AddressHandle, AddressVector, Context, Cq, ErrorKind, Gid, GlobalRoute, Mr,
-    PageBuf, Pd, Qp, SendWr, Ud, UdDest, WorkCompletion,
+    Access, AddressHandle, AddressVector, Context, Cq, ErrorKind, Gid, GlobalRoute, Mr, PageBuf,
+    Pd, Qp, SendWr, Ud, UdDest, WorkCompletion,
 };
 
 /// udaddy's port.
@@ -275,7 +275,7 @@ fn init_node(ctx: &Arc<Context>, o: &Opts, out: &Out) -> Result<(Node, Qp<'stati
         })?;
     let mr = if o.message_count > 0 {
         let mr = PageBuf::new(o.message_size as usize + GRH)
-            .and_then(|b| Mr::new(&pd, b, AccessFlags::LOCAL_WRITE))
+            .and_then(|b| Mr::new(&pd, b, Access::LOCAL_WRITE))
             .map_err(|_| {
                 out.say("failed to reg MR");
                 out.say("udaddy: failed to create messages: -1");

@@ -260,8 +260,9 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
         self,
         local: &Endpoint,
         remote: &Endpoint,
-        access: AccessFlags,
+        access: impl Into<AccessFlags>,
     ) -> Result<Qp<'a, T, R, S, C, Rts, SGE>> {
+        let access = access.into();
         let verb = Verb::ModifyQp {
             from: QpStateName::Reset,
             to: QpStateName::Init,

@@ -102,10 +102,10 @@
 //! [`AtomicU8::from_ptr`]: std::sync::atomic::AtomicU8::from_ptr
 //!
 //! ```
-//! use typed_verbs::{AccessFlags, Context, Mr, PageBuf, Pd};
+//! use typed_verbs::{Access, Context, Mr, PageBuf, Pd};
 //! let ctx = Context::open("sw0")?;
 //! let pd = Pd::new(&ctx)?;
-//! let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+//! let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 //! // Safe accesses to registered memory are byte-wise atomic copies: no data race with the device.
 //! mr.write(0, b"in")?;
 //! let mut out = [0; 2];

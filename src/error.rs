@@ -315,11 +315,6 @@ pub enum ErrorKind {
     /// use (`ENOMEM` from `mmap`), lacks hugetlb support (`ENOSYS`, `EINVAL`), or has no huge
     /// page size (`EOPNOTSUPP`). The errno is the one given.
     NoHugePages(i32),
-    /// Memory a peer may access cannot become [`Slot`](crate::Slot)s, which the program reads
-    /// and writes as plain slices: the access flag named (`IBV_ACCESS_REMOTE_WRITE`,
-    /// `IBV_ACCESS_REMOTE_ATOMIC` or `IBV_ACCESS_REMOTE_READ`) was asked for. Checked before
-    /// the call; errno `EINVAL`.
-    RemoteAccess(&'static str),
     /// [`Slot`](crate::Slot)s rest on the device checking every local address against the
     /// range a region is addressed by, its iova (slot regions are addressed in the upper half of
     /// the address space, where no plain region is); the device, whose vendor id is given, is
@@ -435,7 +430,6 @@ impl Error {
             ErrorKind::MissingProviderOp(_) => libc::EOPNOTSUPP,
             ErrorKind::BatchOpen => libc::EDEADLK,
             ErrorKind::NoHugePages(e) => e,
-            ErrorKind::RemoteAccess(_) => libc::EINVAL,
             ErrorKind::SlotsUnsupported(_) => libc::EOPNOTSUPP,
             ErrorKind::PollerTaken => libc::EBUSY,
             ErrorKind::Rejected { .. } => libc::ECONNREFUSED,
@@ -551,12 +545,6 @@ impl fmt::Display for Error {
                 f,
                 "{}: the QP is on another device than the CM id: build it on a context of the \
                  device the id's address resolved to",
-                self.verb
-            ),
-            ErrorKind::RemoteAccess(flag) => write!(
-                f,
-                "{}: slots are plain slices, so their memory may not be open to peers: register \
-                 it without {flag}",
                 self.verb
             ),
             ErrorKind::SlotsUnsupported(vendor) => write!(

@@ -24,8 +24,8 @@
 //! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?); // exchanged out of band
 //! let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?; // RESET -> INIT -> RTR -> RTS
 //! let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
-//! let tx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
-//! let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+//! let tx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+//! let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 //! b.post_recv(1, &[rx.sge(0..4096).unwrap()])?;
 //! tx.write(0, b"hello")?;
 //! a.post_send(&SendWr::send(2, &[tx.sge(0..5).unwrap()]))?; // unsignaled: only b completes
@@ -70,6 +70,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod access;
 pub mod ah;
 mod backend;
 pub mod channel;
@@ -101,6 +102,7 @@ mod teardown;
 pub mod wc;
 pub mod wr;
 
+pub use access::Access;
 pub use ah::AddressHandle;
 pub use channel::CompChannel;
 pub use connect::Endpoint;
@@ -156,13 +158,13 @@ pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 /// ```
 pub mod prelude {
     pub use crate::{
-        completion_record, wc_flags, AccessFlags, AddressVector, AltPath, AnyCq, CompChannel,
-        ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Endpoint, Error, ErrorState, Gid,
-        GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd, Poller, Qp,
-        QpThreading, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, Received, RemoteMr,
-        Reset, Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, Slot, SlotCq, SlotRq,
-        SlotSrq, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud, UdDest, UdInit, UdInitModify,
-        UdRtsModify, UsesSlotSrq, UsesSrq, WcOpcode, WcStatus, WorkCompletion,
+        access, completion_record, wc_flags, Access, AccessFlags, AddressVector, AltPath, AnyCq,
+        CompChannel, ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Endpoint, Error,
+        ErrorState, Gid, GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd,
+        Poller, Qp, QpThreading, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, Received,
+        RemoteMr, Reset, Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, Slot, SlotCq,
+        SlotRq, SlotSrq, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud, UdDest, UdInit,
+        UdInitModify, UdRtsModify, UsesSlotSrq, UsesSrq, WcOpcode, WcStatus, WorkCompletion,
     };
 }
 

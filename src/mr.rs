@@ -20,18 +20,19 @@
 //! ([`Mr::as_slice`]). For zero copy, register the memory as [`Slot`](crate::Slot)s instead.
 //!
 //! ```
-//! use typed_verbs::{AccessFlags, Context, Mr, PageBuf, Pd};
+//! use typed_verbs::{Access, Context, Mr, PageBuf, Pd};
 //! let ctx = Context::open("sw0")?;
 //! let pd = Pd::new(&ctx)?;
-//! let owned = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?; // owns its buffer
+//! let owned = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?; // owns its buffer
 //! let buf = owned.destroy()?; // the buffer back after ibv_dereg_mr
 //! let mut stack = [0u8; 64];
-//! Mr::scoped(&pd, &mut stack, AccessFlags::LOCAL_WRITE, |mr| mr.write(0, b"x"))??; // a borrow
+//! Mr::scoped(&pd, &mut stack, Access::LOCAL_WRITE, |mr| mr.write(0, b"x"))??; // a borrow
 //! assert_eq!(stack[0], b'x');
 //! # drop(buf);
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
+use crate::access::{Bit, LocalWrite, LocalWriteAccess, No, RemoteAtomicAccess, Rights, Yes};
 use crate::backend;
 use crate::dma;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
@@ -39,7 +40,6 @@ use crate::ffi::sys;
 use crate::object::Node;
 use crate::parent::Parent;
 use crate::pd::Pd;
-use crate::qp_state::AccessFlags;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut, Range};
@@ -80,10 +80,10 @@ mod sealed {
 /// use typed_verbs::{mr::{Borrowed, Memory}, Mr, PageBuf};
 /// fn length<B: Memory>(mr: &Mr<'_, B>) -> usize { mr.len() }
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let owned: Mr<'_, PageBuf> = Mr::new(&pd, PageBuf::new(4096)?, typed_verbs::AccessFlags::LOCAL_WRITE)?;
+/// let owned: Mr<'_, PageBuf> = Mr::new(&pd, PageBuf::new(4096)?, typed_verbs::Access::LOCAL_WRITE)?;
 /// assert_eq!(length(&owned), 4096);
 /// let mut buf = [0u8; 64];
-/// Mr::scoped(&pd, &mut buf, typed_verbs::AccessFlags::LOCAL_WRITE, |mr: &Mr<'_, Borrowed<'_>>| length(mr))?;
+/// Mr::scoped(&pd, &mut buf, typed_verbs::Access::LOCAL_WRITE, |mr: &Mr<'_, Borrowed<'_>>| length(mr))?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
@@ -98,9 +98,9 @@ pub trait Memory: sealed::Memory {}
 /// back first) and `Box<[u8]>`. Sealed.
 ///
 /// ```
-/// use typed_verbs::{AccessFlags, Mr};
+/// use typed_verbs::{Access, Mr};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, vec![1u8; 100], AccessFlags::LOCAL_WRITE)?; // Vec<u8>: OwnedBuf
+/// let mr = Mr::new(&pd, vec![1u8; 100], Access::LOCAL_WRITE)?; // Vec<u8>: OwnedBuf
 /// let back: Vec<u8> = mr.destroy()?;
 /// assert_eq!(back.len(), 100);
 /// # Ok::<(), typed_verbs::Error>(())
@@ -109,10 +109,10 @@ pub trait Memory: sealed::Memory {}
 /// A borrowed slice is not an owned buffer (use [`Mr::scoped`]):
 ///
 /// ```compile_fail,E0277
-/// # use typed_verbs::{AccessFlags, Mr};
+/// # use typed_verbs::{Access, Mr};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
 /// let mut buf = [0u8; 64];
-/// let mr = Mr::new(&pd, &mut buf[..], AccessFlags::LOCAL_WRITE)?;
+/// let mr = Mr::new(&pd, &mut buf[..], Access::LOCAL_WRITE)?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
@@ -131,10 +131,10 @@ fn leak_on_dereg_failure(_: &Error) {}
 /// are the region's own (`ibv_mr.addr`, `length`).
 ///
 /// ```
-/// use typed_verbs::{AccessFlags, Context, Mr, PageBuf, Pd};
+/// use typed_verbs::{Access, Context, Mr, PageBuf, Pd};
 /// let ctx = Context::open("sw0")?;
 /// let pd = Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE | Access::REMOTE_READ)?;
 /// mr.write(0, b"hello")?;                 // byte-wise atomic copy in
 /// let sge = mr.sge(0..5).unwrap();        // for a work request: it borrows the region
 /// let remote = mr.remote();               // for the peer: address, length, rkey
@@ -146,27 +146,27 @@ fn leak_on_dereg_failure(_: &Error) {}
 /// assert_eq!(&buf[..5], b"hello");
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-pub struct Mr<'pd, B: Memory = PageBuf> {
+pub struct Mr<'pd, B: Memory = PageBuf, A: Rights = LocalWrite> {
     node: NonNull<Node<sys::ibv_mr>>,
-    _m: PhantomData<(&'pd (), B)>,
+    _m: PhantomData<(&'pd (), B, A)>,
 }
 
 // SAFETY: the region is a C object usable from any thread, and its memory is only reached
 // through byte-wise atomic copies (or `unsafe` accessors whose callers exclude writers); the
 // owned buffer `B` is `Send` (sealed impls), so it may come back on another thread.
-unsafe impl<B: Memory + Send> Send for Mr<'_, B> {}
+unsafe impl<B: Memory + Send, A: Rights> Send for Mr<'_, B, A> {}
 // SAFETY: `&Mr` gives only keys, copies through `crate::dma` (race-free, see there) and the
 // `unsafe` `as_slice`; never a `&B`.
-unsafe impl<B: Memory + Send> Sync for Mr<'_, B> {}
+unsafe impl<B: Memory + Send, A: Rights> Sync for Mr<'_, B, A> {}
 
 /// The memory of a region registered inside [`Mr::scoped`]: a borrow of the caller's buffer for
 /// the scope. It cannot be made outside the crate.
 ///
 /// ```
-/// use typed_verbs::{AccessFlags, Mr};
+/// use typed_verbs::{Access, Mr};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
 /// let mut stack = [0u8; 256];
-/// let lkey = Mr::scoped(&pd, &mut stack, AccessFlags::LOCAL_WRITE, |mr| mr.lkey())?;
+/// let lkey = Mr::scoped(&pd, &mut stack, Access::LOCAL_WRITE, |mr| mr.lkey())?;
 /// # let _ = lkey;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -568,9 +568,9 @@ impl OwnedBuf for Vec<u8> {}
 /// list of them is the C array the work request points at.
 ///
 /// ```
-/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # use typed_verbs::{Access, Mr, PageBuf};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let sge = mr.sge(128..256).unwrap();
 /// assert_eq!((sge.length(), sge.lkey()), (128, mr.lkey()));
 /// assert!(mr.sge(0..8192).is_none()); // does not fit
@@ -580,44 +580,87 @@ impl OwnedBuf for Vec<u8> {}
 /// An SGE does not outlive its region:
 ///
 /// ```compile_fail,E0505
-/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # use typed_verbs::{Access, Mr, PageBuf};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let sge = mr.sge(0..64).unwrap();
 /// drop(mr);
 /// let _ = sge.lkey();
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-#[derive(Clone, Copy)]
 #[repr(transparent)]
-pub struct Sge<'r>(pub(crate) sys::ibv_sge, PhantomData<&'r ()>);
+pub struct Sge<'r, W: Bit = Yes>(pub(crate) sys::ibv_sge, PhantomData<(&'r (), W)>);
 
 static_assertions::assert_eq_size!(Sge<'static>, sys::ibv_sge);
+static_assertions::assert_eq_size!(Sge<'static, No>, sys::ibv_sge);
+static_assertions::assert_eq_align!(Sge<'static, No>, sys::ibv_sge);
 
-impl PartialEq for Sge<'_> {
-    fn eq(&self, o: &Sge<'_>) -> bool {
+impl<W: Bit> Clone for Sge<'_, W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<W: Bit> Copy for Sge<'_, W> {}
+
+impl<W: Bit, W2: Bit> PartialEq<Sge<'_, W2>> for Sge<'_, W> {
+    fn eq(&self, o: &Sge<'_, W2>) -> bool {
         (self.addr(), self.length(), self.lkey()) == (o.addr(), o.length(), o.lkey())
     }
 }
-impl Eq for Sge<'_> {}
+impl<W: Bit> Eq for Sge<'_, W> {}
 
-impl std::fmt::Debug for Sge<'_> {
+impl<W: Bit> std::fmt::Debug for Sge<'_, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sge")
             .field("addr", &self.addr())
             .field("length", &self.length())
             .field("lkey", &self.lkey())
+            .field("local_write", &W::ON)
             .finish()
     }
 }
 
-impl Sge<'_> {
+impl<'r> From<Sge<'r, Yes>> for Sge<'r, No> {
+    fn from(s: Sge<'r, Yes>) -> Sge<'r, No> {
+        s.read_only()
+    }
+}
+
+impl<'r, W: Bit> Sge<'r, W> {
+    /// The same SGE, without the claim that its region has `LOCAL_WRITE`: to put it in one list
+    /// with SGEs of a region without it (a send's gather list, say).
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf, Sge, access::No};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let header = Mr::new(&pd, PageBuf::new(64)?, Access::LOCAL_WRITE)?;
+    /// let payload = Mr::new(&pd, vec![1u8; 4096], Access::NONE)?;
+    /// let gather: [Sge<'_, No>; 2] = [header.sge(0..64).unwrap().read_only(), payload.sge(0..4096).unwrap()];
+    /// # let _ = gather;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn read_only(self) -> Sge<'r, No> {
+        Sge(self.0, PhantomData)
+    }
+
+    /// A list of SGEs seen as read-only ones: the form the post paths hand on (the claim of
+    /// `LOCAL_WRITE` is checked by type before).
+    #[inline(always)]
+    pub(crate) fn erase_list<'l>(list: &'l [Sge<'r, W>]) -> &'l [Sge<'r, No>] {
+        // SAFETY: `Sge<'r, W>` is `repr(transparent)` over `ibv_sge` for every `W` (a
+        // zero-sized marker), so the two slices have one layout; only the type-level claim is
+        // dropped.
+        unsafe { &*(list as *const [Sge<'r, W>] as *const [Sge<'r, No>]) }
+    }
+}
+
+impl<W: Bit> Sge<'_, W> {
     /// The address.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// let (a, b) = (mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap());
     /// assert_eq!(b.addr() - a.addr(), 8);
     /// # Ok::<(), typed_verbs::Error>(())
@@ -628,9 +671,9 @@ impl Sge<'_> {
     /// The length in bytes.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// assert_eq!(mr.sge(100..300).unwrap().length(), 200);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -640,9 +683,9 @@ impl Sge<'_> {
     /// The local key of the region it lies in.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// assert_eq!(mr.sge(0..1).unwrap().lkey(), mr.lkey());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -653,14 +696,14 @@ impl Sge<'_> {
 
 /// Where an atomic's old value lands: exactly 8 bytes of a region, by type (made by
 /// [`Mr::atomic_result`]), for [`SendWr::fetch_add`](crate::SendWr::fetch_add) and
-/// [`SendWr::compare_swap`](crate::SendWr::compare_swap). The region needs
-/// [`AccessFlags::LOCAL_WRITE`] (the device writes the old value; a region without it fails the
-/// request with a completion error).
+/// [`SendWr::compare_swap`](crate::SendWr::compare_swap). The region has
+/// [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE) by type (the device writes the old
+/// value): [`Mr::atomic_result`] needs [`LocalWriteAccess`].
 ///
 /// ```
-/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # use typed_verbs::{Access, Mr, PageBuf};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let old = mr.atomic_result(16).unwrap();
 /// assert_eq!((old.sge().length(), old.sge().addr() - mr.remote().addr), (8, 16));
 /// assert!(mr.atomic_result(4090).is_none()); // does not fit
@@ -674,9 +717,9 @@ impl<'r> AtomicResult<'r> {
     /// The SGE of the 8 bytes.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// assert_eq!(mr.atomic_result(0).unwrap().sge().lkey(), mr.lkey());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -694,90 +737,140 @@ impl<'r> AtomicResult<'r> {
 /// peer; it is plain data.
 ///
 /// ```
-/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # use typed_verbs::{Access, Mr, PageBuf};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
 /// let remote = mr.remote(); // send to the peer
 /// let target = remote.at(1024, 64).unwrap(); // an RDMA write's destination, on the peer
 /// assert!(remote.at(4090, 64).is_none());
 /// # let _ = target;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RemoteMr {
+pub struct RemoteMr<A: Rights> {
     /// The region's start address.
     pub addr: u64,
     /// Its length in bytes.
     pub len: u64,
     /// Its remote key.
     pub rkey: u32,
+    _a: PhantomData<A>,
 }
 
-impl RemoteMr {
+impl<A: Rights> Clone for RemoteMr<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A: Rights> Copy for RemoteMr<A> {}
+impl<A: Rights> PartialEq for RemoteMr<A> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.addr, self.len, self.rkey) == (o.addr, o.len, o.rkey)
+    }
+}
+impl<A: Rights> Eq for RemoteMr<A> {}
+impl<A: Rights> std::hash::Hash for RemoteMr<A> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.addr, self.len, self.rkey).hash(h);
+    }
+}
+impl<A: Rights> std::fmt::Debug for RemoteMr<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteMr")
+            .field("addr", &self.addr)
+            .field("len", &self.len)
+            .field("rkey", &self.rkey)
+            .field("access", &crate::AccessFlags::from_raw(A::BITS))
+            .finish()
+    }
+}
+
+impl<A: Rights> RemoteMr<A> {
+    /// A peer's region, from what the peer sent: its address, length, rkey and the rights it
+    /// registered the region with. The rights are the peer's word (this side cannot check them);
+    /// they decide which work requests may name the region here, and the peer's device refuses
+    /// an access the region does not allow (a completion error, `REM_ACCESS_ERR`).
+    ///
+    /// ```
+    /// use typed_verbs::{Access, RemoteMr};
+    /// let (addr, len, rkey) = (0x7f00_0000_1000, 4096, 0x1234); // as received from the peer
+    /// let table = RemoteMr::from_peer(addr, len, rkey, Access::REMOTE_READ);
+    /// assert!(table.at(0, 64).is_some());
+    /// ```
+    pub fn from_peer(addr: u64, len: u64, rkey: u32, _rights: A) -> RemoteMr<A> {
+        RemoteMr {
+            addr,
+            len,
+            rkey,
+            _a: PhantomData,
+        }
+    }
+
     /// The remote address `offset` bytes in, if `len` bytes from there fit in the region.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
     /// assert!(mr.remote().at(0, 4096).is_some());
     /// assert!(mr.remote().at(1, 4096).is_none());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn at(&self, offset: u64, len: u64) -> Option<RemoteAddr> {
+    pub fn at(&self, offset: u64, len: u64) -> Option<RemoteAddr<A>> {
         let end = offset.checked_add(len)?;
         (end <= self.len).then_some(RemoteAddr {
             addr: self.addr + offset,
             rkey: self.rkey,
+            _a: PhantomData,
         })
     }
-}
 
-impl RemoteMr {
     /// The 8-byte word at `offset`, as the target of an atomic: `None` unless it lies in the
     /// region and its address is 8-byte aligned (the verbs require both). Checked here, once, so
     /// posting the atomic checks nothing.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_ATOMIC)?;
     /// assert!(mr.remote().atomic_at(16).is_some() && mr.remote().atomic_at(12).is_none());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn atomic_at(&self, offset: u64) -> Option<AtomicTarget> {
+    pub fn atomic_at(&self, offset: u64) -> Option<AtomicTarget>
+    where
+        A: RemoteAtomicAccess,
+    {
         let at = self.at(offset, 8)?;
-        (at.addr % 8 == 0).then_some(AtomicTarget(at))
+        (at.addr % 8 == 0).then_some(AtomicTarget(at.erase()))
     }
 }
 
 /// An 8-byte-aligned remote word that atomics may target; made by [`RemoteMr::atomic_at`].
 ///
 /// ```
-/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # use typed_verbs::{Access, Mr, PageBuf};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_ATOMIC)?;
 /// let counter = mr.remote().atomic_at(8).unwrap();
 /// assert!(mr.remote().atomic_at(4).is_none()); // not 8-byte aligned
 /// # let _ = counter;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AtomicTarget(RemoteAddr);
+pub struct AtomicTarget(RemoteAddr<Untyped>);
 
 impl AtomicTarget {
     /// The remote address and rkey.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?;
     /// # let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_ATOMIC)?;
     /// let target = mr.remote().atomic_at(8).unwrap();
     /// assert_eq!(target.addr().addr % 8, 0);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn addr(&self) -> RemoteAddr {
+    pub fn addr(&self) -> RemoteAddr<Untyped> {
         self.0
     }
 }
@@ -785,19 +878,87 @@ impl AtomicTarget {
 /// A remote address with the rkey that opens it, for RDMA and atomic work requests.
 ///
 /// ```
-/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # use typed_verbs::{Access, Mr, PageBuf};
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
 /// let at = mr.remote().at(16, 8).unwrap();
 /// assert_eq!(at.rkey, mr.rkey());
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RemoteAddr {
+pub struct RemoteAddr<A: Rights> {
     /// The address in the peer's region.
     pub addr: u64,
     /// The peer region's rkey.
     pub rkey: u32,
+    _a: PhantomData<A>,
+}
+
+/// The rights of a remote address whose type no longer says them: an [`AtomicTarget`]'s
+/// (proven when it was made), and the form the post paths hand on.
+///
+/// ```
+/// # use typed_verbs::{Access, Mr, PageBuf, RemoteAddr, mr::Untyped};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(64)?, Access::REMOTE_ATOMIC)?;
+/// let at: RemoteAddr<Untyped> = mr.remote().atomic_at(0).unwrap().addr();
+/// assert_eq!(at.rkey, mr.rkey());
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+pub type Untyped = crate::access::Access<No, No, No, No>;
+
+impl<A: Rights> Clone for RemoteAddr<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A: Rights> Copy for RemoteAddr<A> {}
+impl<A: Rights> PartialEq for RemoteAddr<A> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.addr, self.rkey) == (o.addr, o.rkey)
+    }
+}
+impl<A: Rights> Eq for RemoteAddr<A> {}
+impl<A: Rights> std::hash::Hash for RemoteAddr<A> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.addr, self.rkey).hash(h);
+    }
+}
+impl<A: Rights> std::fmt::Debug for RemoteAddr<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteAddr")
+            .field("addr", &self.addr)
+            .field("rkey", &self.rkey)
+            .field("access", &crate::AccessFlags::from_raw(A::BITS))
+            .finish()
+    }
+}
+
+impl<A: Rights> RemoteAddr<A> {
+    /// A peer's address, from what the peer sent: the address, the rkey of its region, and the
+    /// rights it registered that region with (the peer's word, as in [`RemoteMr::from_peer`]).
+    /// Prefer [`RemoteMr::from_peer`] and [`RemoteMr::at`], which check the range.
+    ///
+    /// ```
+    /// use typed_verbs::{Access, RemoteAddr};
+    /// let at = RemoteAddr::from_peer(0x7f00_0000_1000, 0x1234, Access::REMOTE_WRITE);
+    /// assert_eq!(at.rkey, 0x1234);
+    /// ```
+    pub fn from_peer(addr: u64, rkey: u32, _rights: A) -> RemoteAddr<A> {
+        RemoteAddr {
+            addr,
+            rkey,
+            _a: PhantomData,
+        }
+    }
+
+    /// The same address, its rights dropped from the type (they were checked when it was used).
+    pub(crate) fn erase(self) -> RemoteAddr<Untyped> {
+        RemoteAddr {
+            addr: self.addr,
+            rkey: self.rkey,
+            _a: PhantomData,
+        }
+    }
 }
 
 /// Where work requests address a region, in the 64-bit space of addresses its SGEs name.
@@ -828,7 +989,7 @@ unsafe fn reg_mr(
     pd: &Pd<'_>,
     addr: *mut u8,
     len: usize,
-    access: AccessFlags,
+    access: u32,
     addressing: Addressing,
 ) -> Result<NonNull<sys::ibv_mr>> {
     if len == 0 {
@@ -852,11 +1013,11 @@ unsafe fn reg_mr(
     };
     let pdr = pd.as_raw();
     // SAFETY: a live PD; the caller keeps the range allocated and in place while registered.
-    unsafe { backend::of((*pdr).context).reg_mr(pdr, addr.cast(), len, iova, access.bits() as i32) }
+    unsafe { backend::of((*pdr).context).reg_mr(pdr, addr.cast(), len, iova, access as i32) }
         .map_err(|e| Error::os(Verb::RegMr, e))
 }
 
-impl<'pd, B: OwnedBuf> Mr<'pd, B> {
+impl<'pd, B: OwnedBuf, A: Rights> Mr<'pd, B, A> {
     /// `ibv_reg_mr` of `buf` in `pd` with `access`; the region owns `buf` until
     /// [`destroy`](Self::destroy) gives it back. An empty buffer is refused before the call;
     /// on an error `buf` is dropped (nothing is registered).
@@ -874,17 +1035,13 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     /// `buf` is dropped on error.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE)?;
-    /// assert!(Mr::new(&pd, Vec::new(), AccessFlags::LOCAL_WRITE).is_err()); // empty
+    /// let mr = Mr::new(&pd, PageBuf::new(1 << 16)?, Access::LOCAL_WRITE)?;
+    /// assert!(Mr::new(&pd, Vec::new(), Access::LOCAL_WRITE).is_err()); // empty
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn new<'p: 'pd>(
-        pd: impl Parent<'pd, Target = Pd<'p>>,
-        buf: B,
-        access: AccessFlags,
-    ) -> Result<Self> {
+    pub fn new<'p: 'pd>(pd: impl Parent<'pd, Target = Pd<'p>>, buf: B, access: A) -> Result<Self> {
         Self::new_addressed(pd, buf, access, Addressing::Virtual)
     }
 
@@ -893,7 +1050,7 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     pub(crate) fn new_addressed<'p: 'pd>(
         pd: impl Parent<'pd, Target = Pd<'p>>,
         buf: B,
-        access: AccessFlags,
+        _access: A,
         addressing: Addressing,
     ) -> Result<Self> {
         let pd = pd.into_held();
@@ -901,7 +1058,7 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
         // SAFETY: the buffer's bytes are owned by the region from here: they stay allocated
         // and in place until a successful deregistration gives them back, or forever if the
         // region is leaked.
-        match unsafe { reg_mr(pd.get(), addr, len, access, addressing) } {
+        match unsafe { reg_mr(pd.get(), addr, len, A::BITS, addressing) } {
             Ok(raw) => Ok(Mr {
                 node: Node::into_handle(raw, pd.into_keep()),
                 _m: PhantomData,
@@ -923,9 +1080,9 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     /// The device's errno from `ibv_dereg_mr` ([`ErrorKind::Os`]); the buffer is then leaked.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// let buf = mr.destroy()?;
     /// # drop(buf);
     /// # Ok::<(), typed_verbs::Error>(())
@@ -941,9 +1098,9 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the region, still registered.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// let buf = mr.try_destroy().map_err(|e| e.error)?;
     /// # drop(buf);
     /// # Ok::<(), typed_verbs::Error>(())
@@ -970,7 +1127,7 @@ impl<'pd, B: OwnedBuf> Mr<'pd, B> {
     }
 }
 
-impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
+impl<'pd, 'b, A: Rights> Mr<'pd, Borrowed<'b>, A> {
     /// Registers the borrowed `buf` in `pd` with `access` for the run of `f`, and deregisters
     /// it before returning `f`'s result: on every exit path, a panic in `f` included (the
     /// region is a local of this function, which the caller cannot forget).
@@ -991,10 +1148,10 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     /// - The device's errno from `ibv_reg_mr` ([`ErrorKind::Os`]); `f` does not run.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr};
+    /// # use typed_verbs::{Access, Mr};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
     /// let mut buf = vec![0u8; 4096];
-    /// let first = Mr::scoped(&pd, &mut buf, AccessFlags::LOCAL_WRITE, |mr| -> typed_verbs::Result<u8> {
+    /// let first = Mr::scoped(&pd, &mut buf, Access::LOCAL_WRITE, |mr| -> typed_verbs::Result<u8> {
     ///     mr.write(0, &[42])?; // post work requests naming mr.sge(..) here, and poll them
     ///     let mut b = [0];
     ///     mr.read(0, &mut b)?;
@@ -1007,22 +1164,30 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     /// The region cannot leave the closure:
     ///
     /// ```compile_fail
-    /// # use typed_verbs::{AccessFlags, Mr};
+    /// # use typed_verbs::{Access, Mr};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
     /// let mut buf = vec![0u8; 4096];
-    /// let escaped = Mr::scoped(&pd, &mut buf, AccessFlags::LOCAL_WRITE, |mr| mr)?;
+    /// let escaped = Mr::scoped(&pd, &mut buf, Access::LOCAL_WRITE, |mr| mr)?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn scoped<R>(
         pd: &'pd Pd<'_>,
         buf: &'b mut [u8],
-        access: AccessFlags,
-        f: impl for<'s> FnOnce(&'s Mr<'pd, Borrowed<'s>>) -> R,
+        _access: A,
+        f: impl for<'s> FnOnce(&'s Mr<'pd, Borrowed<'s>, A>) -> R,
     ) -> Result<R> {
         // SAFETY: `buf` is borrowed mutably until this function returns, and `mr` is dropped
         // (deregistered, or the process aborts) before it returns or finishes unwinding.
-        let raw = unsafe { reg_mr(pd, buf.as_mut_ptr(), buf.len(), access, Addressing::Virtual) }?;
-        let mr = Mr::<'pd, Borrowed<'b>> {
+        let raw = unsafe {
+            reg_mr(
+                pd,
+                buf.as_mut_ptr(),
+                buf.len(),
+                A::BITS,
+                Addressing::Virtual,
+            )
+        }?;
+        let mr = Mr::<'pd, Borrowed<'b>, A> {
             node: Node::into_handle(raw, crate::parent::Keep::NONE),
             _m: PhantomData,
         };
@@ -1031,7 +1196,7 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     }
 }
 
-impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
+impl<'pd, 'b, A: Rights> Mr<'pd, Borrowed<'b>, A> {
     /// [`scoped`](Self::scoped) in several PDs at once: the borrowed `buf` registered in each of
     /// `pds` (on one device or several: multi-rail, which the verbs allow) for the run of `f`,
     /// which gets the regions in the order of `pds`, and deregistered from all of them before
@@ -1044,11 +1209,11 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     /// `ibv_reg_mr` of the first PD that refused.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Context, Mr, Pd};
+    /// # use typed_verbs::{Access, Context, Mr, Pd};
     /// let (rail0, rail1) = (Context::open("sw0")?, Context::open("sw0")?); // two devices, say
     /// let (pd0, pd1) = (Pd::new(&rail0)?, Pd::new(&rail1)?);
     /// let mut buf = vec![0u8; 4096];
-    /// Mr::scoped_in([&pd0, &pd1], &mut buf, AccessFlags::LOCAL_WRITE, |[on0, on1]| {
+    /// Mr::scoped_in([&pd0, &pd1], &mut buf, Access::LOCAL_WRITE, |[on0, on1]| {
     ///     on0.write(0, b"rails")?; // post on either rail, naming its own region's SGEs
     ///     let mut b = [0; 5];
     ///     on1.read(0, &mut b)?; // the same bytes
@@ -1060,22 +1225,22 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     pub fn scoped_in<const N: usize, R>(
         pds: [&'pd Pd<'_>; N],
         buf: &'b mut [u8],
-        access: AccessFlags,
-        f: impl for<'s> FnOnce(&'s [Mr<'pd, Borrowed<'s>>; N]) -> R,
+        _access: A,
+        f: impl for<'s> FnOnce(&'s [Mr<'pd, Borrowed<'s>, A>; N]) -> R,
     ) -> Result<R> {
         let (addr, len) = (buf.as_mut_ptr(), buf.len());
-        let mut mrs: Vec<Mr<'pd, Borrowed<'b>>> = Vec::with_capacity(N);
+        let mut mrs: Vec<Mr<'pd, Borrowed<'b>, A>> = Vec::with_capacity(N);
         for pd in pds {
             // SAFETY: `buf` is borrowed mutably until this function returns, and every region
             // in `mrs` is dropped (deregistered, or the process aborts) before it returns or
             // finishes unwinding, a failed registration's predecessors included.
-            let raw = unsafe { reg_mr(pd, addr, len, access, Addressing::Virtual) }?;
+            let raw = unsafe { reg_mr(pd, addr, len, A::BITS, Addressing::Virtual) }?;
             mrs.push(Mr {
                 node: Node::into_handle(raw, crate::parent::Keep::NONE),
                 _m: PhantomData,
             });
         }
-        let Ok(mrs) = <[Mr<'pd, Borrowed<'b>>; N]>::try_from(mrs) else {
+        let Ok(mrs) = <[Mr<'pd, Borrowed<'b>, A>; N]>::try_from(mrs) else {
             unreachable!("one region per PD")
         };
         Ok(f(&mrs))
@@ -1083,7 +1248,7 @@ impl<'pd, 'b> Mr<'pd, Borrowed<'b>> {
     }
 }
 
-impl<B: Memory> Mr<'_, B> {
+impl<B: Memory, A: Rights> Mr<'_, B, A> {
     #[inline]
     fn get(&self) -> &sys::ibv_mr {
         // SAFETY: a live MR (its node lives as long as the handle); the provider does not
@@ -1109,10 +1274,10 @@ impl<B: Memory> Mr<'_, B> {
     /// The local key, for scatter/gather elements.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?;
     /// # let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// assert_eq!(mr.sge(0..1).unwrap().lkey(), mr.lkey());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -1123,10 +1288,10 @@ impl<B: Memory> Mr<'_, B> {
     /// The remote key.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?;
     /// # let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
     /// assert_eq!(mr.remote().rkey, mr.rkey()); // what a peer names the region by
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -1137,9 +1302,9 @@ impl<B: Memory> Mr<'_, B> {
     /// The region's length.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(8192)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(8192)?, Access::LOCAL_WRITE)?;
     /// assert_eq!(mr.len(), 8192);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -1150,9 +1315,9 @@ impl<B: Memory> Mr<'_, B> {
     /// Always false: an empty buffer cannot be registered.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(64)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(64)?, Access::LOCAL_WRITE)?;
     /// assert!(!mr.is_empty());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -1163,18 +1328,19 @@ impl<B: Memory> Mr<'_, B> {
     /// The region as a peer addresses it.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
     /// let r = mr.remote();
     /// assert_eq!((r.len, r.rkey), (4096, mr.rkey()));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn remote(&self) -> RemoteMr {
+    pub fn remote(&self) -> RemoteMr<A> {
         RemoteMr {
             addr: self.get().addr as u64,
             len: self.len() as u64,
             rkey: self.rkey(),
+            _a: PhantomData,
         }
     }
 
@@ -1182,14 +1348,14 @@ impl<B: Memory> Mr<'_, B> {
     /// longer than a work request can carry).
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// assert_eq!(mr.sge(0..100).map(|s| s.length()), Some(100));
     /// assert!(mr.sge(4000..5000).is_none());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn sge(&self, range: Range<usize>) -> Option<Sge<'_>> {
+    pub fn sge(&self, range: Range<usize>) -> Option<Sge<'_, A::LocalWrite>> {
         if range.start > range.end || range.end > self.len() {
             return None;
         }
@@ -1208,15 +1374,19 @@ impl<B: Memory> Mr<'_, B> {
     /// they do not fit.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(64)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(64)?, Access::LOCAL_WRITE)?;
     /// assert!(mr.atomic_result(56).is_some() && mr.atomic_result(57).is_none());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn atomic_result(&self, offset: usize) -> Option<AtomicResult<'_>> {
+    pub fn atomic_result(&self, offset: usize) -> Option<AtomicResult<'_>>
+    where
+        A: LocalWriteAccess,
+    {
         let end = offset.checked_add(8)?;
-        Some(AtomicResult([self.sge(offset..end)?]))
+        let sge = self.sge(offset..end)?;
+        Some(AtomicResult([Sge(sge.0, PhantomData)]))
     }
 
     fn check(&self, offset: usize, len: usize, verb: Verb) -> Result<()> {
@@ -1241,9 +1411,9 @@ impl<B: Memory> Mr<'_, B> {
     /// [`ErrorKind::OutOfRange`] naming `offset + length` when the range does not lie in the region.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// let mut out = [0; 16];
     /// mr.read(4080, &mut out)?;
     /// assert!(mr.read(4090, &mut out).is_err());
@@ -1266,9 +1436,9 @@ impl<B: Memory> Mr<'_, B> {
     /// [`ErrorKind::OutOfRange`] naming `offset + length` when the range does not lie in the region.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// mr.write(0, b"request")?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -1292,9 +1462,9 @@ impl<B: Memory> Mr<'_, B> {
     /// post none until the slice is gone.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// mr.write(0, b"abc")?;
     /// // SAFETY: no work request writing this region is posted, and no other thread writes it.
     /// let bytes = unsafe { mr.as_slice() };
@@ -1310,10 +1480,10 @@ impl<B: Memory> Mr<'_, B> {
     /// The C region. It stays owned by `self`.
     ///
     /// ```
-    /// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+    /// # use typed_verbs::{Access, Mr, PageBuf};
     /// # let ctx = typed_verbs::Context::open("sw0")?;
     /// # let pd = typed_verbs::Pd::new(&ctx)?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// assert_eq!(unsafe { (*mr.as_raw()).lkey }, mr.lkey());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -1324,7 +1494,7 @@ impl<B: Memory> Mr<'_, B> {
     }
 }
 
-impl<B: Memory> Drop for Mr<'_, B> {
+impl<B: Memory, A: Rights> Drop for Mr<'_, B, A> {
     fn drop(&mut self) {
         let (addr, len) = self.parts();
         // SAFETY: dropped once. An error cannot be reported from drop (use `destroy`).
@@ -1341,11 +1511,12 @@ impl<B: Memory> Drop for Mr<'_, B> {
     }
 }
 
-impl<B: Memory> std::fmt::Debug for Mr<'_, B> {
+impl<B: Memory, A: Rights> std::fmt::Debug for Mr<'_, B, A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mr")
             .field("len", &self.len())
             .field("lkey", &self.lkey())
+            .field("access", &crate::AccessFlags::from_raw(A::BITS))
             .finish_non_exhaustive()
     }
 }

@@ -326,7 +326,7 @@ unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
 /// let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?; // RESET -> INIT -> RTR -> RTS
 /// let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
-/// let (tx, rx) = (Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?, Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?);
+/// let (tx, rx) = (Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?, Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?);
 /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
 /// tx.write(0, b"ping")?;
 /// a.post_send(&SendWr::send(2, &[tx.sge(0..4).unwrap()]).signaled())?;
@@ -345,7 +345,7 @@ unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
 /// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?; // in RESET
 /// qp.post_send(&SendWr::send(1, &[mr.sge(0..4).unwrap()]))?;
 /// # Ok::<(), typed_verbs::Error>(())

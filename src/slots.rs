@@ -15,7 +15,7 @@
 //! # use typed_verbs::slots::*;
 //! let ctx = std::sync::Arc::new(Context::open("sw0")?);
 //! let pd = std::sync::Arc::new(Pd::new(&ctx)?);
-//! let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?;
+//! let mut slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?;
 //! assert_eq!(slots.len(), 4);
 //! let mut slot = slots.pop().unwrap();
 //! slot[..5].copy_from_slice(b"hello"); // owned, not posted: a plain `&mut [u8]`
@@ -30,10 +30,11 @@
 //! (and the [software device](crate::software), whose copies are another thread's), so both
 //! promises hold only if no work request and no peer can access the range meanwhile:
 //!
-//! 1. **No peer.** A slot region is registered by [`Slot::register`], which refuses
-//!    `REMOTE_WRITE`, `REMOTE_ATOMIC` and `REMOTE_READ` before `ibv_reg_mr`
-//!    ([`ErrorKind::RemoteAccess`] names the flag): no rkey opens it to a peer, and the device
-//!    checks a region's access on every remote request.
+//! 1. **No peer.** A slot region is registered by [`Slot::register`], whose rights are
+//!    [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE) or [`Access::NONE`](crate::Access::NONE)
+//!    by type ([`SlotAccess`]): a remote right does not compile, no
+//!    rkey opens the region to a peer, and the device checks a region's access on every remote
+//!    request.
 //! 2. **No other local work request.** The region is never an [`Mr`] the program holds: no
 //!    [`Mr::read`]/[`Mr::write`], no [`Sge`](crate::Sge) of it. The only work requests that name
 //!    it are the slot posts, each naming exactly its own slot's range, and the slots of a region
@@ -81,17 +82,18 @@
 //! A region's memory is given back (`ibv_dereg_mr`, then the buffer is freed) when its last slot
 //! is dropped.
 
+use crate::access::{RemoteWriteAccess, SlotAccess};
 use crate::cq::{kind, sealed::Sealed, AnyCq, CqBuilder, JoinThreading, Shared, Threading};
 use crate::cq_ex::{Batch, Completion, CqEx, Poller, WcFlags};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
-use crate::mr::{Addressing, Mr, OwnedBuf, RemoteAddr, SLOT_IOVA};
+use crate::mr::{Addressing, Mr, OwnedBuf, RemoteAddr, Untyped, SLOT_IOVA};
 use crate::parent::{Keep, Parent};
 use crate::pd::Pd;
 use crate::qp::{
     OwnRq, OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable, UsesSrq,
 };
-use crate::qp_state::{AccessFlags, QpState};
+use crate::qp_state::QpState;
 use crate::srq::{Srq, SrqAttr, SrqBuilder};
 use crate::wr::{Connected, RdmaWriteCapable, RecvReady, SendReady};
 use std::marker::PhantomData;
@@ -105,8 +107,8 @@ use std::sync::Arc;
 
 /// A slot region: the registration, deregistered when the last slot drops it, then the PD it
 /// keeps alive (fields drop in order).
-struct Region<B: OwnedBuf> {
-    _mr: Mr<'static, B>,
+struct Region<B: OwnedBuf, A: SlotAccess> {
+    _mr: Mr<'static, B, A>,
     _pd: Keep,
 }
 
@@ -140,7 +142,7 @@ struct SlotInner {
 /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
-/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, Access::LOCAL_WRITE, 4096)?;
 /// let mut msg = slots.pop().unwrap();
 /// msg[..4].copy_from_slice(b"ping"); // a plain &mut [u8]: no copy, no unsafe
 /// b.post_recv_slot(slots.pop().unwrap())?; // moves into b's receive queue
@@ -163,7 +165,7 @@ struct SlotInner {
 /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
-/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, Access::LOCAL_WRITE, 4096)?;
 /// let mut msg = slots.pop().unwrap();
 /// a.post_send_slot(msg, 4)?;
 /// msg[0] = 1; // moved into the queue
@@ -205,7 +207,7 @@ fn checks_local_iova(vendor_id: u32, vendor_part_id: u32) -> bool {
 /// # let qp = Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?;
 /// # let qp = qp.to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
 /// let qp = qp.to_error()?;
-/// # let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 4096)?;
 /// qp.post_recv_slot(slots.pop().unwrap())?; // in ERR: the slot could be lost
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -218,22 +220,16 @@ impl SlotRecvReady for crate::qp_state::Init {}
 impl SlotRecvReady for crate::qp_state::Rtr {}
 impl SlotRecvReady for crate::qp_state::Rts {}
 
-/// Access flags a slot region may not have, and their C names.
-const REMOTE: [(u32, &str); 3] = [
-    (1 << 1, "IBV_ACCESS_REMOTE_WRITE"),
-    (1 << 3, "IBV_ACCESS_REMOTE_ATOMIC"),
-    (1 << 2, "IBV_ACCESS_REMOTE_READ"),
-];
-
 impl<'pd> Slot<'pd> {
     /// `ibv_reg_mr` of `buf` in `pd` with `access`, split into `buf.len() / slot_len` slots of
     /// `slot_len` bytes each (a remainder is registered but unused). The region stays
     /// registered until its last slot is dropped.
     ///
-    /// Memory a peer may access is never handed out as a slice: `access` with remote write,
-    /// remote atomic or remote read is refused before the call
-    /// ([`ErrorKind::RemoteAccess`] naming the flag). Receives need
-    /// [`AccessFlags::LOCAL_WRITE`]; a region for sends only may have [`AccessFlags::NONE`].
+    /// Memory a peer may access is never handed out as a slice: `access` is
+    /// [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE) or, for a region of sends only,
+    /// [`Access::NONE`](crate::Access::NONE); a remote right does not compile
+    /// ([`SlotAccess`]). A slot of a region without `LOCAL_WRITE`
+    /// posted as a receive fails with a completion error (`LOC_PROT_ERR`), its slot back.
     /// `slot_len` must be 1 to `min(buf.len(), u32::MAX)` (`OutOfRange`; `buf` is then
     /// dropped, nothing stays registered).
     ///
@@ -242,8 +238,6 @@ impl<'pd> Slot<'pd> {
     /// shared, `&Arc<Pd<'static>>` (or a `&'static Pd<'static>`).
     ///
     /// # Errors
-    /// - [`ErrorKind::RemoteAccess`] naming the flag, for `access` with remote write, remote
-    ///   atomic or remote read, before the call.
     /// - [`ErrorKind::OutOfRange`] naming `slot_len` outside `1..=min(buf.len(), u32::MAX)`, or
     ///   `length` for an empty buffer.
     /// - [`ErrorKind::SlotsUnsupported`] on a device not known to check local addresses against
@@ -257,24 +251,26 @@ impl<'pd> Slot<'pd> {
     /// # use std::sync::Arc;
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
-    /// let slots = Slot::register(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE, 2048)?;
+    /// let slots = Slot::register(&pd, PageBuf::new(1 << 16)?, Access::LOCAL_WRITE, 2048)?;
     /// assert_eq!(slots.len(), 32);
-    /// let refused = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE, 1024);
-    /// assert!(matches!(refused.unwrap_err().kind, typed_verbs::ErrorKind::RemoteAccess(_)));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn register<B: OwnedBuf + 'static>(
+    ///
+    /// Memory a peer may access does not become slots:
+    ///
+    /// ```compile_fail,E0277
+    /// # use std::sync::Arc;
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+    /// let slots = Slot::register(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE, 1024)?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn register<B: OwnedBuf + 'static, A: SlotAccess>(
         pd: impl Parent<'static, Target = Pd<'static>>,
         buf: B,
-        access: AccessFlags,
+        access: A,
         slot_len: usize,
     ) -> Result<Vec<Slot<'pd>>> {
-        if let Some(&(_, flag)) = REMOTE.iter().find(|(bit, _)| access.bits() & bit != 0) {
-            return Err(Error {
-                verb: Verb::RegMr,
-                kind: ErrorKind::RemoteAccess(flag),
-            });
-        }
         let held = pd.into_held();
         let pd = held.get();
         // SAFETY: a live PD's context.
@@ -312,9 +308,9 @@ impl<'pd> Slot<'pd> {
         // SAFETY: only the lifetime changes (`Mr` holds no reference, only raw pointers): the
         // region's PD is `'static` or kept alive by `_pd` below, which the region drops after
         // the `Mr` (field order), and the region is reached only through its slots.
-        let mr: Mr<'static, B> = unsafe {
+        let mr: Mr<'static, B, A> = unsafe {
             let mr = ManuallyDrop::new(mr);
-            ptr::read((&*mr as *const Mr<'_, B>).cast::<Mr<'static, B>>())
+            ptr::read((&*mr as *const Mr<'_, B, A>).cast::<Mr<'static, B, A>>())
         };
         let region: Arc<dyn Send + Sync> = Arc::new(Region {
             _mr: mr,
@@ -358,7 +354,7 @@ impl<'r> Slot<'r> {
     /// # use std::sync::Arc;
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
-    /// let slots = Slot::register(&pd, PageBuf::new(8192)?, AccessFlags::LOCAL_WRITE, 2048)?;
+    /// let slots = Slot::register(&pd, PageBuf::new(8192)?, Access::LOCAL_WRITE, 2048)?;
     /// assert!(slots.iter().all(|s| s.len() == 2048));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -374,7 +370,7 @@ impl<'r> Slot<'r> {
     /// # use std::sync::Arc;
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
-    /// let slots = Slot::register(&pd, PageBuf::new(8192)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// let slots = Slot::register(&pd, PageBuf::new(8192)?, Access::LOCAL_WRITE, 4096)?;
     /// assert_eq!(slots[0].lkey(), slots[1].lkey()); // one region
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -475,7 +471,7 @@ impl std::fmt::Debug for Slot<'_> {
 /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
-/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, Access::LOCAL_WRITE, 4096)?;
 /// b.post_recv_slot(slots.pop().unwrap())?;
 /// let mut msg = slots.pop().unwrap();
 /// msg[..3].copy_from_slice(b"abc");
@@ -508,7 +504,7 @@ impl<'r> Received<'r> {
     /// # use std::sync::Arc;
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
-    /// let mut slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?.pop().unwrap();
+    /// let mut slot = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 4096)?.pop().unwrap();
     /// slot[..3].copy_from_slice(b"abc");
     /// let r = Received::new(slot, 3);
     /// assert_eq!(&*r, b"abc");
@@ -526,7 +522,7 @@ impl<'r> Received<'r> {
     /// # use std::sync::Arc;
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
-    /// let slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?.pop().unwrap();
+    /// let slot = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?.pop().unwrap();
     /// assert_eq!(Received::new(slot, 5000).byte_len(), 1024); // clamped to the slot
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -541,7 +537,7 @@ impl<'r> Received<'r> {
     /// # use std::sync::Arc;
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
-    /// let slot = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?.pop().unwrap();
+    /// let slot = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?.pop().unwrap();
     /// let back = Received::new(slot, 10).into_slot();
     /// assert_eq!(back.len(), 1024); // the whole slot, to post again
     /// # Ok::<(), typed_verbs::Error>(())
@@ -573,7 +569,7 @@ impl Deref for Received<'_> {
 /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
-/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, Access::LOCAL_WRITE, 4096)?;
 /// let slot = slots.pop().unwrap();
 /// let too_long = slot.len() + 1;
 /// let err = a.post_send_slot(slot, too_long).unwrap_err(); // refused before the call
@@ -996,7 +992,7 @@ impl<'a, F: WcFlags, T: Threading> SlotPollable<'a> for SlotPoller<'_, 'a, F, T>
 /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
-/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, Access::LOCAL_WRITE, 4096)?;
 /// b.post_recv_slot(slots.pop().unwrap())?;
 /// a.post_send_slot(slots.pop().unwrap(), 16)?;
 /// let mut poller = cq.poller()?;
@@ -1178,7 +1174,7 @@ impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
 /// # let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let qp = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
 /// # let e = qp.endpoint(1, 0)?;
 /// let qp = qp.connect(&e, &e, AccessFlags::LOCAL_WRITE)?;
@@ -1206,7 +1202,7 @@ impl PlainSendQueue for UsesSlotSrq<PlainSends> {}
 /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
-/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, Access::LOCAL_WRITE, 4096)?;
 /// a.post_send_slot(slots.pop().unwrap(), 8)?; // a's receive side is SlotRq<SlotSends>: SlotSendQueue
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -1375,7 +1371,7 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
     /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
     /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
-    /// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, Access::LOCAL_WRITE, 4096)?;
     /// b.post_recv_slot(slots.pop().unwrap())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -1416,7 +1412,7 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
         slot: Slot<'r>,
         len: usize,
         opcode: sys::ibv_wr_opcode::Type,
-        remote: Option<RemoteAddr>,
+        remote: Option<RemoteAddr<Untyped>>,
     ) -> Result<(), SlotPostError<'r>> {
         if len > slot.len() {
             let max = slot.len() as u64;
@@ -1472,7 +1468,7 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
     /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_send_wr(4).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).max_recv_wr(4).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
     /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
-    /// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// # let mut slots = Slot::register(&pd, PageBuf::new(4 << 12)?, Access::LOCAL_WRITE, 4096)?;
     /// b.post_recv_slot(slots.pop().unwrap())?;
     /// let mut msg = slots.pop().unwrap();
     /// msg[..2].copy_from_slice(b"hi");
@@ -1502,19 +1498,19 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
     /// # let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
     /// # let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?);
-    /// let target = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?; // on b's side
-    /// let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    /// let target = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?; // on b's side
+    /// let mut slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 4096)?;
     /// let mut data = slots.pop().unwrap();
     /// data[..5].copy_from_slice(b"hello");
     /// a.post_write_slot(data, 5, target.remote().at(0, 5).unwrap())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline]
-    pub fn post_write_slot<'r>(
+    pub fn post_write_slot<'r, A: RemoteWriteAccess>(
         &self,
         slot: Slot<'r>,
         len: usize,
-        remote: RemoteAddr,
+        remote: RemoteAddr<A>,
     ) -> Result<(), SlotPostError<'r>>
     where
         T: RdmaWriteCapable,
@@ -1524,7 +1520,7 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
             slot,
             len,
             sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-            Some(remote),
+            Some(remote.erase()),
         )
     }
 }
@@ -1540,7 +1536,7 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
 /// let srq = Srq::builder(&pd).max_wr(64).slots().build()?;
-/// let slots = Slot::register(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE, 4096)?;
+/// let slots = Slot::register(&pd, PageBuf::new(1 << 16)?, Access::LOCAL_WRITE, 4096)?;
 /// for slot in slots {
 ///     srq.post_recv_slot(slot)?;
 /// }
@@ -1606,7 +1602,7 @@ impl<'a, C> SlotSrq<'a, C> {
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
     /// let srq = Srq::builder(&pd).max_wr(8).slots().build()?;
-    /// let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?;
+    /// let mut slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?;
     /// srq.post_recv_slot(slots.pop().unwrap())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
@@ -1734,6 +1730,7 @@ impl<C> crate::parent::ParentObject for SlotSrq<'_, C> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Access, AccessFlags};
 
     /// A slot region is addressed in the upper half, its memory where its slices are: the SGE
     /// of a slot names its address plus 2^63, and a plain region's SGE its address.
@@ -1742,9 +1739,9 @@ mod tests {
     fn a_slot_region_is_addressed_in_the_upper_half() {
         let ctx = Arc::new(crate::Context::open("sw0").unwrap());
         let pd = Arc::new(Pd::new(&ctx).unwrap());
-        let plain = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+        let plain = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
         assert!(plain.sge(0..64).unwrap().addr() < SLOT_IOVA);
-        let slots = Slot::register(&pd, vec![0u8; 128], AccessFlags::LOCAL_WRITE, 64).unwrap();
+        let slots = Slot::register(&pd, vec![0u8; 128], Access::LOCAL_WRITE, 64).unwrap();
         for s in &slots {
             let sge = s.sge(64);
             assert_eq!(sge.addr, s.as_ptr() as u64 + SLOT_IOVA);
@@ -1775,18 +1772,18 @@ mod tests {
         let (ea, eb) = (a.endpoint(1, 0).unwrap(), b.endpoint(1, 0).unwrap());
         let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE).unwrap();
         let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE).unwrap();
-        let plain = Mr::new(&pd, PageBuf::new(4096).unwrap(), AccessFlags::LOCAL_WRITE).unwrap();
+        let plain = Mr::new(&pd, PageBuf::new(4096).unwrap(), Access::LOCAL_WRITE).unwrap();
         b.post_recv(1, &[plain.sge(0..4096).unwrap()]).unwrap();
         let key = plain.lkey();
         let buf = plain.destroy().unwrap(); // the receive stays posted, naming `key`
         MrKeys::set_next(key >> 8);
-        let mut slot = Slot::register(&pd, buf, AccessFlags::LOCAL_WRITE, 4096)
+        let mut slot = Slot::register(&pd, buf, Access::LOCAL_WRITE, 4096)
             .unwrap()
             .pop()
             .unwrap();
         assert_eq!(slot.lkey(), key, "the key was handed out again");
         slot[..4].copy_from_slice(b"mine");
-        let src = Mr::new(&pd, b"evil".to_vec(), AccessFlags::LOCAL_WRITE).unwrap();
+        let src = Mr::new(&pd, b"evil".to_vec(), Access::LOCAL_WRITE).unwrap();
         a.post_send(&SendWr::send(2, &[src.sge(0..4).unwrap()]).signaled())
             .unwrap();
         let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());

@@ -491,7 +491,7 @@ pub(crate) mod keys {
 #[cfg(test)]
 mod tests {
     use super::keys::{MrKeys, MAX_KEY_INDEX};
-    use crate::{AccessFlags, Context, Mr, Pd};
+    use crate::{Access, Context, Mr, Pd};
 
     /// The key counter at its wrap, two contexts: no registration gets a key that is live in
     /// either context, neither when the counter comes back to a live key's index nor when it
@@ -500,7 +500,7 @@ mod tests {
     fn no_key_is_handed_out_twice_while_live_across_contexts_and_the_wrap() {
         let (c1, c2) = (Context::open("sw0").unwrap(), Context::open("sw0").unwrap());
         let (p1, p2) = (Pd::new(&c1).unwrap(), Pd::new(&c2).unwrap());
-        let reg = |pd| Mr::new(pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+        let reg = |pd| Mr::new(pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
         let mut live = vec![reg(&p1)];
         // The counter comes back to the index of a key live in the other context.
         MrKeys::set_next(live[0].lkey() >> 8);

@@ -5,7 +5,7 @@
 //! let ctx = Context::open("sw0")?;
 //! let pd = Pd::new(&ctx)?;
 //! let srq = Srq::builder(&pd).max_wr(64).build()?;
-//! let mr = Mr::new(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE)?;
+//! let mr = Mr::new(&pd, PageBuf::new(1 << 16)?, Access::LOCAL_WRITE)?;
 //! for i in 0..16 {
 //!     srq.post_recv(i as u64, &[mr.sge(i * 4096..(i + 1) * 4096).unwrap()])?;
 //! }
@@ -76,7 +76,7 @@ struct SrqMeta<C> {
 /// let pd = Pd::new(&ctx)?;
 /// let cq = CqEx::<Standard>::builder(&ctx).cqe(64).build()?;
 /// let srq = Srq::builder(&pd).max_wr(32).build()?;
-/// let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// for i in 0..4 {
 ///     srq.post_recv(i, &[rx.sge(i as usize * 1024..(i as usize + 1) * 1024).unwrap()])?;
 /// }

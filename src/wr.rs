@@ -23,8 +23,8 @@
 //! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 //! let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
 //! let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?;
-//! let target = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?; // b's
-//! let local = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+//! let target = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?; // b's
+//! let local = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 //! local.write(0, b"written")?;
 //! a.post_send(&SendWr::rdma_write(1, &[local.sge(0..7).unwrap()], target.remote().at(0, 7).unwrap()).signaled())?;
 //! let mut poller = cq.poller()?;
@@ -36,10 +36,11 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
+use crate::access::{Bit, No, RemoteReadAccess, RemoteWriteAccess, Yes};
 use crate::cq::Threading;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
-use crate::mr::{AtomicResult, AtomicTarget, RemoteAddr, Sge};
+use crate::mr::{AtomicResult, AtomicTarget, RemoteAddr, Sge, Untyped};
 use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
 use crate::sealed::{Sealed, SealedFor, SealedSgeList};
@@ -52,7 +53,7 @@ use std::marker::PhantomData;
 /// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let wr = SendWr::<Ud>::send(1, &[mr.sge(0..8).unwrap()]); // a UD send needs `send_to`
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -70,7 +71,7 @@ impl Connected for RawPacket {}
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let sge = [mr.sge(0..8).unwrap()];
 /// let wr = SendWr::<Rc>::send_with_imm(1, &sge, 0xcafe);
 /// # let _ = wr;
@@ -90,7 +91,7 @@ impl ImmCapable for Ud {}
 /// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
 /// let wr = SendWr::<Ud>::rdma_write(1, &[mr.sge(0..8).unwrap()], mr.remote().at(0, 8).unwrap()); // not on UD
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -107,7 +108,7 @@ impl RdmaWriteCapable for Uc {}
 /// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_READ | AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ | Access::LOCAL_WRITE)?;
 /// let wr = SendWr::<Uc>::rdma_read(1, &[mr.sge(0..8).unwrap()], mr.remote().at(0, 8).unwrap()); // RC only
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -123,7 +124,7 @@ impl ReliableOnly for Rc {}
 /// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?; // RESET
 /// qp.post_recv(1, &[mr.sge(0..64).unwrap()])?; // receives are posted from INIT on
 /// # Ok::<(), typed_verbs::Error>(())
@@ -143,7 +144,7 @@ impl RecvReady for ErrorState {}
 /// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?
 ///     .to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
 /// qp.post_send(&SendWr::send(1, &[mr.sge(0..8).unwrap()]))?; // only in RTS
@@ -164,7 +165,7 @@ impl SendReady for Rts {}
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
 /// qp.post_recv(1, &[mr.sge(0..64).unwrap()])?; // OwnRq<1>: HasOwnRq<&[Sge; 1]>
 /// # Ok::<(), typed_verbs::Error>(())
@@ -182,23 +183,23 @@ pub trait HasOwnRq<L>: RecvSide + SealedFor<L> {
     ///     <OwnRq<2> as HasOwnRq<L>>::recv_list(list).0.len()
     /// }
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::AccessFlags::LOCAL_WRITE)?;
+    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::Access::LOCAL_WRITE)?;
     /// let s: Sge = mr.sge(0..8).unwrap();
     /// assert_eq!(count(&[s, s]), 2);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    fn recv_list<'x>(list: L) -> (&'x [Sge<'x>], bool)
+    fn recv_list<'x>(list: L) -> (&'x [Sge<'x, No>], bool)
     where
         L: 'x;
 }
 impl<const N: usize, L: SgeList<N>> SealedFor<L> for OwnRq<N> {}
 impl<const N: usize, L: SgeList<N>> HasOwnRq<L> for OwnRq<N> {
     #[inline(always)]
-    fn recv_list<'x>(list: L) -> (&'x [Sge<'x>], bool)
+    fn recv_list<'x>(list: L) -> (&'x [Sge<'x, No>], bool)
     where
         L: 'x,
     {
-        (list.into_slice(), L::FITS)
+        (Sge::erase_list(list.into_slice()), L::FITS)
     }
 }
 
@@ -231,7 +232,7 @@ pub trait TypedSgeCap<const N: usize>: Sealed {}
 /// ```compile_fail,E0277
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// # let s = mr.sge(0..8).unwrap();
 /// let wr = SendWr::<Rc, 1>::send(1, &[s, s]); // two SGEs on a queue whose type promises one
 /// # Ok::<(), typed_verbs::Error>(())
@@ -247,13 +248,13 @@ macro_rules! within_sge_cap {
     ([$($below:literal)*]) => {};
     ([$($below:literal)*] $cap:literal $($rest:literal)*) => {
         impl TypedSgeCap<$cap> for Sge<'_> {}
-        $(impl WithinSgeCap<$cap> for [Sge<'_>; $below] {})*
-        impl WithinSgeCap<$cap> for [Sge<'_>; $cap] {}
+        $(impl<W: Bit> WithinSgeCap<$cap> for [Sge<'_, W>; $below] {})*
+        impl<W: Bit> WithinSgeCap<$cap> for [Sge<'_, W>; $cap] {}
         within_sge_cap!([$($below)* $cap] $($rest)*);
     };
 }
-impl Sealed for Sge<'_> {}
-impl<const N: usize> Sealed for [Sge<'_>; N] {}
+impl<W: Bit> Sealed for Sge<'_, W> {}
+impl<W: Bit, const N: usize> Sealed for [Sge<'_, W>; N] {}
 within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
     29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
     60 61 62 63 64);
@@ -273,7 +274,7 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let (head, body) = (mr.sge(0..64).unwrap(), mr.sge(64..4096).unwrap());
 /// let pair = [head, body];
 /// let fixed = SendWr::<Rc, 2>::send(1, &pair); // checked at compile time
@@ -290,6 +291,10 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// Whether the length is proven within the cap at compile time (no check when posted).
     const FITS: bool;
+    /// [`Yes`] when every SGE of the list lies in a region with `LOCAL_WRITE`
+    /// ([`mod@crate::access`]): what a receive or an RDMA read's destination needs
+    /// ([`LocalWriteList`]).
+    type LocalWrite: Bit;
     /// The elements, for as long as the list borrows them.
     ///
     /// ```
@@ -298,12 +303,12 @@ pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     ///     list.into_slice().iter().map(Sge::length).sum()
     /// }
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::AccessFlags::LOCAL_WRITE)?;
+    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::Access::LOCAL_WRITE)?;
     /// let pair = [mr.sge(0..8).unwrap(), mr.sge(8..24).unwrap()];
     /// assert_eq!(total::<2>(&pair), 24);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    fn into_slice<'x>(self) -> &'x [Sge<'x>]
+    fn into_slice<'x>(self) -> &'x [Sge<'x, Self::LocalWrite>]
     where
         Self: 'x;
 }
@@ -313,8 +318,9 @@ macro_rules! sge_list {
     ($([$($g:tt)*] $t:ty, fits: $fits:literal, where [$($w:tt)*];)*) => {$(
         impl<$($g)*> SgeList<CAP> for $t where $($w)* {
             const FITS: bool = $fits;
+            type LocalWrite = W;
             #[inline(always)]
-            fn into_slice<'x>(self) -> &'x [Sge<'x>]
+            fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
             where
                 Self: 'x,
             {
@@ -323,14 +329,52 @@ macro_rules! sge_list {
         }
     )*};
 }
-impl<const N: usize> SealedSgeList for &[Sge<'_>; N] {}
-impl SealedSgeList for &[Sge<'_>] {}
-impl SealedSgeList for &Vec<Sge<'_>> {}
+impl<W: Bit, const N: usize> SealedSgeList for &[Sge<'_, W>; N] {}
+impl<W: Bit> SealedSgeList for &[Sge<'_, W>] {}
+impl<W: Bit> SealedSgeList for &Vec<Sge<'_, W>> {}
 sge_list! {
-    ['m, const N: usize, const CAP: usize] &[Sge<'m>; N], fits: true, where [[Sge<'m>; N]: WithinSgeCap<CAP>];
-    [const CAP: usize] &[Sge<'_>], fits: false, where [];
-    [const CAP: usize] &Vec<Sge<'_>>, fits: false, where [];
+    ['m, W: Bit, const N: usize, const CAP: usize] &[Sge<'m, W>; N], fits: true, where [[Sge<'m, W>; N]: WithinSgeCap<CAP>];
+    [W: Bit, const CAP: usize] &[Sge<'_, W>], fits: false, where [];
+    [W: Bit, const CAP: usize] &Vec<Sge<'_, W>>, fits: false, where [];
 }
+
+/// A scatter/gather list the device may write: every SGE in it lies in a region registered
+/// with `LOCAL_WRITE` (its SGEs are `Sge<'_, Yes>`). A receive (ibv_post_recv(3),
+/// ibv_post_srq_recv(3)) and an RDMA read's destination take one; a region without the right
+/// would fail the request with a completion error (`LOC_PROT_ERR`) instead. Sealed.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// use typed_verbs::wr::LocalWriteList;
+/// fn into<L: LocalWriteList>(_: L) {}
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// into(&[rx.sge(0..64).unwrap()]);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// A region without `LOCAL_WRITE` is not received into:
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::wr::LocalWriteList;
+/// # fn into<L: LocalWriteList>(_: L) {}
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// let table = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
+/// into(&[table.sge(0..64).unwrap()]);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "the device writes into this list, and `{Self}` may hold SGEs of a region registered without LOCAL_WRITE: register the region with `Access::LOCAL_WRITE` (ibv_reg_mr(3)), or, in generic code over the list `L`, add the bound `L: typed_verbs::wr::LocalWriteList`",
+    label = "SGEs the device cannot write",
+    note = "an SGE of a region without LOCAL_WRITE is `Sge<'_, No>`; receives and RDMA reads' destinations need `Sge<'_, Yes>`"
+)]
+pub trait LocalWriteList: SealedSgeList {}
+impl<const N: usize> LocalWriteList for &[Sge<'_, Yes>; N] {}
+impl LocalWriteList for &[Sge<'_, Yes>] {}
+impl LocalWriteList for &Vec<Sge<'_, Yes>> {}
+impl LocalWriteList for Sge<'_, Yes> {}
+impl LocalWriteList for &Sge<'_, Yes> {}
 
 /// Implemented by nothing: the bound of the `SgeList` impls of `Sge` and `&Sge`, which
 /// therefore never apply. A single SGE given where a list is taken then gets an error that
@@ -346,8 +390,8 @@ sge_list! {
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// # let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
 /// # let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
-/// # let tx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
-/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let tx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let sge = rx.sge(0..4096).unwrap();
 /// b.post_recv(1, &[sge])?; // a list that holds the one SGE, not `sge` itself
 /// # Ok::<(), typed_verbs::Error>(())
@@ -358,26 +402,28 @@ sge_list! {
     note = "a list of up to the queue's SGE cap ({CAP} in its type) is checked at compile time when it is an array"
 )]
 pub trait OneSgeIsNotAList<const CAP: usize>: Sealed {}
-impl SealedSgeList for Sge<'_> {}
-impl SealedSgeList for &Sge<'_> {}
-impl<'m, const CAP: usize> SgeList<CAP> for Sge<'m>
+impl<W: Bit> SealedSgeList for Sge<'_, W> {}
+impl<W: Bit> SealedSgeList for &Sge<'_, W> {}
+impl<'m, W: Bit, const CAP: usize> SgeList<CAP> for Sge<'m, W>
 where
-    Sge<'m>: OneSgeIsNotAList<CAP>,
+    Sge<'m, W>: OneSgeIsNotAList<CAP>,
 {
     const FITS: bool = false;
-    fn into_slice<'x>(self) -> &'x [Sge<'x>]
+    type LocalWrite = W;
+    fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
     where
         Self: 'x,
     {
         unreachable!("no type implements OneSgeIsNotAList")
     }
 }
-impl<'m, const CAP: usize> SgeList<CAP> for &Sge<'m>
+impl<'m, W: Bit, const CAP: usize> SgeList<CAP> for &Sge<'m, W>
 where
-    Sge<'m>: OneSgeIsNotAList<CAP>,
+    Sge<'m, W>: OneSgeIsNotAList<CAP>,
 {
     const FITS: bool = false;
-    fn into_slice<'x>(self) -> &'x [Sge<'x>]
+    type LocalWrite = W;
+    fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
     where
         Self: 'x,
     {
@@ -389,18 +435,18 @@ where
 enum Op {
     Send,
     SendImm(u32),
-    Write(RemoteAddr),
-    WriteImm(RemoteAddr, u32),
-    Read(RemoteAddr),
-    CompareSwap(RemoteAddr, u64, u64),
-    FetchAdd(RemoteAddr, u64),
+    Write(RemoteAddr<Untyped>),
+    WriteImm(RemoteAddr<Untyped>, u32),
+    Read(RemoteAddr<Untyped>),
+    CompareSwap(RemoteAddr<Untyped>, u64, u64),
+    FetchAdd(RemoteAddr<Untyped>, u64),
 }
 
 #[derive(Clone, Copy)]
 enum Data<'s> {
     /// `fits`: the length was proven within the type's cap (no check when posted).
     Sgl {
-        list: &'s [Sge<'s>],
+        list: &'s [Sge<'s, No>],
         fits: bool,
     },
     Inline(&'s [u8]),
@@ -410,7 +456,7 @@ impl<'s> Data<'s> {
     #[inline(always)]
     fn sgl<const CAP: usize, L: SgeList<CAP> + 's>(list: L) -> Self {
         Data::Sgl {
-            list: list.into_slice(),
+            list: Sge::erase_list(list.into_slice()),
             fits: L::FITS,
         }
     }
@@ -445,7 +491,7 @@ impl<'s> UdDest<'s> {
     /// # use typed_verbs::AddressHandle;
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
     /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
-    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
     /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
     /// let dest = UdDest::new(&ah, qp.qp_num(), 0x11);
@@ -466,11 +512,11 @@ impl<'s> UdDest<'s> {
 /// ([`Mr::atomic_result`](crate::Mr::atomic_result)). Sealed.
 ///
 /// ```
-/// # use typed_verbs::{AccessFlags, Mr, PageBuf};
+/// # use typed_verbs::{Access, Mr, PageBuf};
 /// use typed_verbs::wr::AtomicResultOf;
 /// fn lands_in<'s>(r: impl AtomicResultOf<'s>) {}
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(64)?, AccessFlags::LOCAL_WRITE)?;
+/// let mr = Mr::new(&pd, PageBuf::new(64)?, Access::LOCAL_WRITE)?;
 /// lands_in(&mr.atomic_result(0).unwrap());
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -501,10 +547,10 @@ impl<'s> AtomicResultOf<'s> for &'s AtomicResult<'s> {
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
 /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-/// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+/// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
 /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
 /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
-/// let local = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// let local = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// local.write(0, b"abcd")?;
 /// let sge = [local.sge(0..4).unwrap()];
 /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
@@ -550,7 +596,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
@@ -574,7 +620,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
@@ -597,7 +643,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
@@ -619,18 +665,22 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// let sge = [rx.sge(0..8).unwrap()];
     /// a.post_send(&SendWr::rdma_write(1, &sge, rx.remote().at(2048, 8).unwrap()).signaled())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn rdma_write(wr_id: u64, sgl: impl SgeList<SGE> + 's, remote: RemoteAddr) -> Self
+    pub fn rdma_write<A: RemoteWriteAccess>(
+        wr_id: u64,
+        sgl: impl SgeList<SGE> + 's,
+        remote: RemoteAddr<A>,
+    ) -> Self
     where
         T: RdmaWriteCapable,
     {
-        Self::new(wr_id, Op::Write(remote), Data::sgl(sgl))
+        Self::new(wr_id, Op::Write(remote.erase()), Data::sgl(sgl))
     }
 
     /// `IBV_WR_RDMA_WRITE_WITH_IMM`: the write, and `imm` in a receive completion at the peer.
@@ -640,7 +690,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?; // consumed by the immediate data
@@ -648,16 +698,16 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// a.post_send(&SendWr::rdma_write_with_imm(2, &sge, rx.remote().at(2048, 8).unwrap(), 7))?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn rdma_write_with_imm(
+    pub fn rdma_write_with_imm<A: RemoteWriteAccess>(
         wr_id: u64,
         sgl: impl SgeList<SGE> + 's,
-        remote: RemoteAddr,
+        remote: RemoteAddr<A>,
         imm: u32,
     ) -> Self
     where
         T: RdmaWriteCapable,
     {
-        Self::new(wr_id, Op::WriteImm(remote, imm), Data::sgl(sgl))
+        Self::new(wr_id, Op::WriteImm(remote.erase(), imm), Data::sgl(sgl))
     }
 
     /// `IBV_WR_RDMA_READ` of `remote` into `sgl`.
@@ -667,18 +717,22 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// let into = [rx.sge(0..8).unwrap()];
     /// a.post_send(&SendWr::rdma_read(1, &into, rx.remote().at(2048, 8).unwrap()).signaled())?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn rdma_read(wr_id: u64, sgl: impl SgeList<SGE> + 's, remote: RemoteAddr) -> Self
+    pub fn rdma_read<A: RemoteReadAccess>(
+        wr_id: u64,
+        sgl: impl SgeList<SGE> + LocalWriteList + 's,
+        remote: RemoteAddr<A>,
+    ) -> Self
     where
         T: ReliableOnly,
     {
-        Self::new(wr_id, Op::Read(remote), Data::sgl(sgl))
+        Self::new(wr_id, Op::Read(remote.erase()), Data::sgl(sgl))
     }
 
     /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (aligned by construction); the old
@@ -689,7 +743,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// let old = rx.atomic_result(0).unwrap(); // the old value lands here: 8 bytes by type
@@ -723,7 +777,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// let old = rx.atomic_result(0).unwrap();
@@ -736,7 +790,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// ```compile_fail,E0277
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_ATOMIC)?;
     /// let old = [rx.sge(0..16).unwrap()];
     /// let wr = SendWr::<Rc>::fetch_add(1, &old, rx.remote().atomic_at(512).unwrap(), 1);
     /// # Ok::<(), typed_verbs::Error>(())
@@ -797,7 +851,7 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     /// # use typed_verbs::AddressHandle;
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
     /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
-    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
     /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
     /// let sge = [mr.sge(0..64).unwrap()];
@@ -818,7 +872,7 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     /// # use typed_verbs::AddressHandle;
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
     /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
-    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
     /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
     /// let sge = [mr.sge(0..64).unwrap()];
@@ -844,7 +898,7 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     /// # use typed_verbs::AddressHandle;
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(16).build()?;
     /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
-    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
     /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
     /// qp.post_send(&SendWr::send_to_inline(1, b"hello", UdDest::new(&ah, qp.qp_num(), 0x11)))?;
@@ -867,7 +921,7 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
 /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-/// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+/// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
 /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
 /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
 /// let sge = [rx.sge(0..8).unwrap()]; // any local SGE
@@ -966,15 +1020,17 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
             }
         }
         // The target's alignment was proven when its AtomicTarget was made.
-        let atomic =
-            |wr: &mut sys::ibv_send_wr, remote: RemoteAddr, compare_add: u64, swap: u64| {
-                wr.wr.atomic = sys::atomic_t {
-                    remote_addr: remote.addr,
-                    compare_add,
-                    swap,
-                    rkey: remote.rkey,
-                };
+        let atomic = |wr: &mut sys::ibv_send_wr,
+                      remote: RemoteAddr<Untyped>,
+                      compare_add: u64,
+                      swap: u64| {
+            wr.wr.atomic = sys::atomic_t {
+                remote_addr: remote.addr,
+                compare_add,
+                swap,
+                rkey: remote.rkey,
             };
+        };
         match self.op {
             Op::Send => wr.opcode = IBV_WR_SEND,
             Op::SendImm(imm) => {
@@ -1065,8 +1121,8 @@ fn zeroed_send_wr() -> sys::ibv_send_wr {
 /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
 /// # let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
 /// # let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
-/// # let tx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
-/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+/// # let tx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// # b.post_recv(1, &[rx.sge(0..4096).unwrap()])?;
 /// let sges = [tx.sge(0..5).unwrap()];
 /// let wrs = [SendWr::send(1, &sges)];
@@ -1143,7 +1199,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
@@ -1203,7 +1259,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// let s = [rx.sge(0..8).unwrap()];
@@ -1287,7 +1343,7 @@ fn post_recv_raw(
     verb: Verb,
     max_sge: u32,
     wr_id: u64,
-    (sgl, fits): (&[Sge<'_>], bool),
+    (sgl, fits): (&[Sge<'_, No>], bool),
     post: impl FnOnce(*mut sys::ibv_recv_wr, *mut *mut sys::ibv_recv_wr) -> i32,
 ) -> Result<()> {
     // A fixed-size list was proven within the type's cap, which the actual cap meets.
@@ -1341,7 +1397,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(32).build()?;
     /// # let (a, b) = (Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?, Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(8).max_recv_wr(8).build()?);
     /// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    /// # let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    /// # let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     /// # let (a, b) = (a.connect(&ea, &eb, all)?, b.connect(&eb, &ea, all)?);
     /// # let rx = Mr::new(&pd, PageBuf::new(4096)?, all)?;
     /// b.post_recv(1, &[rx.sge(0..4096).unwrap()])?;
@@ -1352,6 +1408,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     where
         R: HasOwnRq<L>,
         St: RecvReady,
+        L: LocalWriteList,
     {
         let qp = self.as_raw();
         post_recv_raw(
@@ -1382,18 +1439,18 @@ impl<C, const SGE: usize> Srq<'_, C, SGE> {
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
     /// let srq = Srq::builder(&pd).max_wr(16).build()?;
-    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     /// srq.post_recv(1, &[mr.sge(0..1024).unwrap()])?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline]
-    pub fn post_recv<L: SgeList<SGE>>(&self, wr_id: u64, sgl: L) -> Result<()> {
+    pub fn post_recv<L: SgeList<SGE> + LocalWriteList>(&self, wr_id: u64, sgl: L) -> Result<()> {
         let srq = self.as_raw();
         post_recv_raw(
             Verb::PostSrqRecv,
             self.attr().max_sge,
             wr_id,
-            (sgl.into_slice(), L::FITS),
+            (Sge::erase_list(sgl.into_slice()), L::FITS),
             |wr, bad| {
                 // SAFETY: a live SRQ; `wr` and the SGEs live across the call.
                 unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }
@@ -1414,7 +1471,7 @@ mod tests {
             max_send_sge: 1,
             ..Default::default()
         };
-        let none: &[Sge<'_>] = &[];
+        let none: &[Sge<'_, No>] = &[];
         let mut raw = zeroed_send_wr();
         let mut inline = sys::ibv_sge {
             addr: 0,

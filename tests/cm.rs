@@ -16,7 +16,7 @@ use typed_verbs::cm::{
     CmEventKind, CmId, ConnEvent, ConnParam, Connection, EventChannel, PortSpace, Tcp, Udp,
 };
 use typed_verbs::{
-    AccessFlags, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb,
+    Access, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb,
     WorkCompletion,
 };
 
@@ -169,11 +169,11 @@ fn rc_connect_and_accept_carry_private_data_both_ways_then_a_send_and_an_rdma_wr
     assert_eq!(client.peer_addr(), server.local_addr());
     assert!(client.ud_peer().is_none());
 
-    let src = Mr::new(&s.pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+    let src = Mr::new(&s.pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
     let dst = Mr::new(
         &s.pd,
         vec![0u8; 64],
-        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE,
     )
     .unwrap();
     src.write(0, b"over rdma_cm").unwrap();
@@ -209,7 +209,7 @@ fn receives_posted_in_init_before_connect_and_accept_catch_the_first_sends() {
         return;
     };
     let (l, addr) = listener::<Tcp>(&s);
-    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap());
+    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap());
     let (qp, rx2) = (rc_qp(&s), rx.clone());
     let server = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
@@ -226,7 +226,7 @@ fn receives_posted_in_init_before_connect_and_accept_catch_the_first_sends() {
     qp.post_recv(20, &[rx.sge(32..64).unwrap()]).unwrap();
     let client = id.connect(qp, &ConnParam::default(), T).unwrap();
     let server = server.join().unwrap();
-    let tx = Mr::new(&s.pd, vec![7u8; 8], AccessFlags::LOCAL_WRITE).unwrap();
+    let tx = Mr::new(&s.pd, vec![7u8; 8], Access::LOCAL_WRITE).unwrap();
     let sge = [tx.sge(0..8).unwrap()];
     client.qp().post_send(&SendWr::send(1, &sge)).unwrap();
     server.qp().post_send(&SendWr::send(2, &sge)).unwrap();
@@ -442,7 +442,7 @@ fn a_disconnect_by_the_client_is_an_event_on_the_server_and_flushes_the_clients_
         return;
     };
     let (client, server) = rc_pair(&s, b"", b"");
-    let rx = Mr::new(&s.pd, vec![0u8; 16], AccessFlags::LOCAL_WRITE).unwrap();
+    let rx = Mr::new(&s.pd, vec![0u8; 16], Access::LOCAL_WRITE).unwrap();
     client.qp().post_recv(5, &[rx.sge(0..16).unwrap()]).unwrap();
     let (qp, id) = client.disconnect().unwrap();
     assert_eq!(server.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
@@ -491,7 +491,7 @@ fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
         return;
     };
     let (l, addr) = listener::<Udp>(&s);
-    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap());
+    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 4096], Access::LOCAL_WRITE).unwrap());
     let (qp, rx2) = (ud_qp(&s), rx.clone());
     let server = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
@@ -529,7 +529,7 @@ fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
     assert_eq!(peer.qkey, 0x0123_4567, "RDMA_UDP_QKEY");
     assert!(server.ud_peer().is_none());
     let ah = AddressHandle::new(&s.pd, peer.av).unwrap();
-    let tx = Mr::new(&s.pd, b"datagram".to_vec(), AccessFlags::LOCAL_WRITE).unwrap();
+    let tx = Mr::new(&s.pd, b"datagram".to_vec(), Access::LOCAL_WRITE).unwrap();
     let sge = [tx.sge(0..8).unwrap()];
     let dest = UdDest::new(&ah, peer.qp_num, peer.qkey);
     client
@@ -687,11 +687,11 @@ fn a_connection_of_arcd_parents_is_static_and_moves_to_another_thread() {
     let (client, server) = rc_pair(&s, b"", b"");
     fn is_static_send<T: Send + 'static>(_: &T) {}
     is_static_send(&client);
-    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 16], AccessFlags::LOCAL_WRITE).unwrap());
+    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 16], Access::LOCAL_WRITE).unwrap());
     server.qp().post_recv(1, &[rx.sge(0..16).unwrap()]).unwrap();
     let pd = s.pd.clone();
     let sender = std::thread::spawn(move || {
-        let tx = Mr::new(&pd, b"moved".to_vec(), AccessFlags::LOCAL_WRITE).unwrap();
+        let tx = Mr::new(&pd, b"moved".to_vec(), Access::LOCAL_WRITE).unwrap();
         client
             .qp()
             .post_send(&SendWr::send(2, &[tx.sge(0..5).unwrap()]).signaled())

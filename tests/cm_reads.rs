@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{CmId, ConnParam, EventChannel, Tcp};
 use typed_verbs::{
-    AccessFlags, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr, Verb, WcOpcode, WorkCompletion,
+    Access, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr, Verb, WcOpcode, WorkCompletion,
 };
 
 const T: Duration = Duration::from_secs(10);
@@ -64,11 +64,11 @@ fn the_server_rdma_reads_the_memory_of_the_client_that_connected() {
     let source = Mr::new(
         &pd,
         PageBuf::new(64).unwrap(),
-        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+        Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE,
     )
     .unwrap();
     source.write(0, b"read me from the other side").unwrap();
-    let sink = Mr::new(&pd, PageBuf::new(64).unwrap(), AccessFlags::LOCAL_WRITE).unwrap();
+    let sink = Mr::new(&pd, PageBuf::new(64).unwrap(), Access::LOCAL_WRITE).unwrap();
     std::thread::scope(|s| {
         let server = s.spawn(|| {
             let req = listener.get_request(T).unwrap();
@@ -101,10 +101,7 @@ fn the_server_rdma_reads_the_memory_of_the_client_that_connected() {
                 &SendWr::rdma_read(
                     7,
                     &[sge],
-                    RemoteAddr {
-                        addr: r.addr,
-                        rkey: r.rkey,
-                    },
+                    RemoteAddr::from_peer(r.addr, r.rkey, Access::REMOTE_READ),
                 )
                 .signaled(),
             )

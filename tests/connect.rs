@@ -6,7 +6,9 @@ use common::open;
 use std::time::{Duration, Instant};
 use typed_verbs::connect::Connectable;
 use typed_verbs::wr::RdmaWriteCapable;
-use typed_verbs::{AccessFlags, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Uc, Verb, WorkCompletion};
+use typed_verbs::{
+    Access, AccessFlags, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Uc, Verb, WorkCompletion,
+};
 
 #[test]
 fn a_connected_pair_carries_a_send_and_an_rdma_write() {
@@ -35,9 +37,9 @@ fn carries_a_send_and_an_rdma_write<T: Connectable + RdmaWriteCapable>() {
     assert!(ea.psn < 1 << 24 && eb.psn < 1 << 24);
     let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE).unwrap();
     let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE).unwrap();
-    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
     let (src, dst) = (
-        Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap(),
+        Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap(),
         Mr::new(&pd, vec![0u8; 64], access).unwrap(),
     );
     src.write(0, b"connected").unwrap();

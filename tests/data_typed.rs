@@ -8,9 +8,9 @@ use common::open;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, GlobalRoute, Mr, Mtu, OwnRq,
-    PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Verb,
-    WcOpcode, WcStatus, WorkCompletion,
+    access, Access, AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, GlobalRoute,
+    Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Sge, Shared, SqPsn, Srq,
+    Uc, UcRtr, Verb, WcOpcode, WcStatus, WorkCompletion,
 };
 
 /// A completion, copied out of the array `ibv_poll_cq` filled.
@@ -75,9 +75,9 @@ fn av(ctx: &Context) -> AddressVector {
     }
 }
 
-const ALL_REMOTE: AccessFlags = AccessFlags::REMOTE_WRITE
-    .union(AccessFlags::REMOTE_READ)
-    .union(AccessFlags::REMOTE_ATOMIC);
+const ALL_REMOTE: access!(REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC) = Access::REMOTE_WRITE
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_ATOMIC);
 
 type RcQp<'a, const SGE: usize = 1, R = OwnRq<SGE>> = Qp<'a, Rc, R, Shared, (), Rts, SGE>;
 
@@ -123,7 +123,7 @@ fn rc_up<'a, R: RecvSide, const SGE: usize>(
     let init = ConnectedInit {
         port_num: 1,
         pkey_index: 0,
-        access: ALL_REMOTE,
+        access: ALL_REMOTE.into(),
     };
     let rtr = RcRtr {
         av: av(ctx),
@@ -156,8 +156,8 @@ fn rc_send_with_imm_lands_in_the_posted_receive() {
     let (a, b) = rc_pair(&ctx, &pd, &cq);
     let src = vec![0u8; 256];
     let dst = vec![0u8; 256];
-    let smr = Mr::new(&pd, src, AccessFlags::LOCAL_WRITE).unwrap();
-    let dmr = Mr::new(&pd, dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let smr = Mr::new(&pd, src, Access::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, dst, Access::LOCAL_WRITE).unwrap();
     smr.write(0, b"typed verbs over the wire").unwrap();
     b.post_recv(7, &[dmr.sge(0..256).unwrap()]).unwrap();
     a.post_send(&SendWr::send_with_imm(1, &[smr.sge(0..25).unwrap()], 0xfeed).signaled())
@@ -194,7 +194,7 @@ fn rc_rdma_write_read_and_atomics() {
     let (a, b) = rc_pair(&ctx, &pd, &cq);
     let local = vec![0u8; 64];
     let remote = vec![0u8; 64];
-    let lmr = Mr::new(&pd, local, AccessFlags::LOCAL_WRITE).unwrap();
+    let lmr = Mr::new(&pd, local, Access::LOCAL_WRITE).unwrap();
     let rmr = Mr::new(&pd, remote, ALL_REMOTE).unwrap();
     let peer = rmr.remote();
     lmr.write(0, b"written remotely").unwrap();
@@ -248,7 +248,7 @@ fn inline_and_chained_sends() {
     let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
     let (a, b) = rc_pair(&ctx, &pd, &cq);
     let dst = vec![0u8; 128];
-    let dmr = Mr::new(&pd, dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, dst, Access::LOCAL_WRITE).unwrap();
     for i in 0..3 {
         b.post_recv(
             10 + i,
@@ -285,8 +285,8 @@ fn fixed_sge_lists_up_to_the_type_caps_gather_and_scatter_in_order() {
     assert!(a.caps().max_send_sge >= 4, "{:?}", a.caps());
     let src = *b"0123456789abcdef";
     let dst = vec![0u8; 64];
-    let smr = Mr::new(&pd, src.to_vec(), AccessFlags::LOCAL_WRITE).unwrap();
-    let dmr = Mr::new(&pd, dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let smr = Mr::new(&pd, src.to_vec(), Access::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, dst, Access::LOCAL_WRITE).unwrap();
     let piece = |r: std::ops::Range<usize>| smr.sge(r).unwrap();
     // Four SGEs, the type's cap, out of buffer order; then two: every length up to the cap fits.
     let four = [piece(12..16), piece(0..4), piece(8..12), piece(4..8)];
@@ -336,8 +336,8 @@ fn srq_scatters_over_a_fixed_list_at_its_type_cap() {
     let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
     let src = *b"abcdefghij";
     let dst = vec![0u8; 16];
-    let smr = Mr::new(&pd, src.to_vec(), AccessFlags::LOCAL_WRITE).unwrap();
-    let dmr = Mr::new(&pd, dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let smr = Mr::new(&pd, src.to_vec(), Access::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, dst, Access::LOCAL_WRITE).unwrap();
     let three = [
         dmr.sge(12..16).unwrap(),
         dmr.sge(0..3).unwrap(),
@@ -434,8 +434,8 @@ fn uc_write_with_imm() {
         .unwrap();
     let src = vec![0u8; 64];
     let dst = vec![0u8; 64];
-    let smr = Mr::new(&pd, src, AccessFlags::LOCAL_WRITE).unwrap();
-    let dmr = Mr::new(&pd, dst, AccessFlags::REMOTE_WRITE).unwrap();
+    let smr = Mr::new(&pd, src, Access::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, dst, Access::REMOTE_WRITE).unwrap();
     smr.write(0, b"uc").unwrap();
     b.post_recv(5, &[]).unwrap(); // write-with-imm consumes a receive, without data
     a.post_send(
@@ -496,8 +496,8 @@ fn ud_send_to_an_address_handle() {
     let ah = AddressHandle::new(&pd, av(&ctx)).expect("ibv_create_ah");
     let src = vec![0u8; 64];
     let dst = vec![0u8; 40 + 64];
-    let smr = Mr::new(&pd, src, AccessFlags::LOCAL_WRITE).unwrap();
-    let dmr = Mr::new(&pd, dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let smr = Mr::new(&pd, src, Access::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, dst, Access::LOCAL_WRITE).unwrap();
     smr.write(0, b"datagram").unwrap();
     // A UD receive buffer starts with room for the 40-byte GRH.
     b.post_recv(3, &[dmr.sge(0..104).unwrap()]).unwrap();
@@ -535,8 +535,8 @@ fn extended_cq_batches_with_real_traffic_take_every_completion_once() {
     let (a, b) = rc_pair(&ctx, &pd, shared);
     let src = vec![0u8; 64];
     let dst = vec![0u8; 64 * 10];
-    let smr = Mr::new(&pd, src, AccessFlags::LOCAL_WRITE).unwrap();
-    let dmr = Mr::new(&pd, dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let smr = Mr::new(&pd, src, Access::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, dst, Access::LOCAL_WRITE).unwrap();
     for round in 0..2u64 {
         for i in 0..10u64 {
             b.post_recv(
@@ -597,7 +597,7 @@ fn a_forgotten_region_keeps_its_memory_for_the_device() {
     let (recv_sge, peer) = (target.sge(0..4096).unwrap(), target.remote());
     // Memory the allocator would place where the buffer was, had it been freed.
     let others: Vec<Vec<u8>> = (0..32).map(|_| vec![0x11u8; 4096]).collect();
-    let src = Mr::new(&pd, vec![0xabu8; 4096], AccessFlags::LOCAL_WRITE).unwrap();
+    let src = Mr::new(&pd, vec![0xabu8; 4096], Access::LOCAL_WRITE).unwrap();
     src.write(4095, &[0xcd]).unwrap();
     b.post_recv(1, &[recv_sge]).unwrap();
     a.post_send(&SendWr::send(2, &[src.sge(0..4096).unwrap()]).signaled())
@@ -613,7 +613,7 @@ fn a_forgotten_region_keeps_its_memory_for_the_device() {
         "the device wrote into memory that is not the region's"
     );
     // The leaked buffer holds what was sent: read it back through the device.
-    let check = Mr::new(&pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap();
+    let check = Mr::new(&pd, vec![0u8; 4096], Access::LOCAL_WRITE).unwrap();
     a.post_send(
         &SendWr::rdma_read(4, &[check.sge(0..4096).unwrap()], peer.at(0, 4096).unwrap()).signaled(),
     )
@@ -635,8 +635,8 @@ fn threads_and_the_device_share_a_region_without_data_races() {
     let cq = Cq::builder(&ctx).cqe(256).build().unwrap();
     let (a, b) = rc_pair(&ctx, &pd, &cq);
     let shared = Mr::new(&pd, PageBuf::new(64).unwrap(), ALL_REMOTE).unwrap();
-    let src = Mr::new(&pd, vec![0x5au8; 64], AccessFlags::LOCAL_WRITE).unwrap();
-    let result = Mr::new(&pd, vec![0u8; 8], AccessFlags::LOCAL_WRITE).unwrap();
+    let src = Mr::new(&pd, vec![0x5au8; 64], Access::LOCAL_WRITE).unwrap();
+    let result = Mr::new(&pd, vec![0u8; 8], Access::LOCAL_WRITE).unwrap();
     let peer = shared.remote();
     const ROUNDS: u64 = 50;
     std::thread::scope(|s| {
@@ -696,7 +696,7 @@ fn an_empty_chain_posts_nothing() {
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
     let (a, b) = rc_pair(&ctx, &pd, &cq);
-    let dmr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
     b.post_recv(10, &[dmr.sge(0..64).unwrap()]).unwrap();
     // No request: the provider is not called (it would read a request that does not exist).
     a.post_send_chain::<0>(&[]).expect("an empty chain is Ok");
@@ -721,7 +721,7 @@ fn a_chain_refused_by_a_check_posts_the_requests_before_it() {
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
     let (a, b) = rc_pair(&ctx, &pd, &cq);
-    let dmr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
     for i in 0..3 {
         b.post_recv(10 + i, &[dmr.sge(0..64).unwrap()]).unwrap();
     }
@@ -789,8 +789,8 @@ fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
     let other_ctx_ah = AddressHandle::new(&other_pd, av(&other)).unwrap();
     let pd2 = Pd::new(&ctx).unwrap();
     let other_pd_ah = AddressHandle::new(&pd2, av(&ctx)).unwrap();
-    let smr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
-    let dmr = Mr::new(&pd, vec![0u8; 4 * 64], AccessFlags::LOCAL_WRITE).unwrap();
+    let smr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
+    let dmr = Mr::new(&pd, vec![0u8; 4 * 64], Access::LOCAL_WRITE).unwrap();
     for i in 0..4 {
         b.post_recv(
             10 + i,
@@ -845,7 +845,9 @@ fn empty_sge_lists_send_and_receive_zero_bytes() {
     b.post_recv(10, none).unwrap();
     b.post_recv(11, &[]).unwrap();
     a.post_send(&SendWr::send(1, none).signaled()).unwrap();
-    a.post_send(&SendWr::send(2, &[]).signaled()).unwrap();
+    // `&[]` alone leaves open which SGEs it would hold (of a region with LOCAL_WRITE or not).
+    a.post_send(&SendWr::send(2, &[] as &[Sge; 0]).signaled())
+        .unwrap();
     let mut got = wait(&cq, 4);
     got.sort_by_key(|d| d.wr_id);
     assert_eq!(
@@ -912,7 +914,7 @@ fn with_late_acks_the_peers_answer_completes_before_the_send_it_answers() {
         Cq::builder(&ctx).cqe(8).build().unwrap(),
     );
     let (a, b) = rc_pair_apart(&ctx, &pd, &a_cq, &b_cq);
-    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+    let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
     a.post_recv(10, &[mr.sge(0..16).unwrap()]).unwrap();
     b.post_recv(20, &[mr.sge(16..32).unwrap()]).unwrap();
     let start = Instant::now();
@@ -952,7 +954,7 @@ fn with_late_acks_an_unacknowledged_request_keeps_its_send_queue_slot() {
     let (a, b) = (build(), build());
     let (an, bn) = (a.qp_num(), b.qp_num());
     let (a, _b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
-    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE | ALL_REMOTE).unwrap();
+    let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE | ALL_REMOTE).unwrap();
     let sgl = [mr.sge(0..8).unwrap()];
     let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
     // An unsignaled request too occupies its slot until it is acknowledged.
@@ -974,7 +976,7 @@ fn with_late_acks_a_request_not_yet_acknowledged_is_flushed_by_err_and_dropped_b
     let leaks = common::LeakCheck::new(&ctx, "late_ack_flush");
     {
         let (a, b) = rc_pair(&ctx, &pd, &cq);
-        let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE | ALL_REMOTE).unwrap();
+        let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE | ALL_REMOTE).unwrap();
         let sgl = [mr.sge(0..8).unwrap()];
         let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
         a.post_send(&write(1).signaled()).unwrap();
@@ -1019,7 +1021,7 @@ fn with_late_acks_requests_posted_before_a_move_to_sqd_still_run_and_then_rts_is
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
     let (a, _b) = rc_pair(&ctx, &pd, &cq);
-    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE | ALL_REMOTE).unwrap();
+    let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE | ALL_REMOTE).unwrap();
     let sgl = [mr.sge(0..8).unwrap()];
     let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
     a.post_send(&write(1).signaled()).unwrap();
@@ -1050,7 +1052,7 @@ fn an_ack_delay_beyond_the_clocks_range_is_an_ack_that_never_comes() {
         Cq::builder(&ctx).cqe(8).build().unwrap(),
     );
     let (a, b) = rc_pair_apart(&ctx, &pd, &a_cq, &b_cq);
-    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+    let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
     b.post_recv(10, &[mr.sge(0..16).unwrap()]).unwrap();
     a.post_send(&SendWr::send(1, &[mr.sge(32..40).unwrap()]).signaled())
         .expect("the post works; only the ACK never comes");

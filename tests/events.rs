@@ -17,8 +17,9 @@ use typed_verbs::event::EventAcks;
 use typed_verbs::qp::RecvSide;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    raw, software, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit, Context, Cq,
-    Mr, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
+    raw, software, Access, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit,
+    Context, Cq, Mr, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Shared, Srq, Verb,
+    WcStatus, WorkCompletion,
 };
 
 /// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
@@ -149,8 +150,8 @@ struct Bufs<'p> {
 fn bufs<'p>(pd: &'p Pd<'_>, src: usize, dst: usize) -> Bufs<'p> {
     let buf = |len| PageBuf::new(len).unwrap();
     Bufs {
-        src: Mr::new(pd, buf(src), AccessFlags::LOCAL_WRITE).unwrap(),
-        dst: Mr::new(pd, buf(dst), AccessFlags::LOCAL_WRITE).unwrap(),
+        src: Mr::new(pd, buf(src), Access::LOCAL_WRITE).unwrap(),
+        dst: Mr::new(pd, buf(dst), Access::LOCAL_WRITE).unwrap(),
     }
 }
 
@@ -546,12 +547,15 @@ fn solicited_only_arming_and_a_failed_send_completion() {
         let recv_cq = Cq::builder(&ctx).cqe(16).build().unwrap();
         let (a, _b) = rc_pair(&ctx, &pd, &send_cq, &recv_cq);
         let s = vec![0u8; 16];
-        let src = Mr::new(&pd, s, AccessFlags::LOCAL_WRITE).unwrap();
+        let src = Mr::new(&pd, s, Access::LOCAL_WRITE).unwrap();
         send_cq.req_notify(true).unwrap();
         // An RDMA write with an rkey the peer does not have: REM_ACCESS_ERR.
+        // The peer's word that a region of its own is open to writes, when it is not: the type
+        // cannot check a peer's region, the peer's device does.
         let far = vec![0u8; 16];
-        let far_mr = Mr::new(&pd, far, AccessFlags::LOCAL_WRITE).unwrap();
-        let bogus = far_mr.remote().at(0, 16).unwrap();
+        let far_mr = Mr::new(&pd, far, Access::LOCAL_WRITE).unwrap();
+        let r = far_mr.remote();
+        let bogus = RemoteAddr::from_peer(r.addr, r.rkey, Access::REMOTE_WRITE);
         a.post_send(&SendWr::rdma_write(1, &[src.sge(0..16).unwrap()], bogus).signaled())
             .unwrap();
         assert_eq!(completions(&send_cq, 1), [(1, WcStatus::REM_ACCESS_ERR)]);
@@ -974,7 +978,9 @@ fn qp_errors_raise_no_async_event_as_on_rxe() {
 
         // Remote access error: REM_ACCESS_ERR at the requester, the responder to ERR.
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
-        let bogus = m.src.remote().at(0, 16).unwrap();
+        // The peer's word that the region is open to writes, when it is not (see above).
+        let r = m.src.remote();
+        let bogus = RemoteAddr::from_peer(r.addr, r.rkey, Access::REMOTE_WRITE);
         a.post_send(&SendWr::rdma_write(1, &[m.src.sge(0..16).unwrap()], bogus).signaled())
             .unwrap();
         assert_eq!(completions(&cq, 1), [(1, WcStatus::REM_ACCESS_ERR)]);
@@ -986,7 +992,7 @@ fn qp_errors_raise_no_async_event_as_on_rxe() {
         let target = Mr::new(
             &pd,
             vec![0u8; 16],
-            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
+            Access::LOCAL_WRITE | Access::REMOTE_ATOMIC,
         )
         .unwrap();
         let word = m.dst.atomic_result(0).unwrap();

@@ -8,13 +8,13 @@
 mod common;
 
 use common::{open, skip, LeakCheck};
-use typed_verbs::{software, AccessFlags, ErrorKind, HugeBuf, Mr, PageBuf, Pd, Verb};
+use typed_verbs::{software, Access, AccessFlags, ErrorKind, HugeBuf, Mr, PageBuf, Pd, Verb};
 
 #[test]
 fn register_read_write_and_deregister() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
-    let access = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    let access = Access::REMOTE_WRITE | Access::REMOTE_READ;
     let mr = Mr::new(&pd, PageBuf::new(4096).unwrap(), access).expect("ibv_reg_mr");
     assert_eq!(mr.len(), 4096);
     assert_ne!(mr.lkey(), 0);
@@ -52,12 +52,12 @@ fn vec_and_box_come_back_with_their_contents() {
     let pd = Pd::new(&ctx).unwrap();
     let mut v = Vec::with_capacity(100);
     v.extend_from_slice(b"vector");
-    let mr = Mr::new(&pd, v, AccessFlags::LOCAL_WRITE).unwrap();
+    let mr = Mr::new(&pd, v, Access::LOCAL_WRITE).unwrap();
     assert_eq!(mr.len(), 6, "a Vec is registered over its length");
     mr.write(0, b"V").unwrap();
     assert_eq!(mr.destroy().unwrap(), b"Vector");
     let b: Box<[u8]> = Box::new(*b"boxed");
-    let mr = Mr::new(&pd, b, AccessFlags::LOCAL_WRITE).unwrap();
+    let mr = Mr::new(&pd, b, Access::LOCAL_WRITE).unwrap();
     mr.write(0, b"B").unwrap();
     assert_eq!(&*mr.destroy().unwrap(), b"Boxed");
 }
@@ -78,7 +78,7 @@ fn remote_write_includes_local_write_as_the_verbs_require() {
     Mr::new(
         &pd,
         vec![0u8; 64],
-        AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC,
+        Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
     )
     .expect("ibv_reg_mr with remote access");
 }
@@ -88,11 +88,11 @@ fn an_empty_buffer_is_refused_before_the_call() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let leaks = LeakCheck::new(&ctx, "an_empty_buffer_is_refused_before_the_call");
-    let e = Mr::new(&pd, Vec::new(), AccessFlags::LOCAL_WRITE).expect_err("empty");
+    let e = Mr::new(&pd, Vec::new(), Access::LOCAL_WRITE).expect_err("empty");
     assert_eq!((e.verb, e.errno()), (Verb::RegMr, libc::EINVAL));
-    let e = Mr::new(&pd, PageBuf::new(0).unwrap(), AccessFlags::LOCAL_WRITE).expect_err("empty");
+    let e = Mr::new(&pd, PageBuf::new(0).unwrap(), Access::LOCAL_WRITE).expect_err("empty");
     assert_eq!((e.verb, e.errno()), (Verb::RegMr, libc::EINVAL));
-    let e = Mr::scoped(&pd, &mut [], AccessFlags::LOCAL_WRITE, |_| {
+    let e = Mr::scoped(&pd, &mut [], Access::LOCAL_WRITE, |_| {
         panic!("the closure does not run")
     })
     .expect_err("empty");
@@ -123,7 +123,7 @@ fn huge_pages_are_registered_where_the_os_has_them() {
             assert!(buf.iter().all(|&b| b == 0));
             let ctx = open();
             let pd = Pd::new(&ctx).unwrap();
-            let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE).unwrap();
+            let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).unwrap();
             assert_eq!(mr.remote().addr % huge as u64, 0, "huge-page aligned");
             mr.write(huge - 4, b"tail").unwrap();
             let buf = mr.destroy().unwrap();
@@ -161,7 +161,7 @@ fn a_scoped_region_is_deregistered_when_the_scope_ends() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let mut buf = vec![0u8; 64];
-    let (lkey, n) = Mr::scoped(&pd, &mut buf, AccessFlags::LOCAL_WRITE, |mr| {
+    let (lkey, n) = Mr::scoped(&pd, &mut buf, Access::LOCAL_WRITE, |mr| {
         mr.write(0, b"scoped").unwrap();
         (mr.lkey(), software::live_objects(&ctx).map(|l| l.mrs))
     })
@@ -186,7 +186,7 @@ fn a_scoped_region_is_deregistered_when_the_closure_panics() {
     );
     let mut buf = vec![0u8; 64];
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Mr::scoped(&pd, &mut buf, AccessFlags::LOCAL_WRITE, |mr| {
+        Mr::scoped(&pd, &mut buf, Access::LOCAL_WRITE, |mr| {
             mr.write(0, b"before the panic").unwrap();
             panic!("inside the scope");
         })
@@ -194,7 +194,7 @@ fn a_scoped_region_is_deregistered_when_the_closure_panics() {
     assert!(r.is_err(), "the panic propagates");
     leaks.assert_unchanged("a panic inside Mr::scoped");
     assert_eq!(&buf[..16], b"before the panic");
-    Mr::scoped(&pd, &mut buf, AccessFlags::LOCAL_WRITE, |mr| mr.len()).expect("registered again");
+    Mr::scoped(&pd, &mut buf, Access::LOCAL_WRITE, |mr| mr.len()).expect("registered again");
 }
 
 /// Resident memory of the process, in bytes (`/proc/self/statm`'s second field, in pages).
@@ -223,11 +223,11 @@ fn a_million_registrations_leave_memory_flat() {
     let mut keys = std::collections::HashSet::new();
     let mut round = |i: u32| {
         let key = if i % 2 == 0 {
-            let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE).unwrap();
+            let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
             let sge = mr.sge(0..64).unwrap();
             sge.lkey()
         } else {
-            Mr::scoped(&pd, &mut buf, AccessFlags::LOCAL_WRITE, |mr| mr.lkey()).unwrap()
+            Mr::scoped(&pd, &mut buf, Access::LOCAL_WRITE, |mr| mr.lkey()).unwrap()
         };
         if i < 1000 {
             keys.insert(key);
@@ -270,45 +270,40 @@ fn one_buffer_registered_on_two_rails_receives_on_both() {
         Cq::builder(&rails[1]).cqe(8).build().unwrap(),
     ];
     let mut buf = vec![0u8; 64];
-    Mr::scoped_in(
-        [&pds[0], &pds[1]],
-        &mut buf,
-        AccessFlags::LOCAL_WRITE,
-        |mrs| {
-            for (i, mr) in mrs.iter().enumerate() {
-                let (pd, cq) = (&pds[i], &cqs[i]);
-                let (a, b) = (
-                    Qp::<Rc>::builder(pd, cq, cq).build().unwrap(),
-                    Qp::<Rc>::builder(pd, cq, cq).build().unwrap(),
+    Mr::scoped_in([&pds[0], &pds[1]], &mut buf, Access::LOCAL_WRITE, |mrs| {
+        for (i, mr) in mrs.iter().enumerate() {
+            let (pd, cq) = (&pds[i], &cqs[i]);
+            let (a, b) = (
+                Qp::<Rc>::builder(pd, cq, cq).build().unwrap(),
+                Qp::<Rc>::builder(pd, cq, cq).build().unwrap(),
+            );
+            let (ea, eb) = (a.endpoint(1, 0).unwrap(), b.endpoint(1, 0).unwrap());
+            let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE).unwrap();
+            let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE).unwrap();
+            let at = 16 * i;
+            b.post_recv(1, &[mr.sge(at..at + 16).unwrap()]).unwrap();
+            let msg = format!("rail{i}");
+            let src = Mr::new(pd, msg.clone().into_bytes(), Access::LOCAL_WRITE).unwrap();
+            a.post_send(&SendWr::send(2, &[src.sge(0..msg.len()).unwrap()]).signaled())
+                .unwrap();
+            let (mut done, start) = (0, Instant::now());
+            let mut wc: [WorkCompletion; 2] = std::array::from_fn(|_| WorkCompletion::new());
+            while done < 2 {
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "rail {i} completes"
                 );
-                let (ea, eb) = (a.endpoint(1, 0).unwrap(), b.endpoint(1, 0).unwrap());
-                let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE).unwrap();
-                let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE).unwrap();
-                let at = 16 * i;
-                b.post_recv(1, &[mr.sge(at..at + 16).unwrap()]).unwrap();
-                let msg = format!("rail{i}");
-                let src = Mr::new(pd, msg.clone().into_bytes(), AccessFlags::LOCAL_WRITE).unwrap();
-                a.post_send(&SendWr::send(2, &[src.sge(0..msg.len()).unwrap()]).signaled())
-                    .unwrap();
-                let (mut done, start) = (0, Instant::now());
-                let mut wc: [WorkCompletion; 2] = std::array::from_fn(|_| WorkCompletion::new());
-                while done < 2 {
-                    assert!(
-                        start.elapsed() < Duration::from_secs(5),
-                        "rail {i} completes"
-                    );
-                    for w in cq.poll(&mut wc).unwrap() {
-                        assert!(w.success().is_some(), "rail {i}: {:?}", w.status());
-                        done += 1;
-                    }
+                for w in cq.poll(&mut wc).unwrap() {
+                    assert!(w.success().is_some(), "rail {i}: {:?}", w.status());
+                    done += 1;
                 }
-                let mut got = [0u8; 5];
-                // The other rail's region reads what this one received: the same memory.
-                mrs[1 - i].read(at, &mut got).unwrap();
-                assert_eq!(&got, msg.as_bytes());
             }
-        },
-    )
+            let mut got = [0u8; 5];
+            // The other rail's region reads what this one received: the same memory.
+            mrs[1 - i].read(at, &mut got).unwrap();
+            assert_eq!(&got, msg.as_bytes());
+        }
+    })
     .unwrap();
     assert_eq!((&buf[..5], &buf[16..21]), (&b"rail0"[..], &b"rail1"[..]));
 }
@@ -331,9 +326,7 @@ fn a_failed_registration_on_one_rail_deregisters_the_others() {
     );
     let mut buf = vec![7u8; 64];
     let mut ran = false;
-    let r = Mr::scoped_in([&pd, &pd], &mut buf, AccessFlags::LOCAL_WRITE, |_| {
-        ran = true
-    });
+    let r = Mr::scoped_in([&pd, &pd], &mut buf, Access::LOCAL_WRITE, |_| ran = true);
     let e = r.expect_err("the second registration is refused");
     assert_eq!((e.verb, e.errno()), (Verb::RegMr, libc::ENOMEM));
     assert!(!ran, "the closure ran without its regions");

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    software, AccessFlags, AddressHandle, AddressVector, CompChannel, ConnectedInit, Context, CqEx,
-    ErrorKind, GlobalRoute, Mr, OwnRq, PageBuf, ParentDomain, Pd, Qp, Rc, SendWr, Shared, Srq,
-    Standard, Verb,
+    software, Access, AccessFlags, AddressHandle, AddressVector, CompChannel, ConnectedInit,
+    Context, CqEx, ErrorKind, GlobalRoute, Mr, OwnRq, PageBuf, ParentDomain, Pd, Qp, Rc, SendWr,
+    Shared, Srq, Standard, Verb,
 };
 
 type Res<T = ()> = Result<T, Box<dyn StdError + Send + Sync>>;
@@ -40,10 +40,10 @@ fn connect(ctx: &Arc<Context>, pd: &Arc<Pd<'static>>) -> Res<Conn> {
     };
     let (a, b) = (build()?, build()?);
     let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-    let access = AccessFlags::LOCAL_WRITE;
+    let access = Access::LOCAL_WRITE;
     let (a, b) = (a.connect(&ea, &eb, access)?, b.connect(&eb, &ea, access)?);
-    let send = Mr::new(pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
-    let recv = Mr::new(pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    let send = Mr::new(pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+    let recv = Mr::new(pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     Ok(Conn {
         cq,
         a,
@@ -141,7 +141,7 @@ fn shared_parents_are_destroyed_after_their_last_child() -> Res {
     );
     let srq = Arc::new(Srq::builder(&pd).max_wr(4).build()?);
     let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
-    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
+    let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
     let av = AddressVector {
         dlid: 0,
         sl: 0,
@@ -244,7 +244,7 @@ fn a_cq_has_one_poller_at_a_time() -> Res {
         pkey_index: 0,
         access: AccessFlags::LOCAL_WRITE,
     })?;
-    let buf = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
+    let buf = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
     a.post_recv(5, &[buf.sge(0..64).ok_or("sge")?])?;
     let a = a.to_error()?;
     let mut poller = cq.poller()?;
@@ -347,7 +347,7 @@ fn a_qp_deferred_by_a_batch_holds_its_shared_parents_until_its_destroy() -> Res 
             pkey_index: 0,
             access: AccessFlags::LOCAL_WRITE,
         })?;
-    let buf = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
+    let buf = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
     flushed.post_recv(9, &[buf.sge(0..64).ok_or("sge")?])?;
     let _flushed = flushed.to_error()?;
     let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(8).build()?);

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    AccessFlags, AddressHandle, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, SendWr, Sge, Shared,
-    SqPsn, Ud, UdDest, UdInit,
+    Access, AddressHandle, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, SendWr, Sge, Shared, SqPsn, Ud,
+    UdDest, UdInit,
 };
 
 const PROGRAM: Program = Program {
@@ -108,7 +108,7 @@ fn lossy_ud_run(args: &[&str]) -> (Result<(), String>, Duration, Opts) {
     let out = Out::PLAIN;
     let pd = Pd::new(&ctx).expect("PD");
     let buf = PageBuf::new(SIZE + GRH_LEN).expect("buffer");
-    let mr = Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE).expect("MR");
+    let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).expect("MR");
     let recv = mr.sge(0..SIZE + GRH_LEN).expect("the whole region");
     let send = mr.sge(GRH_LEN..SIZE + GRH_LEN).expect("past the GRH");
     let channel = pingpong::channel(&ctx, &o).expect("channel");

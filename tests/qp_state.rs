@@ -11,7 +11,7 @@ use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
 use typed_verbs::software;
 use typed_verbs::{
-    AccessFlags, AddressVector, AltPath, ConnectedInit, ConnectedInitModify, Context, Cq,
+    Access, AccessFlags, AddressVector, AltPath, ConnectedInit, ConnectedInitModify, Context, Cq,
     ErrorKind, Gid, GlobalRoute, Mr, Mtu, PageBuf, PathMigState, Pd, Qp, QpStateName, RawPacket,
     RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, SendWr, SqPsn, Uc, UcRtr, Ud, UdInit,
     UdInitModify, UdRtsModify, Verb, WcStatus, WorkCompletion,
@@ -356,9 +356,9 @@ fn rdma_write_status(
     pd: &Pd<'_>,
     cq: &Cq<'_>,
     a: &Qp<'_, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts>,
-    target: &Mr<'_>,
+    target: &Mr<'_, typed_verbs::PageBuf, typed_verbs::access!(REMOTE_WRITE)>,
 ) -> WcStatus {
-    let src = Mr::new(pd, PageBuf::new(64).unwrap(), AccessFlags::LOCAL_WRITE).unwrap();
+    let src = Mr::new(pd, PageBuf::new(64).unwrap(), Access::LOCAL_WRITE).unwrap();
     src.write(0, b"modified").unwrap();
     let sgl = [src.sge(0..8).unwrap()];
     let wr = SendWr::rdma_write(9, &sgl, target.remote().at(0, 8).unwrap());
@@ -372,7 +372,7 @@ fn modify_init_changes_what_the_peer_may_do() {
     let gid = ctx.query_gid(1, 0).unwrap();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
-    let target = Mr::new(&pd, PageBuf::new(64).unwrap(), AccessFlags::REMOTE_WRITE).unwrap();
+    let target = Mr::new(&pd, PageBuf::new(64).unwrap(), Access::REMOTE_WRITE).unwrap();
     let no_remote = ConnectedInit {
         access: AccessFlags::NONE,
         ..CONNECTED_INIT
@@ -484,7 +484,7 @@ fn modify_rts_changes_access_rnr_timer_path_and_qkey() {
     let gid = ctx.query_gid(1, 0).unwrap();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
-    let target = Mr::new(&pd, PageBuf::new(64).unwrap(), AccessFlags::REMOTE_WRITE).unwrap();
+    let target = Mr::new(&pd, PageBuf::new(64).unwrap(), Access::REMOTE_WRITE).unwrap();
     let a = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
     let b = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
     let (an, bn) = (a.qp_num(), b.qp_num());

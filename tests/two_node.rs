@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{CmId, ConnEvent, ConnParam, EventChannel, Listening, Tcp, Udp};
 use typed_verbs::{
-    AccessFlags, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest,
+    Access, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest,
     WorkCompletion,
 };
 
@@ -208,7 +208,7 @@ fn rc_echo_over_the_cm_then_the_clients_disconnect_reaches_the_server() {
         |n, l| {
             let req = l.get_request(T).unwrap();
             assert_eq!(&req.private_data()[..5], b"hello");
-            let buf = Mr::new(&n.pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap();
+            let buf = Mr::new(&n.pd, vec![0u8; 4096], Access::LOCAL_WRITE).unwrap();
             let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq)
                 .max_recv_wr(4)
                 .build()
@@ -239,7 +239,7 @@ fn rc_echo_over_the_cm_then_the_clients_disconnect_reaches_the_server() {
             assert_eq!(conn.next_event(T).unwrap(), Some(ConnEvent::Disconnected));
         },
         |n, to| {
-            let buf = Mr::new(&n.pd, vec![0u8; 4096], AccessFlags::LOCAL_WRITE).unwrap();
+            let buf = Mr::new(&n.pd, vec![0u8; 4096], Access::LOCAL_WRITE).unwrap();
             let conn = connect_retrying::<Tcp, (), _>(&n, to, |id| {
                 let qp = Qp::<Rc>::builder(&n.pd, &n.cq, &n.cq)
                     .max_recv_wr(4)
@@ -333,7 +333,7 @@ fn ud_over_the_cm_datagrams_arrive_and_loss_is_reported() {
         2,
         |n, l| {
             let req = l.get_request(T).unwrap();
-            let buf = Mr::new(&n.pd, vec![0u8; 64 * 128], AccessFlags::LOCAL_WRITE).unwrap();
+            let buf = Mr::new(&n.pd, vec![0u8; 64 * 128], Access::LOCAL_WRITE).unwrap();
             let qp = Qp::<Ud>::builder(&n.pd, &n.cq, &n.cq)
                 .max_recv_wr(N as u32)
                 .build()
@@ -363,7 +363,7 @@ fn ud_over_the_cm_datagrams_arrive_and_loss_is_reported() {
             });
             let peer = conn.ud_peer().expect("the peer of a UD connect");
             let ah = AddressHandle::new(&n.pd, peer.av).unwrap();
-            let buf = Mr::new(&n.pd, vec![7u8; 8], AccessFlags::LOCAL_WRITE).unwrap();
+            let buf = Mr::new(&n.pd, vec![7u8; 8], Access::LOCAL_WRITE).unwrap();
             let sge = [buf.sge(0..8).unwrap()];
             for i in 0..N {
                 let dest = UdDest::new(&ah, peer.qp_num, peer.qkey);

@@ -30,9 +30,9 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mr, Mtu, NoFields,
-    OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, RemoteMr, Rts, SendWr, Sge,
-    SingleThreaded,
+    access, Access, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mr,
+    Mtu, NoFields, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, RemoteMr, Rts, SendWr,
+    Sge, SingleThreaded,
 };
 
 /// perftest's `MAX_SIZE`: `-a` runs 2 B to 8 MiB.
@@ -541,16 +541,21 @@ fn buff_size(size: u64) -> u64 {
     size.max(CYCLE_BUFFER)
 }
 
+/// The rights of each side's buffer (perftest's `IBV_ACCESS_LOCAL_WRITE |
+/// IBV_ACCESS_REMOTE_WRITE`): the peer writes its receive half.
+pub type PerfAccess = access!(LOCAL_WRITE | REMOTE_WRITE);
+const PERF_ACCESS: PerfAccess = Access::LOCAL_WRITE.union(Access::REMOTE_WRITE);
+
 /// Everything one side of a test holds, set up and connected.
 pub struct Conn<'a> {
     /// The QP, in RTS.
     pub qp: PerfQp<'a>,
     /// The buffer: the send half at 0, the receive half (the peer's RDMA target) at `half`.
-    pub mr: &'a Mr<'a>,
+    pub mr: &'a Mr<'a, PageBuf, PerfAccess>,
     /// Length of each half.
     pub half: u64,
     /// The peer's receive half.
-    pub remote: RemoteMr,
+    pub remote: RemoteMr<PerfAccess>,
     /// The TCP link to the peer.
     pub link: Link,
 }
@@ -570,7 +575,7 @@ impl<'a> Conn<'a> {
     }
 
     /// The peer's receive-half addresses of message `n`, cycling as perftest.
-    fn remotes(&self, size: u64) -> Vec<RemoteAddr> {
+    fn remotes(&self, size: u64) -> Vec<RemoteAddr<PerfAccess>> {
         (0..cycle_slots(size))
             .map(|k| {
                 self.remote
@@ -664,12 +669,7 @@ pub fn with_conn<R>(
     let half = buff_size(o.size);
     let mut buf = PageBuf::new(2 * half as usize).map_err(because("Couldn't allocate buffer"))?;
     buf.fill(0);
-    let mr = Mr::new(
-        &pd,
-        buf,
-        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-    )
-    .map_err(because("Couldn't allocate MR"))?;
+    let mr = Mr::new(&pd, buf, PERF_ACCESS).map_err(because("Couldn't allocate MR"))?;
     let send_cq = PerfCq::builder(&ctx)
         .cqe(o.tx_depth as u32)
         .build()
@@ -727,11 +727,8 @@ pub fn with_conn<R>(
         qp,
         mr: &mr,
         half,
-        remote: RemoteMr {
-            addr: rem.addr,
-            len: rem.len,
-            rkey: rem.rkey,
-        },
+        // The peer registered its buffer as this side did.
+        remote: RemoteMr::from_peer(rem.addr, rem.len, rem.rkey, PERF_ACCESS),
         link,
     };
     body(&mut conn, &send_cq, recv_cq.as_ref())
@@ -968,7 +965,7 @@ fn bw_client(
     size: u64,
     cq_mod: u64,
     sges: &[[Sge; 1]],
-    remotes: &[RemoteAddr],
+    remotes: &[RemoteAddr<PerfAccess>],
     poller: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
 ) -> Result<BwTimes, String> {
     let _ = size;
@@ -1209,7 +1206,7 @@ fn write_lat(
     client: bool,
     size: u64,
     sge: &[Sge; 1],
-    remote: RemoteAddr,
+    remote: RemoteAddr<PerfAccess>,
     send_poll: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
     posted: &mut Vec<u64>,
 ) -> Result<(), String> {

@@ -28,8 +28,8 @@ use typed_verbs::event::EventAcks;
 use typed_verbs::qp_state::{Rts, Transitions};
 use typed_verbs::wr::Connected;
 use typed_verbs::{
-    AccessFlags, AddressVector, CompChannel, ConnectedInit, Context, Cq, Gid, GlobalRoute, Mr, Mtu,
-    OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, SqPsn, Uc, UcRtr,
+    Access, AccessFlags, AddressVector, CompChannel, ConnectedInit, Context, Cq, Gid, GlobalRoute,
+    Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, SqPsn, Uc, UcRtr,
 };
 
 /// `PINGPONG_RECV_WRID`: the `wr_id` of every receive.
@@ -1010,8 +1010,7 @@ pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(
     // Page-aligned, as rdma-core's memalign(page_size, size).
     let mut buf = PageBuf::new(o.size as usize).map_err(because("Couldn't allocate work buf."))?;
     buf.fill(0x7b);
-    let mr =
-        Mr::new(&pd, buf, AccessFlags::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
+    let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
     let sge = mr.sge(0..o.size as usize).expect("the whole region");
     let channel = channel(&ctx, o)?;
     let cq = create_cq(&ctx, o.rx_depth + 1, channel.as_ref())?;

@@ -6,7 +6,7 @@ use typed_verbs::prelude::*;
 fn main() -> Result<()> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
-    let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_ATOMIC)?;
+    let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_ATOMIC)?;
     let old = [mr.sge(0..16).unwrap()];
     let _ = SendWr::<Rc>::fetch_add(1, &old, mr.remote().atomic_at(512).unwrap(), 1);
     Ok(())

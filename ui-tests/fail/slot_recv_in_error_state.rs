@@ -10,7 +10,7 @@ fn main() -> Result<()> {
     let qp = Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?;
     let qp = qp.to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
     let qp = qp.to_error()?;
-    let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    let mut slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 4096)?;
     qp.post_recv_slot(slots.pop().unwrap())?;
     Ok(())
 }

@@ -3,13 +3,13 @@
 // the accept, sends once the connection is up (RTS). Runs on the software device.
 use std::time::Duration;
 use typed_verbs::cm::{CmId, ConnParam, EventChannel, Tcp};
-use typed_verbs::{AccessFlags, Context, Cq, Mr, Pd, Qp, Rc, SendWr, WorkCompletion};
+use typed_verbs::{Access, Context, Cq, Mr, Pd, Qp, Rc, SendWr, WorkCompletion};
 
 fn main() -> Result<(), typed_verbs::Error> {
     let t = Duration::from_secs(5);
     let ctx = Context::open("sw0")?;
     let (pd, cq) = (Pd::new(&ctx)?, Cq::builder(&ctx).cqe(8).build()?);
-    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
+    let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
     let ch = EventChannel::new(&ctx)?;
     let listener = CmId::<Tcp>::new(&ch)?.bind("127.0.0.1:0".parse().unwrap())?.listen(8)?;
     let addr = listener.local_addr().unwrap();

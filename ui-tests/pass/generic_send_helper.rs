@@ -10,7 +10,7 @@ use typed_verbs::RemoteAddr;
 fn send_and_write<T: RdmaWriteCapable + Connectable, R: PlainSendQueue>(
     qp: &Qp<'_, T, R, Shared, (), Rts>,
     sge: Sge<'_>,
-    at: RemoteAddr,
+    at: RemoteAddr<access!(REMOTE_WRITE)>,
 ) -> Result<()> {
     qp.post_send(&SendWr::send(1, &[sge]).signaled())?;
     qp.post_send(&SendWr::rdma_write(2, &[sge], at).signaled())
@@ -24,7 +24,7 @@ fn pair<T: RdmaWriteCapable + Connectable>() -> Result<()> {
     let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
     let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
     let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?;
-    let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::REMOTE_WRITE)?;
+    let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
     b.post_recv(1, &[mr.sge(64..128).unwrap()])?;
     send_and_write(&a, mr.sge(0..8).unwrap(), mr.remote().at(256, 8).unwrap())
 }

@@ -9,7 +9,7 @@ fn main() -> Result<()> {
     let cq = Cq::builder(&ctx).cqe(8).build()?;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     let qp = qp.to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
-    let mr = Mr::new(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE)?;
+    let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
     qp.post_recv(1, &[mr.sge(0..64).unwrap()])?;
     qp.modify_init(ConnectedInitModify { access: Some(AccessFlags::REMOTE_WRITE), ..Default::default() })?;
     drop(qp);

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use typed_verbs::{AccessFlags, Context, CqEx, Mr, PageBuf, Pd, Qp, Rc, Standard, Srq, Ud, UsesSrq};
+use typed_verbs::{Access, Context, CqEx, Mr, PageBuf, Pd, Qp, Rc, Standard, Srq, Ud, UsesSrq};
 
 struct Server {
     ctx: Arc<Context>,
@@ -28,7 +28,7 @@ fn setup() -> Result<Server, typed_verbs::Error> {
         conns.insert(qp.qp_num(), qp);
     }
     let datagram = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
-    let buffers = Mr::new(&pd, PageBuf::new(1 << 16)?, AccessFlags::LOCAL_WRITE)?;
+    let buffers = Mr::new(&pd, PageBuf::new(1 << 16)?, Access::LOCAL_WRITE)?;
     Ok(Server { ctx, pd, cq, srq, conns, datagram, buffers })
 }
 

@@ -1,7 +1,7 @@
 // Neighbour of post_send_chain_before_rts: a chain of sends posted on an RC QP in RTS
 // (connected to itself) arrives in order; an empty chain posts nothing and is Ok.
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Cq, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcRtr, RcRts,
+    Access, AccessFlags, AddressVector, ConnectedInit, Context, Cq, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcRtr, RcRts,
     SendWr, WorkCompletion,
 };
 
@@ -9,8 +9,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let tx = Mr::new(&pd, b"firstsecond".to_vec(), AccessFlags::LOCAL_WRITE)?;
-    let rx = Mr::new(&pd, vec![0u8; 16], AccessFlags::LOCAL_WRITE)?;
+    let tx = Mr::new(&pd, b"firstsecond".to_vec(), Access::LOCAL_WRITE)?;
+    let rx = Mr::new(&pd, vec![0u8; 16], Access::LOCAL_WRITE)?;
 
     let gid = ctx.query_gid(1, 0)?;
     let grh = Some(GlobalRoute { dgid: gid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 });

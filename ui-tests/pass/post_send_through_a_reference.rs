@@ -2,7 +2,7 @@
 // as `&wr` where `wr` is already a reference (`for wr in &wrs`), as when it took a `&SendWr` and
 // the compiler dereferenced the argument to it. Each arrives.
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Cq, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcRtr, RcRts,
+    Access, AccessFlags, AddressVector, ConnectedInit, Context, Cq, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcRtr, RcRts,
     SendWr, WorkCompletion,
 };
 
@@ -10,8 +10,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(16).build()?;
-    let tx = Mr::new(&pd, b"abcd".to_vec(), AccessFlags::LOCAL_WRITE)?;
-    let rx = Mr::new(&pd, vec![0u8; 4], AccessFlags::LOCAL_WRITE)?;
+    let tx = Mr::new(&pd, b"abcd".to_vec(), Access::LOCAL_WRITE)?;
+    let rx = Mr::new(&pd, vec![0u8; 4], Access::LOCAL_WRITE)?;
 
     let gid = ctx.query_gid(1, 0)?;
     let grh = Some(GlobalRoute { dgid: gid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 });

@@ -9,7 +9,7 @@ fn main() -> Result<()> {
     let ch = CompChannel::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).channel(&ch).build()?;
     let cq_ex = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
-    let mr = Mr::new(&pd, PageBuf::new(64)?, AccessFlags::LOCAL_WRITE)?;
+    let mr = Mr::new(&pd, PageBuf::new(64)?, Access::REMOTE_WRITE)?;
     let gid = ctx.query_gid(1, 0)?;
     let grh = Some(GlobalRoute { dgid: gid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 });
     let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh };

@@ -2,13 +2,13 @@
 // sealed traits stay usable as bounds in user code; their impls are the crate's (the SGE lists
 // `&[Sge; N]`, `&[Sge]` and `&Vec<Sge>`, `OwnRq`, the transitions' attribute structs).
 use typed_verbs::qp_state::{Init, QpState};
-use typed_verbs::wr::{HasOwnRq, RecvReady};
+use typed_verbs::wr::{HasOwnRq, LocalWriteList, RecvReady};
 use typed_verbs::{
-    AccessFlags, ConnectedInit, Context, Cq, Mr, OwnRq, Pd, Qp, QpType, Rc, RecvSide, Sge, SgeList, Shared,
+    Access, AccessFlags, ConnectedInit, Context, Cq, Mr, OwnRq, Pd, Qp, QpType, Rc, RecvSide, Sge, SgeList, Shared,
 };
 
 /// Posts a receive on any QP that has its own receive queue, with any list that fits it.
-fn recv_into<T: QpType, R: RecvSide + HasOwnRq<L>, St: QpState + RecvReady, L>(
+fn recv_into<T: QpType, R: RecvSide + HasOwnRq<L>, St: QpState + RecvReady, L: LocalWriteList>(
     qp: &Qp<'_, T, R, Shared, (), St>,
     wr_id: u64,
     list: L,
@@ -25,7 +25,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let mr = Mr::new(&pd, vec![0u8; 64], AccessFlags::LOCAL_WRITE)?;
+    let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE };
     let qp: Qp<'_, Rc, OwnRq, Shared, (), Init> =
         Qp::<Rc>::builder(&pd, &cq, &cq).max_recv_wr(4).build()?.to_init(init)?;

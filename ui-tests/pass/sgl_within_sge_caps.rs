@@ -5,7 +5,7 @@
 // slice longer than the actual cap compiles and is refused when posted, with the verb and the
 // limit; an SRQ whose type promises two takes a fixed list of two.
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcRtr,
+    Access, AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcRtr,
     RcRts, SendWr, Srq, Verb, WorkCompletion,
 };
 
@@ -15,8 +15,8 @@ fn main() -> Result<(), typed_verbs::Error> {
     let cq = Cq::builder(&ctx).cqe(8).build()?;
     let src = b"aaaabbbbcccc....".to_vec();
     let dst = vec![0u8; 32];
-    let tx = Mr::new(&pd, src, AccessFlags::LOCAL_WRITE)?;
-    let rx = Mr::new(&pd, dst, AccessFlags::LOCAL_WRITE)?;
+    let tx = Mr::new(&pd, src, Access::LOCAL_WRITE)?;
+    let rx = Mr::new(&pd, dst, Access::LOCAL_WRITE)?;
 
     let gid = ctx.query_gid(1, 0)?;
     let grh = Some(GlobalRoute { dgid: gid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 });

@@ -17,7 +17,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
     let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
     let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?;
-    let mut slots = Slot::register(&pd, PageBuf::new(3 << 12)?, AccessFlags::LOCAL_WRITE, 4096)?;
+    let mut slots = Slot::register(&pd, PageBuf::new(3 << 12)?, Access::LOCAL_WRITE, 4096)?;
     b.post_recv_slot(slots.pop().unwrap())?;
     let mut msg = slots.pop().unwrap();
     msg.fill(7);

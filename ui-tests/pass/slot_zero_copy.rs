@@ -5,7 +5,7 @@
 // poll_batch; a slot-mode QP with a plain send CQ still posts plain sends.
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::{
-    completion_record, wc_flags, AccessFlags, AddressVector, ConnectedInit, Context, Cq, CqEx,
+    Access, completion_record, wc_flags, AccessFlags, AddressVector, ConnectedInit, Context, Cq, CqEx,
     GlobalRoute, Mtu, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Shared, Slot, Srq,
     WcOpcode,
 };
@@ -56,7 +56,7 @@ fn main() -> Result<(), typed_verbs::Error> {
     let (an, bn) = (a.qp_num(), b.qp_num());
     let (a, b) = (up(&ctx, a, bn)?, up(&ctx, b, an)?);
 
-    let mut slots = Slot::register(&pd, PageBuf::new(4096)?, AccessFlags::LOCAL_WRITE, 1024)?;
+    let mut slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?;
     srq.post_recv_slot(slots.pop().unwrap())?;
     a.post_recv_slot(slots.pop().unwrap())?;
     let mut out = slots.pop().unwrap();

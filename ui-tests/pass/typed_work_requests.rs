@@ -1,14 +1,14 @@
 // Neighbour of post_send_before_rts, post_recv_before_init, post_recv_on_srq_qp, rdma_read_on_uc
 // and rdma_write_on_ud: each QP type's legal work requests built, receives posted from INIT on
 // (on the QP or on its SRQ). Nothing is sent: the send side is exercised by the runtime tests.
-use typed_verbs::{AccessFlags, ConnectedInit, Context, Cq, Mr, Pd, Qp, RawPacket, Rc, SendWr, Srq, Uc, UdInit, Ud};
+use typed_verbs::{Access, AccessFlags, ConnectedInit, Context, Cq, Mr, Pd, Qp, RawPacket, Rc, SendWr, Srq, Uc, UdInit, Ud};
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
     let pd = Pd::new(&ctx)?;
     let cq = Cq::builder(&ctx).cqe(8).build()?;
     let buf = vec![0u8; 64];
-    let mr = Mr::new(&pd, buf, AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)?;
+    let mr = Mr::new(&pd, buf, Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC)?;
     let sgl = [mr.sge(0..64).unwrap()];
     let word = mr.atomic_result(0).unwrap();
     let remote = mr.remote().at(0, 64).unwrap();

@@ -11,7 +11,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
-use typed_verbs::{AccessFlags, Mr, PageBuf, Pd};
+use typed_verbs::{Access, Mr, PageBuf, Pd};
 use typed_verbs_bench::open;
 
 const MIB: usize = 1 << 20;
@@ -19,7 +19,7 @@ const MIB: usize = 1 << 20;
 fn copy(c: &mut Criterion) {
     let ctx = open().expect("open sw0");
     let pd = Pd::new(&ctx).expect("ibv_alloc_pd");
-    let mr = Mr::new(&pd, PageBuf::new(MIB).unwrap(), AccessFlags::LOCAL_WRITE).unwrap();
+    let mr = Mr::new(&pd, PageBuf::new(MIB).unwrap(), Access::LOCAL_WRITE).unwrap();
     let mut private = PageBuf::new(MIB).unwrap();
     let mut other = PageBuf::new(MIB).unwrap();
     other.fill(0x5a);

@@ -7,10 +7,17 @@ use std::os::raw::c_int;
 use typed_verbs::ffi::sys;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    AccessFlags, AddressVector, AtomicResult, AtomicTarget, ConnectedInit, Context, Cq,
-    GlobalRoute, Mr, Mtu, OwnRq, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Sge, Shared,
-    WorkCompletion,
+    access, Access, AddressVector, AtomicResult, AtomicTarget, ConnectedInit, Context, Cq,
+    GlobalRoute, Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Sge,
+    Shared, WorkCompletion,
 };
+
+/// The rights of the remote region (and of the QPs): remote write, read and atomics.
+pub type AllRemote = access!(REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC);
+/// The value of [`AllRemote`].
+pub const ALL_REMOTE: AllRemote = Access::REMOTE_WRITE
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_ATOMIC);
 
 /// A QP in RTS.
 pub type RcQp<'a> = Qp<'a, Rc, OwnRq, Shared, (), Rts>;
@@ -52,13 +59,10 @@ pub fn rc_pair<'a>(ctx: &Context, pd: &'a Pd<'_>, cq: &'a Cq<'a>) -> Pair<'a> {
     };
     let (a, b) = (build(), build());
     let (an, bn) = (a.qp_num(), b.qp_num());
-    let access = AccessFlags::REMOTE_WRITE
-        .union(AccessFlags::REMOTE_READ)
-        .union(AccessFlags::REMOTE_ATOMIC);
     let init = ConnectedInit {
         port_num: 1,
         pkey_index: 0,
-        access,
+        access: ALL_REMOTE.into(),
     };
     let rts = RcRts {
         sq_psn: 0,
@@ -140,7 +144,7 @@ macro_rules! typed {
         /// A typed post (see the module docs).
         #[no_mangle]
         #[inline(never)]
-        pub fn $name($qp: &RcQp<'_>, $sge: &[Sge; 1], $i: u64, $r: RemoteAddr) -> typed_verbs::Result<()> {
+        pub fn $name($qp: &RcQp<'_>, $sge: &[Sge; 1], $i: u64, $r: RemoteAddr<AllRemote>) -> typed_verbs::Result<()> {
             let _ = $r;
             $qp.post_send(&$wr)
         }
@@ -185,7 +189,7 @@ pub const OPCODES: [(&str, &str, &str, bool); 5] = [
 pub fn run(
     pair: &Pair<'_>,
     local: &Mr<'_>,
-    remote: &Mr<'_>,
+    remote: &Mr<'_, PageBuf, AllRemote>,
     recv: &Mr<'_>,
     opcode: &str,
     typed: bool,

@@ -19,9 +19,9 @@ use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::slots::SlotPoller;
 use typed_verbs::Poller;
 use typed_verbs::{
-    completion_record, wc_flags, AccessFlags, AddressVector, ConnectedInit, Context, Cq, CqEx,
-    GlobalRoute, Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Shared, Slot,
-    SlotRq,
+    completion_record, wc_flags, Access, AccessFlags, AddressVector, ConnectedInit, Context, Cq,
+    CqEx, GlobalRoute, Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Shared,
+    Slot, SlotRq,
 };
 
 /// Receives posted per round.
@@ -214,7 +214,7 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
     let ctx = std::sync::Arc::new(crate::open().expect("open sw0"));
     let pd = std::sync::Arc::new(Pd::new(&ctx).expect("pd"));
     let send_cq = Cq::builder(&ctx).cqe(256).build().expect("send cq");
-    let msg = Mr::new(&pd, PageBuf::new(MSG).unwrap(), AccessFlags::NONE).expect("mr");
+    let msg = Mr::new(&pd, PageBuf::new(MSG).unwrap(), Access::NONE).expect("mr");
     msg.write(0, b"received").unwrap();
     let sge = [msg.sge(0..MSG).unwrap()];
     let send_round = |a: &PlainQp<'_>| {
@@ -256,7 +256,7 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
             let mut free = Slot::register(
                 &pd,
                 PageBuf::new(DEPTH * MSG).unwrap(),
-                AccessFlags::LOCAL_WRITE,
+                Access::LOCAL_WRITE,
                 MSG,
             )
             .expect("slots");
@@ -272,12 +272,8 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
                 .build()
                 .expect("cq");
             let (shared, mut poller) = cq.split();
-            let mr = Mr::new(
-                &pd,
-                PageBuf::new(DEPTH * MSG).unwrap(),
-                AccessFlags::LOCAL_WRITE,
-            )
-            .expect("mr");
+            let mr =
+                Mr::new(&pd, PageBuf::new(DEPTH * MSG).unwrap(), Access::LOCAL_WRITE).expect("mr");
             let mut free: Vec<u32> = (0..DEPTH as u32).collect();
             let b = Qp::<Rc>::builder(&pd, &send_cq, shared)
                 .max_recv_wr(DEPTH as u32)
@@ -297,12 +293,8 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
                 .cqe(DEPTH as u32)
                 .build()
                 .expect("cq");
-            let mr = Mr::new(
-                &pd,
-                PageBuf::new(DEPTH * MSG).unwrap(),
-                AccessFlags::LOCAL_WRITE,
-            )
-            .expect("mr");
+            let mr =
+                Mr::new(&pd, PageBuf::new(DEPTH * MSG).unwrap(), Access::LOCAL_WRITE).expect("mr");
             let mut bufs: Vec<RBuf> = (0..DEPTH)
                 .map(|i| {
                     let s = mr.sge(i * MSG..(i + 1) * MSG).unwrap();

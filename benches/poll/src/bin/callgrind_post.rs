@@ -5,7 +5,7 @@
 //! on one core, without callgrind.
 
 use std::time::{Duration, Instant};
-use typed_verbs::{AccessFlags, Cq, Mr, PageBuf, Pd, SendWr};
+use typed_verbs::{Access, Cq, Mr, PageBuf, Pd, SendWr};
 use typed_verbs_bench::open;
 use typed_verbs_bench::post::{drain, rc_pair, run};
 
@@ -16,16 +16,9 @@ fn main() {
     let cq = Cq::builder(&ctx).cqe(256).build().unwrap();
     let pair = rc_pair(&ctx, &pd, &cq);
     let buf = || PageBuf::new(64).unwrap();
-    let local = Mr::new(&pd, buf(), AccessFlags::LOCAL_WRITE).unwrap();
-    let remote = Mr::new(
-        &pd,
-        buf(),
-        AccessFlags::REMOTE_WRITE
-            .union(AccessFlags::REMOTE_READ)
-            .union(AccessFlags::REMOTE_ATOMIC),
-    )
-    .unwrap();
-    let recv = Mr::new(&pd, buf(), AccessFlags::LOCAL_WRITE).unwrap();
+    let local = Mr::new(&pd, buf(), Access::LOCAL_WRITE).unwrap();
+    let remote = Mr::new(&pd, buf(), typed_verbs_bench::post::ALL_REMOTE).unwrap();
+    let recv = Mr::new(&pd, buf(), Access::LOCAL_WRITE).unwrap();
     match args
         .iter()
         .map(String::as_str)
