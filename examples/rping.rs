@@ -498,13 +498,15 @@ impl Cb<'_, '_> {
     fn format_send(&self, mr: &Mr<'_, PageBuf, Remote>) {
         let r = mr.remote();
         let mut info = [0u8; INFO_LEN];
-        info[0..8].copy_from_slice(&r.addr.to_be_bytes());
-        info[8..12].copy_from_slice(&r.rkey.to_be_bytes());
+        info[0..8].copy_from_slice(&r.addr().to_be_bytes());
+        info[8..12].copy_from_slice(&r.rkey().to_be_bytes());
         info[12..16].copy_from_slice(&(self.o.size as u32).to_be_bytes());
         self.bufs.send.write(0, &info).expect("16 bytes");
         self.out.debug(format!(
             "RDMA addr {:x} rkey {:x} len {}",
-            r.addr, r.rkey, self.o.size
+            r.addr(),
+            r.rkey(),
+            self.o.size
         ));
     }
 
@@ -595,7 +597,7 @@ impl Cb<'_, '_> {
             self.out.debug(format!(
                 "rdma write from lkey {:x} laddr {:x} len {len}",
                 self.bufs.rdma.lkey(),
-                self.bufs.rdma.remote().addr
+                self.bufs.rdma.remote().addr()
             ));
             if let Err(e) = self.post_rdma(false, len) {
                 self.out.warn(format!("post send error {e}"));

@@ -13,7 +13,7 @@
 //! | `REMOTE_WRITE` or `REMOTE_ATOMIC` needs `LOCAL_WRITE` | [`Access::REMOTE_WRITE`] and [`Access::REMOTE_ATOMIC`] include it; [`Rights`] is not implemented without it |
 //! | a receive, an RDMA read's destination need `LOCAL_WRITE` | the SGEs of such a region are `Sge<'_, No>`, which [`LocalWriteList`](crate::wr::LocalWriteList) refuses |
 //! | an atomic's result needs `LOCAL_WRITE` | [`Mr::atomic_result`](crate::Mr::atomic_result) needs [`LocalWriteAccess`] |
-//! | an RDMA write's, read's or atomic's remote address needs that right | [`RemoteAddr`](crate::RemoteAddr)`<A>` and [`AtomicTarget`](crate::AtomicTarget) are made from a [`RemoteMr`](crate::RemoteMr)`<A>` whose `A` has it |
+//! | an RDMA write's, read's or atomic's remote address needs that right | [`RemoteAddr`](crate::RemoteAddr)`<A>` and [`AtomicTarget`](crate::AtomicTarget) are made from a [`RemoteMr`](crate::RemoteMr)`<A>` whose `A` has it: a local region's own rights (`mr.remote()`), or a peer's as the peer declares them ([`RemoteMr::from_peer`](crate::RemoteMr::from_peer)), which its device checks |
 //!
 //! The flags are written as in C, as values whose type carries them:
 //!
@@ -168,6 +168,25 @@ impl Access<No, No, No, No> {
 }
 
 impl<LW: Bit, RW: Bit, RR: Bit, RA: Bit> Access<LW, RW, RR, RA> {
+    /// The value of a rights type, for a type named with [`access!`](crate::access!) (the
+    /// type is the promise; the value carries nothing).
+    ///
+    /// ```
+    /// use typed_verbs::{access, Access, Mr, PageBuf};
+    /// type Table = access!(REMOTE_READ | REMOTE_WRITE);
+    /// const TABLE: Table = Access::new();
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let table: Mr<'_, PageBuf, Table> = Mr::new(&pd, PageBuf::new(4096)?, TABLE)?;
+    /// # drop(table);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub const fn new() -> Self
+    where
+        Self: Rights,
+    {
+        Access(PhantomData)
+    }
+
     /// Both sets of rights (`|` in a `const`).
     ///
     /// ```
@@ -203,6 +222,16 @@ impl<LW: Bit, RW: Bit, RR: Bit, RA: Bit, LW2: Bit, RW2: Bit, RR2: Bit, RA2: Bit>
     }
 }
 
+impl<LW: Bit, RW: Bit, RR: Bit, RA: Bit> Default for Access<LW, RW, RR, RA>
+where
+    Self: Rights,
+{
+    /// [`Access::new`]: the value of the rights type.
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<LW: Bit, RW: Bit, RR: Bit, RA: Bit> From<Access<LW, RW, RR, RA>> for AccessFlags {
     fn from(a: Access<LW, RW, RR, RA>) -> AccessFlags {
         AccessFlags::from_raw(a.bits())
@@ -224,14 +253,14 @@ impl<LW: Bit, RW: Bit, RR: Bit, RA: Bit> From<Access<LW, RW, RR, RA>> for Access
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not the rights a region can be registered with: pass `Access::LOCAL_WRITE`, `Access::REMOTE_READ`, ... joined with `|` (a region's rights are its type), or name the type with `access!(...)`",
+    message = "`{Self}` is not the rights a region can be registered with: pass `Access::LOCAL_WRITE`, `Access::REMOTE_READ`, ... joined with `|` (a region's rights are its type), or, in generic code over the rights `A`, add the bound `A: typed_verbs::access::Rights`",
     label = "not region access rights",
     note = "`AccessFlags` are a QP's run-time flags, not a region's; in `Access<LW, RW, RR, RA>`, remote write or atomic needs LOCAL_WRITE (`LW = Yes`, ibv_reg_mr(3)), which `Access::REMOTE_WRITE` and `Access::REMOTE_ATOMIC` include"
 )]
 pub trait Rights: Sealed + Copy + 'static {
     /// The C bits (`IBV_ACCESS_*`).
     const BITS: u32;
-    /// Whether the region has `LOCAL_WRITE`: the SGEs it makes are `Sge<'_, LocalWrite>`.
+    /// Whether the region has `LOCAL_WRITE`: the SGEs it makes are `Sge<'_, Self::LocalWrite>`.
     type LocalWrite: Bit;
 }
 impl<LW: Bit, RW: Bit, RR: Bit, RA: Bit> Sealed for Access<LW, RW, RR, RA> {}
@@ -245,23 +274,24 @@ impl<RR: Bit> Rights for Access<No, No, RR, No> {
 }
 
 macro_rules! right_traits {
-    ($($(#[$doc:meta])* $trait:ident for <$($p:ident),*> [$($a:ty),*]: $msg:literal, $label:literal;)*) => {$(
+    ($($(#[$doc:meta])* $trait:ident: ($($sup:tt)*) for <$($p:ident),*> [$($a:ty),*]: $msg:literal, $label:literal;)*) => {$(
         $(#[$doc])*
         #[diagnostic::on_unimplemented(message = $msg, label = $label, note = "a region's access flags are its type (`Mr<'_, B, A>`): register it with the right (`Access::LOCAL_WRITE | ...`), or, in generic code over the rights `A`, add the bound")]
-        pub trait $trait: Rights {}
-        impl<$($p: Bit),*> $trait for Access<$($a),*> where Access<$($a),*>: Rights {}
+        pub trait $trait: $($sup)* {}
+        impl<$($p: Bit),*> $trait for Access<$($a),*> where Access<$($a),*>: $($sup)* {}
     )*};
 }
 
 right_traits! {
     /// Rights with `LOCAL_WRITE`: the device may write the region (receives, RDMA reads'
-    /// destinations, atomics' results).
+    /// destinations, atomics' results). Its SGEs are `Sge<'_, Yes>` (the supertrait says so), so
+    /// generic code with this bound may post receives into them.
     ///
     /// ```
     /// fn writable<A: typed_verbs::access::LocalWriteAccess>(_: A) {}
     /// writable(typed_verbs::Access::LOCAL_WRITE | typed_verbs::Access::REMOTE_READ);
     /// ```
-    LocalWriteAccess for <RW, RR, RA> [Yes, RW, RR, RA]:
+    LocalWriteAccess: (Rights<LocalWrite = Yes>) for <RW, RR, RA> [Yes, RW, RR, RA]:
         "the device writes this memory, and the region's rights `{Self}` lack LOCAL_WRITE: register it with `Access::LOCAL_WRITE` (ibv_reg_mr(3)), or, in generic code over the rights `A`, add the bound `A: typed_verbs::access::LocalWriteAccess`",
         "needs a region registered with LOCAL_WRITE";
     /// Rights with `REMOTE_WRITE`: a peer may RDMA-write the region.
@@ -270,7 +300,7 @@ right_traits! {
     /// fn target<A: typed_verbs::access::RemoteWriteAccess>(_: A) {}
     /// target(typed_verbs::Access::REMOTE_WRITE);
     /// ```
-    RemoteWriteAccess for <RR, RA> [Yes, Yes, RR, RA]:
+    RemoteWriteAccess: (Rights) for <RR, RA> [Yes, Yes, RR, RA]:
         "an RDMA write needs a remote region registered with REMOTE_WRITE, and `{Self}` lacks it: register the target with `Access::REMOTE_WRITE`, or, in generic code over the rights `A`, add the bound `A: typed_verbs::access::RemoteWriteAccess`",
         "the target region has no REMOTE_WRITE";
     /// Rights with `REMOTE_READ`: a peer may RDMA-read the region.
@@ -279,7 +309,7 @@ right_traits! {
     /// fn source<A: typed_verbs::access::RemoteReadAccess>(_: A) {}
     /// source(typed_verbs::Access::REMOTE_READ);
     /// ```
-    RemoteReadAccess for <LW, RW, RA> [LW, RW, Yes, RA]:
+    RemoteReadAccess: (Rights) for <LW, RW, RA> [LW, RW, Yes, RA]:
         "an RDMA read needs a remote region registered with REMOTE_READ, and `{Self}` lacks it: register the source with `Access::REMOTE_READ`, or, in generic code over the rights `A`, add the bound `A: typed_verbs::access::RemoteReadAccess`",
         "the source region has no REMOTE_READ";
     /// Rights with `REMOTE_ATOMIC`: a peer's atomics may target the region.
@@ -288,27 +318,27 @@ right_traits! {
     /// fn counter<A: typed_verbs::access::RemoteAtomicAccess>(_: A) {}
     /// counter(typed_verbs::Access::REMOTE_ATOMIC);
     /// ```
-    RemoteAtomicAccess for <RW, RR> [Yes, RW, RR, Yes]:
+    RemoteAtomicAccess: (Rights) for <RW, RR> [Yes, RW, RR, Yes]:
         "an atomic needs a remote region registered with REMOTE_ATOMIC, and `{Self}` lacks it: register the target with `Access::REMOTE_ATOMIC`, or, in generic code over the rights `A`, add the bound `A: typed_verbs::access::RemoteAtomicAccess`",
         "the target region has no REMOTE_ATOMIC";
 }
 
-/// The rights a slot region is registered with: `LOCAL_WRITE`, or none for a region of sends
-/// only. A slot is received into
-/// (so the device writes it), and no peer may reach it: a remote right would let a peer write
-/// or read a slot the program holds ([`crate::slots`]).
+/// The rights a slot region is registered with: `LOCAL_WRITE`, and no remote right. A slot may
+/// be received into (the device writes it; a region without `LOCAL_WRITE` would fail the
+/// receive and move the QP to ERR), and no peer may reach it: a remote right would let a peer
+/// write or read a slot the program holds ([`crate::slots`]).
 ///
 /// ```
 /// fn slots<A: typed_verbs::access::SlotAccess>(_: A) {}
 /// slots(typed_verbs::Access::LOCAL_WRITE);
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "slots are registered with `Access::LOCAL_WRITE` (or `Access::NONE`, for sends only), not `{Self}`: a remote right would let a peer write or read a slot the program holds",
-    label = "slot regions take no remote rights",
+    message = "`{Self}` is not the rights of a slot region: register slots with `Access::LOCAL_WRITE` (a remote right would let a peer write or read a slot the program holds, and a receive needs LOCAL_WRITE)",
+    label = "slot regions are registered with LOCAL_WRITE only",
     note = "register memory a peer reaches as a plain region (`Mr::new`)"
 )]
 pub trait SlotAccess: Rights {}
-impl<LW: Bit> SlotAccess for Access<LW, No, No, No> where Access<LW, No, No, No>: Rights {}
+impl SlotAccess for Access<Yes, No, No, No> {}
 
 /// Names a region's access rights as a type: `access!(LOCAL_WRITE | REMOTE_READ)` is the
 /// [`Access`] type of `Access::LOCAL_WRITE | Access::REMOTE_READ`. The names are the man page's
@@ -336,6 +366,12 @@ macro_rules! access {
     (REMOTE_WRITE) => { $crate::access::Access<$crate::access::Yes, $crate::access::Yes, $crate::access::No, $crate::access::No> };
     (REMOTE_READ) => { $crate::access::Access<$crate::access::No, $crate::access::No, $crate::access::Yes, $crate::access::No> };
     (REMOTE_ATOMIC) => { $crate::access::Access<$crate::access::Yes, $crate::access::No, $crate::access::No, $crate::access::Yes> };
+    ($other:ident) => {
+        ::core::compile_error!(::core::concat!(
+            "unknown access flag `", ::core::stringify!($other),
+            "`: the flags are LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC and NONE"
+        ))
+    };
     ($first:ident | $($rest:ident)|+) => {
         <$crate::access!($first) as ::core::ops::BitOr<$crate::access!($($rest)|+)>>::Output
     };

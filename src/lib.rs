@@ -162,8 +162,8 @@ pub mod prelude {
         CompChannel, ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Endpoint, Error,
         ErrorState, Gid, GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd,
         Poller, Qp, QpThreading, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, Received,
-        RemoteMr, Reset, Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, Slot, SlotCq,
-        SlotRq, SlotSrq, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud, UdDest, UdInit,
+        RemoteAddr, RemoteMr, Reset, Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, Slot,
+        SlotCq, SlotRq, SlotSrq, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud, UdDest, UdInit,
         UdInitModify, UdRtsModify, UsesSlotSrq, UsesSrq, WcOpcode, WcStatus, WorkCompletion,
     };
 }

@@ -705,7 +705,7 @@ impl<W: Bit> Sge<'_, W> {
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
 /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
 /// let old = mr.atomic_result(16).unwrap();
-/// assert_eq!((old.sge().length(), old.sge().addr() - mr.remote().addr), (8, 16));
+/// assert_eq!((old.sge().length(), old.sge().addr() - mr.remote().addr()), (8, 16));
 /// assert!(mr.atomic_result(4090).is_none()); // does not fit
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
@@ -747,12 +747,9 @@ impl<'r> AtomicResult<'r> {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 pub struct RemoteMr<A: Rights> {
-    /// The region's start address.
-    pub addr: u64,
-    /// Its length in bytes.
-    pub len: u64,
-    /// Its remote key.
-    pub rkey: u32,
+    addr: u64,
+    len: u64,
+    rkey: u32,
     _a: PhantomData<A>,
 }
 
@@ -805,6 +802,46 @@ impl<A: Rights> RemoteMr<A> {
         }
     }
 
+    /// The region's start address (what its work requests name: the iova).
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
+    /// assert_eq!(mr.remote().addr(), mr.sge(0..1).unwrap().addr());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Its length in bytes.
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
+    /// assert_eq!(mr.remote().len(), 4096);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    #[allow(clippy::len_without_is_empty)] // a region is never empty
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Its remote key.
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
+    /// assert_eq!(mr.remote().rkey(), mr.rkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
     /// The remote address `offset` bytes in, if `len` bytes from there fit in the region.
     ///
     /// ```
@@ -840,7 +877,7 @@ impl<A: Rights> RemoteMr<A> {
         A: RemoteAtomicAccess,
     {
         let at = self.at(offset, 8)?;
-        (at.addr % 8 == 0).then_some(AtomicTarget(at.erase()))
+        (at.addr % 8 == 0).then_some(AtomicTarget(at.retype()))
     }
 }
 
@@ -856,7 +893,7 @@ impl<A: Rights> RemoteMr<A> {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AtomicTarget(RemoteAddr<Untyped>);
+pub struct AtomicTarget(RemoteAddr<crate::access!(REMOTE_ATOMIC)>);
 
 impl AtomicTarget {
     /// The remote address and rkey.
@@ -867,10 +904,10 @@ impl AtomicTarget {
     /// # let pd = typed_verbs::Pd::new(&ctx)?;
     /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_ATOMIC)?;
     /// let target = mr.remote().atomic_at(8).unwrap();
-    /// assert_eq!(target.addr().addr % 8, 0);
+    /// assert_eq!(target.addr().addr() % 8, 0);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn addr(&self) -> RemoteAddr<Untyped> {
+    pub fn addr(&self) -> RemoteAddr<crate::access!(REMOTE_ATOMIC)> {
         self.0
     }
 }
@@ -882,29 +919,18 @@ impl AtomicTarget {
 /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
 /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
 /// let at = mr.remote().at(16, 8).unwrap();
-/// assert_eq!(at.rkey, mr.rkey());
+/// assert_eq!(at.rkey(), mr.rkey());
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 pub struct RemoteAddr<A: Rights> {
-    /// The address in the peer's region.
-    pub addr: u64,
-    /// The peer region's rkey.
-    pub rkey: u32,
+    addr: u64,
+    rkey: u32,
     _a: PhantomData<A>,
 }
 
-/// The rights of a remote address whose type no longer says them: an [`AtomicTarget`]'s
-/// (proven when it was made), and the form the post paths hand on.
-///
-/// ```
-/// # use typed_verbs::{Access, Mr, PageBuf, RemoteAddr, mr::Untyped};
-/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(64)?, Access::REMOTE_ATOMIC)?;
-/// let at: RemoteAddr<Untyped> = mr.remote().atomic_at(0).unwrap().addr();
-/// assert_eq!(at.rkey, mr.rkey());
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-pub type Untyped = crate::access::Access<No, No, No, No>;
+/// The rights of a remote address whose type no longer says them: the form the post paths
+/// hand on, once the rights were checked by type.
+pub(crate) type Untyped = crate::access::Access<No, No, No, No>;
 
 impl<A: Rights> Clone for RemoteAddr<A> {
     fn clone(&self) -> Self {
@@ -941,7 +967,7 @@ impl<A: Rights> RemoteAddr<A> {
     /// ```
     /// use typed_verbs::{Access, RemoteAddr};
     /// let at = RemoteAddr::from_peer(0x7f00_0000_1000, 0x1234, Access::REMOTE_WRITE);
-    /// assert_eq!(at.rkey, 0x1234);
+    /// assert_eq!(at.rkey(), 0x1234);
     /// ```
     pub fn from_peer(addr: u64, rkey: u32, _rights: A) -> RemoteAddr<A> {
         RemoteAddr {
@@ -951,8 +977,39 @@ impl<A: Rights> RemoteAddr<A> {
         }
     }
 
+    /// The address in the peer's region.
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
+    /// assert_eq!(mr.remote().at(16, 8).unwrap().addr(), mr.remote().addr() + 16);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// The peer region's rkey.
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
+    /// assert_eq!(mr.remote().at(0, 8).unwrap().rkey(), mr.rkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
     /// The same address, its rights dropped from the type (they were checked when it was used).
     pub(crate) fn erase(self) -> RemoteAddr<Untyped> {
+        self.retype()
+    }
+
+    /// The same address under other rights: for a right the caller has checked.
+    pub(crate) fn retype<B: Rights>(self) -> RemoteAddr<B> {
         RemoteAddr {
             addr: self.addr,
             rkey: self.rkey,
@@ -1292,7 +1349,7 @@ impl<B: Memory, A: Rights> Mr<'_, B, A> {
     /// # let ctx = typed_verbs::Context::open("sw0")?;
     /// # let pd = typed_verbs::Pd::new(&ctx)?;
     /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
-    /// assert_eq!(mr.remote().rkey, mr.rkey()); // what a peer names the region by
+    /// assert_eq!(mr.remote().rkey(), mr.rkey()); // what a peer names the region by
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn rkey(&self) -> u32 {
@@ -1332,7 +1389,7 @@ impl<B: Memory, A: Rights> Mr<'_, B, A> {
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
     /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
     /// let r = mr.remote();
-    /// assert_eq!((r.len, r.rkey), (4096, mr.rkey()));
+    /// assert_eq!((r.len(), r.rkey()), (4096, mr.rkey()));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn remote(&self) -> RemoteMr<A> {

@@ -1101,7 +1101,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// # Errors
     /// - [`ErrorKind::BatchOpen`] inside a polling batch (the QP is then destroyed when the
     ///   batch ends). On a thread out of any batch, a batch another thread has open on one of the
-    ///   QP's CQs is waited for, as for a lock ([`crate::teardown`]), and no new batch opens on
+    ///   QP's CQs is waited for, as for a lock ([the safety model](crate::safety)), and no new batch opens on
     ///   the CQ meanwhile.
     /// - The device's errno from `ibv_destroy_qp` or from detaching its multicast groups
     ///   ([`ErrorKind::Os`]).
@@ -1274,8 +1274,8 @@ unsafe fn into_later<C>(meta: *mut QpMeta<C>) -> *mut c_void {
 /// A QP's `Drop`: tears it down and frees its user context, never waiting. Inside a polling
 /// batch the destroy waits for the batch's end; while another thread's batch (or a teardown)
 /// holds one of its CQs' gates, it is pending on that gate and runs after at most one batch
-/// end per CQ, on the thread that ends it ([`crate::teardown`]). A waiting QP's user context is dropped
-/// at once, since it may borrow what the closure frees next.
+/// end per CQ, on the thread that ends it ([`crate::teardown`]). A waiting QP's user context
+/// is dropped at once, since it may borrow what the closure frees next.
 ///
 /// # Safety
 /// `qp` is a live QP made by the builder with user context `C`, whose handle is gone; called

@@ -1438,7 +1438,7 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// # Errors
     /// - [`ErrorKind::BatchOpen`] inside a polling batch, before the call. On a thread out of any
     ///   batch, a batch another thread has open on one of the QP's CQs is waited for, as for a
-    ///   lock ([`crate::teardown`]).
+    ///   lock ([the safety model](crate::safety)).
     /// - The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming the
     ///   transition to `RESET`.
     ///

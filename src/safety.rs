@@ -60,8 +60,8 @@
 //! as plain slices. A `&[u8]` (or `&mut [u8]`) is sound only while nothing else, the device and the
 //! software device's copies included, can write (or access) its bytes. The types make sure of it:
 //!
-//! 1. the region is registered without remote write, remote atomic and remote read (checked before
-//!    `ibv_reg_mr`), so no peer can reach it;
+//! 1. the region is registered with `LOCAL_WRITE` and no remote right (by type:
+//!    [`SlotAccess`](crate::access::SlotAccess)), so no peer can reach it;
 //! 2. the region is never an `Mr` the program holds and none of its `Sge`s exist, so the only
 //!    work requests meant for it are slot posts, each naming its own slot's disjoint range; and no
 //!    other work request reaches it even by its key (see *No device writes what the program

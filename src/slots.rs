@@ -31,8 +31,8 @@
 //! promises hold only if no work request and no peer can access the range meanwhile:
 //!
 //! 1. **No peer.** A slot region is registered by [`Slot::register`], whose rights are
-//!    [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE) or [`Access::NONE`](crate::Access::NONE)
-//!    by type ([`SlotAccess`]): a remote right does not compile, no
+//!    [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE) by type ([`SlotAccess`]): a remote
+//!    right does not compile, no
 //!    rkey opens the region to a peer, and the device checks a region's access on every remote
 //!    request.
 //! 2. **No other local work request.** The region is never an [`Mr`] the program holds: no
@@ -226,10 +226,8 @@ impl<'pd> Slot<'pd> {
     /// registered until its last slot is dropped.
     ///
     /// Memory a peer may access is never handed out as a slice: `access` is
-    /// [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE) or, for a region of sends only,
-    /// [`Access::NONE`](crate::Access::NONE); a remote right does not compile
-    /// ([`SlotAccess`]). A slot of a region without `LOCAL_WRITE`
-    /// posted as a receive fails with a completion error (`LOC_PROT_ERR`), its slot back.
+    /// [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE), by type ([`SlotAccess`]): a remote
+    /// right does not compile, and every slot may be received into.
     /// `slot_len` must be 1 to `min(buf.len(), u32::MAX)` (`OutOfRange`; `buf` is then
     /// dropped, nothing stays registered).
     ///
@@ -299,7 +297,7 @@ impl<'pd> Slot<'pd> {
                 max as u64,
             ));
         }
-        let (base, lkey) = (mr.remote().addr as *mut u8, mr.lkey());
+        let (base, lkey) = (mr.remote().addr() as *mut u8, mr.lkey());
         let n = len / slot_len;
         let mut slots = Vec::new();
         slots
@@ -1433,8 +1431,8 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
         wr.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
         if let Some(r) = remote {
             wr.wr.rdma = sys::rdma_t {
-                remote_addr: r.addr,
-                rkey: r.rkey,
+                remote_addr: r.addr(),
+                rkey: r.rkey(),
             };
         }
         post_slot(

@@ -271,6 +271,10 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 /// Sealed: a list that claims `FITS` is posted without a check, so only the crate's lists
 /// implement it.
 ///
+/// An empty send list is written `&[] as &[Sge; 0]` (or `&[Sge]`): `&[]` alone does not say
+/// whether its SGEs would be `Sge<'_, Yes>` or `Sge<'_, No>`, and the compiler asks
+/// (E0283). A receive's `&[]` needs no annotation.
+///
 /// ```
 /// # use typed_verbs::prelude::*;
 /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
@@ -341,7 +345,7 @@ sge_list! {
 /// A scatter/gather list the device may write: every SGE in it lies in a region registered
 /// with `LOCAL_WRITE` (its SGEs are `Sge<'_, Yes>`). A receive (ibv_post_recv(3),
 /// ibv_post_srq_recv(3)) and an RDMA read's destination take one; a region without the right
-/// would fail the request with a completion error (`LOC_PROT_ERR`) instead. Sealed.
+/// would fail the request with a completion error instead (and a receive moves its QP to ERR). Sealed.
 ///
 /// ```
 /// # use typed_verbs::prelude::*;
@@ -365,7 +369,7 @@ sge_list! {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "the device writes into this list, and `{Self}` may hold SGEs of a region registered without LOCAL_WRITE: register the region with `Access::LOCAL_WRITE` (ibv_reg_mr(3)), or, in generic code over the list `L`, add the bound `L: typed_verbs::wr::LocalWriteList`",
+    message = "the device writes into this list, and `{Self}` may hold SGEs of a region registered without LOCAL_WRITE: register the region with `Access::LOCAL_WRITE` (ibv_reg_mr(3)), or, in generic code, bound the region's rights `A: typed_verbs::access::LocalWriteAccess` (or the list `L: typed_verbs::wr::LocalWriteList`)",
     label = "SGEs the device cannot write",
     note = "an SGE of a region without LOCAL_WRITE is `Sge<'_, No>`; receives and RDMA reads' destinations need `Sge<'_, Yes>`"
 )]
@@ -764,7 +768,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
         let result = result.into_result();
         Self::new(
             wr_id,
-            Op::CompareSwap(remote.addr(), compare, swap),
+            Op::CompareSwap(remote.addr().erase(), compare, swap),
             Data::sgl(result.as_list()),
         )
     }
@@ -808,7 +812,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
         let result = result.into_result();
         Self::new(
             wr_id,
-            Op::FetchAdd(remote.addr(), add),
+            Op::FetchAdd(remote.addr().erase(), add),
             Data::sgl(result.as_list()),
         )
     }
@@ -1025,10 +1029,10 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
                       compare_add: u64,
                       swap: u64| {
             wr.wr.atomic = sys::atomic_t {
-                remote_addr: remote.addr,
+                remote_addr: remote.addr(),
                 compare_add,
                 swap,
-                rkey: remote.rkey,
+                rkey: remote.rkey(),
             };
         };
         match self.op {
@@ -1040,23 +1044,23 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
             Op::Write(r) => {
                 wr.opcode = IBV_WR_RDMA_WRITE;
                 wr.wr.rdma = sys::rdma_t {
-                    remote_addr: r.addr,
-                    rkey: r.rkey,
+                    remote_addr: r.addr(),
+                    rkey: r.rkey(),
                 };
             }
             Op::WriteImm(r, imm) => {
                 wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
                 wr.wr.rdma = sys::rdma_t {
-                    remote_addr: r.addr,
-                    rkey: r.rkey,
+                    remote_addr: r.addr(),
+                    rkey: r.rkey(),
                 };
                 wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
             }
             Op::Read(r) => {
                 wr.opcode = IBV_WR_RDMA_READ;
                 wr.wr.rdma = sys::rdma_t {
-                    remote_addr: r.addr,
-                    rkey: r.rkey,
+                    remote_addr: r.addr(),
+                    rkey: r.rkey(),
                 };
             }
             Op::CompareSwap(r, compare, swap) => {

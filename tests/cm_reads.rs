@@ -101,7 +101,7 @@ fn the_server_rdma_reads_the_memory_of_the_client_that_connected() {
                 &SendWr::rdma_read(
                     7,
                     &[sge],
-                    RemoteAddr::from_peer(r.addr, r.rkey, Access::REMOTE_READ),
+                    RemoteAddr::from_peer(r.addr(), r.rkey(), Access::REMOTE_READ),
                 )
                 .signaled(),
             )

@@ -555,7 +555,7 @@ fn solicited_only_arming_and_a_failed_send_completion() {
         let far = vec![0u8; 16];
         let far_mr = Mr::new(&pd, far, Access::LOCAL_WRITE).unwrap();
         let r = far_mr.remote();
-        let bogus = RemoteAddr::from_peer(r.addr, r.rkey, Access::REMOTE_WRITE);
+        let bogus = RemoteAddr::from_peer(r.addr(), r.rkey(), Access::REMOTE_WRITE);
         a.post_send(&SendWr::rdma_write(1, &[src.sge(0..16).unwrap()], bogus).signaled())
             .unwrap();
         assert_eq!(completions(&send_cq, 1), [(1, WcStatus::REM_ACCESS_ERR)]);
@@ -980,7 +980,7 @@ fn qp_errors_raise_no_async_event_as_on_rxe() {
         let (a, b) = rc_pair(&ctx, &pd, &cq, &cq);
         // The peer's word that the region is open to writes, when it is not (see above).
         let r = m.src.remote();
-        let bogus = RemoteAddr::from_peer(r.addr, r.rkey, Access::REMOTE_WRITE);
+        let bogus = RemoteAddr::from_peer(r.addr(), r.rkey(), Access::REMOTE_WRITE);
         a.post_send(&SendWr::rdma_write(1, &[m.src.sge(0..16).unwrap()], bogus).signaled())
             .unwrap();
         assert_eq!(completions(&cq, 1), [(1, WcStatus::REM_ACCESS_ERR)]);

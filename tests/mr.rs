@@ -19,17 +19,17 @@ fn register_read_write_and_deregister() {
     assert_eq!(mr.len(), 4096);
     assert_ne!(mr.lkey(), 0);
     let remote = mr.remote();
-    assert_eq!((remote.len, remote.rkey), (4096, mr.rkey()));
-    assert_eq!(remote.addr % 4096, 0, "a PageBuf is page-aligned");
+    assert_eq!((remote.len(), remote.rkey()), (4096, mr.rkey()));
+    assert_eq!(remote.addr() % 4096, 0, "a PageBuf is page-aligned");
     assert_eq!(
-        remote.at(4000, 96).map(|r| r.addr),
-        Some(remote.addr + 4000)
+        remote.at(4000, 96).map(|r| r.addr()),
+        Some(remote.addr() + 4000)
     );
     assert_eq!(remote.at(4000, 97), None, "past the end");
     let sge = mr.sge(100..164).unwrap();
     assert_eq!(
         (sge.addr(), sge.length(), sge.lkey()),
-        (remote.addr + 100, 64, mr.lkey())
+        (remote.addr() + 100, 64, mr.lkey())
     );
     assert!(mr.sge(4000..4097).is_none());
     mr.write(10, b"hello").unwrap();
@@ -124,7 +124,7 @@ fn huge_pages_are_registered_where_the_os_has_them() {
             let ctx = open();
             let pd = Pd::new(&ctx).unwrap();
             let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).unwrap();
-            assert_eq!(mr.remote().addr % huge as u64, 0, "huge-page aligned");
+            assert_eq!(mr.remote().addr() % huge as u64, 0, "huge-page aligned");
             mr.write(huge - 4, b"tail").unwrap();
             let buf = mr.destroy().unwrap();
             assert_eq!(&buf[huge - 4..], b"tail");

@@ -389,7 +389,7 @@ fn a_region_lives_until_its_last_slot_is_dropped() {
     let ctx = Arc::new(open());
     let pd = Arc::new(Pd::new(&ctx).unwrap());
     let leaks = LeakCheck::new(&ctx, "a_region_lives_until_its_last_slot_is_dropped");
-    let mut s = Slot::register(&pd, vec![9u8; 1000], Access::NONE, 300).unwrap();
+    let mut s = Slot::register(&pd, vec![9u8; 1000], Access::LOCAL_WRITE, 300).unwrap();
     assert_eq!(s.len(), 3, "the 100 bytes left over are no slot");
     assert!(s
         .iter()

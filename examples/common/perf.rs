@@ -701,8 +701,8 @@ pub fn with_conn<R>(
         lid: port.lid,
         qpn: qp.qp_num(),
         psn: random_psn(),
-        rkey: remote_self.rkey,
-        addr: remote_self.addr + half,
+        rkey: remote_self.rkey(),
+        addr: remote_self.addr() + half,
         len: half,
         gid,
     };

@@ -1,5 +1,5 @@
 // Slots are handed out as plain slices, so no peer may reach their memory: a slot region is
-// registered with LOCAL_WRITE (or no right at all), never a remote one. Neighbour:
+// registered with LOCAL_WRITE, never a remote right. Neighbour:
 // typed_access_rights.
 use std::sync::Arc;
 use typed_verbs::prelude::*;

@@ -14,7 +14,7 @@ fn main() -> Result<(), typed_verbs::Error> {
             let sge = mr.sge(0..6).expect("in range"); // post work requests naming it here
             Ok::<_, typed_verbs::Error>((sge.length(), mr.remote()))
         })??;
-    assert_eq!((len, remote.len), (6, 64));
+    assert_eq!((len, remote.len()), (6, 64));
     assert_eq!(&buf[..6], b"inside");
     Ok(())
 }

@@ -3,11 +3,22 @@
 // atomic_result_without_local_write, rdma_write_to_region_without_remote_write,
 // rdma_read_from_region_without_remote_read, atomic_on_region_without_remote_atomic,
 // remote_write_without_local_write, slot_region_with_remote_access,
-// region_rights_from_access_flags): every work request posted with regions that have the
+// region_rights_from_access_flags, recv_in_generic_code_without_local_write,
+// access_macro_unknown_flag): every work request posted with regions that have the
 // rights it needs, on an RC pair of the software device, and each completes.
 use std::sync::Arc;
 use typed_verbs::prelude::*;
 use typed_verbs::access::No;
+
+/// Generic code over a region's rights: `LocalWriteAccess` lets it receive into the region.
+fn recv_into<A: typed_verbs::access::LocalWriteAccess>(
+    qp: &Qp<'_, Rc, OwnRq, Shared, (), Rts>,
+    wr_id: u64,
+    mr: &Mr<'_, PageBuf, A>,
+    at: std::ops::Range<usize>,
+) -> Result<()> {
+    qp.post_recv(wr_id, &[mr.sge(at).unwrap()])
+}
 
 /// Regions kept in a struct, their rights named with `access!`.
 struct Regions<'pd> {
@@ -36,7 +47,7 @@ fn main() -> Result<()> {
 
     // Receives into LOCAL_WRITE memory; a gather list mixing in a region without it.
     b.post_recv(2, &[r.inbox.sge(0..64).unwrap()])?;
-    b.post_recv(3, &[r.inbox.sge(64..128).unwrap()])?;
+    recv_into(&b, 3, &r.inbox, 64..128)?;
     let gather: [Sge<'_, No>; 2] = [r.inbox.sge(512..520).unwrap().read_only(), r.payload.sge(0..8).unwrap()];
     a.post_send(&SendWr::send(4, &gather).signaled())?;
     let one = [r.payload.sge(0..8).unwrap()];
@@ -49,12 +60,11 @@ fn main() -> Result<()> {
     let old = r.inbox.atomic_result(256).unwrap();
     a.post_send(&SendWr::fetch_add(8, &old, table.atomic_at(64).unwrap(), 1).signaled())?;
     // A peer's region, from what the peer sent.
-    let told = RemoteMr::from_peer(table.addr, table.len, table.rkey, Access::REMOTE_READ);
+    let told = RemoteMr::from_peer(table.addr(), table.len(), table.rkey(), Access::REMOTE_READ);
     a.post_send(&SendWr::rdma_read(9, &[r.inbox.sge(136..144).unwrap()], told.at(8, 8).unwrap()).signaled())?;
 
-    // Slots: LOCAL_WRITE, or no right for slots that are only sent.
-    let _rx = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?;
-    let _tx = Slot::register(&pd, PageBuf::new(4096)?, Access::NONE, 1024)?;
+    // Slots: LOCAL_WRITE, and no remote right.
+    let _slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?;
 
     let mut ids = Vec::new();
     let start = std::time::Instant::now();

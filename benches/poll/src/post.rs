@@ -231,9 +231,9 @@ pub fn run(
                 match opcode {
                     "send" => c_post_send(qp, &mut raw_sge, i),
                     "send_imm" => c_post_send_imm(qp, &mut raw_sge, i, i as u32),
-                    "rdma_write" => c_post_write(qp, &mut raw_sge, i, r.addr, r.rkey),
-                    "rdma_read" => c_post_read(qp, &mut raw_sge, i, r.addr, r.rkey),
-                    _ => c_post_fetch_add(qp, &mut raw_sge, i, r.addr, r.rkey),
+                    "rdma_write" => c_post_write(qp, &mut raw_sge, i, r.addr(), r.rkey()),
+                    "rdma_read" => c_post_read(qp, &mut raw_sge, i, r.addr(), r.rkey()),
+                    _ => c_post_fetch_add(qp, &mut raw_sge, i, r.addr(), r.rkey()),
                 }
             };
             assert_eq!(rc, 0, "C post_send");
