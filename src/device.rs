@@ -553,9 +553,8 @@ impl Context {
     }
 
     /// `ibv_close_device`. Every object of the context is gone by now (they borrow it), but for
-    /// a dropped QP whose destroy waits for a batch's end (dropped inside this thread's polling
-    /// batch, or while another thread's batch held one of its CQs; [the safety
-    /// model](crate::safety)): then the close is refused with
+    /// a QP dropped inside this thread's polling batch, whose destroy waits for the batch's end
+    /// ([the safety model](crate::safety)): then the close is refused with
     /// [`ErrorKind::BatchOpen`] (rdma-core would close the
     /// context under that QP); dropping the context instead closes it after the QP.
     ///
@@ -563,7 +562,8 @@ impl Context {
     /// after that QP, or tries once more); [`try_close`](Self::try_close) gives it back.
     ///
     /// # Errors
-    /// - [`ErrorKind::BatchOpen`] while a dropped QP of this context waits for a batch's end.
+    /// - [`ErrorKind::BatchOpen`] while a QP of this context dropped inside this thread's polling
+    ///   batch waits for the batch's end.
     /// - The device's errno from `ibv_close_device` ([`ErrorKind::Os`]).
     ///
     /// ```

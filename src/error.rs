@@ -497,9 +497,9 @@ impl fmt::Display for Error {
             ),
             ErrorKind::BatchOpen => write!(
                 f,
-                "{}: this thread's polling batch holds the CQ lock this call takes: it could \
-                 wait for ever; make it after the batch (a QP dropped instead is destroyed when \
-                 the batch ends)",
+                "{}: a polling batch holds the CQ lock this call takes (inside poll_batch, or \
+                 another thread's batch on the QP's CQ): it could wait for ever; make it after \
+                 the batch (a QP dropped instead is destroyed when the batch ends)",
                 self.verb
             ),
             ErrorKind::WrongPd(what) => {

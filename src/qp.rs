@@ -1099,10 +1099,8 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// QP. [`try_destroy`](Self::try_destroy) gives the QP back.
     ///
     /// # Errors
-    /// - [`ErrorKind::BatchOpen`] inside a polling batch (the QP is then destroyed when the
-    ///   batch ends). On a thread out of any batch, a batch another thread has open on one of the
-    ///   QP's CQs is waited for, as for a lock ([the safety model](crate::safety)), and no new batch opens on
-    ///   the CQ meanwhile.
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch, or while another thread has a batch open
+    ///   on one of the QP's CQs (the QP is then destroyed when that batch ends).
     /// - The device's errno from `ibv_destroy_qp` or from detaching its multicast groups
     ///   ([`ErrorKind::Os`]).
     ///
@@ -1180,8 +1178,7 @@ unsafe fn destroy_with_groups(
 }
 
 /// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] inside a polling batch (it would wait
-/// for the CQ locks, see [`crate::teardown`]); otherwise, once the batches in progress on its
-/// CQs have ended (the gates), the multicast groups still attached
+/// for the CQ locks, see [`crate::teardown`]); otherwise the multicast groups still attached
 /// (never left) are detached first, then `ibv_destroy_qp`. Runs no user code; the user
 /// context is the caller's to free (its `Leftover`) once the handle is disarmed.
 ///
@@ -1195,14 +1192,13 @@ unsafe fn destroy_checked(qp: *mut sys::ibv_qp) -> Result<(), Error> {
     if teardown::inside_batch() {
         return Err(busy);
     }
-    // A batch another thread has open on one of its CQs holds the lock the destroy takes: wait
-    // for it to end, as for a lock (crate::teardown's gates).
+    // A batch another thread has open on one of its CQs holds the lock the destroy takes:
+    // refused rather than waited for (crate::teardown's gates).
     // SAFETY: caller's contract: a live QP, whose CQs live.
-    let gates = unsafe { teardown::close_gates(cqs_of(qp)) };
+    let gates = unsafe { teardown::close_gates(cqs_of(qp)) }.map_err(|_| busy)?;
     // SAFETY: caller's contract.
     let r = unsafe { destroy_with_groups(qp, &mut groups_of(qp).lock()) };
     drop(gates);
-    teardown::release_now(); // parents of teardowns that waited for the gates
     r
 }
 
@@ -1242,16 +1238,16 @@ unsafe fn later(qp: *mut c_void, rest: *mut c_void) {
     }
 }
 
-/// [`later`] once the QP's CQs' gates are closed: now, or after the batches (or teardowns)
-/// that hold them, on the thread that ends them.
+/// [`later`] once the QP's CQs' gates are closed, or handed to the batch of another thread
+/// that holds one, to run after it ends.
 ///
 /// # Safety
-/// As [`later`]'s, but for the gates; on a thread out of any batch.
+/// As [`later`]'s, but for the gates.
 unsafe fn later_gated(qp: *mut c_void, rest: *mut c_void) {
     let q = qp.cast::<sys::ibv_qp>();
     // SAFETY: caller's contract: a live QP of a live context, whose CQs live until it is
     // destroyed (its parents, held by `rest` or borrowed, wait behind it).
-    unsafe { teardown::run_when_free((*q).context, cqs_of(q), later, qp, rest) };
+    unsafe { teardown::run_or_hand((*q).context, cqs_of(q), later, later_gated, qp, rest) };
 }
 
 /// Moves the groups and the parents out of a dropped QP's meta: what its waiting destroy
@@ -1271,11 +1267,10 @@ unsafe fn into_later<C>(meta: *mut QpMeta<C>) -> *mut c_void {
     Box::into_raw(Box::new(rest)).cast()
 }
 
-/// A QP's `Drop`: tears it down and frees its user context, never waiting. Inside a polling
-/// batch the destroy waits for the batch's end; while another thread's batch (or a teardown)
-/// holds one of its CQs' gates, it is pending on that gate and runs after at most one batch
-/// end per CQ, on the thread that ends it ([`crate::teardown`]). A waiting QP's user context
-/// is dropped at once, since it may borrow what the closure frees next.
+/// A QP's `Drop`: tears it down and frees its user context. Inside a polling batch the
+/// destroy waits for the batch's end; while another thread's batch holds one of its CQs'
+/// locks, for that batch's end ([`crate::teardown`]). A waiting QP's user context is dropped
+/// at once, since it may borrow what the closure frees next.
 ///
 /// # Safety
 /// `qp` is a live QP made by the builder with user context `C`, whose handle is gone; called
@@ -1295,30 +1290,31 @@ unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
         return;
     }
     // SAFETY: caller's contract: its CQs live while it does.
-    match unsafe { teardown::try_close_gates(cqs_of(qp)) } {
-        Some(gates) => {
+    match unsafe { teardown::close_gates(cqs_of(qp)) } {
+        Ok(gates) => {
             let left = Leftover::user_box::<QpMeta<C>>(meta.cast());
             // SAFETY: caller's contract; an error cannot be reported from drop (use `destroy`),
             // and the user context then stays with the live QP.
             let destroyed = unsafe { destroy_with_groups(qp, &mut groups_of(qp).lock()) };
             drop(gates);
-            teardown::release_now(); // parents of teardowns that waited for the gates
             if destroyed.is_ok() {
                 // SAFETY: the QP is destroyed and its handle gone; freed once.
                 unsafe { left.free() };
             }
         }
-        None => {
-            // A batch (or a teardown) holds one of its CQs' gates: destroyed once it holds
-            // both, after at most one batch end per CQ, on the thread that ends it.
-            // SAFETY: as in the batch branch; `run_when_free` runs it now or queues it.
-            unsafe {
+        Err(_) => {
+            // Another thread's batch holds one of its CQs' locks: destroyed after that batch.
+            // SAFETY: as in the batch branch; `run_or_hand` runs it now or hands it on.
+            let ran = unsafe {
                 let rest = into_later(meta);
                 let cqs = cqs_of(qp);
-                teardown::run_when_free(ctx, cqs, later, qp.cast(), rest);
-                drop(Box::from_raw(meta)); // the user context, once the QP is queued
+                let ran = teardown::run_or_hand(ctx, cqs, later, later_gated, qp.cast(), rest);
+                drop(Box::from_raw(meta)); // the user context, once the QP is handed on
+                ran
+            };
+            if ran {
+                teardown::release_now();
             }
-            teardown::release_now();
         }
     }
 }

@@ -1203,17 +1203,28 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
                 },
             });
         }
-        // The same locks, held by a batch another thread has open on one of its CQs: waited
-        // for, as for a lock (crate::teardown's gates).
-        let gates = (To::RAW == sys::ibv_qp_state::IBV_QPS_RESET)
-            // SAFETY: a live QP, whose CQs live while it does; out of any batch (checked above).
-            .then(|| unsafe { crate::teardown::close_gates(crate::qp::cqs_of(qp)) });
+        // The same locks, held by a batch another thread has open on one of its CQs: refused
+        // rather than waited for (crate::teardown's gates).
+        let gates = if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET {
+            // SAFETY: a live QP, whose CQs live while it does.
+            match unsafe { crate::teardown::close_gates(crate::qp::cqs_of(qp)) } {
+                Ok(gates) => Some(gates),
+                Err(_) => {
+                    return Err(ModifyError {
+                        qp: self,
+                        error: Error {
+                            verb,
+                            kind: ErrorKind::BatchOpen,
+                        },
+                    })
+                }
+            }
+        } else {
+            None
+        };
         // SAFETY: a live QP; `attr` valid for the call.
         let modified = unsafe { backend::of((*qp).context).modify_qp(qp, &mut attr, mask | STATE) };
-        if gates.is_some() {
-            drop(gates);
-            crate::teardown::release_now(); // parents of teardowns that waited for the gates
-        }
+        drop(gates);
         match modified {
             Ok(()) => Ok(self.retype()),
             Err(e) => Err(ModifyError {
@@ -1436,9 +1447,8 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// and the error returned: [`try_to_reset`](Self::try_to_reset) gives it back.
     ///
     /// # Errors
-    /// - [`ErrorKind::BatchOpen`] inside a polling batch, before the call. On a thread out of any
-    ///   batch, a batch another thread has open on one of the QP's CQs is waited for, as for a
-    ///   lock ([the safety model](crate::safety)).
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch, or while another thread has a batch open
+    ///   on one of the QP's CQs, before the call.
     /// - The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming the
     ///   transition to `RESET`.
     ///

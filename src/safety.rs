@@ -149,22 +149,14 @@
 //! [`ErrorKind::PollerTaken`](crate::ErrorKind::PollerTaken)), so a closure that waits for
 //! another thread never waits for one that waits for this batch's CQ to poll it.
 //!
-//! Outside a batch, a QP's teardown meets the batches other threads have open on its CQs at
-//! each CQ's gate, which a batch holds from `ibv_start_poll` to `ibv_end_poll`:
-//!
-//! - [`Qp::destroy`](crate::Qp::destroy) and [`to_reset`](crate::Qp::to_reset) wait for those
-//!   batches to end, as for a lock, and then succeed; while a teardown waits for a gate, no new
-//!   batch opens on it (`poll_batch` waits), so the wait is for the batches in progress;
-//! - a dropped QP never waits: its teardown is pending on the gate that is held, takes the
-//!   gates one at a time in address order, keeps each, and runs after at most one batch end
-//!   per CQ, on the thread that ends it.
-//!
-//! Teardowns take gates in one order and run no user code, and a batch waits for no gate, so
-//! every wait ends when the batches in progress end. **The caller's duty**, as with a lock: a
-//! batch's closure must not wait for a thread that destroys or resets a QP of its CQ, or that
-//! opens a batch on a CQ such a teardown waits for (it would wait for the closure's own batch).
-//! The software device takes the CQ locks where mlx5 does, so the tests would see a wait that
-//! could hang (`tests/teardown.rs`, `tests/gate_*.rs`).
+//! Outside a batch, no thread waits for a batch another thread has open on a QP's CQs either,
+//! since that batch's closure may wait for it (join it, or wait on a lock it holds): each CQ
+//! has a gate, held by its batch; a destroy or move to RESET that finds it held is refused
+//! (`BatchOpen`, the object back with `try_destroy` / `try_to_reset`), and a dropped QP is
+//! handed to the batch, which destroys it after it ends. A batch that finds a teardown in
+//! progress waits for it, which is bounded (a teardown runs no user code). The software device
+//! takes the CQ locks where mlx5 does, so the tests would see a wait that could hang
+//! (`tests/teardown.rs`).
 //!
 //! ## Threads
 //!

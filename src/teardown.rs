@@ -7,19 +7,17 @@
 //! `ibv_start_poll`. So a thread that holds one CQ lock (has a batch open) and then waits for
 //! another CQ lock can deadlock with a thread that holds the second and waits for the first
 //! (a QP destroy does), and a thread that waits for the lock it holds itself spins for ever.
-//! The crate keeps two rules:
+//! And a batch's closure is user code, which may wait for another thread (join it, take a lock
+//! it holds) that waits for the batch's CQ lock. The crate keeps two rules, which make all three
+//! impossible:
 //!
 //! **A thread inside [`CqEx::poll_batch`](crate::CqEx::poll_batch) never waits for a CQ lock.**
 //!
-//! **A teardown waits only for the batches in progress on its QP's CQs** (the gates, below): a
-//! QP's destroy or move to RESET on a thread out of any batch waits for them as for a lock (no
-//! new batch opens on a gate a teardown waits for), and a dropped QP never waits: its teardown
-//! is pending on the gates and runs after at most one batch end per CQ, on the thread that ends
-//! it (the QP's user context dropped at once, its parents after it, as below). A batch's closure
-//! is user code: it must not wait for a thread that waits for its batch (the caller's duty, as
-//! with a lock; [`crate::safety`]).
-//!
-//! Inside a batch, on its thread:
+//! **No thread waits for a CQ lock that another thread's batch holds** (the gates, below): a
+//! QP's destroy or move to RESET on another thread while a batch is open on one of its CQs is
+//! refused ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with
+//! `try_destroy` / `try_to_reset`) or, for a dropped QP, handed to that batch, which destroys it
+//! after it ends (the QP's user context dropped at once, its parents after it, as below).
 //!
 //! - a nested `poll_batch` (on any CQ), `Cq::poll`, `Qp::destroy` and the move to RESET are
 //!   refused there with [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), before the call;
@@ -33,9 +31,8 @@
 //!   being closed under the QP, which rdma-core's `ibv_close_device` would do); their user
 //!   contexts are dropped at once; `Context::close` is refused meanwhile.
 //!
-//! The thread's queue is a thread-local: only the thread that deferred runs it. A pending
-//! teardown is in the gate (in the CQ's meta) it waits for; whoever gives that gate back (the
-//! batch's thread after its end, or the teardown that held it) advances it. The
+//! The thread's queue is a thread-local: only the thread that deferred runs it. A batch's
+//! handed teardowns are in its CQ's meta; the batch's thread runs them after it ends. The
 //! context's wait list is shared (a lock), and whoever destroys the last waiting QP of the
 //! context runs it. No teardown in any of them runs user code: the parents a waiting QP kept
 //! alive are released after the teardowns.
@@ -302,73 +299,45 @@ pub(crate) fn waiting(ctx: *mut sys::ibv_context) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Gates: no thread inside a batch waits for a CQ lock, and a teardown waits for the batches in
-// progress on its CQs, as for a lock, and for no other.
+// Gates: no thread waits for a CQ lock that another thread's batch holds.
 //
 // A QP's destroy and its move to RESET take its CQs' locks (mlx5), which an open batch holds
-// until its closure returns. So each CQ has a gate in its crate meta: `poll_batch` holds it
-// (OPEN) from before `ibv_start_poll` to after `ibv_end_poll`, and a teardown holds it
-// (TEARDOWN) around the verb. A teardown that finds a batch there:
-//
-// - from `destroy` or `to_reset` (a thread out of any batch): waits for the batch to end, as
-//   for a lock. It counts itself a waiter first, and while a gate has a waiter no new batch
-//   opens on it (the opener waits): so the wait is for the batches in progress, not for a
-//   stream of new ones;
-// - from a QP's `Drop`: does not wait. It becomes a pending teardown, queued on the gate
-//   (DEFERRED: the batch runs it after its end, on its thread, out of the batch). A pending
-//   teardown takes its QP's gates one at a time in address order and keeps each it took, so
-//   it runs after at most one batch end per gate (it was bounded by nothing before: handed
-//   from one CQ's batch to the other's while both stay busy, it could wait for ever).
-//
-// Every teardown takes gates in address order and waits only for a gate later in that order,
-// so teardowns never wait for each other in a cycle, and the last in any chain of waits waits
-// for a batch in progress. A batch waits for no gate (a nested `poll_batch`, `Cq::poll`,
-// `destroy` and `to_reset` are refused inside one, a `Drop` there is deferred to its end). So
-// every wait ends when the batches in progress end, unless a batch's closure itself waits for
-// a thread that waits for a teardown (the caller's duty, as with a lock: see `crate::safety`).
+// until its closure returns. A closure that waits for the thread doing such a teardown (joins
+// it, or waits on a lock it holds) would wait for ever. So each CQ has a gate in its crate
+// meta: `poll_batch` holds it (OPEN) from before `ibv_start_poll` to after `ibv_end_poll`, a
+// teardown holds it (TEARDOWN) around the verb, and a teardown that finds a batch there does
+// not wait: it hands itself to that batch (DEFERRED), which runs it after its end. A batch that
+// finds a teardown there waits for it, which is bounded: a teardown runs no user code and
+// waits only for locks no batch holds.
 
-const FREE: u32 = 0;
-const OPEN: u32 = 1;
-const TEARDOWN: u32 = 2;
-const DEFERRED: u32 = 3;
-/// The gate's holder: one of the four above.
-const KIND: u32 = 0xff;
-/// One teardown waiting for the gate (the count is the state's upper bits): while there is
-/// one, no new batch opens.
-const WAITER: u32 = 1 << 8;
+const FREE: u8 = 0;
+const OPEN: u8 = 1;
+const TEARDOWN: u8 = 2;
+const DEFERRED: u8 = 3;
 
-/// A dropped QP's teardown waiting for its CQs' gates: `run(a, b)`, of context `ctx`, once it
-/// holds every gate in `gates` (`n` of them, in address order; the first `held` are held).
-struct Pending {
+/// A teardown handed to a batch: `run(a, b)`, of context `ctx` (counted by [`park`]).
+struct Item {
     run: Teardown,
     a: usize,
     b: usize,
     ctx: usize,
-    gates: [usize; 2],
-    n: u8,
-    held: u8,
-    /// Counted by [`park`] (what of its context is dropped waits behind it) until it has run.
-    parked: bool,
 }
 
 /// A CQ's gate (see above), in its crate meta.
 pub(crate) struct Gate {
-    state: std::sync::atomic::AtomicU32,
-    /// Pending teardowns waiting for this gate: for the batch that holds it (run after its
-    /// end) or for the teardown that holds it (run when it gives the gate back).
-    pending: Mutex<Vec<Pending>>,
+    state: std::sync::atomic::AtomicU8,
+    deferred: Mutex<Vec<Item>>,
 }
 
 impl Gate {
     pub(crate) const fn new() -> Gate {
         Gate {
-            state: std::sync::atomic::AtomicU32::new(FREE),
-            pending: Mutex::new(Vec::new()),
+            state: std::sync::atomic::AtomicU8::new(FREE),
+            deferred: Mutex::new(Vec::new()),
         }
     }
 
-    /// Taken by `poll_batch` before `ibv_start_poll`; waits while a teardown holds the gate or
-    /// waits for it (bounded by the batches in progress on the CQs of that teardown's QP).
+    /// Taken by `poll_batch` before `ibv_start_poll`; waits for a teardown in progress (bounded).
     /// False if a batch holds it already (the crate's one poller per CQ excludes that).
     #[inline(always)]
     pub(crate) fn open_batch(&self) -> bool {
@@ -378,118 +347,73 @@ impl Gate {
             || self.open_batch_slow()
     }
 
-    /// [`open_batch`](Self::open_batch) when the gate is not free: a teardown holds it or
-    /// waits for it (wait) or a batch holds it (false).
+    /// [`open_batch`](Self::open_batch) when the gate is not free: a teardown holds it (wait
+    /// for it) or a batch does (false).
     #[cold]
     #[inline(never)]
     fn open_batch_slow(&self) -> bool {
-        let mut backoff = Backoff::default();
         loop {
-            let s = self.state.load(Ordering::Relaxed);
-            match s & KIND {
-                OPEN | DEFERRED => return false,
-                _ if s == FREE => {
-                    if self
-                        .state
-                        .compare_exchange_weak(FREE, OPEN, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                    {
-                        return true;
-                    }
-                }
-                _ => backoff.wait(),
+            match self
+                .state
+                .compare_exchange_weak(FREE, OPEN, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(OPEN | DEFERRED) => return false,
+                Err(_) => std::thread::yield_now(),
             }
         }
     }
 
-    /// Given back by `poll_batch` after `ibv_end_poll`: whether teardowns are pending on the
+    /// Given back by `poll_batch` after `ibv_end_poll`: whether teardowns were handed to the
     /// batch ([`run_handed`](Self::run_handed) them once the thread is out of it).
     #[inline(always)]
     pub(crate) fn close_batch(&self) -> bool {
-        self.state
-            .compare_exchange(OPEN, FREE, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-            && self.close_batch_slow()
+        self.state.swap(FREE, Ordering::Release) == DEFERRED
     }
 
-    /// [`close_batch`](Self::close_batch) with teardowns waiting: frees the gate for them.
-    #[cold]
-    #[inline(never)]
-    fn close_batch_slow(&self) -> bool {
-        let prev = self.state.fetch_and(!KIND, Ordering::Release);
-        prev & KIND == DEFERRED
-    }
-
-    /// Runs the teardowns pending on the batch that just ended, on its thread, out of the
-    /// batch (or queues them behind what holds the gate now). The parents they held are
-    /// released by the caller ([`leave_batch`]), after them.
+    /// Runs the teardowns handed to the batch that just ended, on its thread, out of the batch.
+    /// The parents they held are released by the caller ([`leave_batch`]), after them.
     #[cold]
     fn run_handed(&self) {
-        self.drive();
-    }
-
-    /// Advances every teardown pending on this gate, which was just given back.
-    fn drive(&self) {
-        let pending = std::mem::take(&mut *self.pending.lock());
-        for p in pending {
-            // SAFETY: each was queued by `advance`, whose contract holds until it runs; it is
-            // counted a waiter of this gate, the one it waits for.
-            unsafe { advance(p, true) };
+        let items = std::mem::take(&mut *self.deferred.lock());
+        for i in items {
+            // SAFETY: `hand`'s contract: each runs once, here.
+            unsafe { (i.run)(i.a as *mut c_void, i.b as *mut c_void) };
+            done(i.ctx as *mut sys::ibv_context);
         }
     }
 
-    /// Takes the gate for a teardown on a thread out of any batch, waiting for the batch or
-    /// teardown that holds it; while it waits, no new batch opens.
-    fn acquire(&self) {
-        if self
-            .state
-            .compare_exchange(FREE, TEARDOWN, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            return;
-        }
-        self.state.fetch_add(WAITER, Ordering::Relaxed);
-        let mut backoff = Backoff::default();
-        loop {
-            let s = self.state.load(Ordering::Relaxed);
-            if s & KIND == FREE
-                && self
-                    .state
-                    .compare_exchange_weak(
-                        s,
-                        s - WAITER + TEARDOWN,
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
+    /// Hands `run(a, b)` to the batch that holds the gate: true, or false if no batch holds it
+    /// any more (the caller tries again).
+    ///
+    /// # Safety
+    /// As [`defer`]'s: `run(a, b)` may be called once, on the batch's thread, after its end.
+    unsafe fn hand(
+        &self,
+        ctx: *mut sys::ibv_context,
+        run: Teardown,
+        a: *mut c_void,
+        b: *mut c_void,
+    ) -> bool {
+        let mut deferred = self.deferred.lock();
+        let held =
+            match self
+                .state
+                .compare_exchange(OPEN, DEFERRED, Ordering::AcqRel, Ordering::Acquire)
             {
-                return;
-            }
-            backoff.wait();
+                Ok(_) | Err(DEFERRED) => true,
+                Err(_) => false,
+            };
+        if held {
+            park(ctx);
+            deferred.push(Item {
+                run,
+                a: a as usize,
+                b: b as usize,
+                ctx: ctx as usize,
+            });
         }
-    }
-
-    /// Gives the gate back after a teardown, and advances what waits for it.
-    fn release(&self) {
-        self.state.fetch_and(!KIND, Ordering::Release);
-        self.drive();
-    }
-}
-
-/// Spins briefly, then yields, then sleeps up to a millisecond: a wait for a batch may be long.
-#[derive(Default)]
-struct Backoff(u32);
-
-impl Backoff {
-    fn wait(&mut self) {
-        self.0 = self.0.saturating_add(1);
-        match self.0 {
-            0..=16 => std::hint::spin_loop(),
-            17..=80 => std::thread::yield_now(),
-            n => std::thread::sleep(std::time::Duration::from_micros(u64::from(
-                (n - 80).min(1000),
-            ))),
-        }
+        held
     }
 }
 
@@ -502,150 +426,84 @@ unsafe fn gate_of<'a>(cq: *mut sys::ibv_cq) -> &'a Gate {
     unsafe { crate::cq::gate(cq) }
 }
 
-/// A QP's distinct CQ gates, in address order (the order every teardown takes them in).
-///
-/// # Safety
-/// The CQs are live, made by the crate's builder, for `'a`.
-unsafe fn gates_of<'a>(cqs: [*mut sys::ibv_cq; 2]) -> ([&'a Gate; 2], usize) {
-    // SAFETY: caller's contract.
-    let (x, y) = unsafe { (gate_of(cqs[0]), gate_of(cqs[1])) };
-    match (x as *const Gate).cmp(&(y as *const Gate)) {
-        std::cmp::Ordering::Equal => ([x, x], 1),
-        std::cmp::Ordering::Less => ([x, y], 2),
-        std::cmp::Ordering::Greater => ([y, x], 2),
-    }
-}
-
-/// The gates of a QP's CQs, held by a teardown: given back when dropped (which advances the
-/// teardowns waiting for them: call [`release_now`] afterwards, out of any batch).
-pub(crate) struct Closed<'a>([&'a Gate; 2], usize);
+/// The gates of a QP's CQs, held by a teardown: given back when dropped.
+pub(crate) struct Closed<'a>([Option<&'a Gate>; 2]);
 
 impl Drop for Closed<'_> {
     fn drop(&mut self) {
-        for g in self.0[..self.1].iter().rev() {
-            g.release();
+        for g in self.0.iter().flatten() {
+            g.state.store(FREE, Ordering::Release);
         }
     }
 }
 
 /// Closes the gates of `cqs` (a QP's send and receive CQ) to batches for a teardown that takes
-/// their locks, waiting for the batches in progress on them (and for teardowns that hold
-/// them) to end. Only for a thread out of any batch.
+/// their locks, or returns the gate of one that a batch holds: waiting for its lock could wait
+/// for ever. Waits only for other teardowns (bounded).
 ///
 /// # Safety
 /// The CQs are live, made by the crate's builder, while the result lives.
-pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Closed<'a> {
-    debug_assert!(!inside_batch());
+pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Closed<'a>, &'a Gate> {
     // SAFETY: caller's contract.
-    let (gates, n) = unsafe { gates_of(cqs) };
-    for g in &gates[..n] {
-        g.acquire();
-    }
-    Closed(gates, n)
-}
-
-/// Closes the gates of `cqs` for a teardown if they are free now (no batch, teardown or
-/// waiter holds them); otherwise takes none. Never waits.
-///
-/// # Safety
-/// As [`close_gates`]'s.
-pub(crate) unsafe fn try_close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Option<Closed<'a>> {
-    // SAFETY: caller's contract.
-    let (gates, n) = unsafe { gates_of(cqs) };
-    for (i, g) in gates[..n].iter().enumerate() {
-        if g.state
-            .compare_exchange(FREE, TEARDOWN, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            drop(Closed(gates, i)); // gives back what it took
-            return None;
+    let first = unsafe { gate_of(cqs[0]) };
+    // SAFETY: as above.
+    let second = (cqs[1] != cqs[0]).then(|| unsafe { gate_of(cqs[1]) });
+    loop {
+        let mut held = Closed([None, None]);
+        let mut retry = false;
+        for (slot, g) in held.0.iter_mut().zip([Some(first), second]) {
+            let Some(g) = g else { continue };
+            match g
+                .state
+                .compare_exchange(FREE, TEARDOWN, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => *slot = Some(g),
+                Err(TEARDOWN) => {
+                    retry = true;
+                    break;
+                }
+                Err(_) => return Err(g), // `held` gives back what it took
+            }
         }
+        if !retry {
+            return Ok(held);
+        }
+        drop(held);
+        std::thread::yield_now();
     }
-    Some(Closed(gates, n))
 }
 
-/// Runs a dropped QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) once it holds
-/// its CQs' gates: now if they are free, else after the batches (or teardowns) that hold them,
-/// on the thread that ends them. Never waits. True if it ran now.
+/// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) now if no batch holds
+/// a gate of its CQs, with them closed; otherwise hands `gated(a, b)` to that batch, to run
+/// after its end: `gated` closes the gates again before it runs `run` (the QP's other CQ may
+/// have a batch open by then, on yet another thread). True if it ran now.
 ///
 /// # Safety
-/// `run(a, b)` may be called once, on any thread out of a batch, with the gates of `cqs`
-/// closed: `a` and `b` stay valid until then and nothing else tears them down; `ctx` is their
-/// live context; the CQs live until `run` has run.
-pub(crate) unsafe fn run_when_free(
+/// As [`defer`]'s, on any thread; the CQs live until `run` has run; `gated(a, b)` is
+/// `run_or_hand(ctx, cqs, run, gated, a, b)`.
+pub(crate) unsafe fn run_or_hand(
     ctx: *mut sys::ibv_context,
     cqs: [*mut sys::ibv_cq; 2],
     run: Teardown,
+    gated: Teardown,
     a: *mut c_void,
     b: *mut c_void,
 ) -> bool {
-    // SAFETY: caller's contract.
-    let (gates, n) = unsafe { gates_of(cqs) };
-    let p = Pending {
-        run,
-        a: a as usize,
-        b: b as usize,
-        ctx: ctx as usize,
-        gates: [
-            gates[0] as *const Gate as usize,
-            gates[1] as *const Gate as usize,
-        ],
-        n: n as u8,
-        held: 0,
-        parked: false,
-    };
-    // SAFETY: caller's contract.
-    unsafe { advance(p, false) }
-}
-
-/// Takes `p`'s next gates while they are free, and runs it once it holds all; queues it on
-/// the first that is not (`registered`: it is counted a waiter of that gate already). True if
-/// it ran.
-///
-/// # Safety
-/// As [`run_when_free`]'s, for `p`.
-unsafe fn advance(mut p: Pending, mut registered: bool) -> bool {
     loop {
-        if p.held == p.n {
-            // SAFETY: caller's contract: it holds its gates.
-            unsafe { (p.run)(p.a as *mut c_void, p.b as *mut c_void) };
-            for &g in p.gates[..usize::from(p.n)].iter().rev() {
-                // SAFETY: the CQs live until `run` has run; their gates are in their metas,
-                // freed after it (the parents wait behind the QP).
-                unsafe { (*(g as *const Gate)).release() };
+        // SAFETY: caller's contract.
+        match unsafe { close_gates(cqs) } {
+            Ok(held) => {
+                // SAFETY: caller's contract.
+                unsafe { run(a, b) };
+                drop(held);
+                return true;
             }
-            if p.parked {
-                done(p.ctx as *mut sys::ibv_context);
+            Err(gate) => {
+                // SAFETY: caller's contract.
+                if unsafe { gate.hand(ctx, gated, a, b) } {
+                    return false;
+                }
             }
-            return true;
         }
-        // SAFETY: as above: the gate of a live CQ.
-        let g = unsafe { &*(p.gates[usize::from(p.held)] as *const Gate) };
-        let mut list = g.pending.lock();
-        let s = g.state.load(Ordering::Acquire);
-        let waiter = if registered { 0 } else { WAITER };
-        let (new, queue) = match s & KIND {
-            FREE => ((s - (WAITER - waiter)) | TEARDOWN, false),
-            OPEN => ((s & !KIND) + waiter + DEFERRED, true),
-            _ => (s + waiter, true),
-        };
-        if g.state
-            .compare_exchange(s, new, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            continue; // the gate changed hands meanwhile: look again
-        }
-        if !queue {
-            drop(list);
-            p.held += 1;
-            registered = false;
-            continue;
-        }
-        if !p.parked {
-            park(p.ctx as *mut sys::ibv_context);
-            p.parked = true;
-        }
-        list.push(p);
-        return false;
     }
 }
