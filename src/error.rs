@@ -497,9 +497,9 @@ impl fmt::Display for Error {
             ),
             ErrorKind::BatchOpen => write!(
                 f,
-                "{}: a polling batch holds the CQ lock this call takes (inside poll_batch, or \
-                 another thread's batch on the QP's CQ): it could wait for ever; make it after \
-                 the batch (a QP dropped instead is destroyed when the batch ends)",
+                "{}: a polling batch holds the CQ lock this call takes (this thread's, or \
+                 batches on both of the QP's CQs that stayed busy): waiting could be for ever; \
+                 make it after the batch (a QP dropped instead is destroyed when the batch ends)",
                 self.verb
             ),
             ErrorKind::WrongPd(what) => {

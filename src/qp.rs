@@ -1099,8 +1099,12 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// QP. [`try_destroy`](Self::try_destroy) gives the QP back.
     ///
     /// # Errors
-    /// - [`ErrorKind::BatchOpen`] inside a polling batch, or while another thread has a batch open
-    ///   on one of the QP's CQs (the QP is then destroyed when that batch ends).
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch (the QP is then destroyed when the batch
+    ///   ends). Out of any batch, a batch another thread has open on one of the QP's CQs is
+    ///   waited for, as for a lock (no new batch opens on that CQ meanwhile; see [the safety
+    ///   model](crate::safety) for the caller's duty): `BatchOpen` only for a QP whose send and
+    ///   receive CQs differ, when both stay busy through 64 waits (the QP is then destroyed
+    ///   after a batch ends).
     /// - The device's errno from `ibv_destroy_qp` or from detaching its multicast groups
     ///   ([`ErrorKind::Os`]).
     ///
@@ -1178,7 +1182,8 @@ unsafe fn destroy_with_groups(
 }
 
 /// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] inside a polling batch (it would wait
-/// for the CQ locks, see [`crate::teardown`]); otherwise the multicast groups still attached
+/// for the CQ locks, see [`crate::teardown`]); otherwise, once the batch in progress on its
+/// CQ(s) has ended (the gates; refused if two CQs stay busy), the multicast groups still attached
 /// (never left) are detached first, then `ibv_destroy_qp`. Runs no user code; the user
 /// context is the caller's to free (its `Leftover`) once the handle is disarmed.
 ///
@@ -1192,10 +1197,10 @@ unsafe fn destroy_checked(qp: *mut sys::ibv_qp) -> Result<(), Error> {
     if teardown::inside_batch() {
         return Err(busy);
     }
-    // A batch another thread has open on one of its CQs holds the lock the destroy takes:
-    // refused rather than waited for (crate::teardown's gates).
-    // SAFETY: caller's contract: a live QP, whose CQs live.
-    let gates = unsafe { teardown::close_gates(cqs_of(qp)) }.map_err(|_| busy)?;
+    // A batch another thread has open on one of its CQs holds the lock the destroy takes: waited
+    // for, one CQ at a time (crate::teardown's gates); refused if two CQs stay busy.
+    // SAFETY: caller's contract: a live QP, whose CQs live; out of any batch (checked above).
+    let gates = unsafe { teardown::close_gates_waiting(cqs_of(qp)) }.ok_or(busy)?;
     // SAFETY: caller's contract.
     let r = unsafe { destroy_with_groups(qp, &mut groups_of(qp).lock()) };
     drop(gates);

@@ -1203,13 +1203,13 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
                 },
             });
         }
-        // The same locks, held by a batch another thread has open on one of its CQs: refused
-        // rather than waited for (crate::teardown's gates).
+        // The same locks, held by a batch another thread has open on one of its CQs: waited for,
+        // one CQ at a time (crate::teardown's gates); refused if two CQs stay busy.
         let gates = if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET {
-            // SAFETY: a live QP, whose CQs live while it does.
-            match unsafe { crate::teardown::close_gates(crate::qp::cqs_of(qp)) } {
-                Ok(gates) => Some(gates),
-                Err(_) => {
+            // SAFETY: a live QP, whose CQs live while it does; out of any batch (checked above).
+            match unsafe { crate::teardown::close_gates_waiting(crate::qp::cqs_of(qp)) } {
+                Some(gates) => Some(gates),
+                None => {
                     return Err(ModifyError {
                         qp: self,
                         error: Error {
@@ -1447,8 +1447,10 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// and the error returned: [`try_to_reset`](Self::try_to_reset) gives it back.
     ///
     /// # Errors
-    /// - [`ErrorKind::BatchOpen`] inside a polling batch, or while another thread has a batch open
-    ///   on one of the QP's CQs, before the call.
+    /// - [`ErrorKind::BatchOpen`] inside a polling batch, before the call. Out of any batch, a
+    ///   batch another thread has open on one of the QP's CQs is waited for, as for a lock (see
+    ///   [the safety model](crate::safety) for the caller's duty): `BatchOpen` only for a QP whose
+    ///   send and receive CQs differ, when both stay busy through 64 waits.
     /// - The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming the
     ///   transition to `RESET`.
     ///

@@ -149,14 +149,23 @@
 //! [`ErrorKind::PollerTaken`](crate::ErrorKind::PollerTaken)), so a closure that waits for
 //! another thread never waits for one that waits for this batch's CQ to poll it.
 //!
-//! Outside a batch, no thread waits for a batch another thread has open on a QP's CQs either,
-//! since that batch's closure may wait for it (join it, or wait on a lock it holds): each CQ
-//! has a gate, held by its batch; a destroy or move to RESET that finds it held is refused
-//! (`BatchOpen`, the object back with `try_destroy` / `try_to_reset`), and a dropped QP is
-//! handed to the batch, which destroys it after it ends. A batch that finds a teardown in
-//! progress waits for it, which is bounded (a teardown runs no user code). The software device
-//! takes the CQ locks where mlx5 does, so the tests would see a wait that could hang
-//! (`tests/teardown.rs`).
+//! Outside a batch, each CQ has a gate, held by its batch. A QP's
+//! [`destroy`](crate::Qp::destroy) or [`to_reset`](crate::Qp::to_reset) that finds it held
+//! waits for that batch to end, as for a lock (a waiting teardown keeps new batches off the
+//! gate, so the wait is for the batch in progress), and never holds one CQ's gate while it
+//! waits for another's: a QP on two CQs takes the gate it waited for, tries the other without
+//! waiting, and otherwise gives the first back and waits for the second; after 64 rounds with
+//! both busy it is refused (`BatchOpen`, the object back with `try_destroy` / `try_to_reset`).
+//! A dropped QP never waits: it is handed to the batch, which destroys it after it ends. A
+//! batch that finds a teardown in progress (or waiting) waits for it, which is bounded: a
+//! teardown runs no user code, and a waiting one waits only for the batch in progress on that
+//! same CQ, which is not the opener's. So a poll never waits for another CQ's batch.
+//!
+//! **The caller's duty**, as with a lock: a batch's closure must not wait (join, lock, receive)
+//! for a thread that destroys or resets a QP of that batch's CQ, which waits for the closure's
+//! batch to end. (Dropping the QP there instead never waits.) The software device takes the CQ
+//! locks where mlx5 does, so the tests would see a wait that could hang (`tests/teardown.rs`,
+//! `tests/gate_*.rs`).
 //!
 //! ## Threads
 //!

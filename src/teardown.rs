@@ -8,16 +8,23 @@
 //! another CQ lock can deadlock with a thread that holds the second and waits for the first
 //! (a QP destroy does), and a thread that waits for the lock it holds itself spins for ever.
 //! And a batch's closure is user code, which may wait for another thread (join it, take a lock
-//! it holds) that waits for the batch's CQ lock. The crate keeps two rules, which make all three
-//! impossible:
+//! it holds) that waits for the batch's CQ lock. The crate keeps two rules, which make the first
+//! two impossible and leave the third only where a thread asked to wait:
 //!
 //! **A thread inside [`CqEx::poll_batch`](crate::CqEx::poll_batch) never waits for a CQ lock.**
 //!
-//! **No thread waits for a CQ lock that another thread's batch holds** (the gates, below): a
-//! QP's destroy or move to RESET on another thread while a batch is open on one of its CQs is
-//! refused ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with
-//! `try_destroy` / `try_to_reset`) or, for a dropped QP, handed to that batch, which destroys it
-//! after it ends (the QP's user context dropped at once, its parents after it, as below).
+//! **A thread waits for another thread's batch only where it asked to, and for one CQ at a
+//! time** (the gates, below): a QP's explicit destroy or move to RESET, on a thread out of any
+//! batch, waits for the batch in progress on its CQ, as for a lock, and never holds one CQ's
+//! gate while it waits for another's (a QP on two CQs that both stay busy is refused,
+//! [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with `try_destroy` /
+//! `try_to_reset`); a dropped QP never waits: it is handed to the batch, which destroys it after
+//! it ends (the QP's user context dropped at once, its parents after it, as below). So no
+//! thread's poll of one CQ ever waits for another CQ's batch, and the only waits on a batch
+//! are the explicit teardown's own: a batch's closure must not wait for the thread that makes
+//! one (the caller's duty, as with a lock; [`crate::safety`]).
+//!
+//! Inside a batch, on its thread:
 //!
 //! - a nested `poll_batch` (on any CQ), `Cq::poll`, `Qp::destroy` and the move to RESET are
 //!   refused there with [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), before the call;
@@ -299,21 +306,38 @@ pub(crate) fn waiting(ctx: *mut sys::ibv_context) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Gates: no thread waits for a CQ lock that another thread's batch holds.
+// Gates: who takes a CQ's lock next, a batch or a teardown.
 //
 // A QP's destroy and its move to RESET take its CQs' locks (mlx5), which an open batch holds
-// until its closure returns. A closure that waits for the thread doing such a teardown (joins
-// it, or waits on a lock it holds) would wait for ever. So each CQ has a gate in its crate
-// meta: `poll_batch` holds it (OPEN) from before `ibv_start_poll` to after `ibv_end_poll`, a
-// teardown holds it (TEARDOWN) around the verb, and a teardown that finds a batch there does
-// not wait: it hands itself to that batch (DEFERRED), which runs it after its end. A batch that
-// finds a teardown there waits for it, which is bounded: a teardown runs no user code and
-// waits only for locks no batch holds.
+// until its closure returns. So each CQ has a gate in its crate meta: `poll_batch` holds it
+// (OPEN) from before `ibv_start_poll` to after `ibv_end_poll`, a teardown holds it (TEARDOWN)
+// around the verb. A teardown that finds a batch there:
+//
+// - from a `Drop`, does not wait: it hands itself to that batch (DEFERRED), which runs it after
+//   its end;
+// - from `destroy` or `to_reset`, on a thread out of any batch, waits for that one gate's
+//   batch to end, as for a lock: it counts itself a waiter, and while a gate has one no new
+//   batch opens on it, so the wait is for the batch in progress. It never holds one gate while
+//   it waits for another (that would make the first CQ's poller wait for the second CQ's batch,
+//   whose closure may wait for that poller): for a QP on two CQs it takes the gate it waited
+//   for, tries the other without waiting, and if that one is busy gives the first back and
+//   waits for the second, a bounded number of rounds, then refuses (`BatchOpen`).
+//
+// A batch that finds a teardown there (or a waiter) waits for it, which is bounded: a teardown
+// runs no user code, and a waiter waits only for the batch in progress on the same gate, which
+// is not this batch's thread's (it is opening one).
 
-const FREE: u8 = 0;
-const OPEN: u8 = 1;
-const TEARDOWN: u8 = 2;
-const DEFERRED: u8 = 3;
+const FREE: u32 = 0;
+const OPEN: u32 = 1;
+const TEARDOWN: u32 = 2;
+const DEFERRED: u32 = 3;
+/// The gate's holder: one of the four above.
+const KIND: u32 = 0xff;
+/// One explicit teardown waiting for the gate (the count is the state's upper bits): while
+/// there is one, no new batch opens.
+const WAITER: u32 = 1 << 8;
+/// How many times a teardown of a QP on two CQs waits for one of them before it is refused.
+const ROUNDS: u32 = 64;
 
 /// A teardown handed to a batch: `run(a, b)`, of context `ctx` (counted by [`park`]).
 struct Item {
@@ -325,14 +349,14 @@ struct Item {
 
 /// A CQ's gate (see above), in its crate meta.
 pub(crate) struct Gate {
-    state: std::sync::atomic::AtomicU8,
+    state: std::sync::atomic::AtomicU32,
     deferred: Mutex<Vec<Item>>,
 }
 
 impl Gate {
     pub(crate) const fn new() -> Gate {
         Gate {
-            state: std::sync::atomic::AtomicU8::new(FREE),
+            state: std::sync::atomic::AtomicU32::new(FREE),
             deferred: Mutex::new(Vec::new()),
         }
     }
@@ -347,19 +371,26 @@ impl Gate {
             || self.open_batch_slow()
     }
 
-    /// [`open_batch`](Self::open_batch) when the gate is not free: a teardown holds it (wait
-    /// for it) or a batch does (false).
+    /// [`open_batch`](Self::open_batch) when the gate is not free: a teardown holds it or
+    /// waits for it (wait for it) or a batch does (false).
     #[cold]
     #[inline(never)]
     fn open_batch_slow(&self) -> bool {
+        let mut backoff = Backoff::default();
         loop {
-            match self
-                .state
-                .compare_exchange_weak(FREE, OPEN, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(OPEN | DEFERRED) => return false,
-                Err(_) => std::thread::yield_now(),
+            let s = self.state.load(Ordering::Relaxed);
+            match s & KIND {
+                OPEN | DEFERRED => return false,
+                _ if s == FREE => {
+                    if self
+                        .state
+                        .compare_exchange_weak(FREE, OPEN, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        return true;
+                    }
+                }
+                _ => backoff.wait(),
             }
         }
     }
@@ -368,7 +399,68 @@ impl Gate {
     /// batch ([`run_handed`](Self::run_handed) them once the thread is out of it).
     #[inline(always)]
     pub(crate) fn close_batch(&self) -> bool {
-        self.state.swap(FREE, Ordering::Release) == DEFERRED
+        self.state
+            .compare_exchange(OPEN, FREE, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+            && self.close_batch_slow()
+    }
+
+    /// [`close_batch`](Self::close_batch) with teardowns handed to the batch or waiting for
+    /// it: frees the gate, keeping the waiters counted.
+    #[cold]
+    #[inline(never)]
+    fn close_batch_slow(&self) -> bool {
+        self.state.fetch_and(!KIND, Ordering::Release) & KIND == DEFERRED
+    }
+
+    /// Takes the gate for a teardown if no batch or teardown holds it (waiters are explicit
+    /// teardowns too: either may go first). Never waits.
+    fn try_take(&self) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        while s & KIND == FREE {
+            match self.state.compare_exchange_weak(
+                s,
+                s | TEARDOWN,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
+        }
+        false
+    }
+
+    /// Takes the gate for an explicit teardown on a thread out of any batch, waiting for the
+    /// batch or teardown that holds it; while it waits, no new batch opens on it.
+    fn take_waiting(&self) {
+        if self.try_take() {
+            return;
+        }
+        self.state.fetch_add(WAITER, Ordering::Relaxed);
+        let mut backoff = Backoff::default();
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & KIND == FREE
+                && self
+                    .state
+                    .compare_exchange_weak(
+                        s,
+                        s - WAITER + TEARDOWN,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            {
+                return;
+            }
+            backoff.wait();
+        }
+    }
+
+    /// Gives the gate back after a teardown, keeping the waiters counted.
+    fn give_back(&self) {
+        self.state.fetch_and(!KIND, Ordering::Release);
     }
 
     /// Runs the teardowns handed to the batch that just ended, on its thread, out of the batch.
@@ -396,14 +488,22 @@ impl Gate {
         b: *mut c_void,
     ) -> bool {
         let mut deferred = self.deferred.lock();
-        let held =
-            match self
-                .state
-                .compare_exchange(OPEN, DEFERRED, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) | Err(DEFERRED) => true,
-                Err(_) => false,
-            };
+        let mut s = self.state.load(Ordering::Acquire);
+        let held = loop {
+            match s & KIND {
+                DEFERRED => break true,
+                OPEN => match self.state.compare_exchange(
+                    s,
+                    (s & !KIND) | DEFERRED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => break true,
+                    Err(now) => s = now,
+                },
+                _ => break false,
+            }
+        };
         if held {
             park(ctx);
             deferred.push(Item {
@@ -432,7 +532,24 @@ pub(crate) struct Closed<'a>([Option<&'a Gate>; 2]);
 impl Drop for Closed<'_> {
     fn drop(&mut self) {
         for g in self.0.iter().flatten() {
-            g.state.store(FREE, Ordering::Release);
+            g.give_back();
+        }
+    }
+}
+
+/// Spins briefly, then yields, then sleeps up to a millisecond: a batch may be long.
+#[derive(Default)]
+struct Backoff(u32);
+
+impl Backoff {
+    fn wait(&mut self) {
+        self.0 = self.0.saturating_add(1);
+        match self.0 {
+            0..=16 => std::hint::spin_loop(),
+            17..=80 => std::thread::yield_now(),
+            n => std::thread::sleep(std::time::Duration::from_micros(u64::from(
+                (n - 80).min(1000),
+            ))),
         }
     }
 }
@@ -453,16 +570,13 @@ pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Close
         let mut retry = false;
         for (slot, g) in held.0.iter_mut().zip([Some(first), second]) {
             let Some(g) = g else { continue };
-            match g
-                .state
-                .compare_exchange(FREE, TEARDOWN, Ordering::Acquire, Ordering::Acquire)
-            {
-                Ok(_) => *slot = Some(g),
-                Err(TEARDOWN) => {
-                    retry = true;
-                    break;
-                }
-                Err(_) => return Err(g), // `held` gives back what it took
+            if g.try_take() {
+                *slot = Some(g);
+            } else if g.state.load(Ordering::Acquire) & KIND == TEARDOWN {
+                retry = true;
+                break;
+            } else {
+                return Err(g); // `held` gives back what it took
             }
         }
         if !retry {
@@ -471,6 +585,42 @@ pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Close
         drop(held);
         std::thread::yield_now();
     }
+}
+
+/// Closes the gates of `cqs` for an explicit teardown (`destroy`, `to_reset`) on a thread out
+/// of any batch, waiting for the batch in progress on a gate as for a lock, one gate at a time:
+/// it never holds one gate while it waits for another. A QP on two CQs whose other gate is busy
+/// when it has taken one gives it back and waits for that other; after [`ROUNDS`] such rounds
+/// (both CQs kept busy) it gives up: `None`.
+///
+/// # Safety
+/// As [`close_gates`]'s.
+pub(crate) unsafe fn close_gates_waiting<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Option<Closed<'a>> {
+    debug_assert!(!inside_batch());
+    // SAFETY: caller's contract.
+    let first = unsafe { gate_of(cqs[0]) };
+    // SAFETY: as above.
+    let second = (cqs[1] != cqs[0]).then(|| unsafe { gate_of(cqs[1]) });
+    let Some(second) = second else {
+        first.take_waiting();
+        return Some(Closed([Some(first), None]));
+    };
+    let mut wait_for = first;
+    for _ in 0..ROUNDS {
+        wait_for.take_waiting();
+        let other = if std::ptr::eq(wait_for, first) {
+            second
+        } else {
+            first
+        };
+        if other.try_take() {
+            return Some(Closed([Some(wait_for), Some(other)]));
+        }
+        // Never hold one gate while waiting for another: give it back, wait for the other.
+        wait_for.give_back();
+        wait_for = other;
+    }
+    None
 }
 
 /// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) now if no batch holds

@@ -104,3 +104,56 @@ fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
         leaks.assert_unchanged("the handed QP is destroyed");
     });
 }
+
+/// A QP on CQs A (send) and B (recv), destroyed on T2 while T3's batch on B waits for a lock
+/// T1 holds while it polls A. The destroy waits for one CQ's batch at a time and never holds
+/// A's gate while it waits for B's: T1's poll of A never waits for T3's batch, so nothing
+/// hangs (the destroy succeeds, or is refused while both CQs stay busy).
+#[test]
+fn an_explicit_teardown_never_makes_one_cqs_poller_wait_for_another_cqs_batch() {
+    within("explicit_teardown_cross_cq", || {
+        let ctx = open();
+        let leaks = LeakCheck::new(&ctx, "explicit_teardown_cross_cq");
+        {
+            let pd = Pd::new(&ctx).unwrap();
+            let mut a = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+            let mut b = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+            let (sa, mut pa) = a.split();
+            let (sb, mut pb) = b.split();
+            let _fb = flushed_qp(&pd, sb, 2);
+            let victim = Qp::<Rc>::builder(&pd, sa, sb).build().unwrap();
+            let app = std::sync::Mutex::new(0u32);
+            let (in_tx, in_rx) = mpsc::channel::<()>();
+            std::thread::scope(|s| {
+                let app = &app;
+                // T3: a batch on B whose closure takes the application's lock.
+                s.spawn(move || {
+                    in_batch(&mut pb, || {
+                        in_tx.send(()).unwrap();
+                        std::thread::sleep(Duration::from_millis(50));
+                        *app.lock().unwrap() += 1;
+                    })
+                });
+                in_rx.recv().unwrap();
+                // T2: destroys the victim while T3's batch is open on B.
+                let t2 = s.spawn(move || match victim.try_destroy() {
+                    Ok(()) => {}
+                    Err(e) => {
+                        assert_eq!(e.error.kind, typed_verbs::ErrorKind::BatchOpen);
+                        drop(e.object);
+                    }
+                });
+                // T1 (this thread): holds the lock while it polls A, over and over.
+                let guard = app.lock().unwrap();
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_millis(200) {
+                    let _ = pa.poll_batch(|_b| ()).unwrap();
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                drop(guard);
+                t2.join().unwrap();
+            });
+        }
+        leaks.assert_unchanged("the victim is destroyed");
+    });
+}

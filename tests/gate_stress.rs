@@ -1,5 +1,6 @@
 //! The per-CQ gates (src/teardown.rs) under load: pollers on two CQs while other threads drop,
-//! destroy and reset QPs on them in both orders; nothing hangs, nothing leaks.
+//! destroy and reset QPs on them in both orders; nothing hangs, nothing leaks, and an explicit
+//! teardown of a QP on one CQ always succeeds.
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 mod common;
@@ -8,7 +9,9 @@ use common::{open, LeakCheck};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use typed_verbs::{AccessFlags, ConnectedInit, CqEx, ErrorKind, Pd, Qp, Rc, Sge, Standard};
+use typed_verbs::{
+    AccessFlags, ConnectedInit, Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Sge, Standard,
+};
 
 const INIT: ConnectedInit = ConnectedInit {
     port_num: 1,
@@ -89,6 +92,8 @@ fn teardowns_race_batches_on_shared_cqs() {
                                 1 => match q.try_destroy() {
                                     Ok(()) => {}
                                     Err(e) => {
+                                        // Only a QP on two busy CQs may be refused.
+                                        assert!(!std::ptr::eq(x, y), "{}", e.error);
                                         assert_eq!(e.error.kind, ErrorKind::BatchOpen);
                                         drop(e.object)
                                     }
@@ -98,6 +103,7 @@ fn teardowns_race_batches_on_shared_cqs() {
                                     match q.try_to_reset() {
                                         Ok(q) => drop(q),
                                         Err(e) => {
+                                            assert!(!std::ptr::eq(x, y), "{}", e.error);
                                             assert_eq!(e.error.kind, ErrorKind::BatchOpen);
                                             drop(e.qp)
                                         }
@@ -116,4 +122,90 @@ fn teardowns_race_batches_on_shared_cqs() {
         leaks.assert_unchanged("every QP destroyed");
         ctx.close().expect("the context closes: nothing waits");
     });
+}
+
+/// Two pollers keep A and B busy: each batch's closure takes a few milliseconds, and a new batch
+/// opens as soon as one ends. Runs `f` meanwhile, on this thread (out of any batch).
+type BusyBody = dyn for<'a> FnOnce(&'a Context, &'a Pd<'a>, &'a CqEx<'a, Standard>, &'a CqEx<'a, Standard>)
+    + Send;
+
+fn with_busy_cqs(test: &str, f: Box<BusyBody>) {
+    let test = test.to_owned();
+    within(&test.clone(), 120, move || {
+        let ctx = open();
+        let leaks = LeakCheck::new(&ctx, &test);
+        {
+            let pd = Pd::new(&ctx).unwrap();
+            let mut a = CqEx::<Standard>::builder(&ctx).cqe(4096).build().unwrap();
+            let mut b = CqEx::<Standard>::builder(&ctx).cqe(4096).build().unwrap();
+            let (sa, pa) = a.split();
+            let (sb, pb) = b.split();
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                let pollers: [(Poller<'_, Standard>, &CqEx<'_, Standard>); 2] =
+                    [(pa, sa), (pb, sb)];
+                for (mut p, cq) in pollers {
+                    let (stop, pd) = (&stop, &pd);
+                    s.spawn(move || {
+                        // One feeder QP for the whole test (so that the live QPs are the
+                        // test's own and the feeder): its flushed receives keep the CQ
+                        // non-empty, one completion per batch.
+                        let q = Qp::<Rc>::builder(pd, cq, cq)
+                            .max_recv_wr(4000)
+                            .build()
+                            .unwrap()
+                            .to_init(INIT)
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        for i in 0..4000 {
+                            q.post_recv(i, &[] as &[Sge; 0]).unwrap();
+                        }
+                        let _feeder = q.to_error().unwrap_or_else(|e| panic!("{e}"));
+                        while !stop.load(Ordering::Relaxed) {
+                            let busy = |_b: typed_verbs::Batch<'_, Standard>| {
+                                std::thread::sleep(Duration::from_millis(3))
+                            };
+                            if p.poll_batch(busy).unwrap().is_none() {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                        }
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(20)); // the feeders are up
+                f(&ctx, &pd, sa, sb);
+                stop.store(true, Ordering::Relaxed);
+            });
+        }
+        leaks.assert_unchanged("every QP destroyed");
+        ctx.close().expect("the context closes: nothing waits");
+    });
+}
+
+/// Out of any batch, `destroy` and `to_reset` of QPs on one CQ kept busy by batches on another
+/// thread wait for the batch in progress and succeed, every time (they were refused with
+/// `BatchOpen` whenever a batch was open, most of the time under load). A QP on two CQs both
+/// kept busy succeeds too, or, when the two never leave it a gap, is refused (`BatchOpen`)
+/// rather than holding one CQ while it waits for the other.
+#[test]
+fn explicit_teardowns_wait_for_busy_cqs() {
+    with_busy_cqs(
+        "explicit_teardowns_wait_for_busy_cqs",
+        Box::new(|_ctx, pd, sa, sb| {
+            for i in 0..20 {
+                let x = if i % 2 == 0 { sa } else { sb };
+                let q = Qp::<Rc>::builder(pd, x, x).build().unwrap();
+                q.destroy().unwrap_or_else(|e| panic!("destroy {i}: {e}"));
+                let q = Qp::<Rc>::builder(pd, x, x).build().unwrap();
+                let q = q.to_init(INIT).unwrap_or_else(|e| panic!("{e}"));
+                let q = q.to_reset().unwrap_or_else(|e| panic!("to_reset {i}: {e}"));
+                drop(q);
+            }
+            for i in 0..5 {
+                let q = Qp::<Rc>::builder(pd, sa, sb).build().unwrap();
+                if let Err(e) = q.try_destroy() {
+                    assert_eq!(e.error.kind, ErrorKind::BatchOpen, "destroy {i} on two CQs");
+                    drop(e.object); // handed to a batch
+                }
+            }
+        }),
+    );
 }

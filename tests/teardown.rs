@@ -237,13 +237,58 @@ fn qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred() {
 }
 
 /// A QP destroyed on another thread while a batch is open on its CQ: the batch holds the lock
-/// the destroy takes, and the batch's closure may wait for that thread, so the thread never
-/// waits for it: an explicit destroy is refused (`BatchOpen`, the QP back), a dropped QP is
-/// handed to the batch and destroyed after it. The closure here joins the thread: with a
-/// waiting destroy it would hang for ever.
+/// the destroy takes, so the destroy waits for the batch to end, as for a lock, and then
+/// succeeds (it was refused with `BatchOpen` before, which pushed programs onto `Drop`). The
+/// closure must not wait for the destroying thread (the caller's duty, as with a lock).
 #[test]
-fn a_qp_destroyed_on_another_thread_during_a_batch_is_handed_to_it() {
-    const TEST: &str = "a_qp_destroyed_on_another_thread_during_a_batch_is_handed_to_it";
+fn a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end() {
+    const TEST: &str = "a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, TEST);
+    {
+        let pd = Pd::new(&ctx).unwrap();
+        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        let (shared, mut poller) = cq.split();
+        let qp = flushed_qp(&pd, shared, (), 1);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let start = Instant::now();
+        let mut qp = Some(qp);
+        std::thread::scope(|s| {
+            let mut destroyer = None;
+            while destroyer.is_none() && start.elapsed() < Duration::from_secs(2) {
+                poller
+                    .poll_batch(|_batch| {
+                        let qp = qp.take().expect("one batch");
+                        let done = &done;
+                        destroyer = Some(s.spawn(move || {
+                            let r = qp.destroy();
+                            done.store(true, Ordering::SeqCst);
+                            r
+                        }));
+                        std::thread::sleep(Duration::from_millis(100));
+                        assert!(
+                            !done.load(Ordering::SeqCst),
+                            "{TEST}: the destroy waits while the batch is open"
+                        );
+                    })
+                    .unwrap();
+            }
+            let destroyer = destroyer.expect("a flushed receive completes");
+            destroyer
+                .join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{TEST}: the destroy succeeds after the batch: {e}"));
+        });
+    }
+    leaks.assert_unchanged("a QP destroyed after another thread's batch");
+}
+
+/// A QP dropped on another thread while a batch is open on its CQ: a `Drop` never waits (the
+/// batch's closure here joins the dropping thread), so the QP is handed to the batch and
+/// destroyed after its end.
+#[test]
+fn a_qp_dropped_on_another_thread_during_a_batch_is_handed_to_it() {
+    const TEST: &str = "a_qp_dropped_on_another_thread_during_a_batch_is_handed_to_it";
     let ctx = open();
     let leaks = LeakCheck::new(&ctx, TEST);
     {
@@ -259,18 +304,8 @@ fn a_qp_destroyed_on_another_thread_during_a_batch_is_handed_to_it() {
                 ran = poller
                     .poll_batch(|_batch| {
                         let qp = qp.take().expect("one batch");
-                        // Joined inside the batch: the thread must not wait for it.
-                        s.spawn(move || {
-                            let e = qp.try_destroy().expect_err("a batch holds its CQ");
-                            assert_eq!(
-                                (e.error.verb, e.error.kind),
-                                (Verb::DestroyQp, ErrorKind::BatchOpen),
-                                "{TEST}"
-                            );
-                            drop(e.object); // handed to the batch
-                        })
-                        .join()
-                        .unwrap();
+                        // Joined inside the batch: the dropping thread must not wait for it.
+                        s.spawn(move || drop(qp)).join().unwrap();
                     })
                     .unwrap()
                     .is_some();
