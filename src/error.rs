@@ -302,10 +302,13 @@ pub enum ErrorKind {
     /// The call would wait for a CQ lock that a polling batch holds (mlx5 holds it from
     /// `ibv_start_poll` to `ibv_end_poll`), and could wait for ever: the calling thread is inside
     /// [`CqEx::poll_batch`](crate::CqEx::poll_batch) and the call is a QP's destroy or move to
-    /// RESET (they take its CQs' locks), `ibv_poll_cq` or a second batch; or another thread has
-    /// a batch open on the QP's CQ, whose closure may wait for this thread. Refused before the
-    /// call (see the crate's `teardown` rules in [`safety`](crate::safety)). Do it after the
-    /// batch; a QP dropped instead is destroyed when the batch ends. Errno `EDEADLK`.
+    /// RESET (they take its CQs' locks), `ibv_poll_cq` or a second batch; or, out of a batch, a
+    /// QP's destroy or move to RESET waited a second for other threads' batches on its CQs (a
+    /// batch that long, one whose closure waits for this thread, or two CQs that never left a
+    /// gap); or `Context::close` while a dropped QP of the context waits for a batch's end.
+    /// Refused before the call (see the crate's `teardown` rules in [`safety`](crate::safety)).
+    /// Do it after the batch; a QP dropped instead is destroyed when the batch ends. Errno
+    /// `EDEADLK`.
     BatchOpen,
     /// An object passed to the verb is of the right context but another protection domain,
     /// where the verbs require the same one (a UD send's address handle and its QP). Checked
@@ -497,9 +500,9 @@ impl fmt::Display for Error {
             ),
             ErrorKind::BatchOpen => write!(
                 f,
-                "{}: a polling batch holds the CQ lock this call takes (this thread's, or \
-                 batches on both of the QP's CQs that stayed busy): waiting could be for ever; \
-                 make it after the batch (a QP dropped instead is destroyed when the batch ends)",
+                "{}: a polling batch holds a CQ lock this call takes (this thread's, or other \
+                 threads' for longer than a teardown waits): waiting could be for ever; make it \
+                 after the batch (a QP dropped instead is destroyed when the batch ends)",
                 self.verb
             ),
             ErrorKind::WrongPd(what) => {

@@ -1101,10 +1101,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// # Errors
     /// - [`ErrorKind::BatchOpen`] inside a polling batch (the QP is then destroyed when the batch
     ///   ends). Out of any batch, a batch another thread has open on one of the QP's CQs is
-    ///   waited for, as for a lock (no new batch opens on that CQ meanwhile; see [the safety
-    ///   model](crate::safety) for the caller's duty): `BatchOpen` only for a QP whose send and
-    ///   receive CQs differ, when both stay busy through 64 waits (the QP is then destroyed
-    ///   after a batch ends).
+    ///   waited for, as for a lock (no new batch opens on that CQ meanwhile), one CQ at a time,
+    ///   for at most a second ([the safety model](crate::safety)): `BatchOpen` after that (a
+    ///   batch that long, a batch whose closure waits for this thread, or two CQs that never
+    ///   leave a gap). `destroy` then drops the QP, which is destroyed when a batch ends and no
+    ///   other batch holds its other CQ.
     /// - The device's errno from `ibv_destroy_qp` or from detaching its multicast groups
     ///   ([`ErrorKind::Os`]).
     ///
@@ -1183,7 +1184,7 @@ unsafe fn destroy_with_groups(
 
 /// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] inside a polling batch (it would wait
 /// for the CQ locks, see [`crate::teardown`]); otherwise, once the batch in progress on its
-/// CQ(s) has ended (the gates; refused if two CQs stay busy), the multicast groups still attached
+/// CQ(s) has ended (the gates; refused after a second of waiting), the multicast groups still attached
 /// (never left) are detached first, then `ibv_destroy_qp`. Runs no user code; the user
 /// context is the caller's to free (its `Leftover`) once the handle is disarmed.
 ///
@@ -1198,7 +1199,7 @@ unsafe fn destroy_checked(qp: *mut sys::ibv_qp) -> Result<(), Error> {
         return Err(busy);
     }
     // A batch another thread has open on one of its CQs holds the lock the destroy takes: waited
-    // for, one CQ at a time (crate::teardown's gates); refused if two CQs stay busy.
+    // for, one CQ at a time (crate::teardown's gates), for at most `TEARDOWN_WAIT`.
     // SAFETY: caller's contract: a live QP, whose CQs live; out of any batch (checked above).
     let gates = unsafe { teardown::close_gates_waiting(cqs_of(qp)) }.ok_or(busy)?;
     // SAFETY: caller's contract.

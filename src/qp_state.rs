@@ -1204,7 +1204,7 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
             });
         }
         // The same locks, held by a batch another thread has open on one of its CQs: waited for,
-        // one CQ at a time (crate::teardown's gates); refused if two CQs stay busy.
+        // one CQ at a time (crate::teardown's gates), for at most `TEARDOWN_WAIT`.
         let gates = if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET {
             // SAFETY: a live QP, whose CQs live while it does; out of any batch (checked above).
             match unsafe { crate::teardown::close_gates_waiting(crate::qp::cqs_of(qp)) } {
@@ -1449,8 +1449,9 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// # Errors
     /// - [`ErrorKind::BatchOpen`] inside a polling batch, before the call. Out of any batch, a
     ///   batch another thread has open on one of the QP's CQs is waited for, as for a lock (see
-    ///   [the safety model](crate::safety) for the caller's duty): `BatchOpen` only for a QP whose
-    ///   send and receive CQs differ, when both stay busy through 64 waits.
+    ///   [the safety model](crate::safety)), one CQ at a time, for at most a second: `BatchOpen`
+    ///   after that (a batch that long, a batch whose closure waits for this thread, or two CQs
+    ///   that never leave a gap).
     /// - The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming the
     ///   transition to `RESET`.
     ///

@@ -154,18 +154,20 @@
 //! waits for that batch to end, as for a lock (a waiting teardown keeps new batches off the
 //! gate, so the wait is for the batch in progress), and never holds one CQ's gate while it
 //! waits for another's: a QP on two CQs takes the gate it waited for, tries the other without
-//! waiting, and otherwise gives the first back and waits for the second; after 64 rounds with
-//! both busy it is refused (`BatchOpen`, the object back with `try_destroy` / `try_to_reset`).
-//! A dropped QP never waits: it is handed to the batch, which destroys it after it ends. A
-//! batch that finds a teardown in progress (or waiting) waits for it, which is bounded: a
-//! teardown runs no user code, and a waiting one waits only for the batch in progress on that
-//! same CQ, which is not the opener's. So a poll never waits for another CQ's batch.
+//! waiting, and otherwise gives the first back and waits for the second. It waits at most a
+//! second in all, then is refused (`BatchOpen`, the object back with `try_destroy` /
+//! `try_to_reset`): a batch that long, a batch whose closure waits (directly, or through other
+//! threads and locks) for the teardown's thread, or two CQs that never leave a gap. A dropped
+//! QP never waits: it is handed to the batch, which destroys it after it ends. A batch that
+//! finds a teardown in progress (or waiting) waits for it, which is bounded: a teardown runs no
+//! user code, and a waiting one waits only for the batch in progress on that same CQ, for at
+//! most a second; a poller that waits keeps new teardowns from queueing ahead of it. So a poll
+//! never waits for another CQ's batch, and no wait is for ever.
 //!
-//! **The caller's duty**, as with a lock: a batch's closure must not wait (join, lock, receive)
-//! for a thread that destroys or resets a QP of that batch's CQ, which waits for the closure's
-//! batch to end. (Dropping the QP there instead never waits.) The software device takes the CQ
-//! locks where mlx5 does, so the tests would see a wait that could hang (`tests/teardown.rs`,
-//! `tests/gate_*.rs`).
+//! As with a lock, a batch's closure that waits for a thread destroying or resetting a QP of
+//! that batch's CQ stalls that thread for the second, after which its teardown is refused;
+//! dropping the QP instead never waits. The software device takes the CQ locks where mlx5
+//! does, so the tests would see a wait that could hang (`tests/teardown.rs`, `tests/gate_*.rs`).
 //!
 //! ## Threads
 //!

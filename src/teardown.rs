@@ -9,20 +9,19 @@
 //! (a QP destroy does), and a thread that waits for the lock it holds itself spins for ever.
 //! And a batch's closure is user code, which may wait for another thread (join it, take a lock
 //! it holds) that waits for the batch's CQ lock. The crate keeps two rules, which make the first
-//! two impossible and leave the third only where a thread asked to wait:
+//! two impossible and bound the third:
 //!
 //! **A thread inside [`CqEx::poll_batch`](crate::CqEx::poll_batch) never waits for a CQ lock.**
 //!
-//! **A thread waits for another thread's batch only where it asked to, and for one CQ at a
-//! time** (the gates, below): a QP's explicit destroy or move to RESET, on a thread out of any
-//! batch, waits for the batch in progress on its CQ, as for a lock, and never holds one CQ's
-//! gate while it waits for another's (a QP on two CQs that both stay busy is refused,
-//! [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with `try_destroy` /
-//! `try_to_reset`); a dropped QP never waits: it is handed to the batch, which destroys it after
-//! it ends (the QP's user context dropped at once, its parents after it, as below). So no
-//! thread's poll of one CQ ever waits for another CQ's batch, and the only waits on a batch
-//! are the explicit teardown's own: a batch's closure must not wait for the thread that makes
-//! one (the caller's duty, as with a lock; [`crate::safety`]).
+//! **A thread waits for another thread's batch only where it asked to, for one CQ at a time and
+//! for at most a second** (the gates, below): a QP's explicit destroy or move to RESET, on a
+//! thread out of any batch, waits for the batch in progress on its CQ, as for a lock, and never
+//! holds one CQ's gate while it waits for another's; after a second it is refused
+//! ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with `try_destroy` /
+//! `try_to_reset`). A dropped QP never waits: it is handed to the batch, which destroys it
+//! after it ends (the QP's user context dropped at once, its parents after it, as below). So no
+//! thread's poll of one CQ ever waits for another CQ's batch, the only waits on a batch are the
+//! explicit teardowns' own, and none is for ever.
 //!
 //! Inside a batch, on its thread:
 //!
@@ -321,23 +320,31 @@ pub(crate) fn waiting(ctx: *mut sys::ibv_context) -> bool {
 //   it waits for another (that would make the first CQ's poller wait for the second CQ's batch,
 //   whose closure may wait for that poller): for a QP on two CQs it takes the gate it waited
 //   for, tries the other without waiting, and if that one is busy gives the first back and
-//   waits for the second, a bounded number of rounds, then refuses (`BatchOpen`).
+//   waits for the second. It waits at most `TEARDOWN_WAIT` in all, then refuses (`BatchOpen`):
+//   a batch's closure may wait for the teardown's thread, which must not make it wait for ever.
 //
 // A batch that finds a teardown there (or a waiter) waits for it, which is bounded: a teardown
 // runs no user code, and a waiter waits only for the batch in progress on the same gate, which
-// is not this batch's thread's (it is opening one).
+// is not this batch's thread's (it is opening one), and for at most `TEARDOWN_WAIT`. A poller
+// that waits marks the gate (OPENER): no new teardown starts waiting until it has opened its
+// batch, so a stream of teardowns does not starve it.
 
 const FREE: u32 = 0;
 const OPEN: u32 = 1;
 const TEARDOWN: u32 = 2;
 const DEFERRED: u32 = 3;
 /// The gate's holder: one of the four above.
-const KIND: u32 = 0xff;
+const KIND: u32 = 0x7f;
+/// The CQ's poller waits to open a batch: no new explicit teardown starts waiting for the gate
+/// until it has (the waiting ones go first), so teardowns do not starve the poller.
+const OPENER: u32 = 0x80;
 /// One explicit teardown waiting for the gate (the count is the state's upper bits): while
 /// there is one, no new batch opens.
 const WAITER: u32 = 1 << 8;
-/// How many times a teardown of a QP on two CQs waits for one of them before it is refused.
-const ROUNDS: u32 = 64;
+/// How long an explicit teardown waits for the gates of its QP's CQs before it is refused
+/// (`BatchOpen`): a batch's closure that waits for the teardown's thread would otherwise make
+/// it wait for ever.
+pub(crate) const TEARDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A teardown handed to a batch: `run(a, b)`, of context `ctx` (counted by [`park`]).
 struct Item {
@@ -376,21 +383,33 @@ impl Gate {
     #[cold]
     #[inline(never)]
     fn open_batch_slow(&self) -> bool {
-        let mut backoff = Backoff::default();
+        let mut spins = 0u32;
         loop {
             let s = self.state.load(Ordering::Relaxed);
             match s & KIND {
                 OPEN | DEFERRED => return false,
-                _ if s == FREE => {
+                _ if s & !OPENER == FREE => {
                     if self
                         .state
-                        .compare_exchange_weak(FREE, OPEN, Ordering::Acquire, Ordering::Relaxed)
+                        .compare_exchange_weak(s, OPEN, Ordering::Acquire, Ordering::Relaxed)
                         .is_ok()
                     {
                         return true;
                     }
                 }
-                _ => backoff.wait(),
+                _ => {
+                    if s & OPENER == 0 {
+                        self.state.fetch_or(OPENER, Ordering::Relaxed);
+                    }
+                    // Teardowns hold the gate briefly: spin, then yield, never sleep (a sleep
+                    // would miss the gaps between them).
+                    spins = spins.saturating_add(1);
+                    if spins < 16 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
             }
         }
     }
@@ -431,11 +450,23 @@ impl Gate {
         false
     }
 
-    /// Takes the gate for an explicit teardown on a thread out of any batch, waiting for the
-    /// batch or teardown that holds it; while it waits, no new batch opens on it.
-    fn take_waiting(&self) {
+    /// Takes the gate for an explicit teardown on a thread out of any batch, waiting until
+    /// `deadline` for the batch or teardown that holds it; while it waits, no new batch opens
+    /// on it. If the CQ's poller is waiting to open one, it first lets it (so a stream of
+    /// teardowns does not starve it). False at the deadline, with nothing taken.
+    fn take_waiting(&self, deadline: std::time::Instant) -> bool {
+        let mut backoff = Backoff::default();
+        loop {
+            if self.state.load(Ordering::Relaxed) & OPENER == 0 {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            backoff.wait();
+        }
         if self.try_take() {
-            return;
+            return true;
         }
         self.state.fetch_add(WAITER, Ordering::Relaxed);
         let mut backoff = Backoff::default();
@@ -452,7 +483,11 @@ impl Gate {
                     )
                     .is_ok()
             {
-                return;
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                self.state.fetch_sub(WAITER, Ordering::Relaxed);
+                return false;
             }
             backoff.wait();
         }
@@ -590,24 +625,28 @@ pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Close
 /// Closes the gates of `cqs` for an explicit teardown (`destroy`, `to_reset`) on a thread out
 /// of any batch, waiting for the batch in progress on a gate as for a lock, one gate at a time:
 /// it never holds one gate while it waits for another. A QP on two CQs whose other gate is busy
-/// when it has taken one gives it back and waits for that other; after [`ROUNDS`] such rounds
-/// (both CQs kept busy) it gives up: `None`.
+/// when it has taken one gives it back and waits for that other. `None` after
+/// [`TEARDOWN_WAIT`]: a batch that long, a closure that waits for this thread, or two CQs that
+/// never leave a gap.
 ///
 /// # Safety
 /// As [`close_gates`]'s.
 pub(crate) unsafe fn close_gates_waiting<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Option<Closed<'a>> {
     debug_assert!(!inside_batch());
+    let deadline = std::time::Instant::now() + TEARDOWN_WAIT;
     // SAFETY: caller's contract.
     let first = unsafe { gate_of(cqs[0]) };
     // SAFETY: as above.
     let second = (cqs[1] != cqs[0]).then(|| unsafe { gate_of(cqs[1]) });
     let Some(second) = second else {
-        first.take_waiting();
-        return Some(Closed([Some(first), None]));
+        // `then`, not `then_some`: a `Closed` made eagerly would give back, when dropped, a gate
+        // it never took (a batch's).
+        return first
+            .take_waiting(deadline)
+            .then(|| Closed([Some(first), None]));
     };
     let mut wait_for = first;
-    for _ in 0..ROUNDS {
-        wait_for.take_waiting();
+    while wait_for.take_waiting(deadline) {
         let other = if std::ptr::eq(wait_for, first) {
             second
         } else {

@@ -238,8 +238,7 @@ fn qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred() {
 
 /// A QP destroyed on another thread while a batch is open on its CQ: the batch holds the lock
 /// the destroy takes, so the destroy waits for the batch to end, as for a lock, and then
-/// succeeds (it was refused with `BatchOpen` before, which pushed programs onto `Drop`). The
-/// closure must not wait for the destroying thread (the caller's duty, as with a lock).
+/// succeeds (it was refused with `BatchOpen` before, which pushed programs onto `Drop`).
 #[test]
 fn a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end() {
     const TEST: &str = "a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end";
@@ -281,6 +280,58 @@ fn a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end() {
         });
     }
     leaks.assert_unchanged("a QP destroyed after another thread's batch");
+}
+
+/// The same, but the batch's closure joins the destroying thread, which waits for the batch:
+/// the destroy gives up after a second (`BatchOpen`, the QP back), so neither waits for ever;
+/// the QP, dropped then, is handed to the batch and destroyed after it.
+#[test]
+fn a_destroy_the_batch_waits_for_is_refused_after_a_second() {
+    const TEST: &str = "a_destroy_the_batch_waits_for_is_refused_after_a_second";
+    let ctx = open();
+    let leaks = LeakCheck::new(&ctx, TEST);
+    {
+        let pd = Pd::new(&ctx).unwrap();
+        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        let (shared, mut poller) = cq.split();
+        let qp = flushed_qp(&pd, shared, (), 1);
+        let start = Instant::now();
+        let mut qp = Some(qp);
+        let mut ran = false;
+        std::thread::scope(|s| {
+            while !ran && start.elapsed() < Duration::from_secs(2) {
+                ran = poller
+                    .poll_batch(|_batch| {
+                        let qp = qp.take().expect("one batch");
+                        // Joined inside the batch: the destroy waits for this batch, which
+                        // waits for it; the destroy's wait ends.
+                        let waited = s
+                            .spawn(move || {
+                                let t = Instant::now();
+                                let e = qp.try_destroy().expect_err("the batch never ends first");
+                                assert_eq!(
+                                    (e.error.verb, e.error.kind),
+                                    (Verb::DestroyQp, ErrorKind::BatchOpen),
+                                    "{TEST}"
+                                );
+                                drop(e.object); // handed to the batch
+                                t.elapsed()
+                            })
+                            .join()
+                            .unwrap();
+                        assert!(
+                            waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+                            "{TEST}: the destroy waited {waited:?}, about a second"
+                        );
+                    })
+                    .unwrap()
+                    .is_some();
+            }
+        });
+        assert!(ran, "{TEST}: a flushed receive completes");
+    }
+    // The batch destroyed the QP it was handed after its end.
+    leaks.assert_unchanged("a QP handed to the batch that waited for its destroy");
 }
 
 /// A QP dropped on another thread while a batch is open on its CQ: a `Drop` never waits (the
