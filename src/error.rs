@@ -303,9 +303,10 @@ pub enum ErrorKind {
     /// `ibv_start_poll` to `ibv_end_poll`), and could wait for ever: the calling thread is inside
     /// [`CqEx::poll_batch`](crate::CqEx::poll_batch) and the call is a QP's destroy or move to
     /// RESET (they take its CQs' locks), `ibv_poll_cq` or a second batch; or, out of a batch, a
-    /// QP's destroy or move to RESET waited a second for other threads' batches on its CQs (a
-    /// batch that long, one whose closure waits for this thread, or two CQs that never left a
-    /// gap); or `Context::close` while a dropped QP of the context waits for a batch's end.
+    /// QP's destroy or move to RESET waited a second for its CQs (a batch that long, one whose
+    /// closure waits for this thread, two CQs that never left a gap, or other teardowns of the
+    /// CQ that held it that long); or `Context::close` while a dropped QP of the context waits
+    /// for a batch's end.
     /// Refused before the call (see the crate's `teardown` rules in [`safety`](crate::safety)).
     /// Do it after the batch; a QP dropped instead is destroyed when the batch ends. Errno
     /// `EDEADLK`.
@@ -500,9 +501,10 @@ impl fmt::Display for Error {
             ),
             ErrorKind::BatchOpen => write!(
                 f,
-                "{}: a polling batch holds a CQ lock this call takes (this thread's, or other \
-                 threads' for longer than a teardown waits): waiting could be for ever; make it \
-                 after the batch (a QP dropped instead is destroyed when the batch ends)",
+                "{}: a CQ lock this call takes is held by a polling batch (this thread's, or \
+                 other threads' batches or teardowns for longer than a teardown waits): waiting \
+                 could be for ever; make it after the batch (a QP dropped instead is destroyed \
+                 when the batch ends)",
                 self.verb
             ),
             ErrorKind::WrongPd(what) => {

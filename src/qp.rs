@@ -1103,9 +1103,10 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     ///   ends). Out of any batch, a batch another thread has open on one of the QP's CQs is
     ///   waited for, as for a lock (no new batch opens on that CQ meanwhile), one CQ at a time,
     ///   for at most a second ([the safety model](crate::safety)): `BatchOpen` after that (a
-    ///   batch that long, a batch whose closure waits for this thread, or two CQs that never
-    ///   leave a gap). `destroy` then drops the QP, which is destroyed when a batch ends and no
-    ///   other batch holds its other CQ.
+    ///   batch that long, a batch whose closure waits for this thread, two CQs that never leave
+    ///   a gap, or other teardowns of the CQ that held it that long). `destroy` then drops the
+    ///   QP, which is destroyed as a dropped QP is: at once if no batch holds its CQs, else
+    ///   after a batch ends.
     /// - The device's errno from `ibv_destroy_qp` or from detaching its multicast groups
     ///   ([`ErrorKind::Os`]).
     ///

@@ -1450,8 +1450,8 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
     /// - [`ErrorKind::BatchOpen`] inside a polling batch, before the call. Out of any batch, a
     ///   batch another thread has open on one of the QP's CQs is waited for, as for a lock (see
     ///   [the safety model](crate::safety)), one CQ at a time, for at most a second: `BatchOpen`
-    ///   after that (a batch that long, a batch whose closure waits for this thread, or two CQs
-    ///   that never leave a gap).
+    ///   after that (a batch that long, a batch whose closure waits for this thread, two CQs
+    ///   that never leave a gap, or other teardowns of the CQ that held it that long).
     /// - The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming the
     ///   transition to `RESET`.
     ///

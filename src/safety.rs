@@ -157,12 +157,13 @@
 //! waiting, and otherwise gives the first back and waits for the second. It waits at most a
 //! second in all, then is refused (`BatchOpen`, the object back with `try_destroy` /
 //! `try_to_reset`): a batch that long, a batch whose closure waits (directly, or through other
-//! threads and locks) for the teardown's thread, or two CQs that never leave a gap. A dropped
-//! QP never waits: it is handed to the batch, which destroys it after it ends. A batch that
-//! finds a teardown in progress (or waiting) waits for it, which is bounded: a teardown runs no
-//! user code, and a waiting one waits only for the batch in progress on that same CQ, for at
-//! most a second; a poller that waits keeps new teardowns from queueing ahead of it. So a poll
-//! never waits for another CQ's batch, and no wait is for ever.
+//! threads and locks) for the teardown's thread, two CQs that never leave a gap, or other
+//! teardowns of the CQ that held it that long (a waiting teardown goes before newcomers). A
+//! dropped QP never waits: it is handed to the batch, which destroys it after it ends. A batch
+//! that finds a teardown in progress (or waiting) waits for it, which is bounded: a teardown
+//! runs no user code, and a waiting one waits only for the batch in progress on that same CQ,
+//! for at most a second; a poller that waits keeps new teardowns from queueing ahead of it. So
+//! a poll never waits for another CQ's batch, and no wait is for ever.
 //!
 //! As with a lock, a batch's closure that waits for a thread destroying or resetting a QP of
 //! that batch's CQ stalls that thread for the second, after which its teardown is refused;

@@ -432,22 +432,13 @@ impl Gate {
         self.state.fetch_and(!KIND, Ordering::Release) & KIND == DEFERRED
     }
 
-    /// Takes the gate for a teardown if no batch or teardown holds it (waiters are explicit
-    /// teardowns too: either may go first). Never waits.
+    /// Takes the gate for a teardown if it is free and nobody waits for it (a teardown that
+    /// waits, or the CQ's poller: a newcomer queues behind them, so neither is starved).
+    /// Never waits.
     fn try_take(&self) -> bool {
-        let mut s = self.state.load(Ordering::Relaxed);
-        while s & KIND == FREE {
-            match self.state.compare_exchange_weak(
-                s,
-                s | TEARDOWN,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => s = now,
-            }
-        }
-        false
+        self.state
+            .compare_exchange(FREE, TEARDOWN, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Takes the gate for an explicit teardown on a thread out of any batch, waiting until
@@ -468,6 +459,8 @@ impl Gate {
         if self.try_take() {
             return true;
         }
+        // Counted a waiter, it takes the gate as soon as its holder gives it back, ahead of
+        // newcomers (`try_take`) and of a new batch.
         self.state.fetch_add(WAITER, Ordering::Relaxed);
         let mut backoff = Backoff::default();
         loop {
@@ -572,7 +565,8 @@ impl Drop for Closed<'_> {
     }
 }
 
-/// Spins briefly, then yields, then sleeps up to a millisecond: a batch may be long.
+/// Spins briefly, then yields, then sleeps up to 100 µs: a batch may be long, but a gate given
+/// back should be taken soon.
 #[derive(Default)]
 struct Backoff(u32);
 
@@ -581,9 +575,9 @@ impl Backoff {
         self.0 = self.0.saturating_add(1);
         match self.0 {
             0..=16 => std::hint::spin_loop(),
-            17..=80 => std::thread::yield_now(),
+            17..=200 => std::thread::yield_now(),
             n => std::thread::sleep(std::time::Duration::from_micros(u64::from(
-                (n - 80).min(1000),
+                (n - 200).min(100),
             ))),
         }
     }
@@ -607,7 +601,9 @@ pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Close
             let Some(g) = g else { continue };
             if g.try_take() {
                 *slot = Some(g);
-            } else if g.state.load(Ordering::Acquire) & KIND == TEARDOWN {
+            } else if !matches!(g.state.load(Ordering::Acquire) & KIND, OPEN | DEFERRED) {
+                // A teardown holds it, or one (or the poller) waits for it: their turn is
+                // short (no user code), so try again.
                 retry = true;
                 break;
             } else {

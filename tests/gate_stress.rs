@@ -209,3 +209,34 @@ fn explicit_teardowns_wait_for_busy_cqs() {
         }),
     );
 }
+
+/// Threads destroying and resetting QPs of one CQ back to back, with no batch anywhere: each
+/// explicit teardown that waits goes before newcomers, so none is refused.
+#[test]
+fn explicit_teardowns_of_one_cq_never_starve_each_other() {
+    within("teardowns_of_one_cq", 120, || {
+        let ctx = open();
+        let leaks = LeakCheck::new(&ctx, "teardowns_of_one_cq");
+        {
+            let pd = Pd::new(&ctx).unwrap();
+            let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+            std::thread::scope(|s| {
+                for _ in 0..3 {
+                    let (pd, cq) = (&pd, &cq);
+                    s.spawn(move || {
+                        for i in 0..300 {
+                            let q = Qp::<Rc>::builder(pd, cq, cq).build().unwrap();
+                            if i % 2 == 0 {
+                                q.destroy().unwrap_or_else(|e| panic!("destroy {i}: {e}"));
+                            } else {
+                                let q = q.to_init(INIT).unwrap_or_else(|e| panic!("{e}"));
+                                drop(q.to_reset().unwrap_or_else(|e| panic!("to_reset {i}: {e}")));
+                            }
+                        }
+                    });
+                }
+            });
+        }
+        leaks.assert_unchanged("every QP destroyed");
+    });
+}
