@@ -250,29 +250,21 @@ fn a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end() {
         let (shared, mut poller) = cq.split();
         let qp = flushed_qp(&pd, shared, (), 1);
         let done = std::sync::atomic::AtomicBool::new(false);
-        let start = Instant::now();
-        let mut qp = Some(qp);
         std::thread::scope(|s| {
-            let mut destroyer = None;
-            while destroyer.is_none() && start.elapsed() < Duration::from_secs(2) {
-                poller
-                    .poll_batch(|_batch| {
-                        let qp = qp.take().expect("one batch");
-                        let done = &done;
-                        destroyer = Some(s.spawn(move || {
-                            let r = qp.destroy();
-                            done.store(true, Ordering::SeqCst);
-                            r
-                        }));
-                        std::thread::sleep(Duration::from_millis(100));
-                        assert!(
-                            !done.load(Ordering::SeqCst),
-                            "{TEST}: the destroy waits while the batch is open"
-                        );
-                    })
-                    .unwrap();
-            }
-            let destroyer = destroyer.expect("a flushed receive completes");
+            let destroyer = in_batch(&mut poller, || {
+                let done = &done;
+                let destroyer = s.spawn(move || {
+                    let r = qp.destroy();
+                    done.store(true, Ordering::SeqCst);
+                    r
+                });
+                std::thread::sleep(Duration::from_millis(100));
+                assert!(
+                    !done.load(Ordering::SeqCst),
+                    "{TEST}: the destroy waits while the batch is open"
+                );
+                destroyer
+            });
             destroyer
                 .join()
                 .unwrap()
@@ -295,40 +287,30 @@ fn a_destroy_the_batch_waits_for_is_refused_after_a_second() {
         let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
         let (shared, mut poller) = cq.split();
         let qp = flushed_qp(&pd, shared, (), 1);
-        let start = Instant::now();
-        let mut qp = Some(qp);
-        let mut ran = false;
         std::thread::scope(|s| {
-            while !ran && start.elapsed() < Duration::from_secs(2) {
-                ran = poller
-                    .poll_batch(|_batch| {
-                        let qp = qp.take().expect("one batch");
-                        // Joined inside the batch: the destroy waits for this batch, which
-                        // waits for it; the destroy's wait ends.
-                        let waited = s
-                            .spawn(move || {
-                                let t = Instant::now();
-                                let e = qp.try_destroy().expect_err("the batch never ends first");
-                                assert_eq!(
-                                    (e.error.verb, e.error.kind),
-                                    (Verb::DestroyQp, ErrorKind::BatchOpen),
-                                    "{TEST}"
-                                );
-                                drop(e.object); // handed to the batch
-                                t.elapsed()
-                            })
-                            .join()
-                            .unwrap();
-                        assert!(
-                            waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
-                            "{TEST}: the destroy waited {waited:?}, about a second"
+            in_batch(&mut poller, || {
+                // Joined inside the batch: the destroy waits for this batch, which waits for
+                // it; the destroy's wait ends.
+                let waited = s
+                    .spawn(move || {
+                        let t = Instant::now();
+                        let e = qp.try_destroy().expect_err("the batch never ends first");
+                        assert_eq!(
+                            (e.error.verb, e.error.kind),
+                            (Verb::DestroyQp, ErrorKind::BatchOpen),
+                            "{TEST}"
                         );
+                        drop(e.object); // handed to the batch
+                        t.elapsed()
                     })
-                    .unwrap()
-                    .is_some();
-            }
+                    .join()
+                    .unwrap();
+                assert!(
+                    waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+                    "{TEST}: the destroy waited {waited:?}, about a second"
+                );
+            })
         });
-        assert!(ran, "{TEST}: a flushed receive completes");
     }
     // The batch destroyed the QP it was handed after its end.
     leaks.assert_unchanged("a QP handed to the batch that waited for its destroy");
@@ -347,22 +329,10 @@ fn a_qp_dropped_on_another_thread_during_a_batch_is_handed_to_it() {
         let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
         let (shared, mut poller) = cq.split();
         let qp = flushed_qp(&pd, shared, (), 1);
-        let start = Instant::now();
-        let mut qp = Some(qp);
-        let mut ran = false;
         std::thread::scope(|s| {
-            while !ran && start.elapsed() < Duration::from_secs(2) {
-                ran = poller
-                    .poll_batch(|_batch| {
-                        let qp = qp.take().expect("one batch");
-                        // Joined inside the batch: the dropping thread must not wait for it.
-                        s.spawn(move || drop(qp)).join().unwrap();
-                    })
-                    .unwrap()
-                    .is_some();
-            }
+            // Joined inside the batch: the dropping thread must not wait for it.
+            in_batch(&mut poller, || s.spawn(move || drop(qp)).join().unwrap())
         });
-        assert!(ran, "{TEST}: a flushed receive completes");
     }
     // The batch destroyed the QP it was handed after its end.
     leaks.assert_unchanged("a QP handed to another thread's batch");
