@@ -1245,16 +1245,19 @@ unsafe fn later(qp: *mut c_void, rest: *mut c_void) {
     }
 }
 
-/// [`later`] once the QP's CQs' gates are closed, or handed to the batch of another thread
-/// that holds one, to run after it ends.
+/// [`later`] at the end of the batch the QP waited for (this thread's, or another thread's it
+/// was handed to): once the QP's CQs' gates are closed, waiting for the batch in progress on
+/// its other CQ as an explicit destroy does, so that it is not handed between two busy CQs for
+/// ever; handed on to that batch only if it lasts longer than `TEARDOWN_WAIT`.
 ///
 /// # Safety
-/// As [`later`]'s, but for the gates.
+/// As [`later`]'s, but for the gates; on a thread out of any batch (a batch's end runs it).
 unsafe fn later_gated(qp: *mut c_void, rest: *mut c_void) {
     let q = qp.cast::<sys::ibv_qp>();
     // SAFETY: caller's contract: a live QP of a live context, whose CQs live until it is
-    // destroyed (its parents, held by `rest` or borrowed, wait behind it).
-    unsafe { teardown::run_or_hand((*q).context, cqs_of(q), later, later_gated, qp, rest) };
+    // destroyed (its parents, held by `rest` or borrowed, wait behind it); run at a batch's
+    // end, out of it.
+    unsafe { teardown::run_at_batch_end((*q).context, cqs_of(q), later, later_gated, qp, rest) };
 }
 
 /// Moves the groups and the parents out of a dropped QP's meta: what its waiting destroy

@@ -159,15 +159,22 @@
 //! `try_to_reset`): a batch that long, a batch whose closure waits (directly, or through other
 //! threads and locks) for the teardown's thread, two CQs that never leave a gap, or other
 //! teardowns of the CQ that held it that long (a waiting teardown goes before newcomers). A
-//! dropped QP never waits: it is handed to the batch, which destroys it after it ends. A batch
-//! that finds a teardown in progress (or waiting) waits for it, which is bounded: a teardown
-//! runs no user code, and a waiting one waits only for the batch in progress on that same CQ,
-//! for at most a second; a poller that waits keeps new teardowns from queueing ahead of it. So
-//! a poll never waits for another CQ's batch, and no wait is for ever.
+//! dropped QP's thread never waits: the QP is handed to the batch, which destroys it after it
+//! ends; there, out of the batch and holding no gate, the batch's thread waits in the same way
+//! for the batch in progress on the QP's other CQ (at most a second, then it hands it on), so
+//! a QP dropped while batches keep both its CQs busy is destroyed after at most one batch of
+//! each, not handed between them for ever. A batch that finds a teardown in progress (or
+//! waiting) waits for it, which is bounded: a teardown runs no user code, and a waiting one
+//! waits only for the batch in progress on one CQ, holding no gate, for at most a second; a
+//! poller that waits keeps new teardowns from queueing ahead of it. So no wait is for ever, and
+//! a poll of one CQ waits for another CQ's batch only after its own batch ended, when a QP of
+//! both was dropped during it.
 //!
 //! As with a lock, a batch's closure that waits for a thread destroying or resetting a QP of
 //! that batch's CQ stalls that thread for the second, after which its teardown is refused;
-//! dropping the QP instead never waits. The software device takes the CQ locks where mlx5
+//! dropping the QP instead never waits. Likewise a batch's closure that waits for the thread
+//! polling another CQ, while a QP on both CQs is dropped, stalls that poller's return for at
+//! most the second. The software device takes the CQ locks where mlx5
 //! does, so the tests would see a wait that could hang (`tests/teardown.rs`, `tests/gate_*.rs`).
 //!
 //! ## Threads

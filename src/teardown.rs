@@ -13,15 +13,18 @@
 //!
 //! **A thread inside [`CqEx::poll_batch`](crate::CqEx::poll_batch) never waits for a CQ lock.**
 //!
-//! **A thread waits for another thread's batch only where it asked to, for one CQ at a time and
-//! for at most a second** (the gates, below): a QP's explicit destroy or move to RESET, on a
-//! thread out of any batch, waits for the batch in progress on its CQ, as for a lock, and never
-//! holds one CQ's gate while it waits for another's; after a second it is refused
-//! ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with `try_destroy` /
-//! `try_to_reset`). A dropped QP never waits: it is handed to the batch, which destroys it
-//! after it ends (the QP's user context dropped at once, its parents after it, as below). So no
-//! thread's poll of one CQ ever waits for another CQ's batch, the only waits on a batch are the
-//! explicit teardowns' own, and none is for ever.
+//! **A thread waits for another thread's batch only out of any batch, for one CQ at a time,
+//! holding no gate, and for at most a second** (the gates, below): a QP's explicit destroy or
+//! move to RESET, on a thread out of any batch, waits for the batch in progress on its CQ, as
+//! for a lock, and never holds one CQ's gate while it waits for another's; after a second it
+//! is refused ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with
+//! `try_destroy` / `try_to_reset`). A dropped QP's thread never waits: the QP is handed to the
+//! batch, which destroys it after it ends (the QP's user context dropped at once, its parents
+//! after it, as below); there, out of the batch and holding no gate, the batch's thread waits
+//! as an explicit destroy does for the batch in progress on the QP's other CQ, so that the QP
+//! is destroyed after at most two batches (one per CQ) instead of being handed between two
+//! busy CQs for ever; after a second of that it hands it on. So the only waits on a batch are
+//! those, none holds a gate, and none is for ever.
 //!
 //! Inside a batch, on its thread:
 //!
@@ -313,7 +316,8 @@ pub(crate) fn waiting(ctx: *mut sys::ibv_context) -> bool {
 // around the verb. A teardown that finds a batch there:
 //
 // - from a `Drop`, does not wait: it hands itself to that batch (DEFERRED), which runs it after
-//   its end;
+//   its end, waiting there for the QP's other gate as below (`run_at_batch_end`), so that it is
+//   not handed back and forth between two busy CQs;
 // - from `destroy` or `to_reset`, on a thread out of any batch, waits for that one gate's
 //   batch to end, as for a lock: it counts itself a waiter, and while a gate has one no new
 //   batch opens on it, so the wait is for the batch in progress. It never holds one gate while
@@ -656,6 +660,36 @@ pub(crate) unsafe fn close_gates_waiting<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Opti
         wait_for = other;
     }
     None
+}
+
+/// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) at the end of a batch
+/// it waited for (deferred to it, or handed to it by another thread), on that batch's thread,
+/// out of any batch and holding no gate: waits for the gates as an explicit teardown does
+/// ([`close_gates_waiting`]: the batch in progress on the QP's other CQ, one gate at a time, no
+/// new batch opening meanwhile), so that the QP is destroyed now rather than handed on to the
+/// other CQ's batch, which could hand it back (two CQs kept busy would pass it between them
+/// for ever). After [`TEARDOWN_WAIT`] (a closure of that other batch waits for this thread) it
+/// is handed on all the same ([`run_or_hand`]). True if it ran.
+///
+/// # Safety
+/// As [`run_or_hand`]'s; called on a thread out of any batch.
+pub(crate) unsafe fn run_at_batch_end(
+    ctx: *mut sys::ibv_context,
+    cqs: [*mut sys::ibv_cq; 2],
+    run: Teardown,
+    gated: Teardown,
+    a: *mut c_void,
+    b: *mut c_void,
+) -> bool {
+    // SAFETY: caller's contract: live CQs made by the builder, out of any batch.
+    if let Some(held) = unsafe { close_gates_waiting(cqs) } {
+        // SAFETY: caller's contract; the gates are closed.
+        unsafe { run(a, b) };
+        drop(held);
+        return true;
+    }
+    // SAFETY: caller's contract.
+    unsafe { run_or_hand(ctx, cqs, run, gated, a, b) }
 }
 
 /// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) now if no batch holds

@@ -240,3 +240,34 @@ fn explicit_teardowns_of_one_cq_never_starve_each_other() {
         leaks.assert_unchanged("every QP destroyed");
     });
 }
+
+/// A QP on A and B dropped while batches keep both busy is destroyed within a bounded number of
+/// batch ends: the batch it is handed to waits, after its end, for the batch in progress on the
+/// other CQ (no new one opening meanwhile) and destroys it. Before, each batch's end found the
+/// other CQ busy and handed it on, so two CQs kept busy could pass it between them for ever,
+/// keeping its PD, CQs and context alive.
+#[test]
+fn a_qp_dropped_while_both_its_cqs_stay_busy_is_destroyed_soon() {
+    with_busy_cqs(
+        "a_qp_dropped_while_both_its_cqs_stay_busy_is_destroyed_soon",
+        Box::new(|ctx, pd, sa, sb| {
+            for i in 0..20 {
+                let (x, y) = if i % 2 == 0 { (sa, sb) } else { (sb, sa) };
+                let q = Qp::<Rc>::builder(pd, x, y).build().unwrap();
+                let live = || typed_verbs::software::live_objects(ctx).map(|l| l.qps);
+                let before = live();
+                std::thread::sleep(Duration::from_millis(2)); // both CQs have batches open
+                drop(q);
+                let start = std::time::Instant::now();
+                while live() == before {
+                    // Batches take about 3 ms: a few batch ends, not hundreds.
+                    assert!(
+                        start.elapsed() < Duration::from_millis(500),
+                        "drop {i}: the QP is still alive after 500 ms of 3 ms batches"
+                    );
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        }),
+    );
+}
