@@ -21,6 +21,13 @@ source scripts/setup.sh
 
 start=$(date +%s)
 status=0
+# A whole run writes about 3 GB under target/ (printed at the end): say so up front when the
+# disk has less, rather than failing half-way with "No space left on device".
+mkdir -p target
+free_mb=$(df -Pm target | awk 'NR == 2 { print $4 }')
+if [ "${free_mb:-0}" -lt 4096 ]; then
+    echo "typed-verbs: warning: only ${free_mb} MB free on the disk of target/; a whole test run needs about 3 GB" >&2
+fi
 cargo test --workspace "$@" || status=$?
 # Without the default features (the software device compiled out): the crate, its examples and
 # its tests still build.
@@ -73,6 +80,7 @@ if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then
     bash scripts/two-host-lane.sh || status=$?
 fi
 elapsed=$(($(date +%s) - start))
+echo "typed-verbs: target/ holds $(du -sh target 2>/dev/null | cut -f1) after the run"
 
 if [ "$status" -eq 0 ]; then
     echo "typed-verbs: all tests passed in ${elapsed}s"
