@@ -216,8 +216,8 @@ fn run(device: Option<&str>) -> Result<(), Error> {
         cq_ex.cqe()
     );
 
-    // QPs share the extended CQ; the one poller polls it while they live (ibv_start_poll needs
-    // the CQ to itself, so `split` hands out the shared half and the single right to poll).
+    // QPs share the extended CQ; the one poller polls it while they live (`split` hands out
+    // the shared half and the single right to poll, for the thread that polls alone).
     let (cq_ex_shared, mut poller) = cq_ex.split();
 
     // Checked before any FFI call: a request over the device's limit is a typed error.

@@ -421,9 +421,8 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
 #[repr(C)]
 pub(crate) struct CqMeta<C> {
     pub(crate) acks: Arc<CqAcks>,
-    /// Whether the CQ's one [`Poller`](crate::Poller) exists (an extended CQ's).
-    pub(crate) poller: std::sync::atomic::AtomicBool,
-    /// Who may take the provider's CQ lock next: a batch or a teardown ([`teardown`]'s gates).
+    /// Who may take the provider's CQ lock next: a batch or a teardown ([`teardown`]'s gates);
+    /// and whether the CQ's one [`Poller`](crate::Poller) lives (an extended CQ's).
     pub(crate) gate: teardown::Gate,
     /// Held for its `Drop` only.
     #[allow(dead_code)]
@@ -437,7 +436,6 @@ impl<C> CqMeta<C> {
         let ctx = b.ctx.get().as_raw();
         let meta = CqMeta {
             acks: CqAcks::new(),
-            poller: std::sync::atomic::AtomicBool::new(false),
             gate: teardown::Gate::new(),
             keep: [b.ctx.into_keep(), channel, parent],
             user: b.user,
@@ -447,7 +445,7 @@ impl<C> CqMeta<C> {
 }
 
 /// The fields of a CQ's meta that do not depend on its user context type `C`: the
-/// acknowledgement state, the poller claim, the gate and the kept parents.
+/// acknowledgement state, the gate (with the poller's claim) and the kept parents.
 ///
 /// # Safety
 /// `cq` is a live CQ made by a builder; the reference does not outlive it.
@@ -456,15 +454,6 @@ pub(crate) unsafe fn meta<'a>(cq: *mut sys::ibv_cq) -> &'a CqMeta<()> {
     // the same offsets whatever `C` is (repr(C)), and which is at least as large as
     // CqMeta<()> (a zero-sized `user`).
     unsafe { &*((*cq).cq_context as *const CqMeta<()>) }
-}
-
-/// The claim on the one [`Poller`](crate::Poller) of a CQ made by a builder.
-///
-/// # Safety
-/// As [`meta`]'s.
-pub(crate) unsafe fn poller_claim<'a>(cq: *mut sys::ibv_cq) -> &'a std::sync::atomic::AtomicBool {
-    // SAFETY: caller's contract.
-    unsafe { &meta(cq).poller }
 }
 
 /// The gate of a CQ made by a builder ([`teardown`]).

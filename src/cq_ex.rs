@@ -37,13 +37,12 @@ use crate::cq::{destroy_cq, kind, sealed, AnyCq, CqBuilder, CqMeta, Shared, Thre
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{self, cq_ex_call, sys};
 use crate::object::{destroy, Destroy, Leftover};
-use crate::teardown;
+use crate::teardown::{self, Opener};
 use crate::wc::{WcOpcode, WcStatus};
 use crate::Context;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
 
 /// The `IBV_WC_EX_WITH_*` bits (enum ibv_wc_flags_ex), defined with the other C constants.
 pub use crate::ffi::wc_ex_flags as flags;
@@ -326,33 +325,44 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// panics) the batch is ended exactly once before this returns or unwinds: the provider's
     /// CQ lock, which `ibv_start_poll` takes, can never stay held.
     ///
-    /// This needs the CQ exclusively (`&mut`). A CQ that QPs use, or that sits in an `Arc`, is
-    /// polled through its [`Poller`] ([`poller`](Self::poller), [`split`](Self::split)): one
-    /// exists at a time per CQ, so no two threads ever open batches on one CQ, and a batch's
-    /// closure cannot wait for another thread's batch on it. A thread that already has a batch
-    /// open (on any CQ) gets [`ErrorKind::BatchOpen`] instead of a second one
-    /// ([the safety model](crate::safety)).
+    /// It takes the CQ shared (`&self`), so a CQ that QPs use can be polled as it is. One batch
+    /// is open on a CQ at a time: while another thread has one open on it, or while the CQ's
+    /// [`Poller`] lives (the right to poll it, for one thread: [`poller`](Self::poller),
+    /// [`split`](Self::split)), this is refused with [`ErrorKind::PollerTaken`], never a wait,
+    /// so a batch's closure cannot wait for a thread that waits for the batch's CQ. A thread that
+    /// already has a batch open (on any CQ) gets [`ErrorKind::BatchOpen`] instead of a second
+    /// one ([the safety model](crate::safety)).
+    ///
+    /// The poll loops that [`completion_record!`](crate::completion_record) writes open their
+    /// batches through [`Pollable`], on a `&mut CqEx` or a [`Poller`], which skip the test for
+    /// a live poller (a `&mut` borrow, or the poller itself, proves there is none).
     ///
     /// # Errors
     /// - [`ErrorKind::BatchOpen`] when this thread already has a batch open (on any CQ), before the
     ///   call.
+    /// - [`ErrorKind::PollerTaken`] while the CQ's [`Poller`] lives or another thread has a batch
+    ///   open on it, before the call.
     /// - The provider's errno from `ibv_start_poll` other than `ENOENT` ([`ErrorKind::Os`]); the
     ///   batch is then not started.
     ///
     /// ```
     /// # use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
     /// # let ctx = Context::open("sw0")?;
-    /// let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
     /// assert_eq!(cq.poll_batch(|_| ())?, None); // empty
     /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::SEND))?;
     /// assert_eq!(cq.poll_batch(|b| b.completion().wr_id())?, Some(1));
+    /// let poller = cq.poller()?; // the right to poll, for one thread: the CQ's own is refused
+    /// assert_eq!(cq.poll_batch(|_| ()).unwrap_err().kind, typed_verbs::ErrorKind::PollerTaken);
+    /// # drop(poller);
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline]
-    pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
-        // SAFETY: a live extended CQ made by a builder; `&mut self` means no poller exists and
-        // no other batch is open on it.
-        unsafe { poll_batch(self.raw, f) }
+    pub fn poll_batch<R>(&self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
+        // SAFETY: a live extended CQ made by a builder. As a shared opener, the gate opens the
+        // batch only if no poller lives and no other batch is open, and keeps others out until
+        // it ends: one batch at a time.
+        unsafe { poll_batch(self.raw, Opener::Shared, f) }
     }
 
     /// The CQ's one [`Poller`], through a shared reference: for a CQ that QPs use or that is
@@ -374,12 +384,8 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// ```
     pub fn poller(&self) -> Result<Poller<'_, F, T>> {
         // SAFETY: a live CQ made by a builder.
-        let claim = unsafe { crate::cq::poller_claim(self.as_raw_cq()) };
-        if claim.swap(true, Ordering::Acquire) {
-            return Err(Error {
-                verb: Verb::StartPoll,
-                kind: ErrorKind::PollerTaken,
-            });
+        if !unsafe { crate::cq::gate(self.as_raw_cq()) }.claim_poller() {
+            return Err(poller_taken());
         }
         Ok(Poller {
             cq: self.raw,
@@ -404,8 +410,8 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
     /// ```
     pub fn split(&mut self) -> (&Self, Poller<'_, F, T>) {
         // SAFETY: a live CQ made by a builder. `&mut self`: no poller lives (a leaked one can
-        // never poll again), so the claim is this one's.
-        unsafe { crate::cq::poller_claim(self.as_raw_cq()) }.store(true, Ordering::Relaxed);
+        // never poll again) and no batch is open, so the claim is this one's.
+        unsafe { crate::cq::gate(self.as_raw_cq()) }.take_poller();
         let poller = Poller {
             cq: self.raw,
             _m: PhantomData,
@@ -594,11 +600,13 @@ pub(crate) fn check_provider_ops<F: WcFlags>(cq: &sys::ibv_cq_ex) -> Result<(), 
 /// `ibv_start_poll` on `cq`, `f` on the batch, and the batch's end.
 ///
 /// # Safety
-/// `cq` is a live extended CQ made by this crate's builder, and the caller holds the one right
-/// to open a batch on it for the call.
+/// `cq` is a live extended CQ made by this crate's builder; `who` is true of the caller: its
+/// poller ([`Opener::Poller`]), a `&mut` of the CQ ([`Opener::Exclusive`]), or neither
+/// ([`Opener::Shared`], which the gate refuses while another thread polls).
 #[inline(always)]
 unsafe fn poll_batch<F: WcFlags, R>(
     cq: NonNull<sys::ibv_cq_ex>,
+    who: Opener,
     f: impl FnOnce(Batch<'_, F>) -> R,
 ) -> Result<Option<R>> {
     /// Ends a batch that `f` left open (leaked), also when `f` panics; then gives the CQ's gate
@@ -607,6 +615,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
     /// call: nobody can forget it.
     struct End<'s> {
         cq: NonNull<sys::ibv_cq_ex>,
+        who: Opener,
         open: &'s Cell<bool>,
     }
     impl Drop for End<'_> {
@@ -620,7 +629,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
             // SAFETY: the live CQ of this batch (read again here rather than kept, which would
             // hold a register through the whole batch).
             let gate = unsafe { crate::cq::gate(self.cq.as_ptr().cast()) };
-            let handed = gate.close_batch();
+            let handed = gate.close_batch(self.who);
             teardown::leave_batch(gate, handed);
         }
     }
@@ -634,7 +643,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
     }
     // SAFETY: caller's contract: a live CQ made by a builder; `ibv_cq_ex_to_cq` is a cast.
     let gate = unsafe { crate::cq::gate(cq.as_ptr().cast()) };
-    if !gate.open_batch() {
+    if !gate.open_batch(who) {
         return Err(refused_second_batch());
     }
     let mut attr = sys::ibv_poll_cq_attr { comp_mask: 0 };
@@ -642,7 +651,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
     match unsafe { cq_ex_call!(cq.as_ptr(), start_poll, &mut attr) } {
         0 => {}
         e => {
-            no_batch(gate);
+            no_batch(gate, who);
             return match e {
                 libc::ENOENT => Ok(None),
                 e => Err(Error::os(Verb::StartPoll, e)),
@@ -653,7 +662,11 @@ unsafe fn poll_batch<F: WcFlags, R>(
     // dropped. In a loop that drops its batch the compiler sees it cleared and `End` checks
     // nothing.
     let open = Cell::new(true);
-    let _end = End { cq, open: &open };
+    let _end = End {
+        cq,
+        who,
+        open: &open,
+    };
     Ok(Some(f(Batch {
         cq,
         open: &open,
@@ -665,20 +678,27 @@ unsafe fn poll_batch<F: WcFlags, R>(
 /// back and the thread out of the batch. Out of the poll loop's line, so that the loop's one
 /// `End` stays small.
 #[inline(never)]
-fn no_batch(gate: &teardown::Gate) {
-    let handed = gate.close_batch();
+fn no_batch(gate: &teardown::Gate, who: Opener) {
+    let handed = gate.close_batch(who);
     teardown::leave_batch(gate, handed);
 }
 
-/// A second batch on a CQ that has one open (which the one poller per CQ excludes): the thread
-/// leaves the batch it entered, and the error.
+/// A second batch on a CQ that has one open (another thread's, through `CqEx::poll_batch`):
+/// the thread leaves the batch it entered, and the error.
 #[cold]
 #[inline(never)]
 fn refused_second_batch() -> Error {
     teardown::leave();
+    poller_taken()
+}
+
+/// Another thread polls the CQ: its poller lives, or it has a batch open on it.
+#[cold]
+#[inline(never)]
+fn poller_taken() -> Error {
     Error {
         verb: Verb::StartPoll,
-        kind: ErrorKind::BatchOpen,
+        kind: ErrorKind::PollerTaken,
     }
 }
 
@@ -728,7 +748,7 @@ impl<F: WcFlags, T: Threading> Poller<'_, F, T> {
     pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         // SAFETY: the poller is the one right to poll this live CQ; `&mut self` means no other
         // batch is open on it.
-        unsafe { poll_batch(self.cq, f) }
+        unsafe { poll_batch(self.cq, Opener::Poller, f) }
     }
 }
 
@@ -737,7 +757,7 @@ impl<F: WcFlags, T: Threading> Drop for Poller<'_, F, T> {
         let cq = self.cq.as_ptr().cast::<sys::ibv_cq>();
         // SAFETY: a live CQ made by a builder (the poller borrows it); the claim is this
         // poller's.
-        unsafe { crate::cq::poller_claim(cq) }.store(false, Ordering::Release);
+        unsafe { crate::cq::gate(cq) }.release_poller();
     }
 }
 
@@ -786,7 +806,7 @@ impl<'a, F: WcFlags, T: Threading, C> ArcPoller<'a, F, T, C> {
     pub fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
         // SAFETY: the poller holds the one right to poll this live CQ (its claim, taken by
         // `arc_poller`); `&mut self` means no other batch is open on it.
-        unsafe { poll_batch(self.cq.raw, f) }
+        unsafe { poll_batch(self.cq.raw, Opener::Poller, f) }
     }
 
     /// The CQ (for `req_notify`, its attributes, a QP builder).
@@ -808,7 +828,7 @@ impl<F: WcFlags, T: Threading, C> Drop for ArcPoller<'_, F, T, C> {
     fn drop(&mut self) {
         // SAFETY: a live CQ made by a builder (the poller holds a share of it); the claim is
         // this poller's.
-        unsafe { crate::cq::poller_claim(self.cq.as_raw_cq()) }.store(false, Ordering::Release);
+        unsafe { crate::cq::gate(self.cq.as_raw_cq()) }.release_poller();
     }
 }
 
@@ -865,7 +885,10 @@ impl<F: WcFlags, T: Threading, C> Pollable for CqEx<'_, F, T, C> {
     type Flags = F;
     #[inline(always)]
     fn poll_batch<R>(&mut self, f: impl FnOnce(Batch<'_, F>) -> R) -> Result<Option<R>> {
-        CqEx::poll_batch(self, f)
+        // SAFETY: a live extended CQ made by a builder; `&mut self` means no poller polls (a
+        // `Poller` borrows the CQ, an `ArcPoller` shares it, a leaked one never polls again)
+        // and no other batch is open on it.
+        unsafe { poll_batch(self.raw, Opener::Exclusive, f) }
     }
 }
 

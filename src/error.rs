@@ -326,9 +326,11 @@ pub enum ErrorKind {
     /// Known: the software device, rxe, and Mellanox/NVIDIA's mlx4 and mlx5. Checked before
     /// `ibv_reg_mr`; errno `EOPNOTSUPP`.
     SlotsUnsupported(u32),
-    /// The CQ's [`Poller`](crate::Poller) is taken: one exists at a time per CQ, so that no two
-    /// threads open batches on it (a batch's closure that waited for a thread that polls the
-    /// same CQ would wait for ever). Drop the poller that has it, or poll through it. Errno
+    /// Another thread polls the CQ: its [`Poller`](crate::Poller) lives (one exists at a time
+    /// per CQ), or a batch is open on it through [`CqEx::poll_batch`](crate::CqEx::poll_batch).
+    /// One batch at a time per CQ, and a second is refused rather than waited for (a batch's
+    /// closure that waited for a thread that polls the same CQ would wait for ever). Poll
+    /// through the poller that has it, drop it first, or try again after the batch. Errno
     /// `EBUSY`.
     PollerTaken,
     /// The peer rejected the connection (`RDMA_CM_EVENT_REJECTED`): the reject reason
@@ -495,8 +497,9 @@ impl fmt::Display for Error {
             }
             ErrorKind::PollerTaken => write!(
                 f,
-                "{}: this CQ's poller is taken (one at a time per CQ): poll through it, or drop \
-                 it first",
+                "{}: another thread polls this CQ (its poller lives, one at a time per CQ, or a \
+                 batch is open on it): poll through the poller, drop it first, or try again \
+                 after the batch",
                 self.verb
             ),
             ErrorKind::BatchOpen => write!(

@@ -144,10 +144,14 @@
 //!   failing with `EBUSY` (or, for a context, being closed under the QP, which rdma-core's
 //!   `ibv_close_device` would do); `Context::close` is refused meanwhile.
 //!
-//! No two threads open batches on one CQ: it is polled through `&mut` or through its one
-//! [`Poller`](crate::Poller) (`CqEx::split`, or `CqEx::poller`, which refuses a second one with
-//! [`ErrorKind::PollerTaken`](crate::ErrorKind::PollerTaken)), so a closure that waits for
-//! another thread never waits for one that waits for this batch's CQ to poll it.
+//! One batch is open on a CQ at a time, and a thread that asks for a second is refused, never
+//! made to wait: [`CqEx::poll_batch`](crate::CqEx::poll_batch) (`&self`, any thread) is refused
+//! with [`ErrorKind::PollerTaken`](crate::ErrorKind::PollerTaken) while another thread has a
+//! batch open on the CQ or while its one [`Poller`](crate::Poller) lives (`CqEx::split`, or
+//! `CqEx::poller`, which refuses a second one, or one while a batch is open); the poller and a
+//! `&mut` of the CQ poll alone. The right to poll and the batch are one word, the CQ's gate
+//! (below), so they are decided together. So a closure that waits for another thread never
+//! waits for one that waits for this batch's CQ to poll it.
 //!
 //! Outside a batch, each CQ has a gate, held by its batch. A QP's
 //! [`destroy`](crate::Qp::destroy) or [`to_reset`](crate::Qp::to_reset) that finds it held
@@ -163,7 +167,9 @@
 //! ends; there, out of the batch and holding no gate, the batch's thread waits in the same way
 //! for the batch in progress on the QP's other CQ (at most a second, then it hands it on), so
 //! a QP dropped while batches keep both its CQs busy is destroyed after at most one batch of
-//! each, not handed between them for ever. A batch that finds a teardown in progress (or
+//! each, not handed between them for ever (when each CQ is polled by one thread at a time, as
+//! through its `Poller`; where several threads take turns on a CQ through `&self`, a batch of
+//! theirs may open between the two gates, and the wait still ends within the second). A batch that finds a teardown in progress (or
 //! waiting) waits for it, which is bounded: a teardown runs no user code, and a waiting one
 //! waits only for the batch in progress on one CQ, holding no gate, for at most a second; a
 //! poller that waits keeps new teardowns from queueing ahead of it. So no wait is for ever, and

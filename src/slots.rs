@@ -747,26 +747,26 @@ impl<'a, F: WcFlags, T: Threading, C> SlotCq<'a, F, T, C> {
         self.cq.req_notify(solicited_only)
     }
 
-    /// Opens a polling batch, as [`CqEx::poll_batch`], whose positions hand back their slots.
+    /// Opens a polling batch, as [`CqEx::poll_batch`] (through `&self`: refused while the
+    /// CQ's [`SlotPoller`] lives or another thread has a batch open on it), whose positions
+    /// hand back their slots.
     ///
     /// # Errors
-    /// As [`CqEx::poll_batch`]: [`ErrorKind::BatchOpen`] when this thread has a batch open, the
-    /// provider's errno from `ibv_start_poll`.
+    /// As [`CqEx::poll_batch`]: [`ErrorKind::BatchOpen`] when this thread has a batch open,
+    /// [`ErrorKind::PollerTaken`] while another thread polls the CQ, the provider's errno from
+    /// `ibv_start_poll`.
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
-    /// let mut cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
+    /// let cq = typed_verbs::CqEx::<typed_verbs::Standard>::builder(&ctx).cqe(16).slots().build()?;
     /// assert!(cq.poll_batch(|mut batch| batch.take_slot())?.is_none()); // empty
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline]
-    pub fn poll_batch<R>(
-        &mut self,
-        f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R,
-    ) -> Result<Option<R>> {
+    pub fn poll_batch<R>(&self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
         // SAFETY: a slot CQ (every completion carries a slot token); the batch has just
-        // started, and it is the only one open on the CQ (`&mut self`), so no other batch
-        // converts this completion's token.
+        // started, and it is the only one open on the CQ (the gate keeps others out until it
+        // ends), so no other batch converts this completion's token.
         self.cq
             .poll_batch(|batch| f(unsafe { SlotBatch::enter(batch) }))
     }
@@ -965,7 +965,12 @@ impl<'a, F: WcFlags, T: Threading, C> SlotPollable<'a> for SlotCq<'a, F, T, C> {
     type Flags = F;
     #[inline(always)]
     fn poll_slots<R>(&mut self, f: impl FnOnce(SlotBatch<'_, 'a, F>) -> R) -> Result<Option<R>> {
-        self.poll_batch(f)
+        // SAFETY: a slot CQ (every completion carries a slot token); the batch has just
+        // started, and it is the only one open on the CQ (`&mut self`), so no other batch
+        // converts this completion's token.
+        crate::cq_ex::Pollable::poll_batch(&mut self.cq, |batch| {
+            f(unsafe { SlotBatch::enter(batch) })
+        })
     }
 }
 

@@ -332,13 +332,23 @@ pub(crate) fn waiting(ctx: *mut sys::ibv_context) -> bool {
 // is not this batch's thread's (it is opening one), and for at most `TEARDOWN_WAIT`. A poller
 // that waits marks the gate (OPENER): no new teardown starts waiting until it has opened its
 // batch, so a stream of teardowns does not starve it.
+//
+// The gate also records whether the CQ's `Poller` lives (POLLER), in the same word, so that
+// the right to poll and the batch are decided together: `CqEx::poll_batch` (`&self`, any
+// thread: `Opener::Shared`) opens a batch only if no poller lives and no batch is open, and
+// is refused otherwise, never waiting for a batch; the poller (`Opener::Poller`) is never
+// refused by it; `poller()` is refused while such a batch is open. A `&mut CqEx`
+// (`Opener::Exclusive`) proves that no poller can poll (a leaked one's bit may stay).
 
 const FREE: u32 = 0;
 const OPEN: u32 = 1;
 const TEARDOWN: u32 = 2;
 const DEFERRED: u32 = 3;
 /// The gate's holder: one of the four above.
-const KIND: u32 = 0x7f;
+const KIND: u32 = 0x3f;
+/// The CQ's one `Poller` lives: only it opens batches (or a `&mut` of the CQ, which proves it
+/// leaked); `CqEx::poll_batch` through `&self` is refused.
+const POLLER: u32 = 0x40;
 /// The CQ's poller waits to open a batch: no new explicit teardown starts waiting for the gate
 /// until it has (the waiting ones go first), so teardowns do not starve the poller.
 const OPENER: u32 = 0x80;
@@ -349,6 +359,28 @@ const WAITER: u32 = 1 << 8;
 /// (`BatchOpen`): a batch's closure that waits for the teardown's thread would otherwise make
 /// it wait for ever.
 pub(crate) const TEARDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Who opens a batch (see the gates above): what it expects of the poller's bit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opener {
+    /// `CqEx::poll_batch` through `&self`: refused while the poller lives.
+    Shared,
+    /// The CQ's `Poller` (or `ArcPoller`): the bit is its own.
+    Poller,
+    /// A `&mut` of the CQ: no poller polls (a leaked one's bit may stay, and is kept).
+    Exclusive,
+}
+
+impl Opener {
+    /// The gate's state this opener expects when it is free.
+    #[inline(always)]
+    const fn base(self) -> u32 {
+        match self {
+            Opener::Poller => POLLER,
+            Opener::Shared | Opener::Exclusive => FREE,
+        }
+    }
+}
 
 /// A teardown handed to a batch: `run(a, b)`, of context `ctx` (counted by [`park`]).
 struct Item {
@@ -373,29 +405,40 @@ impl Gate {
     }
 
     /// Taken by `poll_batch` before `ibv_start_poll`; waits for a teardown in progress (bounded).
-    /// False if a batch holds it already (the crate's one poller per CQ excludes that).
+    /// False if a batch holds it already (another thread's, through `CqEx::poll_batch`), or,
+    /// for a [`Opener::Shared`] batch, if the CQ's poller lives; never waits for a batch.
     #[inline(always)]
-    pub(crate) fn open_batch(&self) -> bool {
+    pub(crate) fn open_batch(&self, who: Opener) -> bool {
+        let base = who.base();
         self.state
-            .compare_exchange(FREE, OPEN, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(base, base | OPEN, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
-            || self.open_batch_slow()
+            || self.open_batch_slow(who)
     }
 
-    /// [`open_batch`](Self::open_batch) when the gate is not free: a teardown holds it or
-    /// waits for it (wait for it) or a batch does (false).
+    /// [`open_batch`](Self::open_batch) when the gate is not as expected: a teardown holds it
+    /// or waits for it (wait for it), a batch does (false), the poller lives for a shared
+    /// opener (false), or a leaked poller's bit stays for an exclusive one (open, keeping it).
     #[cold]
     #[inline(never)]
-    fn open_batch_slow(&self) -> bool {
+    fn open_batch_slow(&self, who: Opener) -> bool {
         let mut spins = 0u32;
         loop {
             let s = self.state.load(Ordering::Relaxed);
+            if who == Opener::Shared && s & POLLER != 0 {
+                return false;
+            }
             match s & KIND {
                 OPEN | DEFERRED => return false,
-                _ if s & !OPENER == FREE => {
+                _ if s & !(OPENER | POLLER) == FREE => {
                     if self
                         .state
-                        .compare_exchange_weak(s, OPEN, Ordering::Acquire, Ordering::Relaxed)
+                        .compare_exchange_weak(
+                            s,
+                            (s & POLLER) | OPEN,
+                            Ordering::Acquire,
+                            Ordering::Relaxed,
+                        )
                         .is_ok()
                     {
                         return true;
@@ -421,11 +464,37 @@ impl Gate {
     /// Given back by `poll_batch` after `ibv_end_poll`: whether teardowns were handed to the
     /// batch ([`run_handed`](Self::run_handed) them once the thread is out of it).
     #[inline(always)]
-    pub(crate) fn close_batch(&self) -> bool {
+    pub(crate) fn close_batch(&self, who: Opener) -> bool {
+        let base = who.base();
         self.state
-            .compare_exchange(OPEN, FREE, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(base | OPEN, base, Ordering::Release, Ordering::Relaxed)
             .is_err()
             && self.close_batch_slow()
+    }
+
+    /// `CqEx::poller`: takes the poller's bit, unless a poller lives or a batch is open (one
+    /// opened through `CqEx::poll_batch`: no poller lives). False then, with nothing taken.
+    pub(crate) fn claim_poller(&self) -> bool {
+        let prev = self.state.fetch_or(POLLER, Ordering::Acquire);
+        if prev & POLLER != 0 {
+            return false;
+        }
+        if matches!(prev & KIND, OPEN | DEFERRED) {
+            self.state.fetch_and(!POLLER, Ordering::Release);
+            return false;
+        }
+        true
+    }
+
+    /// `CqEx::split`: takes the poller's bit through `&mut` of the CQ (no batch is open, and a
+    /// poller that had it was leaked: it never polls again).
+    pub(crate) fn take_poller(&self) {
+        self.state.fetch_or(POLLER, Ordering::Acquire);
+    }
+
+    /// A poller dropped: the bit back.
+    pub(crate) fn release_poller(&self) {
+        self.state.fetch_and(!POLLER, Ordering::Release);
     }
 
     /// [`close_batch`](Self::close_batch) with teardowns handed to the batch or waiting for
@@ -440,8 +509,9 @@ impl Gate {
     /// waits, or the CQ's poller: a newcomer queues behind them, so neither is starved).
     /// Never waits.
     fn try_take(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed) & POLLER;
         self.state
-            .compare_exchange(FREE, TEARDOWN, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(s, s | TEARDOWN, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
     }
 

@@ -22,7 +22,7 @@ use typed_verbs::{
 macro_rules! one_flag {
     ($ctx:expr, $test:expr, $flag:ident, $i:ident => $inject:expr, $c:ident => $check:expr) => {{
         let r = CqEx::<wc_flags!($flag)>::builder($ctx).cqe(4).build();
-        if let Some(mut cq) = feature(
+        if let Some(cq) = feature(
             $ctx,
             $test,
             concat!("IBV_WC_EX_WITH_", stringify!($flag)),
@@ -244,7 +244,7 @@ fn cq_ex_single_threaded_is_created_and_polled() {
     let r = CqEx::<Standard, SingleThreaded>::builder(&ctx)
         .cqe(8)
         .build();
-    let Some(mut cq) = feature(&ctx, TEST, "IBV_CREATE_CQ_ATTR_SINGLE_THREADED", r) else {
+    let Some(cq) = feature(&ctx, TEST, "IBV_CREATE_CQ_ATTR_SINGLE_THREADED", r) else {
         return;
     };
     assert_eq!(cq.wc_flags(), flags::STANDARD);
@@ -286,7 +286,7 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
     // SAFETY: no work request is ever posted to a QP using this CQ; only the software device's
     // injection hook fills it, and the test reads what it loses through lost_completions.
     let builder = unsafe { CqEx::<Standard>::builder(&ctx).cqe(4).ignore_overrun() };
-    let Some(mut cq) = feature(
+    let Some(cq) = feature(
         &ctx,
         TEST,
         "IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN",
@@ -333,7 +333,7 @@ fn cq_ex_overrun_is_reported() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build().unwrap();
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build().unwrap();
     let n = u64::from(cq.cqe());
     for i in 0..n {
         software::inject(&cq, InjectedCompletion::success(i, WcOpcode::SEND)).unwrap();
@@ -371,7 +371,7 @@ fn cq_ex_with_parent_domain() {
             .cqe(8)
             .parent_domain(&pdom)
             .build();
-        if let Some(mut cq) = feature(&ctx, TEST, "a CQ in a parent domain", r) {
+        if let Some(cq) = feature(&ctx, TEST, "a CQ in a parent domain", r) {
             assert_eq!(cq.wc_flags(), flags::STANDARD);
             if let Some(b) = leaks.before() {
                 let now = software::live_objects(&ctx).unwrap();
@@ -715,7 +715,7 @@ fn cq_ex_no_fields_reads_opcode_and_own_flags() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    let mut cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build().expect("cq");
+    let cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build().expect("cq");
     software::inject(
         &cq,
         InjectedCompletion::success(3, WcOpcode::RDMA_READ)
@@ -754,7 +754,7 @@ fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    let mut cq = CqEx::<wc_flags!(IMM)>::builder(&ctx)
+    let cq = CqEx::<wc_flags!(IMM)>::builder(&ctx)
         .cqe(8)
         .build()
         .unwrap();
@@ -790,7 +790,7 @@ fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
 fn cq_ex_poll_batch_on_empty_cq_is_none() {
     const TEST: &str = "cq_ex_poll_batch_on_empty_cq_is_none";
     let ctx = open();
-    let mut cq = CqEx::<Standard>::builder(&ctx).build().expect("cq");
+    let cq = CqEx::<Standard>::builder(&ctx).build().expect("cq");
     for _ in 0..3 {
         // Repeatedly: an empty CQ (ENOENT) must not run the closure, nor leave the CQ locked
         // or a batch half-open.
@@ -816,7 +816,7 @@ fn cq_ex_batch_dropped_early_leaves_the_rest() {
     if !software_only(&ctx, TEST, "completion injection") {
         return;
     }
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap();
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap();
     for id in 10..15 {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::RECV)).unwrap();
     }
@@ -868,7 +868,7 @@ fn cq_ex_panic_inside_a_batch_still_ends_it() {
     }
     // A Shared CQ: its ibv_start_poll takes the provider's lock and ibv_end_poll releases it,
     // so a poll_batch after a batch whose end_poll never ran would deadlock.
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     for id in 1..=3 {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND)).unwrap();
     }
@@ -928,7 +928,7 @@ fn cq_ex_shared_between_threads_under_a_mutex() {
                     let mut mine = Vec::new();
                     while total.load(std::sync::atomic::Ordering::SeqCst) < PER_PRODUCER * PRODUCERS
                     {
-                        let mut guard = cq.lock().unwrap();
+                        let guard = cq.lock().unwrap();
                         let mut n = 0;
                         guard
                             .poll_batch(|batch| {
@@ -998,7 +998,7 @@ fn cq_ex_moves_to_another_thread() {
     // Polled and destroyed on another thread (CqEx is Send; its user context moves along).
     let ids = std::thread::scope(|s| {
         s.spawn(move || {
-            let mut cq = cq;
+            let cq = cq;
             assert_eq!(cq.user_context().id, 8);
             let mut ids = Vec::new();
             cq.poll_batch(|batch| {

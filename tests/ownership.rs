@@ -282,6 +282,158 @@ fn a_cq_has_one_poller_at_a_time() -> Res {
     Ok(())
 }
 
+/// `CqEx::poll_batch` takes the CQ shared: a CQ that QPs use is polled as it is. One batch at a
+/// time, and a second is refused (`PollerTaken`, never a wait): while another thread has a batch
+/// open, while the CQ's poller lives; the poller is refused while a batch is open; a second
+/// batch on the same thread is `BatchOpen`. A leaked poller's right stays: the shared path is
+/// refused, `&mut` (`Pollable`) still polls and `split` takes the right back.
+#[test]
+fn a_cq_is_polled_through_a_shared_reference_one_batch_at_a_time() -> Res {
+    let ctx = open();
+    let test = "a_cq_is_polled_through_a_shared_reference_one_batch_at_a_time";
+    if !software_only(&ctx, test, "inject") {
+        return Ok(());
+    }
+    let taken = |r: typed_verbs::Result<Option<()>>| {
+        let e = r.expect_err("refused");
+        (e.verb, e.kind) == (Verb::StartPoll, ErrorKind::PollerTaken)
+    };
+    let pd = Pd::new(&ctx)?;
+    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
+    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    let inject = |id| {
+        software::inject(
+            &cq,
+            typed_verbs::InjectedCompletion::success(id, typed_verbs::WcOpcode::SEND),
+        )
+    };
+    inject(1)?;
+    let (entered, leave) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+    let (inside, other) = std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            entered.wait(); // the batch is open on the other thread
+            let start = Instant::now();
+            let batch = cq.poll_batch(|_| ());
+            let poller = cq.poller().map(drop);
+            let waited = start.elapsed();
+            leave.wait();
+            (batch, poller, waited)
+        });
+        let inside = cq.poll_batch(|b| {
+            assert_eq!(b.completion().wr_id(), 1);
+            entered.wait();
+            leave.wait();
+            let e = cq
+                .poll_batch(|_| ())
+                .expect_err("a second batch on this thread");
+            e.kind
+        });
+        (inside, other.join().unwrap())
+    });
+    assert_eq!(inside?, Some(ErrorKind::BatchOpen));
+    let (batch, poller, waited) = other;
+    assert!(taken(batch), "a batch while another thread's is open");
+    assert!(
+        taken(poller.map(|()| None)),
+        "a poller while a batch is open"
+    );
+    assert!(
+        waited < Duration::from_secs(1),
+        "refused, not waited: {waited:?}"
+    );
+    // While the poller lives, the shared path is refused; the poller polls.
+    inject(2)?;
+    let mut poller = cq.poller()?;
+    assert!(taken(cq.poll_batch(|_| ())));
+    assert_eq!(poller.poll_batch(|b| b.completion().wr_id())?, Some(2));
+    drop(poller);
+    inject(3)?;
+    assert_eq!(cq.poll_batch(|b| b.completion().wr_id())?, Some(3));
+    // A leaked poller keeps the right: the shared path stays refused, `&mut` polls, `split`
+    // takes the right back and gives it back when its poller is dropped.
+    drop(qp);
+    std::mem::forget(cq.poller()?);
+    inject(4)?;
+    assert!(taken(cq.poll_batch(|_| ())));
+    let got = typed_verbs::cq_ex::Pollable::poll_batch(&mut cq, |b| b.completion().wr_id())?;
+    assert_eq!(got, Some(4));
+    let (_, split) = cq.split();
+    drop(split);
+    assert_eq!(cq.poll_batch(|_| ())?, None);
+    Ok(())
+}
+
+/// Threads polling one CQ through `&self` while another takes and drops its poller: every
+/// completion is taken once, a refusal is only ever `PollerTaken`, and the poller's own batches
+/// are never refused (the right and the batch are decided together, in the CQ's gate).
+#[test]
+fn shared_polls_and_a_poller_race_without_losing_a_completion() -> Res {
+    let ctx = open();
+    let test = "shared_polls_and_a_poller_race_without_losing_a_completion";
+    if !software_only(&ctx, test, "inject") {
+        return Ok(());
+    }
+    const N: u64 = 4000;
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(4096).build()?;
+    for round in 0..10 {
+        for id in 0..N {
+            software::inject(
+                &cq,
+                typed_verbs::InjectedCompletion::success(id, typed_verbs::WcOpcode::SEND),
+            )?;
+        }
+        let seen = std::sync::Mutex::new(Vec::new());
+        let done = || seen.lock().unwrap().len() as u64 >= N;
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let start = Instant::now();
+                    while !done() {
+                        assert!(
+                            start.elapsed() < Duration::from_secs(60),
+                            "shared pollers stuck"
+                        );
+                        match cq.poll_batch(|b| b.completion().wr_id()) {
+                            Ok(Some(id)) => seen.lock().unwrap().push(id),
+                            Ok(None) => {}
+                            Err(e) => assert_eq!(e.kind, ErrorKind::PollerTaken, "{e}"),
+                        }
+                    }
+                });
+            }
+            s.spawn(|| {
+                let start = Instant::now();
+                while !done() {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(60),
+                        "the poller stuck"
+                    );
+                    match cq.poller() {
+                        Ok(mut p) => {
+                            for _ in 0..3 {
+                                let got = p.poll_batch(|b| b.completion().wr_id());
+                                match got.expect("the poller's batches are never refused") {
+                                    Some(id) => seen.lock().unwrap().push(id),
+                                    None => break,
+                                }
+                            }
+                        }
+                        Err(e) => assert_eq!(e.kind, ErrorKind::PollerTaken, "{e}"),
+                    }
+                }
+            });
+        });
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            (0..N).collect::<Vec<_>>(),
+            "round {round}: each completion taken once"
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy() -> Res {
     let ctx = open();
@@ -290,7 +442,7 @@ fn a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy() -
         return Ok(());
     }
     let ctx = Arc::new(ctx);
-    let mut polled = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    let polled = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     software::inject(
         &polled,
         typed_verbs::InjectedCompletion::success(1, typed_verbs::WcOpcode::RECV),

@@ -419,7 +419,7 @@ fn nothing_inside_a_batch_waits_for_a_cq_lock() {
     let ctx = open();
     let pd = Pd::new(&ctx).unwrap();
     let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-    let mut other = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+    let other = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     let legacy = Cq::builder(&ctx).cqe(8).build().unwrap();
     let (shared, mut poller) = cq.split();
     let _qp = flushed_qp(&pd, shared, (), 1);

@@ -4,7 +4,7 @@ use typed_verbs::{Context, CqEx, Standard};
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     let mut kept = None;
     cq.poll_batch(|batch| kept = Some(batch))?;
     drop(kept);
