@@ -21,6 +21,12 @@ source scripts/setup.sh
 
 start=$(date +%s)
 status=0
+# TYPED_VERBS_TIDY=1 (.ci/run sets it): a step's scratch builds go once the step is done
+# (trybuild's ui projects, the minimal-versions build, the VM image), so that the run's peak
+# on the disk is lower; a developer's run keeps them for the next run.
+tidy() {
+    if [ "${TYPED_VERBS_TIDY:-0}" = 1 ]; then rm -rf "$@"; fi
+}
 # A whole run writes about 3 GB under target/ (printed at the end): say so up front when the
 # disk has less, rather than failing half-way with "No space left on device".
 mkdir -p target
@@ -29,6 +35,7 @@ if [ "${free_mb:-0}" -lt 4096 ]; then
     echo "typed-verbs: warning: only ${free_mb} MB free on the disk of target/; a whole test run needs about 3 GB" >&2
 fi
 cargo test --workspace "$@" || status=$?
+tidy target/tests/trybuild
 # Without the default features (the software device compiled out): the crate, its examples and
 # its tests still build.
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
@@ -42,6 +49,7 @@ fi
 # Cargo.toml allows build (where a nightly toolchain can resolve them; SKIP otherwise).
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     bash scripts/msrv-check.sh || status=$?
+    tidy target/msrv-minimal
 fi
 # The tokio feature's tests: completion events awaited through tokio, owned handles moved into
 # tokio tasks, rdma_cm events awaited by tasks (tests/cm.rs's async tests).
@@ -74,6 +82,7 @@ fi
 # Then the same runtime tests on a real kernel RDMA device: rxe0 in a throw-away VM.
 if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then
     bash scripts/rxe-lane.sh || status=$?
+    tidy target/rxe-vm/initrd.img
 fi
 # Then across a wire: two VMs, each with rxe0 over its NIC, joined by a link on 127.0.0.1.
 if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then
