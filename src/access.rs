@@ -28,7 +28,6 @@
 //! Rights are type-level bits ([`Yes`], [`No`]) rather than `const bool` parameters so that
 //! `|` computes the type of its result on stable Rust.
 
-use crate::qp_state::AccessFlags;
 use crate::sealed::Sealed;
 use std::fmt;
 use std::marker::PhantomData;
@@ -387,6 +386,69 @@ macro_rules! access {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 pub type LocalWrite = Access<Yes, No, No, No>;
+
+/// `IBV_ACCESS_*` flags of a QP or memory region. Remote write and remote atomic imply local
+/// write (the verbs spec requires it), so those constants include it.
+///
+/// ```
+/// use typed_verbs::AccessFlags;
+/// const RW: AccessFlags = AccessFlags::REMOTE_READ.union(AccessFlags::REMOTE_WRITE);
+/// assert_eq!(RW.bits(), 0b111); // remote write brings local write
+/// assert_eq!(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ, AccessFlags::REMOTE_READ.union(AccessFlags::LOCAL_WRITE));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct AccessFlags(u32);
+
+impl AccessFlags {
+    /// No remote access.
+    pub const NONE: AccessFlags = AccessFlags(0);
+    /// `IBV_ACCESS_LOCAL_WRITE`.
+    pub const LOCAL_WRITE: AccessFlags = AccessFlags(1);
+    /// `IBV_ACCESS_REMOTE_WRITE` (with the local write it requires).
+    pub const REMOTE_WRITE: AccessFlags = AccessFlags(2 | 1);
+    /// `IBV_ACCESS_REMOTE_READ`.
+    pub const REMOTE_READ: AccessFlags = AccessFlags(4);
+    /// `IBV_ACCESS_REMOTE_ATOMIC` (with the local write it requires).
+    pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(8 | 1);
+
+    /// The C bits.
+    ///
+    /// ```
+    /// assert_eq!(typed_verbs::AccessFlags::REMOTE_READ.bits(), 4); // IBV_ACCESS_REMOTE_READ
+    /// ```
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// The flags as C wrote them (`rdma_init_qp_attr`'s `qp_access_flags`).
+    pub(crate) const fn from_raw(bits: u32) -> AccessFlags {
+        AccessFlags(bits)
+    }
+
+    /// Both sets of rights (`|` in a `const`).
+    ///
+    /// ```
+    /// use typed_verbs::AccessFlags;
+    /// const RW: AccessFlags = AccessFlags::REMOTE_READ.union(AccessFlags::REMOTE_WRITE);
+    /// assert_eq!(RW, AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE);
+    /// ```
+    pub const fn union(self, other: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 | other.0)
+    }
+}
+
+impl std::ops::BitOr for AccessFlags {
+    type Output = AccessFlags;
+    fn bitor(self, rhs: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Debug for AccessFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AccessFlags({:#x})", self.0)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -79,7 +79,7 @@ impl<'a> AddressHandle<'a> {
         // SAFETY: a live PD's context is live.
         let ctx = unsafe { (*p).context };
         // SAFETY: as above.
-        let dev = unsafe { crate::qp::device_attr(ctx, Verb::CreateAh) }?;
+        let dev = unsafe { crate::device::device_attr(ctx, Verb::CreateAh) }?;
         // SAFETY: as above.
         let limits = unsafe { crate::qp_state::Limits::query(ctx, &dev) }
             .map_err(|e| Error::os(Verb::QueryPort, e))?;

@@ -208,7 +208,7 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
         // SAFETY: a live QP's context is live.
         let ctx = unsafe { (*self.as_raw()).context };
         // SAFETY: as above.
-        let dev = unsafe { crate::qp::device_attr(ctx, Verb::QueryPort) }?;
+        let dev = unsafe { crate::device::device_attr(ctx, Verb::QueryPort) }?;
         let ports = u64::from(dev.phys_port_cnt);
         if port_num == 0 || u64::from(port_num) > ports {
             return Err(out(names[0], port_num.into(), 1, ports));

@@ -205,6 +205,22 @@ impl Device {
     }
 }
 
+/// The device's attributes, read through the seam (the limits a create is checked against: of a QP,
+/// SRQ, AH, slot region).
+///
+/// # Safety
+/// `ctx` is a live context.
+pub(crate) unsafe fn device_attr(
+    ctx: *mut sys::ibv_context,
+    verb: Verb,
+) -> Result<sys::ibv_device_attr> {
+    // SAFETY: ibv_device_attr is plain C data.
+    let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: caller's contract; `a` valid for writes.
+    unsafe { backend::of(ctx).query_device(ctx, &mut a) }.map_err(|e| Error::os(verb, e))?;
+    Ok(a)
+}
+
 /// The attributes of a device (`struct ibv_device_attr`), the limits the typed layer checks
 /// requests against before any FFI call.
 ///

@@ -350,7 +350,7 @@ pub enum ErrorKind {
     /// otherwise.
     CmEvent {
         /// The event type, read as an integer.
-        event: crate::cm::CmEventKind,
+        event: CmEventKind,
         /// The event's status.
         status: i32,
     },
@@ -826,6 +826,65 @@ impl<T> From<DestroyError<T>> for Error {
 /// assert!(open_pd("sw0").is_ok());
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An `enum rdma_cm_event_type` value, read as an integer (a value the build's headers do not
+/// name prints as its number).
+///
+/// ```
+/// use typed_verbs::cm::CmEventKind;
+/// assert_eq!(CmEventKind::from_raw(8).to_string(), "RDMA_CM_EVENT_REJECTED");
+/// assert_eq!(CmEventKind::from_raw(99).to_string(), "rdma_cm event 99");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CmEventKind(pub u32);
+
+impl CmEventKind {
+    /// The event type `raw`.
+    ///
+    /// ```
+    /// assert_eq!(typed_verbs::cm::CmEventKind::from_raw(1).name(), Some("RDMA_CM_EVENT_ADDR_ERROR"));
+    /// ```
+    pub fn from_raw(raw: u32) -> Self {
+        CmEventKind(raw)
+    }
+
+    /// The C name, when the type is one rdma_cma.h names.
+    ///
+    /// ```
+    /// assert_eq!(typed_verbs::cm::CmEventKind::from_raw(7).name(), Some("RDMA_CM_EVENT_UNREACHABLE"));
+    /// ```
+    pub fn name(self) -> Option<&'static str> {
+        use crate::ffi::sys::rdma_cm_event_type::*;
+        Some(match self.0 {
+            RDMA_CM_EVENT_ADDR_RESOLVED => "RDMA_CM_EVENT_ADDR_RESOLVED",
+            RDMA_CM_EVENT_ADDR_ERROR => "RDMA_CM_EVENT_ADDR_ERROR",
+            RDMA_CM_EVENT_ROUTE_RESOLVED => "RDMA_CM_EVENT_ROUTE_RESOLVED",
+            RDMA_CM_EVENT_ROUTE_ERROR => "RDMA_CM_EVENT_ROUTE_ERROR",
+            RDMA_CM_EVENT_CONNECT_REQUEST => "RDMA_CM_EVENT_CONNECT_REQUEST",
+            RDMA_CM_EVENT_CONNECT_RESPONSE => "RDMA_CM_EVENT_CONNECT_RESPONSE",
+            RDMA_CM_EVENT_CONNECT_ERROR => "RDMA_CM_EVENT_CONNECT_ERROR",
+            RDMA_CM_EVENT_UNREACHABLE => "RDMA_CM_EVENT_UNREACHABLE",
+            RDMA_CM_EVENT_REJECTED => "RDMA_CM_EVENT_REJECTED",
+            RDMA_CM_EVENT_ESTABLISHED => "RDMA_CM_EVENT_ESTABLISHED",
+            RDMA_CM_EVENT_DISCONNECTED => "RDMA_CM_EVENT_DISCONNECTED",
+            RDMA_CM_EVENT_DEVICE_REMOVAL => "RDMA_CM_EVENT_DEVICE_REMOVAL",
+            RDMA_CM_EVENT_MULTICAST_JOIN => "RDMA_CM_EVENT_MULTICAST_JOIN",
+            RDMA_CM_EVENT_MULTICAST_ERROR => "RDMA_CM_EVENT_MULTICAST_ERROR",
+            RDMA_CM_EVENT_ADDR_CHANGE => "RDMA_CM_EVENT_ADDR_CHANGE",
+            RDMA_CM_EVENT_TIMEWAIT_EXIT => "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for CmEventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "rdma_cm event {}", self.0),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

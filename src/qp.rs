@@ -257,21 +257,6 @@ impl From<QpCap> for sys::ibv_qp_cap {
     }
 }
 
-/// The device's attributes, read through the seam (the limits a create is checked against).
-///
-/// # Safety
-/// `ctx` is a live context.
-pub(crate) unsafe fn device_attr(
-    ctx: *mut sys::ibv_context,
-    verb: Verb,
-) -> Result<sys::ibv_device_attr> {
-    // SAFETY: ibv_device_attr is plain C data.
-    let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
-    // SAFETY: caller's contract; `a` valid for writes.
-    unsafe { backend::of(ctx).query_device(ctx, &mut a) }.map_err(|e| Error::os(verb, e))?;
-    Ok(a)
-}
-
 /// What a QP's `qp_context` points at. `#[repr(C)]` with the multicast groups first, so the
 /// destroy finds them without knowing `C`.
 #[repr(C)]
@@ -801,7 +786,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         // SAFETY: a live PD's context is live.
         let ctx = unsafe { (*self.pd).context };
         // SAFETY: as above.
-        let a = unsafe { device_attr(ctx, Verb::CreateQp) }?;
+        let a = unsafe { crate::device::device_attr(ctx, Verb::CreateQp) }?;
         self.check(&a)?;
         // What the transitions' attributes are checked against: read once, here.
         // SAFETY: as above.

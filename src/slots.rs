@@ -275,7 +275,7 @@ impl<'pd> Slot<'pd> {
         let ctx = unsafe { (*pd.as_raw()).context };
         if !crate::backend::is_software(ctx) {
             // SAFETY: a live context.
-            let attr = unsafe { crate::qp::device_attr(ctx, Verb::RegMr) }?;
+            let attr = unsafe { crate::device::device_attr(ctx, Verb::RegMr) }?;
             if !checks_local_iova(attr.vendor_id, attr.vendor_part_id) {
                 return Err(Error {
                     verb: Verb::RegMr,

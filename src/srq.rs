@@ -221,7 +221,7 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     {
         let pd = self.pd.get().as_raw();
         // SAFETY: a live PD's context is live.
-        let a = unsafe { crate::qp::device_attr((*pd).context, Verb::CreateSrq) }?;
+        let a = unsafe { crate::device::device_attr((*pd).context, Verb::CreateSrq) }?;
         if self.max_wr < 1 || self.max_wr > a.max_srq_wr.max(0) as u32 {
             return Err(Error::range(
                 Verb::CreateSrq,
