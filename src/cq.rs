@@ -414,29 +414,34 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     }
 }
 
-/// What a CQ's `cq_context` points at: the acknowledgement state of its completion events,
-/// first (`#[repr(C)]`, so it is found without knowing `C`), what keeps its context, channel
-/// and parent domain alive (released when the meta is freed, after the CQ is destroyed), and
-/// the typed user context.
+/// What a CQ's `cq_context` points at: its gate first (`#[repr(C)]`, so that the teardowns
+/// find it knowing neither `C` nor this type: [`teardown`] is below the CQ), the
+/// acknowledgement state of its completion events, what keeps its context, channel and parent
+/// domain alive (released when the meta is freed, after the CQ is destroyed), and the typed
+/// user context. The fields before `user` are at the same offsets whatever `C` is.
 #[repr(C)]
 pub(crate) struct CqMeta<C> {
-    pub(crate) acks: Arc<CqAcks>,
     /// Who may take the provider's CQ lock next: a batch or a teardown ([`teardown`]'s gates);
     /// and whether the CQ's one [`Poller`](crate::Poller) lives (an extended CQ's).
     pub(crate) gate: teardown::Gate,
+    pub(crate) acks: Arc<CqAcks>,
     /// Held for its `Drop` only.
     #[allow(dead_code)]
     keep: [Keep; 3],
     pub(crate) user: C,
 }
 
+// The teardowns read a CQ's gate at the start of its meta (`teardown::gate_of`), whatever `C`.
+const _: () = assert!(std::mem::offset_of!(CqMeta<()>, gate) == 0);
+const _: () = assert!(std::mem::offset_of!(CqMeta<[u64; 4]>, gate) == 0);
+
 impl<C> CqMeta<C> {
     fn new<K>(b: CqBuilder<'_, K, C>) -> (Self, *mut sys::ibv_context) {
         let [channel, parent] = b.keep;
         let ctx = b.ctx.get().as_raw();
         let meta = CqMeta {
-            acks: CqAcks::new(),
             gate: teardown::Gate::new(),
+            acks: CqAcks::new(),
             keep: [b.ctx.into_keep(), channel, parent],
             user: b.user,
         };

@@ -164,11 +164,11 @@ unsafe fn ack_cq(cq: *mut sys::ibv_cq, mut n: u64) {
 /// The acks of the CQ whose `cq_context` is `cq_context`.
 ///
 /// # Safety
-/// `cq_context` is the context of a live CQ made by this crate's builders: a `CqMeta`, whose
-/// first field is the `Arc<CqAcks>` (`#[repr(C)]`).
+/// `cq_context` is the context of a live CQ made by this crate's builders: a `CqMeta<C>`,
+/// whose fields before `user` are at the same offsets as `CqMeta<()>`'s (`#[repr(C)]`).
 unsafe fn acks_of<'a>(cq_context: *mut c_void) -> &'a Arc<CqAcks> {
     // SAFETY: caller's contract.
-    unsafe { &*(cq_context as *const Arc<CqAcks>) }
+    unsafe { &(*(cq_context as *const crate::cq::CqMeta<()>)).acks }
 }
 
 /// A completion event: the CQ it is for had a completion after it was armed. Acked

@@ -165,12 +165,16 @@
 //! teardowns of the CQ that held it that long (a waiting teardown goes before newcomers). A
 //! dropped QP's thread never waits: the QP is handed to the batch, which destroys it after it
 //! ends; there, out of the batch and holding no gate, the batch's thread waits in the same way
-//! for the batch in progress on the QP's other CQ (at most a second, then it hands it on), so
-//! a QP dropped while batches keep both its CQs busy is destroyed after at most one batch of
-//! each, not handed between them for ever (when each CQ is polled by one thread at a time, as
-//! through its `Poller`; where several threads take turns on a CQ through `&self`, a batch of
-//! theirs may open between the two gates, and the wait still ends within the second). A batch that finds a teardown in progress (or
-//! waiting) waits for it, which is bounded: a teardown runs no user code, and a waiting one
+//! for the batch in progress on the QP's other CQ (at most a second for the whole batch end,
+//! however many QPs wait there; then it hands the rest on), so a QP dropped while batches keep
+//! both its CQs busy is destroyed after at most one batch of each, not handed between them for
+//! ever. That holds when each CQ is polled by one thread at a time (as through its `Poller`)
+//! and no batch's closure waits for the other CQ's polling thread; where several threads take
+//! turns on a CQ through `&self`, a batch of theirs may open between the two gates, and where
+//! a closure waits for the other poller, the wait cannot succeed: either way the batch end
+//! gives up within the second and hands the QP on, as before. A batch that finds a teardown
+//! in progress (or waiting) waits for it, which is bounded: a teardown runs no user code, and
+//! a waiting one
 //! waits only for the batch in progress on one CQ, holding no gate, for at most a second; a
 //! poller that waits keeps new teardowns from queueing ahead of it. So no wait is for ever, and
 //! a poll of one CQ waits for another CQ's batch only after its own batch ended, when a QP of
@@ -179,8 +183,10 @@
 //! As with a lock, a batch's closure that waits for a thread destroying or resetting a QP of
 //! that batch's CQ stalls that thread for the second, after which its teardown is refused;
 //! dropping the QP instead never waits. Likewise a batch's closure that waits for the thread
-//! polling another CQ, while a QP on both CQs is dropped, stalls that poller's return for at
-//! most the second. The software device takes the CQ locks where mlx5
+//! polling another CQ, while a QP on both CQs is dropped, stalls that poller's return (the end
+//! of the batch the QP was handed to) for at most the second, once per batch end; the caller's
+//! duty, where that matters, is to drop such QPs outside those batches or destroy them
+//! explicitly. The software device takes the CQ locks where mlx5
 //! does, so the tests would see a wait that could hang (`tests/teardown.rs`, `tests/gate_*.rs`).
 //!
 //! ## Threads

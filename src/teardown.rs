@@ -80,6 +80,9 @@ struct Batch {
     /// The deferred teardowns, first to run at the head.
     head: Cell<*mut Node>,
     tail: Cell<*mut Node>,
+    /// Until when the teardowns run at this batch's end may wait for gates
+    /// ([`run_at_batch_end`]): one `TEARDOWN_WAIT` for the whole end, not one per teardown.
+    end_deadline: Cell<Option<std::time::Instant>>,
 }
 
 thread_local! {
@@ -89,6 +92,7 @@ thread_local! {
             released: Cell::new(ptr::null_mut()),
             head: Cell::new(ptr::null_mut()),
             tail: Cell::new(ptr::null_mut()),
+            end_deadline: Cell::new(None),
         }
     };
 }
@@ -112,6 +116,7 @@ pub(crate) fn leave() {
         b.inside.set(false);
         if !b.head.get().is_null() {
             run_deferred(b);
+            b.end_deadline.set(None);
             release_parents(b);
         }
     })
@@ -130,6 +135,7 @@ pub(crate) fn leave_batch(gate: &Gate, handed: bool) {
             if handed {
                 gate.run_handed();
             }
+            b.end_deadline.set(None);
             release_parents(b);
         }
     })
@@ -423,13 +429,23 @@ impl Gate {
     #[inline(never)]
     fn open_batch_slow(&self, who: Opener) -> bool {
         let mut spins = 0u32;
+        // Whether this opener marked the gate (OPENER): a refused one takes its mark back, or
+        // it would keep explicit teardowns waiting for an opener that is gone (and drops
+        // retrying for a gate that never frees).
+        let mut marked = false;
+        let refuse = |marked: bool| {
+            if marked {
+                self.state.fetch_and(!OPENER, Ordering::Relaxed);
+            }
+            false
+        };
         loop {
             let s = self.state.load(Ordering::Relaxed);
             if who == Opener::Shared && s & POLLER != 0 {
-                return false;
+                return refuse(marked);
             }
             match s & KIND {
-                OPEN | DEFERRED => return false,
+                OPEN | DEFERRED => return refuse(marked),
                 _ if s & !(OPENER | POLLER) == FREE => {
                     if self
                         .state
@@ -445,8 +461,15 @@ impl Gate {
                     }
                 }
                 _ => {
-                    if s & OPENER == 0 {
-                        self.state.fetch_or(OPENER, Ordering::Relaxed);
+                    // Marked on the state seen (a teardown or a waiter holds it), never on a
+                    // batch's, which may have opened since the load.
+                    if s & OPENER == 0
+                        && self
+                            .state
+                            .compare_exchange(s, s | OPENER, Ordering::Relaxed, Ordering::Relaxed)
+                            .is_ok()
+                    {
+                        marked = true;
                     }
                     // Teardowns hold the gate briefly: spin, then yield, never sleep (a sleep
                     // would miss the gaps between them).
@@ -475,15 +498,23 @@ impl Gate {
     /// `CqEx::poller`: takes the poller's bit, unless a poller lives or a batch is open (one
     /// opened through `CqEx::poll_batch`: no poller lives). False then, with nothing taken.
     pub(crate) fn claim_poller(&self) -> bool {
-        let prev = self.state.fetch_or(POLLER, Ordering::Acquire);
-        if prev & POLLER != 0 {
-            return false;
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            // Set only where it may be: never even for a moment over a batch, which would
+            // refuse other openers while no poller lives.
+            if s & POLLER != 0 || matches!(s & KIND, OPEN | DEFERRED) {
+                return false;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                s | POLLER,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
         }
-        if matches!(prev & KIND, OPEN | DEFERRED) {
-            self.state.fetch_and(!POLLER, Ordering::Release);
-            return false;
-        }
-        true
     }
 
     /// `CqEx::split`: takes the poller's bit through `&mut` of the CQ (no batch is open, and a
@@ -624,8 +655,9 @@ impl Gate {
 /// # Safety
 /// `cq` is live for `'a`.
 unsafe fn gate_of<'a>(cq: *mut sys::ibv_cq) -> &'a Gate {
-    // SAFETY: caller's contract: cq_context is the CQ's meta (`crate::cq::gate`).
-    unsafe { crate::cq::gate(cq) }
+    // SAFETY: caller's contract: cq_context is the CQ's meta, a `#[repr(C)]` struct whose first
+    // field is its gate (`crate::cq::CqMeta`), live as long as the CQ.
+    unsafe { &*((*cq).cq_context as *const Gate) }
 }
 
 /// The gates of a QP's CQs, held by a teardown: given back when dropped.
@@ -702,8 +734,19 @@ pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Close
 /// # Safety
 /// As [`close_gates`]'s.
 pub(crate) unsafe fn close_gates_waiting<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Option<Closed<'a>> {
+    // SAFETY: caller's contract.
+    unsafe { close_gates_until(cqs, std::time::Instant::now() + TEARDOWN_WAIT) }
+}
+
+/// [`close_gates_waiting`] until `deadline`.
+///
+/// # Safety
+/// As [`close_gates`]'s.
+unsafe fn close_gates_until<'a>(
+    cqs: [*mut sys::ibv_cq; 2],
+    deadline: std::time::Instant,
+) -> Option<Closed<'a>> {
     debug_assert!(!inside_batch());
-    let deadline = std::time::Instant::now() + TEARDOWN_WAIT;
     // SAFETY: caller's contract.
     let first = unsafe { gate_of(cqs[0]) };
     // SAFETY: as above.
@@ -751,12 +794,23 @@ pub(crate) unsafe fn run_at_batch_end(
     a: *mut c_void,
     b: *mut c_void,
 ) -> bool {
-    // SAFETY: caller's contract: live CQs made by the builder, out of any batch.
-    if let Some(held) = unsafe { close_gates_waiting(cqs) } {
-        // SAFETY: caller's contract; the gates are closed.
-        unsafe { run(a, b) };
-        drop(held);
-        return true;
+    // One wait for the whole batch end: once it has run out, the rest are handed on at once.
+    let deadline = BATCH.with(|t| {
+        let d = t
+            .end_deadline
+            .get()
+            .unwrap_or_else(|| std::time::Instant::now() + TEARDOWN_WAIT);
+        t.end_deadline.set(Some(d));
+        d
+    });
+    if std::time::Instant::now() < deadline {
+        // SAFETY: caller's contract: live CQs made by the builder, out of any batch.
+        if let Some(held) = unsafe { close_gates_until(cqs, deadline) } {
+            // SAFETY: caller's contract; the gates are closed.
+            unsafe { run(a, b) };
+            drop(held);
+            return true;
+        }
     }
     // SAFETY: caller's contract.
     unsafe { run_or_hand(ctx, cqs, run, gated, a, b) }

@@ -273,3 +273,137 @@ fn a_qp_dropped_while_both_its_cqs_stay_busy_is_destroyed_soon() {
         }),
     );
 }
+
+/// A thread polling a CQ through `&self` until it is refused, while another takes and drops the
+/// CQ's poller, and this thread destroys QPs of the CQ: once both threads have stopped, nothing
+/// is open and no poller lives, so a destroy succeeds at once and a drop returns. (A shared
+/// opener refused after it had marked the gate as waiting used to leave the mark: explicit
+/// teardowns then waited a second and were refused, and a drop spun for ever.)
+#[test]
+fn a_refused_shared_poll_leaves_the_gate_free() {
+    within("a_refused_shared_poll_leaves_the_gate_free", 120, || {
+        let ctx = open();
+        let pd = Pd::new(&ctx).unwrap();
+        let cq = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
+        for round in 0..1500 {
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(
+                    || {
+                        while !stop.load(Ordering::Relaxed) && cq.poll_batch(|_| ()).is_ok() {}
+                    },
+                );
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        drop(cq.poller());
+                    }
+                });
+                for _ in 0..5 {
+                    let q = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+                    q.destroy()
+                        .unwrap_or_else(|e| panic!("round {round}: destroy during the race: {e}"));
+                }
+                stop.store(true, Ordering::Relaxed);
+            });
+            let q = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+            let start = std::time::Instant::now();
+            q.destroy()
+                .unwrap_or_else(|e| panic!("round {round}: destroy with nothing open: {e}"));
+            assert!(
+                start.elapsed() < Duration::from_millis(500),
+                "round {round}: a destroy with nothing open waited {:?}",
+                start.elapsed()
+            );
+            drop(Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap()); // `within` catches a spin
+        }
+    });
+}
+
+/// Two threads whose batch closures each wait for a token the other sends after its own batch
+/// (a pipeline hand-off), and three QPs on both CQs dropped inside one batch: the end of that
+/// batch waits for the other CQ's gate once, at most a second for all three, then hands the
+/// rest on (it waited a second per QP before); no thread hangs, and every QP is destroyed once
+/// the threads stop.
+#[test]
+fn qps_dropped_between_two_mutually_waiting_batches_stall_one_batch_end_at_most_a_second() {
+    within(
+        "qps_dropped_between_two_mutually_waiting_batches",
+        120,
+        || {
+            let ctx = open();
+            let leaks = LeakCheck::new(&ctx, "qps_dropped_between_two_mutually_waiting_batches");
+            {
+                let pd = Pd::new(&ctx).unwrap();
+                let a = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
+                let b = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
+                // A completion in each CQ for every batch: a flushed receive of a QP of its own.
+                let feed = |cq| {
+                    let q = Qp::<Rc>::builder(&pd, cq, cq)
+                        .max_recv_wr(60)
+                        .build()
+                        .unwrap()
+                        .to_init(INIT)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    for i in 0..60 {
+                        q.post_recv(i, &[] as &[Sge; 0]).unwrap();
+                    }
+                    q.to_error().unwrap_or_else(|e| panic!("{e}"))
+                };
+                let (_fa, _fb) = (feed(&a), feed(&b));
+                let mut qps: Vec<_> = (0..3)
+                    .map(|_| Qp::<Rc>::builder(&pd, &a, &b).build().unwrap())
+                    .collect();
+                let stop = AtomicBool::new(false);
+                let (to_a, from_b) = mpsc::channel::<()>();
+                let (to_b, from_a) = mpsc::channel::<()>();
+                to_a.send(()).unwrap();
+                let dropping_end = std::thread::scope(|s| {
+                    let stop = &stop;
+                    let (a, b) = (&a, &b);
+                    s.spawn(move || {
+                        while !stop.load(Ordering::Relaxed) {
+                            a.poll_batch(|_| {
+                                let _ = from_b.recv_timeout(Duration::from_secs(5));
+                            })
+                            .unwrap();
+                            let _ = to_b.send(());
+                        }
+                        let _ = to_b.send(());
+                    });
+                    let qps = &mut qps;
+                    let dropping = s.spawn(move || {
+                        let mut took = None;
+                        while !stop.load(Ordering::Relaxed) {
+                            let start = std::time::Instant::now();
+                            let dropped = b
+                                .poll_batch(|_| {
+                                    let _ = from_a.recv_timeout(Duration::from_secs(5));
+                                    let dropped = !qps.is_empty();
+                                    qps.clear(); // dropped inside B's batch
+                                    dropped
+                                })
+                                .unwrap();
+                            if dropped == Some(true) {
+                                took = Some(start.elapsed());
+                            }
+                            let _ = to_a.send(());
+                        }
+                        let _ = to_a.send(());
+                        took
+                    });
+                    std::thread::sleep(Duration::from_millis(2500));
+                    stop.store(true, Ordering::Relaxed);
+                    dropping.join().unwrap()
+                });
+                let took = dropping_end.expect("the QPs were dropped inside a batch");
+                assert!(
+                    took < Duration::from_millis(1800),
+                    "the batch that dropped three QPs took {took:?}: one wait of at most a second \
+                 for the batch end, not one per QP"
+                );
+            }
+            leaks.assert_unchanged("every QP destroyed once the threads stop");
+            ctx.close().expect("the context closes: nothing waits");
+        },
+    );
+}
