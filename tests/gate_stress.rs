@@ -290,7 +290,9 @@ fn a_refused_shared_poll_leaves_the_gate_free() {
             std::thread::scope(|s| {
                 s.spawn(
                     || {
-                        while !stop.load(Ordering::Relaxed) && cq.poll_batch(|_| ()).is_ok() {}
+                        while !stop.load(Ordering::Relaxed) && cq.poll_batch(|_| ()).is_ok() {
+                        std::hint::spin_loop();
+                    }
                     },
                 );
                 s.spawn(|| {
