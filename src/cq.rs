@@ -965,7 +965,7 @@ pub(crate) unsafe fn destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Error> {
     unsafe {
         let meta = meta(cq);
         meta.acks.close(cq);
-        if let Err(e) = crate::event::destroy_cq(cq) {
+        if let Err(e) = crate::destroying::destroy_cq(cq) {
             meta.acks.reopen();
             return Err(Error::os(Verb::DestroyCq, e));
         }

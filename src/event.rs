@@ -56,18 +56,18 @@
 use crate::backend;
 use crate::cq::AnyCq;
 use crate::cq_ex::WcFlags;
+use crate::destroying::Ack as _;
 use crate::error::{Error, Result, Verb};
 use crate::ffi::{sys, RawAsyncEvent};
 use crate::qp::{QpType, RecvSide};
 use crate::qp_state::QpState;
 use crate::sync::Mutex;
 use crate::{Context, Cq, CqEx, Qp, Srq, Threading};
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::os::fd::RawFd;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
@@ -918,7 +918,7 @@ struct AsyncSlot {
     pending: Mutex<Option<RawEvent>>,
 }
 
-impl AsyncSlot {
+impl crate::destroying::Ack for AsyncSlot {
     fn ack(&self) {
         let mut p = self.pending.lock();
         if let Some(raw) = p.take() {
@@ -930,88 +930,6 @@ impl AsyncSlot {
             unsafe { backend::of(ctx).ack_async_event(&mut ev) };
         }
     }
-}
-
-/// What the typed layer knows of one object's async events.
-#[derive(Default)]
-struct Held {
-    /// The events guards hold.
-    slots: Vec<Arc<AsyncSlot>>,
-    /// Destroys of the object in progress: an event of it got meanwhile is acked at once.
-    destroying: u32,
-}
-
-/// The async events held by guards, by the address of the object they name, so that the
-/// object's destroy can ack them first.
-fn held() -> &'static Mutex<HashMap<usize, Held>> {
-    static HELD: OnceLock<Mutex<HashMap<usize, Held>>> = OnceLock::new();
-    HELD.get_or_init(Default::default)
-}
-
-/// Runs `destroy`, the destroy verb of `object` (a CQ, QP or SRQ), after acking the async
-/// events of it that guards still hold: libibverbs' destroy verbs wait for those acks, and the
-/// guard may be held by the very thread that destroys. While it runs, an event of the object
-/// got on another thread is acked at once, so the destroy never waits on a guard. Every
-/// destroy of a CQ, QP or SRQ goes through here ([`destroy_cq`], [`destroy_srq`],
-/// [`destroy_qp`]), above the backends.
-pub(crate) fn destroying<R>(object: *mut c_void, destroy: impl FnOnce() -> R) -> R {
-    let key = object as usize;
-    let slots = {
-        let mut held = held().lock();
-        let h = held.entry(key).or_default();
-        h.destroying += 1;
-        std::mem::take(&mut h.slots)
-    };
-    for s in slots {
-        s.ack();
-    }
-    let r = destroy();
-    let mut held = held().lock();
-    if let Some(h) = held.get_mut(&key) {
-        h.destroying -= 1;
-        if h.destroying == 0 && h.slots.is_empty() {
-            held.remove(&key);
-        }
-    }
-    r
-}
-
-/// `ibv_destroy_cq` through the CQ's backend, inside [`destroying`]: the async events (CQ_ERR)
-/// of the CQ that guards still hold are acked first, as the destroy waits for them. Every
-/// destroy of a CQ goes through here, the typed layer's and [`raw`](crate::raw)'s.
-///
-/// # Safety
-/// `cq` is a live CQ (an extended one through `ibv_cq_ex_to_cq`), not used after a destroy that
-/// succeeded.
-pub(crate) unsafe fn destroy_cq(cq: *mut sys::ibv_cq) -> std::result::Result<(), backend::Errno> {
-    destroying(cq.cast(), || {
-        // SAFETY: caller's contract.
-        unsafe { backend::of((*cq).context).destroy_cq(cq) }
-    })
-}
-
-/// `ibv_destroy_srq` through the SRQ's backend, inside [`destroying`] (as [`destroy_cq`]).
-///
-/// # Safety
-/// `srq` is a live SRQ, not used after a destroy that succeeded.
-pub(crate) unsafe fn destroy_srq(
-    srq: *mut sys::ibv_srq,
-) -> std::result::Result<(), backend::Errno> {
-    destroying(srq.cast(), || {
-        // SAFETY: caller's contract.
-        unsafe { backend::of((*srq).context).destroy_srq(srq) }
-    })
-}
-
-/// `ibv_destroy_qp` through the QP's backend, inside [`destroying`] (as [`destroy_cq`]).
-///
-/// # Safety
-/// `qp` is a live QP, not used after a destroy that succeeded.
-pub(crate) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> std::result::Result<(), backend::Errno> {
-    destroying(qp.cast(), || {
-        // SAFETY: caller's contract.
-        unsafe { backend::of((*qp).context).destroy_qp(qp) }
-    })
 }
 
 /// An async event, acked (`ibv_ack_async_event`) when dropped. It derefs to the
@@ -1073,13 +991,7 @@ impl Drop for AsyncEventGuard<'_> {
     fn drop(&mut self) {
         self.slot.ack();
         if self.object != 0 {
-            let mut held = held().lock();
-            if let Some(h) = held.get_mut(&self.object) {
-                h.slots.retain(|s| !Arc::ptr_eq(s, &self.slot));
-                if h.slots.is_empty() && h.destroying == 0 {
-                    held.remove(&self.object);
-                }
-            }
+            crate::destroying::release(self.object, Arc::as_ptr(&self.slot).cast());
         }
     }
 }
@@ -1268,16 +1180,10 @@ impl Context {
                 element,
             })),
         });
+        // While its object's destroy is in progress, the destroy waits for this ack: `hold`
+        // gives it now (the event is still returned, for what it says).
         if object != 0 {
-            let mut held = held().lock();
-            let h = held.entry(object).or_default();
-            if h.destroying > 0 {
-                // Its destroy is waiting for this ack: give it now (the event is still
-                // returned, for what it says).
-                slot.ack();
-            } else {
-                h.slots.push(slot.clone());
-            }
+            crate::destroying::hold(object, slot.clone());
         }
         Ok(Some(AsyncEventGuard {
             slot,

@@ -78,6 +78,7 @@ pub mod cm;
 pub mod connect;
 pub mod cq;
 pub mod cq_ex;
+mod destroying;
 pub mod device;
 pub mod dma;
 pub mod error;

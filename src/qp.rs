@@ -1165,7 +1165,7 @@ unsafe fn destroy_with_groups(
     });
     // SAFETY: a live QP, destroyed at most once (caller's contract); a group still attached
     // makes the destroy fail with EBUSY, which is reported.
-    unsafe { crate::event::destroy_qp(qp) }.map_err(|e| Error::os(Verb::DestroyQp, e))
+    unsafe { crate::destroying::destroy_qp(qp) }.map_err(|e| Error::os(Verb::DestroyQp, e))
 }
 
 /// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] inside a polling batch (it would wait

@@ -426,7 +426,7 @@ impl<C, const SGE: usize> Destroy for Srq<'_, C, SGE> {
         let srq = self.as_raw();
         // SAFETY: a live SRQ, destroyed once with success (`destroy_raw`'s contract). A QP still
         // using it (leaked, or queued to a batch's end) makes the destroy fail with EBUSY.
-        unsafe { crate::event::destroy_srq(srq) }.map_err(|e| Error::os(Verb::DestroySrq, e))
+        unsafe { crate::destroying::destroy_srq(srq) }.map_err(|e| Error::os(Verb::DestroySrq, e))
     }
     fn leftover(&self) -> Leftover {
         // SAFETY: a live SRQ made by the builder with `C`.
@@ -443,7 +443,7 @@ impl<C, const SGE: usize> Drop for Srq<'_, C, SGE> {
             let srq = srq.cast::<sys::ibv_srq>();
             // SAFETY: `drop`'s SRQ and its SrqMeta<C> whose user context was moved out; once.
             unsafe {
-                if crate::event::destroy_srq(srq).is_ok() {
+                if crate::destroying::destroy_srq(srq).is_ok() {
                     drop(Box::from_raw(meta as *mut SrqMeta<ManuallyDrop<C>>));
                 }
             }

@@ -655,7 +655,7 @@ impl ControlPath for Software {
 
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
         // The destroy waits for the acks of the CQ's async events: the typed layer acks the
-        // ones it holds before it calls this (crate::event::destroy_cq).
+        // ones it holds before it calls this (crate::destroying::destroy_cq).
         // SAFETY: live CQ.
         unsafe { cq::destroy(cq) }
     }
