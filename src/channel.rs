@@ -14,7 +14,7 @@
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
-use crate::event::{self, CqEvent};
+use crate::fd;
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy, Leftover, Node};
 use crate::parent::Parent;
@@ -91,38 +91,8 @@ impl<'ctx> CompChannel<'ctx> {
             _ctx: PhantomData,
         };
         // On failure `ch` is dropped: ibv_destroy_comp_channel.
-        event::set_nonblocking(ch.as_raw_fd())
-            .map_err(|e| Error::os(Verb::CreateCompChannel, e))?;
+        fd::set_nonblocking(ch.as_raw_fd()).map_err(|e| Error::os(Verb::CreateCompChannel, e))?;
         Ok(ch)
-    }
-
-    /// `ibv_get_cq_event`: the next completion event, waiting for one (in poll(2)) if there is
-    /// none. The event is acked when dropped (see [`CqEvent`]).
-    ///
-    /// # Errors
-    /// The errno of `ibv_get_cq_event` or of poll(2) while waiting
-    /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`); `EINTR` is retried.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
-    /// let ctx = Context::open("sw0")?;
-    /// let channel = CompChannel::new(&ctx)?;
-    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
-    /// cq.req_notify(false)?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?; // a completion arrives
-    /// let event = channel.get_cq_event()?; // blocks until the event is there
-    /// assert!(event.is_for(&cq));
-    /// drop(event); // acked
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn get_cq_event(&self) -> Result<CqEvent<'_>> {
-        loop {
-            if let Some(ev) = self.try_get_cq_event()? {
-                return Ok(ev);
-            }
-            event::wait_readable(self.as_raw_fd(), None)
-                .map_err(|e| Error::os(Verb::GetCqEvent, e))?;
-        }
     }
 
     /// Waits (in poll(2)) until the channel's fd is readable, that is until a completion event
@@ -143,32 +113,7 @@ impl<'ctx> CompChannel<'ctx> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<bool> {
-        event::wait_readable(self.as_raw_fd(), timeout).map_err(|e| Error::os(Verb::GetCqEvent, e))
-    }
-
-    /// `ibv_get_cq_event` without waiting: `None` when no event waits (EAGAIN on the
-    /// O_NONBLOCK fd).
-    ///
-    /// # Errors
-    /// The errno of `ibv_get_cq_event` other than `EAGAIN` ([`ErrorKind::Os`](crate::ErrorKind::Os)).
-    ///
-    /// ```
-    /// # use typed_verbs::{CompChannel, Context};
-    /// # let ctx = Context::open("sw0")?;
-    /// let channel = CompChannel::new(&ctx)?;
-    /// assert!(channel.try_get_cq_event()?.is_none());
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn try_get_cq_event(&self) -> Result<Option<CqEvent<'_>>> {
-        let ch = self.as_raw();
-        // SAFETY: a live channel.
-        match unsafe { backend::of((*ch).context).get_cq_event(ch) } {
-            // SAFETY: the CQ of an event of this channel was made by a builder (only they take
-            // a CompChannel) and is live until the event is acked; the event was just got.
-            Ok((cq, cq_context)) => Ok(Some(unsafe { CqEvent::got(cq, cq_context) })),
-            Err(libc::EAGAIN) => Ok(None),
-            Err(e) => Err(Error::os(Verb::GetCqEvent, e)),
-        }
+        fd::wait_readable(self.as_raw_fd(), timeout).map_err(|e| Error::os(Verb::GetCqEvent, e))
     }
 
     /// The C channel. It stays owned by `self`.
@@ -274,12 +219,11 @@ crate::object::debug_handle!(CompChannel<'a>);
 mod tokio_events {
     use super::CompChannel;
     use crate::error::{Error, Result, Verb};
-    use crate::event::CqEvent;
     use std::os::fd::{AsRawFd, RawFd};
     use tokio::io::unix::AsyncFd;
 
     /// The channel's fd, borrowed (the channel owns and closes it).
-    struct ChannelFd(RawFd);
+    pub(crate) struct ChannelFd(RawFd);
 
     impl AsRawFd for ChannelFd {
         fn as_raw_fd(&self) -> RawFd {
@@ -309,8 +253,8 @@ mod tokio_events {
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub struct AsyncCompChannel<'a, 'ctx> {
-        ch: &'a CompChannel<'ctx>,
-        fd: AsyncFd<ChannelFd>,
+        pub(crate) ch: &'a CompChannel<'ctx>,
+        pub(crate) fd: AsyncFd<ChannelFd>,
     }
 
     impl<'ctx> CompChannel<'ctx> {
@@ -362,40 +306,6 @@ mod tokio_events {
     }
 
     impl<'a> AsyncCompChannel<'a, '_> {
-        /// `ibv_get_cq_event`, awaiting the fd's readiness while no event waits.
-        ///
-        /// # Errors
-        /// The errno of waiting for readiness, or of `ibv_get_cq_event`
-        /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`).
-        ///
-        /// ```
-        /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
-        /// let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
-        /// rt.block_on(async {
-        ///     let ctx = Context::open("sw0")?;
-        ///     let channel = CompChannel::new(&ctx)?;
-        ///     let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
-        ///     let events = channel.cq_events()?;
-        ///     cq.req_notify(false)?;
-        ///     software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
-        ///     drop(events.get_cq_event().await?); // acked
-        ///     Ok::<(), typed_verbs::Error>(())
-        /// })?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        pub async fn get_cq_event(&self) -> Result<CqEvent<'a>> {
-            loop {
-                let mut ready = self.fd.readable().await.map_err(|e| {
-                    Error::os(Verb::GetCqEvent, e.raw_os_error().unwrap_or(libc::EIO))
-                })?;
-                match self.ch.try_get_cq_event()? {
-                    Some(ev) => return Ok(ev),
-                    // Another reader took it, or the readiness was stale: wait again.
-                    None => ready.clear_ready(),
-                }
-            }
-        }
-
         /// The channel.
         ///
         /// ```

@@ -15,11 +15,11 @@ use crate::backend;
 use crate::channel::CompChannel;
 use crate::cq_ex::{CqEx, WcFlags};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
-use crate::event::CqAcks;
 use crate::ffi::{self, sys};
 use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::parent::{Held, Keep, Parent};
 use crate::pd::ParentDomain;
+use crate::sync::Mutex;
 use crate::teardown;
 use crate::wc::WorkCompletion;
 use crate::Context;
@@ -411,6 +411,93 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
             });
         }
         Ok(())
+    }
+}
+
+/// The acknowledgement state of one CQ's completion events, shared by the CQ (at the head of
+/// its `cq_context`, see [`CqMeta`]) and every event of it still held.
+pub(crate) struct CqAcks {
+    state: Mutex<AckState>,
+}
+
+struct AckState {
+    /// Events got and not acked yet (fungible: an ack is a count, not an identity).
+    unacked: u64,
+    /// Set while the CQ is being destroyed, and for good once it is: nothing acks any more
+    /// (the destroy acked everything held), and an event got meanwhile is acked at once.
+    closing: bool,
+}
+
+impl CqAcks {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(CqAcks {
+            state: Mutex::new(AckState {
+                unacked: 0,
+                closing: false,
+            }),
+        })
+    }
+
+    /// An event of `cq` was got: counted, or acked at once if the CQ is being destroyed.
+    ///
+    /// # Safety
+    /// `cq` is the live CQ of these acks, with this event got and not acked.
+    pub(crate) unsafe fn got(&self, cq: *mut sys::ibv_cq) {
+        let mut st = self.state.lock();
+        if st.closing {
+            // SAFETY: the destroy in progress waits for this ack, so the CQ is live.
+            unsafe { ack_cq(cq, 1) };
+        } else {
+            st.unacked += 1;
+        }
+    }
+
+    /// Acks up to `n` events of `cq`, unless the CQ is being (or was) destroyed.
+    ///
+    /// # Safety
+    /// `cq` is the CQ of these acks (live unless `closing`, which is checked under the lock).
+    pub(crate) unsafe fn ack(&self, cq: *mut sys::ibv_cq, n: u64) {
+        let mut st = self.state.lock();
+        let k = n.min(st.unacked);
+        if st.closing || k == 0 {
+            return;
+        }
+        // SAFETY: not closing, so the CQ is live (its destroy sets `closing` under this lock
+        // first); `k` events were got and not acked.
+        unsafe { ack_cq(cq, k) };
+        st.unacked -= k;
+    }
+
+    /// Before `ibv_destroy_cq`: acks every event still held and stops later acks.
+    ///
+    /// # Safety
+    /// `cq` is the live CQ of these acks.
+    pub(crate) unsafe fn close(&self, cq: *mut sys::ibv_cq) {
+        let mut st = self.state.lock();
+        if st.unacked > 0 {
+            // SAFETY: caller's contract; that many events were got and not acked.
+            unsafe { ack_cq(cq, st.unacked) };
+            st.unacked = 0;
+        }
+        st.closing = true;
+    }
+
+    /// After a failed `ibv_destroy_cq`: the CQ lives on, and events ack again.
+    pub(crate) fn reopen(&self) {
+        self.state.lock().closing = false;
+    }
+}
+
+/// `ibv_ack_cq_events(cq, n)`, in chunks of `u32::MAX`.
+///
+/// # Safety
+/// `cq` is live, with at least `n` events got and not acked.
+unsafe fn ack_cq(cq: *mut sys::ibv_cq, mut n: u64) {
+    while n > 0 {
+        let k = n.min(u32::MAX as u64) as u32;
+        // SAFETY: caller's contract.
+        unsafe { backend::of((*cq).context).ack_cq_events(cq, k) };
+        n -= u64::from(k);
     }
 }
 

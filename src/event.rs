@@ -1,4 +1,4 @@
-//! Events: completion events from a [`CompChannel`](crate::CompChannel) and async events from a
+//! Events: completion events from a [`CompChannel`] and async events from a
 //! [`Context`]'s async fd, each typed, each acknowledged exactly once.
 //!
 //! # Completion events
@@ -54,7 +54,7 @@
 //! ```
 
 use crate::backend;
-use crate::cq::AnyCq;
+use crate::cq::{AnyCq, CqAcks};
 use crate::cq_ex::WcFlags;
 use crate::destroying::Ack as _;
 use crate::error::{Error, Result, Verb};
@@ -62,104 +62,120 @@ use crate::ffi::{sys, RawAsyncEvent};
 use crate::qp::{QpType, RecvSide};
 use crate::qp_state::QpState;
 use crate::sync::Mutex;
-use crate::{Context, Cq, CqEx, Qp, Srq, Threading};
+use crate::{CompChannel, Context, Cq, CqEx, Qp, Srq, Threading};
 use std::marker::PhantomData;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::raw::c_void;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
+// Getting completion events from a channel: here, above the CQs the events name, rather than
+// in channel.rs, below them (a CQ's builder takes its channel).
+
+impl CompChannel<'_> {
+    /// `ibv_get_cq_event`: the next completion event, waiting for one (in poll(2)) if there is
+    /// none. The event is acked when dropped (see [`CqEvent`]).
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_cq_event` or of poll(2) while waiting
+    /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`); `EINTR` is retried.
+    ///
+    /// ```
+    /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+    /// let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+    /// cq.req_notify(false)?;
+    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?; // a completion arrives
+    /// let event = channel.get_cq_event()?; // blocks until the event is there
+    /// assert!(event.is_for(&cq));
+    /// drop(event); // acked
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn get_cq_event(&self) -> Result<CqEvent<'_>> {
+        loop {
+            if let Some(ev) = self.try_get_cq_event()? {
+                return Ok(ev);
+            }
+            crate::fd::wait_readable(self.as_raw_fd(), None)
+                .map_err(|e| Error::os(Verb::GetCqEvent, e))?;
+        }
+    }
+
+    /// `ibv_get_cq_event` without waiting: `None` when no event waits (EAGAIN on the
+    /// O_NONBLOCK fd).
+    ///
+    /// # Errors
+    /// The errno of `ibv_get_cq_event` other than `EAGAIN` ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    ///
+    /// ```
+    /// # use typed_verbs::{CompChannel, Context};
+    /// # let ctx = Context::open("sw0")?;
+    /// let channel = CompChannel::new(&ctx)?;
+    /// assert!(channel.try_get_cq_event()?.is_none());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn try_get_cq_event(&self) -> Result<Option<CqEvent<'_>>> {
+        let ch = self.as_raw();
+        // SAFETY: a live channel.
+        match unsafe { backend::of((*ch).context).get_cq_event(ch) } {
+            // SAFETY: the CQ of an event of this channel was made by a builder (only they take
+            // a CompChannel) and is live until the event is acked; the event was just got.
+            Ok((cq, cq_context)) => Ok(Some(unsafe { CqEvent::got(cq, cq_context) })),
+            Err(libc::EAGAIN) => Ok(None),
+            Err(e) => Err(Error::os(Verb::GetCqEvent, e)),
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+mod tokio_cq_events {
+    use super::CqEvent;
+    use crate::channel::AsyncCompChannel;
+    use crate::error::{Error, Result, Verb};
+
+    impl<'a> AsyncCompChannel<'a, '_> {
+        /// `ibv_get_cq_event`, awaiting the fd's readiness while no event waits.
+        ///
+        /// # Errors
+        /// The errno of waiting for readiness, or of `ibv_get_cq_event`
+        /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`).
+        ///
+        /// ```
+        /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+        /// let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        /// rt.block_on(async {
+        ///     let ctx = Context::open("sw0")?;
+        ///     let channel = CompChannel::new(&ctx)?;
+        ///     let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+        ///     let events = channel.cq_events()?;
+        ///     cq.req_notify(false)?;
+        ///     software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+        ///     drop(events.get_cq_event().await?); // acked
+        ///     Ok::<(), typed_verbs::Error>(())
+        /// })?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        pub async fn get_cq_event(&self) -> Result<CqEvent<'a>> {
+            loop {
+                let mut ready = self.fd.readable().await.map_err(|e| {
+                    Error::os(Verb::GetCqEvent, e.raw_os_error().unwrap_or(libc::EIO))
+                })?;
+                match self.ch.try_get_cq_event()? {
+                    Some(ev) => return Ok(ev),
+                    // Another reader took it, or the readiness was stale: wait again.
+                    None => ready.clear_ready(),
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Completion events
 // ---------------------------------------------------------------------------------------------
-
-/// The acknowledgement state of one CQ's completion events, shared by the CQ (at the head of
-/// its `cq_context`, see [`CqMeta`](crate::cq::CqMeta)) and every event of it still held.
-pub(crate) struct CqAcks {
-    state: Mutex<AckState>,
-}
-
-struct AckState {
-    /// Events got and not acked yet (fungible: an ack is a count, not an identity).
-    unacked: u64,
-    /// Set while the CQ is being destroyed, and for good once it is: nothing acks any more
-    /// (the destroy acked everything held), and an event got meanwhile is acked at once.
-    closing: bool,
-}
-
-impl CqAcks {
-    pub(crate) fn new() -> Arc<Self> {
-        Arc::new(CqAcks {
-            state: Mutex::new(AckState {
-                unacked: 0,
-                closing: false,
-            }),
-        })
-    }
-
-    /// An event of `cq` was got: counted, or acked at once if the CQ is being destroyed.
-    ///
-    /// # Safety
-    /// `cq` is the live CQ of these acks, with this event got and not acked.
-    unsafe fn got(&self, cq: *mut sys::ibv_cq) {
-        let mut st = self.state.lock();
-        if st.closing {
-            // SAFETY: the destroy in progress waits for this ack, so the CQ is live.
-            unsafe { ack_cq(cq, 1) };
-        } else {
-            st.unacked += 1;
-        }
-    }
-
-    /// Acks up to `n` events of `cq`, unless the CQ is being (or was) destroyed.
-    ///
-    /// # Safety
-    /// `cq` is the CQ of these acks (live unless `closing`, which is checked under the lock).
-    unsafe fn ack(&self, cq: *mut sys::ibv_cq, n: u64) {
-        let mut st = self.state.lock();
-        let k = n.min(st.unacked);
-        if st.closing || k == 0 {
-            return;
-        }
-        // SAFETY: not closing, so the CQ is live (its destroy sets `closing` under this lock
-        // first); `k` events were got and not acked.
-        unsafe { ack_cq(cq, k) };
-        st.unacked -= k;
-    }
-
-    /// Before `ibv_destroy_cq`: acks every event still held and stops later acks.
-    ///
-    /// # Safety
-    /// `cq` is the live CQ of these acks.
-    pub(crate) unsafe fn close(&self, cq: *mut sys::ibv_cq) {
-        let mut st = self.state.lock();
-        if st.unacked > 0 {
-            // SAFETY: caller's contract; that many events were got and not acked.
-            unsafe { ack_cq(cq, st.unacked) };
-            st.unacked = 0;
-        }
-        st.closing = true;
-    }
-
-    /// After a failed `ibv_destroy_cq`: the CQ lives on, and events ack again.
-    pub(crate) fn reopen(&self) {
-        self.state.lock().closing = false;
-    }
-}
-
-/// `ibv_ack_cq_events(cq, n)`, in chunks of `u32::MAX`.
-///
-/// # Safety
-/// `cq` is live, with at least `n` events got and not acked.
-unsafe fn ack_cq(cq: *mut sys::ibv_cq, mut n: u64) {
-    while n > 0 {
-        let k = n.min(u32::MAX as u64) as u32;
-        // SAFETY: caller's contract.
-        unsafe { backend::of((*cq).context).ack_cq_events(cq, k) };
-        n -= u64::from(k);
-    }
-}
 
 /// The acks of the CQ whose `cq_context` is `cq_context`.
 ///
@@ -1002,67 +1018,6 @@ impl std::fmt::Debug for AsyncEventGuard<'_> {
     }
 }
 
-/// Sets O_NONBLOCK on `fd` (if it is not set yet), as rdma-core's users do to poll the fd.
-pub(crate) fn set_nonblocking(fd: RawFd) -> std::result::Result<(), i32> {
-    let errno = || {
-        std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO)
-    };
-    // SAFETY: fcntl on an fd; failures are reported.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(errno());
-    }
-    if flags & libc::O_NONBLOCK != 0 {
-        return Ok(());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(errno());
-    }
-    Ok(())
-}
-
-/// Waits until `fd` is readable, at most `timeout` (`None`: without a limit), in poll(2);
-/// whether it became readable. EINTR is retried (with the time left).
-pub(crate) fn wait_readable(
-    fd: RawFd,
-    timeout: Option<Duration>,
-) -> std::result::Result<bool, i32> {
-    let deadline = timeout.map(|t| std::time::Instant::now() + t);
-    loop {
-        let ms = match deadline {
-            None => -1,
-            Some(d) => {
-                let left = d.saturating_duration_since(std::time::Instant::now());
-                // Rounded up, so a short timeout still waits; capped at poll's int.
-                let ms = left.as_nanos().div_ceil(1_000_000);
-                ms.min(i32::MAX as u128) as i32
-            }
-        };
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut p, 1, ms) };
-        if n >= 0 {
-            if p.revents & libc::POLLNVAL != 0 {
-                return Err(libc::EBADF);
-            }
-            return Ok(n > 0);
-        }
-        let e = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
-        if e != libc::EINTR {
-            return Err(e);
-        }
-    }
-}
-
 impl Context {
     /// The number of the context's async event fd (`context->async_fd`), to register with
     /// poll/epoll/mio: readable while an event waits. Only the number: a
@@ -1107,7 +1062,7 @@ impl Context {
     /// ```
     pub fn wait_async_readable(&self, timeout: Option<Duration>) -> Result<bool> {
         let fd = self.async_fd()?;
-        wait_readable(fd, timeout).map_err(|e| Error::os(Verb::GetAsyncEvent, e))
+        crate::fd::wait_readable(fd, timeout).map_err(|e| Error::os(Verb::GetAsyncEvent, e))
     }
 
     /// `ibv_get_async_event`, blocking until there is an event. The guard acks it when
@@ -1132,7 +1087,7 @@ impl Context {
             }
             // SAFETY: a live context's async fd.
             let fd = unsafe { (*self.as_raw()).async_fd };
-            wait_readable(fd, None).map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
+            crate::fd::wait_readable(fd, None).map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
         }
     }
 
@@ -1150,7 +1105,7 @@ impl Context {
     pub fn try_get_async_event(&self) -> Result<Option<AsyncEventGuard<'_>>> {
         let ctx = self.as_raw();
         // SAFETY: a live context's async fd.
-        set_nonblocking(unsafe { (*ctx).async_fd })
+        crate::fd::set_nonblocking(unsafe { (*ctx).async_fd })
             .map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
         // Zeroed, so every byte of the union is initialised whichever member C writes.
         let mut raw = RawAsyncEvent::zeroed();

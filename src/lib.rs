@@ -83,6 +83,7 @@ pub mod device;
 pub mod dma;
 pub mod error;
 pub mod event;
+mod fd;
 pub mod ffi;
 pub mod mr;
 mod object;

@@ -288,13 +288,11 @@ fn a_refused_shared_poll_leaves_the_gate_free() {
         for round in 0..1500 {
             let stop = AtomicBool::new(false);
             std::thread::scope(|s| {
-                s.spawn(
-                    || {
-                        while !stop.load(Ordering::Relaxed) && cq.poll_batch(|_| ()).is_ok() {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) && cq.poll_batch(|_| ()).is_ok() {
                         std::hint::spin_loop();
                     }
-                    },
-                );
+                });
                 s.spawn(|| {
                     while !stop.load(Ordering::Relaxed) {
                         drop(cq.poller());
