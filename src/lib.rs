@@ -94,6 +94,7 @@ pub mod qp_state;
 pub mod raw;
 pub mod safety;
 mod sealed;
+mod sge;
 pub mod slots;
 #[cfg(feature = "software-device")]
 #[cfg_attr(docsrs, doc(cfg(feature = "software-device")))]

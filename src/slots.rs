@@ -90,9 +90,7 @@ use crate::ffi::{ctx_op_call, sys};
 use crate::mr::{Addressing, Mr, OwnedBuf, RemoteAddr, Untyped, SLOT_IOVA};
 use crate::parent::{Keep, Parent};
 use crate::pd::Pd;
-use crate::qp::{
-    OwnRq, OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable, UsesSrq,
-};
+use crate::qp::{OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable};
 use crate::qp_state::QpState;
 use crate::srq::{Srq, SrqAttr, SrqBuilder};
 use crate::wr::{Connected, RdmaWriteCapable, RecvReady, SendReady};
@@ -1169,29 +1167,7 @@ impl<X: SendMode> OwnsRecvQueue for SlotRq<X> {
     type WithRecvSge<const N: usize> = SlotRq<X>;
 }
 
-/// The receive sides whose QP takes plain sends ([`Qp::post_send`]): every one but those with
-/// [`SlotSends`], whose send CQ is a [`SlotCq`].
-///
-/// ```compile_fail,E0277
-/// # use std::sync::Arc;
-/// # use typed_verbs::prelude::*;
-/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
-/// # let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-/// let qp = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
-/// # let e = qp.endpoint(1, 0)?;
-/// let qp = qp.connect(&e, &e, AccessFlags::LOCAL_WRITE)?;
-/// qp.post_send(&SendWr::send_inline(1, b"x"))?; // a slot send queue takes slot sends only
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "a QP whose receive side is `{Self}` is not known to take plain sends (with `SlotSends` its send CQ is a slot CQ, and every send carries a slot): post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`, or, in generic code over the receive side `R`, add the bound `R: typed_verbs::slots::PlainSendQueue`",
-    label = "a slot CQ takes no work request with a wr_id of the program's",
-    note = "for plain sends, build the QP with a plain send CQ: `Qp::slot_builder(&pd, &plain_cq, &slot_cq)`"
-)]
-pub trait PlainSendQueue: RecvSide + Sealed {}
-impl<const N: usize> PlainSendQueue for OwnRq<N> {}
-impl PlainSendQueue for UsesSrq {}
+pub use crate::wr::PlainSendQueue;
 impl PlainSendQueue for SlotRq<PlainSends> {}
 impl PlainSendQueue for UsesSlotSrq<PlainSends> {}
 

@@ -18,7 +18,7 @@ use crate::ffi::sys;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::parent::{Held, Keep, Parent};
 use crate::pd::Pd;
-use crate::wr::TypedSgeCap;
+use crate::sge::TypedSgeCap;
 use crate::{Context, Sge};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;

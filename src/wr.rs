@@ -36,17 +36,45 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-use crate::access::{Bit, No, RemoteReadAccess, RemoteWriteAccess, Yes};
+use crate::access::{No, RemoteReadAccess, RemoteWriteAccess};
 use crate::cq::Threading;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
 use crate::mr::{AtomicResult, AtomicTarget, RemoteAddr, Sge, Untyped};
 use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
-use crate::sealed::{Sealed, SealedFor, SealedSgeList};
-use crate::slots::PlainSendQueue;
+use crate::sealed::{Sealed, SealedFor};
+pub use crate::sge::{
+    LocalWriteList, OneSgeIsNotAList, SgeList, TypedSgeCap, WithinSgeCap, MAX_TYPED_SGE,
+};
 use crate::srq::Srq;
 use std::marker::PhantomData;
+
+/// The receive sides whose QP takes plain sends ([`Qp::post_send`]): every one but those with
+/// [`SlotSends`](crate::slots::SlotSends), whose send CQ is a
+/// [`SlotCq`](crate::slots::SlotCq). Implemented here for the plain receive sides, and in
+/// [`slots`](crate::slots) for its own.
+///
+/// ```compile_fail,E0277
+/// # use std::sync::Arc;
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Arc::new(Context::open("sw0")?); let pd = Arc::new(Pd::new(&ctx)?);
+/// # let slot_cq = CqEx::<Standard>::builder(&ctx).cqe(8).slots().build()?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// let qp = Qp::<Rc>::slot_builder(&pd, &slot_cq, &slot_cq).build()?;
+/// # let e = qp.endpoint(1, 0)?;
+/// let qp = qp.connect(&e, &e, AccessFlags::LOCAL_WRITE)?;
+/// qp.post_send(&SendWr::send_inline(1, b"x"))?; // a slot send queue takes slot sends only
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a QP whose receive side is `{Self}` is not known to take plain sends (with `SlotSends` its send CQ is a slot CQ, and every send carries a slot): post with `post_send_slot(slot, len)` or `post_write_slot(slot, len, remote)`, or, in generic code over the receive side `R`, add the bound `R: typed_verbs::slots::PlainSendQueue`",
+    label = "a slot CQ takes no work request with a wr_id of the program's",
+    note = "for plain sends, build the QP with a plain send CQ: `Qp::slot_builder(&pd, &plain_cq, &slot_cq)`"
+)]
+pub trait PlainSendQueue: RecvSide + Sealed {}
+impl<const N: usize> PlainSendQueue for OwnRq<N> {}
+impl PlainSendQueue for crate::qp::UsesSrq {}
 
 /// The QP types whose sends need no destination (it is fixed by the connection, or in the packet).
 ///
@@ -200,238 +228,6 @@ impl<const N: usize, L: SgeList<N>> HasOwnRq<L> for OwnRq<N> {
         L: 'x,
     {
         (Sge::erase_list(list.into_slice()), L::FITS)
-    }
-}
-
-/// The most SGEs a queue's type can promise ([`QpBuilder::send_sge_cap`](crate::QpBuilder::send_sge_cap),
-/// [`recv_sge_cap`](crate::QpBuilder::recv_sge_cap), [`SrqBuilder::sge_cap`](crate::srq::SrqBuilder::sge_cap));
-/// devices report at most 64 (`max_sge`), most far fewer. More can still be requested with
-/// `max_send_sge(n)` and the like, whose lists are slices checked when posted.
-pub const MAX_TYPED_SGE: usize = 64;
-
-/// An SGE cap that can be part of a queue's type: 0 to [`MAX_TYPED_SGE`].
-///
-/// ```
-/// # use typed_verbs::prelude::*;
-/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).send_sge_cap::<4>().build()?; // 4: TypedSgeCap
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "a queue's type can promise at most 64 SGEs, not {N}: request more at run time (`max_send_sge(n)`, `max_recv_sge(n)`, `max_sge(n)`)",
-    label = "SGE cap too large for the type",
-    note = "lists longer than the type's cap are slices, checked against the actual cap when posted"
-)]
-pub trait TypedSgeCap<const N: usize>: Sealed {}
-
-/// `[Sge; N]: WithinSgeCap<CAP>` holds when `N <= CAP <= MAX_TYPED_SGE`: the comparison the
-/// type system makes for a fixed-size list. It is one impl per pair (generated below) rather than
-/// typenum arithmetic, so that an error names `[Sge; 3]` and `2`, not `UInt<UInt<UTerm, B1>, B1>`,
-/// and appears at `cargo check` (a `const` assertion would wait for monomorphization).
-///
-/// ```compile_fail,E0277
-/// # use typed_verbs::prelude::*;
-/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-/// # let s = mr.sge(0..8).unwrap();
-/// let wr = SendWr::<Rc, 1>::send(1, &[s, s]); // two SGEs on a queue whose type promises one
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "a fixed-size list `{Self}` is longer than the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
-    label = "more SGEs than the queue's type allows",
-    note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
-)]
-pub trait WithinSgeCap<const CAP: usize>: Sealed {}
-
-macro_rules! within_sge_cap {
-    ([$($below:literal)*]) => {};
-    ([$($below:literal)*] $cap:literal $($rest:literal)*) => {
-        impl TypedSgeCap<$cap> for Sge<'_> {}
-        $(impl<W: Bit> WithinSgeCap<$cap> for [Sge<'_, W>; $below] {})*
-        impl<W: Bit> WithinSgeCap<$cap> for [Sge<'_, W>; $cap] {}
-        within_sge_cap!([$($below)* $cap] $($rest)*);
-    };
-}
-impl<W: Bit> Sealed for Sge<'_, W> {}
-impl<W: Bit, const N: usize> Sealed for [Sge<'_, W>; N] {}
-within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
-    29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
-    60 61 62 63 64);
-
-/// A scatter/gather list for a queue whose type promises `CAP` SGEs per work request: a QP's
-/// send queue (`Qp<.., SGE>`), its own receive queue (`OwnRq<N>`) or an SRQ (`Srq<.., N>`).
-///
-/// ibv_create_qp(3): `max_send_sge` / `max_recv_sge` are the "requested max number of s/g
-/// elements in a WR in the SQ / RQ"; ibv_create_srq(3): `max_sge`, "per WR". A fixed-size list,
-/// `&[Sge; N]`, must have `N <= CAP`, or the program does not compile; a slice (`&[Sge]`,
-/// `&Vec<Sge>`) may be longer than `CAP` and is checked against the queue's actual cap when
-/// posted ([`ErrorKind::OutOfRange`]).
-///
-/// Sealed: a list that claims `FITS` is posted without a check, so only the crate's lists
-/// implement it.
-///
-/// An empty send list is written `&[] as &[Sge; 0]` (or `&[Sge]`): `&[]` alone does not say
-/// whether its SGEs would be `Sge<'_, Yes>` or `Sge<'_, No>`, and the compiler asks
-/// (E0283). A receive's `&[]` needs no annotation.
-///
-/// ```
-/// # use typed_verbs::prelude::*;
-/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-/// let (head, body) = (mr.sge(0..64).unwrap(), mr.sge(64..4096).unwrap());
-/// let pair = [head, body];
-/// let fixed = SendWr::<Rc, 2>::send(1, &pair); // checked at compile time
-/// let list = vec![head, body];
-/// let slice = SendWr::<Rc, 2>::send(2, &list); // checked against the QP's actual cap at post
-/// # let _ = (fixed, slice);
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` does not fit the queue's SGE cap of {CAP}: raise the cap in the queue's type, or pass a slice",
-    label = "more SGEs than the queue's type allows",
-    note = "raise the cap in the type (`.send_sge_cap::<N>()` / `.recv_sge_cap::<N>()` on the QP builder, `.sge_cap::<N>()` on the SRQ builder), or pass a slice (`&list[..]`), checked against the actual cap when posted"
-)]
-pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
-    /// Whether the length is proven within the cap at compile time (no check when posted).
-    const FITS: bool;
-    /// [`Yes`] when every SGE of the list lies in a region with `LOCAL_WRITE`
-    /// ([`mod@crate::access`]): what a receive or an RDMA read's destination needs
-    /// ([`LocalWriteList`]).
-    type LocalWrite: Bit;
-    /// The elements, for as long as the list borrows them.
-    ///
-    /// ```
-    /// use typed_verbs::{wr::SgeList, Sge};
-    /// fn total<const CAP: usize>(list: impl SgeList<CAP>) -> u32 {
-    ///     list.into_slice().iter().map(Sge::length).sum()
-    /// }
-    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-    /// # let mr = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(64)?, typed_verbs::Access::LOCAL_WRITE)?;
-    /// let pair = [mr.sge(0..8).unwrap(), mr.sge(8..24).unwrap()];
-    /// assert_eq!(total::<2>(&pair), 24);
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    fn into_slice<'x>(self) -> &'x [Sge<'x, Self::LocalWrite>]
-    where
-        Self: 'x;
-}
-
-/// `impl SgeList` for a reference type: `fits` says whether its length is proven at compile time.
-macro_rules! sge_list {
-    ($([$($g:tt)*] $t:ty, fits: $fits:literal, where [$($w:tt)*];)*) => {$(
-        impl<$($g)*> SgeList<CAP> for $t where $($w)* {
-            const FITS: bool = $fits;
-            type LocalWrite = W;
-            #[inline(always)]
-            fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
-            where
-                Self: 'x,
-            {
-                self
-            }
-        }
-    )*};
-}
-impl<W: Bit, const N: usize> SealedSgeList for &[Sge<'_, W>; N] {}
-impl<W: Bit> SealedSgeList for &[Sge<'_, W>] {}
-impl<W: Bit> SealedSgeList for &Vec<Sge<'_, W>> {}
-sge_list! {
-    ['m, W: Bit, const N: usize, const CAP: usize] &[Sge<'m, W>; N], fits: true, where [[Sge<'m, W>; N]: WithinSgeCap<CAP>];
-    [W: Bit, const CAP: usize] &[Sge<'_, W>], fits: false, where [];
-    [W: Bit, const CAP: usize] &Vec<Sge<'_, W>>, fits: false, where [];
-}
-
-/// A scatter/gather list the device may write: every SGE in it lies in a region registered
-/// with `LOCAL_WRITE` (its SGEs are `Sge<'_, Yes>`). A receive (ibv_post_recv(3),
-/// ibv_post_srq_recv(3)) and an RDMA read's destination take one; a region without the right
-/// would fail the request with a completion error instead (and a receive moves its QP to ERR). Sealed.
-///
-/// ```
-/// # use typed_verbs::prelude::*;
-/// use typed_verbs::wr::LocalWriteList;
-/// fn into<L: LocalWriteList>(_: L) {}
-/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-/// into(&[rx.sge(0..64).unwrap()]);
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-///
-/// A region without `LOCAL_WRITE` is not received into:
-///
-/// ```compile_fail,E0277
-/// # use typed_verbs::prelude::*;
-/// # use typed_verbs::wr::LocalWriteList;
-/// # fn into<L: LocalWriteList>(_: L) {}
-/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// let table = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_READ)?;
-/// into(&[table.sge(0..64).unwrap()]);
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "the device writes into this list, and `{Self}` may hold SGEs of a region registered without LOCAL_WRITE: register the region with `Access::LOCAL_WRITE` (ibv_reg_mr(3)), or, in generic code, bound the region's rights `A: typed_verbs::access::LocalWriteAccess` (or the list `L: typed_verbs::wr::LocalWriteList`)",
-    label = "SGEs the device cannot write",
-    note = "an SGE of a region without LOCAL_WRITE is `Sge<'_, No>`; receives and RDMA reads' destinations need `Sge<'_, Yes>`"
-)]
-pub trait LocalWriteList: SealedSgeList {}
-impl<const N: usize> LocalWriteList for &[Sge<'_, Yes>; N] {}
-impl LocalWriteList for &[Sge<'_, Yes>] {}
-impl LocalWriteList for &Vec<Sge<'_, Yes>> {}
-impl LocalWriteList for Sge<'_, Yes> {}
-impl LocalWriteList for &Sge<'_, Yes> {}
-
-/// Implemented by nothing: the bound of the `SgeList` impls of `Sge` and `&Sge`, which
-/// therefore never apply. A single SGE given where a list is taken then gets an error that
-/// says so, rather than one about the queue's SGE cap.
-///
-/// ```
-/// # use typed_verbs::prelude::*;
-/// # let ctx = Context::open("sw0")?;
-/// # let pd = Pd::new(&ctx)?;
-/// # let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).build()?;
-/// # let (cq, mut poller) = cq.split();
-/// # let (a, b) = (Qp::<Rc>::builder(&pd, cq, cq).build()?, Qp::<Rc>::builder(&pd, cq, cq).build()?);
-/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
-/// # let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
-/// # let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
-/// # let tx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-/// let sge = rx.sge(0..4096).unwrap();
-/// b.post_recv(1, &[sge])?; // a list that holds the one SGE, not `sge` itself
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "a single `Sge` is not a scatter/gather list: pass a list that holds it, `&[sge]` (an array, a slice or a `&Vec<Sge>`)",
-    label = "one SGE where a list is taken",
-    note = "a list of up to the queue's SGE cap ({CAP} in its type) is checked at compile time when it is an array"
-)]
-pub trait OneSgeIsNotAList<const CAP: usize>: Sealed {}
-impl<W: Bit> SealedSgeList for Sge<'_, W> {}
-impl<W: Bit> SealedSgeList for &Sge<'_, W> {}
-impl<'m, W: Bit, const CAP: usize> SgeList<CAP> for Sge<'m, W>
-where
-    Sge<'m, W>: OneSgeIsNotAList<CAP>,
-{
-    const FITS: bool = false;
-    type LocalWrite = W;
-    fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
-    where
-        Self: 'x,
-    {
-        unreachable!("no type implements OneSgeIsNotAList")
-    }
-}
-impl<'m, W: Bit, const CAP: usize> SgeList<CAP> for &Sge<'m, W>
-where
-    Sge<'m, W>: OneSgeIsNotAList<CAP>,
-{
-    const FITS: bool = false;
-    type LocalWrite = W;
-    fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
-    where
-        Self: 'x,
-    {
-        std::slice::from_ref(self)
     }
 }
 
