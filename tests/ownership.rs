@@ -382,27 +382,36 @@ fn shared_polls_and_a_poller_race_without_losing_a_completion() -> Res {
                 typed_verbs::InjectedCompletion::success(id, typed_verbs::WcOpcode::SEND),
             )?;
         }
-        let seen = std::sync::Mutex::new(Vec::new());
-        let done = || seen.lock().unwrap().len() as u64 >= N;
-        std::thread::scope(|s| {
+        // Each thread keeps what it took (joined at the end), and one counter says when all
+        // are taken: no lock of the test's own between the pollers (helgrind would not see
+        // std's futex locks as locks).
+        let taken = std::sync::atomic::AtomicU64::new(0);
+        let done = || taken.load(std::sync::atomic::Ordering::Relaxed) >= N;
+        let took = |id: u64, mine: &mut Vec<u64>| {
+            mine.push(id);
+            taken.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        };
+        let seen: Vec<u64> = std::thread::scope(|s| {
+            let mut threads = Vec::new();
             for _ in 0..2 {
-                s.spawn(|| {
-                    let start = Instant::now();
+                threads.push(s.spawn(|| {
+                    let (start, mut mine) = (Instant::now(), Vec::new());
                     while !done() {
                         assert!(
                             start.elapsed() < Duration::from_secs(60),
                             "shared pollers stuck"
                         );
                         match cq.poll_batch(|b| b.completion().wr_id()) {
-                            Ok(Some(id)) => seen.lock().unwrap().push(id),
+                            Ok(Some(id)) => took(id, &mut mine),
                             Ok(None) => {}
                             Err(e) => assert_eq!(e.kind, ErrorKind::PollerTaken, "{e}"),
                         }
                     }
-                });
+                    mine
+                }));
             }
-            s.spawn(|| {
-                let start = Instant::now();
+            threads.push(s.spawn(|| {
+                let (start, mut mine) = (Instant::now(), Vec::new());
                 while !done() {
                     assert!(
                         start.elapsed() < Duration::from_secs(60),
@@ -413,7 +422,7 @@ fn shared_polls_and_a_poller_race_without_losing_a_completion() -> Res {
                             for _ in 0..3 {
                                 let got = p.poll_batch(|b| b.completion().wr_id());
                                 match got.expect("the poller's batches are never refused") {
-                                    Some(id) => seen.lock().unwrap().push(id),
+                                    Some(id) => took(id, &mut mine),
                                     None => break,
                                 }
                             }
@@ -421,9 +430,14 @@ fn shared_polls_and_a_poller_race_without_losing_a_completion() -> Res {
                         Err(e) => assert_eq!(e.kind, ErrorKind::PollerTaken, "{e}"),
                     }
                 }
-            });
+                mine
+            }));
+            threads
+                .into_iter()
+                .flat_map(|t| t.join().unwrap())
+                .collect()
         });
-        let mut seen = seen.into_inner().unwrap();
+        let mut seen = seen;
         seen.sort_unstable();
         assert_eq!(
             seen,
