@@ -460,13 +460,13 @@ struct Copied {
 /// read (a connect request's id among them destroys itself on drop) and the wakers of the tasks
 /// an event was routed to. No user code (a waker, a drop) runs under the lock.
 #[derive(Default)]
-struct Later {
+struct AfterUnlock {
     events: Vec<Copied>,
     #[cfg(feature = "tokio")]
     wakers: Vec<std::task::Waker>,
 }
 
-impl Later {
+impl AfterUnlock {
     /// Runs it (the lock is released).
     fn run(&mut self) {
         self.events.clear();
@@ -494,7 +494,7 @@ fn wake_all(wakers: impl IntoIterator<Item = std::task::Waker>) {
     }
 }
 
-impl Drop for Later {
+impl Drop for AfterUnlock {
     fn drop(&mut self) {
         self.run();
     }
@@ -573,7 +573,7 @@ impl ChanInner {
 
     /// Reads every event waiting on the fd (O_NONBLOCK), copies and acks each, and routes it.
     /// Returns whether any was routed, and what must be dropped outside the lock.
-    fn drain(self: &Arc<Self>, demux: &mut Demux, later: &mut Later) -> Result<bool> {
+    fn drain(self: &Arc<Self>, demux: &mut Demux, later: &mut AfterUnlock) -> Result<bool> {
         let mut routed = false;
         loop {
             // SAFETY: a live channel of this backend; the lock serializes readers.
@@ -712,7 +712,7 @@ impl ChanInner {
     /// for different ids share the fd: one polls it and routes what it reads; the others wait
     /// on the condition variable.
     fn wait(self: &Arc<Self>, token: usize, deadline: Option<Instant>) -> Result<Waited> {
-        let mut later = Later::default();
+        let mut later = AfterUnlock::default();
         let r = self.wait_inner(token, deadline, &mut later);
         drop(later);
         r
@@ -722,7 +722,7 @@ impl ChanInner {
         self: &Arc<Self>,
         token: usize,
         deadline: Option<Instant>,
-        later: &mut Later,
+        later: &mut AfterUnlock,
     ) -> Result<Waited> {
         /// Gives the poller's role back (and wakes a waiter to take it), whatever happens.
         struct Leading<'a>(&'a ChanInner);
@@ -762,7 +762,7 @@ impl ChanInner {
         self: &Arc<Self>,
         token: usize,
         deadline: Option<Instant>,
-        later: &mut Later,
+        later: &mut AfterUnlock,
     ) -> Result<Waited> {
         loop {
             {
@@ -2397,7 +2397,7 @@ mod tokio_cm {
             token: usize,
             afd: &AsyncFd<OwnedFd>,
             cx: &mut TaskCx<'_>,
-            later: &mut Later,
+            later: &mut AfterUnlock,
         ) -> Poll<Result<Copied>> {
             loop {
                 // Cloned and (the one it replaces) dropped outside the lock: a waker's clone
@@ -2472,7 +2472,7 @@ mod tokio_cm {
             }
             let _forget = Forget(self);
             let afd = self.chan.wait_fd()?;
-            let mut later = Later::default();
+            let mut later = AfterUnlock::default();
             let r = std::future::poll_fn(|cx| {
                 let r = self.chan.poll_event(self.token, &afd, cx, &mut later);
                 later.run();

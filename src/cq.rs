@@ -30,7 +30,7 @@ use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
-pub(crate) use crate::sealed;
+use crate::sealed;
 
 /// Whether a CQ may be used from several threads: [`Shared`] (the default) or
 /// [`SingleThreaded`] (`IBV_CREATE_CQ_ATTR_SINGLE_THREADED`: "no locking is required").

@@ -33,10 +33,11 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-use crate::cq::{destroy_cq, kind, sealed, AnyCq, CqBuilder, CqMeta, Shared, Threading};
+use crate::cq::{destroy_cq, kind, AnyCq, CqBuilder, CqMeta, Shared, Threading};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{self, cq_ex_call, sys};
 use crate::object::{destroy, Destroy, Leftover};
+use crate::sealed;
 use crate::teardown::{self, Opener};
 use crate::wc::{WcOpcode, WcStatus};
 use crate::Context;

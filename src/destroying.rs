@@ -26,7 +26,7 @@ pub(crate) trait Ack: Send + Sync {
 
 /// What is known of one object's async events.
 #[derive(Default)]
-struct Held {
+struct HeldEvents {
     /// The events guards hold.
     slots: Vec<Arc<dyn Ack>>,
     /// Destroys of the object in progress: an event of it got meanwhile is acked at once.
@@ -35,8 +35,8 @@ struct Held {
 
 /// The async events held by guards, by the address of the object they name, so that the
 /// object's destroy can ack them first.
-fn held() -> &'static Mutex<HashMap<usize, Held>> {
-    static HELD: OnceLock<Mutex<HashMap<usize, Held>>> = OnceLock::new();
+fn held() -> &'static Mutex<HashMap<usize, HeldEvents>> {
+    static HELD: OnceLock<Mutex<HashMap<usize, HeldEvents>>> = OnceLock::new();
     HELD.get_or_init(Default::default)
 }
 

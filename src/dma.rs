@@ -126,7 +126,7 @@
 #[inline(never)]
 pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: *mut u8, len: usize) {
     // SAFETY: the caller's contract, which is the one `copy_bytewise` states.
-    unsafe { copy_bytewise(src, dst, len, Shared::Src) }
+    unsafe { copy_bytewise(src, dst, len, SharedSide::Src) }
 }
 
 /// Copies `len` bytes from private memory at `src` into shared (registered) memory at `dst`.
@@ -141,12 +141,12 @@ pub(crate) unsafe fn copy_from_shared(src: *const u8, dst: *mut u8, len: usize) 
 #[inline(never)]
 pub(crate) unsafe fn copy_to_shared(src: *const u8, dst: *mut u8, len: usize) {
     // SAFETY: the caller's contract, which is the one `copy_bytewise` states.
-    unsafe { copy_bytewise(src, dst, len, Shared::Dst) }
+    unsafe { copy_bytewise(src, dst, len, SharedSide::Dst) }
 }
 
 /// Which side of a copy is shared memory.
 #[derive(Clone, Copy)]
-enum Shared {
+enum SharedSide {
     Src,
     Dst,
 }
@@ -159,7 +159,7 @@ enum Shared {
 // Always inlined, also in debug builds: the copy must be in the body of `copy_to_shared` /
 // `copy_from_shared`, the frames the sanitizer lane's helgrind suppression names.
 #[inline(always)]
-unsafe fn copy_bytewise(src: *const u8, dst: *mut u8, len: usize, _shared: Shared) {
+unsafe fn copy_bytewise(src: *const u8, dst: *mut u8, len: usize, _shared: SharedSide) {
     // SAFETY: the caller's contract makes every byte of both ranges valid for the access the
     // instruction makes. The block's effect is that of the byte loop in the portable
     // `copy_bytewise` (one Relaxed AtomicU8 access per byte of the shared side, a plain access
@@ -182,7 +182,7 @@ unsafe fn copy_bytewise(src: *const u8, dst: *mut u8, len: usize, _shared: Share
 /// As for the x86-64 version.
 #[cfg(not(all(target_arch = "x86_64", not(miri))))]
 #[inline]
-unsafe fn copy_bytewise(src: *const u8, dst: *mut u8, len: usize, shared: Shared) {
+unsafe fn copy_bytewise(src: *const u8, dst: *mut u8, len: usize, shared: SharedSide) {
     use std::sync::atomic::{AtomicU8, Ordering};
     for i in 0..len {
         // SAFETY: in range (the caller's contract). A byte is always aligned for AtomicU8, and
@@ -190,11 +190,11 @@ unsafe fn copy_bytewise(src: *const u8, dst: *mut u8, len: usize, shared: Shared
         // private side is ours for the call.
         unsafe {
             match shared {
-                Shared::Src => {
+                SharedSide::Src => {
                     let b = AtomicU8::from_ptr(src.add(i).cast_mut()).load(Ordering::Relaxed);
                     dst.add(i).write(b);
                 }
-                Shared::Dst => {
+                SharedSide::Dst => {
                     let b = src.add(i).read();
                     AtomicU8::from_ptr(dst.add(i)).store(b, Ordering::Relaxed);
                 }

@@ -362,7 +362,7 @@ impl std::fmt::Debug for CqEvent<'_> {
     message = "`{Self}` is not a CQ a completion event can be for: pass a `Cq`, a `CqEx` or a `SlotCq`",
     label = "not a CQ of this crate"
 )]
-pub trait EventCq: crate::cq::sealed::Sealed {
+pub trait EventCq: crate::sealed::Sealed {
     #[doc(hidden)]
     fn event_cq(&self) -> *mut sys::ibv_cq;
 }

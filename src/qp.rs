@@ -13,13 +13,14 @@
 //! ```
 
 use crate::backend;
-use crate::cq::{sealed, AnyCq, JoinThreading, Shared, Threading};
+use crate::cq::{AnyCq, JoinThreading, Shared, Threading};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::parent::{Keep, Parent};
 use crate::pd::Pd;
 use crate::qp_state::{QpState, Reset};
+use crate::sealed;
 use crate::sge::TypedSgeCap;
 use crate::srq::Srq;
 use crate::sync::Mutex;
@@ -1206,7 +1207,7 @@ pub(crate) unsafe fn cqs_of(qp: *mut sys::ibv_qp) -> [*mut sys::ibv_cq; 2] {
 /// What waits with a C QP whose destroy waits (for this thread's batch, or another thread's):
 /// the groups left, and what keeps its PD, CQs and SRQ alive, released only after the QP is
 /// destroyed.
-struct Later {
+struct PendingDestroy {
     groups: Vec<(Gid, u16)>,
     keep: [Keep; 4],
 }
@@ -1215,12 +1216,12 @@ struct Later {
 /// here, among teardowns: releasing one may run a user context's `Drop`; crate::teardown).
 ///
 /// # Safety
-/// `qp` is a live QP and `rest` its boxed `Later`, each used once here; the QP's CQs' gates are
+/// `qp` is a live QP and `rest` its boxed `PendingDestroy`, each used once here; the QP's CQs' gates are
 /// closed to batches.
 unsafe fn later(qp: *mut c_void, rest: *mut c_void) {
     // SAFETY: caller's contract.
     unsafe {
-        let mut rest = Box::from_raw(rest as *mut Later);
+        let mut rest = Box::from_raw(rest as *mut PendingDestroy);
         if destroy_with_groups(qp.cast(), &mut rest.groups).is_ok() {
             teardown::release_after(std::mem::replace(&mut rest.keep, Keep::NONE_4));
         } else {
@@ -1254,7 +1255,7 @@ unsafe fn later_gated(qp: *mut c_void, rest: *mut c_void) {
 unsafe fn into_later<C>(meta: *mut QpMeta<C>) -> *mut c_void {
     // SAFETY: caller's contract.
     let rest = unsafe {
-        Later {
+        PendingDestroy {
             groups: std::mem::take(&mut *(*meta).mcast.lock()),
             keep: std::mem::replace(&mut (*meta).keep, Keep::NONE_4),
         }

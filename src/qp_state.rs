@@ -62,7 +62,7 @@
 
 pub use crate::access::AccessFlags;
 use crate::backend;
-use crate::cq::{sealed, Threading};
+use crate::cq::Threading;
 use crate::error::{Error, ErrorKind, QpStateName, Result, Verb};
 use crate::ffi::qp_attr_mask::{
     ACCESS_FLAGS, ALT_PATH, AV, DEST_QPN, MAX_DEST_RD_ATOMIC, MAX_QP_RD_ATOMIC, MIN_RNR_TIMER,
@@ -71,6 +71,7 @@ use crate::ffi::qp_attr_mask::{
 };
 use crate::ffi::sys;
 use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
+use crate::sealed;
 use crate::Context;
 use std::fmt;
 use std::mem::ManuallyDrop;

@@ -83,7 +83,7 @@
 //! is dropped.
 
 use crate::access::{RemoteWriteAccess, SlotAccess};
-use crate::cq::{kind, sealed::Sealed, AnyCq, CqBuilder, JoinThreading, Shared, Threading};
+use crate::cq::{kind, AnyCq, CqBuilder, JoinThreading, Shared, Threading};
 use crate::cq_ex::{Batch, Completion, CqEx, Poller, WcFlags};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
@@ -92,6 +92,7 @@ use crate::parent::{Keep, Parent};
 use crate::pd::Pd;
 use crate::qp::{OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable};
 use crate::qp_state::QpState;
+use crate::sealed::Sealed;
 use crate::srq::{Srq, SrqAttr, SrqBuilder};
 use crate::wr::{Connected, RdmaWriteCapable, RecvReady, SendReady};
 use std::marker::PhantomData;

@@ -59,16 +59,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub(crate) type Teardown = unsafe fn(*mut c_void, *mut c_void);
 
 /// One teardown waiting for the end of this thread's batch.
-struct Node {
+struct Deferred {
     run: Teardown,
     a: *mut c_void,
     b: *mut c_void,
     /// The context whose wait list waits for this teardown.
     ctx: *mut sys::ibv_context,
-    next: *mut Node,
+    next: *mut Deferred,
 }
 
-struct Batch {
+struct ThreadBatch {
     /// Whether the thread is inside `poll_batch`.
     inside: Cell<bool>,
     /// The parents of deferred QPs that were destroyed, to release once the deferred teardowns
@@ -78,16 +78,16 @@ struct Batch {
     /// `poll_batch` returns or finishes unwinding.
     released: Cell<*mut Vec<[Keep; 4]>>,
     /// The deferred teardowns, first to run at the head.
-    head: Cell<*mut Node>,
-    tail: Cell<*mut Node>,
+    head: Cell<*mut Deferred>,
+    tail: Cell<*mut Deferred>,
     /// Until when the teardowns run at this batch's end may wait for gates
     /// ([`run_at_batch_end`]): one `TEARDOWN_WAIT` for the whole end, not one per teardown.
     end_deadline: Cell<Option<std::time::Instant>>,
 }
 
 thread_local! {
-    static BATCH: Batch = const {
-        Batch {
+    static BATCH: ThreadBatch = const {
+        ThreadBatch {
             inside: Cell::new(false),
             released: Cell::new(ptr::null_mut()),
             head: Cell::new(ptr::null_mut()),
@@ -142,7 +142,7 @@ pub(crate) fn leave_batch(gate: &Gate, handed: bool) {
 }
 
 #[cold]
-fn run_deferred(b: &Batch) {
+fn run_deferred(b: &ThreadBatch) {
     loop {
         let node = b.head.get();
         if node.is_null() {
@@ -188,7 +188,7 @@ pub(crate) fn release_now() {
 }
 
 /// Releases what [`release_after`] collected.
-fn release_parents(b: &Batch) {
+fn release_parents(b: &ThreadBatch) {
     if b.released.get().is_null() {
         return;
     }
@@ -212,7 +212,7 @@ pub(crate) unsafe fn defer(
     b: *mut c_void,
 ) {
     park(ctx);
-    let node = Box::into_raw(Box::new(Node {
+    let node = Box::into_raw(Box::new(Deferred {
         run,
         a,
         b,
