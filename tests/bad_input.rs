@@ -7,32 +7,15 @@
 
 mod common;
 
-use common::{note, open, open_registered};
+use common::{av_to, note, open, open_registered};
 use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{Init, Rtr};
 use typed_verbs::software::SwConfig;
 use typed_verbs::{
     AccessFlags, AddressHandle, AddressVector, AltPath, ConnectedInit, ConnectedInitModify,
-    Context, Cq, Error, ErrorKind, Gid, GlobalRoute, Mtu, Pd, Qp, QpStateName, Rc, RcRtr, RcRts,
-    RcRtsModify, Ud, UdInit, Verb,
+    Context, Cq, Error, ErrorKind, Gid, Mtu, Pd, Qp, QpStateName, Rc, RcRtr, RcRts, RcRtsModify,
+    Ud, UdInit, Verb,
 };
-
-fn av(gid: Gid, sgid_index: u8) -> AddressVector {
-    AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh: Some(GlobalRoute {
-            dgid: gid,
-            flow_label: 0,
-            sgid_index,
-            hop_limit: 1,
-            traffic_class: 0,
-        }),
-    }
-}
 
 const INIT: ConnectedInit = ConnectedInit {
     port_num: 1,
@@ -42,7 +25,7 @@ const INIT: ConnectedInit = ConnectedInit {
 
 fn rtr(gid: Gid, dest: u32) -> RcRtr {
     RcRtr {
-        av: av(gid, 0),
+        av: av_to(gid, 0),
         path_mtu: Mtu::Mtu1024,
         dest_qp_num: dest,
         rq_psn: 1,
@@ -178,7 +161,7 @@ fn rtr_attributes_outside_their_ranges_are_refused_before_the_call() {
             RcRtr {
                 av: AddressVector {
                     port_num: 0,
-                    ..av(gid, 0)
+                    ..av_to(gid, 0)
                 },
                 ..rtr(gid, n)
             },
@@ -203,7 +186,7 @@ fn rtr_attributes_outside_their_ranges_are_refused_before_the_call() {
     if let Ok(past) = u8::try_from(gids) {
         cases.push((
             RcRtr {
-                av: av(gid, past),
+                av: av_to(gid, past),
                 ..rtr(gid, n)
             },
             "ah_attr.grh.sgid_index",
@@ -296,7 +279,7 @@ fn rts_modify_attributes_outside_their_ranges_are_refused_before_the_call() {
         .expect_err("min_rnr_timer 32");
     out_of_range(&e, rts, "min_rnr_timer", 32, (0, 31));
     let alt = AltPath {
-        av: av(gid, 0),
+        av: av_to(gid, 0),
         pkey_index: 0,
         port_num: 1,
         timeout: 32,
@@ -344,7 +327,7 @@ fn address_handle_port_and_gid_index_are_checked_before_the_call() {
         &pd,
         AddressVector {
             port_num: 0,
-            ..av(gid, 0)
+            ..av_to(gid, 0)
         },
     )
     .expect_err("port 0");
@@ -361,14 +344,14 @@ fn address_handle_port_and_gid_index_are_checked_before_the_call() {
     let gids = ctx.query_port(1).unwrap().gid_tbl_len;
     if gids > 200 {
         // Inside the table, but no GID there: the device's answer (rdma_get_gid_attr).
-        let e = AddressHandle::new(&pd, av(gid, 200)).expect_err("an empty GID entry");
+        let e = AddressHandle::new(&pd, av_to(gid, 200)).expect_err("an empty GID entry");
         assert_eq!(
             (e.verb, e.kind),
             (Verb::CreateAh, ErrorKind::Os(libc::ENODATA))
         );
     }
     if let Ok(past) = u8::try_from(gids) {
-        let e = AddressHandle::new(&pd, av(gid, past)).expect_err("past the GID table");
+        let e = AddressHandle::new(&pd, av_to(gid, past)).expect_err("past the GID table");
         assert!(
             matches!(
                 e.kind,
@@ -380,7 +363,7 @@ fn address_handle_port_and_gid_index_are_checked_before_the_call() {
             "{e}"
         );
     }
-    AddressHandle::new(&pd, av(gid, 0)).expect("GID index 0");
+    AddressHandle::new(&pd, av_to(gid, 0)).expect("GID index 0");
 }
 
 #[test]
@@ -430,7 +413,7 @@ fn sgid_index_past_a_short_gid_table_is_refused_before_the_call() {
     let qp = qp.to_init(INIT).unwrap();
     let e = qp
         .try_to_rtr(RcRtr {
-            av: av(gid, 8),
+            av: av_to(gid, 8),
             ..rtr(gid, n)
         })
         .expect_err("sgid_index 8 of 8");
@@ -438,13 +421,13 @@ fn sgid_index_past_a_short_gid_table_is_refused_before_the_call() {
     // Inside the table but empty: the device's ENODATA.
     let e =
         e.qp.try_to_rtr(RcRtr {
-            av: av(gid, 7),
+            av: av_to(gid, 7),
             ..rtr(gid, n)
         })
         .expect_err("sgid_index 7: no GID there");
     assert_eq!(e.error.kind, ErrorKind::Os(libc::ENODATA));
     e.qp.to_rtr(rtr(gid, n)).expect("sgid_index 0");
-    let e = AddressHandle::new(&pd, av(gid, 8)).expect_err("past the table");
+    let e = AddressHandle::new(&pd, av_to(gid, 8)).expect_err("past the table");
     assert_eq!(
         (e.verb, e.kind),
         (

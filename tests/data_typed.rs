@@ -4,13 +4,13 @@
 
 mod common;
 
-use common::open;
+use common::{loopback_av, open};
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::{
-    access, Access, AccessFlags, AddressVector, ConnectedInit, Context, Cq, ErrorKind, GlobalRoute,
-    Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Sge, Shared, SqPsn, Srq,
-    Uc, UcRtr, Verb, WcOpcode, WcStatus, WorkCompletion,
+    access, Access, AccessFlags, ConnectedInit, Context, Cq, ErrorKind, Mr, Mtu, OwnRq, PageBuf,
+    Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Verb, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 
 /// A completion, copied out of the array `ibv_poll_cq` filled.
@@ -54,25 +54,6 @@ fn wait_for(cq: &Cq<'_>, n: usize, limit: Duration, pause: Duration) -> Vec<Done
     }
     assert_eq!(got.len(), n, "completions within {limit:?}: {got:?}");
     got
-}
-
-fn av(ctx: &Context) -> AddressVector {
-    let gid = ctx.query_gid(1, 0).unwrap();
-    let grh = Some(GlobalRoute {
-        dgid: gid,
-        flow_label: 0,
-        sgid_index: 0,
-        hop_limit: 1,
-        traffic_class: 0,
-    });
-    AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh,
-    }
 }
 
 const ALL_REMOTE: access!(REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC) = Access::REMOTE_WRITE
@@ -126,7 +107,7 @@ fn rc_up<'a, R: RecvSide, const SGE: usize>(
         access: ALL_REMOTE.into(),
     };
     let rtr = RcRtr {
-        av: av(ctx),
+        av: loopback_av(ctx),
         path_mtu: Mtu::Mtu1024,
         dest_qp_num: dest,
         rq_psn: 0,
@@ -413,7 +394,7 @@ fn uc_write_with_imm() {
         access: AccessFlags::REMOTE_WRITE,
     };
     let rtr = |dest| UcRtr {
-        av: av(&ctx),
+        av: loopback_av(&ctx),
         path_mtu: Mtu::Mtu1024,
         dest_qp_num: dest,
         rq_psn: 0,
@@ -493,7 +474,7 @@ fn ud_send_to_an_address_handle() {
         .unwrap()
         .to_rts(SqPsn { sq_psn: 0 })
         .unwrap();
-    let ah = AddressHandle::new(&pd, av(&ctx)).expect("ibv_create_ah");
+    let ah = AddressHandle::new(&pd, loopback_av(&ctx)).expect("ibv_create_ah");
     let src = vec![0u8; 64];
     let dst = vec![0u8; 40 + 64];
     let smr = Mr::new(&pd, src, Access::LOCAL_WRITE).unwrap();
@@ -784,11 +765,11 @@ fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
             .unwrap()
     };
     let (a, b) = (up(), up());
-    let ah = AddressHandle::new(&pd, av(&ctx)).unwrap();
+    let ah = AddressHandle::new(&pd, loopback_av(&ctx)).unwrap();
     let other_pd = Pd::new(&other).unwrap();
-    let other_ctx_ah = AddressHandle::new(&other_pd, av(&other)).unwrap();
+    let other_ctx_ah = AddressHandle::new(&other_pd, loopback_av(&other)).unwrap();
     let pd2 = Pd::new(&ctx).unwrap();
-    let other_pd_ah = AddressHandle::new(&pd2, av(&ctx)).unwrap();
+    let other_pd_ah = AddressHandle::new(&pd2, loopback_av(&ctx)).unwrap();
     let smr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
     let dmr = Mr::new(&pd, vec![0u8; 4 * 64], Access::LOCAL_WRITE).unwrap();
     for i in 0..4 {

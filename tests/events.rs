@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{destroyed, open};
+use common::{destroyed, loopback_av, open};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -17,9 +17,9 @@ use typed_verbs::event::EventAcks;
 use typed_verbs::qp::RecvSide;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    raw, software, Access, AccessFlags, AddressVector, AsyncEvent, CompChannel, ConnectedInit,
-    Context, Cq, Mr, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Shared, Srq, Verb,
-    WcStatus, WorkCompletion,
+    raw, software, Access, AccessFlags, AsyncEvent, CompChannel, ConnectedInit, Context, Cq, Mr,
+    PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Shared, Srq, Verb, WcStatus,
+    WorkCompletion,
 };
 
 /// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
@@ -65,24 +65,6 @@ fn completions(cq: &Cq<'_, impl Sized>, n: usize) -> Vec<(u64, WcStatus)> {
     got
 }
 
-fn av(ctx: &Context) -> AddressVector {
-    let gid = ctx.query_gid(1, 0).unwrap();
-    AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh: Some(typed_verbs::GlobalRoute {
-            dgid: gid,
-            flow_label: 0,
-            sgid_index: 0,
-            hop_limit: 1,
-            traffic_class: 0,
-        }),
-    }
-}
-
 type Up<'a, R> = Qp<'a, Rc, R, Shared, (), Rts>;
 
 /// RESET → RTS towards QP `dest` on the same port (loopback).
@@ -98,7 +80,7 @@ fn connect<'a, R: RecvSide>(
         access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
     };
     let rtr = RcRtr {
-        av: av(ctx),
+        av: loopback_av(ctx),
         path_mtu: typed_verbs::Mtu::Mtu1024,
         dest_qp_num: dest,
         rq_psn: 0,

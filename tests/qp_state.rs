@@ -6,34 +6,16 @@
 
 mod common;
 
-use common::{feature, open};
+use common::{av_to, feature, open};
 use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
 use typed_verbs::software;
 use typed_verbs::{
     Access, AccessFlags, AddressVector, AltPath, ConnectedInit, ConnectedInitModify, Context, Cq,
-    ErrorKind, Gid, GlobalRoute, Mr, Mtu, PageBuf, PathMigState, Pd, Qp, QpStateName, RawPacket,
-    RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, SendWr, SqPsn, Uc, UcRtr, Ud, UdInit,
-    UdInitModify, UdRtsModify, Verb, WcStatus, WorkCompletion,
+    ErrorKind, Gid, Mr, Mtu, PageBuf, PathMigState, Pd, Qp, QpStateName, RawPacket, RawPacketInit,
+    Rc, RcRtr, RcRts, RcRtsModify, SendWr, SqPsn, Uc, UcRtr, Ud, UdInit, UdInitModify, UdRtsModify,
+    Verb, WcStatus, WorkCompletion,
 };
-
-fn av(ctx: &Context, gid: Gid) -> AddressVector {
-    let _ = ctx;
-    AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh: Some(GlobalRoute {
-            dgid: gid,
-            flow_label: 0,
-            sgid_index: 0,
-            hop_limit: 1,
-            traffic_class: 0,
-        }),
-    }
-}
 
 const CONNECTED_INIT: ConnectedInit = ConnectedInit {
     port_num: 1,
@@ -72,14 +54,14 @@ fn rc_pair_goes_to_rts_and_back_through_error_and_reset() {
     assert_eq!(a.query_state().unwrap(), IBV_QPS_RESET);
     let a = a.to_init(CONNECTED_INIT).unwrap();
     assert_eq!(a.query_state().unwrap(), IBV_QPS_INIT);
-    let a = a.to_rtr(rc_rtr(av(&ctx, gid), bn)).unwrap();
+    let a = a.to_rtr(rc_rtr(av_to(gid, 0), bn)).unwrap();
     assert_eq!(a.query_state().unwrap(), IBV_QPS_RTR);
     let a = a.to_rts(RC_RTS).unwrap();
     assert_eq!(a.query_state().unwrap(), IBV_QPS_RTS);
     let b = b
         .to_init(CONNECTED_INIT)
         .unwrap()
-        .to_rtr(rc_rtr(av(&ctx, gid), an))
+        .to_rtr(rc_rtr(av_to(gid, 0), an))
         .unwrap()
         .to_rts(RC_RTS)
         .unwrap();
@@ -107,7 +89,7 @@ fn uc_and_ud_go_to_rts_with_their_own_attributes() {
         .to_init(CONNECTED_INIT)
         .unwrap()
         .to_rtr(UcRtr {
-            av: av(&ctx, gid),
+            av: av_to(gid, 0),
             path_mtu: Mtu::Mtu1024,
             dest_qp_num: dest,
             rq_psn: 7,
@@ -193,7 +175,7 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
     if link_layer == 2 {
         let no_grh = AddressVector {
             grh: None,
-            ..av(&ctx, gid)
+            ..av_to(gid, 0)
         };
         let e = qp
             .try_to_rtr(rc_rtr(no_grh, dest))
@@ -201,7 +183,7 @@ fn a_refused_transition_returns_the_qp_in_its_old_state() {
         assert_eq!(e.error.errno(), libc::EINVAL);
         let qp = e.qp;
         assert_eq!(qp.query_state().unwrap(), IBV_QPS_INIT);
-        let qp = qp.to_rtr(rc_rtr(av(&ctx, gid), dest)).unwrap();
+        let qp = qp.to_rtr(rc_rtr(av_to(gid, 0), dest)).unwrap();
         assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR);
     }
 }
@@ -251,7 +233,7 @@ fn a_refused_to_transition_names_it_and_destroys_the_qp() {
     // that holds no GID (ENODATA, the kernel's rdma_get_gid_attr).
     let gid = ctx.query_gid(1, 0).unwrap();
     let gids = ctx.query_port(1).unwrap().gid_tbl_len;
-    let mut empty = av(&ctx, gid);
+    let mut empty = av_to(gid, 0);
     empty.grh.as_mut().unwrap().sgid_index = 200;
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
     let qp = qp.to_init(CONNECTED_INIT).unwrap();
@@ -397,14 +379,14 @@ fn modify_init_changes_what_the_peer_may_do() {
             );
         }
         let b = b
-            .to_rtr(rc_rtr(av(&ctx, gid), an))
+            .to_rtr(rc_rtr(av_to(gid, 0), an))
             .unwrap()
             .to_rts(RC_RTS)
             .unwrap();
         let a = a
             .to_init(CONNECTED_INIT)
             .unwrap()
-            .to_rtr(rc_rtr(av(&ctx, gid), bn))
+            .to_rtr(rc_rtr(av_to(gid, 0), bn))
             .unwrap()
             .to_rts(RC_RTS)
             .unwrap();
@@ -472,7 +454,7 @@ fn rc_up<'a>(
         ..CONNECTED_INIT
     })
     .unwrap()
-    .to_rtr(rc_rtr(av(ctx, gid), dest))
+    .to_rtr(rc_rtr(av_to(gid, 0), dest))
     .unwrap()
     .to_rts(RC_RTS)
     .unwrap()
@@ -513,7 +495,7 @@ fn modify_rts_changes_access_rnr_timer_path_and_qkey() {
     // port is RoCE, as rxe's, does too. The refused modify changes nothing, and the error names
     // RTS -> RTS.
     let alt = AltPath {
-        av: av(&ctx, gid),
+        av: av_to(gid, 0),
         pkey_index: 0,
         port_num: 1,
         timeout: 16,

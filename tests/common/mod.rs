@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 #[cfg(feature = "software-device")]
 use typed_verbs::software::{self, LiveObjects, SwConfig};
-use typed_verbs::{Context, ErrorKind, Result};
+use typed_verbs::{AddressVector, Context, ErrorKind, Gid, GlobalRoute, Result};
 
 /// Opens the device the tests run on: `TYPED_VERBS_DEVICE`, or the software device `sw0` when
 /// it is unset, whatever devices the machine has (the tests choose sw0; `open_from_env` would
@@ -233,4 +233,28 @@ pub fn destroyed<E: std::fmt::Display>(r: std::result::Result<(), E>) {
     if let Err(e) = r {
         panic!("destroy failed: {e}");
     }
+}
+
+/// The address vector of a loopback peer on port 1: a route to `gid` (RoCE devices, rxe among
+/// them, need one) from the local GID at `sgid_index`, hop limit 1.
+pub fn av_to(gid: Gid, sgid_index: u8) -> AddressVector {
+    AddressVector {
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        port_num: 1,
+        grh: Some(GlobalRoute {
+            dgid: gid,
+            flow_label: 0,
+            sgid_index,
+            hop_limit: 1,
+            traffic_class: 0,
+        }),
+    }
+}
+
+/// [`av_to`] the context's own GID at index 0 of port 1: a QP's peer on the same device.
+pub fn loopback_av(ctx: &Context) -> AddressVector {
+    av_to(ctx.query_gid(1, 0).expect("the port's GID 0"), 0)
 }
