@@ -725,7 +725,6 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
         C: CqContext<T>,
     {
         self.check(Verb::CreateCqEx)?;
-        let rxe = is_rxe(self.ctx.get());
         let flags = self.flags | T::CREATE_FLAGS;
         let mut comp_mask = 0;
         if flags != 0 {
@@ -754,11 +753,9 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
             .map_err(|e| Error::os(Verb::CreateCqEx, e))?; // `user` is freed on this path
         user.into_raw();
         let cq = CqEx::from_raw(raw);
-        if rxe {
-            // SAFETY: a CQ just created, not yet shared; the provider never reads its own
-            // next_poll pointer, the application's calls do.
-            unsafe { (*raw.as_ptr()).next_poll = Some(rxe_next_poll) };
-        }
+        // Named provider faults are the backend's to work around (rxe's next_poll, on rxe).
+        // SAFETY: a CQ just created on the live `ctx`, not yet shared.
+        unsafe { backend::of(ctx).cq_ex_workarounds(ctx, raw) };
         // SAFETY: a CQ just created; its function pointers are only read.
         let ops = unsafe { raw.as_ref() };
         if let Err(op) = crate::cq_ex::check_provider_ops::<F>(ops) {
@@ -769,24 +766,6 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
             });
         }
         Ok(cq)
-    }
-}
-
-/// Whether `ctx` is on rxe (Soft-RoCE): vendor 0xffffff, part 0, as the kernel's rxe reports.
-fn is_rxe(ctx: &Context) -> bool {
-    !ctx.is_software() && ctx.attr().vendor_id == 0x00ff_ffff && ctx.attr().vendor_part_id == 0
-}
-
-crate::ffi::c_entry! {
-    /// rxe's provider as rdma-core shipped it before release 55 (Debian 12 has 44) ends the batch
-    /// itself when `next_poll` finds the CQ empty: it stores the consumer index and unlocks. The
-    /// `end_poll` that ibv_create_cq_ex(3) then requires advances and unlocks a second time, which
-    /// corrupts the CQ. The crate cannot tell the provider's release at run time, so on rxe every
-    /// batch is one completion long: `next_poll` answers ENOENT without touching the provider, and
-    /// the provider's `end_poll` ends the batch, as start_poll + end_poll always did correctly.
-    /// Other providers keep their own `next_poll`; the poll loop pays nothing for this.
-    fn rxe_next_poll(_cq: *mut sys::ibv_cq_ex) -> std::os::raw::c_int = on_panic(libc::EIO) {
-        libc::ENOENT
     }
 }
 

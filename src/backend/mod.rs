@@ -85,6 +85,14 @@ pub(crate) trait ControlPath: Sync {
         ctx: *mut sys::ibv_context,
         attr: *mut sys::ibv_cq_init_attr_ex,
     ) -> Result<NonNull<sys::ibv_cq_ex>, Errno>;
+    /// The provider workarounds a typed extended CQ needs, installed just after its creation
+    /// (the raw layer's `ibv_create_cq_ex` gets the provider as it is). Nothing by default.
+    ///
+    /// # Safety
+    /// `cq` was just created on the live context `ctx` and is not shared yet.
+    unsafe fn cq_ex_workarounds(&self, ctx: *mut sys::ibv_context, cq: NonNull<sys::ibv_cq_ex>) {
+        let _ = (ctx, cq);
+    }
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno>;
     /// `ibv_get_cq_event`: the CQ of the next completion event on `ch` and its `cq_context`.
     /// Blocks unless the channel's fd is O_NONBLOCK (then EAGAIN when there is none).

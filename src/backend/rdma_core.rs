@@ -124,6 +124,14 @@ impl ControlPath for RdmaCore {
         // failed and set errno.
         ptr(unsafe { crate::ffi::ibv_create_cq_ex(ctx, attr) }?)
     }
+    unsafe fn cq_ex_workarounds(&self, ctx: *mut sys::ibv_context, cq: NonNull<sys::ibv_cq_ex>) {
+        // SAFETY: caller's contract.
+        if unsafe { workarounds::single_completion_batches(ctx) } {
+            // SAFETY: a CQ just created, not yet shared; the provider never reads its own
+            // next_poll pointer, the application's calls do.
+            unsafe { (*cq.as_ptr()).next_poll = Some(workarounds::rxe_next_poll) };
+        }
+    }
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
         // ibv_destroy_cq waits for the acks of the CQ's async events: the typed layer acks the
         // ones it holds before it calls this (crate::destroying::destroy_cq).
@@ -401,6 +409,39 @@ impl super::CmPath for RdmaCore {
             !na.is_null()
                 && !nb.is_null()
                 && std::ffi::CStr::from_ptr(na) == std::ffi::CStr::from_ptr(nb)
+        }
+    }
+}
+
+/// rdma-core providers' known faults, each named, with the devices it is installed for and
+/// what it costs (as wgpu-hal's backends keep theirs).
+mod workarounds {
+    use crate::ffi::sys;
+
+    /// Whether the CQs of `ctx` need [`rxe_next_poll`]: rxe (Soft-RoCE), vendor 0xffffff,
+    /// part 0, as the kernel's rxe reports.
+    ///
+    /// # Safety
+    /// `ctx` is a live context.
+    pub(super) unsafe fn single_completion_batches(ctx: *mut sys::ibv_context) -> bool {
+        // SAFETY: plain C data, filled by the call.
+        let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: caller's contract; `a` valid for writes.
+        let ok = unsafe { sys::ibv_query_device(ctx, &mut a) } == 0;
+        ok && a.vendor_id == 0x00ff_ffff && a.vendor_part_id == 0
+    }
+
+    crate::ffi::c_entry! {
+        /// rxe's provider as rdma-core shipped it before release 55 (Debian 12 has 44) ends the
+        /// batch itself when `next_poll` finds the CQ empty: it stores the consumer index and
+        /// unlocks. The `end_poll` that ibv_create_cq_ex(3) then requires advances and unlocks a
+        /// second time, which corrupts the CQ. The release cannot be told at run time, so on rxe
+        /// every batch of a typed CQ is one completion long: `next_poll` answers ENOENT without
+        /// touching the provider, and the provider's `end_poll` ends the batch, as start_poll +
+        /// end_poll always did correctly. Other providers keep their own `next_poll`; the poll
+        /// loop pays nothing for this.
+        pub(super) fn rxe_next_poll(_cq: *mut sys::ibv_cq_ex) -> std::os::raw::c_int = on_panic(libc::EIO) {
+            libc::ENOENT
         }
     }
 }
