@@ -1,4 +1,4 @@
-//! The per-CQ gates (src/teardown.rs): a teardown handed to a batch closes its QP's CQs' gates
+//! The per-CQ gates (src/object/teardown.rs): a teardown handed to a batch closes its QP's CQs' gates
 //! again before it runs, so it never waits for the QP's other CQ's batch on yet another thread.
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]

@@ -1,4 +1,4 @@
-//! The per-CQ gates (src/teardown.rs): a parent whose release panics at a batch's end does not
+//! The per-CQ gates (src/object/teardown.rs): a parent whose release panics at a batch's end does not
 //! make the batch skip the teardowns other threads handed to it.
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]

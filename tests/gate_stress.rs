@@ -1,4 +1,4 @@
-//! The per-CQ gates (src/teardown.rs) under load: pollers on two CQs while other threads drop,
+//! The per-CQ gates (src/object/teardown.rs) under load: pollers on two CQs while other threads drop,
 //! destroy and reset QPs on them in both orders; nothing hangs, nothing leaks, and an explicit
 //! teardown of a QP on one CQ always succeeds.
 // Runs on the software device or uses its hooks: nothing to build without it.
