@@ -60,8 +60,9 @@ fi
 # Disk: a whole test run builds the workspace several ways (tests, trybuild's ui projects, the
 # minimal-versions check, the VM lanes), and a fresh CI machine's disk may be small. Line tables
 # (file:line in backtraces and in valgrind's reports) instead of full debug info, and no
-# incremental caches, take the run's target/ from about 9 GB to under 3 (scripts/test.sh prints
-# it at the end). Both are the caller's to override, e.g. CARGO_PROFILE_DEV_DEBUG=2 for a
-# debugger. Exported, so that trybuild's own cargo builds (ui tests) follow them too.
+# incremental caches, take a clean run's target/ from about 9 GB to about 4.5, and .ci/run's
+# tidying (scripts/test.sh) to 3.2 at its peak (scripts/test.sh prints what is left at the
+# end). Both are the caller's to override, e.g. CARGO_PROFILE_DEV_DEBUG=2 for a debugger.
+# Exported, so that trybuild's own cargo builds (ui tests) follow them too.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
