@@ -12,9 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    software, Access, AccessFlags, AddressHandle, AddressVector, CompChannel, ConnectedInit,
-    Context, CqEx, ErrorKind, GlobalRoute, Mr, OwnRq, PageBuf, ParentDomain, Pd, Qp, Rc, SendWr,
-    Shared, Srq, Standard, Verb,
+    software, Access, AccessFlags, AddressHandle, CompChannel, ConnectedInit, Context, CqEx,
+    ErrorKind, Mr, OwnRq, PageBuf, ParentDomain, Pd, Qp, Rc, SendWr, Shared, Srq, Standard, Verb,
 };
 
 type Res<T = ()> = Result<T, Box<dyn StdError + Send + Sync>>;
@@ -142,20 +141,7 @@ fn shared_parents_are_destroyed_after_their_last_child() -> Res {
     let srq = Arc::new(Srq::builder(&pd).max_wr(4).build()?);
     let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).build()?;
     let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
-    let av = AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh: Some(GlobalRoute {
-            dgid: ctx.query_gid(1, 0)?,
-            flow_label: 0,
-            sgid_index: 0,
-            hop_limit: 1,
-            traffic_class: 0,
-        }),
-    };
+    let av = common::loopback_av(&ctx);
     let ah = AddressHandle::new(&pd, av)?;
     drop((channel, cq, srq, pd));
     let l = live();

@@ -822,8 +822,9 @@ pub(crate) unsafe fn run_at_batch_end(
 /// have a batch open by then, on yet another thread). True if it ran now.
 ///
 /// # Safety
-/// As [`defer`]'s, on any thread; the CQs live until `run` has run; `gated(a, b)` is
-/// `run_or_hand(ctx, cqs, run, gated, a, b)`.
+/// As [`defer`]'s, on any thread; the CQs live until `run` has run; `gated(a, b)` runs `run`
+/// once the gates are closed again, run at the end of the batch it is handed to
+/// ([`run_at_batch_end`], which may hand it on once more).
 pub(crate) unsafe fn run_or_hand(
     ctx: *mut sys::ibv_context,
     cqs: [*mut sys::ibv_cq; 2],
