@@ -198,31 +198,38 @@ check_layout!(rdma_cm_event {
 });
 
 /// `enum ibv_qp_attr_mask` as the `int` mask `ibv_modify_qp` takes, from rdma-sys's values: one
-/// set of names for the typed transitions, rdma_cm's QP attributes and the software device.
-pub(crate) mod qp_attr_mask {
-    // CUR_STATE and EN_SQD_ASYNC_NOTIFY are the software device's alone.
-    #![cfg_attr(not(feature = "software-device"), allow(dead_code))]
+/// set of names for the typed transitions, rdma_cm's QP attributes, the software device, and
+/// programs that call [`raw::ibv_modify_qp`](crate::raw::ibv_modify_qp) themselves.
+///
+/// ```
+/// use typed_verbs::ffi::qp_attr_mask as m;
+/// // The mask of a UD QP's RESET -> INIT (ibv_modify_qp(3)).
+/// let init = m::STATE | m::PKEY_INDEX | m::PORT | m::QKEY;
+/// assert_eq!(init, 0x71); // IBV_QP_STATE 1, PKEY_INDEX 16, PORT 32, QKEY 64 in verbs.h
+/// ```
+#[allow(missing_docs)]
+pub mod qp_attr_mask {
     use super::sys::ibv_qp_attr_mask as m;
-    pub(crate) const STATE: i32 = m::IBV_QP_STATE.0 as i32;
-    pub(crate) const CUR_STATE: i32 = m::IBV_QP_CUR_STATE.0 as i32;
-    pub(crate) const EN_SQD_ASYNC_NOTIFY: i32 = m::IBV_QP_EN_SQD_ASYNC_NOTIFY.0 as i32;
-    pub(crate) const ACCESS_FLAGS: i32 = m::IBV_QP_ACCESS_FLAGS.0 as i32;
-    pub(crate) const PKEY_INDEX: i32 = m::IBV_QP_PKEY_INDEX.0 as i32;
-    pub(crate) const PORT: i32 = m::IBV_QP_PORT.0 as i32;
-    pub(crate) const QKEY: i32 = m::IBV_QP_QKEY.0 as i32;
-    pub(crate) const AV: i32 = m::IBV_QP_AV.0 as i32;
-    pub(crate) const PATH_MTU: i32 = m::IBV_QP_PATH_MTU.0 as i32;
-    pub(crate) const TIMEOUT: i32 = m::IBV_QP_TIMEOUT.0 as i32;
-    pub(crate) const RETRY_CNT: i32 = m::IBV_QP_RETRY_CNT.0 as i32;
-    pub(crate) const RNR_RETRY: i32 = m::IBV_QP_RNR_RETRY.0 as i32;
-    pub(crate) const RQ_PSN: i32 = m::IBV_QP_RQ_PSN.0 as i32;
-    pub(crate) const MAX_QP_RD_ATOMIC: i32 = m::IBV_QP_MAX_QP_RD_ATOMIC.0 as i32;
-    pub(crate) const ALT_PATH: i32 = m::IBV_QP_ALT_PATH.0 as i32;
-    pub(crate) const MIN_RNR_TIMER: i32 = m::IBV_QP_MIN_RNR_TIMER.0 as i32;
-    pub(crate) const SQ_PSN: i32 = m::IBV_QP_SQ_PSN.0 as i32;
-    pub(crate) const MAX_DEST_RD_ATOMIC: i32 = m::IBV_QP_MAX_DEST_RD_ATOMIC.0 as i32;
-    pub(crate) const PATH_MIG_STATE: i32 = m::IBV_QP_PATH_MIG_STATE.0 as i32;
-    pub(crate) const DEST_QPN: i32 = m::IBV_QP_DEST_QPN.0 as i32;
+    pub const STATE: i32 = m::IBV_QP_STATE.0 as i32;
+    pub const CUR_STATE: i32 = m::IBV_QP_CUR_STATE.0 as i32;
+    pub const EN_SQD_ASYNC_NOTIFY: i32 = m::IBV_QP_EN_SQD_ASYNC_NOTIFY.0 as i32;
+    pub const ACCESS_FLAGS: i32 = m::IBV_QP_ACCESS_FLAGS.0 as i32;
+    pub const PKEY_INDEX: i32 = m::IBV_QP_PKEY_INDEX.0 as i32;
+    pub const PORT: i32 = m::IBV_QP_PORT.0 as i32;
+    pub const QKEY: i32 = m::IBV_QP_QKEY.0 as i32;
+    pub const AV: i32 = m::IBV_QP_AV.0 as i32;
+    pub const PATH_MTU: i32 = m::IBV_QP_PATH_MTU.0 as i32;
+    pub const TIMEOUT: i32 = m::IBV_QP_TIMEOUT.0 as i32;
+    pub const RETRY_CNT: i32 = m::IBV_QP_RETRY_CNT.0 as i32;
+    pub const RNR_RETRY: i32 = m::IBV_QP_RNR_RETRY.0 as i32;
+    pub const RQ_PSN: i32 = m::IBV_QP_RQ_PSN.0 as i32;
+    pub const MAX_QP_RD_ATOMIC: i32 = m::IBV_QP_MAX_QP_RD_ATOMIC.0 as i32;
+    pub const ALT_PATH: i32 = m::IBV_QP_ALT_PATH.0 as i32;
+    pub const MIN_RNR_TIMER: i32 = m::IBV_QP_MIN_RNR_TIMER.0 as i32;
+    pub const SQ_PSN: i32 = m::IBV_QP_SQ_PSN.0 as i32;
+    pub const MAX_DEST_RD_ATOMIC: i32 = m::IBV_QP_MAX_DEST_RD_ATOMIC.0 as i32;
+    pub const PATH_MIG_STATE: i32 = m::IBV_QP_PATH_MIG_STATE.0 as i32;
+    pub const DEST_QPN: i32 = m::IBV_QP_DEST_QPN.0 as i32;
 }
 
 // The legacy `ibv_cq` is the prefix of `ibv_cq_ex` (`ibv_cq_ex_to_cq` is a cast).
