@@ -58,13 +58,13 @@
 use crate::backend::{cm_of, CmPath};
 pub use crate::error::CmEventKind;
 use crate::error::{Error, ErrorKind, Result, Verb};
+use crate::ffi::sync::{Condvar, Mutex};
 use crate::ffi::sys;
-use crate::qp::{Qp, QpType, RecvSide, UsesSrq};
-use crate::qp_state::{
+use crate::qp::state::{
     AccessFlags, AddressVector, ConnectedInit, ConnectedInitModify, ErrorState, GlobalRoute, Init,
     Mtu, QpState, RcRtr, RcRts, Reset, Rts, SqPsn, Transitions, UdInit,
 };
-use crate::sync::{Condvar, Mutex};
+use crate::qp::{Qp, QpType, RecvSide, UsesSrq};
 use crate::{Context, Gid, Rc, Threading, Ud};
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;

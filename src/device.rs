@@ -321,7 +321,7 @@ struct ContextInner {
 }
 
 /// An open device context (`struct ibv_context`). Everything else is created from it and
-/// holds it (borrows it, or keeps it alive through an `Arc`: [`crate::parent`]), so it cannot
+/// holds it (borrows it, or keeps it alive through an `Arc`: [`crate::object::parent`]), so it cannot
 /// be closed while any of them lives.
 ///
 /// ```
@@ -605,7 +605,7 @@ impl Context {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn try_close(self) -> Result<(), DestroyError<Self>> {
-        if crate::teardown::waiting(self.as_raw()) {
+        if crate::object::teardown::waiting(self.as_raw()) {
             return Err(DestroyError {
                 object: self,
                 error: Error {
@@ -659,7 +659,7 @@ impl Drop for Context {
 }
 
 impl crate::sealed::SealedParent for Context {}
-impl crate::parent::ParentObject for Context {}
+impl crate::object::parent::ParentObject for Context {}
 
 #[cfg(test)]
 mod tests {

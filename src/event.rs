@@ -54,14 +54,14 @@
 //! ```
 
 use crate::backend;
+use crate::cq::ex::WcFlags;
 use crate::cq::{AnyCq, CqAcks};
-use crate::cq_ex::WcFlags;
-use crate::destroying::Ack as _;
 use crate::error::{Error, Result, Verb};
+use crate::ffi::sync::Mutex;
 use crate::ffi::{sys, RawAsyncEvent};
+use crate::qp::state::QpState;
 use crate::qp::{QpType, RecvSide};
-use crate::qp_state::QpState;
-use crate::sync::Mutex;
+use crate::raw::destroying::Ack as _;
 use crate::{CompChannel, Context, Cq, CqEx, Qp, Srq, Threading};
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
@@ -99,7 +99,7 @@ impl CompChannel<'_> {
             if let Some(ev) = self.try_get_cq_event()? {
                 return Ok(ev);
             }
-            crate::fd::wait_readable(self.as_raw_fd(), None)
+            crate::ffi::fd::wait_readable(self.as_raw_fd(), None)
                 .map_err(|e| Error::os(Verb::GetCqEvent, e))?;
         }
     }
@@ -133,7 +133,7 @@ impl CompChannel<'_> {
 #[cfg(feature = "tokio")]
 mod tokio_cq_events {
     use super::CqEvent;
-    use crate::channel::AsyncCompChannel;
+    use crate::cq::channel::AsyncCompChannel;
     use crate::error::{Error, Result, Verb};
 
     impl<'a> AsyncCompChannel<'a, '_> {
@@ -934,7 +934,7 @@ struct AsyncSlot {
     pending: Mutex<Option<RawEvent>>,
 }
 
-impl crate::destroying::Ack for AsyncSlot {
+impl crate::raw::destroying::Ack for AsyncSlot {
     fn ack(&self) {
         let mut p = self.pending.lock();
         if let Some(raw) = p.take() {
@@ -1007,7 +1007,7 @@ impl Drop for AsyncEventGuard<'_> {
     fn drop(&mut self) {
         self.slot.ack();
         if self.object != 0 {
-            crate::destroying::release(self.object, Arc::as_ptr(&self.slot).cast());
+            crate::raw::destroying::release(self.object, Arc::as_ptr(&self.slot).cast());
         }
     }
 }
@@ -1062,7 +1062,7 @@ impl Context {
     /// ```
     pub fn wait_async_readable(&self, timeout: Option<Duration>) -> Result<bool> {
         let fd = self.async_fd()?;
-        crate::fd::wait_readable(fd, timeout).map_err(|e| Error::os(Verb::GetAsyncEvent, e))
+        crate::ffi::fd::wait_readable(fd, timeout).map_err(|e| Error::os(Verb::GetAsyncEvent, e))
     }
 
     /// `ibv_get_async_event`, blocking until there is an event. The guard acks it when
@@ -1087,7 +1087,8 @@ impl Context {
             }
             // SAFETY: a live context's async fd.
             let fd = unsafe { (*self.as_raw()).async_fd };
-            crate::fd::wait_readable(fd, None).map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
+            crate::ffi::fd::wait_readable(fd, None)
+                .map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
         }
     }
 
@@ -1105,7 +1106,7 @@ impl Context {
     pub fn try_get_async_event(&self) -> Result<Option<AsyncEventGuard<'_>>> {
         let ctx = self.as_raw();
         // SAFETY: a live context's async fd.
-        crate::fd::set_nonblocking(unsafe { (*ctx).async_fd })
+        crate::ffi::fd::set_nonblocking(unsafe { (*ctx).async_fd })
             .map_err(|e| Error::os(Verb::GetAsyncEvent, e))?;
         // Zeroed, so every byte of the union is initialised whichever member C writes.
         let mut raw = RawAsyncEvent::zeroed();
@@ -1138,7 +1139,7 @@ impl Context {
         // While its object's destroy is in progress, the destroy waits for this ack: `hold`
         // gives it now (the event is still returned, for what it says).
         if object != 0 {
-            crate::destroying::hold(object, slot.clone());
+            crate::raw::destroying::hold(object, slot.clone());
         }
         Ok(Some(AsyncEventGuard {
             slot,

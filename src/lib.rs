@@ -70,39 +70,37 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod access;
-pub mod ah;
+// The layers, bottom up (tests/layering.rs checks that imports point down them):
+// the C side, the backends, the raw verbs, what every handle is made of, then the objects.
 mod backend;
-pub mod channel;
 pub mod cm;
-pub mod connect;
 pub mod cq;
-pub mod cq_ex;
 pub mod device;
-pub mod dma;
-pub mod error;
 pub mod event;
-mod fd;
 pub mod ffi;
 pub mod mr;
 mod object;
-use object::{destroying, teardown};
-pub mod parent;
 pub mod pd;
 pub mod qp;
-pub mod qp_state;
 pub mod raw;
-pub mod safety;
-mod sealed;
-mod sge;
 pub mod slots;
 #[cfg(feature = "software-device")]
 #[cfg_attr(docsrs, doc(cfg(feature = "software-device")))]
 pub mod software;
 pub mod srq;
-mod sync;
-pub mod wc;
 pub mod wr;
+// Beside the layers: the crate's errors and seals (leaves every layer above the backends may
+// use), and the safety model (documentation).
+pub mod error;
+pub mod safety;
+mod sealed;
+
+// The modules' paths before they moved into their layers' folders: the same modules.
+pub use cq::{channel, ex as cq_ex, wc};
+pub use ffi::dma;
+pub use mr::access;
+pub use object::parent;
+pub use qp::{ah, connect, state as qp_state};
 
 pub use access::Access;
 pub use ah::AddressHandle;

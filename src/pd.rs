@@ -11,15 +11,15 @@
 use crate::backend;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
+use crate::object::parent::Parent;
 use crate::object::{destroy, Destroy, Leftover, Node};
-use crate::parent::Parent;
 use crate::Context;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
 
 /// A protection domain (`ibv_alloc_pd`). It holds its context (borrowed, or shared through an
-/// `Arc`: [`crate::parent`]), and everything created in it holds the PD, so it cannot be
+/// `Arc`: [`crate::object::parent`]), and everything created in it holds the PD, so it cannot be
 /// deallocated while a QP, SRQ, region or parent domain uses it.
 ///
 /// ```
@@ -42,7 +42,7 @@ unsafe impl Sync for Pd<'_> {}
 
 impl<'ctx> Pd<'ctx> {
     /// `ibv_alloc_pd` on `ctx`: `&ctx`, or `&Arc<Context>` for a PD that keeps its context
-    /// alive ([`crate::parent`]).
+    /// alive ([`crate::object::parent`]).
     ///
     /// # Errors
     /// The device's errno from `ibv_alloc_pd` ([`ErrorKind::Os`]): `ENOMEM` when the device is out
@@ -167,7 +167,7 @@ unsafe fn dealloc(pd: *mut c_void, node: *mut c_void) {
 
 /// A parent domain (`ibv_alloc_parent_domain`): a PD that a CQ created with
 /// `IBV_CQ_INIT_ATTR_MASK_PD` takes its resources from. It holds the PD it wraps (borrowed or shared:
-/// [`crate::parent`]).
+/// [`crate::object::parent`]).
 ///
 /// ```
 /// use typed_verbs::{software, Context, Pd, ParentDomain};
@@ -322,6 +322,6 @@ crate::object::debug_handle!(Pd<'a>);
 crate::object::debug_handle!(ParentDomain<'a>);
 
 impl crate::sealed::SealedParent for Pd<'_> {}
-impl crate::parent::ParentObject for Pd<'_> {}
+impl crate::object::parent::ParentObject for Pd<'_> {}
 impl crate::sealed::SealedParent for ParentDomain<'_> {}
-impl crate::parent::ParentObject for ParentDomain<'_> {}
+impl crate::object::parent::ParentObject for ParentDomain<'_> {}

@@ -29,12 +29,12 @@
 //! reaches a leaked object again, and its memory (an owned region's buffer included) stays
 //! allocated. In detail:
 //!
-//! - **Shared parents** ([`parent`](crate::parent)): a child created from `Arc`'d parents holds
+//! - **Shared parents** ([`parent`](crate::object::parent)): a child created from `Arc`'d parents holds
 //!   a reference to each and releases it only after its own C object is destroyed (a QP
 //!   destroyed at a batch's end holds them until then); forgetting the child forgets those
 //!   references, so its parents stay alive with it, and `Arc::into_inner` never hands back a
 //!   parent a live child uses.
-//! - **Registered memory** (the model is in [`dma`](crate::dma)): a region owns its buffer
+//! - **Registered memory** (the model is in [`dma`](crate::ffi::dma)): a region owns its buffer
 //!   ([`Mr::new`](crate::Mr::new) over a [`PageBuf`](crate::PageBuf),
 //!   [`HugeBuf`](crate::HugeBuf), `Vec<u8>` or `Box<[u8]>`) and gives it back only after
 //!   `ibv_dereg_mr` succeeded, or borrows one only inside [`Mr::scoped`](crate::Mr::scoped),
@@ -61,7 +61,7 @@
 //! software device's copies included, can write (or access) its bytes. The types make sure of it:
 //!
 //! 1. the region is registered with `LOCAL_WRITE` and no remote right (by type:
-//!    [`SlotAccess`](crate::access::SlotAccess)), so no peer can reach it;
+//!    [`SlotAccess`](crate::mr::access::SlotAccess)), so no peer can reach it;
 //! 2. the region is never an `Mr` the program holds and none of its `Sge`s exist, so the only
 //!    work requests meant for it are slot posts, each naming its own slot's disjoint range; and no
 //!    other work request reaches it even by its key (see *No device writes what the program
@@ -84,7 +84,7 @@
 //! addresses it; and the program holds a Rust reference into registered memory only for a slot
 //! that is not posted, or for a borrowed buffer after its [`Mr::scoped`](crate::Mr::scoped) has
 //! deregistered it.** Everything else registered is reached by the program only through the
-//! crate's byte-wise atomic copies ([`crate::dma`]). Why it holds, for every number of devices,
+//! crate's byte-wise atomic copies ([`crate::ffi::dma`]). Why it holds, for every number of devices,
 //! contexts and key spaces, after keys wrap and are reused:
 //!
 //! - A device resolves a key only in its own key space (a context's, for the software device

@@ -34,7 +34,7 @@ seals! {
     SealedSgeList;
     /// The attribute structs of QP state transitions.
     SealedTransitionAttr;
-    /// The parent objects, and the ways of holding one ([`Parent`](crate::parent::Parent)).
+    /// The parent objects, and the ways of holding one ([`Parent`](crate::object::parent::Parent)).
     SealedParent;
     /// `Self: SealedCqContext<T>`: `Self` may be the user context of a CQ of threading `T`.
     SealedCqContext<T>;
@@ -44,6 +44,6 @@ seals! {
     /// `Self: SealedQpContext<C>`: `C` may be the user context of a QP of threading `Self`.
     SealedQpContext<L>;
     /// `Self: SealedAttrOf<(E, Q)>`: `Self` may be passed where a transition of a `Q` QP takes
-    /// `E` ([`AttrOf`](crate::qp_state::AttrOf)).
+    /// `E` ([`AttrOf`](crate::qp::state::AttrOf)).
     SealedAttrOf<L>;
 }

@@ -82,16 +82,16 @@
 //! A region's memory is given back (`ibv_dereg_mr`, then the buffer is freed) when its last slot
 //! is dropped.
 
-use crate::access::{RemoteWriteAccess, SlotAccess};
+use crate::cq::ex::{Batch, Completion, CqEx, Poller, WcFlags};
 use crate::cq::{kind, AnyCq, CqBuilder, JoinThreading, Shared, Threading};
-use crate::cq_ex::{Batch, Completion, CqEx, Poller, WcFlags};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
+use crate::mr::access::{RemoteWriteAccess, SlotAccess};
 use crate::mr::{Addressing, Mr, OwnedBuf, RemoteAddr, Untyped, SLOT_IOVA};
-use crate::parent::{Keep, Parent};
+use crate::object::parent::{Keep, Parent};
 use crate::pd::Pd;
+use crate::qp::state::QpState;
 use crate::qp::{OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable};
-use crate::qp_state::QpState;
 use crate::sealed::Sealed;
 use crate::srq::{Srq, SrqAttr, SrqBuilder};
 use crate::wr::{Connected, RdmaWriteCapable, RecvReady, SendReady};
@@ -215,9 +215,9 @@ fn checks_local_iova(vendor_id: u32, vendor_part_id: u32) -> bool {
     label = "no slot receive in this state"
 )]
 pub trait SlotRecvReady: RecvReady {}
-impl SlotRecvReady for crate::qp_state::Init {}
-impl SlotRecvReady for crate::qp_state::Rtr {}
-impl SlotRecvReady for crate::qp_state::Rts {}
+impl SlotRecvReady for crate::qp::state::Init {}
+impl SlotRecvReady for crate::qp::state::Rtr {}
+impl SlotRecvReady for crate::qp::state::Rts {}
 
 impl<'pd> Slot<'pd> {
     /// `ibv_reg_mr` of `buf` in `pd` with `access`, split into `buf.len() / slot_len` slots of
@@ -967,7 +967,7 @@ impl<'a, F: WcFlags, T: Threading, C> SlotPollable<'a> for SlotCq<'a, F, T, C> {
         // SAFETY: a slot CQ (every completion carries a slot token); the batch has just
         // started, and it is the only one open on the CQ (`&mut self`), so no other batch
         // converts this completion's token.
-        crate::cq_ex::Pollable::poll_batch(&mut self.cq, |batch| {
+        crate::cq::ex::Pollable::poll_batch(&mut self.cq, |batch| {
             f(unsafe { SlotBatch::enter(batch) })
         })
     }
@@ -1207,7 +1207,7 @@ impl SlotSendQueue for UsesSlotSrq<SlotSends> {}
 /// let qp = Qp::<Rc>::slot_builder(&pd, &legacy, &slot_cq).build()?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-pub trait SendCq: Sealed + crate::parent::ParentObject {
+pub trait SendCq: Sealed + crate::object::parent::ParentObject {
     /// The QP's send mode with this CQ.
     type Sends: SendMode;
     /// The CQ's threading.
@@ -1239,7 +1239,7 @@ impl<'a, T: QpType> Qp<'a, T> {
     /// [`SlotSends`]); it may be `recv_cq` itself.
     ///
     /// Each parent is `&parent`, or `&Arc<parent>` for a QP that keeps it alive
-    /// ([`crate::parent`]).
+    /// ([`crate::object::parent`]).
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -1703,9 +1703,9 @@ impl<C> std::fmt::Debug for SlotSrq<'_, C> {
 }
 
 impl<F: WcFlags, T: Threading, C> crate::sealed::SealedParent for SlotCq<'_, F, T, C> {}
-impl<F: WcFlags, T: Threading, C> crate::parent::ParentObject for SlotCq<'_, F, T, C> {}
+impl<F: WcFlags, T: Threading, C> crate::object::parent::ParentObject for SlotCq<'_, F, T, C> {}
 impl<C> crate::sealed::SealedParent for SlotSrq<'_, C> {}
-impl<C> crate::parent::ParentObject for SlotSrq<'_, C> {}
+impl<C> crate::object::parent::ParentObject for SlotSrq<'_, C> {}
 
 #[cfg(test)]
 mod tests {

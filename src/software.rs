@@ -32,9 +32,9 @@
 //! ```
 
 use crate::backend::software as provider;
+use crate::cq::wc::{WcOpcode, WcStatus};
 use crate::cq::AnyCq;
 use crate::error::{Error, ErrorKind, Result, Verb};
-use crate::wc::{WcOpcode, WcStatus};
 use crate::Context;
 use provider::{Cqe, Pushed};
 

@@ -15,10 +15,10 @@
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::sys;
+use crate::mr::sge::TypedSgeCap;
+use crate::object::parent::{Held, Keep, Parent};
 use crate::object::{destroy, Destroy, Leftover, UserBox};
-use crate::parent::{Held, Keep, Parent};
 use crate::pd::Pd;
-use crate::sge::TypedSgeCap;
 use crate::{Context, Sge};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -66,7 +66,7 @@ struct SrqMeta<C> {
 }
 
 /// A shared receive queue. It holds its PD; QPs that use it hold it (borrowed, or shared through an
-/// `Arc`: [`crate::parent`]), so "ibv_destroy_srq()
+/// `Arc`: [`crate::object::parent`]), so "ibv_destroy_srq()
 /// fails if any queue pair is still associated with this SRQ" cannot happen. Its type promises
 /// `SGE` scatter elements per receive (default 1, set with [`SrqBuilder::sge_cap`]).
 ///
@@ -113,7 +113,7 @@ pub struct SrqBuilder<'a, C = (), const SGE: usize = 1> {
 
 impl<'a> Srq<'a, ()> {
     /// Starts building an SRQ in `pd` (max_wr 1, max_sge 1): `&pd`, or `&Arc<Pd>` for an SRQ
-    /// that keeps its PD alive ([`crate::parent`]).
+    /// that keeps its PD alive ([`crate::object::parent`]).
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
@@ -426,7 +426,8 @@ impl<C, const SGE: usize> Destroy for Srq<'_, C, SGE> {
         let srq = self.as_raw();
         // SAFETY: a live SRQ, destroyed once with success (`destroy_raw`'s contract). A QP still
         // using it (leaked, or queued to a batch's end) makes the destroy fail with EBUSY.
-        unsafe { crate::destroying::destroy_srq(srq) }.map_err(|e| Error::os(Verb::DestroySrq, e))
+        unsafe { crate::raw::destroying::destroy_srq(srq) }
+            .map_err(|e| Error::os(Verb::DestroySrq, e))
     }
     fn leftover(&self) -> Leftover {
         // SAFETY: a live SRQ made by the builder with `C`.
@@ -443,7 +444,7 @@ impl<C, const SGE: usize> Drop for Srq<'_, C, SGE> {
             let srq = srq.cast::<sys::ibv_srq>();
             // SAFETY: `drop`'s SRQ and its SrqMeta<C> whose user context was moved out; once.
             unsafe {
-                if crate::destroying::destroy_srq(srq).is_ok() {
+                if crate::raw::destroying::destroy_srq(srq).is_ok() {
                     drop(Box::from_raw(meta as *mut SrqMeta<ManuallyDrop<C>>));
                 }
             }
@@ -452,12 +453,16 @@ impl<C, const SGE: usize> Drop for Srq<'_, C, SGE> {
         // SAFETY: dropped once: srq_context is the SRQ's SrqMeta<C>, ours since the handle is
         // gone. The user context is moved out first (a queued destroy may run on any thread)
         // and dropped after the SRQ is destroyed or queued (a QP dropped inside a batch may
-        // still use the SRQ: crate::teardown).
+        // still use the SRQ: crate::object::teardown).
         unsafe {
             let meta = (*srq).srq_context as *mut SrqMeta<C>;
             let user = std::ptr::read(&(*meta).user);
-            if !crate::teardown::wait_behind((*srq).context, destroy::<C>, srq.cast(), meta.cast())
-            {
+            if !crate::object::teardown::wait_behind(
+                (*srq).context,
+                destroy::<C>,
+                srq.cast(),
+                meta.cast(),
+            ) {
                 destroy::<C>(srq.cast(), meta.cast());
             }
             drop(user);
@@ -472,4 +477,4 @@ impl<C, const SGE: usize> std::fmt::Debug for Srq<'_, C, SGE> {
 }
 
 impl<C, const SGE: usize> crate::sealed::SealedParent for Srq<'_, C, SGE> {}
-impl<C, const SGE: usize> crate::parent::ParentObject for Srq<'_, C, SGE> {}
+impl<C, const SGE: usize> crate::object::parent::ParentObject for Srq<'_, C, SGE> {}

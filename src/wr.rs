@@ -36,17 +36,17 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-use crate::access::{No, RemoteReadAccess, RemoteWriteAccess};
 use crate::cq::Threading;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::{ctx_op_call, sys};
-use crate::mr::{AtomicResult, AtomicTarget, RemoteAddr, Sge, Untyped};
-use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
-use crate::qp_state::{ErrorState, Init, QpState, Rtr, Rts};
-use crate::sealed::{Sealed, SealedFor};
-pub use crate::sge::{
+use crate::mr::access::{No, RemoteReadAccess, RemoteWriteAccess};
+pub use crate::mr::sge::{
     LocalWriteList, OneSgeIsNotAList, SgeList, TypedSgeCap, WithinSgeCap, MAX_TYPED_SGE,
 };
+use crate::mr::{AtomicResult, AtomicTarget, RemoteAddr, Sge, Untyped};
+use crate::qp::state::{ErrorState, Init, QpState, Rtr, Rts};
+use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
+use crate::sealed::{Sealed, SealedFor};
 use crate::srq::Srq;
 use std::marker::PhantomData;
 
@@ -298,7 +298,11 @@ impl<'s> UdDest<'s> {
     /// # let _ = dest;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn new(ah: &'s crate::ah::AddressHandle<'_>, remote_qpn: u32, remote_qkey: u32) -> Self {
+    pub fn new(
+        ah: &'s crate::qp::ah::AddressHandle<'_>,
+        remote_qpn: u32,
+        remote_qkey: u32,
+    ) -> Self {
         UdDest {
             ah: ah.as_raw(),
             remote_qpn,

@@ -134,7 +134,7 @@ impl ControlPath for RdmaCore {
     }
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
         // ibv_destroy_cq waits for the acks of the CQ's async events: the typed layer acks the
-        // ones it holds before it calls this (crate::destroying::destroy_cq).
+        // ones it holds before it calls this (crate::raw::destroying::destroy_cq).
         // SAFETY: live CQ (an extended CQ is passed through ibv_cq_ex_to_cq, a cast).
         rc(unsafe { sys::ibv_destroy_cq(cq) })
     }

@@ -74,7 +74,7 @@ pub(crate) fn destroy<T: Destroy>(obj: T) -> Result<(), DestroyError<T>> {
 
 /// The `Drop` of an object without a user context that a QP may use (context, PD, parent
 /// domain, channel), of context `ctx`: destroyed now, or, while a QP of `ctx` dropped inside a
-/// polling batch waits for the batch's end, queued behind it ([`crate::teardown`]), so that it
+/// polling batch waits for the batch's end, queued behind it ([`crate::object::teardown`]), so that it
 /// is destroyed after the QP instead of failing with `EBUSY` (or, for a context, being closed
 /// under it). An error cannot be reported from `Drop` (use `destroy`).
 ///
@@ -85,10 +85,10 @@ pub(crate) unsafe fn drop_or_queue(
     ctx: *mut crate::ffi::sys::ibv_context,
     raw: *mut std::os::raw::c_void,
     extra: *mut std::os::raw::c_void,
-    destroy: crate::teardown::Teardown,
+    destroy: crate::object::teardown::Teardown,
 ) {
     // SAFETY: caller's contract: the object is the queue's if it is queued.
-    if !unsafe { crate::teardown::wait_behind(ctx, destroy, raw, extra) } {
+    if !unsafe { crate::object::teardown::wait_behind(ctx, destroy, raw, extra) } {
         // SAFETY: caller's contract.
         unsafe { destroy(raw, extra) }
     }
@@ -148,14 +148,14 @@ pub(crate) struct Node<R> {
     pub(crate) raw: std::ptr::NonNull<R>,
     /// Held for its `Drop` only.
     #[allow(dead_code)]
-    pub(crate) keep: crate::parent::Keep,
+    pub(crate) keep: crate::object::parent::Keep,
 }
 
 impl<R> Node<R> {
     /// A node for `raw`, keeping `keep` alive: leaked to the handle.
     pub(crate) fn into_handle(
         raw: std::ptr::NonNull<R>,
-        keep: crate::parent::Keep,
+        keep: crate::object::parent::Keep,
     ) -> std::ptr::NonNull<Node<R>> {
         std::ptr::NonNull::from(Box::leak(Box::new(Node { raw, keep })))
     }

@@ -10,10 +10,10 @@
 //! - [`destroying`]: the destroy verbs of the objects async events name (CQ, QP, SRQ), which
 //!   ack the events still held first.
 //!
-//! The parents a handle keeps alive are [`crate::parent`]'s (public).
+//! The parents a handle keeps alive are [`crate::object::parent`]'s (public).
 
-pub(crate) mod destroying;
 mod handle;
+pub mod parent;
 pub(crate) mod teardown;
 
 pub(crate) use handle::*;

@@ -46,9 +46,9 @@
 //! context runs it. No teardown in any of them runs user code: the parents a waiting QP kept
 //! alive are released after the teardowns.
 
+use crate::ffi::sync::Mutex;
 use crate::ffi::sys;
-use crate::parent::Keep;
-use crate::sync::Mutex;
+use crate::object::parent::Keep;
 use std::cell::Cell;
 use std::os::raw::c_void;
 use std::ptr;

@@ -91,8 +91,8 @@
 use super::cq::{self, Cqe};
 use super::objects::{SwAh, SwQp, SwSrq};
 use super::sw_context;
+use crate::ffi::sync::{Mutex, MutexGuard};
 use crate::ffi::{c_entry, sys};
-use crate::sync::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_int;
 use std::ptr;
@@ -430,7 +430,7 @@ fn land(qp: &SwQp, w: &SendWqe, data: &[u8]) -> Result<(), MrFault> {
 }
 
 /// Appends the `n` bytes of registered memory at `p` to `out`, each byte read as a Relaxed
-/// `AtomicU8` load (`crate::dma`): the program may be copying into the same bytes on another
+/// `AtomicU8` load (`crate::ffi::dma`): the program may be copying into the same bytes on another
 /// thread, and so may another transfer.
 ///
 /// `p..p + n` must lie in a region found in an MR table under the fabric lock, which the caller
@@ -439,22 +439,22 @@ fn read_registered(p: *const u8, n: usize, out: &mut Vec<u8>) {
     out.reserve(n);
     let len = out.len();
     // SAFETY: `p..p + n` is registered memory (the caller found it in an MR table and holds the
-    // fabric lock), which every party accesses byte-wise atomically (crate::dma's model). The
+    // fabric lock), which every party accesses byte-wise atomically (crate::ffi::dma's model). The
     // spare capacity of `out` (reserved above) is private and cannot overlap registered memory
     // (a Vec of the device's); its `n` bytes are initialised by the copy before `set_len`.
     unsafe {
-        crate::dma::copy_from_shared(p, out.as_mut_ptr().add(len), n);
+        crate::ffi::dma::copy_from_shared(p, out.as_mut_ptr().add(len), n);
         out.set_len(len + n);
     }
 }
 
 /// Writes `data` into registered memory at `p`, each byte as a Relaxed `AtomicU8` store
-/// (`crate::dma`). `data` is the device's own copy (gathered before, so a loopback transfer
+/// (`crate::ffi::dma`). `data` is the device's own copy (gathered before, so a loopback transfer
 /// cannot overlap it). Same requirement on `p..p + data.len()` as [`read_registered`].
 fn write_registered(p: *mut u8, data: &[u8]) {
     // SAFETY: as in `read_registered`; `data` is a private buffer of the device's, not
     // registered memory, so the two do not overlap and nobody writes `data` meanwhile.
-    unsafe { crate::dma::copy_to_shared(data.as_ptr(), p, data.len()) }
+    unsafe { crate::ffi::dma::copy_to_shared(data.as_ptr(), p, data.len()) }
 }
 
 impl SendWqe {
@@ -1137,13 +1137,13 @@ fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
 struct RnrTimers {
     /// (when, QP number, arming): a min-heap by time.
     due: Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(Instant, u32, u64)>>>,
-    wake: crate::sync::Condvar,
+    wake: crate::ffi::sync::Condvar,
     next: AtomicU64,
 }
 
 static RNR_TIMERS: RnrTimers = RnrTimers {
     due: Mutex::new(std::collections::BinaryHeap::new()),
-    wake: crate::sync::Condvar::new(),
+    wake: crate::ffi::sync::Condvar::new(),
     next: AtomicU64::new(1),
 };
 

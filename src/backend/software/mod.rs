@@ -32,9 +32,9 @@ pub(crate) use objects::{MrKeys, MAX_KEY_INDEX};
 pub(crate) use cq::{has_overrun, lost_completions, push, Cqe, Pushed};
 
 use crate::backend::{ControlPath, Errno};
+use crate::ffi::sync::{Mutex, RwLock};
 use crate::ffi::sys;
 use crate::ffi::wc_ex_flags as wcf;
-use crate::sync::{Mutex, RwLock};
 use std::collections::HashSet;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
@@ -655,7 +655,7 @@ impl ControlPath for Software {
 
     unsafe fn destroy_cq(&self, cq: *mut sys::ibv_cq) -> Result<(), Errno> {
         // The destroy waits for the acks of the CQ's async events: the typed layer acks the
-        // ones it holds before it calls this (crate::destroying::destroy_cq).
+        // ones it holds before it calls this (crate::raw::destroying::destroy_cq).
         // SAFETY: live CQ.
         unsafe { cq::destroy(cq) }
     }

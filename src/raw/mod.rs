@@ -31,6 +31,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub(crate) mod destroying;
+
 use crate::backend;
 use crate::ffi::{sys, RawAsyncEvent};
 use std::os::raw::c_void;
@@ -202,7 +204,7 @@ pub unsafe fn ibv_create_cq_ex(
 /// ```
 pub unsafe fn ibv_destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
-    unsafe { crate::destroying::destroy_cq(cq) }
+    unsafe { crate::raw::destroying::destroy_cq(cq) }
 }
 
 /// `ibv_get_cq_event`: the CQ of the next completion event on `ch` and its `cq_context`.
@@ -387,7 +389,7 @@ pub unsafe fn ibv_create_srq(
 /// ```
 pub unsafe fn ibv_destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
-    unsafe { crate::destroying::destroy_srq(srq) }
+    unsafe { crate::raw::destroying::destroy_srq(srq) }
 }
 
 /// `ibv_create_qp`.
@@ -499,7 +501,7 @@ pub unsafe fn ibv_query_gid(
 /// ```
 pub unsafe fn ibv_destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
-    unsafe { crate::destroying::destroy_qp(qp) }
+    unsafe { crate::raw::destroying::destroy_qp(qp) }
 }
 
 /// `ibv_query_qp`: every attribute the provider reports, whatever `mask` asks for.

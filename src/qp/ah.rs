@@ -17,10 +17,10 @@
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::sys;
+use crate::object::parent::Parent;
 use crate::object::{destroy, Destroy, Leftover, Node};
-use crate::parent::Parent;
 use crate::pd::Pd;
-use crate::qp_state::AddressVector;
+use crate::qp::state::AddressVector;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
@@ -52,7 +52,7 @@ unsafe impl Sync for AddressHandle<'_> {}
 
 impl<'a> AddressHandle<'a> {
     /// `ibv_create_ah` for `av` in `pd` (`&pd`, or `&Arc<Pd>` for an AH that keeps its PD
-    /// alive: [`crate::parent`]). On RoCE the address vector needs a global route.
+    /// alive: [`crate::object::parent`]). On RoCE the address vector needs a global route.
     ///
     /// # Errors
     /// `OutOfRange` before the call for a port outside 1..=`phys_port_cnt` (`port_num`) or a
@@ -81,7 +81,7 @@ impl<'a> AddressHandle<'a> {
         // SAFETY: as above.
         let dev = unsafe { crate::device::device_attr(ctx, Verb::CreateAh) }?;
         // SAFETY: as above.
-        let limits = unsafe { crate::qp_state::Limits::query(ctx, &dev) }
+        let limits = unsafe { crate::qp::state::Limits::query(ctx, &dev) }
             .map_err(|e| Error::os(Verb::QueryPort, e))?;
         limits
             .av(["port_num", "grh.sgid_index"], &av)

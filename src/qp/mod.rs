@@ -12,19 +12,23 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
+pub mod ah;
+pub mod connect;
+pub mod state;
+
 use crate::backend;
 use crate::cq::{AnyCq, JoinThreading, Shared, Threading};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::ffi::sync::Mutex;
 use crate::ffi::sys;
+use crate::mr::sge::TypedSgeCap;
+use crate::object::parent::{Keep, Parent};
+use crate::object::teardown;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
-use crate::parent::{Keep, Parent};
 use crate::pd::Pd;
-use crate::qp_state::{QpState, Reset};
+use crate::qp::state::{QpState, Reset};
 use crate::sealed;
-use crate::sge::TypedSgeCap;
 use crate::srq::Srq;
-use crate::sync::Mutex;
-use crate::teardown;
 use crate::Context;
 use crate::Sge;
 use std::marker::PhantomData;
@@ -269,7 +273,7 @@ struct QpMeta<C> {
     mcast: Mutex<Vec<(Gid, u16)>>,
     cap: QpCap,
     /// The device's limits the transitions' attributes are checked against.
-    limits: crate::qp_state::Limits,
+    limits: crate::qp::state::Limits,
     sq_sig_all: bool,
     /// What keeps the PD, CQs and SRQ alive when they are shared: released with the meta,
     /// after the QP is destroyed.
@@ -299,7 +303,7 @@ unsafe fn groups_of<'a>(qp: *mut sys::ibv_qp) -> &'a Mutex<Vec<(Gid, u16)>> {
 /// gates order that destroy after every batch on either CQ; see
 /// [the safety model](crate::safety)); its user context is dropped at once, on the dropping
 /// thread. It holds its PD, CQs and SRQ (borrowed, or shared through `Arc`s:
-/// [`crate::parent`]), so none of them can be destroyed before it.
+/// [`crate::object::parent`]), so none of them can be destroyed before it.
 ///
 /// An RC pair in loopback, a send and a receive:
 ///
@@ -417,7 +421,7 @@ type Joined<SC, RC> = QpThreading<SC, RC>;
 impl<'a, T: QpType> Qp<'a, T> {
     /// Starts building a QP of type `T` in `pd` with its own receive queue. `send_cq` and
     /// `recv_cq` may be the same CQ, legacy or extended. Each parent is `&parent`, or
-    /// `&Arc<parent>` for a QP that keeps it alive ([`crate::parent`]).
+    /// `&Arc<parent>` for a QP that keeps it alive ([`crate::object::parent`]).
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -791,7 +795,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         self.check(&a)?;
         // What the transitions' attributes are checked against: read once, here.
         // SAFETY: as above.
-        let limits = unsafe { crate::qp_state::Limits::query(ctx, &a) }
+        let limits = unsafe { crate::qp::state::Limits::query(ctx, &a) }
             .map_err(|e| Error::os(Verb::QueryPort, e))?;
         let meta = UserBox::new(QpMeta {
             limits,
@@ -913,7 +917,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     }
 
     /// The device's limits the transitions' attributes are checked against.
-    pub(crate) fn limits(&self) -> &crate::qp_state::Limits {
+    pub(crate) fn limits(&self) -> &crate::qp::state::Limits {
         &self.meta().limits
     }
 
@@ -1166,11 +1170,11 @@ unsafe fn destroy_with_groups(
     });
     // SAFETY: a live QP, destroyed at most once (caller's contract); a group still attached
     // makes the destroy fail with EBUSY, which is reported.
-    unsafe { crate::destroying::destroy_qp(qp) }.map_err(|e| Error::os(Verb::DestroyQp, e))
+    unsafe { crate::raw::destroying::destroy_qp(qp) }.map_err(|e| Error::os(Verb::DestroyQp, e))
 }
 
 /// Destroys `qp`: refused with [`ErrorKind::BatchOpen`] inside a polling batch (it would wait
-/// for the CQ locks, see [`crate::teardown`]); otherwise, once the batch in progress on its
+/// for the CQ locks, see [`crate::object::teardown`]); otherwise, once the batch in progress on its
 /// CQ(s) has ended (the gates; refused after a second of waiting), the multicast groups still attached
 /// (never left) are detached first, then `ibv_destroy_qp`. Runs no user code; the user
 /// context is the caller's to free (its `Leftover`) once the handle is disarmed.
@@ -1186,7 +1190,7 @@ unsafe fn destroy_checked(qp: *mut sys::ibv_qp) -> Result<(), Error> {
         return Err(busy);
     }
     // A batch another thread has open on one of its CQs holds the lock the destroy takes: waited
-    // for, one CQ at a time (crate::teardown's gates), for at most `TEARDOWN_WAIT`.
+    // for, one CQ at a time (crate::object::teardown's gates), for at most `TEARDOWN_WAIT`.
     // SAFETY: caller's contract: a live QP, whose CQs live; out of any batch (checked above).
     let gates = unsafe { teardown::close_gates_waiting(cqs_of(qp)) }.ok_or(busy)?;
     // SAFETY: caller's contract.
@@ -1213,7 +1217,7 @@ struct PendingDestroy {
 }
 
 /// A waiting QP's destroy, once nothing holds its CQs' locks: then its parents' release (not
-/// here, among teardowns: releasing one may run a user context's `Drop`; crate::teardown).
+/// here, among teardowns: releasing one may run a user context's `Drop`; crate::object::teardown).
 ///
 /// # Safety
 /// `qp` is a live QP and `rest` its boxed `PendingDestroy`, each used once here; the QP's CQs' gates are
@@ -1265,7 +1269,7 @@ unsafe fn into_later<C>(meta: *mut QpMeta<C>) -> *mut c_void {
 
 /// A QP's `Drop`: tears it down and frees its user context. Inside a polling batch the
 /// destroy waits for the batch's end; while another thread's batch holds one of its CQs'
-/// locks, for that batch's end ([`crate::teardown`]). A waiting QP's user context is dropped
+/// locks, for that batch's end ([`crate::object::teardown`]). A waiting QP's user context is dropped
 /// at once, since it may borrow what the closure frees next.
 ///
 /// # Safety

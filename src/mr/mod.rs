@@ -1,7 +1,7 @@
 //! Memory regions (ibv_reg_mr(3)) and the memory they cover.
 //!
 //! Registered memory is shared with the device, which reads and writes it on its own for as
-//! long as it is registered; [`crate::dma`] sets out who may touch it when and why the safe
+//! long as it is registered; [`crate::ffi::dma`] sets out who may touch it when and why the safe
 //! API's accesses are free of data races. Two things make a region safe whatever the program
 //! leaks:
 //!
@@ -32,13 +32,16 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-use crate::access::{Bit, LocalWrite, LocalWriteAccess, No, RemoteAtomicAccess, Rights, Yes};
+pub mod access;
+pub(crate) mod sge;
+
 use crate::backend;
-use crate::dma;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::ffi::dma;
 use crate::ffi::sys;
+use crate::mr::access::{Bit, LocalWrite, LocalWriteAccess, No, RemoteAtomicAccess, Rights, Yes};
+use crate::object::parent::Parent;
 use crate::object::Node;
-use crate::parent::Parent;
 use crate::pd::Pd;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -155,7 +158,7 @@ pub struct Mr<'pd, B: Memory = PageBuf, A: Rights = LocalWrite> {
 // through byte-wise atomic copies (or `unsafe` accessors whose callers exclude writers); the
 // owned buffer `B` is `Send` (sealed impls), so it may come back on another thread.
 unsafe impl<B: Memory + Send, A: Rights> Send for Mr<'_, B, A> {}
-// SAFETY: `&Mr` gives only keys, copies through `crate::dma` (race-free, see there) and the
+// SAFETY: `&Mr` gives only keys, copies through `crate::ffi::dma` (race-free, see there) and the
 // `unsafe` `as_slice`; never a `&B`.
 unsafe impl<B: Memory + Send, A: Rights> Sync for Mr<'_, B, A> {}
 
@@ -930,7 +933,7 @@ pub struct RemoteAddr<A: Rights> {
 
 /// The rights of a remote address whose type no longer says them: the form the post paths
 /// hand on, once the rights were checked by type.
-pub(crate) type Untyped = crate::access::Access<No, No, No, No>;
+pub(crate) type Untyped = crate::mr::access::Access<No, No, No, No>;
 
 impl<A: Rights> Clone for RemoteAddr<A> {
     fn clone(&self) -> Self {
@@ -1080,7 +1083,7 @@ impl<'pd, B: OwnedBuf, A: Rights> Mr<'pd, B, A> {
     /// on an error `buf` is dropped (nothing is registered).
     ///
     /// `pd` is `&pd`, or `&Arc<Pd>` for a region that keeps its PD alive
-    /// ([`crate::parent`]). A borrowed buffer (`&mut [u8]`) does not compile here: register it
+    /// ([`crate::object::parent`]). A borrowed buffer (`&mut [u8]`) does not compile here: register it
     /// with [`Mr::scoped`].
     ///
     /// # Errors
@@ -1245,7 +1248,7 @@ impl<'pd, 'b, A: Rights> Mr<'pd, Borrowed<'b>, A> {
             )
         }?;
         let mr = Mr::<'pd, Borrowed<'b>, A> {
-            node: Node::into_handle(raw, crate::parent::Keep::NONE),
+            node: Node::into_handle(raw, crate::object::parent::Keep::NONE),
             _m: PhantomData,
         };
         Ok(f(&mr))
@@ -1293,7 +1296,7 @@ impl<'pd, 'b, A: Rights> Mr<'pd, Borrowed<'b>, A> {
             // finishes unwinding, a failed registration's predecessors included.
             let raw = unsafe { reg_mr(pd, addr, len, A::BITS, Addressing::Virtual) }?;
             mrs.push(Mr {
-                node: Node::into_handle(raw, crate::parent::Keep::NONE),
+                node: Node::into_handle(raw, crate::object::parent::Keep::NONE),
                 _m: PhantomData,
             });
         }
@@ -1460,7 +1463,7 @@ impl<B: Memory, A: Rights> Mr<'_, B, A> {
     }
 
     /// Copies `out.len()` bytes from `offset` of the region. Each byte of the region is read
-    /// atomically ([`crate::dma`]): racing the device or another thread's [`write`](Self::write)
+    /// atomically ([`crate::ffi::dma`]): racing the device or another thread's [`write`](Self::write)
     /// gives some mix of old and new bytes, never undefined behaviour. Poll the completion of
     /// what wrote the range before reading it.
     ///
@@ -1480,14 +1483,14 @@ impl<B: Memory, A: Rights> Mr<'_, B, A> {
         self.check(offset, out.len(), Verb::MrRead)?;
         // SAFETY: `offset..offset + out.len()` is inside the registered buffer (checked), which
         // stays allocated while `self` lives and is accessed by others only byte-wise
-        // atomically (crate::dma's model). `out` is a `&mut` of ours: not registered memory
+        // atomically (crate::ffi::dma's model). `out` is a `&mut` of ours: not registered memory
         // (never handed out as `&mut`), so it does not overlap.
         unsafe { dma::copy_from_shared(self.parts().0.add(offset), out.as_mut_ptr(), out.len()) };
         Ok(())
     }
 
     /// Copies `data` into the region at `offset`. Each byte of the region is written
-    /// atomically ([`crate::dma`]), so racing the device or another thread is not a data race.
+    /// atomically ([`crate::ffi::dma`]), so racing the device or another thread is not a data race.
     ///
     /// # Errors
     /// [`ErrorKind::OutOfRange`] naming `offset + length` when the range does not lie in the region.

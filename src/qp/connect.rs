@@ -23,11 +23,11 @@
 use crate::backend;
 use crate::error::{Error, QpStateName, Result, Verb};
 use crate::ffi::sys;
-use crate::qp::{Gid, Qp, Rc, RecvSide, Uc};
-use crate::qp_state::{
+use crate::qp::state::{
     AccessFlags, AddressVector, ConnectedInit, GlobalRoute, Mtu, RcRtr, RcRts, Reset, Rts, SqPsn,
     Transitions, UcRtr,
 };
+use crate::qp::{Gid, Qp, Rc, RecvSide, Uc};
 use crate::wr::Connected;
 use crate::Threading;
 

@@ -14,10 +14,10 @@
 
 use crate::backend;
 use crate::error::{DestroyError, Error, Result, Verb};
-use crate::fd;
+use crate::ffi::fd;
 use crate::ffi::sys;
+use crate::object::parent::Parent;
 use crate::object::{destroy, Destroy, Leftover, Node};
-use crate::parent::Parent;
 use crate::Context;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
@@ -43,7 +43,7 @@ use std::time::Duration;
 ///
 /// "ibv_destroy_comp_channel() fails if any CQs are still associated with the completion event
 /// channel": a CQ created with a channel holds it (borrowed, or shared through an `Arc`:
-/// [`crate::parent`]), so that is a compile-time fact here.
+/// [`crate::object::parent`]), so that is a compile-time fact here.
 ///
 /// ```
 /// use typed_verbs::{CompChannel, Context, CqEx, Standard};
@@ -66,7 +66,7 @@ unsafe impl Sync for CompChannel<'_> {}
 
 impl<'ctx> CompChannel<'ctx> {
     /// `ibv_create_comp_channel` on `ctx`: `&ctx`, or `&Arc<Context>` for a channel that keeps
-    /// its context alive ([`crate::parent`]).
+    /// its context alive ([`crate::object::parent`]).
     ///
     /// # Errors
     /// The errno of `ibv_create_comp_channel` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EMFILE`
@@ -329,4 +329,4 @@ mod tokio_events {
 pub use tokio_events::AsyncCompChannel;
 
 impl crate::sealed::SealedParent for CompChannel<'_> {}
-impl crate::parent::ParentObject for CompChannel<'_> {}
+impl crate::object::parent::ParentObject for CompChannel<'_> {}

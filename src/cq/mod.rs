@@ -11,17 +11,21 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
+pub mod channel;
+pub mod ex;
+pub mod wc;
+
 use crate::backend;
-use crate::channel::CompChannel;
-use crate::cq_ex::{CqEx, WcFlags};
+use crate::cq::channel::CompChannel;
+use crate::cq::ex::{CqEx, WcFlags};
+use crate::cq::wc::WorkCompletion;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::ffi::sync::Mutex;
 use crate::ffi::{self, sys};
+use crate::object::parent::{Held, Keep, Parent};
+use crate::object::teardown;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
-use crate::parent::{Held, Keep, Parent};
 use crate::pd::ParentDomain;
-use crate::sync::Mutex;
-use crate::teardown;
-use crate::wc::WorkCompletion;
 use crate::Context;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -213,7 +217,7 @@ impl<C> QpContextOk<C> for SingleThreaded {}
     label = "not a plain CQ",
     note = "a `SlotCq` takes the completions of slot queues only: build the QP with `Qp::slot_builder` (or `slot_builder_with_srq`)"
 )]
-pub trait AnyCq: sealed::Sealed + crate::parent::ParentObject {
+pub trait AnyCq: sealed::Sealed + crate::object::parent::ParentObject {
     /// The CQ's threading.
     type Threading: Threading;
     /// The CQ as `struct ibv_cq *` (for an extended CQ, `ibv_cq_ex_to_cq`).
@@ -325,7 +329,7 @@ impl<'a, K, C> CqBuilder<'a, K, C> {
     }
 
     /// The completion channel that completion events go to (none by default). The CQ holds
-    /// the channel (`&channel`, or `&Arc<CompChannel>`: [`crate::parent`]), so the channel
+    /// the channel (`&channel`, or `&Arc<CompChannel>`: [`crate::object::parent`]), so the channel
     /// cannot be destroyed while the CQ lives.
     ///
     /// ```
@@ -557,7 +561,7 @@ pub(crate) unsafe fn gate<'a>(cq: *mut sys::ibv_cq) -> &'a teardown::Gate {
     unsafe { &meta(cq).gate }
 }
 
-/// `ibv_poll_cq` is refused inside a polling batch (see [`crate::teardown`]).
+/// `ibv_poll_cq` is refused inside a polling batch (see [`crate::object::teardown`]).
 #[inline(always)]
 fn refuse_inside_batch() -> Result<()> {
     if teardown::inside_batch() {
@@ -570,7 +574,7 @@ fn refuse_inside_batch() -> Result<()> {
 }
 
 /// The `Drop` of a CQ of either kind: destroys it (or, while a QP of its context dropped inside
-/// a polling batch waits for the batch's end, queues the destroy behind it: [`crate::teardown`])
+/// a polling batch waits for the batch's end, queues the destroy behind it: [`crate::object::teardown`])
 /// and drops its user context.
 ///
 /// # Safety
@@ -758,7 +762,7 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
         unsafe { backend::of(ctx).cq_ex_workarounds(ctx, raw) };
         // SAFETY: a CQ just created; its function pointers are only read.
         let ops = unsafe { raw.as_ref() };
-        if let Err(op) = crate::cq_ex::check_provider_ops::<F>(ops) {
+        if let Err(op) = crate::cq::ex::check_provider_ops::<F>(ops) {
             drop(cq); // ibv_destroy_cq, and the user context with it
             return Err(Error {
                 verb: Verb::CreateCqEx,
@@ -771,7 +775,7 @@ impl<'a, F: WcFlags, T: Threading, C> CqBuilder<'a, kind::Extended<F, T>, C> {
 
 /// A completion queue created with `ibv_create_cq`, polled with `ibv_poll_cq` into the caller's
 /// array. It holds its context and channel; QPs that use it hold it (borrowed, or shared through an
-/// `Arc`: [`crate::parent`]), so "ibv_destroy_cq()
+/// `Arc`: [`crate::object::parent`]), so "ibv_destroy_cq()
 /// fails if any queue pair is still associated with this CQ" cannot happen.
 ///
 /// ```
@@ -814,7 +818,7 @@ pub trait ExtendedPolling: sealed::Sealed {}
 
 impl<'a> Cq<'a, ()> {
     /// Starts building a CQ on `ctx` (`&ctx`, or `&Arc<Context>` for a CQ that keeps its
-    /// context alive: [`crate::parent`]).
+    /// context alive: [`crate::object::parent`]).
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
@@ -953,7 +957,7 @@ impl<'a, C> Cq<'a, C> {
     #[doc(hidden)]
     pub fn poll_batch<R>(
         &mut self,
-        _f: impl FnOnce(crate::cq_ex::Batch<'_, crate::NoFields>) -> R,
+        _f: impl FnOnce(crate::cq::ex::Batch<'_, crate::NoFields>) -> R,
     ) -> Result<Option<R>>
     where
         Self: ExtendedPolling,
@@ -1031,7 +1035,7 @@ pub(crate) unsafe fn destroy_cq(cq: *mut sys::ibv_cq) -> Result<(), Error> {
     unsafe {
         let meta = meta(cq);
         meta.acks.close(cq);
-        if let Err(e) = crate::destroying::destroy_cq(cq) {
+        if let Err(e) = crate::raw::destroying::destroy_cq(cq) {
             meta.acks.reopen();
             return Err(Error::os(Verb::DestroyCq, e));
         }
@@ -1057,4 +1061,4 @@ impl<C> AnyCq for Cq<'_, C> {
 crate::object::debug_handle!(Cq<'a, C>);
 
 impl<C> crate::sealed::SealedParent for Cq<'_, C> {}
-impl<C> crate::parent::ParentObject for Cq<'_, C> {}
+impl<C> crate::object::parent::ParentObject for Cq<'_, C> {}

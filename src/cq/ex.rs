@@ -33,13 +33,13 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
+use crate::cq::wc::{WcOpcode, WcStatus};
 use crate::cq::{destroy_cq, kind, AnyCq, CqBuilder, CqMeta, Shared, Threading};
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{self, cq_ex_call, sys};
+use crate::object::teardown::{self, Opener};
 use crate::object::{destroy, Destroy, Leftover};
 use crate::sealed;
-use crate::teardown::{self, Opener};
-use crate::wc::{WcOpcode, WcStatus};
 use crate::Context;
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -217,7 +217,7 @@ flag_traits! {
 /// - `C`: the typed user context.
 ///
 /// It holds its context, channel and parent domain; QPs using it hold it (borrowed, or shared
-/// through an `Arc`: [`crate::parent`]), so it cannot be
+/// through an `Arc`: [`crate::object::parent`]), so it cannot be
 /// destroyed while a QP uses it.
 ///
 /// ```
@@ -262,7 +262,7 @@ impl<'a, F: WcFlags, T: Threading> CqEx<'a, F, T, ()> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn builder(
-        ctx: impl crate::parent::Parent<'a, Target = Context>,
+        ctx: impl crate::object::parent::Parent<'a, Target = Context>,
     ) -> CqBuilder<'a, kind::Extended<F, T>, ()> {
         CqBuilder::new(ctx, ())
     }
@@ -612,7 +612,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
 ) -> Result<Option<R>> {
     /// Ends a batch that `f` left open (leaked), also when `f` panics; then gives the CQ's gate
     /// back, marks the thread as out of the batch, which runs the teardowns deferred to its
-    /// end, and runs those other threads handed to the batch (crate::teardown). Local to this
+    /// end, and runs those other threads handed to the batch (crate::object::teardown). Local to this
     /// call: nobody can forget it.
     struct End<'s> {
         cq: NonNull<sys::ibv_cq_ex>,
@@ -634,7 +634,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
             teardown::leave_batch(gate, handed);
         }
     }
-    // A thread inside a batch never waits for a CQ lock (crate::teardown): a second batch
+    // A thread inside a batch never waits for a CQ lock (crate::object::teardown): a second batch
     // would take another CQ's lock while this one is held.
     if !teardown::enter() {
         return Err(Error {
@@ -1408,4 +1408,4 @@ impl<F: WcFlags, S: StatusState> std::fmt::Debug for Completion<'_, F, S> {
 crate::object::debug_handle!(CqEx<'a, F, T, C> where F: WcFlags, T: Threading);
 
 impl<F: WcFlags, T: Threading, C> crate::sealed::SealedParent for CqEx<'_, F, T, C> {}
-impl<F: WcFlags, T: Threading, C> crate::parent::ParentObject for CqEx<'_, F, T, C> {}
+impl<F: WcFlags, T: Threading, C> crate::object::parent::ParentObject for CqEx<'_, F, T, C> {}

@@ -360,11 +360,11 @@ impl SlotAccess for Access<Yes, No, No, No> {}
 /// ```
 #[macro_export]
 macro_rules! access {
-    (NONE) => { $crate::access::Access<$crate::access::No, $crate::access::No, $crate::access::No, $crate::access::No> };
-    (LOCAL_WRITE) => { $crate::access::Access<$crate::access::Yes, $crate::access::No, $crate::access::No, $crate::access::No> };
-    (REMOTE_WRITE) => { $crate::access::Access<$crate::access::Yes, $crate::access::Yes, $crate::access::No, $crate::access::No> };
-    (REMOTE_READ) => { $crate::access::Access<$crate::access::No, $crate::access::No, $crate::access::Yes, $crate::access::No> };
-    (REMOTE_ATOMIC) => { $crate::access::Access<$crate::access::Yes, $crate::access::No, $crate::access::No, $crate::access::Yes> };
+    (NONE) => { $crate::mr::access::Access<$crate::mr::access::No, $crate::mr::access::No, $crate::mr::access::No, $crate::mr::access::No> };
+    (LOCAL_WRITE) => { $crate::mr::access::Access<$crate::mr::access::Yes, $crate::mr::access::No, $crate::mr::access::No, $crate::mr::access::No> };
+    (REMOTE_WRITE) => { $crate::mr::access::Access<$crate::mr::access::Yes, $crate::mr::access::Yes, $crate::mr::access::No, $crate::mr::access::No> };
+    (REMOTE_READ) => { $crate::mr::access::Access<$crate::mr::access::No, $crate::mr::access::No, $crate::mr::access::Yes, $crate::mr::access::No> };
+    (REMOTE_ATOMIC) => { $crate::mr::access::Access<$crate::mr::access::Yes, $crate::mr::access::No, $crate::mr::access::No, $crate::mr::access::Yes> };
     ($other:ident) => {
         ::core::compile_error!(::core::concat!(
             "unknown access flag `", ::core::stringify!($other),

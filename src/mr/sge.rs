@@ -5,7 +5,7 @@
 //! them (QPs, SRQs) and the work requests (`wr`, which re-exports them); an [`Sge`] itself is a
 //! region's ([`crate::mr`]).
 
-use crate::access::{Bit, Yes};
+use crate::mr::access::{Bit, Yes};
 use crate::mr::Sge;
 use crate::sealed::{Sealed, SealedSgeList};
 
@@ -102,7 +102,7 @@ pub trait SgeList<const CAP: usize>: Copy + SealedSgeList {
     /// Whether the length is proven within the cap at compile time (no check when posted).
     const FITS: bool;
     /// [`Yes`] when every SGE of the list lies in a region with `LOCAL_WRITE`
-    /// ([`mod@crate::access`]): what a receive or an RDMA read's destination needs
+    /// ([`mod@crate::mr::access`]): what a receive or an RDMA read's destination needs
     /// ([`LocalWriteList`]).
     type LocalWrite: Bit;
     /// The elements, for as long as the list borrows them.

@@ -60,7 +60,6 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-pub use crate::access::AccessFlags;
 use crate::backend;
 use crate::cq::Threading;
 use crate::error::{Error, ErrorKind, QpStateName, Result, Verb};
@@ -70,6 +69,7 @@ use crate::ffi::qp_attr_mask::{
     TIMEOUT,
 };
 use crate::ffi::sys;
+pub use crate::mr::access::AccessFlags;
 use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::sealed;
 use crate::Context;
@@ -1132,8 +1132,8 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
             to: QpStateName::from_raw(To::RAW),
         };
         // The modify to RESET takes the provider's CQ locks (mlx5: `__mlx5_cq_clean`), which a
-        // thread inside a batch never waits for (crate::teardown): refused, as for destroy.
-        if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET && crate::teardown::inside_batch() {
+        // thread inside a batch never waits for (crate::object::teardown): refused, as for destroy.
+        if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET && crate::object::teardown::inside_batch() {
             return Err(ModifyError {
                 qp: self,
                 error: Error {
@@ -1143,10 +1143,10 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
             });
         }
         // The same locks, held by a batch another thread has open on one of its CQs: waited for,
-        // one CQ at a time (crate::teardown's gates), for at most `TEARDOWN_WAIT`.
+        // one CQ at a time (crate::object::teardown's gates), for at most `TEARDOWN_WAIT`.
         let gates = if To::RAW == sys::ibv_qp_state::IBV_QPS_RESET {
             // SAFETY: a live QP, whose CQs live while it does; out of any batch (checked above).
-            match unsafe { crate::teardown::close_gates_waiting(crate::qp::cqs_of(qp)) } {
+            match unsafe { crate::object::teardown::close_gates_waiting(crate::qp::cqs_of(qp)) } {
                 Some(gates) => Some(gates),
                 None => {
                     return Err(ModifyError {
