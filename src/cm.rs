@@ -8,7 +8,7 @@
 //!   [`Connection`] on the active side; [`Bound`] → [`Listening`] → a [`ConnectRequest`] →
 //!   accepted (a [`Connection`]) or rejected on the passive side. A verb called in the wrong
 //!   state does not compile.
-//! - The QP of a connection is built by the program with [`Qp::builder`](crate::Qp::builder)
+//! - The QP of a connection is built by the program with [`Qp::builder`](crate::qp::Qp::builder)
 //!   on its own context and moved RESET → INIT → RTR → RTS by the crate's typed transitions,
 //!   fed with `rdma_init_qp_attr`'s attributes (their range checks apply). The CM never owns
 //!   or touches it (`id->qp` stays NULL).
@@ -56,6 +56,8 @@
 //! ```
 
 use crate::backend::{cm_of, CmPath};
+use crate::cq::Threading;
+use crate::device::Context;
 pub use crate::error::CmEventKind;
 use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sync::{Condvar, Mutex};
@@ -64,8 +66,10 @@ use crate::qp::state::{
     AccessFlags, AddressVector, ConnectedInit, ConnectedInitModify, ErrorState, GlobalRoute, Init,
     Mtu, QpState, RcRtr, RcRts, Reset, Rts, SqPsn, Transitions, UdInit,
 };
+use crate::qp::Gid;
+use crate::qp::Rc;
+use crate::qp::Ud;
 use crate::qp::{Qp, QpType, RecvSide, UsesSrq};
-use crate::{Context, Gid, Rc, Threading, Ud};
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -76,13 +80,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod seal {
-    /// The seal of the CM's marker traits ([`PortSpace`](super::PortSpace),
-    /// [`IdState`](super::IdState) and the state rules).
-    pub trait SealedCm {}
-}
 use crate::ffi::qp_attr_mask as qam;
-use seal::SealedCm;
+use crate::sealed::SealedCm;
 
 // ---------------------------------------------------------------------------------------------
 // Port spaces and states.
@@ -2195,8 +2194,8 @@ fn next_conn_event(id: &OwnedId, timeout: Duration) -> Result<Option<ConnEvent>>
 pub struct Connection<
     'a,
     P: PortSpace,
-    R: RecvSide = crate::OwnRq,
-    S: Threading = crate::Shared,
+    R: RecvSide = crate::qp::OwnRq,
+    S: Threading = crate::cq::Shared,
     C = (),
     const SGE: usize = 1,
 > {

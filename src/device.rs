@@ -610,7 +610,7 @@ impl Context {
                 object: self,
                 error: Error {
                     verb: Verb::CloseDevice,
-                    kind: crate::ErrorKind::BatchOpen,
+                    kind: crate::error::ErrorKind::BatchOpen,
                 },
             });
         }

@@ -301,7 +301,7 @@ pub enum ErrorKind {
     WrongContext(&'static str),
     /// The call would wait for a CQ lock that a polling batch holds (mlx5 holds it from
     /// `ibv_start_poll` to `ibv_end_poll`), and could wait for ever: the calling thread is inside
-    /// [`CqEx::poll_batch`](crate::CqEx::poll_batch) and the call is a QP's destroy or move to
+    /// [`CqEx::poll_batch`](crate::cq::ex::CqEx::poll_batch) and the call is a QP's destroy or move to
     /// RESET (they take its CQs' locks), `ibv_poll_cq` or a second batch; or, out of a batch, a
     /// QP's destroy or move to RESET waited a second for its CQs (a batch that long, one whose
     /// closure waits for this thread, two CQs that never left a gap, or other teardowns of the
@@ -327,7 +327,7 @@ pub enum ErrorKind {
     /// `ibv_reg_mr`; errno `EOPNOTSUPP`.
     SlotsUnsupported(u32),
     /// Another thread polls the CQ: its [`Poller`](crate::Poller) lives (one exists at a time
-    /// per CQ), or a batch is open on it through [`CqEx::poll_batch`](crate::CqEx::poll_batch).
+    /// per CQ), or a batch is open on it through [`CqEx::poll_batch`](crate::cq::ex::CqEx::poll_batch).
     /// One batch at a time per CQ, and a second is refused rather than waited for (a batch's
     /// closure that waited for a thread that polls the same CQ would wait for ever). Poll
     /// through the poller that has it, drop it first, or try again after the batch. Errno
@@ -769,7 +769,7 @@ const _: fn() = || {
 };
 
 /// A destroy that failed: the error, and the object back so that the caller may retry. What
-/// `try_destroy` (and [`Context::try_close`](crate::Context::try_close)) return; `destroy`
+/// `try_destroy` (and [`Context::try_close`](crate::device::Context::try_close)) return; `destroy`
 /// returns the plain [`Error`] and drops the object, and `?` turns this one into an [`Error`]
 /// the same way (`From`).
 ///

@@ -5,8 +5,8 @@
 //!
 //! A CQ created with a channel and armed with `req_notify` puts one event on the channel when
 //! a completion (or, armed with `solicited_only`, a solicited or failed one) arrives.
-//! [`CompChannel::get_cq_event`](crate::CompChannel::get_cq_event) (blocking) and
-//! [`try_get_cq_event`](crate::CompChannel::try_get_cq_event) (`None` when there is none) return
+//! [`CompChannel::get_cq_event`](crate::cq::channel::CompChannel::get_cq_event) (blocking) and
+//! [`try_get_cq_event`](crate::cq::channel::CompChannel::try_get_cq_event) (`None` when there is none) return
 //! it as a [`CqEvent`]: [`CqEvent::is_for`] tells which CQ it is for, and
 //! [`CqEvent::user_context`] gives that CQ's typed user context.
 //!
@@ -29,7 +29,7 @@
 //! # Readiness without the power to consume
 //!
 //! Both fds are readable while an event waits.
-//! [`CompChannel::wait_readable`](crate::CompChannel::wait_readable) and
+//! [`CompChannel::wait_readable`](crate::cq::channel::CompChannel::wait_readable) and
 //! [`Context::wait_async_readable`] wait for that in poll(2) with a timeout; with the feature
 //! `tokio`, `CompChannel::cq_events` awaits it; for a poll/epoll/mio loop of your own, the
 //! fds' numbers are [`CompChannel::as_raw_fd`](std::os::fd::AsRawFd::as_raw_fd) and
@@ -54,15 +54,21 @@
 //! ```
 
 use crate::backend;
+use crate::cq::channel::CompChannel;
+use crate::cq::ex::CqEx;
 use crate::cq::ex::WcFlags;
+use crate::cq::Cq;
+use crate::cq::Threading;
 use crate::cq::{AnyCq, CqAcks};
+use crate::device::Context;
 use crate::error::{Error, Result, Verb};
 use crate::ffi::sync::Mutex;
 use crate::ffi::{sys, RawAsyncEvent};
 use crate::qp::state::QpState;
+use crate::qp::Qp;
 use crate::qp::{QpType, RecvSide};
 use crate::raw::destroying::Ack as _;
-use crate::{CompChannel, Context, Cq, CqEx, Qp, Srq, Threading};
+use crate::srq::Srq;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::raw::c_void;
@@ -80,7 +86,7 @@ impl CompChannel<'_> {
     ///
     /// # Errors
     /// The errno of `ibv_get_cq_event` or of poll(2) while waiting
-    /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`); `EINTR` is retried.
+    /// ([`ErrorKind::Os`](crate::error::ErrorKind::Os), verb `ibv_get_cq_event`); `EINTR` is retried.
     ///
     /// ```
     /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
@@ -108,7 +114,7 @@ impl CompChannel<'_> {
     /// O_NONBLOCK fd).
     ///
     /// # Errors
-    /// The errno of `ibv_get_cq_event` other than `EAGAIN` ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    /// The errno of `ibv_get_cq_event` other than `EAGAIN` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)).
     ///
     /// ```
     /// # use typed_verbs::{CompChannel, Context};
@@ -141,7 +147,7 @@ mod tokio_cq_events {
         ///
         /// # Errors
         /// The errno of waiting for readiness, or of `ibv_get_cq_event`
-        /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`).
+        /// ([`ErrorKind::Os`](crate::error::ErrorKind::Os), verb `ibv_get_cq_event`).
         ///
         /// ```
         /// # use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
@@ -1029,7 +1035,7 @@ impl Context {
     /// eventfd could be made.
     ///
     /// # Errors
-    /// `EBADF` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_async_event`) for a context
+    /// `EBADF` ([`ErrorKind::Os`](crate::error::ErrorKind::Os), verb `ibv_get_async_event`) for a context
     /// without an async fd.
     ///
     /// ```
@@ -1070,7 +1076,7 @@ impl Context {
     ///
     /// # Errors
     /// The errno of `ibv_get_async_event` or of poll(2) while waiting
-    /// ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_async_event`).
+    /// ([`ErrorKind::Os`](crate::error::ErrorKind::Os), verb `ibv_get_async_event`).
     ///
     /// ```
     /// # use typed_verbs::{software, AsyncEvent, Context};
@@ -1096,7 +1102,7 @@ impl Context {
     ///
     /// # Errors
     /// The errno of `ibv_get_async_event` other than `EAGAIN`, or of making the fd O_NONBLOCK
-    /// ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    /// ([`ErrorKind::Os`](crate::error::ErrorKind::Os)).
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;

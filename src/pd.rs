@@ -9,11 +9,11 @@
 //! ```
 
 use crate::backend;
+use crate::device::Context;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::object::parent::Parent;
 use crate::object::{destroy, Destroy, Leftover, Node};
-use crate::Context;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr::NonNull;

@@ -11,8 +11,8 @@
 //! | kind | what | examples |
 //! |---|---|---|
 //! | types | a misuse does not compile | a slot used after it was posted; a plain QP on a slot CQ; a field read without its `wc_flags` bit; a UC QP on an SRQ; destroying a CQ a QP uses; posting before RTS; a fixed SGE list over the queue's cap; a batch kept past its `poll_batch`; a crate trait implemented outside the crate |
-//! | run-time checks | refused before any FFI call, with an [`Error`](crate::Error) naming the verb | `cqe` out of range; an object of another context; waiting for a CQ lock inside a polling batch ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen)) |
-//! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), [`Mr::as_slice`](crate::Mr::as_slice) (zero copy of any region; [`Slot`](crate::Slot) is the safe one), everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
+//! | run-time checks | refused before any FFI call, with an [`Error`](crate::Error) naming the verb | `cqe` out of range; an object of another context; waiting for a CQ lock inside a polling batch ([`ErrorKind::BatchOpen`](crate::error::ErrorKind::BatchOpen)) |
+//! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), [`Mr::as_slice`](crate::mr::Mr::as_slice) (zero copy of any region; [`Slot`](crate::Slot) is the safe one), everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
 //!
 //! The README's guarantee tables list each rule with its failing and passing UI test.
 //!
@@ -35,16 +35,16 @@
 //!   references, so its parents stay alive with it, and `Arc::into_inner` never hands back a
 //!   parent a live child uses.
 //! - **Registered memory** (the model is in [`dma`](crate::ffi::dma)): a region owns its buffer
-//!   ([`Mr::new`](crate::Mr::new) over a [`PageBuf`](crate::PageBuf),
+//!   ([`Mr::new`](crate::mr::Mr::new) over a [`PageBuf`](crate::mr::PageBuf),
 //!   [`HugeBuf`](crate::HugeBuf), `Vec<u8>` or `Box<[u8]>`) and gives it back only after
-//!   `ibv_dereg_mr` succeeded, or borrows one only inside [`Mr::scoped`](crate::Mr::scoped),
+//!   `ibv_dereg_mr` succeeded, or borrows one only inside [`Mr::scoped`](crate::mr::Mr::scoped),
 //!   whose own frame deregisters it on every way out (and aborts the process if the device
 //!   refuses: borrowed memory can neither be leaked nor handed back while the device may write
 //!   it). Forgetting a region leaks its buffer along with the registration, so the device never
 //!   writes memory Rust may reuse. Safe reads and writes of registered memory, and the software
 //!   device's own copies and atomics, are byte-wise atomic, so none is a data race.
 //! - **Polling batches**: a [`Batch`](crate::Batch) exists only inside
-//!   [`CqEx::poll_batch`](crate::CqEx::poll_batch); a batch the closure leaks (or leaves behind
+//!   [`CqEx::poll_batch`](crate::cq::ex::CqEx::poll_batch); a batch the closure leaks (or leaves behind
 //!   by panicking) is ended by `poll_batch` itself, so the provider's CQ lock, which
 //!   `ibv_start_poll` takes and `ibv_end_poll` releases, is never left held.
 //! - **Multicast groups**: a QP remembers the groups it joined; its destroy (and drop) detaches
@@ -82,7 +82,7 @@
 //! The invariant: **a device reads or writes only memory of a region registered in the PD of the
 //! QP (or SRQ) whose work request or peer asks for it, inside that region's range as the device
 //! addresses it; and the program holds a Rust reference into registered memory only for a slot
-//! that is not posted, or for a borrowed buffer after its [`Mr::scoped`](crate::Mr::scoped) has
+//! that is not posted, or for a borrowed buffer after its [`Mr::scoped`](crate::mr::Mr::scoped) has
 //! deregistered it.** Everything else registered is reached by the program only through the
 //! crate's byte-wise atomic copies ([`crate::ffi::dma`]). Why it holds, for every number of devices,
 //! contexts and key spaces, after keys wrap and are reused:
@@ -102,7 +102,7 @@
 //!   device that checks local addresses against the iova, as the software device, rxe, mlx4
 //!   and mlx5 do; siw and rdmavt check the virtual address, so
 //!   [`Slot::register`](crate::Slot::register) refuses every device not known to
-//!   ([`ErrorKind::SlotsUnsupported`](crate::ErrorKind::SlotsUnsupported)).
+//!   ([`ErrorKind::SlotsUnsupported`](crate::error::ErrorKind::SlotsUnsupported)).
 //! - A later plain region under a reused key covers memory the program gave it: owned by the
 //!   region, or mutably borrowed by its `Mr::scoped`, so the device writing it races nothing the
 //!   program holds.
@@ -131,11 +131,11 @@
 //! in `ibv_poll_cq` and in the next `ibv_start_poll`. A thread that holds one CQ lock and waits
 //! for another can deadlock with a thread that does the opposite (a QP destroy holding one of
 //! its CQs' locks), and one that waits for the lock it holds spins for ever. So, inside
-//! [`CqEx::poll_batch`](crate::CqEx::poll_batch), on that thread:
+//! [`CqEx::poll_batch`](crate::cq::ex::CqEx::poll_batch), on that thread:
 //!
-//! - a second `poll_batch` (on any CQ), [`Cq::poll`](crate::Cq::poll),
-//!   [`Qp::destroy`](crate::Qp::destroy) and [`to_reset`](crate::Qp::to_reset) are refused with
-//!   [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), before any call;
+//! - a second `poll_batch` (on any CQ), [`Cq::poll`](crate::cq::Cq::poll),
+//!   [`Qp::destroy`](crate::qp::Qp::destroy) and [`to_reset`](crate::qp::Qp::to_reset) are refused with
+//!   [`ErrorKind::BatchOpen`](crate::error::ErrorKind::BatchOpen), before any call;
 //! - a QP dropped there is destroyed when the batch ends (its multicast groups detached then);
 //!   its user context is dropped at once, since it may borrow what the closure frees next;
 //! - while such a QP waits, an object of its context that it may still use (the context, its
@@ -145,8 +145,8 @@
 //!   `ibv_close_device` would do); `Context::close` is refused meanwhile.
 //!
 //! One batch is open on a CQ at a time, and a thread that asks for a second is refused, never
-//! made to wait: [`CqEx::poll_batch`](crate::CqEx::poll_batch) (`&self`, any thread) is refused
-//! with [`ErrorKind::PollerTaken`](crate::ErrorKind::PollerTaken) while another thread has a
+//! made to wait: [`CqEx::poll_batch`](crate::cq::ex::CqEx::poll_batch) (`&self`, any thread) is refused
+//! with [`ErrorKind::PollerTaken`](crate::error::ErrorKind::PollerTaken) while another thread has a
 //! batch open on the CQ or while its one [`Poller`](crate::Poller) lives (`CqEx::split`, or
 //! `CqEx::poller`, which refuses a second one, or one while a batch is open); the poller and a
 //! `&mut` of the CQ poll alone. The right to poll and the batch are one word, the CQ's gate
@@ -154,7 +154,7 @@
 //! waits for one that waits for this batch's CQ to poll it.
 //!
 //! Outside a batch, each CQ has a gate, held by its batch. A QP's
-//! [`destroy`](crate::Qp::destroy) or [`to_reset`](crate::Qp::to_reset) that finds it held
+//! [`destroy`](crate::qp::Qp::destroy) or [`to_reset`](crate::qp::Qp::to_reset) that finds it held
 //! waits for that batch to end, as for a lock (a waiting teardown keeps new batches off the
 //! gate, so the wait is for the batch in progress), and never holds one CQ's gate while it
 //! waits for another's: a QP on two CQs takes the gate it waited for, tries the other without

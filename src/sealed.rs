@@ -5,7 +5,7 @@
 //! supertrait. They are public traits in this private module: code outside the crate cannot
 //! name them, so it cannot implement them, so it cannot implement the traits they seal, and
 //! every impl of those is one written here. A trait sealed by a sealed supertrait (such as
-//! `Connected: QpType`) names its seal too, so that a user's impl fails with the message below.
+//! `FixedDest: QpType`) names its seal too, so that a user's impl fails with the message below.
 //!
 //! Most traits share [`Sealed`]; a trait whose implementors are a family of their own has its
 //! own seal, so that the compiler's list of "types that implement it" is that family.
@@ -46,4 +46,7 @@ seals! {
     /// `Self: SealedAttrOf<(E, Q)>`: `Self` may be passed where a transition of a `Q` QP takes
     /// `E` ([`AttrOf`](crate::qp::state::AttrOf)).
     SealedAttrOf<L>;
+    /// The CM's marker traits: [`PortSpace`](crate::cm::PortSpace),
+    /// [`IdState`](crate::cm::IdState) and the state rules.
+    SealedCm;
 }

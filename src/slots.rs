@@ -31,12 +31,12 @@
 //! promises hold only if no work request and no peer can access the range meanwhile:
 //!
 //! 1. **No peer.** A slot region is registered by [`Slot::register`], whose rights are
-//!    [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE) by type ([`SlotAccess`]): a remote
+//!    [`Access::LOCAL_WRITE`](crate::mr::access::Access::LOCAL_WRITE) by type ([`SlotAccess`]): a remote
 //!    right does not compile, no
 //!    rkey opens the region to a peer, and the device checks a region's access on every remote
 //!    request.
 //! 2. **No other local work request.** The region is never an [`Mr`] the program holds: no
-//!    [`Mr::read`]/[`Mr::write`], no [`Sge`](crate::Sge) of it. The only work requests that name
+//!    [`Mr::read`]/[`Mr::write`], no [`Sge`](crate::mr::Sge) of it. The only work requests that name
 //!    it are the slot posts, each naming exactly its own slot's range, and the slots of a region
 //!    are disjoint. Any other work request — a plain one, posted now or long ago, whose region is
 //!    gone and whose key the device has since handed to this region — names an address of a
@@ -91,10 +91,11 @@ use crate::mr::{Addressing, Mr, OwnedBuf, RemoteAddr, Untyped, SLOT_IOVA};
 use crate::object::parent::{Keep, Parent};
 use crate::pd::Pd;
 use crate::qp::state::QpState;
+use crate::qp::FixedDest;
 use crate::qp::{OwnsRecvQueue, Qp, QpBuilder, QpCap, QpType, RecvSide, SrqCapable};
 use crate::sealed::Sealed;
 use crate::srq::{Srq, SrqAttr, SrqBuilder};
-use crate::wr::{Connected, RdmaWriteCapable, RecvReady, SendReady};
+use crate::wr::{RdmaWriteCapable, RecvReady, SendReady};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -225,7 +226,7 @@ impl<'pd> Slot<'pd> {
     /// registered until its last slot is dropped.
     ///
     /// Memory a peer may access is never handed out as a slice: `access` is
-    /// [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE), by type ([`SlotAccess`]): a remote
+    /// [`Access::LOCAL_WRITE`](crate::mr::access::Access::LOCAL_WRITE), by type ([`SlotAccess`]): a remote
     /// right does not compile, and every slot may be received into.
     /// `slot_len` must be 1 to `min(buf.len(), u32::MAX)` (`OutOfRange`; `buf` is then
     /// dropped, nothing stays registered).
@@ -1458,7 +1459,7 @@ impl<'a, T: QpType, R: SlotSendQueue, S: Threading, C, St: QpState, const SGE: u
     #[inline]
     pub fn post_send_slot<'r>(&self, slot: Slot<'r>, len: usize) -> Result<(), SlotPostError<'r>>
     where
-        T: Connected,
+        T: FixedDest,
         St: SendReady,
     {
         self.post_send_slot_op(slot, len, sys::ibv_wr_opcode::IBV_WR_SEND, None)
@@ -1710,14 +1711,15 @@ impl<C> crate::object::parent::ParentObject for SlotSrq<'_, C> {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Access, AccessFlags};
+    use crate::mr::access::Access;
+    use crate::mr::access::AccessFlags;
 
     /// A slot region is addressed in the upper half, its memory where its slices are: the SGE
     /// of a slot names its address plus 2^63, and a plain region's SGE its address.
     #[test]
     #[cfg(feature = "software-device")]
     fn a_slot_region_is_addressed_in_the_upper_half() {
-        let ctx = Arc::new(crate::Context::open("sw0").unwrap());
+        let ctx = Arc::new(crate::device::Context::open("sw0").unwrap());
         let pd = Arc::new(Pd::new(&ctx).unwrap());
         let plain = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap();
         assert!(plain.sge(0..64).unwrap().addr() < SLOT_IOVA);
@@ -1742,9 +1744,14 @@ mod tests {
     #[test]
     #[cfg(feature = "software-device")]
     fn a_stale_receive_under_a_reused_key_never_writes_a_slot() {
+        use crate::cq::wc::WcStatus;
+        use crate::cq::wc::WorkCompletion;
+        use crate::cq::Cq;
+        use crate::mr::PageBuf;
+        use crate::qp::Rc;
         use crate::software::keys::MrKeys;
-        use crate::{Cq, PageBuf, Rc, SendWr, WcStatus, WorkCompletion};
-        let ctx = Arc::new(crate::Context::open("sw0").unwrap());
+        use crate::wr::SendWr;
+        let ctx = Arc::new(crate::device::Context::open("sw0").unwrap());
         let pd = Arc::new(Pd::new(&ctx).unwrap());
         let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
         let build = || Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();

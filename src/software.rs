@@ -34,8 +34,8 @@
 use crate::backend::software as provider;
 use crate::cq::wc::{WcOpcode, WcStatus};
 use crate::cq::AnyCq;
+use crate::device::Context;
 use crate::error::{Error, ErrorKind, Result, Verb};
-use crate::Context;
 use provider::{Cqe, Pushed};
 
 pub use provider::{LiveObjects, SwConfig, DEFAULT_DEVICE};
@@ -491,7 +491,10 @@ pub(crate) mod keys {
 #[cfg(test)]
 mod tests {
     use super::keys::{MrKeys, MAX_KEY_INDEX};
-    use crate::{Access, Context, Mr, Pd};
+    use crate::device::Context;
+    use crate::mr::access::Access;
+    use crate::mr::Mr;
+    use crate::pd::Pd;
 
     /// The key counter at its wrap, two contexts: no registration gets a key that is live in
     /// either context, neither when the counter comes back to a live key's index nor when it

@@ -13,13 +13,14 @@
 //! ```
 
 use crate::backend;
+use crate::device::Context;
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::sys;
 use crate::mr::sge::TypedSgeCap;
+use crate::mr::Sge;
 use crate::object::parent::{Held, Keep, Parent};
 use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::pd::Pd;
-use crate::{Context, Sge};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::os::raw::c_void;
@@ -202,11 +203,11 @@ impl<'a, C, const SGE: usize> SrqBuilder<'a, C, SGE> {
     /// the SRQ is created unarmed.
     ///
     /// # Errors
-    /// - [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) for `max_wr` outside
+    /// - [`ErrorKind::OutOfRange`](crate::error::ErrorKind::OutOfRange) for `max_wr` outside
     ///   `1..=max_srq_wr`, or `max_sge` outside `1..=max_srq_sge` or below the SGE cap of the SRQ's
     ///   type, before the call; or naming `actual max_sge` when the device gave less than the type's
     ///   cap (the SRQ is destroyed).
-    /// - The device's errno from `ibv_create_srq` ([`ErrorKind::Os`](crate::ErrorKind::Os)):
+    /// - The device's errno from `ibv_create_srq` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)):
     ///   `ENOMEM` when out of SRQs or memory.
     ///
     /// ```
@@ -306,7 +307,7 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     /// `ibv_query_srq`: the attributes now.
     ///
     /// # Errors
-    /// The device's errno from `ibv_query_srq` ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    /// The device's errno from `ibv_query_srq` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)).
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
@@ -392,7 +393,7 @@ impl<'a, C, const SGE: usize> Srq<'a, C, SGE> {
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
-    /// The device's errno from `ibv_destroy_srq` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EBUSY`
+    /// The device's errno from `ibv_destroy_srq` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)): `EBUSY`
     /// while a QP still uses the SRQ, which only a leaked QP (or one queued to a batch's end) can.
     ///
     /// ```

@@ -45,7 +45,7 @@ pub use crate::mr::sge::{
 };
 use crate::mr::{AtomicResult, AtomicTarget, RemoteAddr, Sge, Untyped};
 use crate::qp::state::{ErrorState, Init, QpState, Rtr, Rts};
-use crate::qp::{OwnRq, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
+use crate::qp::{FixedDest, OwnRq, Qp, QpType, Rc, RecvSide, Uc, Ud};
 use crate::sealed::{Sealed, SealedFor};
 use crate::srq::Srq;
 use std::marker::PhantomData;
@@ -76,23 +76,16 @@ pub trait PlainSendQueue: RecvSide + Sealed {}
 impl<const N: usize> PlainSendQueue for OwnRq<N> {}
 impl PlainSendQueue for crate::qp::UsesSrq {}
 
-/// The QP types whose sends need no destination (it is fixed by the connection, or in the packet).
-///
-/// ```compile_fail,E0277
-/// # use typed_verbs::prelude::*;
-/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
-/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-/// let wr = SendWr::<Ud>::send(1, &[mr.sge(0..8).unwrap()]); // a UD send needs `send_to`
-/// # Ok::<(), typed_verbs::Error>(())
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`, or, in generic code over the QP type `T`, add the bound `T: typed_verbs::wr::Connected`",
-    label = "a datagram QP needs a destination for every send"
+/// The old name of [`FixedDest`](crate::qp::FixedDest) (it clashed with [`cm::Connected`](crate::cm::Connected), a
+/// CM id's state): every `FixedDest` type is one. Bound by `FixedDest` instead.
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `FixedDest` (typed_verbs::qp::FixedDest)"
 )]
-pub trait Connected: QpType + Sealed {}
-impl Connected for Rc {}
-impl Connected for Uc {}
-impl Connected for RawPacket {}
+#[doc(hidden)]
+pub trait Connected: FixedDest {}
+#[allow(deprecated)]
+impl<T: FixedDest> Connected for T {}
 
 /// The QP types that can carry immediate data.
 ///
@@ -313,7 +306,7 @@ impl<'s> UdDest<'s> {
 }
 
 /// Where an atomic's old value lands: a `&AtomicResult`, 8 bytes by type
-/// ([`Mr::atomic_result`](crate::Mr::atomic_result)). Sealed.
+/// ([`Mr::atomic_result`](crate::mr::Mr::atomic_result)). Sealed.
 ///
 /// ```
 /// # use typed_verbs::{Access, Mr, PageBuf};
@@ -410,7 +403,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// ```
     pub fn send(wr_id: u64, sgl: impl SgeList<SGE> + 's) -> Self
     where
-        T: Connected,
+        T: FixedDest,
     {
         Self::new(wr_id, Op::Send, Data::sgl(sgl))
     }
@@ -435,7 +428,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// ```
     pub fn send_inline(wr_id: u64, data: &'s [u8]) -> Self
     where
-        T: Connected,
+        T: FixedDest,
     {
         Self::new(wr_id, Op::Send, Data::Inline(data)).with_flag(INLINE)
     }
@@ -457,7 +450,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// ```
     pub fn send_with_imm(wr_id: u64, sgl: impl SgeList<SGE> + 's, imm: u32) -> Self
     where
-        T: Connected + ImmCapable,
+        T: FixedDest + ImmCapable,
     {
         Self::new(wr_id, Op::SendImm(imm), Data::sgl(sgl))
     }
@@ -540,7 +533,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote` (aligned by construction); the old
-    /// value lands in `result`, 8 bytes by type ([`Mr::atomic_result`](crate::Mr::atomic_result)).
+    /// value lands in `result`, 8 bytes by type ([`Mr::atomic_result`](crate::mr::Mr::atomic_result)).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -574,7 +567,7 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     }
 
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote` (aligned by construction); the
-    /// old value lands in `result`, 8 bytes by type ([`Mr::atomic_result`](crate::Mr::atomic_result)).
+    /// old value lands in `result`, 8 bytes by type ([`Mr::atomic_result`](crate::mr::Mr::atomic_result)).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;

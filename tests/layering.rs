@@ -1,20 +1,54 @@
-//! Layers point one way: the C side (`src/ffi.rs`, `src/sync.rs`, `src/dma.rs`, `src/fd.rs`)
-//! -> the backends (`src/backend/**`: the seam, rdma-core, and the software provider under it)
-//! -> the typed layer (everything else). This checks the sources, as tests/c_entry.rs does: every
-//! `crate::`, `super::` and `self::` path in a lower layer must resolve to a module of that
-//! layer or one below it, and the typed layer reaches the software provider only through the
-//! seam (`src/backend/mod.rs`) and its test hooks through one module (`src/software.rs`, the
-//! public `typed_verbs::software`). A path that breaks either rule fails here with its file and
-//! line.
+//! The layers of src/, bottom up, and the rule that imports point down them. Each layer is a
+//! folder (or one file) at the top of src/:
+//!
+//! 1. `ffi/`: the C side (rdma-sys, the C layouts, locks, registered memory's model, fds);
+//! 2. `backend/`: the seam, rdma-core with its provider workarounds, the software device;
+//! 3. `sealed`, `error`: the typed layer's leaves;
+//! 4. `raw/`: the unchecked verbs, as C names them;
+//! 5. `object/`: what every handle is made of (parents, destroy and drop, teardown, gates);
+//! 6. the objects, each on the ones it is made from: `device`, `pd`, `mr/`, `cq/`,
+//!    `software` (the software device's test hooks), `srq`, `qp/`, `wr`, `event`, `slots`, `cm`.
+//!
+//! Every `crate::`, `super::` and `self::` path in a module must resolve into its own folder
+//! or a lower layer, and name a module there: not a re-export of lib.rs (`crate::Cq`,
+//! `crate::cq_ex`), which would hide where it points. The typed layer reaches the software
+//! provider only through the seam (`src/backend/mod.rs`), and its test hooks through one module
+//! (`src/software.rs`, the public `typed_verbs::software`). A path that breaks a rule fails
+//! here with its file and line, and a folder that is in no layer fails too.
 
 use std::path::{Path, PathBuf};
 
-/// The C side: may point only at itself.
-const C_SIDE: &[&str] = &["ffi", "sync", "dma", "fd"];
-/// The backends: may point at themselves and at the C side.
-const BACKENDS: &[&str] = &["ffi", "sync", "dma", "fd", "backend"];
+/// The layers, bottom up: a module may point into its own folder and into any module of a
+/// lower layer.
+const LAYERS: &[&[&str]] = &[
+    &["ffi"],
+    &["backend"],
+    &["sealed"],
+    &["error"],
+    &["raw"],
+    &["object"],
+    &["device"],
+    &["pd"],
+    &["mr"],
+    &["cq"],
+    &["software"],
+    &["srq"],
+    &["qp"],
+    &["wr"],
+    &["event"],
+    &["slots"],
+    &["cm"],
+];
+/// Modules outside the layers: the crate root and the safety model (documentation only).
+const BESIDE: &[&str] = &["", "safety"];
+/// The macros lib.rs re-exports from typed-verbs-macros (another crate: no cycle).
+const ROOT_MACROS: &[&str] = &["completion_record", "wc_flags"];
 /// The one typed-layer module that may name the software provider: its test hooks.
 const HOOKS: &str = "src/software.rs";
+
+fn layer_of(top: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&top))
+}
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).expect("read src") {
@@ -258,6 +292,10 @@ fn crate_paths(module: &[String], toks: &[(Tok, usize)]) -> Vec<(usize, Vec<Stri
                 // each start with one (reported at their own line).
                 let mut firsts: Vec<(String, usize)> = Vec::new();
                 match toks.get(k).map(|t| &t.0) {
+                    // `crate::name!`: an exported macro, which Rust puts at the crate root
+                    // whatever module defines it.
+                    Some(Tok::Ident(_))
+                        if toks.get(k + 1).map(|t| &t.0) == Some(&Tok::Other('!')) => {}
                     Some(Tok::Ident(s)) => {
                         let mut p = vec![s.clone()];
                         if toks.get(k + 1).map(|t| &t.0) == Some(&Tok::Path) {
@@ -320,54 +358,43 @@ fn crate_paths(module: &[String], toks: &[(Tok, usize)]) -> Vec<(usize, Vec<Stri
     out
 }
 
-#[test]
-fn lower_layers_do_not_import_the_typed_layer() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("src");
-    if !src.is_dir() {
-        // The test binary runs without its sources (in the rxe VM): the check is of the
-        // sources, the same on every device, and runs where they are.
-        println!(
-            "SKIP lower_layers_do_not_import_the_typed_layer: the crate's sources are not here"
-        );
-        return;
-    }
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    files.sort();
-    assert!(files.len() > 10, "found the crate's sources");
-    let mut checked = 0;
+/// Every upward or sideways path in `src/`, as `file:line: why: the line`.
+fn upward_paths(root: &Path, src: &Path, files: &[PathBuf]) -> Vec<String> {
     let mut upward = Vec::new();
-    for file in &files {
-        let module = module_of(&src, file);
-        let in_dir = |d: &str| file.starts_with(src.join(d));
-        let allowed = match module.first().map(String::as_str) {
-            Some("ffi" | "sync" | "dma" | "fd") if module.len() == 1 => C_SIDE,
-            Some("backend") => BACKENDS,
-            // A provider in a directory of its own beside the backends (where the software
-            // device lived before it moved under src/backend/) is a backend all the same.
-            Some("software") if in_dir("software") => BACKENDS,
-            _ => continue,
-        };
-        checked += 1;
-        let text = std::fs::read_to_string(file).expect("read a source file");
-        let code = code_only(&text);
-        let toks = tokens(&code);
+    for file in files {
+        let module = module_of(src, file);
+        let own = module.first().map(String::as_str).unwrap_or("");
         let rel = file
             .strip_prefix(root)
             .unwrap_or(file)
             .display()
             .to_string();
-        for (line, abs) in crate_paths(&module, &toks) {
-            let top = abs.first().map(String::as_str).unwrap_or("");
-            // A module may always point into itself.
-            if !allowed.contains(&top) && Some(top) != module.first().map(String::as_str) {
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        let line_of = |line: usize| text.lines().nth(line - 1).unwrap_or("").trim().to_owned();
+        let Some(rank) = layer_of(own) else {
+            if !BESIDE.contains(&own) {
                 upward.push(format!(
-                    "{rel}:{line}: `crate::{}` is not in {allowed:?}: {}",
-                    abs.join("::"),
-                    text.lines().nth(line - 1).unwrap_or("").trim()
+                    "{rel}:1: `{own}` is in no layer: add it to LAYERS in tests/layering.rs"
                 ));
             }
+            continue;
+        };
+        let toks = tokens(&code_only(&text));
+        for (line, abs) in crate_paths(&module, &toks) {
+            let top = abs.first().map(String::as_str).unwrap_or("");
+            if top == own || top == "*" && abs.len() > 1 {
+                continue;
+            }
+            let why = match layer_of(top) {
+                Some(r) if r < rank => continue,
+                Some(_) => format!("`crate::{}` is not below `{own}`", abs.join("::")),
+                None if ROOT_MACROS.contains(&top) => continue,
+                None => format!(
+                    "`crate::{}` names lib.rs's re-export, not the module it points into",
+                    abs.join("::")
+                ),
+            };
+            upward.push(format!("{rel}:{line}: {why}: {}", line_of(line)));
         }
         // Ways around `crate::`: aliasing the crate, or naming it from outside.
         for w in toks.windows(2) {
@@ -383,13 +410,70 @@ fn lower_layers_do_not_import_the_typed_layer() {
             }
         }
     }
-    assert!(checked >= 5, "checked {checked} files of the lower layers");
+    upward
+}
+
+#[test]
+fn imports_point_down_the_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    if !src.is_dir() {
+        // The test binary runs without its sources (in the rxe VM): the check is of the
+        // sources, the same on every device, and runs where they are.
+        println!("SKIP imports_point_down_the_layers: the crate's sources are not here");
+        return;
+    }
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    assert!(files.len() > 10, "found the crate's sources");
+    for layer in LAYERS.iter().flat_map(|l| l.iter()) {
+        assert!(
+            src.join(layer).is_dir() || src.join(format!("{layer}.rs")).is_file(),
+            "the layer `{layer}` is src/{layer}/ or src/{layer}.rs"
+        );
+    }
+    let upward = upward_paths(root, &src, &files);
     assert!(
         upward.is_empty(),
-        "paths from the C side or the backends up into the typed layer (move what both need \
-         down, e.g. into src/ffi.rs, or report an errno and let the typed layer make the \
-         Error): {upward:#?}"
+        "paths that do not point down the layers (move what both need down, e.g. into \
+         src/ffi/, or report an errno and let the typed layer make the Error): {upward:#?}"
     );
+}
+
+#[test]
+fn an_upward_import_fails_with_its_file_and_line() {
+    // The check above finds what it should: a scratch tree with one path of each kind it
+    // refuses, and one of each it allows.
+    let dir = std::env::temp_dir().join(format!("typed-verbs-layering-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("ffi")).expect("scratch dir");
+    std::fs::create_dir_all(src.join("cq")).expect("scratch dir");
+    let write = |p: &str, text: &str| std::fs::write(src.join(p), text).expect("scratch file");
+    write(
+        "ffi/mod.rs",
+        "use crate::error::Error;\nuse super::ffi::sys;\n",
+    );
+    write(
+        "cq/ex.rs",
+        "use crate::{pd::Pd, qp::Qp};\nuse super::super::Cq;\nuse crate::cq::wc;\n",
+    );
+    write("gadget.rs", "use crate::ffi::sys;\n");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    let got = upward_paths(&dir, &src, &files);
+    std::fs::remove_dir_all(&dir).ok();
+    let want = [
+        "src/cq/ex.rs:1: `crate::qp` is not below `cq`",
+        "src/cq/ex.rs:2: `crate::Cq` names lib.rs's re-export",
+        "src/ffi/mod.rs:1: `crate::error::Error` is not below `ffi`",
+        "src/gadget.rs:1: `gadget` is in no layer",
+    ];
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(g.starts_with(w), "{g} does not start with {w}");
+    }
 }
 
 #[test]
@@ -475,6 +559,7 @@ use crate::{
 const S: &str = "crate::error::Error";
 const C: char = '{';
 fn f<'a>(x: &'a u8) { let _ = super::super::super::wc::WcOpcode::SEND; }
+type A = <$crate::access!(LOCAL_WRITE) as crate::mr::access::Rights>::Bits;
 mod tests { use super::*; use super::super::super::super::event; }
 use crate::*;
 "#;
@@ -488,9 +573,10 @@ use crate::*;
         (4, "ffi"),
         (5, "cq"),
         (9, "wc::WcOpcode"),
-        (10, "backend::software"),
-        (10, "event"),
-        (11, "*"),
+        (10, "mr::access"),
+        (11, "backend::software"),
+        (11, "event"),
+        (12, "*"),
     ]
     .into_iter()
     .map(|(l, p)| (l, p.to_owned()))

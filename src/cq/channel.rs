@@ -13,12 +13,12 @@
 //! ```
 
 use crate::backend;
+use crate::device::Context;
 use crate::error::{DestroyError, Error, Result, Verb};
 use crate::ffi::fd;
 use crate::ffi::sys;
 use crate::object::parent::Parent;
 use crate::object::{destroy, Destroy, Leftover, Node};
-use crate::Context;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
@@ -69,7 +69,7 @@ impl<'ctx> CompChannel<'ctx> {
     /// its context alive ([`crate::object::parent`]).
     ///
     /// # Errors
-    /// The errno of `ibv_create_comp_channel` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EMFILE`
+    /// The errno of `ibv_create_comp_channel` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)): `EMFILE`
     /// or `ENFILE` when no fd is left, `ENOMEM`; or of making its fd O_NONBLOCK (`fcntl`), the
     /// channel then destroyed.
     ///
@@ -101,7 +101,7 @@ impl<'ctx> CompChannel<'ctx> {
     /// thread may take it first, so `true` is a hint, as readiness always is.
     ///
     /// # Errors
-    /// The errno of poll(2) other than `EINTR` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb
+    /// The errno of poll(2) other than `EINTR` ([`ErrorKind::Os`](crate::error::ErrorKind::Os), verb
     /// `ibv_get_cq_event`).
     ///
     /// ```
@@ -134,7 +134,7 @@ impl<'ctx> CompChannel<'ctx> {
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
-    /// The errno of `ibv_destroy_comp_channel` ([`ErrorKind::Os`](crate::ErrorKind::Os)): `EBUSY`
+    /// The errno of `ibv_destroy_comp_channel` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)): `EBUSY`
     /// while a CQ still uses the channel, which only a leaked CQ can (a CQ holds its channel).
     ///
     /// ```
@@ -266,7 +266,7 @@ mod tokio_events {
         /// As tokio's `AsyncFd`, if the runtime was built without IO (`enable_io`).
         ///
         /// # Errors
-        /// `ENXIO` ([`ErrorKind::Os`](crate::ErrorKind::Os), verb `ibv_get_cq_event`) outside a tokio
+        /// `ENXIO` ([`ErrorKind::Os`](crate::error::ErrorKind::Os), verb `ibv_get_cq_event`) outside a tokio
         /// runtime; the errno of registering the fd with the reactor.
         ///
         /// ```

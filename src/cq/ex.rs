@@ -35,12 +35,12 @@
 
 use crate::cq::wc::{WcOpcode, WcStatus};
 use crate::cq::{destroy_cq, kind, AnyCq, CqBuilder, CqMeta, Shared, Threading};
+use crate::device::Context;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{self, cq_ex_call, sys};
 use crate::object::teardown::{self, Opener};
 use crate::object::{destroy, Destroy, Leftover};
 use crate::sealed;
-use crate::Context;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -455,7 +455,7 @@ impl<'a, F: WcFlags, T: Threading, C> CqEx<'a, F, T, C> {
 
     /// `ibv_req_notify_cq` on the CQ: one completion event on its channel for the next
     /// completion (or, with `solicited_only`, the next solicited one); get it with
-    /// [`CompChannel::get_cq_event`](crate::CompChannel::get_cq_event).
+    /// [`CompChannel::get_cq_event`](crate::cq::channel::CompChannel::get_cq_event).
     ///
     /// # Errors
     /// The provider's errno from `ibv_req_notify_cq` ([`ErrorKind::Os`]).

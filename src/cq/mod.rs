@@ -19,6 +19,7 @@ use crate::backend;
 use crate::cq::channel::CompChannel;
 use crate::cq::ex::{CqEx, WcFlags};
 use crate::cq::wc::WorkCompletion;
+use crate::device::Context;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sync::Mutex;
 use crate::ffi::{self, sys};
@@ -26,7 +27,6 @@ use crate::object::parent::{Held, Keep, Parent};
 use crate::object::teardown;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
 use crate::pd::ParentDomain;
-use crate::Context;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::mem::MaybeUninit;
@@ -244,7 +244,7 @@ pub trait AnyCq: sealed::Sealed + crate::object::parent::ParentObject {
 /// ```
 pub mod kind {
     use std::marker::PhantomData;
-    /// Builds a [`crate::Cq`] with `ibv_create_cq`.
+    /// Builds a [`crate::cq::Cq`] with `ibv_create_cq`.
     ///
     /// ```
     /// let ctx = typed_verbs::Context::open("sw0")?;
@@ -254,7 +254,7 @@ pub mod kind {
     /// ```
     #[derive(Debug)]
     pub struct Legacy;
-    /// Builds a [`crate::CqEx`] with `ibv_create_cq_ex`.
+    /// Builds a [`crate::cq::ex::CqEx`] with `ibv_create_cq_ex`.
     ///
     /// ```
     /// use typed_verbs::{cq::kind::Extended, Context, CqBuilder, CqEx, Shared, Standard};
@@ -957,7 +957,7 @@ impl<'a, C> Cq<'a, C> {
     #[doc(hidden)]
     pub fn poll_batch<R>(
         &mut self,
-        _f: impl FnOnce(crate::cq::ex::Batch<'_, crate::NoFields>) -> R,
+        _f: impl FnOnce(crate::cq::ex::Batch<'_, crate::cq::ex::NoFields>) -> R,
     ) -> Result<Option<R>>
     where
         Self: ExtendedPolling,

@@ -172,7 +172,7 @@ impl WcOpcode {
     }
 }
 
-/// One entry of the array that [`crate::Cq::poll`] fills: `struct ibv_wc`, with typed accessors.
+/// One entry of the array that [`crate::cq::Cq::poll`] fills: `struct ibv_wc`, with typed accessors.
 /// The fields other than `wr_id`, `status` and `vendor_err` are valid only on success, so they
 /// are read through [`WorkCompletion::success`].
 ///

@@ -3,7 +3,7 @@
 //!
 //! # The model
 //!
-//! A memory region ([`Mr`](crate::Mr)) covers memory that two parties use at once: the program
+//! A memory region ([`Mr`](crate::mr::Mr)) covers memory that two parties use at once: the program
 //! and the device. The device reads and writes it on its own, at any time while the region is
 //! registered, whenever a work request or a peer names it: a posted receive, a peer's RDMA write,
 //! RDMA read or atomic, a local send gathering from it. For the Rust memory model the device is
@@ -14,8 +14,8 @@
 //! 1. **Who owns the memory.** An owned region (`Mr::new` over a [`PageBuf`](crate::mr::PageBuf),
 //!    [`HugeBuf`](crate::mr::HugeBuf), `Vec<u8>` or `Box<[u8]>`) owns its buffer from
 //!    registration until `ibv_dereg_mr` succeeds, and only then gives it back
-//!    ([`Mr::destroy`](crate::Mr::destroy)). A borrowed buffer is registered only inside
-//!    [`Mr::scoped`](crate::Mr::scoped), whose own stack frame deregisters it before the borrow
+//!    ([`Mr::destroy`](crate::mr::Mr::destroy)). A borrowed buffer is registered only inside
+//!    [`Mr::scoped`](crate::mr::Mr::scoped), whose own stack frame deregisters it before the borrow
 //!    ends, on every exit path. So the memory stays allocated and in place for as long as the
 //!    device may use it, whatever the program leaks: forgetting an owned region leaks its
 //!    buffer with it (the memory stays valid, registered, and unreachable by safe code),
@@ -23,7 +23,7 @@
 //! 2. **How the program touches it.** While registered, the buffer is never handed out as a
 //!    Rust reference (`&[u8]`, `&mut [u8]`, `&mut Vec<u8>`; a slot, below, is the one
 //!    exception): the safe API reaches it only
-//!    through [`Mr::read`](crate::Mr::read) and [`Mr::write`](crate::Mr::write), which copy with
+//!    through [`Mr::read`](crate::mr::Mr::read) and [`Mr::write`](crate::mr::Mr::write), which copy with
 //!    this module's two primitives.
 //! 3. **How the device touches it.** The software device moves every payload into and out of
 //!    registered memory with the same two primitives (gather for sends, scatter for receives
@@ -51,7 +51,7 @@
 //!
 //! # Zero copy
 //!
-//! [`Mr::as_slice`](crate::Mr::as_slice) looks at any region without a copy, and it is `unsafe`:
+//! [`Mr::as_slice`](crate::mr::Mr::as_slice) looks at any region without a copy, and it is `unsafe`:
 //! while the slice lives, nothing may write the range (no posted receive, no peer's RDMA write or
 //! atomic naming it, no `Mr::write`, no other thread), because a `&[u8]` promises the compiler that
 //! the bytes do not change.

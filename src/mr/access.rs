@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `REMOTE_WRITE` or `REMOTE_ATOMIC` needs `LOCAL_WRITE` | [`Access::REMOTE_WRITE`] and [`Access::REMOTE_ATOMIC`] include it; [`Rights`] is not implemented without it |
 //! | a receive, an RDMA read's destination need `LOCAL_WRITE` | the SGEs of such a region are `Sge<'_, No>`, which [`LocalWriteList`](crate::wr::LocalWriteList) refuses |
-//! | an atomic's result needs `LOCAL_WRITE` | [`Mr::atomic_result`](crate::Mr::atomic_result) needs [`LocalWriteAccess`] |
+//! | an atomic's result needs `LOCAL_WRITE` | [`Mr::atomic_result`](crate::mr::Mr::atomic_result) needs [`LocalWriteAccess`] |
 //! | an RDMA write's, read's or atomic's remote address needs that right | [`RemoteAddr`](crate::RemoteAddr)`<A>` and [`AtomicTarget`](crate::AtomicTarget) are made from a [`RemoteMr`](crate::RemoteMr)`<A>` whose `A` has it: a local region's own rights (`mr.remote()`), or a peer's as the peer declares them ([`RemoteMr::from_peer`](crate::RemoteMr::from_peer)), which its device checks |
 //!
 //! The flags are written as in C, as values whose type carries them:
@@ -376,7 +376,7 @@ macro_rules! access {
     };
 }
 
-/// The rights of a region registered with `LOCAL_WRITE` only: [`Mr`](crate::Mr)'s default.
+/// The rights of a region registered with `LOCAL_WRITE` only: [`Mr`](crate::mr::Mr)'s default.
 ///
 /// ```
 /// use typed_verbs::{Access, Mr, PageBuf};

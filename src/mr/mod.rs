@@ -48,11 +48,11 @@ use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut, Range};
 use std::ptr::NonNull;
 
-mod sealed {
+mod give_back {
     use crate::error::Error;
 
     /// How a region's memory is given back after deregistration.
-    pub trait Memory {
+    pub trait Release {
         /// After a successful `ibv_dereg_mr` from `Drop`: drops the owned buffer at
         /// `addr..addr + len` (nothing for a borrow).
         ///
@@ -65,7 +65,7 @@ mod sealed {
     }
 
     /// An owned buffer taken apart for registration and put back together after it.
-    pub trait Owned: Memory + Sized {
+    pub trait IntoRaw: Release + Sized {
         /// The buffer's address and length; the buffer is now owned by the region.
         fn into_raw(self) -> (*mut u8, usize);
         /// The buffer back.
@@ -93,7 +93,7 @@ mod sealed {
     message = "`{Self}` is not memory a region can cover: register a `PageBuf`, `HugeBuf`, `Vec<u8>` or `Box<[u8]>`, or borrow it inside `Mr::scoped`",
     label = "not an owned buffer"
 )]
-pub trait Memory: sealed::Memory {}
+pub trait Memory: give_back::Release {}
 
 /// A buffer a region can own ([`Mr::new`]): its bytes stay at one address while the value is
 /// owned, even when it moves, and the region never hands it out while registered. Implemented
@@ -123,7 +123,7 @@ pub trait Memory: sealed::Memory {}
     label = "not an owned buffer",
     note = "a borrowed buffer would be given back when the region is forgotten while the device may still write it; `Mr::scoped(&pd, &mut buf, access, |mr| ...)` registers a borrow for the closure's run"
 )]
-pub trait OwnedBuf: Memory + sealed::Owned + Send {}
+pub trait OwnedBuf: Memory + give_back::IntoRaw + Send {}
 
 /// An owned buffer whose deregistration failed in `Drop`: it may still be written, so it is
 /// leaked (it stays allocated; nothing safe can reach it).
@@ -175,7 +175,7 @@ unsafe impl<B: Memory + Send, A: Rights> Sync for Mr<'_, B, A> {}
 /// ```
 pub struct Borrowed<'b>(PhantomData<&'b mut [u8]>);
 
-impl sealed::Memory for Borrowed<'_> {
+impl give_back::Release for Borrowed<'_> {
     unsafe fn release(_: *mut u8, _: usize) {}
     fn dereg_failed(error: &Error) {
         // The borrow ends when `scoped` returns or unwinds, and the caller may then free or
@@ -317,16 +317,16 @@ impl std::fmt::Debug for PageBuf {
     }
 }
 
-impl sealed::Memory for PageBuf {
+impl give_back::Release for PageBuf {
     unsafe fn release(addr: *mut u8, len: usize) {
         // SAFETY: the caller's contract.
-        drop(unsafe { <Self as sealed::Owned>::from_raw(addr, len) })
+        drop(unsafe { <Self as give_back::IntoRaw>::from_raw(addr, len) })
     }
     fn dereg_failed(error: &Error) {
         leak_on_dereg_failure(error)
     }
 }
-impl sealed::Owned for PageBuf {
+impl give_back::IntoRaw for PageBuf {
     fn into_raw(self) -> (*mut u8, usize) {
         let this = ManuallyDrop::new(self);
         (this.ptr.as_ptr(), this.len)
@@ -495,16 +495,16 @@ impl std::fmt::Debug for HugeBuf {
     }
 }
 
-impl sealed::Memory for HugeBuf {
+impl give_back::Release for HugeBuf {
     unsafe fn release(addr: *mut u8, len: usize) {
         // SAFETY: the caller's contract.
-        drop(unsafe { <Self as sealed::Owned>::from_raw(addr, len) })
+        drop(unsafe { <Self as give_back::IntoRaw>::from_raw(addr, len) })
     }
     fn dereg_failed(error: &Error) {
         leak_on_dereg_failure(error)
     }
 }
-impl sealed::Owned for HugeBuf {
+impl give_back::IntoRaw for HugeBuf {
     fn into_raw(self) -> (*mut u8, usize) {
         let this = ManuallyDrop::new(self);
         (this.ptr.as_ptr(), this.len)
@@ -520,16 +520,16 @@ impl sealed::Owned for HugeBuf {
 impl Memory for HugeBuf {}
 impl OwnedBuf for HugeBuf {}
 
-impl sealed::Memory for Box<[u8]> {
+impl give_back::Release for Box<[u8]> {
     unsafe fn release(addr: *mut u8, len: usize) {
         // SAFETY: the caller's contract.
-        drop(unsafe { <Self as sealed::Owned>::from_raw(addr, len) })
+        drop(unsafe { <Self as give_back::IntoRaw>::from_raw(addr, len) })
     }
     fn dereg_failed(error: &Error) {
         leak_on_dereg_failure(error)
     }
 }
-impl sealed::Owned for Box<[u8]> {
+impl give_back::IntoRaw for Box<[u8]> {
     fn into_raw(self) -> (*mut u8, usize) {
         let len = self.len();
         (Box::into_raw(self).cast(), len)
@@ -542,24 +542,24 @@ impl sealed::Owned for Box<[u8]> {
 impl Memory for Box<[u8]> {}
 impl OwnedBuf for Box<[u8]> {}
 
-impl sealed::Memory for Vec<u8> {
+impl give_back::Release for Vec<u8> {
     unsafe fn release(addr: *mut u8, len: usize) {
         // SAFETY: the caller's contract.
-        drop(unsafe { <Box<[u8]> as sealed::Owned>::from_raw(addr, len) })
+        drop(unsafe { <Box<[u8]> as give_back::IntoRaw>::from_raw(addr, len) })
     }
     fn dereg_failed(error: &Error) {
         leak_on_dereg_failure(error)
     }
 }
-impl sealed::Owned for Vec<u8> {
+impl give_back::IntoRaw for Vec<u8> {
     /// Registered as a `Box<[u8]>`: capacity equal to length, so the region's address and
     /// length are all that is needed to give it back.
     fn into_raw(self) -> (*mut u8, usize) {
-        <Box<[u8]> as sealed::Owned>::into_raw(self.into_boxed_slice())
+        <Box<[u8]> as give_back::IntoRaw>::into_raw(self.into_boxed_slice())
     }
     unsafe fn from_raw(addr: *mut u8, len: usize) -> Self {
         // SAFETY: the caller's contract: the parts of the Box<[u8]> `into_raw` made.
-        unsafe { <Box<[u8]> as sealed::Owned>::from_raw(addr, len) }.into_vec()
+        unsafe { <Box<[u8]> as give_back::IntoRaw>::from_raw(addr, len) }.into_vec()
     }
 }
 impl Memory for Vec<u8> {}
@@ -698,9 +698,9 @@ impl<W: Bit> Sge<'_, W> {
 }
 
 /// Where an atomic's old value lands: exactly 8 bytes of a region, by type (made by
-/// [`Mr::atomic_result`]), for [`SendWr::fetch_add`](crate::SendWr::fetch_add) and
-/// [`SendWr::compare_swap`](crate::SendWr::compare_swap). The region has
-/// [`Access::LOCAL_WRITE`](crate::Access::LOCAL_WRITE) by type (the device writes the old
+/// [`Mr::atomic_result`]), for [`SendWr::fetch_add`](crate::wr::SendWr::fetch_add) and
+/// [`SendWr::compare_swap`](crate::wr::SendWr::compare_swap). The region has
+/// [`Access::LOCAL_WRITE`](crate::mr::access::Access::LOCAL_WRITE) by type (the device writes the old
 /// value): [`Mr::atomic_result`] needs [`LocalWriteAccess`].
 ///
 /// ```
@@ -779,7 +779,7 @@ impl<A: Rights> std::fmt::Debug for RemoteMr<A> {
             .field("addr", &self.addr)
             .field("len", &self.len)
             .field("rkey", &self.rkey)
-            .field("access", &crate::AccessFlags::from_raw(A::BITS))
+            .field("access", &crate::mr::access::AccessFlags::from_raw(A::BITS))
             .finish()
     }
 }
@@ -957,7 +957,7 @@ impl<A: Rights> std::fmt::Debug for RemoteAddr<A> {
         f.debug_struct("RemoteAddr")
             .field("addr", &self.addr)
             .field("rkey", &self.rkey)
-            .field("access", &crate::AccessFlags::from_raw(A::BITS))
+            .field("access", &crate::mr::access::AccessFlags::from_raw(A::BITS))
             .finish()
     }
 }
@@ -1114,7 +1114,7 @@ impl<'pd, B: OwnedBuf, A: Rights> Mr<'pd, B, A> {
         addressing: Addressing,
     ) -> Result<Self> {
         let pd = pd.into_held();
-        let (addr, len) = sealed::Owned::into_raw(buf);
+        let (addr, len) = give_back::IntoRaw::into_raw(buf);
         // SAFETY: the buffer's bytes are owned by the region from here: they stay allocated
         // and in place until a successful deregistration gives them back, or forever if the
         // region is leaked.
@@ -1125,7 +1125,7 @@ impl<'pd, B: OwnedBuf, A: Rights> Mr<'pd, B, A> {
             }),
             Err(e) => {
                 // SAFETY: not registered; the parts `into_raw` just gave, put back once.
-                drop(unsafe { <B as sealed::Owned>::from_raw(addr, len) });
+                drop(unsafe { <B as give_back::IntoRaw>::from_raw(addr, len) });
                 Err(e)
             }
         }
@@ -1176,7 +1176,7 @@ impl<'pd, B: OwnedBuf, A: Rights> Mr<'pd, B, A> {
                 // and the node (releasing the PD it keeps) freed once.
                 unsafe {
                     Node::<sys::ibv_mr>::free(node.as_ptr().cast());
-                    Ok(<B as sealed::Owned>::from_raw(addr, len))
+                    Ok(<B as give_back::IntoRaw>::from_raw(addr, len))
                 }
             }
             Err(error) => Err(DestroyError {
@@ -1576,7 +1576,7 @@ impl<B: Memory, A: Rights> std::fmt::Debug for Mr<'_, B, A> {
         f.debug_struct("Mr")
             .field("len", &self.len())
             .field("lkey", &self.lkey())
-            .field("access", &crate::AccessFlags::from_raw(A::BITS))
+            .field("access", &crate::mr::access::AccessFlags::from_raw(A::BITS))
             .finish_non_exhaustive()
     }
 }

@@ -72,7 +72,7 @@ within_sge_cap!([] 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
 /// elements in a WR in the SQ / RQ"; ibv_create_srq(3): `max_sge`, "per WR". A fixed-size list,
 /// `&[Sge; N]`, must have `N <= CAP`, or the program does not compile; a slice (`&[Sge]`,
 /// `&Vec<Sge>`) may be longer than `CAP` and is checked against the queue's actual cap when
-/// posted ([`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange)).
+/// posted ([`ErrorKind::OutOfRange`](crate::error::ErrorKind::OutOfRange)).
 ///
 /// Sealed: a list that claims `FITS` is posted without a check, so only the crate's lists
 /// implement it.

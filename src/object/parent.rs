@@ -43,9 +43,9 @@ use std::sync::Arc;
 
 /// A parent given to a constructor or builder: `&P` (borrowed for `'a`) or `Arc<P>` /
 /// `&Arc<P>` (shared: the child keeps it alive, and `'a` is free). Sealed; implemented for
-/// the crate's parent objects ([`Context`](crate::Context), [`Pd`](crate::Pd),
-/// [`ParentDomain`](crate::ParentDomain), [`CompChannel`](crate::CompChannel),
-/// [`Cq`](crate::Cq), [`CqEx`](crate::CqEx), [`Srq`](crate::Srq)).
+/// the crate's parent objects ([`Context`](crate::device::Context), [`Pd`](crate::pd::Pd),
+/// [`ParentDomain`](crate::ParentDomain), [`CompChannel`](crate::cq::channel::CompChannel),
+/// [`Cq`](crate::cq::Cq), [`CqEx`](crate::cq::ex::CqEx), [`Srq`](crate::srq::Srq)).
 ///
 /// ```
 /// use std::sync::Arc;

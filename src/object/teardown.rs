@@ -11,13 +11,13 @@
 //! it holds) that waits for the batch's CQ lock. The crate keeps two rules, which make the first
 //! two impossible and bound the third:
 //!
-//! **A thread inside [`CqEx::poll_batch`](crate::CqEx::poll_batch) never waits for a CQ lock.**
+//! **A thread inside [`CqEx::poll_batch`](crate::cq::ex::CqEx::poll_batch) never waits for a CQ lock.**
 //!
 //! **A thread waits for another thread's batch only out of any batch, for one CQ at a time,
 //! holding no gate, and for at most a second** (the gates, below): a QP's explicit destroy or
 //! move to RESET, on a thread out of any batch, waits for the batch in progress on its CQ, as
 //! for a lock, and never holds one CQ's gate while it waits for another's; after a second it
-//! is refused ([`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), the object back with
+//! is refused ([`ErrorKind::BatchOpen`](crate::error::ErrorKind::BatchOpen), the object back with
 //! `try_destroy` / `try_to_reset`). A dropped QP's thread never waits: the QP is handed to the
 //! batch, which destroys it after it ends (the QP's user context dropped at once, its parents
 //! after it, as below); there, out of the batch and holding no gate, the batch's thread waits
@@ -29,7 +29,7 @@
 //! Inside a batch, on its thread:
 //!
 //! - a nested `poll_batch` (on any CQ), `Cq::poll`, `Qp::destroy` and the move to RESET are
-//!   refused there with [`ErrorKind::BatchOpen`](crate::ErrorKind::BatchOpen), before the call;
+//!   refused there with [`ErrorKind::BatchOpen`](crate::error::ErrorKind::BatchOpen), before the call;
 //! - a QP dropped there is destroyed when the batch ends: its user context is dropped at once
 //!   (it may borrow what the closure frees next), the C object and its multicast groups wait
 //!   in the thread's queue, run when its batch ends;

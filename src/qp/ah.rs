@@ -117,7 +117,7 @@ impl<'a> AddressHandle<'a> {
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
-    /// The device's errno from `ibv_destroy_ah` ([`ErrorKind::Os`](crate::ErrorKind::Os)); a
+    /// The device's errno from `ibv_destroy_ah` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)); a
     /// destroy the device refuses (`EBUSY`) is rare for an AH, as posted work requests do not keep it.
     ///
     /// ```

@@ -21,15 +21,15 @@
 //! ([`Qp::to_init`], [`Qp::to_rtr`], [`Qp::to_rts`]).
 
 use crate::backend;
+use crate::cq::Threading;
 use crate::error::{Error, QpStateName, Result, Verb};
 use crate::ffi::sys;
 use crate::qp::state::{
     AccessFlags, AddressVector, ConnectedInit, GlobalRoute, Mtu, RcRtr, RcRts, Reset, Rts, SqPsn,
     Transitions, UcRtr,
 };
+use crate::qp::FixedDest;
 use crate::qp::{Gid, Qp, Rc, RecvSide, Uc};
-use crate::wr::Connected;
-use crate::Threading;
 
 /// What a peer needs to connect its RC or UC QP to this one: this QP's number, port, addresses,
 /// first packet sequence number and path MTU. Made by [`Qp::endpoint`]; plain data, to send to
@@ -100,7 +100,7 @@ impl Mtu {
 /// # drop((a, b));
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-pub trait Connectable: Transitions<Init = ConnectedInit> + Connected {
+pub trait Connectable: Transitions<Init = ConnectedInit> + FixedDest {
     #[doc(hidden)]
     fn rtr(av: AddressVector, path_mtu: Mtu, remote: &Endpoint) -> Self::Rtr;
     #[doc(hidden)]
@@ -155,10 +155,10 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
     /// the GID index against the port's `gid_tbl_len` before the calls (`OutOfRange`).
     ///
     /// # Errors
-    /// - [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) naming `port_num` (outside
+    /// - [`ErrorKind::OutOfRange`](crate::error::ErrorKind::OutOfRange) naming `port_num` (outside
     ///   `1..=phys_port_cnt`) or `gid_index` (at or past the port's `gid_tbl_len`), before the calls.
     /// - The device's errno from `ibv_query_port` or `ibv_query_gid`
-    ///   ([`ErrorKind::Os`](crate::ErrorKind::Os)).
+    ///   ([`ErrorKind::Os`](crate::error::ErrorKind::Os)).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -237,11 +237,11 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
     /// value) and names the transition in the error.
     ///
     /// # Errors
-    /// - [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) naming the field (`local.qp_num`,
+    /// - [`ErrorKind::OutOfRange`](crate::error::ErrorKind::OutOfRange) naming the field (`local.qp_num`,
     ///   `local.psn`, `remote.psn`, `remote.qp_num`, `port_num`, `gid_index`), before the
     ///   transitions.
     /// - The device's errno from `ibv_query_port` or from the `ibv_modify_qp` of a transition
-    ///   ([`ErrorKind::Os`](crate::ErrorKind::Os)), the error's verb naming the transition
+    ///   ([`ErrorKind::Os`](crate::error::ErrorKind::Os)), the error's verb naming the transition
     ///   (`ibv_modify_qp INIT->RTR`).
     ///
     /// In every case the QP is destroyed.

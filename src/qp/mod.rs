@@ -18,10 +18,12 @@ pub mod state;
 
 use crate::backend;
 use crate::cq::{AnyCq, JoinThreading, Shared, Threading};
+use crate::device::Context;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sync::Mutex;
 use crate::ffi::sys;
 use crate::mr::sge::TypedSgeCap;
+use crate::mr::Sge;
 use crate::object::parent::{Keep, Parent};
 use crate::object::teardown;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
@@ -29,8 +31,6 @@ use crate::pd::Pd;
 use crate::qp::state::{QpState, Reset};
 use crate::sealed;
 use crate::srq::Srq;
-use crate::Context;
-use crate::Sge;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
@@ -148,6 +148,25 @@ impl SrqCapable for Ud {}
 )]
 pub trait MulticastCapable: QpType + sealed::Sealed {}
 impl MulticastCapable for Ud {}
+
+/// The QP types whose sends need no destination: it is fixed by the connection (RC, UC), or
+/// written in the packet (RAW_PACKET). A UD send names its destination ([`UdDest`](crate::wr::UdDest)).
+///
+/// ```compile_fail,E0277
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// let wr = SendWr::<Ud>::send(1, &[mr.sge(0..8).unwrap()]); // a UD send needs `send_to`
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`, or, in generic code over the QP type `T`, add the bound `T: typed_verbs::qp::FixedDest`",
+    label = "a datagram QP needs a destination for every send"
+)]
+pub trait FixedDest: QpType + sealed::Sealed {}
+impl FixedDest for Rc {}
+impl FixedDest for Uc {}
+impl FixedDest for RawPacket {}
 
 /// Where a QP's receives go: [`OwnRq`] or [`UsesSrq`].
 ///

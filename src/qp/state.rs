@@ -62,6 +62,7 @@
 
 use crate::backend;
 use crate::cq::Threading;
+use crate::device::Context;
 use crate::error::{Error, ErrorKind, QpStateName, Result, Verb};
 use crate::ffi::qp_attr_mask::{
     ACCESS_FLAGS, ALT_PATH, AV, DEST_QPN, MAX_DEST_RD_ATOMIC, MAX_QP_RD_ATOMIC, MIN_RNR_TIMER,
@@ -72,7 +73,6 @@ use crate::ffi::sys;
 pub use crate::mr::access::AccessFlags;
 use crate::qp::{Gid, Qp, QpType, RawPacket, Rc, RecvSide, Uc, Ud};
 use crate::sealed;
-use crate::Context;
 use std::fmt;
 use std::mem::ManuallyDrop;
 
@@ -292,7 +292,7 @@ mod checks {
     }
 
     /// An attribute out of its range: what the typed layer turns into
-    /// [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange).
+    /// [`ErrorKind::OutOfRange`](crate::error::ErrorKind::OutOfRange).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Bad {
         pub(crate) what: &'static str,

@@ -133,7 +133,7 @@ pub unsafe fn ibv_destroy_comp_channel(ch: *mut sys::ibv_comp_channel) -> Result
     unsafe { backend::of((*ch).context).destroy_comp_channel(ch) }
 }
 
-/// `ibv_create_cq`. A CQ given the channel of a typed [`CompChannel`](crate::CompChannel)
+/// `ibv_create_cq`. A CQ given the channel of a typed [`CompChannel`](crate::cq::channel::CompChannel)
 /// must not be made here if that channel's events are read with `CompChannel::get_cq_event`,
 /// which reads the `cq_context` of the typed builders; read them with [`ibv_get_cq_event`].
 ///
