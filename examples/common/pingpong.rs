@@ -26,7 +26,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::event::EventAcks;
 use typed_verbs::qp_state::{Rts, Transitions};
-use typed_verbs::wr::Connected;
+use typed_verbs::qp::FixedDest;
 use typed_verbs::{
     Access, AccessFlags, AddressVector, CompChannel, ConnectedInit, Context, Cq, Gid, GlobalRoute,
     Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, SqPsn, Uc, UcRtr,
@@ -940,7 +940,7 @@ where
 
 /// What `rc_pingpong` and `uc_pingpong` differ in: the QP type and the attributes of its RTR
 /// and RTS transitions, as rdma-core's programs set them.
-pub trait Connection: Transitions<Init = ConnectedInit> + Connected {
+pub trait Connection: Transitions<Init = ConnectedInit> + FixedDest {
     /// INIT → RTR towards `rem`.
     fn rtr(av: AddressVector, mtu: Mtu, rem: &Dest) -> Self::Rtr;
     /// RTR → RTS, starting at `sq_psn`.
