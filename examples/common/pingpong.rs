@@ -25,8 +25,8 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::event::EventAcks;
-use typed_verbs::qp_state::{Rts, Transitions};
 use typed_verbs::qp::FixedDest;
+use typed_verbs::qp_state::{Rts, Transitions};
 use typed_verbs::{
     Access, AccessFlags, AddressVector, CompChannel, ConnectedInit, Context, Cq, Gid, GlobalRoute,
     Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, SqPsn, Uc, UcRtr,
