@@ -38,7 +38,8 @@ use crate::cq::{destroy_cq, kind, AnyCq, CqBuilder, CqMeta, Shared, Threading};
 use crate::device::Context;
 use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::{self, cq_ex_call, sys};
-use crate::object::teardown::{self, Opener};
+use crate::object::gate::{Gate, Opener};
+use crate::object::teardown;
 use crate::object::{destroy, Destroy, Leftover};
 use crate::sealed;
 use std::cell::Cell;
@@ -679,7 +680,7 @@ unsafe fn poll_batch<F: WcFlags, R>(
 /// back and the thread out of the batch. Out of the poll loop's line, so that the loop's one
 /// `End` stays small.
 #[inline(never)]
-fn no_batch(gate: &teardown::Gate, who: Opener) {
+fn no_batch(gate: &Gate, who: Opener) {
     let handed = gate.close_batch(who);
     teardown::leave_batch(gate, handed);
 }

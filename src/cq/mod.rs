@@ -24,8 +24,8 @@ use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
 use crate::ffi::sync::Mutex;
 use crate::ffi::{self, sys};
 use crate::object::parent::{Held, Keep, Parent};
-use crate::object::teardown;
 use crate::object::{destroy, Destroy, Leftover, UserBox};
+use crate::object::{gate, teardown};
 use crate::pd::ParentDomain;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -514,7 +514,7 @@ unsafe fn ack_cq(cq: *mut sys::ibv_cq, mut n: u64) {
 pub(crate) struct CqMeta<C> {
     /// Who may take the provider's CQ lock next: a batch or a teardown ([`teardown`]'s gates);
     /// and whether the CQ's one [`Poller`](crate::Poller) lives (an extended CQ's).
-    pub(crate) gate: teardown::Gate,
+    pub(crate) gate: gate::Gate,
     pub(crate) acks: Arc<CqAcks>,
     /// Held for its `Drop` only.
     #[allow(dead_code)]
@@ -531,7 +531,7 @@ impl<C> CqMeta<C> {
         let [channel, parent] = b.keep;
         let ctx = b.ctx.get().as_raw();
         let meta = CqMeta {
-            gate: teardown::Gate::new(),
+            gate: gate::Gate::new(),
             acks: CqAcks::new(),
             keep: [b.ctx.into_keep(), channel, parent],
             user: b.user,
@@ -556,7 +556,7 @@ pub(crate) unsafe fn meta<'a>(cq: *mut sys::ibv_cq) -> &'a CqMeta<()> {
 ///
 /// # Safety
 /// As [`meta`]'s.
-pub(crate) unsafe fn gate<'a>(cq: *mut sys::ibv_cq) -> &'a teardown::Gate {
+pub(crate) unsafe fn gate<'a>(cq: *mut sys::ibv_cq) -> &'a gate::Gate {
     // SAFETY: caller's contract.
     unsafe { &meta(cq).gate }
 }

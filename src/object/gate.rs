@@ -1,0 +1,351 @@
+//! Gates: who takes a CQ's lock next, a batch or a teardown.
+//!
+//! A QP's destroy and its move to RESET take its CQs' locks (mlx5), which an open batch holds
+//! until its closure returns. So each CQ has a gate in its crate meta: `poll_batch` holds it
+//! (OPEN) from before `ibv_start_poll` to after `ibv_end_poll`, a teardown holds it (TEARDOWN)
+//! around the verb. A teardown that finds a batch there:
+//!
+//! - from a `Drop`, does not wait: it hands itself to that batch (DEFERRED), which runs it after
+//!   its end, waiting there for the QP's other gate as below (`run_at_batch_end`), so that it is
+//!   not handed back and forth between two busy CQs;
+//! - from `destroy` or `to_reset`, on a thread out of any batch, waits for that one gate's
+//!   batch to end, as for a lock: it counts itself a waiter, and while a gate has one no new
+//!   batch opens on it, so the wait is for the batch in progress. It never holds one gate while
+//!   it waits for another (that would make the first CQ's poller wait for the second CQ's batch,
+//!   whose closure may wait for that poller): for a QP on two CQs it takes the gate it waited
+//!   for, tries the other without waiting, and if that one is busy gives the first back and
+//!   waits for the second. It waits at most `TEARDOWN_WAIT` in all, then refuses (`BatchOpen`):
+//!   a batch's closure may wait for the teardown's thread, which must not make it wait for ever.
+//!
+//! A batch that finds a teardown there (or a waiter) waits for it, which is bounded: a teardown
+//! runs no user code, and a waiter waits only for the batch in progress on the same gate, which
+//! is not this batch's thread's (it is opening one), and for at most `TEARDOWN_WAIT`. A poller
+//! that waits marks the gate (OPENER): no new teardown starts waiting until it has opened its
+//! batch, so a stream of teardowns does not starve it.
+//!
+//! The gate also records whether the CQ's `Poller` lives (POLLER), in the same word, so that
+//! the right to poll and the batch are decided together: `CqEx::poll_batch` (`&self`, any
+//! thread: `Opener::Shared`) opens a batch only if no poller lives and no batch is open, and
+//! is refused otherwise, never waiting for a batch; the poller (`Opener::Poller`) is never
+//! refused by it; `poller()` is refused while such a batch is open. A `&mut CqEx`
+//! (`Opener::Exclusive`) proves that no poller can poll (a leaked one's bit may stay).
+
+use super::teardown::{done, park, Backoff, Teardown};
+use crate::ffi::sync::Mutex;
+use crate::ffi::sys;
+use std::os::raw::c_void;
+use std::sync::atomic::Ordering;
+
+const FREE: u32 = 0;
+pub(super) const OPEN: u32 = 1;
+const TEARDOWN: u32 = 2;
+pub(super) const DEFERRED: u32 = 3;
+/// The gate's holder: one of the four above.
+pub(super) const KIND: u32 = 0x3f;
+/// The CQ's one `Poller` lives: only it opens batches (or a `&mut` of the CQ, which proves it
+/// leaked); `CqEx::poll_batch` through `&self` is refused.
+const POLLER: u32 = 0x40;
+/// The CQ's poller waits to open a batch: no new explicit teardown starts waiting for the gate
+/// until it has (the waiting ones go first), so teardowns do not starve the poller.
+const OPENER: u32 = 0x80;
+/// One explicit teardown waiting for the gate (the count is the state's upper bits): while
+/// there is one, no new batch opens.
+const WAITER: u32 = 1 << 8;
+/// How long an explicit teardown waits for the gates of its QP's CQs before it is refused
+/// (`BatchOpen`): a batch's closure that waits for the teardown's thread would otherwise make
+/// it wait for ever.
+pub(crate) const TEARDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Who opens a batch (see the gates above): what it expects of the poller's bit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opener {
+    /// `CqEx::poll_batch` through `&self`: refused while the poller lives.
+    Shared,
+    /// The CQ's `Poller` (or `ArcPoller`): the bit is its own.
+    Poller,
+    /// A `&mut` of the CQ: no poller polls (a leaked one's bit may stay, and is kept).
+    Exclusive,
+}
+
+impl Opener {
+    /// The gate's state this opener expects when it is free.
+    #[inline(always)]
+    const fn base(self) -> u32 {
+        match self {
+            Opener::Poller => POLLER,
+            Opener::Shared | Opener::Exclusive => FREE,
+        }
+    }
+}
+
+/// A teardown handed to a batch: `run(a, b)`, of context `ctx` (counted by [`park`]).
+struct Item {
+    run: Teardown,
+    a: usize,
+    b: usize,
+    ctx: usize,
+}
+
+/// A CQ's gate (see above), in its crate meta.
+pub(crate) struct Gate {
+    pub(super) state: std::sync::atomic::AtomicU32,
+    deferred: Mutex<Vec<Item>>,
+}
+
+impl Gate {
+    pub(crate) const fn new() -> Gate {
+        Gate {
+            state: std::sync::atomic::AtomicU32::new(FREE),
+            deferred: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Taken by `poll_batch` before `ibv_start_poll`; waits for a teardown in progress (bounded).
+    /// False if a batch holds it already (another thread's, through `CqEx::poll_batch`), or,
+    /// for a [`Opener::Shared`] batch, if the CQ's poller lives; never waits for a batch.
+    #[inline(always)]
+    pub(crate) fn open_batch(&self, who: Opener) -> bool {
+        let base = who.base();
+        self.state
+            .compare_exchange(base, base | OPEN, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            || self.open_batch_slow(who)
+    }
+
+    /// [`open_batch`](Self::open_batch) when the gate is not as expected: a teardown holds it
+    /// or waits for it (wait for it), a batch does (false), the poller lives for a shared
+    /// opener (false), or a leaked poller's bit stays for an exclusive one (open, keeping it).
+    #[cold]
+    #[inline(never)]
+    fn open_batch_slow(&self, who: Opener) -> bool {
+        let mut spins = 0u32;
+        // Whether this opener marked the gate (OPENER): a refused one takes its mark back, or
+        // it would keep explicit teardowns waiting for an opener that is gone (and drops
+        // retrying for a gate that never frees).
+        let mut marked = false;
+        let refuse = |marked: bool| {
+            if marked {
+                self.state.fetch_and(!OPENER, Ordering::Relaxed);
+            }
+            false
+        };
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if who == Opener::Shared && s & POLLER != 0 {
+                return refuse(marked);
+            }
+            match s & KIND {
+                OPEN | DEFERRED => return refuse(marked),
+                _ if s & !(OPENER | POLLER) == FREE => {
+                    if self
+                        .state
+                        .compare_exchange_weak(
+                            s,
+                            (s & POLLER) | OPEN,
+                            Ordering::Acquire,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok()
+                    {
+                        return true;
+                    }
+                }
+                _ => {
+                    // Marked on the state seen (a teardown or a waiter holds it), never on a
+                    // batch's, which may have opened since the load.
+                    if s & OPENER == 0
+                        && self
+                            .state
+                            .compare_exchange(s, s | OPENER, Ordering::Relaxed, Ordering::Relaxed)
+                            .is_ok()
+                    {
+                        marked = true;
+                    }
+                    // Teardowns hold the gate briefly: spin, then yield, never sleep (a sleep
+                    // would miss the gaps between them).
+                    spins = spins.saturating_add(1);
+                    if spins < 16 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Given back by `poll_batch` after `ibv_end_poll`: whether teardowns were handed to the
+    /// batch ([`run_handed`](Self::run_handed) them once the thread is out of it).
+    #[inline(always)]
+    pub(crate) fn close_batch(&self, who: Opener) -> bool {
+        let base = who.base();
+        self.state
+            .compare_exchange(base | OPEN, base, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+            && self.close_batch_slow()
+    }
+
+    /// `CqEx::poller`: takes the poller's bit, unless a poller lives or a batch is open (one
+    /// opened through `CqEx::poll_batch`: no poller lives). False then, with nothing taken.
+    pub(crate) fn claim_poller(&self) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            // Set only where it may be: never even for a moment over a batch, which would
+            // refuse other openers while no poller lives.
+            if s & POLLER != 0 || matches!(s & KIND, OPEN | DEFERRED) {
+                return false;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                s | POLLER,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// `CqEx::split`: takes the poller's bit through `&mut` of the CQ (no batch is open, and a
+    /// poller that had it was leaked: it never polls again).
+    pub(crate) fn take_poller(&self) {
+        self.state.fetch_or(POLLER, Ordering::Acquire);
+    }
+
+    /// A poller dropped: the bit back.
+    pub(crate) fn release_poller(&self) {
+        self.state.fetch_and(!POLLER, Ordering::Release);
+    }
+
+    /// [`close_batch`](Self::close_batch) with teardowns handed to the batch or waiting for
+    /// it: frees the gate, keeping the waiters counted.
+    #[cold]
+    #[inline(never)]
+    fn close_batch_slow(&self) -> bool {
+        self.state.fetch_and(!KIND, Ordering::Release) & KIND == DEFERRED
+    }
+
+    /// Takes the gate for a teardown if it is free and nobody waits for it (a teardown that
+    /// waits, or the CQ's poller: a newcomer queues behind them, so neither is starved).
+    /// Never waits.
+    pub(super) fn try_take(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed) & POLLER;
+        self.state
+            .compare_exchange(s, s | TEARDOWN, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Takes the gate for an explicit teardown on a thread out of any batch, waiting until
+    /// `deadline` for the batch or teardown that holds it; while it waits, no new batch opens
+    /// on it. If the CQ's poller is waiting to open one, it first lets it (so a stream of
+    /// teardowns does not starve it). False at the deadline, with nothing taken.
+    pub(super) fn take_waiting(&self, deadline: std::time::Instant) -> bool {
+        let mut backoff = Backoff::default();
+        loop {
+            if self.state.load(Ordering::Relaxed) & OPENER == 0 {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            backoff.wait();
+        }
+        if self.try_take() {
+            return true;
+        }
+        // Counted a waiter, it takes the gate as soon as its holder gives it back, ahead of
+        // newcomers (`try_take`) and of a new batch.
+        self.state.fetch_add(WAITER, Ordering::Relaxed);
+        let mut backoff = Backoff::default();
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & KIND == FREE
+                && self
+                    .state
+                    .compare_exchange_weak(
+                        s,
+                        s - WAITER + TEARDOWN,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                self.state.fetch_sub(WAITER, Ordering::Relaxed);
+                return false;
+            }
+            backoff.wait();
+        }
+    }
+
+    /// Gives the gate back after a teardown, keeping the waiters counted.
+    pub(super) fn give_back(&self) {
+        self.state.fetch_and(!KIND, Ordering::Release);
+    }
+
+    /// Runs the teardowns handed to the batch that just ended, on its thread, out of the batch.
+    /// The parents they held are released by the caller ([`leave_batch`]), after them.
+    #[cold]
+    pub(super) fn run_handed(&self) {
+        let items = std::mem::take(&mut *self.deferred.lock());
+        for i in items {
+            // SAFETY: `hand`'s contract: each runs once, here.
+            unsafe { (i.run)(i.a as *mut c_void, i.b as *mut c_void) };
+            done(i.ctx as *mut sys::ibv_context);
+        }
+    }
+
+    /// Hands `run(a, b)` to the batch that holds the gate: true, or false if no batch holds it
+    /// any more (the caller tries again).
+    ///
+    /// # Safety
+    /// As [`defer`]'s: `run(a, b)` may be called once, on the batch's thread, after its end.
+    pub(super) unsafe fn hand(
+        &self,
+        ctx: *mut sys::ibv_context,
+        run: Teardown,
+        a: *mut c_void,
+        b: *mut c_void,
+    ) -> bool {
+        let mut deferred = self.deferred.lock();
+        let mut s = self.state.load(Ordering::Acquire);
+        let held = loop {
+            match s & KIND {
+                DEFERRED => break true,
+                OPEN => match self.state.compare_exchange(
+                    s,
+                    (s & !KIND) | DEFERRED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => break true,
+                    Err(now) => s = now,
+                },
+                _ => break false,
+            }
+        };
+        if held {
+            park(ctx);
+            deferred.push(Item {
+                run,
+                a: a as usize,
+                b: b as usize,
+                ctx: ctx as usize,
+            });
+        }
+        held
+    }
+}
+
+/// The gate of `cq`, a CQ made by the crate's builder.
+///
+/// # Safety
+/// `cq` is live for `'a`.
+pub(super) unsafe fn gate_of<'a>(cq: *mut sys::ibv_cq) -> &'a Gate {
+    // SAFETY: caller's contract: cq_context is the CQ's meta, a `#[repr(C)]` struct whose first
+    // field is its gate (`crate::cq::CqMeta`), live as long as the CQ.
+    unsafe { &*((*cq).cq_context as *const Gate) }
+}
