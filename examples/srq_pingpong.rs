@@ -23,10 +23,8 @@ use typed_verbs::{
 };
 
 const PROGRAM: Program = Program {
-    name: "srq_pingpong",
-    default_size: 4096,
-    mtu: true,
     num_qp: true,
+    ..Program::connected("srq_pingpong")
 };
 
 fn main() -> ExitCode {

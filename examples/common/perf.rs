@@ -90,6 +90,18 @@ pub struct Tool {
     pub test: Test,
 }
 
+impl Tool {
+    /// The program `name`, whose result table is titled `title`, measuring `verb` by `test`.
+    pub const fn new(name: &'static str, title: &'static str, verb: Verb, test: Test) -> Tool {
+        Tool {
+            name,
+            title,
+            verb,
+            test,
+        }
+    }
+}
+
 /// The parsed command line, with perftest's defaults and `force_dependecies` applied.
 #[derive(Clone, Debug)]
 pub struct Opts {

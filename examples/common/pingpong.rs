@@ -61,6 +61,19 @@ pub struct Program {
     pub num_qp: bool,
 }
 
+impl Program {
+    /// A program over connected QPs, `rc_pingpong` or `uc_pingpong`: 4096 bytes by default, `-m`
+    /// but not `-q`.
+    pub const fn connected(name: &'static str) -> Program {
+        Program {
+            name,
+            default_size: 4096,
+            mtu: true,
+            num_qp: false,
+        }
+    }
+}
+
 /// The parsed command line.
 #[derive(Clone, Debug)]
 pub struct Opts {
