@@ -34,10 +34,8 @@
 #[path = "common/cmex.rs"]
 mod cmex;
 
-use cmex::{
-    cm_event_of, create_id, exit_code, getaddrinfo, getopt, lookup, next_request, open, Out, Side,
-};
-use std::net::{Ipv4Addr, SocketAddr};
+use cmex::{cm_event_of, create_id, getaddrinfo, getopt, lookup, next_request, open, Out};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -155,44 +153,14 @@ fn parse() -> Opts {
 
 fn main() -> ExitCode {
     let o = parse();
-    if o.self_test {
-        let o = Opts {
-            src: Some(
-                o.src
-                    .clone()
-                    .unwrap_or_else(|| Ipv4Addr::LOCALHOST.to_string()),
-            ),
-            ..o
-        };
-        return cmex::self_test(
-            |side, out| {
-                let ret = match side {
-                    Side::Server(ready) => run_server(&o, out, ready),
-                    Side::Client => {
-                        let o = Opts {
-                            dst: Some(o.dst.clone().unwrap_or_else(|| o.src.clone().unwrap())),
-                            src: None,
-                            ..o.clone()
-                        };
-                        run_client(&o, out)
-                    }
-                };
-                out.say("test complete");
-                out.say(format!("return status {ret}"));
-                ret
-            },
-            false,
-        );
-    }
-    let out = Out::plain(false);
-    let ret = if o.dst.is_some() {
-        run_client(&o, &out)
-    } else {
-        run_server(&o, &out, None)
-    };
-    out.say("test complete");
-    out.say(format!("return status {ret}"));
-    exit_code(ret)
+    let both = o.self_test;
+    cmex::cmatose_main(
+        o,
+        both,
+        |o| (&mut o.src, &mut o.dst),
+        run_server,
+        run_client,
+    )
 }
 
 /// `get_rdma_addr`: the address and port as `rdma_getaddrinfo` resolves them.

@@ -258,6 +258,51 @@ where
     ExitCode::SUCCESS
 }
 
+/// `main` of `ucmatose` and `udaddy` with the parsed options `o`: the client when `-s` (the second
+/// of `addrs`) names a server, else the server; either ends with `test complete` and its return
+/// status. `both` (`--self`) runs the two on two threads, the server bound to `-b` (the first of
+/// `addrs`; 127.0.0.1 by default) and the client connecting to it (or to `-s`) from any address.
+pub fn cmatose_main<O: Clone + Sync>(
+    mut o: O,
+    both: bool,
+    addrs: fn(&mut O) -> (&mut Option<String>, &mut Option<String>),
+    run_server: fn(&O, &Out, Option<mpsc::Sender<SocketAddr>>) -> i32,
+    run_client: fn(&O, &Out) -> i32,
+) -> ExitCode {
+    let finish = |out: &Out, ret: i32| {
+        out.say("test complete");
+        out.say(format!("return status {ret}"));
+        ret
+    };
+    if !both {
+        let out = Out::plain(false);
+        let ret = if addrs(&mut o).1.is_some() {
+            run_client(&o, &out)
+        } else {
+            run_server(&o, &out, None)
+        };
+        return exit_code(finish(&out, ret));
+    }
+    let bound = addrs(&mut o)
+        .0
+        .get_or_insert_with(|| Ipv4Addr::LOCALHOST.to_string())
+        .clone();
+    let mut client = o.clone();
+    let (src, dst) = addrs(&mut client);
+    *src = None;
+    dst.get_or_insert(bound);
+    self_test(
+        |side, out| {
+            let ret = match side {
+                Side::Server(ready) => run_server(&o, out, ready),
+                Side::Client => run_client(&client, out),
+            };
+            finish(out, ret)
+        },
+        false,
+    )
+}
+
 /// A C exit status as the process's (`return ret` from `main`: the low byte).
 pub fn exit_code(ret: i32) -> ExitCode {
     match ret as u8 {
