@@ -965,7 +965,6 @@ pub fn run_bw(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String
             }
             c.link.sync()?;
         }
-        out.say(RESULT_LINE);
         Ok(())
     })
 }
@@ -1160,7 +1159,6 @@ pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), Strin
             out.say(lat_row(size, o.iters, &posted, per_ns));
             c.link.sync()?;
         }
-        out.say(RESULT_LINE);
         Ok(())
     })
 }
@@ -1259,11 +1257,17 @@ fn write_lat(
 // main.
 
 /// The program's `main`: parses the command line and runs `run` as server or client, or both
-/// on two threads under `--self`.
-pub fn main<F>(tool: &Tool, run: F) -> ExitCode
+/// on two threads under `--self`. A side whose test succeeded closes its table with
+/// `RESULT_LINE`, as perftest's programs do at their end.
+pub fn main<F>(tool: &Tool, test: F) -> ExitCode
 where
     F: Fn(&Tool, &Opts, Role, &Out) -> Result<(), String> + Sync,
 {
+    let run = |tool: &Tool, o: &Opts, role: Role, out: &Out| {
+        test(tool, o, role, out)?;
+        out.say(RESULT_LINE);
+        Ok(())
+    };
     let o = match parse_args(tool, std::env::args()) {
         Ok(o) => o,
         Err(code) => return code,
