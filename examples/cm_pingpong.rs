@@ -15,9 +15,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{CmId, ConnParam, Connection, EventChannel, Tcp};
-use typed_verbs::{Access, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, SendWr, WorkCompletion};
+use typed_verbs::qp_state::Init;
+use typed_verbs::{
+    Access, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, Rc, SendWr, Shared, WorkCompletion,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A QP in INIT, before its connection.
+type InitQp = Qp<'static, Rc, OwnRq, Shared, (), Init>;
 
 struct Opts {
     port: u16,
@@ -122,6 +128,20 @@ impl Side {
             .max_recv_wr(1)
             .build()
             .map_err(|e| format!("Couldn't create QP: {e}"))
+    }
+
+    /// A QP brought to INIT by `init` (the request's or the CM id's `init_qp`), with the receive
+    /// of the peer's first message posted, so that it is ready before the connection is.
+    fn init_qp(
+        &self,
+        o: &Opts,
+        init: impl FnOnce(Qp<'static, Rc>) -> typed_verbs::Result<InitQp>,
+    ) -> Result<InitQp, String> {
+        let qp = init(self.qp()?).map_err(|e| format!("Couldn't modify QP to INIT: {e}"))?;
+        let sge = [self.mr.sge(0..o.size).ok_or("size beyond the buffer")?];
+        qp.post_recv(1, &sge)
+            .map_err(|e| format!("Couldn't post receive: {e}"))?;
+        Ok(qp)
     }
 
     /// Waits for one successful completion on `cq` and returns its `wr_id`.
@@ -231,12 +251,7 @@ fn server(
     let req = listener
         .get_request(TIMEOUT)
         .map_err(|e| format!("No connect request: {e}"))?;
-    let qp = req
-        .init_qp(side.qp()?)
-        .map_err(|e| format!("Couldn't modify QP to INIT: {e}"))?;
-    let sge = [side.mr.sge(0..o.size).ok_or("size beyond the buffer")?];
-    qp.post_recv(1, &sge)
-        .map_err(|e| format!("Couldn't post receive: {e}"))?;
+    let qp = side.init_qp(o, |qp| req.init_qp(qp))?;
     let conn = req
         .accept(qp, &ConnParam::default(), TIMEOUT)
         .map_err(|e| format!("Couldn't accept: {e}"))?;
@@ -251,12 +266,7 @@ fn client(ctx: &Arc<Context>, ch: &EventChannel, host: IpAddr, o: &Opts) -> Resu
         .and_then(|id| id.resolve_addr(None, dst, Duration::from_secs(2)))
         .and_then(|id| id.resolve_route(Duration::from_secs(2)))
         .map_err(|e| format!("Couldn't resolve {dst}: {e}"))?;
-    let qp = id
-        .init_qp(side.qp()?)
-        .map_err(|e| format!("Couldn't modify QP to INIT: {e}"))?;
-    let sge = [side.mr.sge(0..o.size).ok_or("size beyond the buffer")?];
-    qp.post_recv(1, &sge)
-        .map_err(|e| format!("Couldn't post receive: {e}"))?;
+    let qp = side.init_qp(o, |qp| id.init_qp(qp))?;
     let conn = id
         .connect(qp, &ConnParam::default(), TIMEOUT)
         .map_err(|e| format!("Couldn't connect to {dst}: {e}"))?;

@@ -16,12 +16,7 @@ use pingpong::Program;
 use std::process::ExitCode;
 use typed_verbs::Rc;
 
-const PROGRAM: Program = Program {
-    name: "rc_pingpong",
-    default_size: 4096,
-    mtu: true,
-    num_qp: false,
-};
+const PROGRAM: Program = Program::connected("rc_pingpong");
 
 fn main() -> ExitCode {
     pingpong::main(&PROGRAM, pingpong::run_connected::<Rc>)

@@ -33,11 +33,11 @@
 #[path = "common/cmex.rs"]
 mod cmex;
 
-use cmex::{cm_event_of, exit_code, getopt, lookup, next_request, Out, Side};
+use cmex::{cm_event_of, create_id, exit_code, getopt, lookup, next_request, open, Out, Side};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
-use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, EventChannel, Tcp};
+use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, Tcp};
 use typed_verbs::{
     access, access::Rights, Access, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr,
     WcOpcode, WcStatus, WorkCompletion,
@@ -228,19 +228,6 @@ fn main() -> ExitCode {
     } else {
         run_client(&o, &out)
     })
-}
-
-/// The device and its CM event channel (`create_event_channel`).
-fn open(out: &Out) -> Result<(Context, EventChannel), i32> {
-    let ctx = Context::open_from_env().map_err(|e| {
-        out.warn(format!("no RDMA device: {e}"));
-        -1
-    })?;
-    let ch = EventChannel::new(&ctx).map_err(|e| {
-        out.warn(format!("rdma_create_event_channel: {e}"));
-        -1
-    })?;
-    Ok((ctx, ch))
 }
 
 /// The buffers of one side (`rping_setup_buffers`): the receive and send buffers of the
@@ -848,12 +835,9 @@ fn run_client(o: &Opts, out: &Out) -> i32 {
         Ok(x) => x,
         Err(r) => return r,
     };
-    let id = match CmId::<Tcp>::new(&ch) {
+    let id = match create_id::<Tcp>(&ch, "rdma_create_id", out) {
         Ok(id) => id,
-        Err(e) => {
-            out.warn(format!("rdma_create_id: {e}"));
-            return -1;
-        }
+        Err(r) => return r,
     };
     out.debug("created cm_id");
     // rping_bind_client: both resolutions, 2000 ms each. An error event makes rping's CM thread

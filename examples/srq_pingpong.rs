@@ -23,10 +23,8 @@ use typed_verbs::{
 };
 
 const PROGRAM: Program = Program {
-    name: "srq_pingpong",
-    default_size: 4096,
-    mtu: true,
     num_qp: true,
+    ..Program::connected("srq_pingpong")
 };
 
 fn main() -> ExitCode {
@@ -42,7 +40,7 @@ struct SrqSide<'a> {
 
 impl Side for SrqSide<'_> {
     fn post_recv(&self, n: u32) -> u32 {
-        post_srq_recvs(self.srq, self.sge, n)
+        pingpong::post_recvs(n, || self.srq.post_recv(RECV_WRID, &[self.sge]).is_ok())
     }
 
     fn post_send(&self, i: usize) -> typed_verbs::Result<()> {
@@ -56,13 +54,6 @@ impl Side for SrqSide<'_> {
     fn qp_index(&self, qp_num: u32) -> Option<usize> {
         self.qps.iter().position(|qp| qp.qp_num() == qp_num)
     }
-}
-
-/// `pp_post_recv`: up to `n` receives on the SRQ; how many were posted.
-fn post_srq_recvs(srq: &Srq<'_>, sge: Sge, n: u32) -> u32 {
-    (0..n)
-        .take_while(|_| srq.post_recv(RECV_WRID, &[sge]).is_ok())
-        .count() as u32
 }
 
 fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
@@ -101,10 +92,7 @@ fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
                 .map_err(|e| format!("Failed to modify QP[{i}] to INIT: {e}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let posted = post_srq_recvs(&srq, sge, o.rx_depth);
-    if posted < o.rx_depth {
-        return Err(format!("Couldn't post receive ({posted})"));
-    }
+    let posted = pingpong::post_first_recvs(o, || srq.post_recv(RECV_WRID, &[sge]).is_ok())?;
     pingpong::arm(&cq, o)?;
 
     let local = pingpong::local(&ctx, o, out)?;

@@ -19,12 +19,7 @@ mod perf;
 use perf::{Test, Tool, Verb};
 use std::process::ExitCode;
 
-const TOOL: Tool = Tool {
-    name: "tv_send_bw",
-    title: "Send BW Test",
-    verb: Verb::Send,
-    test: Test::Bw,
-};
+const TOOL: Tool = Tool::new("tv_send_bw", "Send BW Test", Verb::Send, Test::Bw);
 
 fn main() -> ExitCode {
     perf::main(&TOOL, perf::run_bw)

@@ -19,12 +19,7 @@ mod perf;
 use perf::{Test, Tool, Verb};
 use std::process::ExitCode;
 
-const TOOL: Tool = Tool {
-    name: "tv_send_lat",
-    title: "Send Latency Test",
-    verb: Verb::Send,
-    test: Test::Lat,
-};
+const TOOL: Tool = Tool::new("tv_send_lat", "Send Latency Test", Verb::Send, Test::Lat);
 
 fn main() -> ExitCode {
     perf::main(&TOOL, perf::run_lat)

@@ -19,12 +19,7 @@ mod perf;
 use perf::{Test, Tool, Verb};
 use std::process::ExitCode;
 
-const TOOL: Tool = Tool {
-    name: "tv_write_bw",
-    title: "RDMA_Write BW Test",
-    verb: Verb::Write,
-    test: Test::Bw,
-};
+const TOOL: Tool = Tool::new("tv_write_bw", "RDMA_Write BW Test", Verb::Write, Test::Bw);
 
 fn main() -> ExitCode {
     perf::main(&TOOL, perf::run_bw)

@@ -19,12 +19,12 @@ mod perf;
 use perf::{Test, Tool, Verb};
 use std::process::ExitCode;
 
-const TOOL: Tool = Tool {
-    name: "tv_write_lat",
-    title: "RDMA_Write Latency Test",
-    verb: Verb::Write,
-    test: Test::Lat,
-};
+const TOOL: Tool = Tool::new(
+    "tv_write_lat",
+    "RDMA_Write Latency Test",
+    Verb::Write,
+    Test::Lat,
+);
 
 fn main() -> ExitCode {
     perf::main(&TOOL, perf::run_lat)

@@ -16,12 +16,7 @@ use pingpong::Program;
 use std::process::ExitCode;
 use typed_verbs::Uc;
 
-const PROGRAM: Program = Program {
-    name: "uc_pingpong",
-    default_size: 4096,
-    mtu: true,
-    num_qp: false,
-};
+const PROGRAM: Program = Program::connected("uc_pingpong");
 
 fn main() -> ExitCode {
     pingpong::main(&PROGRAM, pingpong::run_connected::<Uc>)

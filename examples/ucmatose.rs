@@ -34,8 +34,8 @@
 #[path = "common/cmex.rs"]
 mod cmex;
 
-use cmex::{cm_event_of, exit_code, getopt, lookup, next_request, Out, Side};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use cmex::{cm_event_of, create_id, getaddrinfo, getopt, lookup, next_request, open, Out};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -153,44 +153,14 @@ fn parse() -> Opts {
 
 fn main() -> ExitCode {
     let o = parse();
-    if o.self_test {
-        let o = Opts {
-            src: Some(
-                o.src
-                    .clone()
-                    .unwrap_or_else(|| Ipv4Addr::LOCALHOST.to_string()),
-            ),
-            ..o
-        };
-        return cmex::self_test(
-            |side, out| {
-                let ret = match side {
-                    Side::Server(ready) => run_server(&o, out, ready),
-                    Side::Client => {
-                        let o = Opts {
-                            dst: Some(o.dst.clone().unwrap_or_else(|| o.src.clone().unwrap())),
-                            src: None,
-                            ..o.clone()
-                        };
-                        run_client(&o, out)
-                    }
-                };
-                out.say("test complete");
-                out.say(format!("return status {ret}"));
-                ret
-            },
-            false,
-        );
-    }
-    let out = Out::plain(false);
-    let ret = if o.dst.is_some() {
-        run_client(&o, &out)
-    } else {
-        run_server(&o, &out, None)
-    };
-    out.say("test complete");
-    out.say(format!("return status {ret}"));
-    exit_code(ret)
+    let both = o.self_test;
+    cmex::cmatose_main(
+        o,
+        both,
+        |o| (&mut o.src, &mut o.dst),
+        run_server,
+        run_client,
+    )
 }
 
 /// `get_rdma_addr`: the address and port as `rdma_getaddrinfo` resolves them.
@@ -199,14 +169,7 @@ fn rdma_addr(host: Option<&str>, port: &str, out: &Out) -> Result<SocketAddr, i3
         out.say("rdma_getaddrinfo error: Servname not supported for ai_socktype");
         -8 // EAI_SERVICE
     })?;
-    let ip = match host {
-        None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        Some(h) => lookup(h).map_err(|e| {
-            out.say(format!("rdma_getaddrinfo error: {e}"));
-            -2 // EAI_NONAME
-        })?,
-    };
-    Ok(SocketAddr::new(ip, port))
+    getaddrinfo(host, port, out)
 }
 
 /// One connection (`struct cmatest_node`): its CQs and message buffer (the PD lives as long
@@ -379,16 +342,14 @@ fn disconnected(
     -1
 }
 
-fn open(out: &Out) -> Result<(Arc<Context>, EventChannel), i32> {
-    let ctx = Context::open_from_env().map(Arc::new).map_err(|e| {
-        out.warn(format!("no RDMA device: {e}"));
-        -1
-    })?;
-    let ch = EventChannel::new(&ctx).map_err(|e| {
-        out.warn(format!("rdma_create_event_channel: {e}"));
-        -1
-    })?;
-    Ok((ctx, ch))
+/// The device, its CM event channel, and the address of `host` at `port`.
+fn open_at(
+    host: Option<&str>,
+    port: &str,
+    out: &Out,
+) -> Result<(Arc<Context>, EventChannel, SocketAddr), i32> {
+    let (ctx, ch) = open(out)?;
+    Ok((Arc::new(ctx), ch, rdma_addr(host, port, out)?))
 }
 
 /// `connect_handler` and the events up to ESTABLISHED, for one request: the node, receives
@@ -455,20 +416,13 @@ fn connect_error(e: &typed_verbs::Error, what: &str, out: &Out) -> i32 {
 /// `run_server`.
 fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketAddr>>) -> i32 {
     out.say("cmatose: starting server");
-    let (ctx, ch) = match open(out) {
+    let (ctx, ch, addr) = match open_at(o.src.as_deref(), &o.port, out) {
         Ok(x) => x,
         Err(r) => return r,
     };
-    let addr = match rdma_addr(o.src.as_deref(), &o.port, out) {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
-    let listener = match CmId::<Tcp>::new(&ch) {
+    let listener = match create_id::<Tcp>(&ch, "cmatose: listen request failed", out) {
         Ok(id) => id,
-        Err(e) => {
-            out.warn(format!("cmatose: listen request failed: {e}"));
-            return -1;
-        }
+        Err(r) => return r,
     };
     let listener = match listener.bind(addr) {
         Ok(id) => id,
@@ -558,12 +512,8 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
 /// `run_client`.
 fn run_client(o: &Opts, out: &Out) -> i32 {
     out.say("cmatose: starting client");
-    let (ctx, ch) = match open(out) {
+    let (ctx, ch, dst) = match open_at(o.dst.as_deref(), &o.port, out) {
         Ok(x) => x,
-        Err(r) => return r,
-    };
-    let dst = match rdma_addr(o.dst.as_deref(), &o.port, out) {
-        Ok(a) => a,
         Err(r) => return r,
     };
     let src = match &o.src {
@@ -582,12 +532,9 @@ fn run_client(o: &Opts, out: &Out) -> i32 {
     let mut nodes: Vec<(Node, Connection<'static, Tcp>)> = Vec::new();
     let mut ret = 0;
     for _ in 0..o.connections {
-        let id = match CmId::<Tcp>::new(&ch) {
+        let id = match create_id::<Tcp>(&ch, "rdma_create_id", out) {
             Ok(id) => id,
-            Err(e) => {
-                out.warn(format!("rdma_create_id: {e}"));
-                return -1;
-            }
+            Err(r) => return r,
         };
         let id = match id.resolve_addr(src, dst, RESOLVE_TIMEOUT) {
             Ok(id) => id,

@@ -52,9 +52,7 @@ struct UdSide<'a> {
 
 impl Side for UdSide<'_> {
     fn post_recv(&self, n: u32) -> u32 {
-        (0..n)
-            .take_while(|_| self.qp.post_recv(RECV_WRID, &[self.recv]).is_ok())
-            .count() as u32
+        pingpong::post_recvs(n, || self.qp.post_recv(RECV_WRID, &[self.recv]).is_ok())
     }
 
     fn post_send(&self, _: usize) -> typed_verbs::Result<()> {
@@ -83,11 +81,7 @@ fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
     let send = mr.sge(GRH_LEN..size + GRH_LEN).expect("past the GRH");
     let channel = pingpong::channel(&ctx, o)?;
     let cq = pingpong::create_cq(&ctx, o.rx_depth + 1, channel.as_ref())?;
-    let qp = Qp::<Ud>::builder(&pd, &cq, &cq)
-        .max_send_wr(1)
-        .max_recv_wr(o.rx_depth)
-        .max_send_sge(1)
-        .max_recv_sge(1)
+    let qp = pingpong::pp_caps(Qp::<Ud>::builder(&pd, &cq, &cq), o)
         .build()
         .map_err(because("Couldn't create QP"))?
         .to_init(UdInit {
@@ -96,12 +90,7 @@ fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
             qkey: QKEY,
         })
         .map_err(because("Failed to modify QP to INIT"))?;
-    let posted = (0..o.rx_depth)
-        .take_while(|_| qp.post_recv(RECV_WRID, &[recv]).is_ok())
-        .count() as u32;
-    if posted < o.rx_depth {
-        return Err(format!("Couldn't post receive ({posted})"));
-    }
+    let posted = pingpong::post_first_recvs(o, || qp.post_recv(RECV_WRID, &[recv]).is_ok())?;
     pingpong::arm(&cq, o)?;
 
     let local = pingpong::local(&ctx, o, out)?;

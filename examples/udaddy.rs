@@ -35,12 +35,12 @@
 #[path = "common/cmex.rs"]
 mod cmex;
 
-use cmex::{cm_event_of, exit_code, getopt, lookup, next_request, Out, Side};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use cmex::{cm_event_of, create_id, getaddrinfo, getopt, lookup, next_request, open, Out};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use typed_verbs::cm::{CmId, ConnParam, ConnectRequest, Connection, EventChannel, Udp};
+use typed_verbs::cm::{ConnParam, ConnectRequest, Connection, EventChannel, Udp};
 use typed_verbs::{
     Access, AddressHandle, AddressVector, Context, Cq, ErrorKind, Gid, GlobalRoute, Mr, PageBuf,
     Pd, Qp, SendWr, Ud, UdDest, WorkCompletion,
@@ -152,67 +152,24 @@ fn parse() -> Opts {
 
 fn main() -> ExitCode {
     let o = parse();
-    if o.self_test {
-        let o = Opts {
-            src: Some(
-                o.src
-                    .clone()
-                    .unwrap_or_else(|| Ipv4Addr::LOCALHOST.to_string()),
-            ),
-            ..o
-        };
-        return cmex::self_test(
-            |side, out| {
-                let ret = match side {
-                    Side::Server(ready) => run_server(&o, out, ready),
-                    Side::Client => {
-                        let o = Opts {
-                            dst: Some(o.dst.clone().unwrap_or_else(|| o.src.clone().unwrap())),
-                            src: None,
-                            ..o.clone()
-                        };
-                        run_client(&o, out)
-                    }
-                };
-                out.say("test complete");
-                out.say(format!("return status {ret}"));
-                ret
-            },
-            false,
-        );
-    }
-    let out = Out::plain(false);
-    let ret = if o.dst.is_some() {
-        run_client(&o, &out)
-    } else {
-        run_server(&o, &out, None)
-    };
-    out.say("test complete");
-    out.say(format!("return status {ret}"));
-    exit_code(ret)
+    let both = o.self_test;
+    cmex::cmatose_main(
+        o,
+        both,
+        |o| (&mut o.src, &mut o.dst),
+        run_server,
+        run_client,
+    )
 }
 
-fn open(out: &Out) -> Result<(Arc<Context>, EventChannel), i32> {
-    let ctx = Context::open_from_env().map(Arc::new).map_err(|e| {
-        out.warn(format!("no RDMA device: {e}"));
-        -1
-    })?;
-    let ch = EventChannel::new(&ctx).map_err(|e| {
-        out.warn(format!("rdma_create_event_channel: {e}"));
-        -1
-    })?;
-    Ok((ctx, ch))
-}
-
-fn addr_of(host: Option<&str>, port: u16, out: &Out) -> Result<SocketAddr, i32> {
-    let ip = match host {
-        None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        Some(h) => lookup(h).map_err(|e| {
-            out.say(format!("rdma_getaddrinfo error: {e}"));
-            -2 // EAI_NONAME
-        })?,
-    };
-    Ok(SocketAddr::new(ip, port))
+/// The device, its CM event channel, and the address of `host` at `port`.
+fn open_at(
+    host: Option<&str>,
+    port: u16,
+    out: &Out,
+) -> Result<(Arc<Context>, EventChannel, SocketAddr), i32> {
+    let (ctx, ch) = open(out)?;
+    Ok((Arc::new(ctx), ch, getaddrinfo(host, port, out)?))
 }
 
 /// One "connection" (`struct cmatest_node`) but its QP: the PD, the CQ, the buffer, and where
@@ -526,20 +483,13 @@ fn accept(
 /// `run_server`.
 fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketAddr>>) -> i32 {
     out.say("udaddy: starting server");
-    let (ctx, ch) = match open(out) {
+    let (ctx, ch, addr) = match open_at(o.src.as_deref(), PORT, out) {
         Ok(x) => x,
         Err(r) => return r,
     };
-    let addr = match addr_of(o.src.as_deref(), PORT, out) {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
-    let listener = match CmId::<Udp>::new(&ch) {
+    let listener = match create_id::<Udp>(&ch, "udaddy: listen request failed", out) {
         Ok(id) => id,
-        Err(e) => {
-            out.warn(format!("udaddy: listen request failed: {e}"));
-            return -1;
-        }
+        Err(r) => return r,
     };
     let listener = match listener.bind(addr) {
         Ok(id) => id,
@@ -596,12 +546,8 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
 /// `run_client`.
 fn run_client(o: &Opts, out: &Out) -> i32 {
     out.say("udaddy: starting client");
-    let (ctx, ch) = match open(out) {
+    let (ctx, ch, dst) = match open_at(o.dst.as_deref(), PORT, out) {
         Ok(x) => x,
-        Err(r) => return r,
-    };
-    let dst = match addr_of(o.dst.as_deref(), PORT, out) {
-        Ok(a) => a,
         Err(r) => return r,
     };
     let src = match &o.src {
@@ -617,12 +563,9 @@ fn run_client(o: &Opts, out: &Out) -> i32 {
     out.say("udaddy: connecting");
     let mut nodes: Vec<(Node, Connection<'static, Udp>)> = Vec::new();
     for _ in 0..o.connections {
-        let id = match CmId::<Udp>::new(&ch) {
+        let id = match create_id::<Udp>(&ch, "rdma_create_id", out) {
             Ok(id) => id,
-            Err(e) => {
-                out.warn(format!("rdma_create_id: {e}"));
-                return -1;
-            }
+            Err(r) => return r,
         };
         let id = match id.resolve_addr(src, dst, RESOLVE_TIMEOUT) {
             Ok(id) => id,

@@ -64,17 +64,7 @@ source scripts/setup.sh
 
 if ! command -v valgrind >/dev/null 2>&1 || ! command -v callgrind_annotate >/dev/null 2>&1; then
     echo "bench: installing valgrind"
-    if [ "$(id -u)" -eq 0 ]; then
-        SUDO=()
-    elif command -v sudo >/dev/null 2>&1; then
-        SUDO=(sudo)
-    else
-        echo "bench: not root and sudo is not available; install valgrind as root:" >&2
-        echo "    apt-get install valgrind" >&2
-        exit 1
-    fi
-    "${SUDO[@]}" apt-get update -qq
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind
+    apt_install bench valgrind valgrind
 fi
 
 N=4096 # typed_verbs_bench::N

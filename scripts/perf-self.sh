@@ -15,15 +15,14 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=setup.sh
 source scripts/setup.sh
+# shellcheck source=lib/runs.sh
+source scripts/lib/runs.sh
 
 tools=(tv_send_bw tv_write_bw tv_send_lat tv_write_lat)
-echo "perf-self: building ${tools[*]} (release)"
-cargo build --release --quiet "${tools[@]/#/--example=}"
+build_release perf-self "${tools[@]}"
 
 logs=target/perf-self
 mkdir -p "$logs"
-pass=0
-fail=0
 port=18700
 for t in "${tools[@]}"; do
     case $t in *_bw) kind=bw ;; *) kind=lat ;; esac
@@ -31,19 +30,14 @@ for t in "${tools[@]}"; do
         log=$logs/$t.$size.log
         port=$((port + 1))
         echo "perf-self: $t --self -d sw0 -F -s $size -n 200 -p $port${*:+ $*}"
-        rc=0
-        timeout "${PERF_SELF_TIMEOUT:-120}" "target/release/examples/$t" --self -d sw0 -F \
-            -s "$size" -n 200 -p "$port" "$@" >"$log" 2>&1 || rc=$?
+        run_logged "$log" "${PERF_SELF_TIMEOUT:-120}" "target/release/examples/$t" --self -d sw0 -F \
+            -s "$size" -n 200 -p "$port" "$@"
         if [ "$rc" = 0 ] && v=$(sh scripts/guest/perf-compare.sh parse "$kind" "$size" "$log"); then
             grep -E "^ $size " "$log" | sed 's/^/  /'
-            echo "PASS $t $size ($kind figure $v)"
-            pass=$((pass + 1))
+            passed "$t $size ($kind figure $v)"
         else
-            sed 's/^/  /' "$log"
-            if [ "$rc" = 124 ]; then echo "FAIL $t $size (timed out)"; else echo "FAIL $t $size (exit $rc, or no row parsed)"; fi
-            fail=$((fail + 1))
+            failed "$log" "$t $size" "exit $rc, or no row parsed"
         fi
     done
 done
-echo "perf-self: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+summary perf-self

@@ -16,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=setup.sh
 source scripts/setup.sh
+# shellcheck source=lib/runs.sh
+source scripts/lib/runs.sh
 
 programs=()
 while [ $# -gt 0 ]; do
@@ -29,27 +31,19 @@ while [ $# -gt 0 ]; do
 done
 [ "${#programs[@]}" -gt 0 ] || programs=(rc_pingpong uc_pingpong ud_pingpong srq_pingpong)
 
-echo "pingpong: building ${programs[*]} (release)"
-cargo build --release --quiet "${programs[@]/#/--example=}"
+build_release pingpong "${programs[@]}"
 
 logs=target/pingpong
 mkdir -p "$logs"
-pass=0
-fail=0
 for p in "${programs[@]}"; do
     log=$logs/$p.log
     echo "pingpong: $p --self -d sw0${*:+ $*}"
-    rc=0
-    timeout "${PINGPONG_TIMEOUT:-120}" "target/release/examples/$p" --self -d sw0 "$@" >"$log" 2>&1 || rc=$?
+    run_logged "$log" "${PINGPONG_TIMEOUT:-120}" "target/release/examples/$p" --self -d sw0 "$@"
     if [ "$rc" = 0 ]; then
         grep -E ' bytes in | iters in ' "$log" | sed 's/^/  /'
-        echo "PASS $p"
-        pass=$((pass + 1))
+        passed "$p"
     else
-        sed 's/^/  /' "$log"
-        if [ "$rc" = 124 ]; then echo "FAIL $p (timed out)"; else echo "FAIL $p (exit $rc)"; fi
-        fail=$((fail + 1))
+        failed "$log" "$p" "exit $rc"
     fi
 done
-echo "pingpong: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+summary pingpong

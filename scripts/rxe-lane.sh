@@ -42,6 +42,8 @@ source scripts/setup.sh
 
 # shellcheck source=vm-lib.sh
 source scripts/vm-lib.sh
+# shellcheck source=lib/vm.sh
+source scripts/lib/vm.sh
 VM_NAME=rxe-lane
 
 lane_start=$(date +%s)
@@ -88,41 +90,21 @@ done
 PINGPONGS=(rc_pingpong uc_pingpong ud_pingpong srq_pingpong)
 [ -z "$only" ] || PINGPONGS=()
 examples=()
-[ "${#PINGPONGS[@]}" = 0 ] || echo "rxe-lane: building the pingpong examples"
-if [ "${#PINGPONGS[@]}" -gt 0 ] && ! cargo build "${PINGPONGS[@]/#/--example=}" --message-format=json-render-diagnostics \
-    >"$WORK/build-examples.json" 2>"$WORK/build-examples.log"; then
-    tail -n 30 "$WORK/build-examples.log" >&2
-    echo "rxe-lane: building the pingpong examples failed" >&2
-    exit 1
+if [ "${#PINGPONGS[@]}" -gt 0 ]; then
+    echo "rxe-lane: building the pingpong examples"
+    vm_build examples "pingpong examples" build-examples "${PINGPONGS[@]/#/--example=}"
 fi
-[ "${#PINGPONGS[@]}" = 0 ] ||
-    mapfile -t examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-examples.json")
-[ "${#examples[@]}" = "${#PINGPONGS[@]}" ] || { echo "rxe-lane: pingpong examples not found" >&2; exit 1; }
 # The perftest-style tools, measured against perftest in the VM (scripts/guest/perf-compare.sh):
 # a release build, as perftest's is.
 PERF_TOOLS=(tv_send_bw tv_write_bw tv_send_lat tv_write_lat)
 echo "rxe-lane: building the perftest-style tools (release)"
-if ! cargo build --release "${PERF_TOOLS[@]/#/--example=}" --message-format=json-render-diagnostics \
-    >"$WORK/build-perf.json" 2>"$WORK/build-perf.log"; then
-    tail -n 30 "$WORK/build-perf.log" >&2
-    echo "rxe-lane: building the perftest-style tools failed" >&2
-    exit 1
-fi
-mapfile -t perf_tools < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-perf.json")
-[ "${#perf_tools[@]}" = "${#PERF_TOOLS[@]}" ] || { echo "rxe-lane: perftest-style tools not found" >&2; exit 1; }
+vm_build perf_tools "perftest-style tools" build-perf --release "${PERF_TOOLS[@]/#/--example=}"
 examples+=("${perf_tools[@]}")
 
 # --- The rdma_cm examples (rping, ucmatose, udaddy), run against rdmacm-utils' programs in the VM. ---
 CM_EXAMPLES=(rping ucmatose udaddy cm_pingpong)
 echo "rxe-lane: building the rdma_cm examples"
-if ! cargo build "${CM_EXAMPLES[@]/#/--example=}" --message-format=json-render-diagnostics \
-    >"$WORK/build-cm-examples.json" 2>"$WORK/build-cm-examples.log"; then
-    tail -n 30 "$WORK/build-cm-examples.log" >&2
-    echo "rxe-lane: building the rdma_cm examples failed" >&2
-    exit 1
-fi
-mapfile -t cm_examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-cm-examples.json")
-[ "${#cm_examples[@]}" = "${#CM_EXAMPLES[@]}" ] || { echo "rxe-lane: rdma_cm examples not found" >&2; exit 1; }
+vm_build cm_examples "rdma_cm examples" build-cm-examples "${CM_EXAMPLES[@]/#/--example=}"
 # Stripped copies (a debug build is 12 MB; the initramfs must unpack in the VM's memory).
 mkdir -p "$WORK/cm-examples"
 for ex in "${cm_examples[@]}"; do
@@ -368,28 +350,7 @@ if [ "${RXE_LANE_PERF_ONLY:-0}" != 1 ] && [ -z "$only" ]; then
     for ex in rping ucmatose udaddy; do expected+=("interop:$ex:typed-server" "interop:$ex:typed-client"); done
     expected+=(cm_pingpong)
 fi
-pass=0
-fail=0
-while read -r _ verdict what rest; do
-    echo "  $verdict $what${rest:+ $rest}"
-    case $verdict in
-    PASS) pass=$((pass + 1)) ;;
-    FAIL) fail=$((fail + 1)) ;;
-    esac
-done <"$WORK/verdicts"
-missing_steps=0
-for step_name in "${expected[@]}"; do
-    n=$(awk -v s="$step_name" '$3 == s' "$WORK/verdicts" | wc -l)
-    if [ "$n" != 1 ]; then
-        echo "  MISSING $step_name (reported $n times, expected once)"
-        missing_steps=$((missing_steps + 1))
-    fi
-done
-reported=$((pass + fail))
-if [ "$reported" != "${#expected[@]}" ]; then
-    echo "rxe-lane: $reported step verdicts on the console, ${#expected[@]} steps expected" >&2
-    missing_steps=$((missing_steps + 1))
-fi
+vm_tally "$WORK/verdicts" "step verdicts on the console" "steps expected"
 # The perftest comparison's table (perf-compare.sh's PERF lines).
 grep -E '^PERF:|^perf-compare: (OK|FAIL|ib_)' "$console" || true
 # Why the failed steps failed (their last console lines), near the end of the output.

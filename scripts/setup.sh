@@ -26,19 +26,27 @@ for p in "${PACKAGES[@]}"; do
     installed "$p" || missing+=("$p")
 done
 
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "typed-verbs: installing missing system packages: ${missing[*]}"
+# apt_install WHO WHAT PACKAGE...: installs the packages with apt-get, as root or through sudo;
+# without either, says (as WHO) to install WHAT as root, and exits.
+apt_install() {
+    local who=$1 what=$2
+    shift 2
     if [ "$(id -u)" -eq 0 ]; then
         SUDO=()
     elif command -v sudo >/dev/null 2>&1; then
         SUDO=(sudo)
     else
-        echo "typed-verbs: not root and sudo is not available; install them as root:" >&2
-        echo "    apt-get install ${missing[*]}" >&2
+        echo "$who: not root and sudo is not available; install $what as root:" >&2
+        echo "    apt-get install $*" >&2
         exit 1
     fi
     "${SUDO[@]}" apt-get update -qq
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "typed-verbs: installing missing system packages: ${missing[*]}"
+    apt_install typed-verbs them "${missing[@]}"
     for p in "${missing[@]}"; do
         if ! installed "$p"; then
             echo "typed-verbs: package $p is still not installed" >&2

@@ -39,6 +39,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
 # shellcheck source=vm-lib.sh
 source scripts/vm-lib.sh
+# shellcheck source=lib/vm.sh
+source scripts/lib/vm.sh
 VM_NAME=two-host-lane
 
 lane_start=$(date +%s)
@@ -139,23 +141,9 @@ vm_kernel
 
 # 2. The crate's programs (debug builds, like the single-VM lane's).
 echo "$VM_NAME: building the examples${RELEASE_EXAMPLES[*]:+ (and ${RELEASE_EXAMPLES[*]} in release)}${TESTS[*]:+ and tests ${TESTS[*]}}"
-if ! cargo build "${EXAMPLES[@]/#/--example=}" --message-format=json-render-diagnostics \
-    >"$WORK/build-examples.json" 2>"$WORK/build.log"; then
-    tail -n 30 "$WORK/build.log" >&2
-    echo "$VM_NAME: building the examples failed" >&2
-    exit 1
-fi
-mapfile -t examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-examples.json")
-[ "${#examples[@]}" = "${#EXAMPLES[@]}" ] || { echo "$VM_NAME: examples not found" >&2; exit 1; }
+vm_build examples examples build-examples "${EXAMPLES[@]/#/--example=}"
 if [ "${#RELEASE_EXAMPLES[@]}" -gt 0 ]; then
-    if ! cargo build --release "${RELEASE_EXAMPLES[@]/#/--example=}" --message-format=json-render-diagnostics \
-        >"$WORK/build-release.json" 2>"$WORK/build-release.log"; then
-        tail -n 30 "$WORK/build-release.log" >&2
-        echo "$VM_NAME: building the release examples failed" >&2
-        exit 1
-    fi
-    mapfile -t release_examples < <(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$WORK/build-release.json")
-    [ "${#release_examples[@]}" = "${#RELEASE_EXAMPLES[@]}" ] || { echo "$VM_NAME: release examples not found" >&2; exit 1; }
+    vm_build release_examples "release examples" build-release --release "${RELEASE_EXAMPLES[@]/#/--example=}"
     examples+=("${release_examples[@]}")
 fi
 tests=()
@@ -380,28 +368,7 @@ done
 
 # 5. The verdict, from both consoles: every expected verdict exactly once.
 grep -ohE 'LANE: (PASS|FAIL) .*' "$WORK"/console-{a,b}.log >"$WORK/verdicts" || true
-pass=0
-fail=0
-while read -r _ verdict what rest; do
-    echo "  $verdict $what${rest:+ $rest}"
-    case $verdict in
-    PASS) pass=$((pass + 1)) ;;
-    FAIL) fail=$((fail + 1)) ;;
-    esac
-done <"$WORK/verdicts"
-missing_steps=0
-for step_name in "${expected[@]}"; do
-    n=$(awk -v s="$step_name" '$3 == s' "$WORK/verdicts" | wc -l)
-    if [ "$n" != 1 ]; then
-        echo "  MISSING $step_name (reported $n times, expected once)"
-        missing_steps=$((missing_steps + 1))
-    fi
-done
-reported=$((pass + fail))
-if [ "$reported" != "${#expected[@]}" ]; then
-    echo "$VM_NAME: $reported verdicts on the consoles, ${#expected[@]} expected" >&2
-    missing_steps=$((missing_steps + 1))
-fi
+vm_tally "$WORK/verdicts" "verdicts on the consoles" expected
 for n in a b; do
     if ! grep -q "LANE: DONE $n" "$WORK/console-$n.log"; then
         echo "$VM_NAME: VM $n did not finish (qemu exit $([ $n = a ] && echo $rc_a || echo $rc_b)); see $WORK/console-$n.log" >&2

@@ -7,12 +7,12 @@
 #![allow(dead_code)] // each example uses part of this module
 
 use std::fmt::Display;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
-use typed_verbs::cm::{CmId, ConnectRequest, Listening, PortSpace};
-use typed_verbs::{Error, ErrorKind};
+use typed_verbs::cm::{CmId, ConnectRequest, EventChannel, Listening, PortSpace};
+use typed_verbs::{Context, Error, ErrorKind};
 
 /// What [`getopt`] found: each option with its argument, in order, and the operands.
 pub type Parsed = (Vec<(char, Option<String>)>, Vec<String>);
@@ -113,6 +113,41 @@ pub fn lookup(host: &str) -> Result<IpAddr, String> {
         .and_then(|mut a| a.next())
         .map(|a| a.ip())
         .ok_or_else(|| format!("getaddrinfo failed - invalid hostname or IP address: {host}"))
+}
+
+/// The device and its CM event channel (`rdma_create_event_channel`); what failed is said as
+/// rdma-core's programs say it, and the exit status is -1.
+pub fn open(out: &Out) -> Result<(Context, EventChannel), i32> {
+    let ctx = Context::open_from_env().map_err(|e| {
+        out.warn(format!("no RDMA device: {e}"));
+        -1
+    })?;
+    let ch = EventChannel::new(&ctx).map_err(|e| {
+        out.warn(format!("rdma_create_event_channel: {e}"));
+        -1
+    })?;
+    Ok((ctx, ch))
+}
+
+/// `rdma_create_id` on `ch`; a failure is said as `what: error`, with -1 as the exit status.
+pub fn create_id<P: PortSpace>(ch: &EventChannel, what: &str, out: &Out) -> Result<CmId<P>, i32> {
+    CmId::<P>::new(ch).map_err(|e| {
+        out.warn(format!("{what}: {e}"));
+        -1
+    })
+}
+
+/// `rdma_getaddrinfo` of `host` (none: any address) at `port` in `cmatose` and `udaddy`, the
+/// error said as they say it, with `EAI_NONAME` (-2) as the exit status.
+pub fn getaddrinfo(host: Option<&str>, port: u16, out: &Out) -> Result<SocketAddr, i32> {
+    let ip = match host {
+        None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        Some(h) => lookup(h).map_err(|e| {
+            out.say(format!("rdma_getaddrinfo error: {e}"));
+            -2 // EAI_NONAME
+        })?,
+    };
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// Where a side's lines go: stdout (or stderr), with `server: ` or `client: ` in front under
@@ -221,6 +256,51 @@ where
         }
     });
     ExitCode::SUCCESS
+}
+
+/// `main` of `ucmatose` and `udaddy` with the parsed options `o`: the client when `-s` (the second
+/// of `addrs`) names a server, else the server; either ends with `test complete` and its return
+/// status. `both` (`--self`) runs the two on two threads, the server bound to `-b` (the first of
+/// `addrs`; 127.0.0.1 by default) and the client connecting to it (or to `-s`) from any address.
+pub fn cmatose_main<O: Clone + Sync>(
+    mut o: O,
+    both: bool,
+    addrs: fn(&mut O) -> (&mut Option<String>, &mut Option<String>),
+    run_server: fn(&O, &Out, Option<mpsc::Sender<SocketAddr>>) -> i32,
+    run_client: fn(&O, &Out) -> i32,
+) -> ExitCode {
+    let finish = |out: &Out, ret: i32| {
+        out.say("test complete");
+        out.say(format!("return status {ret}"));
+        ret
+    };
+    if !both {
+        let out = Out::plain(false);
+        let ret = if addrs(&mut o).1.is_some() {
+            run_client(&o, &out)
+        } else {
+            run_server(&o, &out, None)
+        };
+        return exit_code(finish(&out, ret));
+    }
+    let bound = addrs(&mut o)
+        .0
+        .get_or_insert_with(|| Ipv4Addr::LOCALHOST.to_string())
+        .clone();
+    let mut client = o.clone();
+    let (src, dst) = addrs(&mut client);
+    *src = None;
+    dst.get_or_insert(bound);
+    self_test(
+        |side, out| {
+            let ret = match side {
+                Side::Server(ready) => run_server(&o, out, ready),
+                Side::Client => run_client(&client, out),
+            };
+            finish(out, ret)
+        },
+        false,
+    )
 }
 
 /// A C exit status as the process's (`return ret` from `main`: the low byte).

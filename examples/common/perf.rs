@@ -90,6 +90,18 @@ pub struct Tool {
     pub test: Test,
 }
 
+impl Tool {
+    /// The program `name`, whose result table is titled `title`, measuring `verb` by `test`.
+    pub const fn new(name: &'static str, title: &'static str, verb: Verb, test: Test) -> Tool {
+        Tool {
+            name,
+            title,
+            verb,
+            test,
+        }
+    }
+}
+
 /// The parsed command line, with perftest's defaults and `force_dependecies` applied.
 #[derive(Clone, Debug)]
 pub struct Opts {
@@ -518,6 +530,8 @@ typed_verbs::completion_record! {
 /// The CQs: extended, single-threaded (each side polls its own on one thread), no optional
 /// field (the loops read the status only).
 pub type PerfCq<'a> = CqEx<'a, NoFields, SingleThreaded>;
+/// The right to poll a [`PerfCq`].
+pub type PerfPoller<'a> = typed_verbs::Poller<'a, NoFields, SingleThreaded>;
 /// The connected QP.
 pub type PerfQp<'a> = Qp<'a, Rc, OwnRq, SingleThreaded, (), Rts>;
 
@@ -636,14 +650,15 @@ pub fn connect(o: &Opts) -> Result<(), String> {
 }
 
 /// Opens the device, registers the buffer, creates the CQs and the QP, exchanges addresses
-/// and brings the QP up; then `body` runs the test on the connection. Everything is dropped
-/// (QP, CQs, buffer, PD, context) when it returns.
+/// and brings the QP up; then `body` runs the test on the connection, with the pollers of the
+/// send CQ and of the receive CQ (the send tools only: the write tools post no receive).
+/// Everything is dropped (QP, CQs, buffer, PD, context) when it returns.
 pub fn with_conn<R>(
     tool: &Tool,
     o: &Opts,
     role: Role,
     out: &Out,
-    body: impl FnOnce(&mut Conn<'_>, &PerfCq<'_>, Option<&PerfCq<'_>>) -> Result<R, String>,
+    body: impl FnOnce(&mut Conn<'_>, PerfPoller<'_>, Option<PerfPoller<'_>>) -> Result<R, String>,
 ) -> Result<R, String> {
     connect(o)?;
     let ctx = match &o.ib_dev {
@@ -731,7 +746,12 @@ pub fn with_conn<R>(
         remote: RemoteMr::from_peer(rem.addr, rem.len, rem.rkey, PERF_ACCESS),
         link,
     };
-    body(&mut conn, &send_cq, recv_cq.as_ref())
+    let send_poll = send_cq.poller().map_err(because("poller"))?;
+    let recv_poll = match &recv_cq {
+        Some(cq) => Some(cq.poller().map_err(because("poller"))?),
+        None => None,
+    };
+    body(&mut conn, send_poll, recv_poll)
 }
 
 /// The sizes to run: `-s`, or 2 to 8 MiB with `-a`.
@@ -775,7 +795,7 @@ fn fail_wc(e: &PerfWcError) -> String {
 
 /// Polls `cq` once (one batch of up to 16): how many completed, or the first failure.
 #[inline(always)]
-fn poll(poller: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>) -> Result<u64, String> {
+fn poll(poller: &mut PerfPoller<'_>) -> Result<u64, String> {
     let mut failed = None;
     let n = PerfWc::poll(poller, |wc| {
         if let Err(e) = wc {
@@ -903,12 +923,7 @@ fn bw_row(size: u64, iters: u64, cq_mod: u64, no_peak: bool, t: &BwTimes) -> Str
 /// its first receive to its last, as perftest's).
 pub fn run_bw(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String> {
     let client = matches!(role, Role::Client(_));
-    with_conn(tool, o, role, out, |c, send_cq, recv_cq| {
-        let mut send_poll = send_cq.poller().map_err(because("poller"))?;
-        let mut recv_poll = match recv_cq {
-            Some(cq) => Some(cq.poller().map_err(because("poller"))?),
-            None => None,
-        };
+    with_conn(tool, o, role, out, |c, mut send_poll, mut recv_poll| {
         let mut header = false;
         for size in sizes(o) {
             let cq_mod = o.cq_mod;
@@ -950,7 +965,6 @@ pub fn run_bw(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String
             }
             c.link.sync()?;
         }
-        out.say(RESULT_LINE);
         Ok(())
     })
 }
@@ -966,7 +980,7 @@ fn bw_client(
     cq_mod: u64,
     sges: &[[Sge; 1]],
     remotes: &[RemoteAddr<PerfAccess>],
-    poller: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
+    poller: &mut PerfPoller<'_>,
 ) -> Result<BwTimes, String> {
     let _ = size;
     let iters = o.iters;
@@ -1031,7 +1045,7 @@ fn bw_server(
     c: &Conn<'_>,
     o: &Opts,
     sges: &[[Sge; 1]],
-    poller: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
+    poller: &mut PerfPoller<'_>,
 ) -> Result<BwTimes, String> {
     let iters = o.iters;
     let slots = sges.len() as u64;
@@ -1106,12 +1120,7 @@ pub fn lat_row(size: u64, iters: u64, posted: &[u64], per_ns: f64) -> String {
 /// `ib_send_lat` / `ib_write_lat`: both sides run the ping-pong and print the figures.
 pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String> {
     let client = matches!(role, Role::Client(_));
-    with_conn(tool, o, role, out, |c, send_cq, recv_cq| {
-        let mut send_poll = send_cq.poller().map_err(because("poller"))?;
-        let mut recv_poll = match recv_cq {
-            Some(cq) => Some(cq.poller().map_err(because("poller"))?),
-            None => None,
-        };
+    with_conn(tool, o, role, out, |c, mut send_poll, mut recv_poll| {
         banner(tool, o, out, 1);
         out.say(RESULT_FMT_LAT);
         let mut posted = Vec::with_capacity(o.iters as usize);
@@ -1150,7 +1159,6 @@ pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), Strin
             out.say(lat_row(size, o.iters, &posted, per_ns));
             c.link.sync()?;
         }
-        out.say(RESULT_LINE);
         Ok(())
     })
 }
@@ -1164,8 +1172,8 @@ fn send_lat(
     client: bool,
     sge: &[Sge; 1],
     rsge: &[Sge; 1],
-    send_poll: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
-    recv_poll: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
+    send_poll: &mut PerfPoller<'_>,
+    recv_poll: &mut PerfPoller<'_>,
     posted: &mut Vec<u64>,
 ) -> Result<(), String> {
     let iters = o.iters;
@@ -1207,7 +1215,7 @@ fn write_lat(
     size: u64,
     sge: &[Sge; 1],
     remote: RemoteAddr<PerfAccess>,
-    send_poll: &mut typed_verbs::Poller<'_, NoFields, SingleThreaded>,
+    send_poll: &mut PerfPoller<'_>,
     posted: &mut Vec<u64>,
 ) -> Result<(), String> {
     let iters = o.iters;
@@ -1249,11 +1257,17 @@ fn write_lat(
 // main.
 
 /// The program's `main`: parses the command line and runs `run` as server or client, or both
-/// on two threads under `--self`.
-pub fn main<F>(tool: &Tool, run: F) -> ExitCode
+/// on two threads under `--self`. A side whose test succeeded closes its table with
+/// `RESULT_LINE`, as perftest's programs do at their end.
+pub fn main<F>(tool: &Tool, test: F) -> ExitCode
 where
     F: Fn(&Tool, &Opts, Role, &Out) -> Result<(), String> + Sync,
 {
+    let run = |tool: &Tool, o: &Opts, role: Role, out: &Out| {
+        test(tool, o, role, out)?;
+        out.say(RESULT_LINE);
+        Ok(())
+    };
     let o = match parse_args(tool, std::env::args()) {
         Ok(o) => o,
         Err(code) => return code,

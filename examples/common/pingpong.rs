@@ -29,7 +29,8 @@ use typed_verbs::qp::FixedDest;
 use typed_verbs::qp_state::{Rts, Transitions};
 use typed_verbs::{
     Access, AccessFlags, AddressVector, CompChannel, ConnectedInit, Context, Cq, Gid, GlobalRoute,
-    Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, SendWr, Sge, Shared, SqPsn, Uc, UcRtr,
+    Mr, Mtu, OwnRq, PageBuf, Pd, Qp, QpBuilder, QpType, Rc, RcRtr, RcRts, SendWr, Sge, Shared,
+    SqPsn, Threading, Uc, UcRtr,
 };
 
 /// `PINGPONG_RECV_WRID`: the `wr_id` of every receive.
@@ -59,6 +60,19 @@ pub struct Program {
     pub mtu: bool,
     /// Whether it takes `-q/--num-qp` (`srq_pingpong`).
     pub num_qp: bool,
+}
+
+impl Program {
+    /// A program over connected QPs, `rc_pingpong` or `uc_pingpong`: 4096 bytes by default, `-m`
+    /// but not `-q`.
+    pub const fn connected(name: &'static str) -> Program {
+        Program {
+            name,
+            default_size: 4096,
+            mtu: true,
+            num_qp: false,
+        }
+    }
 }
 
 /// The parsed command line.
@@ -991,15 +1005,40 @@ struct ConnectedSide<'a, T: Connection> {
 
 impl<T: Connection> Side for ConnectedSide<'_, T> {
     fn post_recv(&self, n: u32) -> u32 {
-        (0..n)
-            .take_while(|_| self.qp.post_recv(RECV_WRID, &[self.sge]).is_ok())
-            .count() as u32
+        post_recvs(n, || self.qp.post_recv(RECV_WRID, &[self.sge]).is_ok())
     }
 
     fn post_send(&self, _: usize) -> typed_verbs::Result<()> {
         self.qp
             .post_send(&SendWr::send(SEND_WRID, &[self.sge]).signaled())
     }
+}
+
+/// The capabilities of rdma-core's ping-pong QPs (`pp_init_ctx`): one send and `-r` receives
+/// outstanding, one SGE each.
+pub fn pp_caps<'a, T: QpType, S: Threading>(
+    b: QpBuilder<'a, T, OwnRq, S>,
+    o: &Opts,
+) -> QpBuilder<'a, T, OwnRq, S> {
+    b.max_send_wr(1)
+        .max_recv_wr(o.rx_depth)
+        .max_send_sge(1)
+        .max_recv_sge(1)
+}
+
+/// `pp_post_recv`: up to `n` receives, each posted by `post` (false: refused); how many were.
+pub fn post_recvs(n: u32, mut post: impl FnMut() -> bool) -> u32 {
+    (0..n).take_while(|_| post()).count() as u32
+}
+
+/// The `-r` receives posted before the exchange (from INIT on, as rdma-core does), each by
+/// `post`; an error unless all were.
+pub fn post_first_recvs(o: &Opts, post: impl FnMut() -> bool) -> Result<u32, String> {
+    let posted = post_recvs(o.rx_depth, post);
+    if posted < o.rx_depth {
+        return Err(format!("Couldn't post receive ({posted})"));
+    }
+    Ok(posted)
 }
 
 /// `rc_pingpong` and `uc_pingpong`: one QP of type `T`, brought up towards the peer's after the
@@ -1014,11 +1053,7 @@ pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(
     let sge = mr.sge(0..o.size as usize).expect("the whole region");
     let channel = channel(&ctx, o)?;
     let cq = create_cq(&ctx, o.rx_depth + 1, channel.as_ref())?;
-    let qp = Qp::<T>::builder(&pd, &cq, &cq)
-        .max_send_wr(1)
-        .max_recv_wr(o.rx_depth)
-        .max_send_sge(1)
-        .max_recv_sge(1)
+    let qp = pp_caps(Qp::<T>::builder(&pd, &cq, &cq), o)
         .build()
         .map_err(because("Couldn't create QP"))?
         .to_init(ConnectedInit {
@@ -1028,12 +1063,7 @@ pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(
         })
         .map_err(because("Failed to modify QP to INIT"))?;
     // Receives may be posted from INIT on: all of them before the exchange, as rdma-core does.
-    let posted = (0..o.rx_depth)
-        .take_while(|_| qp.post_recv(RECV_WRID, &[sge]).is_ok())
-        .count() as u32;
-    if posted < o.rx_depth {
-        return Err(format!("Couldn't post receive ({posted})"));
-    }
+    let posted = post_first_recvs(o, || qp.post_recv(RECV_WRID, &[sge]).is_ok())?;
     arm(&cq, o)?;
 
     let local = local(&ctx, o, out)?;

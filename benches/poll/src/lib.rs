@@ -25,7 +25,11 @@ use std::mem::MaybeUninit;
 use std::os::raw::c_int;
 use typed_verbs::cq_ex::flags;
 use typed_verbs::ffi::sys;
-use typed_verbs::{software, wc_flags, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+use typed_verbs::qp_state::{Reset, Rts};
+use typed_verbs::{
+    software, wc_flags, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, GlobalRoute,
+    InjectedCompletion, Mtu, Qp, Rc, RcRtr, RcRts, RecvSide, Shared, WcOpcode, WcStatus,
+};
 
 /// The CQ's `wc_flags`: the four optional fields the workload reads.
 pub type BenchFlags = wc_flags!(BYTE_LEN | IMM | QP_NUM | SRC_QP);
@@ -52,6 +56,57 @@ pub fn mix(h: u64, x: u64) -> u64 {
 /// Opens `sw0`'s context.
 pub fn open() -> typed_verbs::Result<Context> {
     Context::open("sw0")
+}
+
+/// The address of `ctx`'s own port 1 (GID index 0): the loopback of the RC pairs of the post
+/// and receive benchmarks.
+pub fn loopback_av(ctx: &Context) -> AddressVector {
+    AddressVector {
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        port_num: 1,
+        grh: Some(GlobalRoute {
+            dgid: ctx.query_gid(1, 0).expect("gid"),
+            flow_label: 0,
+            sgid_index: 0,
+            hop_limit: 1,
+            traffic_class: 0,
+        }),
+    }
+}
+
+/// Brings an RC QP from RESET to RTS towards `dest` on the same port, granting `access`.
+pub fn rc_up<'a, R: RecvSide>(
+    ctx: &Context,
+    qp: Qp<'a, Rc, R, Shared, (), Reset>,
+    dest: u32,
+    access: AccessFlags,
+) -> Qp<'a, Rc, R, Shared, (), Rts> {
+    let init = ConnectedInit {
+        port_num: 1,
+        pkey_index: 0,
+        access,
+    };
+    let rtr = RcRtr {
+        av: loopback_av(ctx),
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: 0,
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+    };
+    let rts = RcRts {
+        sq_psn: 0,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+    };
+    let qp = qp.to_init(init).expect("init");
+    let qp = qp.to_rtr(rtr).expect("rtr");
+    qp.to_rts(rts).expect("rts")
 }
 
 /// Creates the benchmark's CQ: room for the [`N`] completions of a fill.

@@ -3,13 +3,13 @@
 //! QP pair in loopback on the software device. Each variant posts one request per call of a
 //! `#[no_mangle]` function, so callgrind can count inside it alone.
 
+use crate::rc_up;
 use std::os::raw::c_int;
 use typed_verbs::ffi::sys;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    access, Access, AddressVector, AtomicResult, AtomicTarget, ConnectedInit, Context, Cq,
-    GlobalRoute, Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Sge,
-    Shared, WorkCompletion,
+    access, Access, AtomicResult, AtomicTarget, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, Rc,
+    RemoteAddr, SendWr, Sge, Shared, WorkCompletion,
 };
 
 /// The rights of the remote region (and of the QPs): remote write, read and atomics.
@@ -34,22 +34,6 @@ pub struct Pair<'a> {
 
 /// Brings up an RC pair on `cq` in `pd`.
 pub fn rc_pair<'a>(ctx: &Context, pd: &'a Pd<'_>, cq: &'a Cq<'a>) -> Pair<'a> {
-    let gid = ctx.query_gid(1, 0).expect("ibv_query_gid");
-    let grh = Some(GlobalRoute {
-        dgid: gid,
-        flow_label: 0,
-        sgid_index: 0,
-        hop_limit: 1,
-        traffic_class: 0,
-    });
-    let av = AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh,
-    };
     let build = || {
         Qp::<Rc>::builder(pd, cq, cq)
             .max_send_wr(64)
@@ -59,40 +43,8 @@ pub fn rc_pair<'a>(ctx: &Context, pd: &'a Pd<'_>, cq: &'a Cq<'a>) -> Pair<'a> {
     };
     let (a, b) = (build(), build());
     let (an, bn) = (a.qp_num(), b.qp_num());
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: ALL_REMOTE.into(),
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
-    };
-    let rtr = |dest| RcRtr {
-        av,
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-    };
-    let a = a
-        .to_init(init)
-        .unwrap()
-        .to_rtr(rtr(bn))
-        .unwrap()
-        .to_rts(rts)
-        .unwrap();
-    let b = b
-        .to_init(init)
-        .unwrap()
-        .to_rtr(rtr(an))
-        .unwrap()
-        .to_rts(rts)
-        .unwrap();
+    let a = rc_up(ctx, a, bn, ALL_REMOTE.into());
+    let b = rc_up(ctx, b, an, ALL_REMOTE.into());
     Pair { a, b, cq }
 }
 
@@ -112,31 +64,15 @@ pub fn drain(cq: &Cq<'_>) -> usize {
     }
 }
 
+type RawQp = *mut sys::ibv_qp;
+type RawSge = *mut sys::ibv_sge;
+
 extern "C" {
-    fn c_post_send(qp: *mut sys::ibv_qp, sge: *mut sys::ibv_sge, wr_id: u64) -> c_int;
-    fn c_post_send_imm(qp: *mut sys::ibv_qp, sge: *mut sys::ibv_sge, wr_id: u64, imm: u32)
-        -> c_int;
-    fn c_post_write(
-        qp: *mut sys::ibv_qp,
-        sge: *mut sys::ibv_sge,
-        wr_id: u64,
-        raddr: u64,
-        rkey: u32,
-    ) -> c_int;
-    fn c_post_read(
-        qp: *mut sys::ibv_qp,
-        sge: *mut sys::ibv_sge,
-        wr_id: u64,
-        raddr: u64,
-        rkey: u32,
-    ) -> c_int;
-    fn c_post_fetch_add(
-        qp: *mut sys::ibv_qp,
-        sge: *mut sys::ibv_sge,
-        wr_id: u64,
-        raddr: u64,
-        rkey: u32,
-    ) -> c_int;
+    fn c_post_send(qp: RawQp, sge: RawSge, wr_id: u64) -> c_int;
+    fn c_post_send_imm(qp: RawQp, sge: RawSge, wr_id: u64, imm: u32) -> c_int;
+    fn c_post_write(qp: RawQp, sge: RawSge, wr_id: u64, raddr: u64, rkey: u32) -> c_int;
+    fn c_post_read(qp: RawQp, sge: RawSge, wr_id: u64, raddr: u64, rkey: u32) -> c_int;
+    fn c_post_fetch_add(qp: RawQp, sge: RawSge, wr_id: u64, raddr: u64, rkey: u32) -> c_int;
 }
 
 macro_rules! typed {

@@ -13,15 +13,15 @@
 //! back for the next round. `scripts/bench.sh` counts inside the two functions of a variant
 //! (callgrind, `--toggle-collect` on both) and subtracts the software device's own functions.
 
+use crate::rc_up;
 use std::os::raw::c_int;
 use typed_verbs::ffi::sys;
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::slots::SlotPoller;
 use typed_verbs::Poller;
 use typed_verbs::{
-    completion_record, wc_flags, Access, AccessFlags, AddressVector, ConnectedInit, Context, Cq,
-    CqEx, GlobalRoute, Mr, Mtu, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Shared,
-    Slot, SlotRq,
+    completion_record, wc_flags, Access, AccessFlags, Context, Cq, CqEx, Mr, OwnRq, PageBuf, Pd,
+    Qp, Rc, RecvSide, SendWr, Shared, Slot, SlotRq,
 };
 
 /// Receives posted per round.
@@ -159,51 +159,21 @@ extern "C" {
     ) -> c_int;
 }
 
-fn av(ctx: &Context) -> AddressVector {
-    AddressVector {
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh: Some(GlobalRoute {
-            dgid: ctx.query_gid(1, 0).expect("gid"),
-            flow_label: 0,
-            sgid_index: 0,
-            hop_limit: 1,
-            traffic_class: 0,
-        }),
-    }
-}
-
-fn up<'a, R: RecvSide>(
+/// Brings `b` up towards a new sending QP on `send_cq`, and that QP towards `b`: (sender, `b`).
+fn connect<'a, R: RecvSide>(
     ctx: &Context,
-    qp: Qp<'a, Rc, R, Shared, (), Reset>,
-    dest: u32,
-) -> Qp<'a, Rc, R, Shared, (), Rts> {
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: AccessFlags::LOCAL_WRITE,
-    };
-    let rtr = RcRtr {
-        av: av(ctx),
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
-    };
-    let qp = qp.to_init(init).expect("init");
-    let qp = qp.to_rtr(rtr).expect("rtr");
-    qp.to_rts(rts).expect("rts")
+    pd: &'a Pd<'_>,
+    send_cq: &'a Cq<'a>,
+    b: Qp<'a, Rc, R, Shared, (), Reset>,
+) -> (PlainQp<'a>, Qp<'a, Rc, R, Shared, (), Rts>) {
+    let bn = b.qp_num();
+    let a = Qp::<Rc>::builder(pd, send_cq, send_cq)
+        .max_send_wr(DEPTH as u32)
+        .build()
+        .expect("qp");
+    let an = a.qp_num();
+    let a = rc_up(ctx, a, bn, AccessFlags::LOCAL_WRITE);
+    (a, rc_up(ctx, b, an, AccessFlags::LOCAL_WRITE))
 }
 
 /// The variants.
@@ -229,14 +199,6 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
             n += send_cq.poll(&mut wc).expect("poll sends").len();
         }
     };
-    let sender = |recv_qp: u32| {
-        let qp = Qp::<Rc>::builder(&pd, &send_cq, &send_cq)
-            .max_send_wr(DEPTH as u32)
-            .build()
-            .expect("qp");
-        let n = qp.qp_num();
-        (up(&ctx, qp, recv_qp), n)
-    };
     let mut h = 0u64;
     match variant {
         "slot" => {
@@ -250,9 +212,7 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
                 .max_recv_wr(DEPTH as u32)
                 .build()
                 .expect("qp");
-            let bn = b.qp_num();
-            let (a, an) = sender(bn);
-            let b = up(&ctx, b, an);
+            let (a, b) = connect(&ctx, &pd, &send_cq, b);
             let mut free = Slot::register(
                 &pd,
                 PageBuf::new(DEPTH * MSG).unwrap(),
@@ -279,9 +239,7 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
                 .max_recv_wr(DEPTH as u32)
                 .build()
                 .expect("qp");
-            let bn = b.qp_num();
-            let (a, an) = sender(bn);
-            let b = up(&ctx, b, an);
+            let (a, b) = connect(&ctx, &pd, &send_cq, b);
             for _ in 0..rounds {
                 copy_post_recv(&b, &mr, &mut free);
                 send_round(&a);
@@ -311,9 +269,7 @@ pub fn run(variant: &str, rounds: usize) -> u64 {
                 .max_recv_wr(DEPTH as u32)
                 .build()
                 .expect("qp");
-            let bn = b.qp_num();
-            let (a, an) = sender(bn);
-            let b = up(&ctx, b, an);
+            let (a, b) = connect(&ctx, &pd, &send_cq, b);
             for _ in 0..rounds {
                 // SAFETY: a live QP past RESET; the descriptors name live parts of `mr`.
                 assert_eq!(
