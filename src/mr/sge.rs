@@ -5,8 +5,8 @@
 //! them (QPs, SRQs) and the work requests (`wr`, which re-exports them); an [`Sge`] itself is a
 //! region's ([`crate::mr`]).
 
+use super::*;
 use crate::mr::access::{Bit, Yes};
-use crate::mr::Sge;
 use crate::sealed::{Sealed, SealedSgeList};
 
 /// The most SGEs a queue's type can promise ([`QpBuilder::send_sge_cap`](crate::QpBuilder::send_sge_cap),
@@ -238,5 +238,176 @@ where
         Self: 'x,
     {
         std::slice::from_ref(self)
+    }
+}
+
+/// A scatter/gather element: part of a registered region (`struct ibv_sge`), borrowing the
+/// region for `'r`: the region cannot be destroyed, dropped, or (inside [`Mr::scoped`]) left
+/// while an SGE of it is still to be posted. Same size and layout as `struct ibv_sge`, so a
+/// list of them is the C array the work request points at.
+///
+/// ```
+/// # use typed_verbs::{Access, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// let sge = mr.sge(128..256).unwrap();
+/// assert_eq!((sge.length(), sge.lkey()), (128, mr.lkey()));
+/// assert!(mr.sge(0..8192).is_none()); // does not fit
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// An SGE does not outlive its region:
+///
+/// ```compile_fail,E0505
+/// # use typed_verbs::{Access, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// let sge = mr.sge(0..64).unwrap();
+/// drop(mr);
+/// let _ = sge.lkey();
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[repr(transparent)]
+pub struct Sge<'r, W: Bit = Yes>(pub(crate) sys::ibv_sge, pub(super) PhantomData<(&'r (), W)>);
+
+static_assertions::assert_eq_size!(Sge<'static>, sys::ibv_sge);
+static_assertions::assert_eq_size!(Sge<'static, No>, sys::ibv_sge);
+static_assertions::assert_eq_align!(Sge<'static, No>, sys::ibv_sge);
+
+impl<W: Bit> Clone for Sge<'_, W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<W: Bit> Copy for Sge<'_, W> {}
+
+impl<W: Bit, W2: Bit> PartialEq<Sge<'_, W2>> for Sge<'_, W> {
+    fn eq(&self, o: &Sge<'_, W2>) -> bool {
+        (self.addr(), self.length(), self.lkey()) == (o.addr(), o.length(), o.lkey())
+    }
+}
+impl<W: Bit> Eq for Sge<'_, W> {}
+
+impl<W: Bit> std::fmt::Debug for Sge<'_, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sge")
+            .field("addr", &self.addr())
+            .field("length", &self.length())
+            .field("lkey", &self.lkey())
+            .field("local_write", &W::ON)
+            .finish()
+    }
+}
+
+impl<'r> From<Sge<'r, Yes>> for Sge<'r, No> {
+    fn from(s: Sge<'r, Yes>) -> Sge<'r, No> {
+        s.read_only()
+    }
+}
+
+impl<'r, W: Bit> Sge<'r, W> {
+    /// The same SGE, without the claim that its region has `LOCAL_WRITE`: to put it in one list
+    /// with SGEs of a region without it (a send's gather list, say).
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf, Sge, access::No};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let header = Mr::new(&pd, PageBuf::new(64)?, Access::LOCAL_WRITE)?;
+    /// let payload = Mr::new(&pd, vec![1u8; 4096], Access::NONE)?;
+    /// let gather: [Sge<'_, No>; 2] = [header.sge(0..64).unwrap().read_only(), payload.sge(0..4096).unwrap()];
+    /// # let _ = gather;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn read_only(self) -> Sge<'r, No> {
+        Sge(self.0, PhantomData)
+    }
+
+    /// A list of SGEs seen as read-only ones: the form the post paths hand on (the claim of
+    /// `LOCAL_WRITE` is checked by type before).
+    #[inline(always)]
+    pub(crate) fn erase_list<'l>(list: &'l [Sge<'r, W>]) -> &'l [Sge<'r, No>] {
+        // SAFETY: `Sge<'r, W>` is `repr(transparent)` over `ibv_sge` for every `W` (a
+        // zero-sized marker), so the two slices have one layout; only the type-level claim is
+        // dropped.
+        unsafe { &*(list as *const [Sge<'r, W>] as *const [Sge<'r, No>]) }
+    }
+}
+
+impl<W: Bit> Sge<'_, W> {
+    /// The address.
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+    /// let (a, b) = (mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap());
+    /// assert_eq!(b.addr() - a.addr(), 8);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn addr(&self) -> u64 {
+        self.0.addr
+    }
+    /// The length in bytes.
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(100..300).unwrap().length(), 200);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn length(&self) -> u32 {
+        self.0.length
+    }
+    /// The local key of the region it lies in.
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(0..1).unwrap().lkey(), mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn lkey(&self) -> u32 {
+        self.0.lkey
+    }
+}
+
+/// Where an atomic's old value lands: exactly 8 bytes of a region, by type (made by
+/// [`Mr::atomic_result`]), for [`SendWr::fetch_add`](crate::wr::SendWr::fetch_add) and
+/// [`SendWr::compare_swap`](crate::wr::SendWr::compare_swap). The region has
+/// [`Access::LOCAL_WRITE`](crate::mr::access::Access::LOCAL_WRITE) by type (the device writes the old
+/// value): [`Mr::atomic_result`] needs [`LocalWriteAccess`].
+///
+/// ```
+/// # use typed_verbs::{Access, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// let old = mr.atomic_result(16).unwrap();
+/// assert_eq!((old.sge().length(), old.sge().addr() - mr.remote().addr()), (8, 16));
+/// assert!(mr.atomic_result(4090).is_none()); // does not fit
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct AtomicResult<'r>(pub(super) [Sge<'r>; 1]);
+
+impl<'r> AtomicResult<'r> {
+    /// The SGE of the 8 bytes.
+    ///
+    /// ```
+    /// # use typed_verbs::{Access, Mr, PageBuf};
+    /// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+    /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+    /// assert_eq!(mr.atomic_result(0).unwrap().sge().lkey(), mr.lkey());
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn sge(&self) -> Sge<'r> {
+        self.0[0]
+    }
+
+    /// The one-element list a work request names.
+    pub(crate) fn as_list(&self) -> &[Sge<'r>; 1] {
+        &self.0
     }
 }
