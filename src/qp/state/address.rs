@@ -1,0 +1,146 @@
+//! Where a QP sends: address vectors (AddressVector, GlobalRoute, Mtu), and a port's GIDs (ibv_query_gid).
+
+use super::*;
+
+/// A path MTU (`enum ibv_mtu`), ordered by size.
+///
+/// ```
+/// use typed_verbs::Mtu;
+/// assert!(Mtu::Mtu1024 < Mtu::Mtu4096);
+/// assert_eq!(Mtu::Mtu1024.min(Mtu::Mtu4096), Mtu::Mtu1024); // a connection takes the smaller
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum Mtu {
+    Mtu256 = 1,
+    Mtu512 = 2,
+    Mtu1024 = 3,
+    Mtu2048 = 4,
+    Mtu4096 = 5,
+}
+
+/// The global route of an address vector (`struct ibv_global_route`); RoCE devices need one.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?;
+/// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// # let _ = grh;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GlobalRoute {
+    /// The destination GID.
+    pub dgid: Gid,
+    /// Flow label.
+    pub flow_label: u32,
+    /// The local GID table index to send from.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+}
+
+/// Where a connected QP sends (`struct ibv_ah_attr`).
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?;
+/// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
+/// let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) };
+/// # let _ = av;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressVector {
+    /// Destination LID (InfiniBand; 0 on RoCE).
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Source path bits.
+    pub src_path_bits: u8,
+    /// Static rate (0: the port's).
+    pub static_rate: u8,
+    /// The local port.
+    pub port_num: u8,
+    /// The global route; required on RoCE.
+    pub grh: Option<GlobalRoute>,
+}
+
+impl AddressVector {
+    pub(crate) fn to_sys(self) -> sys::ibv_ah_attr {
+        let grh = self.grh.unwrap_or(GlobalRoute {
+            dgid: Gid([0; 16]),
+            flow_label: 0,
+            sgid_index: 0,
+            hop_limit: 0,
+            traffic_class: 0,
+        });
+        sys::ibv_ah_attr {
+            grh: sys::ibv_global_route {
+                dgid: sys::ibv_gid { raw: grh.dgid.0 },
+                flow_label: grh.flow_label,
+                sgid_index: grh.sgid_index,
+                hop_limit: grh.hop_limit,
+                traffic_class: grh.traffic_class,
+            },
+            dlid: self.dlid,
+            sl: self.sl,
+            src_path_bits: self.src_path_bits,
+            static_rate: self.static_rate,
+            is_global: self.grh.is_some() as u8,
+            port_num: self.port_num,
+        }
+    }
+}
+
+impl Context {
+    /// `ibv_query_gid`: the GID at `index` of `port`. An index inside the port's table that
+    /// holds no GID gives a zero GID (as rdma-core's `ibv_query_gid`, "Preserve API behavior
+    /// for empty GID").
+    ///
+    /// # Errors
+    /// `OutOfRange` before the call for a port outside 1..=`phys_port_cnt` (`port_num`) or an
+    /// index at or past the port's `gid_tbl_len` (`index`, as `ibv_query_port` reports it;
+    /// the kernel's rdma_get_gid_attr refuses it with EINVAL); the device's errno otherwise.
+    ///
+    /// ```
+    /// # let ctx = typed_verbs::Context::open("sw0")?;
+    /// let gid = ctx.query_gid(1, 0)?;
+    /// println!("{:02x?}", gid.0);
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
+        let cnt = self.attr().phys_port_cnt;
+        if port == 0 || port > cnt {
+            return Err(Error::range(
+                Verb::QueryGid,
+                "port_num",
+                port.into(),
+                1,
+                cnt.into(),
+            ));
+        }
+        let table = self.query_port(port)?.gid_tbl_len;
+        let out = || {
+            Error::range(
+                Verb::QueryGid,
+                "index",
+                index.into(),
+                0,
+                table.saturating_sub(1).into(),
+            )
+        };
+        if index >= table {
+            return Err(out());
+        }
+        let mut g = sys::ibv_gid { raw: [0; 16] };
+        let index = i32::try_from(index).map_err(|_| out())?;
+        // SAFETY: a live context; `g` valid for writes.
+        unsafe { backend::of(self.as_raw()).query_gid(self.as_raw(), port, index, &mut g) }
+            .map_err(|e| Error::os(Verb::QueryGid, e))?;
+        // SAFETY: both members of the union are 16 plain bytes.
+        Ok(Gid(unsafe { g.raw }))
+    }
+}
