@@ -55,8 +55,10 @@
 
 /// Async events: the device's, a port's, a CQ's, a QP's and an SRQ's, and the object each names.
 mod async_event;
-/// Completion events: getting them from a channel, and acking them.
+/// Completion events: what one names, and acking them.
 mod completion;
+/// Getting completion events from a channel: blocking, non-blocking or awaited by a task.
+mod get;
 
 pub use async_event::*;
 pub use completion::*;
