@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::raw::{ah_attr, qp_attr, query_qp, Cleanup};
 use common::{note, open, open_registered};
 use std::ptr;
 use typed_verbs::ffi::sys;
@@ -14,35 +15,11 @@ use typed_verbs::raw;
 use typed_verbs::software::SwConfig;
 use typed_verbs::{Context, Srq};
 
-// enum ibv_qp_attr_mask
-const STATE: i32 = 1 << 0;
-const ACCESS_FLAGS: i32 = 1 << 3;
-const PKEY_INDEX: i32 = 1 << 4;
-const PORT: i32 = 1 << 5;
-const QKEY: i32 = 1 << 6;
-const AV: i32 = 1 << 7;
-const PATH_MTU: i32 = 1 << 8;
-const TIMEOUT: i32 = 1 << 9;
-const RETRY_CNT: i32 = 1 << 10;
-const RNR_RETRY: i32 = 1 << 11;
-const RQ_PSN: i32 = 1 << 12;
-const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
-const ALT_PATH: i32 = 1 << 14;
-const MIN_RNR_TIMER: i32 = 1 << 15;
-const SQ_PSN: i32 = 1 << 16;
-const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const DEST_QPN: i32 = 1 << 20;
-
-/// Raw objects destroyed in reverse order of creation when the test is done with them.
-struct Cleanup(Vec<Box<dyn FnOnce()>>);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        while let Some(f) = self.0.pop() {
-            f();
-        }
-    }
-}
+// enum ibv_qp_attr_mask, as rdma-sys has it
+use typed_verbs::ffi::qp_attr_mask::{
+    ACCESS_FLAGS, ALT_PATH, AV, DEST_QPN, MAX_DEST_RD_ATOMIC, MAX_QP_RD_ATOMIC, MIN_RNR_TIMER,
+    PATH_MTU, PKEY_INDEX, PORT, QKEY, RETRY_CNT, RNR_RETRY, RQ_PSN, SQ_PSN, STATE, TIMEOUT,
+};
 
 /// A PD, a CQ and a QP of `qp_type` on them, in RESET.
 fn raw_qp(ctx: &Context, qp_type: sys::ibv_qp_type::Type, c: &mut Cleanup) -> *mut sys::ibv_qp {
@@ -88,18 +65,13 @@ fn raw_qp(ctx: &Context, qp_type: sys::ibv_qp_type::Type, c: &mut Cleanup) -> *m
     qp
 }
 
-fn zeroed() -> sys::ibv_qp_attr {
-    // SAFETY: plain C data.
-    unsafe { std::mem::zeroed() }
-}
-
 fn modify(qp: *mut sys::ibv_qp, a: &mut sys::ibv_qp_attr, mask: i32) -> Result<(), i32> {
     // SAFETY: a live QP; `a` valid for the call.
     unsafe { raw::ibv_modify_qp(qp, a, mask | STATE) }
 }
 
 fn to_init(qp: *mut sys::ibv_qp, pkey_index: u16) -> Result<(), i32> {
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
     a.port_num = 1;
     a.pkey_index = pkey_index;
@@ -115,9 +87,9 @@ fn to_rtr(
     max_dest_rd_atomic: u8,
 ) -> Result<(), i32> {
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
-    a.ah_attr = ah_attr(gid.0, sgid_index);
+    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
     a.path_mtu = sys::ibv_mtu::IBV_MTU_1024;
     // SAFETY: a live QP.
     a.dest_qp_num = unsafe { (*qp).qp_num };
@@ -131,26 +103,8 @@ fn to_rtr(
     )
 }
 
-fn ah_attr(dgid: [u8; 16], sgid_index: u8) -> sys::ibv_ah_attr {
-    sys::ibv_ah_attr {
-        grh: sys::ibv_global_route {
-            dgid: sys::ibv_gid { raw: dgid },
-            flow_label: 0,
-            sgid_index,
-            hop_limit: 1,
-            traffic_class: 0,
-        },
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        is_global: 1,
-        port_num: 1,
-    }
-}
-
 fn to_rts(qp: *mut sys::ibv_qp, timeout: u8) -> Result<(), i32> {
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
     a.sq_psn = 1;
     a.timeout = timeout;
@@ -165,12 +119,8 @@ fn to_rts(qp: *mut sys::ibv_qp, timeout: u8) -> Result<(), i32> {
 }
 
 fn query(qp: *mut sys::ibv_qp) -> sys::ibv_qp_attr {
-    let mut a = zeroed();
-    // SAFETY: plain C data.
-    let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-    // SAFETY: a live QP; out-pointers valid.
-    unsafe { raw::ibv_query_qp(qp, &mut a, 0x7f_ffff, &mut init) }.expect("ibv_query_qp");
-    a
+    // SAFETY: a live QP.
+    unsafe { query_qp(qp, 0x7f_ffff) }
 }
 
 /// What a source GID index of port 1 gives in an address vector, by the kernel's
@@ -197,7 +147,7 @@ fn sgid_answer(ctx: &Context, index: u8) -> Result<(), i32> {
 fn create_srq_with_max_wr_0_is_einval() {
     // rxe_srq_chk_init: `if (attr->max_wr <= 0) ... goto err1` (-EINVAL).
     let ctx = open();
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     // SAFETY: a live context.
     let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
         .expect("ibv_alloc_pd")
@@ -228,13 +178,13 @@ fn to_init_with_pkey_index_500_is_accepted() {
     // rxe_qp_chk_attr checks no P_Key index, and the core checks P_Keys (ib_security_modify_qp)
     // only on devices with an InfiniBand port: RoCE takes any index.
     let ctx = open();
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     assert_eq!(to_init(qp, 500), Ok(()));
     assert_eq!(query(qp).pkey_index, 500);
     // UD too.
     let ud = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_UD, &mut c);
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
     a.port_num = 1;
     a.pkey_index = 500;
@@ -256,7 +206,7 @@ fn to_rtr_with_an_empty_sgid_index_is_enodata() {
     if ctx.is_software() {
         assert_eq!(want, Err(libc::ENODATA), "sw0's GID table is rxe's length");
     }
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     to_init(qp, 0).expect("RESET -> INIT");
     assert_eq!(to_rtr(&ctx, qp, 200, 1), want);
@@ -277,7 +227,7 @@ fn to_rtr_with_max_dest_rd_atomic_255_is_accepted() {
     // rxe_qp_chk_attr checks max_rd_atomic against max_qp_rd_atom but not max_dest_rd_atomic;
     // rxe_qp_from_attr rounds it up to a power of two.
     let ctx = open();
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     to_init(qp, 0).expect("RESET -> INIT");
     assert_eq!(to_rtr(&ctx, qp, 0, 255), Ok(()));
@@ -293,7 +243,7 @@ fn to_rtr_with_max_dest_rd_atomic_255_is_accepted() {
 fn to_rts_with_timeout_32_is_einval() {
     // rxe_qp_chk_attr: `if (attr->timeout > 31) ... goto err1` (-EINVAL).
     let ctx = open();
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     to_init(qp, 0).expect("RESET -> INIT");
     to_rtr(&ctx, qp, 0, 1).expect("INIT -> RTR");
@@ -316,7 +266,7 @@ fn address_handle_with_an_empty_sgid_index_is_enodata() {
         assert_eq!(want, Err(libc::ENODATA), "sw0's GID table is rxe's length");
     }
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     // SAFETY: a live context.
     let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
         .expect("ibv_alloc_pd")
@@ -326,7 +276,7 @@ fn address_handle_with_an_empty_sgid_index_is_enodata() {
         unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd")
     }));
     for (sgid_index, want) in [(200, want), (0, Ok(()))] {
-        let mut a = ah_attr(gid.0, sgid_index);
+        let mut a = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
         // SAFETY: a live PD; `a` valid.
         let r = unsafe { raw::ibv_create_ah(pd, &mut a) };
         if let Ok(ah) = r {
@@ -398,7 +348,7 @@ fn a_gid_index_past_the_table_is_einval() {
     );
     assert_eq!(ctx.query_port(1).unwrap().gid_tbl_len, 8);
     assert_eq!(sgid_answer(&ctx, 8), Err(libc::EINVAL));
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     to_init(qp, 0).expect("RESET -> INIT");
     assert_eq!(to_rtr(&ctx, qp, 8, 1), Err(libc::EINVAL));
@@ -418,16 +368,16 @@ fn an_alternate_path_with_an_empty_sgid_index_is_enodata() {
     let ctx = open();
     let want = sgid_answer(&ctx, 200);
     assert_ne!(want, Ok(()), "GID index 200 of port 1 holds a GID");
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     to_init(qp, 0).expect("RESET -> INIT");
     to_rtr(&ctx, qp, 0, 1).expect("INIT -> RTR");
     to_rts(qp, 14).expect("RTR -> RTS");
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
     let alt = |sgid_index| {
-        let mut a = zeroed();
+        let mut a = qp_attr();
         a.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
-        a.alt_ah_attr = ah_attr(gid.0, sgid_index);
+        a.alt_ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
         a.alt_port_num = 1;
         a.alt_timeout = 14;
         modify(qp, &mut a, ALT_PATH)
@@ -446,26 +396,26 @@ fn a_bad_port_is_einval_before_an_empty_sgid_index() {
     // (which a QP never moved to INIT does not have), is -EINVAL whatever the GID entry.
     let ctx = open();
     let ports = ctx.attr().phys_port_cnt;
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
     // RESET -> RTR with an address vector: the QP has no port yet.
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
-    a.ah_attr = ah_attr(gid.0, 200);
+    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 200);
     assert_eq!(modify(qp, &mut a, AV), Err(libc::EINVAL));
     to_init(qp, 0).expect("RESET -> INIT");
     // INIT -> INIT to a port past the device's, with an address vector.
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
     a.port_num = ports + 1;
-    a.ah_attr = ah_attr(gid.0, 200);
+    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 200);
     assert_eq!(modify(qp, &mut a, PORT | AV), Err(libc::EINVAL));
     // An alternate path on a port past the device's, with a primary address vector.
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-    a.ah_attr = ah_attr(gid.0, 200);
-    a.alt_ah_attr = ah_attr(gid.0, 0);
+    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 200);
+    a.alt_ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 0);
     a.alt_port_num = ports + 1;
     assert_eq!(modify(qp, &mut a, AV | ALT_PATH), Err(libc::EINVAL));
     // Once the QP has its port, the empty entry is what is refused.
@@ -507,14 +457,14 @@ fn a_path_mtu_is_refused_only_above_the_ports_max_mtu() {
     // max_mtu; nothing refuses a path_mtu of 0 (not an `enum ibv_mtu` value) on the way.
     let ctx = open();
     let max_mtu = ctx.query_port(1).expect("ibv_query_port").max_mtu;
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     to_init(qp, 0).expect("RESET -> INIT");
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
     let rtr = |path_mtu| {
-        let mut a = zeroed();
+        let mut a = qp_attr();
         a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
-        a.ah_attr = ah_attr(gid.0, 0);
+        a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 0);
         a.path_mtu = path_mtu;
         // SAFETY: a live QP.
         a.dest_qp_num = unsafe { (*qp).qp_num };

@@ -2,6 +2,9 @@
 //! Vec, Box) and of borrowed ones inside a scope, keys, the region as a peer sees it,
 //! scatter/gather elements within it, copies in and out, no leak on the error path, and leak
 //! safety: a forgotten region keeps its memory, a scope deregisters on every exit.
+//!
+//! A binary of its own: `a_million_registrations_leave_memory_flat` measures the process's
+//! resident memory, which tests of other areas running beside it would grow.
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 

@@ -4,7 +4,7 @@
 //! INIT again after the connect response, as librdmacm does for its own QPs. Runs on sw0 and, in
 //! the VM lane, on rxe0 (`TYPED_VERBS_CM_ADDR`, default 127.0.0.1).
 
-mod common;
+use crate::common;
 use common::{open, skip};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};

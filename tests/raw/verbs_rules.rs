@@ -3,35 +3,15 @@
 //! the device's rules. The same checks run on the software device, whose provider must answer as
 //! the real one does.
 
-mod common;
+use crate::common;
 
+use common::raw::Cleanup;
 use common::{open, skip};
 use std::ptr;
 use typed_verbs::cq_ex::flags;
 use typed_verbs::ffi::sys;
 use typed_verbs::raw;
 use typed_verbs::Context;
-
-/// A raw object that is destroyed when the test is done with it, in reverse order of creation,
-/// whatever the test asserted in between.
-struct Cleanup(Vec<Box<dyn FnOnce()>>);
-
-impl Cleanup {
-    fn new() -> Self {
-        Cleanup(Vec::new())
-    }
-    fn push(&mut self, f: impl FnOnce() + 'static) {
-        self.0.push(Box::new(f));
-    }
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        while let Some(f) = self.0.pop() {
-            f();
-        }
-    }
-}
 
 fn pd(ctx: &Context, c: &mut Cleanup) -> *mut sys::ibv_pd {
     // SAFETY: a live context.

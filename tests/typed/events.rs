@@ -7,7 +7,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{destroyed, loopback_av, open};
 use std::os::fd::{AsRawFd, RawFd};

@@ -5,7 +5,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{open, LeakCheck};
 use std::collections::HashSet;

@@ -4,7 +4,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 use common::{open, software_only};
 use std::collections::HashMap;
 use std::error::Error as StdError;

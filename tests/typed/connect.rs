@@ -1,7 +1,7 @@
 //! `Qp::endpoint` and `Qp::connect` (src/connect.rs): an RC pair and a UC pair connected in one
 //! call carry data; bad input is refused before any call. Runs on sw0 and, in the VM lane, on rxe0.
 
-mod common;
+use crate::common;
 use common::open;
 use std::time::{Duration, Instant};
 use typed_verbs::connect::Connectable;

@@ -14,7 +14,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{destroyed, feature, open, Drops, LeakCheck};
 use std::panic::{catch_unwind, AssertUnwindSafe};

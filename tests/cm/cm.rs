@@ -7,7 +7,7 @@
 //! Where the device has no connection manager (EOPNOTSUPP from rdma_create_event_channel) each
 //! test prints a SKIP line.
 
-mod common;
+use crate::common;
 use common::{note, open, skip};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

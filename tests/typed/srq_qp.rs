@@ -2,7 +2,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{
     assert_out_of_range, destroyed, feature, open, open_registered, skip, software_only, Drops,

@@ -8,7 +8,7 @@
 //! The examples are built with cargo first (`cargo build --example ...`); where there is no
 //! cargo (the test binaries in the VM) each test prints a SKIP line. Every run is bounded.
 
-mod common;
+use crate::common;
 use common::skip;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

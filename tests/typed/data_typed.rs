@@ -2,7 +2,7 @@
 //! that allow them, on an RC and a UC pair in loopback on the test device, completions checked
 //! field by field and the bytes checked in the receiving buffers.
 
-mod common;
+use crate::common;
 
 use common::{loopback_av, open};
 use std::time::{Duration, Instant};

@@ -1,0 +1,119 @@
+//! Opening the test device, visible skips and notes, and what a test needs the software device for.
+
+use std::fmt::Display;
+use std::io::Write;
+#[cfg(feature = "software-device")]
+use typed_verbs::software::{self, SwConfig};
+use typed_verbs::{Context, ErrorKind, Result};
+
+/// Opens the device the tests run on: `TYPED_VERBS_DEVICE`, or the software device `sw0` when
+/// it is unset, whatever devices the machine has (the tests choose sw0; `open_from_env` would
+/// take a real device first). Without the `software-device` feature, unset means
+/// `open_from_env`'s choice.
+pub fn open() -> Context {
+    #[cfg(feature = "software-device")]
+    let opened = match std::env::var(typed_verbs::DEVICE_ENV) {
+        Ok(name) if !name.is_empty() => Context::open(&name),
+        _ => Context::open(software::DEFAULT_DEVICE),
+    };
+    #[cfg(not(feature = "software-device"))]
+    let opened = Context::open_from_env();
+    opened.unwrap_or_else(|e| {
+        panic!(
+            "cannot open the test device ({}={:?}): {e}",
+            typed_verbs::DEVICE_ENV,
+            std::env::var(typed_verbs::DEVICE_ENV).ok()
+        )
+    })
+}
+
+/// Prints the skip line for `test` on stderr. It is written to the stderr handle itself, not
+/// with `eprintln!`, which libtest captures (and hides) for passing tests: a skip is always seen.
+pub fn skip(test: &str, reason: impl Display) {
+    let line = format!("SKIP {test}: {reason}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// Prints an observation of the device's behaviour for `test` (a NOTE line, which
+/// docs/test-matrix.md lists), in one write like [`skip`].
+#[allow(dead_code)] // not every test binary notes something
+pub fn note(test: &str, what: impl Display) {
+    let line = format!("NOTE {test}: {what}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// True on the software device; otherwise prints a SKIP line for `test` (naming `needs`, what
+/// the test needs the software device for) and returns false.
+pub fn software_only(ctx: &Context, test: &str, needs: &str) -> bool {
+    if ctx.is_software() {
+        true
+    } else {
+        skip(
+            test,
+            format!(
+                "whole test: {needs} needs the software device (running on {})",
+                ctx.device_name()
+            ),
+        );
+        false
+    }
+}
+
+/// The result of creating something a real device may lack (`feature`): `Some` on success.
+///
+/// On the software device (default config, which supports everything) the creation must
+/// succeed. On a real device an errno from the device (EOPNOTSUPP or the device's own) is
+/// accepted with a SKIP line; any other error kind (a range check, a wrong context) fails.
+pub fn feature<T>(ctx: &Context, test: &str, feature: &str, r: Result<T>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) if ctx.is_software() => {
+            panic!(
+                "{feature} must work on the software device {}: {e}",
+                ctx.device_name()
+            )
+        }
+        Err(e) if e.is_unsupported() => {
+            skip(
+                test,
+                format!("{} does not support {feature} ({e})", ctx.device_name()),
+            );
+            None
+        }
+        Err(e) if matches!(e.kind, ErrorKind::Os(_)) => {
+            skip(
+                test,
+                format!(
+                    "{} refused {feature} with errno {} ({e})",
+                    ctx.device_name(),
+                    e.errno()
+                ),
+            );
+            None
+        }
+        Err(e) => panic!(
+            "{feature}: unexpected error kind on {}: {e:?}",
+            ctx.device_name()
+        ),
+    }
+}
+
+/// Registers a software device `name` with `config` and opens it. Names must be unique within
+/// a test binary (the tests of one binary run as threads of one process).
+#[cfg(feature = "software-device")]
+pub fn open_registered(name: &str, config: SwConfig) -> Context {
+    software::register(name, config)
+        .unwrap_or_else(|e| panic!("cannot register software device {name}: {e}"));
+    Context::open(name).unwrap_or_else(|e| panic!("cannot open software device {name}: {e}"))
+}
+
+/// The path libtest gives the test function `test` of the module `module` (its
+/// `module_path!()`): the module path without the crate's name, then the function's name. A
+/// test that runs itself again in a child process (`--exact`) names itself with it, in a binary
+/// of one file and in one of many modules alike.
+pub fn test_path(module: &str, test: &str) -> String {
+    match module.split_once("::") {
+        Some((_, inner)) => format!("{inner}::{test}"),
+        None => test.to_string(),
+    }
+}

@@ -1,0 +1,90 @@
+//! The raw verbs' shared pieces (`typed_verbs::raw`, libibverbs itself on a real device): the C
+//! flag values the tests pass, taken from rdma-sys (and `typed_verbs::ffi::qp_attr_mask`), a
+//! cleanup list, zeroed attributes, the loopback address vector and the QP transitions.
+
+use typed_verbs::ffi::sys;
+use typed_verbs::raw;
+
+pub use typed_verbs::ffi::qp_attr_mask as mask;
+
+// enum ibv_access_flags, as the `int access` ibv_reg_mr and ibv_qp_attr take.
+pub const LOCAL_WRITE: i32 = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0 as i32;
+pub const REMOTE_WRITE: i32 = sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0 as i32;
+pub const REMOTE_READ: i32 = sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0 as i32;
+pub const REMOTE_ATOMIC: i32 = sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0 as i32;
+
+// enum ibv_send_flags
+pub const SIGNALED: u32 = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+pub const SOLICITED: u32 = sys::ibv_send_flags::IBV_SEND_SOLICITED.0;
+pub const INLINE: u32 = sys::ibv_send_flags::IBV_SEND_INLINE.0;
+
+// enum ibv_wc_flags
+pub const WC_GRH: u32 = sys::ibv_wc_flags::IBV_WC_GRH.0;
+pub const WC_WITH_IMM: u32 = sys::ibv_wc_flags::IBV_WC_WITH_IMM.0;
+
+// enum ibv_srq_attr_mask
+pub const SRQ_MAX_WR: i32 = sys::ibv_srq_attr_mask::IBV_SRQ_MAX_WR.0 as i32;
+pub const SRQ_LIMIT: i32 = sys::ibv_srq_attr_mask::IBV_SRQ_LIMIT.0 as i32;
+
+/// Cleanup actions (raw objects to destroy), run in reverse order of registration when the
+/// list is dropped.
+#[derive(Default)]
+pub struct Cleanup(pub Vec<Box<dyn FnOnce()>>);
+
+impl Cleanup {
+    pub fn new() -> Self {
+        Cleanup::default()
+    }
+
+    /// Registers `f` to run before everything registered earlier.
+    pub fn push(&mut self, f: impl FnOnce() + 'static) {
+        self.0.push(Box::new(f));
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        while let Some(f) = self.0.pop() {
+            f();
+        }
+    }
+}
+
+/// An all-zero `ibv_qp_attr`, to fill in for `ibv_modify_qp`.
+pub fn qp_attr() -> sys::ibv_qp_attr {
+    // SAFETY: ibv_qp_attr is plain C data; all-zero is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+/// The address attributes of a loopback peer on port 1: a global route to `dgid` (RoCE devices,
+/// rxe among them, need one) from the local GID at `sgid_index`, hop limit 1.
+pub fn ah_attr(dgid: sys::ibv_gid, sgid_index: u8) -> sys::ibv_ah_attr {
+    sys::ibv_ah_attr {
+        grh: sys::ibv_global_route {
+            dgid,
+            flow_label: 0,
+            sgid_index,
+            hop_limit: 1,
+            traffic_class: 0,
+        },
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        is_global: 1,
+        port_num: 1,
+    }
+}
+
+/// `ibv_query_qp` of the attributes in `mask`.
+///
+/// # Safety
+/// `qp` is a live QP.
+pub unsafe fn query_qp(qp: *mut sys::ibv_qp, mask: i32) -> sys::ibv_qp_attr {
+    let mut a = qp_attr();
+    // SAFETY: plain C data.
+    let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: `qp` is live (the caller's promise); out-pointers valid.
+    unsafe { raw::ibv_query_qp(qp, &mut a, mask, &mut init) }.expect("ibv_query_qp");
+    a
+}
