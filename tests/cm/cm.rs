@@ -8,8 +8,8 @@
 //! test prints a SKIP line.
 
 use crate::common;
-use common::{note, open, skip};
-use std::net::{IpAddr, SocketAddr};
+use common::{cm_addr, note, open, skip};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{
@@ -21,15 +21,6 @@ use typed_verbs::{
 };
 
 const T: Duration = Duration::from_secs(10);
-
-/// The address the tests listen on and connect to.
-fn cm_addr() -> IpAddr {
-    std::env::var("TYPED_VERBS_CM_ADDR")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().expect("TYPED_VERBS_CM_ADDR is an IP address"))
-        .unwrap_or_else(|| "127.0.0.1".parse().unwrap())
-}
 
 /// Fields drop in order: the channel before the context, which on the software device stays
 /// open (and is leaked if dropped) while a CM channel of it lives.
@@ -46,21 +37,7 @@ struct Setup {
 /// has no connection manager.
 fn setup(test: &str) -> Option<Setup> {
     let ctx = Arc::new(open());
-    let ch = match EventChannel::new(&ctx) {
-        Ok(ch) => ch,
-        Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
-            assert_eq!(e.verb, Verb::CreateEventChannel);
-            skip(
-                test,
-                format!(
-                    "whole test: no connection manager on {}: {e}",
-                    ctx.device_name()
-                ),
-            );
-            return None;
-        }
-        Err(e) => panic!("rdma_create_event_channel: {e}"),
-    };
+    let ch = common::event_channel(&ctx, test)?;
     let pd = Arc::new(Pd::new(&ctx).unwrap());
     let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
     Some(Setup { ctx, pd, cq, ch })
@@ -96,21 +73,16 @@ fn ud_qp(s: &Setup) -> Qp<'static, Ud> {
 
 /// Polls `cq` until `n` completions came (each must succeed), or panics after `limit`.
 fn completions(cq: &Cq<'_>, n: usize, limit: Duration) -> Vec<(u64, u32)> {
-    let start = Instant::now();
-    let mut got = Vec::new();
-    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
-    while got.len() < n {
-        assert!(
-            start.elapsed() < limit,
-            "{n} completions within {limit:?}, got {got:?}"
-        );
-        for w in cq.poll(&mut wc).unwrap() {
-            let ok = w
-                .success()
-                .unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
-            got.push((ok.wr_id(), ok.byte_len()));
-        }
-    }
+    let got = common::poll_n(cq, n, limit, Duration::ZERO, |w| {
+        let ok = w
+            .success()
+            .unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
+        (ok.wr_id(), ok.byte_len())
+    });
+    assert!(
+        got.len() >= n,
+        "{n} completions within {limit:?}, got {got:?}"
+    );
     got
 }
 

@@ -100,14 +100,6 @@ fn lines(b: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// The address the tests listen on and connect to (`TYPED_VERBS_CM_ADDR`, default 127.0.0.1).
-fn cm_addr() -> String {
-    std::env::var("TYPED_VERBS_CM_ADDR")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "127.0.0.1".into())
-}
-
 /// The text of ping `i` of `size` bytes, as rping's client writes it (without its NUL).
 fn ping_text(i: u32, size: usize) -> String {
     let mut t = format!("rdma-ping-{i}: ").into_bytes();
@@ -124,7 +116,7 @@ fn rping_self_reads_echoes_and_validates_every_ping() {
     let Some(rping) = example("rping_self", "rping") else {
         return;
     };
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     for (count, size) in [(5u32, 64usize), (3, 26), (2, 5000)] {
         let (c, s) = (count.to_string(), size.to_string());
         let out = run(
@@ -191,7 +183,7 @@ fn rping_refuses_what_rping_refuses_and_reports_a_reject() {
     );
     // A client whose server does not listen: the CM's reject (8: no such service), and rping's
     // exit(-1) from its CM thread.
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     let out = run(&rping, &["-c", "-a", &addr, "-p", "17175", "-C", "1"]);
     assert_eq!(out.status.code(), Some(255), "{:?}", lines(&out.stderr));
     assert_eq!(
@@ -205,7 +197,7 @@ fn ucmatose_self_exchanges_messages_on_every_connection_and_disconnects() {
     let Some(ucmatose) = example("ucmatose_self", "ucmatose") else {
         return;
     };
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     for args in [
         &["-C", "10"][..],
         &["-c", "3", "-C", "50", "-S", "4000"],
@@ -263,7 +255,7 @@ fn ucmatose_reports_a_reject_and_refuses_what_the_typed_cm_leaves_out() {
     let Some(ucmatose) = example("ucmatose_refuses", "ucmatose") else {
         return;
     };
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     // Nobody listens: the reject's event and status, as cmatose prints them; the status is the
     // exit status.
     let out = run(&ucmatose, &["-s", &addr, "-p", "17472"]);
@@ -302,7 +294,7 @@ fn udaddy_self_resolves_sends_and_replies_then_reports_a_lookup_nobody_answers()
     let Some(udaddy) = example("udaddy_self", "udaddy") else {
         return;
     };
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     for args in [
         &["-C", "10"][..],
         &["-c", "2", "-C", "30", "-S", "1000"],
@@ -353,7 +345,7 @@ fn udaddy_self_resolves_sends_and_replies_then_reports_a_lookup_nobody_answers()
 /// Run after the `--self` runs, not beside them: udaddy's port is fixed, and a real device's
 /// CM is shared by every process.
 fn udaddy_checks_the_mtu_and_reports_a_lookup_nobody_answers(udaddy: &PathBuf) {
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     // A message larger than the port's active MTU: udaddy's message, before any lookup is
     // sent (the client alone: no server listens, and the check comes first).
     let out = run(udaddy, &["-s", &addr, "-S", "100000"]);

@@ -117,3 +117,41 @@ pub fn test_path(module: &str, test: &str) -> String {
         None => test.to_string(),
     }
 }
+
+/// A software device of the test's own: `name` registered with `config` and opened, where the
+/// tests run on the software device; elsewhere a SKIP line for `test` (naming `needs`, what the
+/// test needs the software device for) and `None`. Names must be unique within a test binary.
+#[cfg(feature = "software-device")]
+pub fn registered_for(test: &str, needs: &str, name: &str, config: SwConfig) -> Option<Context> {
+    software_only(&open(), test, needs).then(|| open_registered(name, config))
+}
+
+/// The address the connection-manager tests listen on and connect to: `TYPED_VERBS_CM_ADDR`
+/// (the VM lane sets rxe0's), 127.0.0.1 when unset or empty.
+pub fn cm_addr() -> std::net::IpAddr {
+    std::env::var("TYPED_VERBS_CM_ADDR")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().expect("TYPED_VERBS_CM_ADDR is an IP address"))
+        .unwrap_or_else(|| "127.0.0.1".parse().unwrap())
+}
+
+/// An rdma_cm event channel on `ctx`; `None`, with a SKIP line for `test`, where the device has
+/// no connection manager (EOPNOTSUPP or ENODEV from `rdma_create_event_channel`).
+pub fn event_channel(ctx: &Context, test: &str) -> Option<typed_verbs::cm::EventChannel> {
+    match typed_verbs::cm::EventChannel::new(ctx) {
+        Ok(ch) => Some(ch),
+        Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
+            assert_eq!(e.verb, typed_verbs::Verb::CreateEventChannel);
+            skip(
+                test,
+                format!(
+                    "whole test: no connection manager on {}: {e}",
+                    ctx.device_name()
+                ),
+            );
+            None
+        }
+        Err(e) => panic!("rdma_create_event_channel: {e}"),
+    }
+}

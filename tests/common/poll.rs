@@ -1,6 +1,7 @@
 //! Polling with deadlines and the expectations tests share on what comes back.
 
-use typed_verbs::{ErrorKind, Result};
+use std::time::{Duration, Instant};
+use typed_verbs::{Cq, ErrorKind, Result, WorkCompletion};
 
 /// Asserts that `r` is an `OutOfRange` error of `verb` for `what`, with the given value and
 /// bounds, and that it maps to EINVAL as a C program would see it.
@@ -31,4 +32,38 @@ pub fn assert_out_of_range<T>(
     }
     assert_eq!(e.errno(), libc::EINVAL);
     assert!(!e.is_unsupported());
+}
+
+/// Polls `cq` until `n` completions came or `limit` passed, sleeping `pause` between polls (a
+/// real device completes asynchronously; under valgrind, which runs one thread at a time, the
+/// pause lets the writer of the completions run). Each completion goes through `each`, whose
+/// answers are returned in order: the caller asserts how many it needed (this may give fewer,
+/// or more when a poll brings several).
+pub fn poll_n<C, T>(
+    cq: &Cq<'_, C>,
+    n: usize,
+    limit: Duration,
+    pause: Duration,
+    mut each: impl FnMut(&WorkCompletion) -> T,
+) -> Vec<T> {
+    let mut got = Vec::new();
+    let start = Instant::now();
+    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
+    while got.len() < n && start.elapsed() < limit {
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+        got.extend(cq.poll(&mut wc).unwrap().iter().map(&mut each));
+    }
+    got
+}
+
+/// Polls `cq` until `n` completions came, each successful (a failed one panics with its
+/// status), within `limit` (or panics saying `what`).
+#[track_caller]
+pub fn expect_successes<C>(cq: &Cq<'_, C>, n: usize, limit: Duration, what: &str) {
+    let got = poll_n(cq, n, limit, Duration::ZERO, |w| {
+        assert!(w.success().is_some(), "{what}: {:?}", w.status());
+    });
+    assert!(got.len() >= n, "{what}: {n} completions within {limit:?}");
 }

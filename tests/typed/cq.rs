@@ -4,9 +4,7 @@
 
 use crate::common;
 
-use common::{
-    assert_out_of_range, destroyed, open, open_registered, software_only, Drops, LeakCheck,
-};
+use common::{assert_out_of_range, destroyed, open, software_only, Drops, LeakCheck};
 use typed_verbs::software::{self, SwConfig};
 use typed_verbs::{
     CompChannel, Cq, ErrorKind, InjectedCompletion, Verb, WcOpcode, WcStatus, WorkCompletion,
@@ -213,11 +211,14 @@ fn out_of_range_display_names_the_verb_and_attribute() {
 #[test]
 fn os_error_display_names_the_verb_and_errno() {
     const TEST: &str = "os_error_display_names_the_verb_and_errno";
-    let env = open();
-    if !software_only(&env, TEST, "a like_rxe software device") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "a like_rxe software device",
+        "cq-display-like-rxe",
+        SwConfig::like_rxe(),
+    ) else {
         return;
-    }
-    let ctx = open_registered("cq-display-like-rxe", SwConfig::like_rxe());
+    };
     let e = typed_verbs::CqEx::<typed_verbs::wc_flags!(COMPLETION_TIMESTAMP)>::builder(&ctx)
         .build()
         .expect_err("like_rxe has no timestamps");
@@ -525,16 +526,18 @@ fn cq_polled_from_several_threads() {
 #[test]
 fn cq_on_a_registered_device_uses_its_limits() {
     const TEST: &str = "cq_on_a_registered_device_uses_its_limits";
-    let env = open();
-    if !software_only(&env, TEST, "software::register") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "software::register",
+        "cq-limits-custom",
+        SwConfig {
+            max_cqe: 100,
+            num_comp_vectors: 1,
+            ..SwConfig::default()
+        },
+    ) else {
         return;
-    }
-    let cfg = SwConfig {
-        max_cqe: 100,
-        num_comp_vectors: 1,
-        ..SwConfig::default()
     };
-    let ctx = open_registered("cq-limits-custom", cfg);
     let leaks = LeakCheck::new(&ctx, TEST);
     let drops = Drops::new();
     let cq = Cq::builder(&ctx).cqe(100).build().expect("cqe = max_cqe");
@@ -566,17 +569,17 @@ fn cq_on_a_registered_device_uses_its_limits() {
 #[test]
 fn cq_create_failing_in_the_device_frees_the_user_context() {
     const TEST: &str = "cq_create_failing_in_the_device_frees_the_user_context";
-    let env = open();
-    if !software_only(&env, TEST, "software::register (max_objects)") {
-        return;
-    }
-    let ctx = open_registered(
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "software::register (max_objects)",
         "cq-quota-one",
         SwConfig {
             max_objects: 1,
             ..SwConfig::default()
         },
-    );
+    ) else {
+        return;
+    };
     let drops = Drops::new();
     let first = Cq::builder(&ctx)
         .context(drops.token(1))

@@ -440,11 +440,14 @@ fn cq_ex_with_channel() {
 #[test]
 fn cq_ex_like_rxe_rejects_what_rxe_lacks() {
     const TEST: &str = "cq_ex_like_rxe_rejects_what_rxe_lacks";
-    let env = open();
-    if !software_only(&env, TEST, "a like_rxe software device") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "a like_rxe software device",
+        "cq-ex-like-rxe",
+        SwConfig::like_rxe(),
+    ) else {
         return;
-    }
-    let ctx = open_registered("cq-ex-like-rxe", SwConfig::like_rxe());
+    };
     let leaks = LeakCheck::new(&ctx, TEST);
     let drops = Drops::new();
 
@@ -1022,17 +1025,17 @@ fn cq_ex_moves_to_another_thread() {
 #[test]
 fn cq_ex_create_failing_in_the_device_frees_the_user_context() {
     const TEST: &str = "cq_ex_create_failing_in_the_device_frees_the_user_context";
-    let env = open();
-    if !software_only(&env, TEST, "software::register (max_objects)") {
-        return;
-    }
-    let ctx = open_registered(
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "software::register (max_objects)",
         "cq-ex-quota-one",
         SwConfig {
             max_objects: 1,
             ..SwConfig::default()
         },
-    );
+    ) else {
+        return;
+    };
     let drops = Drops::new();
     let first = CqEx::<Standard>::builder(&ctx)
         .context(drops.token(1))

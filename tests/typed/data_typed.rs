@@ -33,25 +33,17 @@ fn wait(cq: &Cq<'_>, n: usize) -> Vec<Done> {
 /// thread): at most `limit`, sleeping `pause` between polls, so that under valgrind, which runs
 /// one thread at a time, the writer gets to run.
 fn wait_for(cq: &Cq<'_>, n: usize, limit: Duration, pause: Duration) -> Vec<Done> {
-    let mut got = Vec::new();
-    let start = Instant::now();
-    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
-    while got.len() < n && start.elapsed() < limit {
-        if !pause.is_zero() {
-            std::thread::sleep(pause);
+    let got = common::poll_n(cq, n, limit, pause, |w| {
+        let ok = w.success();
+        Done {
+            wr_id: w.wr_id(),
+            status: w.status(),
+            opcode: ok.map(|s| s.opcode()),
+            byte_len: ok.map_or(0, |s| s.byte_len()),
+            imm: ok.and_then(|s| s.imm_data()),
+            qp_num: ok.map_or(0, |s| s.qp_num()),
         }
-        for w in cq.poll(&mut wc).unwrap() {
-            let ok = w.success();
-            got.push(Done {
-                wr_id: w.wr_id(),
-                status: w.status(),
-                opcode: ok.map(|s| s.opcode()),
-                byte_len: ok.map_or(0, |s| s.byte_len()),
-                imm: ok.and_then(|s| s.imm_data()),
-                qp_num: ok.map_or(0, |s| s.qp_num()),
-            });
-        }
-    }
+    });
     assert_eq!(got.len(), n, "completions within {limit:?}: {got:?}");
     got
 }

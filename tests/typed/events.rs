@@ -52,15 +52,10 @@ fn readable(fd: RawFd, ms: i32) -> bool {
 }
 
 /// Polls `cq` until `n` completions arrived (2 s at most); gives their statuses and wr_ids.
-fn completions(cq: &Cq<'_, impl Sized>, n: usize) -> Vec<(u64, WcStatus)> {
-    let mut got = Vec::new();
-    let start = Instant::now();
-    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
-    while got.len() < n && start.elapsed() < Duration::from_secs(2) {
-        for w in cq.poll(&mut wc).unwrap() {
-            got.push((w.wr_id(), w.status()));
-        }
-    }
+fn completions<C>(cq: &Cq<'_, C>, n: usize) -> Vec<(u64, WcStatus)> {
+    let got = common::poll_n(cq, n, Duration::from_secs(2), Duration::ZERO, |w| {
+        (w.wr_id(), w.status())
+    });
     assert_eq!(got.len(), n, "completions within 2 s: {got:?}");
     got
 }

@@ -5,8 +5,7 @@
 use crate::common;
 
 use common::{
-    assert_out_of_range, destroyed, feature, open, open_registered, skip, software_only, Drops,
-    LeakCheck,
+    assert_out_of_range, destroyed, feature, open, skip, software_only, Drops, LeakCheck,
 };
 use std::collections::HashSet;
 use typed_verbs::software::{self, LiveObjects, SwConfig};
@@ -231,18 +230,18 @@ fn srq_sizes_out_of_range() {
 #[test]
 fn srq_limits_of_a_registered_device() {
     const TEST: &str = "srq_limits_of_a_registered_device";
-    let env = open();
-    if !software_only(&env, TEST, "software::register") {
-        return;
-    }
-    let ctx = open_registered(
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "software::register",
         "srq-limits-custom",
         SwConfig {
             max_srq_wr: 33,
             max_srq_sge: 3,
             ..SwConfig::default()
         },
-    );
+    ) else {
+        return;
+    };
     let pd = Pd::new(&ctx).unwrap();
     let srq = Srq::builder(&pd)
         .max_wr(33)
@@ -640,17 +639,17 @@ fn qp_refused_by_the_device_frees_its_user_context() {
 #[test]
 fn objects_refused_for_quota_free_their_user_context() {
     const TEST: &str = "objects_refused_for_quota_free_their_user_context";
-    let env = open();
-    if !software_only(&env, TEST, "software::register (max_objects)") {
-        return;
-    }
-    let ctx = open_registered(
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "software::register (max_objects)",
         "srq-qp-quota-one",
         SwConfig {
             max_objects: 1,
             ..SwConfig::default()
         },
-    );
+    ) else {
+        return;
+    };
     let drops = Drops::new();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
@@ -801,11 +800,14 @@ fn qp_with_objects_of_two_contexts_is_wrong_context() {
 #[test]
 fn raw_packet_qp_unsupported_on_like_rxe() {
     const TEST: &str = "raw_packet_qp_unsupported_on_like_rxe";
-    let env = open();
-    if !software_only(&env, TEST, "a like_rxe software device") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "a like_rxe software device",
+        "qp-raw-like-rxe",
+        SwConfig::like_rxe(),
+    ) else {
         return;
-    }
-    let ctx = open_registered("qp-raw-like-rxe", SwConfig::like_rxe());
+    };
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
     let leaks = LeakCheck::new(&ctx, TEST);
