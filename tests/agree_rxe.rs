@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::raw::{ah_attr, qp_attr, query_qp, Cleanup};
+use common::raw::{ah_attr, qp_attr, qp_cap, qp_init_attr, query_qp, Cleanup};
 use common::{note, open, open_registered};
 use std::ptr;
 use typed_verbs::ffi::sys;
@@ -23,46 +23,11 @@ use typed_verbs::ffi::qp_attr_mask::{
 
 /// A PD, a CQ and a QP of `qp_type` on them, in RESET.
 fn raw_qp(ctx: &Context, qp_type: sys::ibv_qp_type::Type, c: &mut Cleanup) -> *mut sys::ibv_qp {
-    // SAFETY: a live context.
-    let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-        .expect("ibv_alloc_pd")
-        .as_ptr();
-    // SAFETY: destroyed once, last.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd")
-    }));
-    // SAFETY: a live context.
-    let cq = unsafe { raw::ibv_create_cq(ctx.as_raw(), 8, ptr::null_mut(), ptr::null_mut(), 0) }
-        .expect("ibv_create_cq")
-        .as_ptr();
-    // SAFETY: destroyed once, after the QP.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_destroy_cq(cq) }.expect("ibv_destroy_cq")
-    }));
-    let mut attr = sys::ibv_qp_init_attr {
-        qp_context: ptr::null_mut(),
-        send_cq: cq,
-        recv_cq: cq,
-        srq: ptr::null_mut(),
-        cap: sys::ibv_qp_cap {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        qp_type,
-        sq_sig_all: 0,
-    };
-    // SAFETY: a live PD; the CQ is of its context.
-    let qp = unsafe { raw::ibv_create_qp(pd, &mut attr) }
-        .expect("ibv_create_qp")
-        .as_ptr();
-    // SAFETY: destroyed once, first.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp")
-    }));
-    qp
+    let pd = common::raw::pd(ctx, c);
+    let cq = common::raw::cq(ctx, 8, ptr::null_mut(), c);
+    let cap = qp_cap(4, 4, 1, 1, 0);
+    let mut attr = qp_init_attr(qp_type, cq, cq, ptr::null_mut(), cap);
+    common::raw::qp(pd, &mut attr, c).expect("ibv_create_qp")
 }
 
 fn modify(qp: *mut sys::ibv_qp, a: &mut sys::ibv_qp_attr, mask: i32) -> Result<(), i32> {

@@ -30,8 +30,8 @@ const WAIT: Duration = Duration::from_secs(2);
 const QUIET: Duration = Duration::from_millis(300);
 
 use common::raw::{
-    ah_attr, qp_attr, query_qp, Cleanup, INLINE, LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ,
-    REMOTE_WRITE, SIGNALED, WC_GRH, WC_WITH_IMM,
+    ah_attr, qp_attr, qp_cap, qp_init_attr, query_qp, Cleanup, INLINE, LOCAL_WRITE, REMOTE_ATOMIC,
+    REMOTE_READ, REMOTE_WRITE, SIGNALED, WC_GRH, WC_WITH_IMM,
 };
 const REMOTE_ALL: i32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
 
@@ -140,19 +140,9 @@ impl Env {
         let mut gid = sys::ibv_gid { raw: [0; 16] };
         // SAFETY: a live context; `gid` valid for writes.
         unsafe { raw::ibv_query_gid(ctx.as_raw(), 1, 0, &mut gid) }.expect("ibv_query_gid");
-        // SAFETY: a live context.
-        let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-            .expect("ibv_alloc_pd")
-            .as_ptr();
-        let mut e = Env {
-            c: Cleanup::new(),
-            ctx,
-            gid,
-            pd,
-        };
-        // SAFETY: destroyed once, after everything created later.
-        e.push(move || unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd"));
-        e
+        let mut c = Cleanup::new();
+        let pd = common::raw::pd(&ctx, &mut c);
+        Env { c, ctx, gid, pd }
     }
 
     fn push(&mut self, f: impl FnOnce() + 'static) {
@@ -160,15 +150,7 @@ impl Env {
     }
 
     fn cq(&mut self) -> *mut sys::ibv_cq {
-        // SAFETY: a live context.
-        let cq = unsafe {
-            raw::ibv_create_cq(self.ctx.as_raw(), 64, ptr::null_mut(), ptr::null_mut(), 0)
-        }
-        .expect("ibv_create_cq")
-        .as_ptr();
-        // SAFETY: destroyed once, after the QPs created later.
-        self.push(move || unsafe { raw::ibv_destroy_cq(cq) }.expect("ibv_destroy_cq"));
-        cq
+        common::raw::cq(&self.ctx, 64, ptr::null_mut(), &mut self.c)
     }
 
     /// A zeroed, 8-byte aligned buffer of `len` bytes registered with `access`.
@@ -195,21 +177,7 @@ impl Env {
     }
 
     fn srq(&mut self, max_wr: u32) -> *mut sys::ibv_srq {
-        let mut attr = sys::ibv_srq_init_attr {
-            srq_context: ptr::null_mut(),
-            attr: sys::ibv_srq_attr {
-                max_wr,
-                max_sge: 1,
-                srq_limit: 0,
-            },
-        };
-        // SAFETY: a live PD; attr valid.
-        let srq = unsafe { raw::ibv_create_srq(self.pd, &mut attr) }
-            .expect("ibv_create_srq")
-            .as_ptr();
-        // SAFETY: destroyed once, after the QPs created later.
-        self.push(move || unsafe { raw::ibv_destroy_srq(srq) }.expect("ibv_destroy_srq"));
-        srq
+        common::raw::srq(self.pd, max_wr, &mut self.c)
     }
 
     /// A QP with its own CQ (send and receive).
@@ -219,28 +187,15 @@ impl Env {
     }
 
     fn qp_on(&mut self, spec: Spec, send_cq: *mut sys::ibv_cq, recv_cq: *mut sys::ibv_cq) -> Qp {
-        let with_srq = !spec.srq.is_null();
-        let mut attr = sys::ibv_qp_init_attr {
-            qp_context: ptr::null_mut(),
-            send_cq,
-            recv_cq,
-            srq: spec.srq,
-            cap: sys::ibv_qp_cap {
-                max_send_wr: spec.send_wr,
-                max_recv_wr: if with_srq { 0 } else { spec.recv_wr },
-                max_send_sge: spec.send_sge,
-                max_recv_sge: if with_srq { 0 } else { spec.recv_sge },
-                max_inline_data: spec.inline,
-            },
-            qp_type: spec.qpt,
-            sq_sig_all: 0,
-        };
-        // SAFETY: a live PD; the CQs and SRQ are live objects of its context.
-        let qp = unsafe { raw::ibv_create_qp(self.pd, &mut attr) }
-            .expect("ibv_create_qp")
-            .as_ptr();
-        // SAFETY: destroyed once, before the CQs, SRQ and PD.
-        self.push(move || unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp"));
+        let cap = qp_cap(
+            spec.send_wr,
+            spec.recv_wr,
+            spec.send_sge,
+            spec.recv_sge,
+            spec.inline,
+        );
+        let mut attr = qp_init_attr(spec.qpt, send_cq, recv_cq, spec.srq, cap);
+        let qp = common::raw::qp(self.pd, &mut attr, &mut self.c).expect("ibv_create_qp");
         Qp {
             raw: qp,
             // SAFETY: a live QP.
@@ -1626,21 +1581,8 @@ fn an_rnr_timer_that_cannot_start_fails_qp_creation_instead_of_aborting_a_post()
         let src = env.buf(64, LOCAL_WRITE);
         // No room for a thread's stack from here on.
         limit_address_space(1 << 20);
-        let mut attr = sys::ibv_qp_init_attr {
-            qp_context: ptr::null_mut(),
-            send_cq,
-            recv_cq,
-            srq: ptr::null_mut(),
-            cap: sys::ibv_qp_cap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            qp_type: IBV_QPT_RC,
-            sq_sig_all: 0,
-        };
+        let cap = qp_cap(4, 4, 1, 1, 0);
+        let mut attr = qp_init_attr(IBV_QPT_RC, send_cq, recv_cq, ptr::null_mut(), cap);
         // SAFETY: a live PD; the CQs are live objects of its context.
         match unsafe { raw::ibv_create_qp(env.pd, &mut attr) } {
             Err(e) => println!("CHILD create_qp errno {e}"),

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::{
     access, Access, AccessFlags, ConnectedInit, Context, Cq, ErrorKind, Mr, Mtu, OwnRq, PageBuf,
-    Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Verb, WcOpcode,
-    WcStatus, WorkCompletion,
+    Pd, Qp, Rc, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Verb, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 /// A completion, copied out of the array `ibv_poll_cq` filled.
@@ -87,38 +87,20 @@ where
     (rc_up(ctx, a, bn), rc_up(ctx, b, an))
 }
 
-/// Brings an RC QP (own receive queue or SRQ) to RTS with `dest` as its peer.
+/// Brings an RC QP (own receive queue or SRQ) to RTS with `dest` as its peer: open to every
+/// remote access, 4 RDMA reads or atomics in flight each way.
 fn rc_up<'a, R: RecvSide, const SGE: usize>(
     ctx: &Context,
     qp: Qp<'a, Rc, R, Shared, (), Reset, SGE>,
     dest: u32,
 ) -> RcQp<'a, SGE, R> {
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
+    let link = common::RcLink {
         access: ALL_REMOTE.into(),
-    };
-    let rtr = RcRtr {
-        av: loopback_av(ctx),
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 4,
+        rd_atomic: 4,
         min_rnr_timer: 12,
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
         rnr_retry: 7,
-        max_rd_atomic: 4,
     };
-    qp.to_init(init)
-        .unwrap()
-        .to_rtr(rtr)
-        .unwrap()
-        .to_rts(rts)
-        .unwrap()
+    common::rc_up(ctx, qp, dest, link)
 }
 
 #[test]

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{destroyed, loopback_av, open};
+use common::{destroyed, open};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -17,9 +17,8 @@ use typed_verbs::event::EventAcks;
 use typed_verbs::qp::RecvSide;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    raw, software, Access, AccessFlags, AsyncEvent, CompChannel, ConnectedInit, Context, Cq, Mr,
-    PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Shared, Srq, Verb, WcStatus,
-    WorkCompletion,
+    raw, software, Access, AccessFlags, AsyncEvent, CompChannel, Context, Cq, Mr, PageBuf, Pd, Qp,
+    Rc, RemoteAddr, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
 };
 
 /// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
@@ -69,32 +68,13 @@ fn connect<'a, R: RecvSide>(
     dest: u32,
     rnr_retry: u8,
 ) -> Up<'a, R> {
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
+    let link = common::RcLink {
         access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
-    };
-    let rtr = RcRtr {
-        av: loopback_av(ctx),
-        path_mtu: typed_verbs::Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 1,
+        rd_atomic: 1,
         min_rnr_timer: 1,
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
         rnr_retry,
-        max_rd_atomic: 1,
     };
-    qp.to_init(init)
-        .unwrap()
-        .to_rtr(rtr)
-        .unwrap()
-        .to_rts(rts)
-        .unwrap()
+    common::rc_up(ctx, qp, dest, link)
 }
 
 /// A connected RC pair: `a` sends on `a_cq` (send and receive), `b` receives into `b_cq`.
