@@ -5,19 +5,11 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{open, LeakCheck};
+use common::{open, LeakCheck, REMOTE_WRITE_INIT};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use typed_verbs::{
-    AccessFlags, ConnectedInit, Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Sge, Standard,
-};
-
-const INIT: ConnectedInit = ConnectedInit {
-    port_num: 1,
-    pkey_index: 0,
-    access: AccessFlags::REMOTE_WRITE,
-};
+use typed_verbs::{Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Sge, Standard};
 
 fn within(test: &str, secs: u64, f: impl FnOnce() + Send + 'static) {
     let (tx, rx) = mpsc::channel();
@@ -62,7 +54,7 @@ fn teardowns_race_batches_on_shared_cqs() {
                                     .max_recv_wr(64)
                                     .build()
                                     .unwrap()
-                                    .to_init(INIT)
+                                    .to_init(REMOTE_WRITE_INIT)
                                     .unwrap_or_else(|e| panic!("{e}"));
                                 for i in 0..64 {
                                     q.post_recv(i, &[] as &[Sge; 0]).unwrap();
@@ -99,7 +91,9 @@ fn teardowns_race_batches_on_shared_cqs() {
                                     }
                                 },
                                 _ => {
-                                    let q = q.to_init(INIT).unwrap_or_else(|e| panic!("{e}"));
+                                    let q = q
+                                        .to_init(REMOTE_WRITE_INIT)
+                                        .unwrap_or_else(|e| panic!("{e}"));
                                     match q.try_to_reset() {
                                         Ok(q) => drop(q),
                                         Err(e) => {
@@ -154,7 +148,7 @@ fn with_busy_cqs(test: &str, f: Box<BusyBody>) {
                             .max_recv_wr(4000)
                             .build()
                             .unwrap()
-                            .to_init(INIT)
+                            .to_init(REMOTE_WRITE_INIT)
                             .unwrap_or_else(|e| panic!("{e}"));
                         for i in 0..4000 {
                             q.post_recv(i, &[] as &[Sge; 0]).unwrap();
@@ -195,7 +189,9 @@ fn explicit_teardowns_wait_for_busy_cqs() {
                 let q = Qp::<Rc>::builder(pd, x, x).build().unwrap();
                 q.destroy().unwrap_or_else(|e| panic!("destroy {i}: {e}"));
                 let q = Qp::<Rc>::builder(pd, x, x).build().unwrap();
-                let q = q.to_init(INIT).unwrap_or_else(|e| panic!("{e}"));
+                let q = q
+                    .to_init(REMOTE_WRITE_INIT)
+                    .unwrap_or_else(|e| panic!("{e}"));
                 let q = q.to_reset().unwrap_or_else(|e| panic!("to_reset {i}: {e}"));
                 drop(q);
             }
@@ -229,7 +225,9 @@ fn explicit_teardowns_of_one_cq_never_starve_each_other() {
                             if i % 2 == 0 {
                                 q.destroy().unwrap_or_else(|e| panic!("destroy {i}: {e}"));
                             } else {
-                                let q = q.to_init(INIT).unwrap_or_else(|e| panic!("{e}"));
+                                let q = q
+                                    .to_init(REMOTE_WRITE_INIT)
+                                    .unwrap_or_else(|e| panic!("{e}"));
                                 drop(q.to_reset().unwrap_or_else(|e| panic!("to_reset {i}: {e}")));
                             }
                         }
@@ -346,7 +344,7 @@ fn qps_dropped_between_two_mutually_waiting_batches_stall_one_batch_end_at_most_
                         .max_recv_wr(60)
                         .build()
                         .unwrap()
-                        .to_init(INIT)
+                        .to_init(REMOTE_WRITE_INIT)
                         .unwrap_or_else(|e| panic!("{e}"));
                     for i in 0..60 {
                         q.post_recv(i, &[] as &[Sge; 0]).unwrap();

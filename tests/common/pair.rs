@@ -1,9 +1,9 @@
 //! Loopback peers: address vectors to the device's own GIDs, and QP pairs brought up on one device.
 
-use typed_verbs::qp_state::{Reset, Rts};
+use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Gid, GlobalRoute, Mtu, OwnRq, Qp, Rc,
-    RcRtr, RcRts, RecvSide, Shared,
+    AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mtu, OwnRq, Pd, Qp,
+    Rc, RcRtr, RcRts, RecvSide, Sge, Shared, Standard,
 };
 
 /// The address vector of a loopback peer on port 1: a route to `gid` (RoCE devices, rxe among
@@ -80,4 +80,29 @@ pub fn rc_up<'a, R: RecvSide, const SGE: usize>(
         .unwrap()
         .to_rts(rts)
         .unwrap()
+}
+
+/// RESET → INIT of a connected QP on port 1, P_Key index 0, open to remote writes.
+pub const REMOTE_WRITE_INIT: ConnectedInit = ConnectedInit {
+    port_num: 1,
+    pkey_index: 0,
+    access: AccessFlags::REMOTE_WRITE,
+};
+
+/// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
+/// completion (`IBV_WC_WR_FLUSH_ERR`) on every device, without traffic.
+pub fn flushed_qp<'a, C: Send + Sync>(
+    pd: &'a Pd<'_>,
+    cq: &'a CqEx<'_, Standard>,
+    user: C,
+    wr_id: u64,
+) -> Qp<'a, Rc, OwnRq, Shared, C, ErrorState> {
+    let qp: Qp<'a, Rc, OwnRq, Shared, C, Init> = Qp::<Rc>::builder(pd, cq, cq)
+        .context(user)
+        .build()
+        .unwrap()
+        .to_init(REMOTE_WRITE_INIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
+    qp.to_error().unwrap_or_else(|e| panic!("{e}"))
 }

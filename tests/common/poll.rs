@@ -1,7 +1,7 @@
 //! Polling with deadlines and the expectations tests share on what comes back.
 
 use std::time::{Duration, Instant};
-use typed_verbs::{Cq, ErrorKind, Result, WorkCompletion};
+use typed_verbs::{Cq, ErrorKind, Poller, Result, Standard, WorkCompletion};
 
 /// Asserts that `r` is an `OutOfRange` error of `verb` for `what`, with the given value and
 /// bounds, and that it maps to EINVAL as a C program would see it.
@@ -66,4 +66,23 @@ pub fn expect_successes<C>(cq: &Cq<'_, C>, n: usize, limit: Duration, what: &str
         assert!(w.success().is_some(), "{what}: {:?}", w.status());
     });
     assert!(got.len() >= n, "{what}: {n} completions within {limit:?}");
+}
+
+/// Opens a batch on `poller` (retrying up to 2 s while the CQ is empty) and runs `f` in it.
+pub fn in_batch<R>(poller: &mut Poller<'_, Standard>, f: impl FnOnce() -> R) -> R {
+    let start = Instant::now();
+    let mut f = Some(f);
+    loop {
+        if let Some(r) = poller
+            .poll_batch(|_b| (f.take().expect("runs once"))())
+            .unwrap()
+        {
+            return r;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "a completion arrives"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }

@@ -16,21 +16,13 @@
 
 use crate::common;
 
-use common::{destroyed, feature, open, Drops, LeakCheck};
+use common::{destroyed, feature, flushed_qp, in_batch, open, Drops, LeakCheck};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use typed_verbs::qp_state::Init;
 use typed_verbs::{
-    software, AccessFlags, ConnectedInit, Cq, CqEx, ErrorKind, Gid, OwnRq, Pd, Qp, QpStateName, Rc,
-    Sge, Shared, Srq, Standard, Ud, UdInit, Verb,
-};
-
-const INIT: ConnectedInit = ConnectedInit {
-    port_num: 1,
-    pkey_index: 0,
-    access: AccessFlags::REMOTE_WRITE,
+    software, Cq, CqEx, ErrorKind, Gid, Pd, Qp, QpStateName, Rc, Srq, Standard, Ud, UdInit, Verb,
 };
 
 /// A user context whose drop panics.
@@ -39,24 +31,6 @@ impl Drop for PanicOnDrop {
     fn drop(&mut self) {
         panic!("user context drop panics");
     }
-}
-
-/// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
-/// completion (`IBV_WC_WR_FLUSH_ERR`) on every device, without traffic.
-fn flushed_qp<'a, C: Send + Sync>(
-    pd: &'a Pd<'_>,
-    cq: &'a CqEx<'_, Standard>,
-    user: C,
-    wr_id: u64,
-) -> Qp<'a, Rc, OwnRq, Shared, C, typed_verbs::qp_state::ErrorState> {
-    let qp: Qp<'a, Rc, OwnRq, Shared, C, Init> = Qp::<Rc>::builder(pd, cq, cq)
-        .context(user)
-        .build()
-        .unwrap()
-        .to_init(INIT)
-        .unwrap_or_else(|e| panic!("{e}"));
-    qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
-    qp.to_error().unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -390,25 +364,6 @@ fn within(test: &str, f: impl FnOnce() + Send + 'static) {
     });
     if rx.recv_timeout(Duration::from_secs(20)).is_err() {
         panic!("{test}: did not finish within 20 s (a wait that never ends)");
-    }
-}
-
-/// Opens a batch on `poller` (retrying up to 2 s while the CQ is empty) and runs `f` in it.
-fn in_batch<R>(poller: &mut typed_verbs::Poller<'_, Standard>, f: impl FnOnce() -> R) -> R {
-    let start = Instant::now();
-    let mut f = Some(f);
-    loop {
-        if let Some(r) = poller
-            .poll_batch(|_b| (f.take().expect("runs once"))())
-            .unwrap()
-        {
-            return r;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "a completion arrives"
-        );
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
