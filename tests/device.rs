@@ -423,11 +423,14 @@ fn parent_domain_alloc_and_destroy() {
 #[test]
 fn parent_domain_unsupported_on_like_rxe() {
     const TEST: &str = "parent_domain_unsupported_on_like_rxe";
-    let env = open();
-    if !software_only(&env, TEST, "a like_rxe software device") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "a like_rxe software device",
+        "dev-pdom-like-rxe",
+        SwConfig::like_rxe(),
+    ) else {
         return;
-    }
-    let ctx = open_registered("dev-pdom-like-rxe", SwConfig::like_rxe());
+    };
     let pd = Pd::new(&ctx).expect("pd");
     let leaks = LeakCheck::new(&ctx, TEST);
     let e = ParentDomain::new(&ctx, &pd).expect_err("like_rxe has no parent domains");

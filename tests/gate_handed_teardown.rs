@@ -4,21 +4,10 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{flushed_qp, in_batch, open, LeakCheck};
+use common::{flushed_qp, in_batch, open, within, LeakCheck};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::{CqEx, Pd, Qp, Rc, Standard};
-
-fn within(test: &str, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
-        panic!("{test}: did not finish within 20 s (a wait that never ends)");
-    }
-}
 
 /// A QP on CQs A (send) and B (recv), dropped on T2 while T1 has a batch open on A: handed to
 /// A's batch. T1's batch ends and runs the handed destroy, which takes B's lock too, while T3
@@ -26,7 +15,7 @@ fn within(test: &str, f: impl FnOnce() + Send + 'static) {
 /// thread waits for a CQ lock another thread's batch holds" says T1 must not wait for B.
 #[test]
 fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
-    within("handed_teardown_other_cq", || {
+    within(Duration::from_secs(20), || {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, "handed_teardown_other_cq");
         {
@@ -72,7 +61,7 @@ fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
 /// hangs (the destroy succeeds, or is refused while both CQs stay busy).
 #[test]
 fn an_explicit_teardown_never_makes_one_cqs_poller_wait_for_another_cqs_batch() {
-    within("explicit_teardown_cross_cq", || {
+    within(Duration::from_secs(20), || {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, "explicit_teardown_cross_cq");
         {

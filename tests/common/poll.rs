@@ -1,5 +1,6 @@
 //! Polling with deadlines and the expectations tests share on what comes back.
 
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::{Cq, ErrorKind, Poller, Result, Standard, WorkCompletion};
 
@@ -84,5 +85,19 @@ pub fn in_batch<R>(poller: &mut Poller<'_, Standard>, f: impl FnOnce() -> R) -> 
             "a completion arrives"
         );
         std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
+/// instead of stalling the run.
+pub fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(v)) => v,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => panic!("did not finish within {limit:?} (a hang)"),
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{destroyed, open};
+use common::{destroyed, open, within};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -20,20 +20,6 @@ use typed_verbs::{
     raw, software, Access, AccessFlags, AsyncEvent, CompChannel, Context, Cq, Mr, PageBuf, Pd, Qp,
     Rc, RemoteAddr, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
 };
-
-/// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
-/// instead of stalling the run.
-fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
-    });
-    match rx.recv_timeout(limit) {
-        Ok(Ok(v)) => v,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => panic!("did not finish within {limit:?} (a hang)"),
-    }
-}
 
 const LIMIT: Duration = Duration::from_secs(20);
 
