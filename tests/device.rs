@@ -81,18 +81,9 @@ fn open_from_env_unset_child() {
 /// on a machine without one (here: sw0 on a machine without RDMA devices, rxe0 in the VM lane).
 #[test]
 fn open_from_env_unset_takes_the_first_real_device() {
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "open_from_env_unset_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env_remove(typed_verbs::DEVICE_ENV)
-        .output()
-        .expect("run the child test");
+    let out = common::run_alone("open_from_env_unset_child", true, |c| {
+        c.env_remove(typed_verbs::DEVICE_ENV);
+    });
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("OPENED "),
@@ -122,21 +113,12 @@ fn open_from_env_not_utf8_child() {
 #[test]
 fn open_from_env_with_a_name_that_is_not_utf8_fails() {
     use std::os::unix::ffi::OsStrExt;
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "open_from_env_not_utf8_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(
+    let out = common::run_alone("open_from_env_not_utf8_child", true, |c| {
+        c.env(
             typed_verbs::DEVICE_ENV,
             std::ffi::OsStr::from_bytes(b"sw0\xff"),
-        )
-        .output()
-        .expect("run the child test");
+        );
+    });
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("REFUSED "),

@@ -155,3 +155,21 @@ pub fn event_channel(ctx: &Context, test: &str) -> Option<typed_verbs::cm::Event
         Err(e) => panic!("rdma_create_event_channel: {e}"),
     }
 }
+
+/// Runs the test `test` (its libtest path, [`test_path`]) of this test binary again, alone, in
+/// a child process (`--exact`, `--nocapture`, one thread; `--ignored` where the test is an
+/// ignored child half), its command first given to `configure` (environment variables); gives
+/// the child's output. For what needs a process of its own: an environment, a limit, an abort.
+pub fn run_alone(
+    test: &str,
+    ignored: bool,
+    configure: impl FnOnce(&mut std::process::Command),
+) -> std::process::Output {
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    if ignored {
+        cmd.arg("--ignored");
+    }
+    configure(&mut cmd);
+    cmd.output().expect("run the child test")
+}

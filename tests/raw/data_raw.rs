@@ -1531,16 +1531,9 @@ fn is_child(test: &str) -> bool {
 /// Runs `test` alone in a child process; gives its stdout, after checking that it exited
 /// normally (a panic crossing into C aborts it with SIGABRT).
 fn run_child(test: &str) -> String {
-    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            &common::test_path(module_path!(), test),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, test)
-        .output()
-        .expect("run the child");
+    let out = common::run_alone(&common::test_path(module_path!(), test), false, |c| {
+        c.env(CHILD_ENV, test);
+    });
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
