@@ -108,19 +108,35 @@ fn sgid_answer(ctx: &Context, index: u8) -> Result<(), i32> {
     }
 }
 
+/// What index 200 of port 1's GID table gives in an address vector ([`sgid_answer`]), which
+/// must not be a GID on any device the tests run on: ENODATA on the software device (its table
+/// is rxe's length, filled at 0).
+fn empty_sgid_200(ctx: &Context) -> Result<(), i32> {
+    let want = sgid_answer(ctx, 200);
+    assert_ne!(
+        want,
+        Ok(()),
+        "GID index 200 of port 1 holds a GID on this device"
+    );
+    if ctx.is_software() {
+        assert_eq!(want, Err(libc::ENODATA), "sw0's GID table is rxe's length");
+    }
+    want
+}
+
+/// An RC QP ([`raw_qp`]) moved to INIT (P_Key index 0).
+fn rc_in_init(ctx: &Context, c: &mut Cleanup) -> *mut sys::ibv_qp {
+    let qp = raw_qp(ctx, sys::ibv_qp_type::IBV_QPT_RC, c);
+    to_init(qp, 0).expect("RESET -> INIT");
+    qp
+}
+
 #[test]
 fn create_srq_with_max_wr_0_is_einval() {
     // rxe_srq_chk_init: `if (attr->max_wr <= 0) ... goto err1` (-EINVAL).
     let ctx = open();
     let mut c = Cleanup::new();
-    // SAFETY: a live context.
-    let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-        .expect("ibv_alloc_pd")
-        .as_ptr();
-    // SAFETY: destroyed once.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd")
-    }));
+    let pd = common::raw::pd(&ctx, &mut c);
     let mut attr = sys::ibv_srq_init_attr {
         srq_context: ptr::null_mut(),
         attr: sys::ibv_srq_attr {
@@ -162,18 +178,9 @@ fn to_rtr_with_an_empty_sgid_index_is_enodata() {
     // _ib_modify_qp → rdma_fill_sgid_attr → rdma_get_gid_attr: an index inside the table
     // that holds no GID is -ENODATA, before the driver sees the request.
     let ctx = open();
-    let want = sgid_answer(&ctx, 200);
-    assert_ne!(
-        want,
-        Ok(()),
-        "GID index 200 of port 1 holds a GID on this device"
-    );
-    if ctx.is_software() {
-        assert_eq!(want, Err(libc::ENODATA), "sw0's GID table is rxe's length");
-    }
+    let want = empty_sgid_200(&ctx);
     let mut c = Cleanup::new();
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let qp = rc_in_init(&ctx, &mut c);
     assert_eq!(to_rtr(&ctx, qp, 200, 1), want);
     assert_eq!(
         query(qp).qp_state,
@@ -193,11 +200,9 @@ fn to_rtr_with_max_dest_rd_atomic_255_is_accepted() {
     // rxe_qp_from_attr rounds it up to a power of two.
     let ctx = open();
     let mut c = Cleanup::new();
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let qp = rc_in_init(&ctx, &mut c);
     assert_eq!(to_rtr(&ctx, qp, 0, 255), Ok(()));
-    let other = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(other, 0).expect("RESET -> INIT");
+    let other = rc_in_init(&ctx, &mut c);
     assert_eq!(to_rtr(&ctx, other, 0, 3), Ok(()));
     assert_eq!(query(other).max_dest_rd_atomic, 4, "3 rounded up");
     // 255 rounds up to 256, which the u8 of `struct ib_qp_attr` keeps as 0 (seen on rxe0).
@@ -209,8 +214,7 @@ fn to_rts_with_timeout_32_is_einval() {
     // rxe_qp_chk_attr: `if (attr->timeout > 31) ... goto err1` (-EINVAL).
     let ctx = open();
     let mut c = Cleanup::new();
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let qp = rc_in_init(&ctx, &mut c);
     to_rtr(&ctx, qp, 0, 1).expect("INIT -> RTR");
     assert_eq!(to_rts(qp, 32), Err(libc::EINVAL));
     assert_eq!(query(qp).qp_state, sys::ibv_qp_state::IBV_QPS_RTR);
@@ -221,25 +225,10 @@ fn to_rts_with_timeout_32_is_einval() {
 fn address_handle_with_an_empty_sgid_index_is_enodata() {
     // ib_uverbs_create_ah → rdma_create_user_ah → rdma_fill_sgid_attr: -ENODATA, as for a QP.
     let ctx = open();
-    let want = sgid_answer(&ctx, 200);
-    assert_ne!(
-        want,
-        Ok(()),
-        "GID index 200 of port 1 holds a GID on this device"
-    );
-    if ctx.is_software() {
-        assert_eq!(want, Err(libc::ENODATA), "sw0's GID table is rxe's length");
-    }
+    let want = empty_sgid_200(&ctx);
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
     let mut c = Cleanup::new();
-    // SAFETY: a live context.
-    let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-        .expect("ibv_alloc_pd")
-        .as_ptr();
-    // SAFETY: destroyed once.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd")
-    }));
+    let pd = common::raw::pd(&ctx, &mut c);
     for (sgid_index, want) in [(200, want), (0, Ok(()))] {
         let mut a = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
         // SAFETY: a live PD; `a` valid.
@@ -314,8 +303,7 @@ fn a_gid_index_past_the_table_is_einval() {
     assert_eq!(ctx.query_port(1).unwrap().gid_tbl_len, 8);
     assert_eq!(sgid_answer(&ctx, 8), Err(libc::EINVAL));
     let mut c = Cleanup::new();
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let qp = rc_in_init(&ctx, &mut c);
     assert_eq!(to_rtr(&ctx, qp, 8, 1), Err(libc::EINVAL));
     assert_eq!(to_rtr(&ctx, qp, 7, 1), Err(libc::ENODATA));
     let mut g = sys::ibv_gid { raw: [0; 16] };
@@ -334,8 +322,7 @@ fn an_alternate_path_with_an_empty_sgid_index_is_enodata() {
     let want = sgid_answer(&ctx, 200);
     assert_ne!(want, Ok(()), "GID index 200 of port 1 holds a GID");
     let mut c = Cleanup::new();
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let qp = rc_in_init(&ctx, &mut c);
     to_rtr(&ctx, qp, 0, 1).expect("INIT -> RTR");
     to_rts(qp, 14).expect("RTR -> RTS");
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
@@ -423,8 +410,7 @@ fn a_path_mtu_is_refused_only_above_the_ports_max_mtu() {
     let ctx = open();
     let max_mtu = ctx.query_port(1).expect("ibv_query_port").max_mtu;
     let mut c = Cleanup::new();
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let qp = rc_in_init(&ctx, &mut c);
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
     let rtr = |path_mtu| {
         let mut a = qp_attr();

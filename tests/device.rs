@@ -4,9 +4,7 @@
 
 mod common;
 
-use common::{
-    assert_out_of_range, destroyed, feature, open, open_registered, skip, software_only, LeakCheck,
-};
+use common::{assert_out_of_range, destroyed, feature, open, open_registered, skip, LeakCheck};
 use std::os::fd::AsRawFd;
 use typed_verbs::software::{self, LiveObjects, SwConfig};
 use typed_verbs::{devices, CompChannel, Context, ErrorKind, ParentDomain, Pd, Verb};
@@ -179,10 +177,9 @@ fn query_device_matches_attr() {
 #[test]
 fn software_device_attr_values_follow_its_config() {
     const TEST: &str = "software_device_attr_values_follow_its_config";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "comparing attributes with SwConfig") {
+    let Some(ctx) = common::software_ctx(TEST, "comparing attributes with SwConfig") else {
         return;
-    }
+    };
     let c = SwConfig::default();
     let a = ctx.attr();
     assert_eq!(a.max_cqe, c.max_cqe);
@@ -248,10 +245,9 @@ fn software_device_attr_values_follow_its_config() {
 #[test]
 fn register_rejects_bad_and_duplicate_names() {
     const TEST: &str = "register_rejects_bad_and_duplicate_names";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "software::register") {
+    let Some(_ctx) = common::software_ctx(TEST, "software::register") else {
         return;
-    }
+    };
     let dup =
         software::register(software::DEFAULT_DEVICE, SwConfig::default()).expect_err("sw0 exists");
     assert_eq!(dup.verb, Verb::RegisterSoftwareDevice);

@@ -4,7 +4,7 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{flushed_qp, open};
+use common::flushed_qp;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,14 +25,12 @@ impl Drop for PanicOnDrop {
 /// should be destroyed too.
 #[test]
 fn a_panicking_parent_release_does_not_lose_a_handed_teardown() {
-    let ctx = open();
-    if !common::software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "a_panicking_parent_release_does_not_lose_a_handed_teardown",
         "live_objects",
-    ) {
+    ) else {
         return;
-    }
+    };
     let pd = Pd::new(&ctx).unwrap();
     let mut a = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     let (sa, mut pa) = a.split();

@@ -100,6 +100,41 @@ fn lines(b: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// Runs an example's `--self` mode (`all`, its arguments), which must succeed and print nothing
+/// on stderr; gives the lines its server and its client printed (prefixed `server: ` and
+/// `client: ` on stdout), without the prefix.
+fn run_self(prog: &PathBuf, all: &[&str]) -> (Vec<String>, Vec<String>) {
+    let out = run(prog, all);
+    let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} {all:?}: {:?}\n{stdout:#?}\n{stderr:#?}",
+        prog.display(),
+        out.status
+    );
+    assert!(stderr.is_empty(), "{stderr:#?}");
+    let side = |p: &str| -> Vec<String> {
+        stdout
+            .iter()
+            .filter_map(|l| l.strip_prefix(p))
+            .map(str::to_owned)
+            .collect()
+    };
+    (side("server: "), side("client: "))
+}
+
+/// What one side of a `--self` run prints: `start`, then `transfer` where data `moves`, then
+/// `end`.
+fn script<'a>(
+    start: &[&'a str],
+    transfer: &[&'a str],
+    moves: bool,
+    end: &[&'a str],
+) -> Vec<&'a str> {
+    let transfer = if moves { transfer } else { &[] };
+    [start, transfer, end].concat()
+}
+
 /// The text of ping `i` of `size` bytes, as rping's client writes it (without its NUL).
 fn ping_text(i: u32, size: usize) -> String {
     let mut t = format!("rdma-ping-{i}: ").into_bytes();
@@ -205,48 +240,24 @@ fn ucmatose_self_exchanges_messages_on_every_connection_and_disconnects() {
     ] {
         let mut all = vec!["--self", "-b", &addr, "-p", "17471"];
         all.extend_from_slice(args);
-        let out = run(&ucmatose, &all);
-        let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
-        assert!(
-            out.status.success(),
-            "ucmatose {all:?}: {:?}\n{stdout:#?}\n{stderr:#?}",
-            out.status
+        let (server, client) = run_self(&ucmatose, &all);
+        let moves = !args.contains(&"0");
+        #[rustfmt::skip]
+        let want_server = script(
+            &["cmatose: starting server"],
+            &["initiating data transfers", "completing sends", "receiving data transfers", "data transfers complete"],
+            moves,
+            &["cmatose: disconnecting", "disconnected", "test complete", "return status 0"],
         );
-        let side = |p: &str| -> Vec<String> {
-            stdout
-                .iter()
-                .filter_map(|l| l.strip_prefix(p))
-                .map(str::to_owned)
-                .collect()
-        };
-        let transfers = !args.contains(&"0");
-        let mut server = vec!["cmatose: starting server"];
-        if transfers {
-            server.extend([
-                "initiating data transfers",
-                "completing sends",
-                "receiving data transfers",
-                "data transfers complete",
-            ]);
-        }
-        server.extend([
-            "cmatose: disconnecting",
-            "disconnected",
-            "test complete",
-            "return status 0",
-        ]);
-        let mut client = vec!["cmatose: starting client", "cmatose: connecting"];
-        if transfers {
-            client.extend([
-                "receiving data transfers",
-                "sending replies",
-                "data transfers complete",
-            ]);
-        }
-        client.extend(["test complete", "return status 0"]);
-        assert_eq!(side("server: "), server, "{all:?}");
-        assert_eq!(side("client: "), client, "{all:?}");
-        assert!(stderr.is_empty(), "{stderr:#?}");
+        #[rustfmt::skip]
+        let want_client = script(
+            &["cmatose: starting client", "cmatose: connecting"],
+            &["receiving data transfers", "sending replies", "data transfers complete"],
+            moves,
+            &["test complete", "return status 0"],
+        );
+        assert_eq!(server, want_server, "{all:?}");
+        assert_eq!(client, want_client, "{all:?}");
     }
 }
 
@@ -302,42 +313,24 @@ fn udaddy_self_resolves_sends_and_replies_then_reports_a_lookup_nobody_answers()
     ] {
         let mut all = vec!["--self", "-b", &addr];
         all.extend_from_slice(args);
-        let out = run(&udaddy, &all);
-        let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
-        assert!(
-            out.status.success(),
-            "udaddy {all:?}: {:?}\n{stdout:#?}\n{stderr:#?}",
-            out.status
+        let (server, client) = run_self(&udaddy, &all);
+        let moves = !args.contains(&"0");
+        #[rustfmt::skip]
+        let want_server = script(
+            &["udaddy: starting server"],
+            &["receiving data transfers", "sending replies", "data transfers complete"],
+            moves,
+            &["test complete", "return status 0"],
         );
-        let side = |p: &str| -> Vec<String> {
-            stdout
-                .iter()
-                .filter_map(|l| l.strip_prefix(p))
-                .map(str::to_owned)
-                .collect()
-        };
-        let transfers = !args.contains(&"0");
-        let mut server = vec!["udaddy: starting server"];
-        if transfers {
-            server.extend([
-                "receiving data transfers",
-                "sending replies",
-                "data transfers complete",
-            ]);
-        }
-        server.extend(["test complete", "return status 0"]);
-        let mut client = vec!["udaddy: starting client", "udaddy: connecting"];
-        if transfers {
-            client.extend([
-                "initiating data transfers",
-                "receiving data transfers",
-                "data transfers complete",
-            ]);
-        }
-        client.extend(["test complete", "return status 0"]);
-        assert_eq!(side("server: "), server, "{all:?}");
-        assert_eq!(side("client: "), client, "{all:?}");
-        assert!(stderr.is_empty(), "{stderr:#?}");
+        #[rustfmt::skip]
+        let want_client = script(
+            &["udaddy: starting client", "udaddy: connecting"],
+            &["initiating data transfers", "receiving data transfers", "data transfers complete"],
+            moves,
+            &["test complete", "return status 0"],
+        );
+        assert_eq!(server, want_server, "{all:?}");
+        assert_eq!(client, want_client, "{all:?}");
     }
     udaddy_checks_the_mtu_and_reports_a_lookup_nobody_answers(&udaddy);
 }

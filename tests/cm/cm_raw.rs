@@ -1131,10 +1131,9 @@ fn destroy_waits_for_the_ack() {
 /// On the software device, the channels and ids count among the context's live objects.
 #[test]
 fn software_counts_cm_objects() {
-    let ctx = open();
-    if !common::software_only(&ctx, "software_counts_cm_objects", "live_objects") {
+    let Some(ctx) = common::software_ctx("software_counts_cm_objects", "live_objects") else {
         return;
-    }
+    };
     let before = typed_verbs::software::live_objects(&ctx).expect("software");
     let ch = Chan::new(&ctx);
     let id = ch.id(RDMA_PS_TCP);

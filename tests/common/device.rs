@@ -173,3 +173,10 @@ pub fn run_alone(
     configure(&mut cmd);
     cmd.output().expect("run the child test")
 }
+
+/// The test device, where it is the software device; elsewhere a SKIP line for `test` (naming
+/// `needs`, what the test needs the software device for) and `None`.
+pub fn software_ctx(test: &str, needs: &str) -> Option<Context> {
+    let ctx = open();
+    software_only(&ctx, test, needs).then_some(ctx)
+}

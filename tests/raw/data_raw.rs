@@ -1603,10 +1603,9 @@ fn an_rnr_timer_that_cannot_start_fails_qp_creation_instead_of_aborting_a_post()
         }
         return;
     }
-    let ctx = open();
-    if !software_only(&ctx, test, "the software device's RNR timer thread") {
+    let Some(ctx) = common::software_ctx(test, "the software device's RNR timer thread") else {
         return;
-    }
+    };
     drop(ctx);
     let out = run_child(test);
     assert!(
@@ -1665,14 +1664,11 @@ fn a_send_longer_than_max_msg_sz_is_refused_at_the_post() {
         );
         return;
     }
-    let ctx = open();
-    if !software_only(
-        &ctx,
-        test,
-        "the software device's max_msg_sz check at the post",
-    ) {
+    let Some(ctx) =
+        common::software_ctx(test, "the software device's max_msg_sz check at the post")
+    else {
         return;
-    }
+    };
     drop(ctx);
     let out = run_child(test);
     assert!(

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{assert_out_of_range, destroyed, open, software_only, Drops, LeakCheck};
+use common::{assert_out_of_range, destroyed, open, Drops, LeakCheck};
 use typed_verbs::software::{self, SwConfig};
 use typed_verbs::{
     CompChannel, Cq, ErrorKind, InjectedCompletion, Verb, WcOpcode, WcStatus, WorkCompletion,
@@ -315,10 +315,9 @@ fn check_varied(i: u32, wc: &WorkCompletion) {
 #[test]
 fn cq_poll_returns_injected_completions_in_order() {
     const TEST: &str = "cq_poll_returns_injected_completions_in_order";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(64).build().expect("cq");
     let mut wc = [const { WorkCompletion::new() }; 16];
     assert!(cq.poll(&mut wc).expect("poll empty").is_empty());
@@ -356,10 +355,9 @@ fn cq_poll_returns_injected_completions_in_order() {
 #[test]
 fn cq_imm_data_and_invalidated_rkey_only_when_injected() {
     const TEST: &str = "cq_imm_data_and_invalidated_rkey_only_when_injected";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(8).build().expect("cq");
     let plain = InjectedCompletion::success(1, WcOpcode::RECV).byte_len(8);
     software::inject(&cq, plain).unwrap();
@@ -392,10 +390,9 @@ fn cq_imm_data_and_invalidated_rkey_only_when_injected() {
 #[test]
 fn cq_overrun_is_reported() {
     const TEST: &str = "cq_overrun_is_reported";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(4).build().expect("cq");
     let n = cq.cqe();
     assert_eq!(software::has_overrun(&cq), Some(false));
@@ -424,10 +421,9 @@ fn cq_overrun_is_reported() {
 #[test]
 fn cq_shared_between_an_injecting_and_a_polling_thread() {
     const TEST: &str = "cq_shared_between_an_injecting_and_a_polling_thread";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     // A small CQ, so that the ring wraps many times and the injector meets a full CQ.
     let cq = Cq::builder(&ctx).cqe(8).build().expect("cq");
     const N: u64 = 5000;
@@ -478,10 +474,9 @@ fn cq_shared_between_an_injecting_and_a_polling_thread() {
 #[test]
 fn cq_polled_from_several_threads() {
     const TEST: &str = "cq_polled_from_several_threads";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(4096).build().expect("cq");
     const N: u64 = 4000;
     for i in 0..N {

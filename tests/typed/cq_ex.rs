@@ -329,10 +329,9 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
 #[test]
 fn cq_ex_overrun_is_reported() {
     const TEST: &str = "cq_ex_overrun_is_reported";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build().unwrap();
     let n = u64::from(cq.cqe());
     for i in 0..n {
@@ -674,10 +673,9 @@ fn poll_all(cq: &mut CqEx<'_, AllFields>) -> Vec<Expected> {
 #[test]
 fn cq_ex_polls_injected_completions_with_every_field_in_order() {
     const TEST: &str = "cq_ex_polls_injected_completions_with_every_field_in_order";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let mut cq = CqEx::<AllFields>::builder(&ctx)
         .cqe(64)
         .build()
@@ -714,10 +712,9 @@ fn cq_ex_polls_injected_completions_with_every_field_in_order() {
 #[test]
 fn cq_ex_no_fields_reads_opcode_and_own_flags() {
     const TEST: &str = "cq_ex_no_fields_reads_opcode_and_own_flags";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build().expect("cq");
     software::inject(
         &cq,
@@ -753,10 +750,9 @@ fn cq_ex_no_fields_reads_opcode_and_own_flags() {
 #[test]
 fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
     const TEST: &str = "cq_ex_imm_data_and_invalidated_rkey_only_when_injected";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = CqEx::<wc_flags!(IMM)>::builder(&ctx)
         .cqe(8)
         .build()
@@ -815,10 +811,9 @@ fn cq_ex_poll_batch_on_empty_cq_is_none() {
 #[test]
 fn cq_ex_batch_dropped_early_leaves_the_rest() {
     const TEST: &str = "cq_ex_batch_dropped_early_leaves_the_rest";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap();
     for id in 10..15 {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::RECV)).unwrap();
@@ -865,10 +860,9 @@ fn cq_ex_batch_dropped_early_leaves_the_rest() {
 #[test]
 fn cq_ex_panic_inside_a_batch_still_ends_it() {
     const TEST: &str = "cq_ex_panic_inside_a_batch_still_ends_it";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     // A Shared CQ: its ibv_start_poll takes the provider's lock and ibv_end_poll releases it,
     // so a poll_batch after a batch whose end_poll never ran would deadlock.
     let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
@@ -899,10 +893,9 @@ fn cq_ex_panic_inside_a_batch_still_ends_it() {
 #[test]
 fn cq_ex_shared_between_threads_under_a_mutex() {
     const TEST: &str = "cq_ex_shared_between_threads_under_a_mutex";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Mutex::new(CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap());
     const PER_PRODUCER: u64 = 1500;
     const PRODUCERS: u64 = 2;
@@ -1132,10 +1125,10 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
 #[test]
 fn cq_ex_whose_provider_lacks_a_read_function_is_refused() {
     const TEST: &str = "cq_ex_whose_provider_lacks_a_read_function_is_refused";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "a faulty provider (SwConfig::missing_readers)") {
+    let Some(_ctx) = common::software_ctx(TEST, "a faulty provider (SwConfig::missing_readers)")
+    else {
         return;
-    }
+    };
     let faulty = open_registered(
         "sw-missing-imm-reader",
         SwConfig {

@@ -288,10 +288,9 @@ fn an_event_type_the_headers_lack_is_read_as_its_integer() {
     // and u32::MAX, which the build's headers lack) comes back as AsyncEvent::Other(n), and a
     // known port event as its variant. The software device raises them as port events.
     let test = "an_event_type_the_headers_lack_is_read_as_its_integer";
-    let ctx = open();
-    if !common::software_only(&ctx, test, "an async event of any type on demand") {
+    let Some(ctx) = common::software_ctx(test, "an async event of any type on demand") else {
         return;
-    }
+    };
     let port_active = 9; // IBV_EVENT_PORT_ACTIVE
     for (ty, want) in [
         (42, AsyncEvent::Other(42)),
@@ -372,14 +371,12 @@ fn injected_completions_arm_and_overrun_as_the_data_path_does() {
     // The software device's injection hook goes through the same CQ producer as its QPs: it
     // fires an armed CQ's event (solicited only for a `.solicited()` completion) and raises
     // CQ_ERR when the CQ is full.
-    let ctx = open();
-    if !common::software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "injected_completions_arm_and_overrun_as_the_data_path_does",
         "software::inject",
-    ) {
+    ) else {
         return;
-    }
+    };
     use typed_verbs::{software, InjectedCompletion, WcOpcode};
     let ch = CompChannel::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx)

@@ -613,10 +613,9 @@ fn qp_caps_over_device_limits_are_out_of_range() {
 #[test]
 fn qp_refused_by_the_device_frees_its_user_context() {
     const TEST: &str = "qp_refused_by_the_device_frees_its_user_context";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "the software device's max_inline_data") {
+    let Some(ctx) = common::software_ctx(TEST, "the software device's max_inline_data") else {
         return;
-    }
+    };
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
     let leaks = LeakCheck::new(&ctx, TEST);
