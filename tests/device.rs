@@ -250,8 +250,7 @@ fn register_rejects_bad_and_duplicate_names() {
     };
     let dup =
         software::register(software::DEFAULT_DEVICE, SwConfig::default()).expect_err("sw0 exists");
-    assert_eq!(dup.verb, Verb::RegisterSoftwareDevice);
-    assert_eq!(dup.kind, ErrorKind::Os(libc::EEXIST));
+    common::assert_os_error(&dup, Verb::RegisterSoftwareDevice, libc::EEXIST);
 
     software::register("dev-register-once", SwConfig::default()).expect("first registration");
     let again = software::register("dev-register-once", SwConfig::like_rxe())
@@ -412,8 +411,7 @@ fn parent_domain_unsupported_on_like_rxe() {
     let pd = Pd::new(&ctx).expect("pd");
     let leaks = LeakCheck::new(&ctx, TEST);
     let e = ParentDomain::new(&ctx, &pd).expect_err("like_rxe has no parent domains");
-    assert_eq!(e.verb, Verb::AllocParentDomain);
-    assert_eq!(e.kind, ErrorKind::Os(libc::EOPNOTSUPP));
+    common::assert_os_error(&e, Verb::AllocParentDomain, libc::EOPNOTSUPP);
     assert!(e.is_unsupported());
     leaks.assert_unchanged("failed ibv_alloc_parent_domain");
 }

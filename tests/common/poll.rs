@@ -101,3 +101,9 @@ pub fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send +
         Err(_) => panic!("did not finish within {limit:?} (a hang)"),
     }
 }
+
+/// Asserts that `e` is the device's errno `errno` (`ErrorKind::Os`) from `verb`.
+#[track_caller]
+pub fn assert_os_error(e: &typed_verbs::Error, verb: typed_verbs::Verb, errno: i32) {
+    assert_eq!((e.verb, &e.kind), (verb, &ErrorKind::Os(errno)), "{e}");
+}

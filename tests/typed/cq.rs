@@ -585,8 +585,7 @@ fn cq_create_failing_in_the_device_frees_the_user_context() {
         .context(drops.token(2))
         .build()
         .expect_err("the device holds one CQ");
-    assert_eq!(e.verb, Verb::CreateCq);
-    assert_eq!(e.kind, ErrorKind::Os(libc::ENOMEM));
+    common::assert_os_error(&e, Verb::CreateCq, libc::ENOMEM);
     assert_eq!(
         drops.count(),
         1,

@@ -1039,10 +1039,7 @@ fn cq_ex_create_failing_in_the_device_frees_the_user_context() {
         .context(drops.token(2))
         .build()
         .expect_err("the device holds one CQ");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateCqEx, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::CreateCqEx, libc::ENOMEM);
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("CqEx refused by the device");
     destroyed(first.destroy());

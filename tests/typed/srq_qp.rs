@@ -627,10 +627,7 @@ fn qp_refused_by_the_device_frees_its_user_context() {
         .context(drops.token(1))
         .build()
         .expect_err("inline data over the device's limit");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateQp, ErrorKind::Os(libc::EINVAL))
-    );
+    common::assert_os_error(&e, Verb::CreateQp, libc::EINVAL);
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("QP refused by the device");
 }
@@ -661,38 +658,23 @@ fn objects_refused_for_quota_free_their_user_context() {
     let leaks = LeakCheck::new(&ctx, TEST);
 
     let e = Pd::new(&ctx).expect_err("second PD");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::AllocPd, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::AllocPd, libc::ENOMEM);
     let e = CompChannel::new(&ctx).expect_err("second channel");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateCompChannel, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::CreateCompChannel, libc::ENOMEM);
     let e = Srq::builder(&pd)
         .context(drops.token(3))
         .build()
         .expect_err("second SRQ");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateSrq, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::CreateSrq, libc::ENOMEM);
     assert_eq!(drops.count(), 1);
     let e = Qp::<Ud>::builder(&pd, &cq, &cq)
         .context(drops.token(4))
         .build()
         .expect_err("second QP");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateQp, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::CreateQp, libc::ENOMEM);
     assert_eq!(drops.count(), 2);
     let e = ParentDomain::new(&ctx, &pd).expect_err("no PD left for a parent domain");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::AllocParentDomain, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::AllocParentDomain, libc::ENOMEM);
     leaks.assert_unchanged("objects refused for quota");
 
     assert_eq!((srq.user_context().id, qp.user_context().id), (1, 2));
@@ -815,10 +797,7 @@ fn raw_packet_qp_unsupported_on_like_rxe() {
         .context(drops.token(1))
         .build()
         .expect_err("like_rxe has no RAW_PACKET QPs");
-    assert_eq!(
-        (e.verb, e.kind.clone()),
-        (Verb::CreateQp, ErrorKind::Os(libc::EOPNOTSUPP))
-    );
+    common::assert_os_error(&e, Verb::CreateQp, libc::EOPNOTSUPP);
     assert!(e.is_unsupported());
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("refused RAW_PACKET QP");
@@ -871,8 +850,7 @@ fn ud_multicast_attach_and_detach() {
     let e = qp
         .detach_mcast(g2, 0)
         .expect_err("a group not joined cannot be left");
-    assert_eq!(e.verb, Verb::DetachMcast);
-    assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
+    common::assert_os_error(&e, Verb::DetachMcast, libc::EINVAL);
     assert!(qp.mcast_groups().is_empty());
 
     let mut bad = [0u8; 16];
@@ -884,8 +862,7 @@ fn ud_multicast_attach_and_detach() {
     let e = qp
         .attach_mcast(bad, 0)
         .expect_err("a unicast GID is not a group");
-    assert_eq!(e.verb, Verb::AttachMcast);
-    assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
+    common::assert_os_error(&e, Verb::AttachMcast, libc::EINVAL);
     assert_eq!(count(), base);
 
     // Re-attaching after detach works, and the QP is destroyable once it has left.
