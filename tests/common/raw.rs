@@ -192,3 +192,9 @@ pub fn qp(
     c.push(move || unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp"));
     Ok(qp)
 }
+
+/// The standard completion fields of `ibv_create_cq_ex` (`IBV_WC_STANDARD_FLAGS`), one bit each.
+pub const STANDARD_WC_FLAGS: [u64; 7] = {
+    use typed_verbs::cq_ex::flags::*;
+    [BYTE_LEN, IMM, QP_NUM, SRC_QP, SLID, SL, DLID_PATH_BITS]
+};

@@ -59,17 +59,8 @@ fn create_cq_actual_cqe_at_least_requested_and_limits() {
 #[test]
 fn create_cq_ex_each_standard_flag_alone_and_all() {
     let ctx = open();
-    let standard = [
-        flags::BYTE_LEN,
-        flags::IMM,
-        flags::QP_NUM,
-        flags::SRC_QP,
-        flags::SLID,
-        flags::SL,
-        flags::DLID_PATH_BITS,
-        flags::STANDARD,
-    ];
-    for wc_flags in standard {
+    let standard = common::raw::STANDARD_WC_FLAGS;
+    for wc_flags in standard.into_iter().chain([flags::STANDARD]) {
         let mut attr = sys::ibv_cq_init_attr_ex {
             cqe: 64,
             cq_context: ptr::null_mut(),
