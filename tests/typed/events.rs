@@ -70,14 +70,27 @@ fn rc_pair<'a>(
     a_cq: &'a Cq<'_, impl Sized>,
     b_cq: &'a Cq<'_, impl Sized>,
 ) -> (Up<'a, typed_verbs::OwnRq>, Up<'a, typed_verbs::OwnRq>) {
-    let a = Qp::<Rc>::builder(pd, a_cq, a_cq)
-        .max_send_wr(32)
-        .max_recv_wr(32)
+    rc_pair_on(ctx, pd, (a_cq, a_cq), (b_cq, b_cq), 32)
+}
+
+/// A connected RC pair, each QP with `wr` send and receive WRs: `a` on the send and receive
+/// CQs of `a_cqs`, `b` on those of `b_cqs`.
+#[allow(clippy::type_complexity)]
+fn rc_pair_on<'a, C1, C2, C3, C4>(
+    ctx: &Context,
+    pd: &'a Pd<'_>,
+    (a_send, a_recv): (&'a Cq<'_, C1>, &'a Cq<'_, C2>),
+    (b_send, b_recv): (&'a Cq<'_, C3>, &'a Cq<'_, C4>),
+    wr: u32,
+) -> (Up<'a, typed_verbs::OwnRq>, Up<'a, typed_verbs::OwnRq>) {
+    let a = Qp::<Rc>::builder(pd, a_send, a_recv)
+        .max_send_wr(wr)
+        .max_recv_wr(wr)
         .build()
         .unwrap();
-    let b = Qp::<Rc>::builder(pd, b_cq, b_cq)
-        .max_send_wr(32)
-        .max_recv_wr(32)
+    let b = Qp::<Rc>::builder(pd, b_send, b_recv)
+        .max_send_wr(wr)
+        .max_recv_wr(wr)
         .build()
         .unwrap();
     let (an, bn) = (a.qp_num(), b.qp_num());
@@ -213,18 +226,7 @@ fn readiness_is_awaited_without_handing_out_the_fds() {
         let pd = Pd::new(&ctx).unwrap();
         let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
         let small = Cq::builder(&ctx).cqe(1).build().unwrap();
-        let a = Qp::<Rc>::builder(&pd, &small, &cq)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let b = Qp::<Rc>::builder(&pd, &cq, &cq)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let (an, bn) = (a.qp_num(), b.qp_num());
-        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (a, b) = rc_pair_on(&ctx, &pd, (&small, &cq), (&cq, &cq), 8);
         let m = bufs(&pd, 16, 16);
         let short = Some(Duration::from_millis(100));
         let long = Some(Duration::from_secs(5));
@@ -326,18 +328,7 @@ fn blocking_gets_wait_for_the_event_to_come() {
         let pd = Pd::new(&ctx).unwrap();
         let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
         let small = Cq::builder(&ctx).cqe(1).build().unwrap();
-        let a = Qp::<Rc>::builder(&pd, &small, &cq)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let b = Qp::<Rc>::builder(&pd, &cq, &cq)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let (an, bn) = (a.qp_num(), b.qp_num());
-        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (a, b) = rc_pair_on(&ctx, &pd, (&small, &cq), (&cq, &cq), 8);
         let m = bufs(&pd, 16, 16);
         cq.req_notify(false).unwrap();
         std::thread::scope(|scope| {
@@ -666,18 +657,7 @@ fn cq_overrun_raises_cq_err() {
         let big = Cq::builder(&ctx).cqe(64).build().unwrap();
         let n = small.cqe() as u64;
         // `a` sends (and completes) into `small`; `b` receives into `big`.
-        let a = Qp::<Rc>::builder(&pd, &small, &big)
-            .max_send_wr(32)
-            .max_recv_wr(32)
-            .build()
-            .unwrap();
-        let b = Qp::<Rc>::builder(&pd, &big, &big)
-            .max_send_wr(32)
-            .max_recv_wr(32)
-            .build()
-            .unwrap();
-        let (an, bn) = (a.qp_num(), b.qp_num());
-        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (a, b) = rc_pair_on(&ctx, &pd, (&small, &big), (&big, &big), 32);
         let m = bufs(&pd, 16, 16);
         assert!(ctx.try_get_async_event().unwrap().is_none());
         for i in 0..=n {
@@ -746,18 +726,7 @@ fn a_receive_cq_overrun_raises_cq_err_and_moves_the_responder_to_err() {
         let small = Cq::builder(&ctx).cqe(1).build().unwrap();
         let big = Cq::builder(&ctx).cqe(64).build().unwrap();
         assert_eq!(small.cqe(), 1, "the test counts on a CQ of one entry");
-        let a = Qp::<Rc>::builder(&pd, &big, &big)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let b = Qp::<Rc>::builder(&pd, &big, &small)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let (an, bn) = (a.qp_num(), b.qp_num());
-        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (a, b) = rc_pair_on(&ctx, &pd, (&big, &big), (&big, &small), 8);
         let m = bufs(&pd, 16, 16);
         for i in 0..4 {
             b.post_recv(100 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();
