@@ -8,11 +8,10 @@
 mod common;
 
 use common::raw::{ah_attr, qp_attr, qp_cap, qp_init_attr, query_qp, Cleanup};
-use common::{note, open, open_registered};
+use common::{note, open};
 use std::ptr;
 use typed_verbs::ffi::sys;
 use typed_verbs::raw;
-use typed_verbs::software::SwConfig;
 use typed_verbs::{Context, Srq};
 
 // enum ibv_qp_attr_mask, as rdma-sys has it
@@ -293,13 +292,7 @@ fn a_gid_index_past_the_table_is_einval() {
     // rdma_get_gid_attr: "if (index < 0 || index >= table->sz) return ERR_PTR(-EINVAL)". rxe0's
     // table (1024) is longer than a u8 index reaches; a software device with a short one shows
     // the other answer of the same function.
-    let ctx = open_registered(
-        "sw-agree-gids",
-        SwConfig {
-            gid_tbl_len: 8,
-            ..SwConfig::default()
-        },
-    );
+    let ctx = common::open_short_gid_table("sw-agree-gids");
     assert_eq!(ctx.query_port(1).unwrap().gid_tbl_len, 8);
     assert_eq!(sgid_answer(&ctx, 8), Err(libc::EINVAL));
     let mut c = Cleanup::new();

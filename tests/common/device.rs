@@ -180,3 +180,25 @@ pub fn software_ctx(test: &str, needs: &str) -> Option<Context> {
     let ctx = open();
     software_only(&ctx, test, needs).then_some(ctx)
 }
+
+/// A software device of the test's own ([`registered_for`]) that holds one object of each kind
+/// (`max_objects: 1`): the next creation fails in the device (ENOMEM).
+#[cfg(feature = "software-device")]
+pub fn quota_one(test: &str, name: &str) -> Option<Context> {
+    let config = SwConfig {
+        max_objects: 1,
+        ..SwConfig::default()
+    };
+    registered_for(test, "software::register (max_objects)", name, config)
+}
+
+/// A software device `name` whose port has a GID table of 8 entries (sw0's and rxe0's, 1024,
+/// are longer than a u8 index reaches), opened.
+#[cfg(feature = "software-device")]
+pub fn open_short_gid_table(name: &str) -> Context {
+    let config = SwConfig {
+        gid_tbl_len: 8,
+        ..SwConfig::default()
+    };
+    open_registered(name, config)
+}

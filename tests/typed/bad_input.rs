@@ -7,10 +7,9 @@
 
 use crate::common;
 
-use common::{av_to, note, open, open_registered};
+use common::{av_to, note, open};
 use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{Init, Rtr};
-use typed_verbs::software::SwConfig;
 use typed_verbs::{
     AccessFlags, AddressHandle, AddressVector, AltPath, ConnectedInit, ConnectedInitModify,
     Context, Cq, Error, ErrorKind, Gid, Mtu, Pd, Qp, QpStateName, Rc, RcRtr, RcRts, RcRtsModify,
@@ -395,13 +394,7 @@ fn query_gid_past_the_table_is_refused_before_the_call() {
 fn sgid_index_past_a_short_gid_table_is_refused_before_the_call() {
     // sw0's and rxe0's GID tables (1024) are longer than a u8 index reaches: a software device
     // with a table of 8 shows the check.
-    let ctx = open_registered(
-        "sw-bad-input-gids",
-        SwConfig {
-            gid_tbl_len: 8,
-            ..SwConfig::default()
-        },
-    );
+    let ctx = common::open_short_gid_table("sw-bad-input-gids");
     let gid = ctx.query_gid(1, 0).unwrap();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(8).build().unwrap();

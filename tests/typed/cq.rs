@@ -564,15 +564,7 @@ fn cq_on_a_registered_device_uses_its_limits() {
 #[test]
 fn cq_create_failing_in_the_device_frees_the_user_context() {
     const TEST: &str = "cq_create_failing_in_the_device_frees_the_user_context";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "software::register (max_objects)",
-        "cq-quota-one",
-        SwConfig {
-            max_objects: 1,
-            ..SwConfig::default()
-        },
-    ) else {
+    let Some(ctx) = common::quota_one(TEST, "cq-quota-one") else {
         return;
     };
     let drops = Drops::new();

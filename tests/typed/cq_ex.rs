@@ -1014,15 +1014,7 @@ fn cq_ex_moves_to_another_thread() {
 #[test]
 fn cq_ex_create_failing_in_the_device_frees_the_user_context() {
     const TEST: &str = "cq_ex_create_failing_in_the_device_frees_the_user_context";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "software::register (max_objects)",
-        "cq-ex-quota-one",
-        SwConfig {
-            max_objects: 1,
-            ..SwConfig::default()
-        },
-    ) else {
+    let Some(ctx) = common::quota_one(TEST, "cq-ex-quota-one") else {
         return;
     };
     let drops = Drops::new();

@@ -635,15 +635,7 @@ fn qp_refused_by_the_device_frees_its_user_context() {
 #[test]
 fn objects_refused_for_quota_free_their_user_context() {
     const TEST: &str = "objects_refused_for_quota_free_their_user_context";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "software::register (max_objects)",
-        "srq-qp-quota-one",
-        SwConfig {
-            max_objects: 1,
-            ..SwConfig::default()
-        },
-    ) else {
+    let Some(ctx) = common::quota_one(TEST, "srq-qp-quota-one") else {
         return;
     };
     let drops = Drops::new();
