@@ -13,7 +13,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{
-    CmEventKind, CmId, ConnEvent, ConnParam, Connection, EventChannel, PortSpace, Tcp, Udp,
+    CmEventKind, CmId, ConnEvent, ConnParam, Connection, EventChannel, PortSpace, RouteResolved,
+    Tcp, Udp,
 };
 use typed_verbs::{
     Access, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb,
@@ -84,6 +85,24 @@ fn completions(cq: &Cq<'_>, n: usize, limit: Duration) -> Vec<(u64, u32)> {
         "{n} completions within {limit:?}, got {got:?}"
     );
     got
+}
+
+/// A client's id on the setup's channel with its address and route to `addr` resolved.
+fn routed<P: PortSpace>(s: &Setup, addr: SocketAddr) -> CmId<P, RouteResolved> {
+    let id = CmId::<P>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
+    id.resolve_route(T).unwrap()
+}
+
+/// A current-thread tokio runtime with I/O and time, for the async tests.
+#[cfg(feature = "tokio")]
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// An RC connection in one process: the server half in a thread, the client here.
@@ -189,11 +208,7 @@ fn receives_posted_in_init_before_connect_and_accept_catch_the_first_sends() {
         qp.post_recv(10, &[rx2.sge(0..32).unwrap()]).unwrap();
         req.accept(qp, &ConnParam::default(), T).unwrap()
     });
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let qp = id.init_qp(rc_qp(&s)).unwrap();
     qp.post_recv(20, &[rx.sge(32..64).unwrap()]).unwrap();
     let client = id.connect(qp, &ConnParam::default(), T).unwrap();
@@ -219,11 +234,7 @@ fn a_reject_gives_the_connecting_side_the_status_and_the_private_data() {
         req.reject(b"go away").unwrap();
         l
     });
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let e = id
         .connect(
             rc_qp(&s),
@@ -260,11 +271,7 @@ fn private_data_over_the_port_spaces_limit_is_refused_before_the_call() {
         return;
     };
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let long = [0u8; 57];
     let e = id
         .connect(
@@ -333,11 +340,7 @@ fn a_connect_to_a_port_nobody_listens_on_is_rejected() {
         drop(l);
         addr
     };
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let e = id.connect(rc_qp(&s), &ConnParam::default(), T).unwrap_err();
     match e.kind {
         ErrorKind::Rejected { status, .. } => {
@@ -479,11 +482,7 @@ fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
         )
         .unwrap()
     });
-    let id = CmId::<Udp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Udp>(&s, addr);
     let client = id
         .connect(
             ud_qp(&s),
@@ -541,11 +540,7 @@ fn two_threads_waiting_on_one_channel_each_get_their_own_ids_events() {
     // Both servers wait on the same channel; connect to the second first.
     std::thread::sleep(Duration::from_millis(50));
     let connect = |addr, tag: &[u8]| {
-        let id = CmId::<Tcp>::new(&s.ch)
-            .unwrap()
-            .resolve_addr(None, addr, T)
-            .unwrap();
-        let id = id.resolve_route(T).unwrap();
+        let id = routed::<Tcp>(&s, addr);
         id.connect(
             rc_qp(&s),
             &ConnParam {
@@ -589,11 +584,7 @@ fn a_listener_dropped_with_an_unread_request_rejects_it_without_hanging() {
         return;
     };
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let (qp, l2) = (rc_qp(&s), l);
     let dropper = std::thread::spawn(move || {
         // Let the request arrive (read and queued by the connecting thread's wait), then
@@ -627,11 +618,7 @@ fn forgotten_requests_connections_and_channels_only_leak() {
     drop((server, client2, server2));
     std::mem::forget(s.ch.clone());
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let qp = rc_qp(&s);
     let t = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
@@ -695,11 +682,7 @@ fn a_qp_on_another_device_than_the_id_is_refused_before_the_call() {
         Cq::builder(&other).cqe(4).build().unwrap(),
     );
     let (_l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let qp = Qp::<Rc>::builder(&opd, &ocq, &ocq).build().unwrap();
     let e = id.connect(qp, &ConnParam::default(), T).unwrap_err();
     assert_eq!(
@@ -715,10 +698,7 @@ fn async_connect_and_accept_and_a_cancelled_wait_loses_nothing() {
     let Some(s) = setup("async_connect_and_accept") else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let (l, addr) = listener::<Tcp>(&s);
         // A wait cancelled before the request came: the request is not lost.
@@ -900,10 +880,7 @@ fn two_tasks_awaiting_requests_on_one_listener_each_get_one() {
     let Some(s) = setup("two_tasks_awaiting_requests_on_one_listener") else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let (l, addr) = listener::<Tcp>(&s);
         let l = Arc::new(l);
@@ -1039,13 +1016,7 @@ fn a_channel_awaited_in_a_second_runtime_still_gets_its_events() {
     let Some(s) = setup("a_channel_awaited_in_a_second_runtime") else {
         return;
     };
-    let rt = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    };
-    let (rt1, rt2) = (rt(), rt());
+    let (rt1, rt2) = (runtime(), runtime());
     let (l, addr) = listener::<Tcp>(&s);
     rt1.block_on(async {
         let nothing = tokio::time::timeout(Duration::from_millis(20), l.get_request_async()).await;
