@@ -8,7 +8,7 @@
 //! test prints a SKIP line.
 
 use crate::common;
-use common::{cm_addr, note, open, skip};
+use common::{cm_addr, note, open};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -670,7 +670,7 @@ fn a_qp_on_another_device_than_the_id_is_refused_before_the_call() {
         return;
     };
     if !s.ctx.is_software() {
-        skip(
+        common::skip(
             "a_qp_on_another_device",
             "whole test: registers a second software device",
         );
