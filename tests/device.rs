@@ -426,9 +426,7 @@ fn parent_domain_over_a_pd_of_another_context_is_wrong_context() {
     let foreign_pd = Pd::new(&other).expect("pd of the other context");
     let e = ParentDomain::new(&ctx, &foreign_pd)
         .expect_err("a parent domain over another context's PD");
-    assert_eq!(e.verb, Verb::AllocParentDomain);
-    assert_eq!(e.kind, ErrorKind::WrongContext("pd"));
-    assert_eq!(e.errno(), libc::EINVAL);
+    common::assert_wrong_context(&e, Verb::AllocParentDomain, "pd");
     leaks.assert_unchanged("rejected parent domain");
     drop(foreign_pd);
     other_leaks.assert_unchanged("rejected parent domain (other context)");

@@ -107,3 +107,12 @@ pub fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send +
 pub fn assert_os_error(e: &typed_verbs::Error, verb: typed_verbs::Verb, errno: i32) {
     assert_eq!((e.verb, &e.kind), (verb, &ErrorKind::Os(errno)), "{e}");
 }
+
+/// Asserts that `e` is `verb` refusing an object of another context (`ErrorKind::WrongContext`
+/// naming `what`), which a C program sees as EINVAL.
+#[track_caller]
+pub fn assert_wrong_context(e: &typed_verbs::Error, verb: typed_verbs::Verb, what: &'static str) {
+    assert_eq!(e.verb, verb, "{e}");
+    assert_eq!(e.kind, ErrorKind::WrongContext(what), "{e}");
+    assert_eq!(e.errno(), libc::EINVAL, "{e}");
+}

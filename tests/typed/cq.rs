@@ -179,9 +179,7 @@ fn cq_with_channel_of_another_context_is_wrong_context() {
         .context(drops.token(1))
         .build()
         .expect_err("foreign channel");
-    assert_eq!(e.verb, Verb::CreateCq);
-    assert_eq!(e.kind, ErrorKind::WrongContext("channel"));
-    assert_eq!(e.errno(), libc::EINVAL);
+    common::assert_wrong_context(&e, Verb::CreateCq, "channel");
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("foreign channel");
 }

@@ -412,8 +412,7 @@ fn cq_ex_with_parent_domain_of_another_context_is_wrong_context() {
         .context(drops.token(1))
         .build()
         .expect_err("foreign parent domain");
-    assert_eq!(e.verb, Verb::CreateCqEx);
-    assert_eq!(e.kind, ErrorKind::WrongContext("parent_domain"));
+    common::assert_wrong_context(&e, Verb::CreateCqEx, "parent_domain");
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("foreign parent domain");
 }

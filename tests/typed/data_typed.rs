@@ -759,9 +759,7 @@ fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
     let e = a
         .post_send(&SendWr::send_to(1, &sgl, to(&other_ctx_ah)).signaled())
         .expect_err("an AH of another context");
-    assert_eq!(e.verb, Verb::PostSend);
-    assert_eq!(e.kind, ErrorKind::WrongContext("ah"), "{e}");
-    assert_eq!(e.errno(), libc::EINVAL);
+    common::assert_wrong_context(&e, Verb::PostSend, "ah");
     let e = a
         .post_send(&SendWr::send_to_inline(2, b"x", to(&other_pd_ah)).signaled())
         .expect_err("an AH of another PD");

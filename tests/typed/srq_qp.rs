@@ -10,8 +10,8 @@ use common::{
 use std::collections::HashSet;
 use typed_verbs::software::{self, LiveObjects, SwConfig};
 use typed_verbs::{
-    wc_flags, CompChannel, Context, Cq, CqEx, ErrorKind, Gid, OwnRq, ParentDomain, Pd, Qp, QpCap,
-    QpType, RawPacket, Rc, Shared, SingleThreaded, Srq, SrqAttr, Standard, Uc, Ud, UsesSrq, Verb,
+    wc_flags, CompChannel, Context, Cq, CqEx, Gid, OwnRq, ParentDomain, Pd, Qp, QpCap, QpType,
+    RawPacket, Rc, Shared, SingleThreaded, Srq, SrqAttr, Standard, Uc, Ud, UsesSrq, Verb,
 };
 
 /// Capabilities to ask for, within the device's limits.
@@ -722,9 +722,7 @@ fn qp_with_objects_of_two_contexts_is_wrong_context() {
         let e = r
             .err()
             .unwrap_or_else(|| panic!("a QP with a foreign {what} was created"));
-        assert_eq!(e.verb, Verb::CreateQp);
-        assert_eq!(e.kind, ErrorKind::WrongContext(what));
-        assert_eq!(e.errno(), libc::EINVAL);
+        common::assert_wrong_context(&e, Verb::CreateQp, what);
         let text = e.to_string();
         assert!(
             text.contains(what) && text.contains("ibv_create_qp"),
