@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the software-device (sw0) tests under Miri: the crate's unit tests and every
-# integration-test binary of tests/*.rs but the trybuild ui suite. Under Miri the device list is
+# integration-test binary (tests/NAME.rs, and tests/NAME/main.rs for a binary of modules) but the
+# trybuild ui suite. Under Miri the device list is
 # the software devices alone (src/device.rs: Miri cannot call into libibverbs).
 #
 # Miri needs a nightly toolchain with the miri component. Where there is none, this prints one
@@ -37,8 +38,12 @@ rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^ru
     skip "the nightly toolchain has no rust-src component (Miri builds std from it)"
 
 tests=()
-for f in tests/*.rs; do
-    t=$(basename "$f" .rs)
+for f in tests/*.rs tests/*/main.rs; do
+    [ -f "$f" ] || continue
+    case $f in
+    */main.rs) t=$(basename "$(dirname "$f")") ;;
+    *) t=$(basename "$f" .rs) ;;
+    esac
     [ "$t" = ui ] || tests+=(--test "$t")
 done
 

@@ -25,7 +25,8 @@
 #   RXE_LANE_EXTRA     more programs (host paths, space-separated) to run in the VM like tests
 #   RXE_LANE_PERF_ONLY =1: only rxe0 and the perftest comparison (for measuring)
 #   PERF_*             passed to scripts/guest/perf-compare.sh in the VM (PERF_REPS, PERF_ITERS, ...)
-#   RXE_LANE_ONLY      test binaries (names of tests/*.rs without .rs, space-separated) to run,
+#   RXE_LANE_ONLY      test binaries (space-separated: NAME for tests/NAME.rs or for the binary
+#                      of modules tests/NAME/main.rs, e.g. typed, cm, raw, differential) to run,
 #                      alone: the other test binaries, the examples, the health, interop and
 #                      rdma_cm steps and the perftest comparison are left out (unset: everything
 #                      runs, as always)
@@ -66,7 +67,8 @@ if ! cargo test --tests --no-run --features tokio >"$WORK/build.log" 2>&1; then
     echo "rxe-lane: building the test binaries failed" >&2
     exit 1
 fi
-mapfile -t tests < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$WORK/build.log" | grep -v '^ui ')
+# "name path" per binary: tests/NAME.rs or tests/NAME/main.rs (a binary of modules, one per area).
+mapfile -t tests < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\(\.rs\|\/main\.rs\) (\(.*\))$/\1 \3/p' "$WORK/build.log" | grep -v '^ui ')
 [ "${#tests[@]}" -gt 0 ] || { echo "rxe-lane: no test binaries found" >&2; exit 1; }
 only=${RXE_LANE_ONLY:-}
 if [ -n "$only" ]; then

@@ -2,13 +2,15 @@
 # The sanitizer lane, on the stable toolchain: the software-device (sw0) test suite and the
 # examples under valgrind.
 #
-#   memcheck  the unit tests and every integration-test binary of tests/*.rs (not the trybuild ui
-#             suite, not the doctests), one test at a time, then examples/demo.rs and the four
+#   memcheck  the unit tests and every integration-test binary (tests/*.rs and tests/*/main.rs;
+#             not the trybuild ui suite, not the doctests), one test at a time, a binary made of
+#             modules (tests/typed/, tests/cm/, tests/raw/) one module at a time as a program of
+#             its own (its label binary-module, e.g. typed-cq), then examples/demo.rs and the four
 #             pingpong examples on sw0 (`--self`: server and client on two threads of one
 #             process), polling and sleeping on completion events (-e). Zero errors: no invalid
 #             access, no use of uninitialised memory, no definite or indirect leak
 #             (scripts/valgrind/memcheck.supp names the leaks tests make on purpose).
-#   helgrind  the same test binaries, four tests at a time (so tests share the software device's
+#   helgrind  the same test programs, four tests at a time (so tests share the software device's
 #             fabric and its RNR timer thread concurrently), and the four pingpong examples,
 #             built with the feature `valgrind`, which tells helgrind the happens-before edges of
 #             the crate's locks and of the software CQ's ring (src/sync.rs). Zero races and zero
@@ -61,7 +63,12 @@ fail=0
 failed=()
 
 # Builds the test binaries and the examples (debug: full debug info, debug assertions) and lists
-# the test binaries, "name path" per line, in $OUT/tests-<build>.txt.
+# the test programs, "name path [filter]" per line, in $OUT/tests-<build>.txt: a binary of one
+# file (tests/NAME.rs) as "NAME path"; a binary of modules (tests/NAME/main.rs) as one line per
+# module, "NAME-MODULE path MODULE::" (libtest runs the tests whose path contains the filter: the
+# module's own, since no test or module name contains another module's name followed by ::), so
+# that each area keeps a timeout of its own and runs beside its own tests only, as when it was a
+# binary of its own.
 build() {
     local name=$1
     shift
@@ -72,10 +79,19 @@ build() {
         echo "sanitize: the build failed" >&2
         exit 1
     fi
-    sed -n 's/^ *Executable \(unittests src\/lib.rs\|tests\/\([A-Za-z0-9_]*\)\.rs\) (\(.*\))$/\2 \3/p' \
+    local n bin dir mods m
+    sed -n 's/^ *Executable \(unittests src\/lib.rs\|tests\/\([A-Za-z0-9_]*\)\(\.rs\|\/main\.rs\)\) (\(.*\))$/\2 \4 \3/p' \
         "$OUT/build-$name.log" |
-        awk '$1 != "ui" { if (NF == 1) { n = $1; sub(/.*\//, "", n); sub(/-[0-9a-f]+$/, "", n); print n "-unit " $1 } else print }' \
-            >"$OUT/tests-$name.txt"
+        awk '$1 != "ui" { if (NF == 1) { n = $1; sub(/.*\//, "", n); sub(/-[0-9a-f]+$/, "", n); print n "-unit " $1 } else print }' |
+        while read -r n bin dir; do
+            if [ "$dir" = /main.rs ]; then
+                mods=$("$bin" --list 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\)::.*: test$/\1/p' | sort -u)
+                [ -n "$mods" ] || { echo "sanitize: tests/$n/main.rs lists no tests" >&2; exit 1; }
+                for m in $mods; do echo "$n-$m $bin $m::"; done
+            else
+                echo "$n $bin"
+            fi
+        done >"$OUT/tests-$name.txt"
 }
 
 # run TOOL LABEL VALGRIND-OPTIONS... -- PROGRAM ARGS...
@@ -123,7 +139,8 @@ examples() {
     # the server's thread to the client's through std's mpsc channel (futex-based), whose
     # happens-before helgrind does not see, and helgrind reports hundreds of races on the
     # client's first reads of what the server's thread set up (not examined one by one). The CM
-    # code itself is under helgrind through tests/cm.rs, cm_raw.rs, two_node.rs and cm_pingpong.
+    # code itself is under helgrind through tests/cm/ (cm.rs, cm_raw.rs), two_node.rs and
+    # cm_pingpong.
     if [ "$tool" = memcheck ]; then
         TYPED_VERBS_DEVICE=sw0 run "$tool" rping "$@" -- target/debug/examples/rping --self -C 10 -V
         TYPED_VERBS_DEVICE=sw0 run "$tool" ucmatose "$@" -- target/debug/examples/ucmatose --self -c 2 -C 10
@@ -139,10 +156,10 @@ for tool in "${tools[@]}"; do
         build default
         opts=(--leak-check=full --show-leak-kinds=definite,indirect
             --errors-for-leak-kinds=definite,indirect --suppressions=scripts/valgrind/memcheck.supp)
-        while read -r name bin; do
+        while read -r name bin filter; do
             # --fair-sched: a test's threads (a server and a client, the timer thread) spin on
             # their CQs; without it one can starve the others, as under helgrind.
-            run memcheck "$name" "${opts[@]}" --fair-sched=yes -- "$bin" --test-threads=1
+            run memcheck "$name" "${opts[@]}" --fair-sched=yes -- "$bin" ${filter:+"$filter"} --test-threads=1
         done <"$OUT/tests-default.txt"
         # --fair-sched: the pingpong threads spin on their CQs; valgrind runs one thread at a time.
         examples memcheck "${opts[@]}" --fair-sched=yes
@@ -150,10 +167,10 @@ for tool in "${tools[@]}"; do
     helgrind)
         build valgrind --features valgrind
         opts=(--suppressions=scripts/valgrind/helgrind.supp)
-        while read -r name bin; do
+        while read -r name bin filter; do
             # --fair-sched: tests wait for the RNR timer thread and spin on CQs; without it one
             # thread can starve the others under valgrind's one-thread-at-a-time scheduling.
-            run helgrind "$name" "${opts[@]}" --fair-sched=yes -- "$bin" --test-threads=4
+            run helgrind "$name" "${opts[@]}" --fair-sched=yes -- "$bin" ${filter:+"$filter"} --test-threads=4
         done <"$OUT/tests-valgrind.txt"
         examples helgrind "${opts[@]}" --fair-sched=yes
         ;;

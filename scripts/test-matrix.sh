@@ -22,7 +22,7 @@ while read -r name bin; do
         TYPED_VERBS_DEVICE=sw0 "$bin" --test-threads=2 2>&1 || true
         echo "LANE: END $name"
     } >>"$out/sw0.log"
-done < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$out/build.log" | grep -v '^ui ')
+done < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\(\.rs\|\/main\.rs\) (\(.*\))$/\1 \3/p' "$out/build.log" | grep -v '^ui ')
 
 if [ "${1:-}" != --reuse-lane ] || [ ! -s target/rxe-vm/console.log ]; then
     bash scripts/rxe-lane.sh || true
@@ -34,22 +34,23 @@ cp target/rxe-vm/console.log "$out/rxe0.log"
 # split off, and the result that follows it alone on the next line is taken for NAME. It can
 # also land after the result and before its line end ("test a ... okSKIP b: ..."): split too.
 normalize() {
-    sed -E -e 's/^(test [A-Za-z0-9_]+ \.\.\. )((SKIP|NOTE) .*)$/\1\n\2/' \
-        -e 's/^(test [A-Za-z0-9_]+ \.\.\. [a-zA-Z]+)((SKIP|NOTE) [a-z_][a-z0-9_]*: .*)$/\1\n\2/' "$1"
+    sed -E -e 's/^(test [A-Za-z0-9_:]+ \.\.\. )((SKIP|NOTE) .*)$/\1\n\2/' \
+        -e 's/^(test [A-Za-z0-9_:]+ \.\.\. [a-zA-Z]+)((SKIP|NOTE) [a-z_][a-z0-9_]*: .*)$/\1\n\2/' "$1"
 }
 
-# One row per test: "binary test result [SKIP reasons]" from each log.
+# One row per test: "binary test result [SKIP reasons]" from each log (the test as libtest names
+# it: "module::name" in a binary of modules, tests/NAME/main.rs).
 results() {
     normalize "$1" | awk '
         /^LANE: BEGIN / { bin = $3; next }
         /^LANE: END /   { bin = ""; next }
-        bin != "" && /^test [A-Za-z0-9_]+ \.\.\. *$/ { pending = bin " " $2; seen[pending] = 1; next }
+        bin != "" && /^test [A-Za-z0-9_:]+ \.\.\. *$/ { pending = bin " " $2; seen[pending] = 1; next }
         bin != "" && pending != "" && /^(ok|FAILED|ignored)(, .*)?$/ {
             r = $1; sub(/,$/, "", r) # "ignored, <reason>"
             res[pending] = (r == "ok") ? "pass" : (r == "FAILED" ? "FAIL" : r)
             pending = ""; next
         }
-        bin != "" && /^test [A-Za-z0-9_]+ \.\.\. / {
+        bin != "" && /^test [A-Za-z0-9_:]+ \.\.\. / {
             r = $4; sub(/,$/, "", r); key = bin " " $2 # "ignored, <reason>"
             res[key] = (r == "ok") ? "pass" : (r == "FAILED" ? "FAIL" : r)
             seen[key] = 1
@@ -60,7 +61,9 @@ results() {
             gsub(/\|/, "\\|", reason)
             if (index(skips[key], reason) == 0) skips[key] = skips[key] (skips[key] == "" ? "" : "; ") reason
         }
-        END { for (k in seen) print k "\t" res[k] "\t" skips[k] }
+        # A test of a binary of modules is "module::name"; its SKIP lines name it by its function
+        # name alone (unique within a binary).
+        END { for (k in seen) { s = k; sub(/ [A-Za-z0-9_:]*::/, " ", s); print k "\t" res[k] "\t" skips[s] } }
     ' | sort
 }
 results "$out/sw0.log" >"$out/sw0.tsv"

@@ -52,9 +52,11 @@ if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     tidy target/msrv-minimal
 fi
 # The tokio feature's tests: completion events awaited through tokio, owned handles moved into
-# tokio tasks, rdma_cm events awaited by tasks (tests/cm.rs's async tests).
+# tokio tasks, rdma_cm events awaited by tasks (tests/cm/cm.rs's async tests): the modules
+# ownership and events of tests/typed/ and cm of tests/cm/ (libtest's filters: tests whose path
+# contains one of them).
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
-    cargo test --features tokio --test ownership --test events --test cm || status=$?
+    cargo test --features tokio --test typed --test cm -- ownership:: events:: cm:: || status=$?
 fi
 # The pingpong examples on the software device, server and client in one process each.
 if [ "$status" -eq 0 ]; then

@@ -94,7 +94,7 @@ STEPS+=(
 
 # Hooks: the crate's programs that take part once they exist. EXAMPLES are built (debug) and
 # RELEASE_EXAMPLES (release) and both copied to /examples; GUEST_SCRIPTS are copied to /guest;
-# TESTS (tests/NAME.rs) are built and copied to /tests/NAME. PERF_* variables of the host's
+# TESTS (tests/NAME.rs, or tests/NAME/main.rs) are built and copied to /tests/NAME. PERF_* variables of the host's
 # environment reach the guests in /etc/perf-compare.env.
 EXAMPLES=(rc_pingpong uc_pingpong ud_pingpong srq_pingpong)
 RELEASE_EXAMPLES=()
@@ -153,13 +153,13 @@ if [ "${#TESTS[@]}" -gt 0 ]; then
         echo "$VM_NAME: building the tests failed" >&2
         exit 1
     fi
-    mapfile -t tests < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\.rs (\(.*\))$/\1 \2/p' "$WORK/build-tests.log")
+    mapfile -t tests < <(sed -n 's/^ *Executable tests\/\([A-Za-z0-9_]*\)\(\.rs\|\/main\.rs\) (\(.*\))$/\1 \3/p' "$WORK/build-tests.log")
 fi
 for t in "${tests[@]}"; do
     name=${t%% *}
     [[ " ${TWO_NODE_TESTS[*]} " == *" $name "* ]] || continue
     mapfile -t cases < <("${t#* }" --list --format=terse 2>/dev/null | sed -n 's/: test$//p')
-    [ "${#cases[@]}" -gt 0 ] || { echo "$VM_NAME: tests/$name.rs lists no tests" >&2; exit 1; }
+    [ "${#cases[@]}" -gt 0 ] || { echo "$VM_NAME: the test binary $name lists no tests" >&2; exit 1; }
     for c in "${cases[@]}"; do
         run="/tests/$name --exact $c --test-threads=1"
         STEPS+=("test:$name:$c|none|60|TYPED_VERBS_DEVICE=rxe0 TYPED_VERBS_CM_ROLE=server TYPED_VERBS_CM_ADDR=@SERVER@ $run|TYPED_VERBS_DEVICE=rxe0 TYPED_VERBS_CM_ROLE=client TYPED_VERBS_CM_ADDR=@CLIENT@ TYPED_VERBS_CM_PEER=@SERVER@ $run")

@@ -7,90 +7,26 @@
 
 mod common;
 
-use common::{note, open, open_registered};
+use common::raw::{ah_attr, qp_attr, qp_cap, qp_init_attr, query_qp, Cleanup};
+use common::{note, open};
 use std::ptr;
 use typed_verbs::ffi::sys;
 use typed_verbs::raw;
-use typed_verbs::software::SwConfig;
 use typed_verbs::{Context, Srq};
 
-// enum ibv_qp_attr_mask
-const STATE: i32 = 1 << 0;
-const ACCESS_FLAGS: i32 = 1 << 3;
-const PKEY_INDEX: i32 = 1 << 4;
-const PORT: i32 = 1 << 5;
-const QKEY: i32 = 1 << 6;
-const AV: i32 = 1 << 7;
-const PATH_MTU: i32 = 1 << 8;
-const TIMEOUT: i32 = 1 << 9;
-const RETRY_CNT: i32 = 1 << 10;
-const RNR_RETRY: i32 = 1 << 11;
-const RQ_PSN: i32 = 1 << 12;
-const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
-const ALT_PATH: i32 = 1 << 14;
-const MIN_RNR_TIMER: i32 = 1 << 15;
-const SQ_PSN: i32 = 1 << 16;
-const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const DEST_QPN: i32 = 1 << 20;
-
-/// Raw objects destroyed in reverse order of creation when the test is done with them.
-struct Cleanup(Vec<Box<dyn FnOnce()>>);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        while let Some(f) = self.0.pop() {
-            f();
-        }
-    }
-}
+// enum ibv_qp_attr_mask, as rdma-sys has it
+use typed_verbs::ffi::qp_attr_mask::{
+    ACCESS_FLAGS, ALT_PATH, AV, DEST_QPN, MAX_DEST_RD_ATOMIC, MAX_QP_RD_ATOMIC, MIN_RNR_TIMER,
+    PATH_MTU, PKEY_INDEX, PORT, QKEY, RETRY_CNT, RNR_RETRY, RQ_PSN, SQ_PSN, STATE, TIMEOUT,
+};
 
 /// A PD, a CQ and a QP of `qp_type` on them, in RESET.
 fn raw_qp(ctx: &Context, qp_type: sys::ibv_qp_type::Type, c: &mut Cleanup) -> *mut sys::ibv_qp {
-    // SAFETY: a live context.
-    let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-        .expect("ibv_alloc_pd")
-        .as_ptr();
-    // SAFETY: destroyed once, last.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd")
-    }));
-    // SAFETY: a live context.
-    let cq = unsafe { raw::ibv_create_cq(ctx.as_raw(), 8, ptr::null_mut(), ptr::null_mut(), 0) }
-        .expect("ibv_create_cq")
-        .as_ptr();
-    // SAFETY: destroyed once, after the QP.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_destroy_cq(cq) }.expect("ibv_destroy_cq")
-    }));
-    let mut attr = sys::ibv_qp_init_attr {
-        qp_context: ptr::null_mut(),
-        send_cq: cq,
-        recv_cq: cq,
-        srq: ptr::null_mut(),
-        cap: sys::ibv_qp_cap {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        qp_type,
-        sq_sig_all: 0,
-    };
-    // SAFETY: a live PD; the CQ is of its context.
-    let qp = unsafe { raw::ibv_create_qp(pd, &mut attr) }
-        .expect("ibv_create_qp")
-        .as_ptr();
-    // SAFETY: destroyed once, first.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp")
-    }));
-    qp
-}
-
-fn zeroed() -> sys::ibv_qp_attr {
-    // SAFETY: plain C data.
-    unsafe { std::mem::zeroed() }
+    let pd = common::raw::pd(ctx, c);
+    let cq = common::raw::cq(ctx, 8, ptr::null_mut(), c);
+    let cap = qp_cap(4, 4, 1, 1, 0);
+    let mut attr = qp_init_attr(qp_type, cq, cq, ptr::null_mut(), cap);
+    common::raw::qp(pd, &mut attr, c).expect("ibv_create_qp")
 }
 
 fn modify(qp: *mut sys::ibv_qp, a: &mut sys::ibv_qp_attr, mask: i32) -> Result<(), i32> {
@@ -99,7 +35,7 @@ fn modify(qp: *mut sys::ibv_qp, a: &mut sys::ibv_qp_attr, mask: i32) -> Result<(
 }
 
 fn to_init(qp: *mut sys::ibv_qp, pkey_index: u16) -> Result<(), i32> {
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
     a.port_num = 1;
     a.pkey_index = pkey_index;
@@ -115,9 +51,9 @@ fn to_rtr(
     max_dest_rd_atomic: u8,
 ) -> Result<(), i32> {
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
-    a.ah_attr = ah_attr(gid.0, sgid_index);
+    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
     a.path_mtu = sys::ibv_mtu::IBV_MTU_1024;
     // SAFETY: a live QP.
     a.dest_qp_num = unsafe { (*qp).qp_num };
@@ -131,26 +67,8 @@ fn to_rtr(
     )
 }
 
-fn ah_attr(dgid: [u8; 16], sgid_index: u8) -> sys::ibv_ah_attr {
-    sys::ibv_ah_attr {
-        grh: sys::ibv_global_route {
-            dgid: sys::ibv_gid { raw: dgid },
-            flow_label: 0,
-            sgid_index,
-            hop_limit: 1,
-            traffic_class: 0,
-        },
-        dlid: 0,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        is_global: 1,
-        port_num: 1,
-    }
-}
-
 fn to_rts(qp: *mut sys::ibv_qp, timeout: u8) -> Result<(), i32> {
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
     a.sq_psn = 1;
     a.timeout = timeout;
@@ -165,12 +83,8 @@ fn to_rts(qp: *mut sys::ibv_qp, timeout: u8) -> Result<(), i32> {
 }
 
 fn query(qp: *mut sys::ibv_qp) -> sys::ibv_qp_attr {
-    let mut a = zeroed();
-    // SAFETY: plain C data.
-    let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-    // SAFETY: a live QP; out-pointers valid.
-    unsafe { raw::ibv_query_qp(qp, &mut a, 0x7f_ffff, &mut init) }.expect("ibv_query_qp");
-    a
+    // SAFETY: a live QP.
+    unsafe { query_qp(qp, 0x7f_ffff) }
 }
 
 /// What a source GID index of port 1 gives in an address vector, by the kernel's
@@ -193,19 +107,35 @@ fn sgid_answer(ctx: &Context, index: u8) -> Result<(), i32> {
     }
 }
 
+/// What index 200 of port 1's GID table gives in an address vector ([`sgid_answer`]), which
+/// must not be a GID on any device the tests run on: ENODATA on the software device (its table
+/// is rxe's length, filled at 0).
+fn empty_sgid_200(ctx: &Context) -> Result<(), i32> {
+    let want = sgid_answer(ctx, 200);
+    assert_ne!(
+        want,
+        Ok(()),
+        "GID index 200 of port 1 holds a GID on this device"
+    );
+    if ctx.is_software() {
+        assert_eq!(want, Err(libc::ENODATA), "sw0's GID table is rxe's length");
+    }
+    want
+}
+
+/// An RC QP ([`raw_qp`]) moved to INIT (P_Key index 0).
+fn rc_in_init(ctx: &Context, c: &mut Cleanup) -> *mut sys::ibv_qp {
+    let qp = raw_qp(ctx, sys::ibv_qp_type::IBV_QPT_RC, c);
+    to_init(qp, 0).expect("RESET -> INIT");
+    qp
+}
+
 #[test]
 fn create_srq_with_max_wr_0_is_einval() {
     // rxe_srq_chk_init: `if (attr->max_wr <= 0) ... goto err1` (-EINVAL).
     let ctx = open();
-    let mut c = Cleanup(Vec::new());
-    // SAFETY: a live context.
-    let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-        .expect("ibv_alloc_pd")
-        .as_ptr();
-    // SAFETY: destroyed once.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd")
-    }));
+    let mut c = Cleanup::new();
+    let pd = common::raw::pd(&ctx, &mut c);
     let mut attr = sys::ibv_srq_init_attr {
         srq_context: ptr::null_mut(),
         attr: sys::ibv_srq_attr {
@@ -228,13 +158,13 @@ fn to_init_with_pkey_index_500_is_accepted() {
     // rxe_qp_chk_attr checks no P_Key index, and the core checks P_Keys (ib_security_modify_qp)
     // only on devices with an InfiniBand port: RoCE takes any index.
     let ctx = open();
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     assert_eq!(to_init(qp, 500), Ok(()));
     assert_eq!(query(qp).pkey_index, 500);
     // UD too.
     let ud = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_UD, &mut c);
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
     a.port_num = 1;
     a.pkey_index = 500;
@@ -247,18 +177,9 @@ fn to_rtr_with_an_empty_sgid_index_is_enodata() {
     // _ib_modify_qp → rdma_fill_sgid_attr → rdma_get_gid_attr: an index inside the table
     // that holds no GID is -ENODATA, before the driver sees the request.
     let ctx = open();
-    let want = sgid_answer(&ctx, 200);
-    assert_ne!(
-        want,
-        Ok(()),
-        "GID index 200 of port 1 holds a GID on this device"
-    );
-    if ctx.is_software() {
-        assert_eq!(want, Err(libc::ENODATA), "sw0's GID table is rxe's length");
-    }
-    let mut c = Cleanup(Vec::new());
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let want = empty_sgid_200(&ctx);
+    let mut c = Cleanup::new();
+    let qp = rc_in_init(&ctx, &mut c);
     assert_eq!(to_rtr(&ctx, qp, 200, 1), want);
     assert_eq!(
         query(qp).qp_state,
@@ -277,12 +198,10 @@ fn to_rtr_with_max_dest_rd_atomic_255_is_accepted() {
     // rxe_qp_chk_attr checks max_rd_atomic against max_qp_rd_atom but not max_dest_rd_atomic;
     // rxe_qp_from_attr rounds it up to a power of two.
     let ctx = open();
-    let mut c = Cleanup(Vec::new());
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let mut c = Cleanup::new();
+    let qp = rc_in_init(&ctx, &mut c);
     assert_eq!(to_rtr(&ctx, qp, 0, 255), Ok(()));
-    let other = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(other, 0).expect("RESET -> INIT");
+    let other = rc_in_init(&ctx, &mut c);
     assert_eq!(to_rtr(&ctx, other, 0, 3), Ok(()));
     assert_eq!(query(other).max_dest_rd_atomic, 4, "3 rounded up");
     // 255 rounds up to 256, which the u8 of `struct ib_qp_attr` keeps as 0 (seen on rxe0).
@@ -293,9 +212,8 @@ fn to_rtr_with_max_dest_rd_atomic_255_is_accepted() {
 fn to_rts_with_timeout_32_is_einval() {
     // rxe_qp_chk_attr: `if (attr->timeout > 31) ... goto err1` (-EINVAL).
     let ctx = open();
-    let mut c = Cleanup(Vec::new());
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let mut c = Cleanup::new();
+    let qp = rc_in_init(&ctx, &mut c);
     to_rtr(&ctx, qp, 0, 1).expect("INIT -> RTR");
     assert_eq!(to_rts(qp, 32), Err(libc::EINVAL));
     assert_eq!(query(qp).qp_state, sys::ibv_qp_state::IBV_QPS_RTR);
@@ -306,27 +224,12 @@ fn to_rts_with_timeout_32_is_einval() {
 fn address_handle_with_an_empty_sgid_index_is_enodata() {
     // ib_uverbs_create_ah → rdma_create_user_ah → rdma_fill_sgid_attr: -ENODATA, as for a QP.
     let ctx = open();
-    let want = sgid_answer(&ctx, 200);
-    assert_ne!(
-        want,
-        Ok(()),
-        "GID index 200 of port 1 holds a GID on this device"
-    );
-    if ctx.is_software() {
-        assert_eq!(want, Err(libc::ENODATA), "sw0's GID table is rxe's length");
-    }
+    let want = empty_sgid_200(&ctx);
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
-    let mut c = Cleanup(Vec::new());
-    // SAFETY: a live context.
-    let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-        .expect("ibv_alloc_pd")
-        .as_ptr();
-    // SAFETY: destroyed once.
-    c.0.push(Box::new(move || {
-        unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd")
-    }));
+    let mut c = Cleanup::new();
+    let pd = common::raw::pd(&ctx, &mut c);
     for (sgid_index, want) in [(200, want), (0, Ok(()))] {
-        let mut a = ah_attr(gid.0, sgid_index);
+        let mut a = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
         // SAFETY: a live PD; `a` valid.
         let r = unsafe { raw::ibv_create_ah(pd, &mut a) };
         if let Ok(ah) = r {
@@ -389,18 +292,11 @@ fn a_gid_index_past_the_table_is_einval() {
     // rdma_get_gid_attr: "if (index < 0 || index >= table->sz) return ERR_PTR(-EINVAL)". rxe0's
     // table (1024) is longer than a u8 index reaches; a software device with a short one shows
     // the other answer of the same function.
-    let ctx = open_registered(
-        "sw-agree-gids",
-        SwConfig {
-            gid_tbl_len: 8,
-            ..SwConfig::default()
-        },
-    );
+    let ctx = common::open_short_gid_table("sw-agree-gids");
     assert_eq!(ctx.query_port(1).unwrap().gid_tbl_len, 8);
     assert_eq!(sgid_answer(&ctx, 8), Err(libc::EINVAL));
-    let mut c = Cleanup(Vec::new());
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let mut c = Cleanup::new();
+    let qp = rc_in_init(&ctx, &mut c);
     assert_eq!(to_rtr(&ctx, qp, 8, 1), Err(libc::EINVAL));
     assert_eq!(to_rtr(&ctx, qp, 7, 1), Err(libc::ENODATA));
     let mut g = sys::ibv_gid { raw: [0; 16] };
@@ -418,16 +314,15 @@ fn an_alternate_path_with_an_empty_sgid_index_is_enodata() {
     let ctx = open();
     let want = sgid_answer(&ctx, 200);
     assert_ne!(want, Ok(()), "GID index 200 of port 1 holds a GID");
-    let mut c = Cleanup(Vec::new());
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let mut c = Cleanup::new();
+    let qp = rc_in_init(&ctx, &mut c);
     to_rtr(&ctx, qp, 0, 1).expect("INIT -> RTR");
     to_rts(qp, 14).expect("RTR -> RTS");
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
     let alt = |sgid_index| {
-        let mut a = zeroed();
+        let mut a = qp_attr();
         a.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
-        a.alt_ah_attr = ah_attr(gid.0, sgid_index);
+        a.alt_ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
         a.alt_port_num = 1;
         a.alt_timeout = 14;
         modify(qp, &mut a, ALT_PATH)
@@ -446,26 +341,26 @@ fn a_bad_port_is_einval_before_an_empty_sgid_index() {
     // (which a QP never moved to INIT does not have), is -EINVAL whatever the GID entry.
     let ctx = open();
     let ports = ctx.attr().phys_port_cnt;
-    let mut c = Cleanup(Vec::new());
+    let mut c = Cleanup::new();
     let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
     // RESET -> RTR with an address vector: the QP has no port yet.
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
-    a.ah_attr = ah_attr(gid.0, 200);
+    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 200);
     assert_eq!(modify(qp, &mut a, AV), Err(libc::EINVAL));
     to_init(qp, 0).expect("RESET -> INIT");
     // INIT -> INIT to a port past the device's, with an address vector.
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
     a.port_num = ports + 1;
-    a.ah_attr = ah_attr(gid.0, 200);
+    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 200);
     assert_eq!(modify(qp, &mut a, PORT | AV), Err(libc::EINVAL));
     // An alternate path on a port past the device's, with a primary address vector.
-    let mut a = zeroed();
+    let mut a = qp_attr();
     a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-    a.ah_attr = ah_attr(gid.0, 200);
-    a.alt_ah_attr = ah_attr(gid.0, 0);
+    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 200);
+    a.alt_ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 0);
     a.alt_port_num = ports + 1;
     assert_eq!(modify(qp, &mut a, AV | ALT_PATH), Err(libc::EINVAL));
     // Once the QP has its port, the empty entry is what is refused.
@@ -507,14 +402,13 @@ fn a_path_mtu_is_refused_only_above_the_ports_max_mtu() {
     // max_mtu; nothing refuses a path_mtu of 0 (not an `enum ibv_mtu` value) on the way.
     let ctx = open();
     let max_mtu = ctx.query_port(1).expect("ibv_query_port").max_mtu;
-    let mut c = Cleanup(Vec::new());
-    let qp = raw_qp(&ctx, sys::ibv_qp_type::IBV_QPT_RC, &mut c);
-    to_init(qp, 0).expect("RESET -> INIT");
+    let mut c = Cleanup::new();
+    let qp = rc_in_init(&ctx, &mut c);
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
     let rtr = |path_mtu| {
-        let mut a = zeroed();
+        let mut a = qp_attr();
         a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
-        a.ah_attr = ah_attr(gid.0, 0);
+        a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, 0);
         a.path_mtu = path_mtu;
         // SAFETY: a live QP.
         a.dest_qp_num = unsafe { (*qp).qp_num };

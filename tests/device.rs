@@ -4,9 +4,7 @@
 
 mod common;
 
-use common::{
-    assert_out_of_range, destroyed, feature, open, open_registered, skip, software_only, LeakCheck,
-};
+use common::{assert_out_of_range, destroyed, feature, open, open_registered, skip, LeakCheck};
 use std::os::fd::AsRawFd;
 use typed_verbs::software::{self, LiveObjects, SwConfig};
 use typed_verbs::{devices, CompChannel, Context, ErrorKind, ParentDomain, Pd, Verb};
@@ -81,18 +79,9 @@ fn open_from_env_unset_child() {
 /// on a machine without one (here: sw0 on a machine without RDMA devices, rxe0 in the VM lane).
 #[test]
 fn open_from_env_unset_takes_the_first_real_device() {
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "open_from_env_unset_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env_remove(typed_verbs::DEVICE_ENV)
-        .output()
-        .expect("run the child test");
+    let out = common::run_alone("open_from_env_unset_child", true, |c| {
+        c.env_remove(typed_verbs::DEVICE_ENV);
+    });
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("OPENED "),
@@ -122,21 +111,12 @@ fn open_from_env_not_utf8_child() {
 #[test]
 fn open_from_env_with_a_name_that_is_not_utf8_fails() {
     use std::os::unix::ffi::OsStrExt;
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "open_from_env_not_utf8_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(
+    let out = common::run_alone("open_from_env_not_utf8_child", true, |c| {
+        c.env(
             typed_verbs::DEVICE_ENV,
             std::ffi::OsStr::from_bytes(b"sw0\xff"),
-        )
-        .output()
-        .expect("run the child test");
+        );
+    });
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("REFUSED "),
@@ -197,10 +177,9 @@ fn query_device_matches_attr() {
 #[test]
 fn software_device_attr_values_follow_its_config() {
     const TEST: &str = "software_device_attr_values_follow_its_config";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "comparing attributes with SwConfig") {
+    let Some(ctx) = common::software_ctx(TEST, "comparing attributes with SwConfig") else {
         return;
-    }
+    };
     let c = SwConfig::default();
     let a = ctx.attr();
     assert_eq!(a.max_cqe, c.max_cqe);
@@ -266,14 +245,12 @@ fn software_device_attr_values_follow_its_config() {
 #[test]
 fn register_rejects_bad_and_duplicate_names() {
     const TEST: &str = "register_rejects_bad_and_duplicate_names";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "software::register") {
+    let Some(_ctx) = common::software_ctx(TEST, "software::register") else {
         return;
-    }
+    };
     let dup =
         software::register(software::DEFAULT_DEVICE, SwConfig::default()).expect_err("sw0 exists");
-    assert_eq!(dup.verb, Verb::RegisterSoftwareDevice);
-    assert_eq!(dup.kind, ErrorKind::Os(libc::EEXIST));
+    common::assert_os_error(&dup, Verb::RegisterSoftwareDevice, libc::EEXIST);
 
     software::register("dev-register-once", SwConfig::default()).expect("first registration");
     let again = software::register("dev-register-once", SwConfig::like_rxe())
@@ -423,16 +400,18 @@ fn parent_domain_alloc_and_destroy() {
 #[test]
 fn parent_domain_unsupported_on_like_rxe() {
     const TEST: &str = "parent_domain_unsupported_on_like_rxe";
-    let env = open();
-    if !software_only(&env, TEST, "a like_rxe software device") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "a like_rxe software device",
+        "dev-pdom-like-rxe",
+        SwConfig::like_rxe(),
+    ) else {
         return;
-    }
-    let ctx = open_registered("dev-pdom-like-rxe", SwConfig::like_rxe());
+    };
     let pd = Pd::new(&ctx).expect("pd");
     let leaks = LeakCheck::new(&ctx, TEST);
     let e = ParentDomain::new(&ctx, &pd).expect_err("like_rxe has no parent domains");
-    assert_eq!(e.verb, Verb::AllocParentDomain);
-    assert_eq!(e.kind, ErrorKind::Os(libc::EOPNOTSUPP));
+    common::assert_os_error(&e, Verb::AllocParentDomain, libc::EOPNOTSUPP);
     assert!(e.is_unsupported());
     leaks.assert_unchanged("failed ibv_alloc_parent_domain");
 }
@@ -447,9 +426,7 @@ fn parent_domain_over_a_pd_of_another_context_is_wrong_context() {
     let foreign_pd = Pd::new(&other).expect("pd of the other context");
     let e = ParentDomain::new(&ctx, &foreign_pd)
         .expect_err("a parent domain over another context's PD");
-    assert_eq!(e.verb, Verb::AllocParentDomain);
-    assert_eq!(e.kind, ErrorKind::WrongContext("pd"));
-    assert_eq!(e.errno(), libc::EINVAL);
+    common::assert_wrong_context(&e, Verb::AllocParentDomain, "pd");
     leaks.assert_unchanged("rejected parent domain");
     drop(foreign_pd);
     other_leaks.assert_unchanged("rejected parent domain (other context)");

@@ -60,37 +60,19 @@ use typed_verbs::ffi::sys;
 use typed_verbs::raw;
 use typed_verbs::Context;
 
-// enum ibv_access_flags
-const LOCAL_WRITE: i32 = 1;
-const REMOTE_WRITE: i32 = 2;
-const REMOTE_READ: i32 = 4;
-const REMOTE_ATOMIC: i32 = 8;
-// enum ibv_send_flags
-const SIGNALED: u32 = 1 << 1;
-const SOLICITED: u32 = 1 << 2;
-const INLINE: u32 = 1 << 3;
-// enum ibv_wc_flags
-const WC_WITH_IMM: u32 = 1 << 1;
-// enum ibv_qp_attr_mask
-const M_STATE: i32 = 1 << 0;
-const M_CUR_STATE: i32 = 1 << 1;
-const M_ACCESS_FLAGS: i32 = 1 << 3;
-const M_PKEY_INDEX: i32 = 1 << 4;
-const M_PORT: i32 = 1 << 5;
-const M_QKEY: i32 = 1 << 6;
-const M_AV: i32 = 1 << 7;
-const M_PATH_MTU: i32 = 1 << 8;
-const M_TIMEOUT: i32 = 1 << 9;
-const M_RETRY_CNT: i32 = 1 << 10;
-const M_RNR_RETRY: i32 = 1 << 11;
-const M_RQ_PSN: i32 = 1 << 12;
-const M_MAX_QP_RD_ATOMIC: i32 = 1 << 13;
-const M_ALT_PATH: i32 = 1 << 14;
-const M_MIN_RNR_TIMER: i32 = 1 << 15;
-const M_SQ_PSN: i32 = 1 << 16;
-const M_MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const M_PATH_MIG_STATE: i32 = 1 << 18;
-const M_DEST_QPN: i32 = 1 << 20;
+use common::raw::{
+    INLINE, LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE, SIGNALED, SOLICITED, SRQ_LIMIT,
+    SRQ_MAX_WR, WC_WITH_IMM,
+};
+// enum ibv_qp_attr_mask, as rdma-sys has it
+use typed_verbs::ffi::qp_attr_mask::{
+    ACCESS_FLAGS as M_ACCESS_FLAGS, ALT_PATH as M_ALT_PATH, AV as M_AV, CUR_STATE as M_CUR_STATE,
+    DEST_QPN as M_DEST_QPN, MAX_DEST_RD_ATOMIC as M_MAX_DEST_RD_ATOMIC,
+    MAX_QP_RD_ATOMIC as M_MAX_QP_RD_ATOMIC, MIN_RNR_TIMER as M_MIN_RNR_TIMER,
+    PATH_MIG_STATE as M_PATH_MIG_STATE, PATH_MTU as M_PATH_MTU, PKEY_INDEX as M_PKEY_INDEX,
+    PORT as M_PORT, QKEY as M_QKEY, RETRY_CNT as M_RETRY_CNT, RNR_RETRY as M_RNR_RETRY,
+    RQ_PSN as M_RQ_PSN, SQ_PSN as M_SQ_PSN, STATE as M_STATE, TIMEOUT as M_TIMEOUT,
+};
 /// Every mask bit the generator may add where it does not belong.
 const ALL_MASK_BITS: [i32; 18] = [
     M_CUR_STATE,
@@ -112,9 +94,6 @@ const ALL_MASK_BITS: [i32; 18] = [
     M_PATH_MIG_STATE,
     M_DEST_QPN,
 ];
-// enum ibv_srq_attr_mask
-const SRQ_MAX_WR: i32 = 1 << 0;
-const SRQ_LIMIT: i32 = 1 << 1;
 
 const QKEY: u32 = 0x1111_2222;
 const PSN: u32 = 0x1234;

@@ -4,60 +4,10 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{open, LeakCheck};
+use common::{flushed_qp, in_batch, open, within, LeakCheck};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use typed_verbs::qp_state::Init;
-use typed_verbs::{AccessFlags, ConnectedInit, CqEx, OwnRq, Pd, Qp, Rc, Sge, Shared, Standard};
-
-const INIT: ConnectedInit = ConnectedInit {
-    port_num: 1,
-    pkey_index: 0,
-    access: AccessFlags::REMOTE_WRITE,
-};
-
-fn flushed_qp<'a>(
-    pd: &'a Pd<'_>,
-    cq: &'a CqEx<'_, Standard>,
-    wr_id: u64,
-) -> Qp<'a, Rc, OwnRq, Shared, (), typed_verbs::qp_state::ErrorState> {
-    let qp: Qp<'a, Rc, OwnRq, Shared, (), Init> = Qp::<Rc>::builder(pd, cq, cq)
-        .build()
-        .unwrap()
-        .to_init(INIT)
-        .unwrap_or_else(|e| panic!("{e}"));
-    qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
-    qp.to_error().unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn in_batch<R>(poller: &mut typed_verbs::Poller<'_, Standard>, f: impl FnOnce() -> R) -> R {
-    let start = Instant::now();
-    let mut f = Some(f);
-    loop {
-        if let Some(r) = poller
-            .poll_batch(|_b| (f.take().expect("runs once"))())
-            .unwrap()
-        {
-            return r;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "a completion arrives"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn within(test: &str, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
-        panic!("{test}: did not finish within 20 s (a wait that never ends)");
-    }
-}
+use typed_verbs::{CqEx, Pd, Qp, Rc, Standard};
 
 /// A QP on CQs A (send) and B (recv), dropped on T2 while T1 has a batch open on A: handed to
 /// A's batch. T1's batch ends and runs the handed destroy, which takes B's lock too, while T3
@@ -65,7 +15,7 @@ fn within(test: &str, f: impl FnOnce() + Send + 'static) {
 /// thread waits for a CQ lock another thread's batch holds" says T1 must not wait for B.
 #[test]
 fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
-    within("handed_teardown_other_cq", || {
+    within(Duration::from_secs(20), || {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, "handed_teardown_other_cq");
         {
@@ -74,8 +24,8 @@ fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
             let mut b = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
             let (sa, mut pa) = a.split();
             let (sb, mut pb) = b.split();
-            let _fa = flushed_qp(&pd, sa, 1);
-            let _fb = flushed_qp(&pd, sb, 2);
+            let _fa = flushed_qp(&pd, sa, (), 1);
+            let _fb = flushed_qp(&pd, sb, (), 2);
             let victim = Qp::<Rc>::builder(&pd, sa, sb).build().unwrap();
             let (t3_in_tx, t3_in_rx) = mpsc::channel::<()>();
             let (t1_done_tx, t1_done_rx) = mpsc::channel::<()>();
@@ -111,7 +61,7 @@ fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
 /// hangs (the destroy succeeds, or is refused while both CQs stay busy).
 #[test]
 fn an_explicit_teardown_never_makes_one_cqs_poller_wait_for_another_cqs_batch() {
-    within("explicit_teardown_cross_cq", || {
+    within(Duration::from_secs(20), || {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, "explicit_teardown_cross_cq");
         {
@@ -120,7 +70,7 @@ fn an_explicit_teardown_never_makes_one_cqs_poller_wait_for_another_cqs_batch() 
             let mut b = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
             let (sa, mut pa) = a.split();
             let (sb, mut pb) = b.split();
-            let _fb = flushed_qp(&pd, sb, 2);
+            let _fb = flushed_qp(&pd, sb, (), 2);
             let victim = Qp::<Rc>::builder(&pd, sa, sb).build().unwrap();
             let app = std::sync::Mutex::new(0u32);
             let (in_tx, in_rx) = mpsc::channel::<()>();

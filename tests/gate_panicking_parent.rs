@@ -4,20 +4,11 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::open;
+use common::flushed_qp;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use typed_verbs::qp_state::Init;
-use typed_verbs::{
-    software, AccessFlags, ConnectedInit, Cq, CqEx, OwnRq, Pd, Qp, Rc, Sge, Shared, Standard,
-};
-
-const INIT: ConnectedInit = ConnectedInit {
-    port_num: 1,
-    pkey_index: 0,
-    access: AccessFlags::REMOTE_WRITE,
-};
+use typed_verbs::{software, Cq, CqEx, Pd, Qp, Rc, Standard};
 
 struct PanicOnDrop;
 impl Drop for PanicOnDrop {
@@ -28,38 +19,22 @@ impl Drop for PanicOnDrop {
     }
 }
 
-fn flushed_qp<'a>(
-    pd: &'a Pd<'_>,
-    cq: &'a CqEx<'_, Standard>,
-    wr_id: u64,
-) -> Qp<'a, Rc, OwnRq, Shared, (), typed_verbs::qp_state::ErrorState> {
-    let qp: Qp<'a, Rc, OwnRq, Shared, (), Init> = Qp::<Rc>::builder(pd, cq, cq)
-        .build()
-        .unwrap()
-        .to_init(INIT)
-        .unwrap_or_else(|e| panic!("{e}"));
-    qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
-    qp.to_error().unwrap_or_else(|e| panic!("{e}"))
-}
-
 /// T1's batch on A: it drops QP1 (deferred to its end on this thread; QP1 holds the last Arc of
 /// a CQ whose user context panics on drop) and T2 drops QP2 on A (handed to the batch). At the
 /// end: leave() runs QP1's destroy and releases its parents (the panic), then the handed QP2
 /// should be destroyed too.
 #[test]
 fn a_panicking_parent_release_does_not_lose_a_handed_teardown() {
-    let ctx = open();
-    if !common::software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "a_panicking_parent_release_does_not_lose_a_handed_teardown",
         "live_objects",
-    ) {
+    ) else {
         return;
-    }
+    };
     let pd = Pd::new(&ctx).unwrap();
     let mut a = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
     let (sa, mut pa) = a.split();
-    let _fa = flushed_qp(&pd, sa, 1);
+    let _fa = flushed_qp(&pd, sa, (), 1);
     let p = Arc::new(Cq::builder(&ctx).context(PanicOnDrop).build().unwrap());
     let qp1 = Qp::<Rc>::builder(&pd, &p, &p).build().unwrap();
     drop(p);

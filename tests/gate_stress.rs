@@ -5,30 +5,11 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{open, LeakCheck};
+use common::{open, within, LeakCheck, REMOTE_WRITE_INIT};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use typed_verbs::{
-    AccessFlags, ConnectedInit, Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Sge, Standard,
-};
-
-const INIT: ConnectedInit = ConnectedInit {
-    port_num: 1,
-    pkey_index: 0,
-    access: AccessFlags::REMOTE_WRITE,
-};
-
-fn within(test: &str, secs: u64, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    if rx.recv_timeout(Duration::from_secs(secs)).is_err() {
-        panic!("{test}: did not finish within {secs} s (a wait that never ends)");
-    }
-}
+use typed_verbs::{Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Sge, Standard};
 
 /// Batches on A and B (two pollers on two threads, each batch short), while two threads make
 /// QPs on (A,B), (B,A), (A,A) and drop, destroy or reset them. Every QP is destroyed, nothing
@@ -39,7 +20,7 @@ fn teardowns_race_batches_on_shared_cqs() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(300);
-    within("stress", 120, move || {
+    within(Duration::from_secs(120), move || {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, "stress");
         {
@@ -62,7 +43,7 @@ fn teardowns_race_batches_on_shared_cqs() {
                                     .max_recv_wr(64)
                                     .build()
                                     .unwrap()
-                                    .to_init(INIT)
+                                    .to_init(REMOTE_WRITE_INIT)
                                     .unwrap_or_else(|e| panic!("{e}"));
                                 for i in 0..64 {
                                     q.post_recv(i, &[] as &[Sge; 0]).unwrap();
@@ -99,7 +80,9 @@ fn teardowns_race_batches_on_shared_cqs() {
                                     }
                                 },
                                 _ => {
-                                    let q = q.to_init(INIT).unwrap_or_else(|e| panic!("{e}"));
+                                    let q = q
+                                        .to_init(REMOTE_WRITE_INIT)
+                                        .unwrap_or_else(|e| panic!("{e}"));
                                     match q.try_to_reset() {
                                         Ok(q) => drop(q),
                                         Err(e) => {
@@ -131,7 +114,7 @@ type BusyBody = dyn for<'a> FnOnce(&'a Context, &'a Pd<'a>, &'a CqEx<'a, Standar
 
 fn with_busy_cqs(test: &str, f: Box<BusyBody>) {
     let test = test.to_owned();
-    within(&test.clone(), 120, move || {
+    within(Duration::from_secs(120), move || {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, &test);
         {
@@ -154,7 +137,7 @@ fn with_busy_cqs(test: &str, f: Box<BusyBody>) {
                             .max_recv_wr(4000)
                             .build()
                             .unwrap()
-                            .to_init(INIT)
+                            .to_init(REMOTE_WRITE_INIT)
                             .unwrap_or_else(|e| panic!("{e}"));
                         for i in 0..4000 {
                             q.post_recv(i, &[] as &[Sge; 0]).unwrap();
@@ -195,7 +178,9 @@ fn explicit_teardowns_wait_for_busy_cqs() {
                 let q = Qp::<Rc>::builder(pd, x, x).build().unwrap();
                 q.destroy().unwrap_or_else(|e| panic!("destroy {i}: {e}"));
                 let q = Qp::<Rc>::builder(pd, x, x).build().unwrap();
-                let q = q.to_init(INIT).unwrap_or_else(|e| panic!("{e}"));
+                let q = q
+                    .to_init(REMOTE_WRITE_INIT)
+                    .unwrap_or_else(|e| panic!("{e}"));
                 let q = q.to_reset().unwrap_or_else(|e| panic!("to_reset {i}: {e}"));
                 drop(q);
             }
@@ -214,7 +199,7 @@ fn explicit_teardowns_wait_for_busy_cqs() {
 /// explicit teardown that waits goes before newcomers, so none is refused.
 #[test]
 fn explicit_teardowns_of_one_cq_never_starve_each_other() {
-    within("teardowns_of_one_cq", 120, || {
+    within(Duration::from_secs(120), || {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, "teardowns_of_one_cq");
         {
@@ -229,7 +214,9 @@ fn explicit_teardowns_of_one_cq_never_starve_each_other() {
                             if i % 2 == 0 {
                                 q.destroy().unwrap_or_else(|e| panic!("destroy {i}: {e}"));
                             } else {
-                                let q = q.to_init(INIT).unwrap_or_else(|e| panic!("{e}"));
+                                let q = q
+                                    .to_init(REMOTE_WRITE_INIT)
+                                    .unwrap_or_else(|e| panic!("{e}"));
                                 drop(q.to_reset().unwrap_or_else(|e| panic!("to_reset {i}: {e}")));
                             }
                         }
@@ -281,7 +268,7 @@ fn a_qp_dropped_while_both_its_cqs_stay_busy_is_destroyed_soon() {
 /// teardowns then waited a second and were refused, and a drop spun for ever.)
 #[test]
 fn a_refused_shared_poll_leaves_the_gate_free() {
-    within("a_refused_shared_poll_leaves_the_gate_free", 120, || {
+    within(Duration::from_secs(120), || {
         let ctx = open();
         let pd = Pd::new(&ctx).unwrap();
         let cq = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
@@ -330,84 +317,80 @@ fn a_refused_shared_poll_leaves_the_gate_free() {
 /// the threads stop.
 #[test]
 fn qps_dropped_between_two_mutually_waiting_batches_stall_one_batch_end_at_most_a_second() {
-    within(
-        "qps_dropped_between_two_mutually_waiting_batches",
-        120,
-        || {
-            let ctx = open();
-            let leaks = LeakCheck::new(&ctx, "qps_dropped_between_two_mutually_waiting_batches");
-            {
-                let pd = Pd::new(&ctx).unwrap();
-                let a = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
-                let b = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
-                // A completion in each CQ for every batch: a flushed receive of a QP of its own.
-                let feed = |cq| {
-                    let q = Qp::<Rc>::builder(&pd, cq, cq)
-                        .max_recv_wr(60)
-                        .build()
-                        .unwrap()
-                        .to_init(INIT)
-                        .unwrap_or_else(|e| panic!("{e}"));
-                    for i in 0..60 {
-                        q.post_recv(i, &[] as &[Sge; 0]).unwrap();
+    within(Duration::from_secs(120), || {
+        let ctx = open();
+        let leaks = LeakCheck::new(&ctx, "qps_dropped_between_two_mutually_waiting_batches");
+        {
+            let pd = Pd::new(&ctx).unwrap();
+            let a = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
+            let b = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
+            // A completion in each CQ for every batch: a flushed receive of a QP of its own.
+            let feed = |cq| {
+                let q = Qp::<Rc>::builder(&pd, cq, cq)
+                    .max_recv_wr(60)
+                    .build()
+                    .unwrap()
+                    .to_init(REMOTE_WRITE_INIT)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                for i in 0..60 {
+                    q.post_recv(i, &[] as &[Sge; 0]).unwrap();
+                }
+                q.to_error().unwrap_or_else(|e| panic!("{e}"))
+            };
+            let (_fa, _fb) = (feed(&a), feed(&b));
+            let mut qps: Vec<_> = (0..3)
+                .map(|_| Qp::<Rc>::builder(&pd, &a, &b).build().unwrap())
+                .collect();
+            let stop = AtomicBool::new(false);
+            let (to_a, from_b) = mpsc::channel::<()>();
+            let (to_b, from_a) = mpsc::channel::<()>();
+            to_a.send(()).unwrap();
+            let dropping_end = std::thread::scope(|s| {
+                let stop = &stop;
+                let (a, b) = (&a, &b);
+                s.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        a.poll_batch(|_| {
+                            let _ = from_b.recv_timeout(Duration::from_secs(5));
+                        })
+                        .unwrap();
+                        let _ = to_b.send(());
                     }
-                    q.to_error().unwrap_or_else(|e| panic!("{e}"))
-                };
-                let (_fa, _fb) = (feed(&a), feed(&b));
-                let mut qps: Vec<_> = (0..3)
-                    .map(|_| Qp::<Rc>::builder(&pd, &a, &b).build().unwrap())
-                    .collect();
-                let stop = AtomicBool::new(false);
-                let (to_a, from_b) = mpsc::channel::<()>();
-                let (to_b, from_a) = mpsc::channel::<()>();
-                to_a.send(()).unwrap();
-                let dropping_end = std::thread::scope(|s| {
-                    let stop = &stop;
-                    let (a, b) = (&a, &b);
-                    s.spawn(move || {
-                        while !stop.load(Ordering::Relaxed) {
-                            a.poll_batch(|_| {
-                                let _ = from_b.recv_timeout(Duration::from_secs(5));
+                    let _ = to_b.send(());
+                });
+                let qps = &mut qps;
+                let dropping = s.spawn(move || {
+                    let mut took = None;
+                    while !stop.load(Ordering::Relaxed) {
+                        let start = std::time::Instant::now();
+                        let dropped = b
+                            .poll_batch(|_| {
+                                let _ = from_a.recv_timeout(Duration::from_secs(5));
+                                let dropped = !qps.is_empty();
+                                qps.clear(); // dropped inside B's batch
+                                dropped
                             })
                             .unwrap();
-                            let _ = to_b.send(());
-                        }
-                        let _ = to_b.send(());
-                    });
-                    let qps = &mut qps;
-                    let dropping = s.spawn(move || {
-                        let mut took = None;
-                        while !stop.load(Ordering::Relaxed) {
-                            let start = std::time::Instant::now();
-                            let dropped = b
-                                .poll_batch(|_| {
-                                    let _ = from_a.recv_timeout(Duration::from_secs(5));
-                                    let dropped = !qps.is_empty();
-                                    qps.clear(); // dropped inside B's batch
-                                    dropped
-                                })
-                                .unwrap();
-                            if dropped == Some(true) {
-                                took = Some(start.elapsed());
-                            }
-                            let _ = to_a.send(());
+                        if dropped == Some(true) {
+                            took = Some(start.elapsed());
                         }
                         let _ = to_a.send(());
-                        took
-                    });
-                    std::thread::sleep(Duration::from_millis(2500));
-                    stop.store(true, Ordering::Relaxed);
-                    dropping.join().unwrap()
+                    }
+                    let _ = to_a.send(());
+                    took
                 });
-                let took = dropping_end.expect("the QPs were dropped inside a batch");
-                assert!(
-                    took < Duration::from_millis(1800),
-                    "the batch that dropped three QPs took {took:?}: one wait of at most a second \
+                std::thread::sleep(Duration::from_millis(2500));
+                stop.store(true, Ordering::Relaxed);
+                dropping.join().unwrap()
+            });
+            let took = dropping_end.expect("the QPs were dropped inside a batch");
+            assert!(
+                took < Duration::from_millis(1800),
+                "the batch that dropped three QPs took {took:?}: one wait of at most a second \
                  for the batch end, not one per QP"
-                );
-            }
-            leaks.assert_unchanged("every QP destroyed once the threads stop");
-            ctx.close().expect("the context closes: nothing waits");
-        },
-    );
+            );
+        }
+        leaks.assert_unchanged("every QP destroyed once the threads stop");
+        ctx.close().expect("the context closes: nothing waits");
+    });
 }

@@ -13,7 +13,7 @@
 //! Where the device has no connection manager, each test prints a SKIP line.
 
 mod common;
-use common::{note, open, skip};
+use common::{note, open};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,20 +70,7 @@ struct Node {
 
 fn node(test: &str) -> Option<Node> {
     let ctx = Arc::new(open());
-    let ch = match EventChannel::new(&ctx) {
-        Ok(ch) => ch,
-        Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
-            skip(
-                test,
-                format!(
-                    "whole test: no connection manager on {}: {e}",
-                    ctx.device_name()
-                ),
-            );
-            return None;
-        }
-        Err(e) => panic!("{e}"),
-    };
+    let ch = common::event_channel(&ctx, test)?;
     let pd = Arc::new(Pd::new(&ctx).unwrap());
     let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
     Some(Node {

@@ -4,24 +4,16 @@
 //! INIT again after the connect response, as librdmacm does for its own QPs. Runs on sw0 and, in
 //! the VM lane, on rxe0 (`TYPED_VERBS_CM_ADDR`, default 127.0.0.1).
 
-mod common;
-use common::{open, skip};
-use std::net::{IpAddr, SocketAddr};
+use crate::common;
+use common::{cm_addr, open};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use typed_verbs::cm::{CmId, ConnParam, EventChannel, Tcp};
+use typed_verbs::cm::{CmId, ConnParam, Tcp};
 use typed_verbs::{
-    Access, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr, Verb, WcOpcode, WorkCompletion,
+    Access, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr, WcOpcode, WorkCompletion,
 };
 
 const T: Duration = Duration::from_secs(10);
-
-fn cm_addr() -> IpAddr {
-    std::env::var("TYPED_VERBS_CM_ADDR")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().expect("TYPED_VERBS_CM_ADDR is an IP address"))
-        .unwrap_or_else(|| "127.0.0.1".parse().unwrap())
-}
 
 /// The first completion of `cq` within `T`.
 fn one(cq: &Cq<'_>) -> WorkCompletion {
@@ -38,17 +30,8 @@ fn one(cq: &Cq<'_>) -> WorkCompletion {
 #[test]
 fn the_server_rdma_reads_the_memory_of_the_client_that_connected() {
     let ctx = open();
-    let ch = match EventChannel::new(&ctx) {
-        Ok(ch) => ch,
-        Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
-            assert_eq!(e.verb, Verb::CreateEventChannel);
-            skip(
-                "the_server_rdma_reads",
-                format!("no connection manager: {e}"),
-            );
-            return;
-        }
-        Err(e) => panic!("rdma_create_event_channel: {e}"),
+    let Some(ch) = common::event_channel(&ctx, "the_server_rdma_reads") else {
+        return;
     };
     let pd = Pd::new(&ctx).unwrap();
     let server_cq = Cq::builder(&ctx).cqe(8).build().unwrap();

@@ -7,9 +7,9 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
-use common::{destroyed, loopback_av, open};
+use common::{destroyed, open, within};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -17,24 +17,9 @@ use typed_verbs::event::EventAcks;
 use typed_verbs::qp::RecvSide;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    raw, software, Access, AccessFlags, AsyncEvent, CompChannel, ConnectedInit, Context, Cq, Mr,
-    PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, SendWr, Shared, Srq, Verb, WcStatus,
-    WorkCompletion,
+    raw, software, Access, AccessFlags, AsyncEvent, CompChannel, Context, Cq, Mr, PageBuf, Pd, Qp,
+    Rc, RemoteAddr, SendWr, Shared, Srq, Verb, WcStatus, WorkCompletion,
 };
-
-/// Runs `f` on a thread of its own and waits for it at most `limit`: a hang fails the test
-/// instead of stalling the run.
-fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
-    });
-    match rx.recv_timeout(limit) {
-        Ok(Ok(v)) => v,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => panic!("did not finish within {limit:?} (a hang)"),
-    }
-}
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -52,15 +37,10 @@ fn readable(fd: RawFd, ms: i32) -> bool {
 }
 
 /// Polls `cq` until `n` completions arrived (2 s at most); gives their statuses and wr_ids.
-fn completions(cq: &Cq<'_, impl Sized>, n: usize) -> Vec<(u64, WcStatus)> {
-    let mut got = Vec::new();
-    let start = Instant::now();
-    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
-    while got.len() < n && start.elapsed() < Duration::from_secs(2) {
-        for w in cq.poll(&mut wc).unwrap() {
-            got.push((w.wr_id(), w.status()));
-        }
-    }
+fn completions<C>(cq: &Cq<'_, C>, n: usize) -> Vec<(u64, WcStatus)> {
+    let got = common::poll_n(cq, n, Duration::from_secs(2), Duration::ZERO, |w| {
+        (w.wr_id(), w.status())
+    });
     assert_eq!(got.len(), n, "completions within 2 s: {got:?}");
     got
 }
@@ -74,32 +54,13 @@ fn connect<'a, R: RecvSide>(
     dest: u32,
     rnr_retry: u8,
 ) -> Up<'a, R> {
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
+    let link = common::RcLink {
         access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
-    };
-    let rtr = RcRtr {
-        av: loopback_av(ctx),
-        path_mtu: typed_verbs::Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 1,
+        rd_atomic: 1,
         min_rnr_timer: 1,
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
         rnr_retry,
-        max_rd_atomic: 1,
     };
-    qp.to_init(init)
-        .unwrap()
-        .to_rtr(rtr)
-        .unwrap()
-        .to_rts(rts)
-        .unwrap()
+    common::rc_up(ctx, qp, dest, link)
 }
 
 /// A connected RC pair: `a` sends on `a_cq` (send and receive), `b` receives into `b_cq`.
@@ -109,14 +70,27 @@ fn rc_pair<'a>(
     a_cq: &'a Cq<'_, impl Sized>,
     b_cq: &'a Cq<'_, impl Sized>,
 ) -> (Up<'a, typed_verbs::OwnRq>, Up<'a, typed_verbs::OwnRq>) {
-    let a = Qp::<Rc>::builder(pd, a_cq, a_cq)
-        .max_send_wr(32)
-        .max_recv_wr(32)
+    rc_pair_on(ctx, pd, (a_cq, a_cq), (b_cq, b_cq), 32)
+}
+
+/// A connected RC pair, each QP with `wr` send and receive WRs: `a` on the send and receive
+/// CQs of `a_cqs`, `b` on those of `b_cqs`.
+#[allow(clippy::type_complexity)]
+fn rc_pair_on<'a, C1, C2, C3, C4>(
+    ctx: &Context,
+    pd: &'a Pd<'_>,
+    (a_send, a_recv): (&'a Cq<'_, C1>, &'a Cq<'_, C2>),
+    (b_send, b_recv): (&'a Cq<'_, C3>, &'a Cq<'_, C4>),
+    wr: u32,
+) -> (Up<'a, typed_verbs::OwnRq>, Up<'a, typed_verbs::OwnRq>) {
+    let a = Qp::<Rc>::builder(pd, a_send, a_recv)
+        .max_send_wr(wr)
+        .max_recv_wr(wr)
         .build()
         .unwrap();
-    let b = Qp::<Rc>::builder(pd, b_cq, b_cq)
-        .max_send_wr(32)
-        .max_recv_wr(32)
+    let b = Qp::<Rc>::builder(pd, b_send, b_recv)
+        .max_send_wr(wr)
+        .max_recv_wr(wr)
         .build()
         .unwrap();
     let (an, bn) = (a.qp_num(), b.qp_num());
@@ -252,18 +226,7 @@ fn readiness_is_awaited_without_handing_out_the_fds() {
         let pd = Pd::new(&ctx).unwrap();
         let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
         let small = Cq::builder(&ctx).cqe(1).build().unwrap();
-        let a = Qp::<Rc>::builder(&pd, &small, &cq)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let b = Qp::<Rc>::builder(&pd, &cq, &cq)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let (an, bn) = (a.qp_num(), b.qp_num());
-        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (a, b) = rc_pair_on(&ctx, &pd, (&small, &cq), (&cq, &cq), 8);
         let m = bufs(&pd, 16, 16);
         let short = Some(Duration::from_millis(100));
         let long = Some(Duration::from_secs(5));
@@ -327,10 +290,9 @@ fn an_event_type_the_headers_lack_is_read_as_its_integer() {
     // and u32::MAX, which the build's headers lack) comes back as AsyncEvent::Other(n), and a
     // known port event as its variant. The software device raises them as port events.
     let test = "an_event_type_the_headers_lack_is_read_as_its_integer";
-    let ctx = open();
-    if !common::software_only(&ctx, test, "an async event of any type on demand") {
+    let Some(ctx) = common::software_ctx(test, "an async event of any type on demand") else {
         return;
-    }
+    };
     let port_active = 9; // IBV_EVENT_PORT_ACTIVE
     for (ty, want) in [
         (42, AsyncEvent::Other(42)),
@@ -366,18 +328,7 @@ fn blocking_gets_wait_for_the_event_to_come() {
         let pd = Pd::new(&ctx).unwrap();
         let cq = Cq::builder(&ctx).cqe(16).channel(&ch).build().unwrap();
         let small = Cq::builder(&ctx).cqe(1).build().unwrap();
-        let a = Qp::<Rc>::builder(&pd, &small, &cq)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let b = Qp::<Rc>::builder(&pd, &cq, &cq)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let (an, bn) = (a.qp_num(), b.qp_num());
-        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (a, b) = rc_pair_on(&ctx, &pd, (&small, &cq), (&cq, &cq), 8);
         let m = bufs(&pd, 16, 16);
         cq.req_notify(false).unwrap();
         std::thread::scope(|scope| {
@@ -411,14 +362,12 @@ fn injected_completions_arm_and_overrun_as_the_data_path_does() {
     // The software device's injection hook goes through the same CQ producer as its QPs: it
     // fires an armed CQ's event (solicited only for a `.solicited()` completion) and raises
     // CQ_ERR when the CQ is full.
-    let ctx = open();
-    if !common::software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "injected_completions_arm_and_overrun_as_the_data_path_does",
         "software::inject",
-    ) {
+    ) else {
         return;
-    }
+    };
     use typed_verbs::{software, InjectedCompletion, WcOpcode};
     let ch = CompChannel::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx)
@@ -708,18 +657,7 @@ fn cq_overrun_raises_cq_err() {
         let big = Cq::builder(&ctx).cqe(64).build().unwrap();
         let n = small.cqe() as u64;
         // `a` sends (and completes) into `small`; `b` receives into `big`.
-        let a = Qp::<Rc>::builder(&pd, &small, &big)
-            .max_send_wr(32)
-            .max_recv_wr(32)
-            .build()
-            .unwrap();
-        let b = Qp::<Rc>::builder(&pd, &big, &big)
-            .max_send_wr(32)
-            .max_recv_wr(32)
-            .build()
-            .unwrap();
-        let (an, bn) = (a.qp_num(), b.qp_num());
-        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (a, b) = rc_pair_on(&ctx, &pd, (&small, &big), (&big, &big), 32);
         let m = bufs(&pd, 16, 16);
         assert!(ctx.try_get_async_event().unwrap().is_none());
         for i in 0..=n {
@@ -788,18 +726,7 @@ fn a_receive_cq_overrun_raises_cq_err_and_moves_the_responder_to_err() {
         let small = Cq::builder(&ctx).cqe(1).build().unwrap();
         let big = Cq::builder(&ctx).cqe(64).build().unwrap();
         assert_eq!(small.cqe(), 1, "the test counts on a CQ of one entry");
-        let a = Qp::<Rc>::builder(&pd, &big, &big)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let b = Qp::<Rc>::builder(&pd, &big, &small)
-            .max_send_wr(8)
-            .max_recv_wr(8)
-            .build()
-            .unwrap();
-        let (an, bn) = (a.qp_num(), b.qp_num());
-        let (a, b) = (connect(&ctx, a, bn, 7), connect(&ctx, b, an, 7));
+        let (a, b) = rc_pair_on(&ctx, &pd, (&big, &big), (&big, &small), 8);
         let m = bufs(&pd, 16, 16);
         for i in 0..4 {
             b.post_recv(100 + i, &[m.dst.sge(0..16).unwrap()]).unwrap();

@@ -7,13 +7,14 @@
 //! Where the device has no connection manager (EOPNOTSUPP from rdma_create_event_channel) each
 //! test prints a SKIP line.
 
-mod common;
-use common::{note, open, skip};
-use std::net::{IpAddr, SocketAddr};
+use crate::common;
+use common::{cm_addr, note, open};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{
-    CmEventKind, CmId, ConnEvent, ConnParam, Connection, EventChannel, PortSpace, Tcp, Udp,
+    CmEventKind, CmId, ConnEvent, ConnParam, Connection, EventChannel, PortSpace, RouteResolved,
+    Tcp, Udp,
 };
 use typed_verbs::{
     Access, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb,
@@ -21,15 +22,6 @@ use typed_verbs::{
 };
 
 const T: Duration = Duration::from_secs(10);
-
-/// The address the tests listen on and connect to.
-fn cm_addr() -> IpAddr {
-    std::env::var("TYPED_VERBS_CM_ADDR")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().expect("TYPED_VERBS_CM_ADDR is an IP address"))
-        .unwrap_or_else(|| "127.0.0.1".parse().unwrap())
-}
 
 /// Fields drop in order: the channel before the context, which on the software device stays
 /// open (and is leaked if dropped) while a CM channel of it lives.
@@ -46,21 +38,7 @@ struct Setup {
 /// has no connection manager.
 fn setup(test: &str) -> Option<Setup> {
     let ctx = Arc::new(open());
-    let ch = match EventChannel::new(&ctx) {
-        Ok(ch) => ch,
-        Err(e) if e.errno() == libc::EOPNOTSUPP || e.errno() == libc::ENODEV => {
-            assert_eq!(e.verb, Verb::CreateEventChannel);
-            skip(
-                test,
-                format!(
-                    "whole test: no connection manager on {}: {e}",
-                    ctx.device_name()
-                ),
-            );
-            return None;
-        }
-        Err(e) => panic!("rdma_create_event_channel: {e}"),
-    };
+    let ch = common::event_channel(&ctx, test)?;
     let pd = Arc::new(Pd::new(&ctx).unwrap());
     let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
     Some(Setup { ctx, pd, cq, ch })
@@ -96,22 +74,35 @@ fn ud_qp(s: &Setup) -> Qp<'static, Ud> {
 
 /// Polls `cq` until `n` completions came (each must succeed), or panics after `limit`.
 fn completions(cq: &Cq<'_>, n: usize, limit: Duration) -> Vec<(u64, u32)> {
-    let start = Instant::now();
-    let mut got = Vec::new();
-    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
-    while got.len() < n {
-        assert!(
-            start.elapsed() < limit,
-            "{n} completions within {limit:?}, got {got:?}"
-        );
-        for w in cq.poll(&mut wc).unwrap() {
-            let ok = w
-                .success()
-                .unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
-            got.push((ok.wr_id(), ok.byte_len()));
-        }
-    }
+    let got = common::poll_n(cq, n, limit, Duration::ZERO, |w| {
+        let ok = w
+            .success()
+            .unwrap_or_else(|| panic!("completion failed: {:?}", w.status()));
+        (ok.wr_id(), ok.byte_len())
+    });
+    assert!(
+        got.len() >= n,
+        "{n} completions within {limit:?}, got {got:?}"
+    );
     got
+}
+
+/// A client's id on the setup's channel with its address and route to `addr` resolved.
+fn routed<P: PortSpace>(s: &Setup, addr: SocketAddr) -> CmId<P, RouteResolved> {
+    let id = CmId::<P>::new(&s.ch)
+        .unwrap()
+        .resolve_addr(None, addr, T)
+        .unwrap();
+    id.resolve_route(T).unwrap()
+}
+
+/// A current-thread tokio runtime with I/O and time, for the async tests.
+#[cfg(feature = "tokio")]
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// An RC connection in one process: the server half in a thread, the client here.
@@ -217,11 +208,7 @@ fn receives_posted_in_init_before_connect_and_accept_catch_the_first_sends() {
         qp.post_recv(10, &[rx2.sge(0..32).unwrap()]).unwrap();
         req.accept(qp, &ConnParam::default(), T).unwrap()
     });
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let qp = id.init_qp(rc_qp(&s)).unwrap();
     qp.post_recv(20, &[rx.sge(32..64).unwrap()]).unwrap();
     let client = id.connect(qp, &ConnParam::default(), T).unwrap();
@@ -247,11 +234,7 @@ fn a_reject_gives_the_connecting_side_the_status_and_the_private_data() {
         req.reject(b"go away").unwrap();
         l
     });
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let e = id
         .connect(
             rc_qp(&s),
@@ -288,11 +271,7 @@ fn private_data_over_the_port_spaces_limit_is_refused_before_the_call() {
         return;
     };
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let long = [0u8; 57];
     let e = id
         .connect(
@@ -361,11 +340,7 @@ fn a_connect_to_a_port_nobody_listens_on_is_rejected() {
         drop(l);
         addr
     };
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let e = id.connect(rc_qp(&s), &ConnParam::default(), T).unwrap_err();
     match e.kind {
         ErrorKind::Rejected { status, .. } => {
@@ -507,11 +482,7 @@ fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
         )
         .unwrap()
     });
-    let id = CmId::<Udp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Udp>(&s, addr);
     let client = id
         .connect(
             ud_qp(&s),
@@ -569,11 +540,7 @@ fn two_threads_waiting_on_one_channel_each_get_their_own_ids_events() {
     // Both servers wait on the same channel; connect to the second first.
     std::thread::sleep(Duration::from_millis(50));
     let connect = |addr, tag: &[u8]| {
-        let id = CmId::<Tcp>::new(&s.ch)
-            .unwrap()
-            .resolve_addr(None, addr, T)
-            .unwrap();
-        let id = id.resolve_route(T).unwrap();
+        let id = routed::<Tcp>(&s, addr);
         id.connect(
             rc_qp(&s),
             &ConnParam {
@@ -617,11 +584,7 @@ fn a_listener_dropped_with_an_unread_request_rejects_it_without_hanging() {
         return;
     };
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let (qp, l2) = (rc_qp(&s), l);
     let dropper = std::thread::spawn(move || {
         // Let the request arrive (read and queued by the connecting thread's wait), then
@@ -655,11 +618,7 @@ fn forgotten_requests_connections_and_channels_only_leak() {
     drop((server, client2, server2));
     std::mem::forget(s.ch.clone());
     let (l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let qp = rc_qp(&s);
     let t = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
@@ -711,7 +670,7 @@ fn a_qp_on_another_device_than_the_id_is_refused_before_the_call() {
         return;
     };
     if !s.ctx.is_software() {
-        skip(
+        common::skip(
             "a_qp_on_another_device",
             "whole test: registers a second software device",
         );
@@ -723,11 +682,7 @@ fn a_qp_on_another_device_than_the_id_is_refused_before_the_call() {
         Cq::builder(&other).cqe(4).build().unwrap(),
     );
     let (_l, addr) = listener::<Tcp>(&s);
-    let id = CmId::<Tcp>::new(&s.ch)
-        .unwrap()
-        .resolve_addr(None, addr, T)
-        .unwrap();
-    let id = id.resolve_route(T).unwrap();
+    let id = routed::<Tcp>(&s, addr);
     let qp = Qp::<Rc>::builder(&opd, &ocq, &ocq).build().unwrap();
     let e = id.connect(qp, &ConnParam::default(), T).unwrap_err();
     assert_eq!(
@@ -743,10 +698,7 @@ fn async_connect_and_accept_and_a_cancelled_wait_loses_nothing() {
     let Some(s) = setup("async_connect_and_accept") else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let (l, addr) = listener::<Tcp>(&s);
         // A wait cancelled before the request came: the request is not lost.
@@ -928,10 +880,7 @@ fn two_tasks_awaiting_requests_on_one_listener_each_get_one() {
     let Some(s) = setup("two_tasks_awaiting_requests_on_one_listener") else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let (l, addr) = listener::<Tcp>(&s);
         let l = Arc::new(l);
@@ -1067,13 +1016,7 @@ fn a_channel_awaited_in_a_second_runtime_still_gets_its_events() {
     let Some(s) = setup("a_channel_awaited_in_a_second_runtime") else {
         return;
     };
-    let rt = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    };
-    let (rt1, rt2) = (rt(), rt());
+    let (rt1, rt2) = (runtime(), runtime());
     let (l, addr) = listener::<Tcp>(&s);
     rt1.block_on(async {
         let nothing = tokio::time::timeout(Duration::from_millis(20), l.get_request_async()).await;

@@ -8,7 +8,7 @@
 //! The examples are built with cargo first (`cargo build --example ...`); where there is no
 //! cargo (the test binaries in the VM) each test prints a SKIP line. Every run is bounded.
 
-mod common;
+use crate::common;
 use common::skip;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -100,12 +100,39 @@ fn lines(b: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// The address the tests listen on and connect to (`TYPED_VERBS_CM_ADDR`, default 127.0.0.1).
-fn cm_addr() -> String {
-    std::env::var("TYPED_VERBS_CM_ADDR")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "127.0.0.1".into())
+/// Runs an example's `--self` mode (`all`, its arguments), which must succeed and print nothing
+/// on stderr; gives the lines its server and its client printed (prefixed `server: ` and
+/// `client: ` on stdout), without the prefix.
+fn run_self(prog: &PathBuf, all: &[&str]) -> (Vec<String>, Vec<String>) {
+    let out = run(prog, all);
+    let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} {all:?}: {:?}\n{stdout:#?}\n{stderr:#?}",
+        prog.display(),
+        out.status
+    );
+    assert!(stderr.is_empty(), "{stderr:#?}");
+    let side = |p: &str| -> Vec<String> {
+        stdout
+            .iter()
+            .filter_map(|l| l.strip_prefix(p))
+            .map(str::to_owned)
+            .collect()
+    };
+    (side("server: "), side("client: "))
+}
+
+/// What one side of a `--self` run prints: `start`, then `transfer` where data `moves`, then
+/// `end`.
+fn script<'a>(
+    start: &[&'a str],
+    transfer: &[&'a str],
+    moves: bool,
+    end: &[&'a str],
+) -> Vec<&'a str> {
+    let transfer = if moves { transfer } else { &[] };
+    [start, transfer, end].concat()
 }
 
 /// The text of ping `i` of `size` bytes, as rping's client writes it (without its NUL).
@@ -124,7 +151,7 @@ fn rping_self_reads_echoes_and_validates_every_ping() {
     let Some(rping) = example("rping_self", "rping") else {
         return;
     };
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     for (count, size) in [(5u32, 64usize), (3, 26), (2, 5000)] {
         let (c, s) = (count.to_string(), size.to_string());
         let out = run(
@@ -191,7 +218,7 @@ fn rping_refuses_what_rping_refuses_and_reports_a_reject() {
     );
     // A client whose server does not listen: the CM's reject (8: no such service), and rping's
     // exit(-1) from its CM thread.
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     let out = run(&rping, &["-c", "-a", &addr, "-p", "17175", "-C", "1"]);
     assert_eq!(out.status.code(), Some(255), "{:?}", lines(&out.stderr));
     assert_eq!(
@@ -205,7 +232,7 @@ fn ucmatose_self_exchanges_messages_on_every_connection_and_disconnects() {
     let Some(ucmatose) = example("ucmatose_self", "ucmatose") else {
         return;
     };
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     for args in [
         &["-C", "10"][..],
         &["-c", "3", "-C", "50", "-S", "4000"],
@@ -213,48 +240,24 @@ fn ucmatose_self_exchanges_messages_on_every_connection_and_disconnects() {
     ] {
         let mut all = vec!["--self", "-b", &addr, "-p", "17471"];
         all.extend_from_slice(args);
-        let out = run(&ucmatose, &all);
-        let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
-        assert!(
-            out.status.success(),
-            "ucmatose {all:?}: {:?}\n{stdout:#?}\n{stderr:#?}",
-            out.status
+        let (server, client) = run_self(&ucmatose, &all);
+        let moves = !args.contains(&"0");
+        #[rustfmt::skip]
+        let want_server = script(
+            &["cmatose: starting server"],
+            &["initiating data transfers", "completing sends", "receiving data transfers", "data transfers complete"],
+            moves,
+            &["cmatose: disconnecting", "disconnected", "test complete", "return status 0"],
         );
-        let side = |p: &str| -> Vec<String> {
-            stdout
-                .iter()
-                .filter_map(|l| l.strip_prefix(p))
-                .map(str::to_owned)
-                .collect()
-        };
-        let transfers = !args.contains(&"0");
-        let mut server = vec!["cmatose: starting server"];
-        if transfers {
-            server.extend([
-                "initiating data transfers",
-                "completing sends",
-                "receiving data transfers",
-                "data transfers complete",
-            ]);
-        }
-        server.extend([
-            "cmatose: disconnecting",
-            "disconnected",
-            "test complete",
-            "return status 0",
-        ]);
-        let mut client = vec!["cmatose: starting client", "cmatose: connecting"];
-        if transfers {
-            client.extend([
-                "receiving data transfers",
-                "sending replies",
-                "data transfers complete",
-            ]);
-        }
-        client.extend(["test complete", "return status 0"]);
-        assert_eq!(side("server: "), server, "{all:?}");
-        assert_eq!(side("client: "), client, "{all:?}");
-        assert!(stderr.is_empty(), "{stderr:#?}");
+        #[rustfmt::skip]
+        let want_client = script(
+            &["cmatose: starting client", "cmatose: connecting"],
+            &["receiving data transfers", "sending replies", "data transfers complete"],
+            moves,
+            &["test complete", "return status 0"],
+        );
+        assert_eq!(server, want_server, "{all:?}");
+        assert_eq!(client, want_client, "{all:?}");
     }
 }
 
@@ -263,7 +266,7 @@ fn ucmatose_reports_a_reject_and_refuses_what_the_typed_cm_leaves_out() {
     let Some(ucmatose) = example("ucmatose_refuses", "ucmatose") else {
         return;
     };
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     // Nobody listens: the reject's event and status, as cmatose prints them; the status is the
     // exit status.
     let out = run(&ucmatose, &["-s", &addr, "-p", "17472"]);
@@ -302,7 +305,7 @@ fn udaddy_self_resolves_sends_and_replies_then_reports_a_lookup_nobody_answers()
     let Some(udaddy) = example("udaddy_self", "udaddy") else {
         return;
     };
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     for args in [
         &["-C", "10"][..],
         &["-c", "2", "-C", "30", "-S", "1000"],
@@ -310,42 +313,24 @@ fn udaddy_self_resolves_sends_and_replies_then_reports_a_lookup_nobody_answers()
     ] {
         let mut all = vec!["--self", "-b", &addr];
         all.extend_from_slice(args);
-        let out = run(&udaddy, &all);
-        let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
-        assert!(
-            out.status.success(),
-            "udaddy {all:?}: {:?}\n{stdout:#?}\n{stderr:#?}",
-            out.status
+        let (server, client) = run_self(&udaddy, &all);
+        let moves = !args.contains(&"0");
+        #[rustfmt::skip]
+        let want_server = script(
+            &["udaddy: starting server"],
+            &["receiving data transfers", "sending replies", "data transfers complete"],
+            moves,
+            &["test complete", "return status 0"],
         );
-        let side = |p: &str| -> Vec<String> {
-            stdout
-                .iter()
-                .filter_map(|l| l.strip_prefix(p))
-                .map(str::to_owned)
-                .collect()
-        };
-        let transfers = !args.contains(&"0");
-        let mut server = vec!["udaddy: starting server"];
-        if transfers {
-            server.extend([
-                "receiving data transfers",
-                "sending replies",
-                "data transfers complete",
-            ]);
-        }
-        server.extend(["test complete", "return status 0"]);
-        let mut client = vec!["udaddy: starting client", "udaddy: connecting"];
-        if transfers {
-            client.extend([
-                "initiating data transfers",
-                "receiving data transfers",
-                "data transfers complete",
-            ]);
-        }
-        client.extend(["test complete", "return status 0"]);
-        assert_eq!(side("server: "), server, "{all:?}");
-        assert_eq!(side("client: "), client, "{all:?}");
-        assert!(stderr.is_empty(), "{stderr:#?}");
+        #[rustfmt::skip]
+        let want_client = script(
+            &["udaddy: starting client", "udaddy: connecting"],
+            &["initiating data transfers", "receiving data transfers", "data transfers complete"],
+            moves,
+            &["test complete", "return status 0"],
+        );
+        assert_eq!(server, want_server, "{all:?}");
+        assert_eq!(client, want_client, "{all:?}");
     }
     udaddy_checks_the_mtu_and_reports_a_lookup_nobody_answers(&udaddy);
 }
@@ -353,7 +338,7 @@ fn udaddy_self_resolves_sends_and_replies_then_reports_a_lookup_nobody_answers()
 /// Run after the `--self` runs, not beside them: udaddy's port is fixed, and a real device's
 /// CM is shared by every process.
 fn udaddy_checks_the_mtu_and_reports_a_lookup_nobody_answers(udaddy: &PathBuf) {
-    let addr = cm_addr();
+    let addr = common::cm_addr().to_string();
     // A message larger than the port's active MTU: udaddy's message, before any lookup is
     // sent (the client alone: no server listens, and the check comes first).
     let out = run(udaddy, &["-s", &addr, "-S", "100000"]);

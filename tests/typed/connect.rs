@@ -1,14 +1,12 @@
 //! `Qp::endpoint` and `Qp::connect` (src/connect.rs): an RC pair and a UC pair connected in one
 //! call carry data; bad input is refused before any call. Runs on sw0 and, in the VM lane, on rxe0.
 
-mod common;
+use crate::common;
 use common::open;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use typed_verbs::connect::Connectable;
 use typed_verbs::wr::RdmaWriteCapable;
-use typed_verbs::{
-    Access, AccessFlags, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Uc, Verb, WorkCompletion,
-};
+use typed_verbs::{Access, AccessFlags, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Uc, Verb};
 
 #[test]
 fn a_connected_pair_carries_a_send_and_an_rdma_write() {
@@ -49,18 +47,7 @@ fn carries_a_send_and_an_rdma_write<T: Connectable + RdmaWriteCapable>() {
     let at = dst.remote().at(32, 9).unwrap();
     a.post_send(&SendWr::<T>::rdma_write(3, &sge, at).signaled())
         .unwrap();
-    let (mut ok, start) = (0, Instant::now());
-    let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
-    while ok < 3 {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "three completions"
-        );
-        for w in cq.poll(&mut wc).unwrap() {
-            assert!(w.success().is_some(), "{:?}", w.status());
-            ok += 1;
-        }
-    }
+    common::expect_successes(&cq, 3, Duration::from_secs(5), "three completions");
     let mut got = [0u8; 41];
     dst.read(0, &mut got).unwrap();
     assert_eq!(

@@ -4,9 +4,9 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
-use common::{open, software_only};
+use common::open;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use typed_verbs::{
     completion_record, software, wc_flags, Cq, CqEx, InjectedCompletion, WcOpcode, WcStatus,
@@ -68,14 +68,12 @@ fn expected(i: u64) -> Result<Recv, Failed> {
 
 #[test]
 fn generated_loop_takes_every_completion_in_order_in_bounded_batches() {
-    let ctx = open();
-    if !software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "generated_loop_takes_every_completion_in_order_in_bounded_batches",
         "completion injection",
-    ) {
+    ) else {
         return;
-    }
+    };
     let mut cq = CqEx::<Flags>::builder(&ctx).cqe(1000).build().unwrap();
     for i in 0..1000 {
         software::inject(&cq, completion(i)).unwrap();
@@ -96,14 +94,12 @@ fn generated_loop_takes_every_completion_in_order_in_bounded_batches() {
 
 #[test]
 fn generated_loop_matches_the_batch_api() {
-    let ctx = open();
-    if !software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "generated_loop_matches_the_batch_api",
         "completion injection",
-    ) {
+    ) else {
         return;
-    }
+    };
     let mut cq = CqEx::<Flags>::builder(&ctx).cqe(64).build().unwrap();
     let mut by_hand = Vec::new();
     for i in 0..40 {
@@ -142,14 +138,12 @@ fn generated_loop_matches_the_batch_api() {
 
 #[test]
 fn a_panicking_handler_still_ends_the_batch() {
-    let ctx = open();
-    if !software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "a_panicking_handler_still_ends_the_batch",
         "completion injection",
-    ) {
+    ) else {
         return;
-    }
+    };
     // A Shared CQ: ibv_start_poll takes the provider's lock, so a batch left open would deadlock
     // the next poll.
     let mut cq = CqEx::<Flags>::builder(&ctx).cqe(8).build().unwrap();
@@ -181,14 +175,12 @@ fn a_panicking_handler_still_ends_the_batch() {
 
 #[test]
 fn generated_legacy_loop_polls_into_a_stack_array() {
-    let ctx = open();
-    if !software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "generated_legacy_loop_polls_into_a_stack_array",
         "completion injection",
-    ) {
+    ) else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
     for i in 0..40 {
         software::inject(&cq, completion(i)).unwrap();

@@ -9,7 +9,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{note, open, LeakCheck};
 use std::ptr;
@@ -21,23 +21,11 @@ use typed_verbs::Context;
 use sys::rdma_cm_event_type::*;
 use sys::rdma_port_space::{RDMA_PS_TCP, RDMA_PS_UDP};
 
-// enum ibv_qp_attr_mask
-const STATE: i32 = 1 << 0;
-const ACCESS_FLAGS: i32 = 1 << 3;
-const PKEY_INDEX: i32 = 1 << 4;
-const PORT: i32 = 1 << 5;
-const QKEY: i32 = 1 << 6;
-const AV: i32 = 1 << 7;
-const PATH_MTU: i32 = 1 << 8;
-const TIMEOUT: i32 = 1 << 9;
-const RETRY_CNT: i32 = 1 << 10;
-const RNR_RETRY: i32 = 1 << 11;
-const RQ_PSN: i32 = 1 << 12;
-const MAX_QP_RD_ATOMIC: i32 = 1 << 13;
-const MIN_RNR_TIMER: i32 = 1 << 15;
-const SQ_PSN: i32 = 1 << 16;
-const MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const DEST_QPN: i32 = 1 << 20;
+// enum ibv_qp_attr_mask, as rdma-sys has it
+use typed_verbs::ffi::qp_attr_mask::{
+    ACCESS_FLAGS, AV, DEST_QPN, MAX_DEST_RD_ATOMIC, MAX_QP_RD_ATOMIC, MIN_RNR_TIMER, PATH_MTU,
+    PKEY_INDEX, PORT, QKEY, RETRY_CNT, RNR_RETRY, RQ_PSN, SQ_PSN, STATE, TIMEOUT,
+};
 
 const REMOTE_WRITE: u32 = 1 << 1;
 const REMOTE_READ: u32 = 1 << 2;
@@ -1143,10 +1131,9 @@ fn destroy_waits_for_the_ack() {
 /// On the software device, the channels and ids count among the context's live objects.
 #[test]
 fn software_counts_cm_objects() {
-    let ctx = open();
-    if !common::software_only(&ctx, "software_counts_cm_objects", "live_objects") {
+    let Some(ctx) = common::software_ctx("software_counts_cm_objects", "live_objects") else {
         return;
-    }
+    };
     let before = typed_verbs::software::live_objects(&ctx).expect("software");
     let ch = Chan::new(&ctx);
     let id = ch.id(RDMA_PS_TCP);

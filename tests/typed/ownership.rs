@@ -4,7 +4,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 use common::{open, software_only};
 use std::collections::HashMap;
 use std::error::Error as StdError;
@@ -434,13 +434,16 @@ fn shared_polls_and_a_poller_race_without_losing_a_completion() -> Res {
     Ok(())
 }
 
-#[test]
-fn a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy() -> Res {
-    let ctx = open();
-    let test = "a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy";
-    if !software_only(&ctx, test, "inject and live_objects") {
-        return Ok(());
-    }
+/// A CQ with one injected completion, to open a batch on, and an RC QP that holds the last
+/// references to its PD and CQ, on the software device (`None`, with a SKIP line for `test`,
+/// elsewhere: the tests need injection and live_objects).
+#[allow(clippy::type_complexity)]
+fn a_batch_and_a_lone_qp(
+    test: &str,
+) -> Res<Option<(Arc<Context>, CqEx<'static, Standard>, Qp<'static, Rc>)>> {
+    let Some(ctx) = common::software_ctx(test, "inject and live_objects") else {
+        return Ok(None);
+    };
     let ctx = Arc::new(ctx);
     let polled = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     software::inject(
@@ -450,8 +453,15 @@ fn a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy() -
     let pd = Arc::new(Pd::new(&ctx)?);
     let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
-    // The QP holds the last references to its PD and CQ.
-    drop((pd, cq));
+    Ok(Some((ctx, polled, qp)))
+}
+
+#[test]
+fn a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy() -> Res {
+    let test = "a_qp_dropped_inside_a_batch_releases_its_shared_parents_after_its_destroy";
+    let Some((ctx, polled, qp)) = a_batch_and_a_lone_qp(test)? else {
+        return Ok(());
+    };
     let live = || software::live_objects(&ctx).unwrap();
     let inside = polled.poll_batch(|_batch| {
         drop(qp); // destroyed at the batch's end; its PD and CQ wait behind it
@@ -547,21 +557,10 @@ fn a_qp_deferred_by_a_batch_holds_its_shared_parents_until_its_destroy() -> Res 
 
 #[test]
 fn a_panicking_batch_still_releases_the_shared_parents_of_a_qp_it_dropped() -> Res {
-    let ctx = open();
     let test = "a_panicking_batch_still_releases_the_shared_parents_of_a_qp_it_dropped";
-    if !software_only(&ctx, test, "inject and live_objects") {
+    let Some((ctx, polled, qp)) = a_batch_and_a_lone_qp(test)? else {
         return Ok(());
-    }
-    let ctx = Arc::new(ctx);
-    let polled = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
-    software::inject(
-        &polled,
-        typed_verbs::InjectedCompletion::success(1, typed_verbs::WcOpcode::RECV),
-    )?;
-    let pd = Arc::new(Pd::new(&ctx)?);
-    let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
-    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
-    drop((pd, cq));
+    };
     let mut poller = polled.poller()?;
     let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         poller.poll_batch(|_batch| {

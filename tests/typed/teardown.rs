@@ -14,23 +14,15 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
-use common::{destroyed, feature, open, Drops, LeakCheck};
+use common::{destroyed, feature, flushed_qp, in_batch, open, within, Drops, LeakCheck};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use typed_verbs::qp_state::Init;
 use typed_verbs::{
-    software, AccessFlags, ConnectedInit, Cq, CqEx, ErrorKind, Gid, OwnRq, Pd, Qp, QpStateName, Rc,
-    Sge, Shared, Srq, Standard, Ud, UdInit, Verb,
-};
-
-const INIT: ConnectedInit = ConnectedInit {
-    port_num: 1,
-    pkey_index: 0,
-    access: AccessFlags::REMOTE_WRITE,
+    software, Cq, CqEx, ErrorKind, Gid, Pd, Qp, QpStateName, Rc, Srq, Standard, Ud, UdInit, Verb,
 };
 
 /// A user context whose drop panics.
@@ -39,24 +31,6 @@ impl Drop for PanicOnDrop {
     fn drop(&mut self) {
         panic!("user context drop panics");
     }
-}
-
-/// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
-/// completion (`IBV_WC_WR_FLUSH_ERR`) on every device, without traffic.
-fn flushed_qp<'a, C: Send + Sync>(
-    pd: &'a Pd<'_>,
-    cq: &'a CqEx<'_, Standard>,
-    user: C,
-    wr_id: u64,
-) -> Qp<'a, Rc, OwnRq, Shared, C, typed_verbs::qp_state::ErrorState> {
-    let qp: Qp<'a, Rc, OwnRq, Shared, C, Init> = Qp::<Rc>::builder(pd, cq, cq)
-        .context(user)
-        .build()
-        .unwrap()
-        .to_init(INIT)
-        .unwrap_or_else(|e| panic!("{e}"));
-    qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
-    qp.to_error().unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -380,38 +354,6 @@ fn multicast_groups_never_left_do_not_block_the_qp_destroy() {
     leaks.assert_unchanged("multicast groups never left");
 }
 
-/// Runs `f` on a thread of its own and fails if it has not finished within 20 s: a hang is a
-/// failure, not a stuck test run. The thread is left behind on failure.
-fn within(test: &str, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
-        panic!("{test}: did not finish within 20 s (a wait that never ends)");
-    }
-}
-
-/// Opens a batch on `poller` (retrying up to 2 s while the CQ is empty) and runs `f` in it.
-fn in_batch<R>(poller: &mut typed_verbs::Poller<'_, Standard>, f: impl FnOnce() -> R) -> R {
-    let start = Instant::now();
-    let mut f = Some(f);
-    loop {
-        if let Some(r) = poller
-            .poll_batch(|_b| (f.take().expect("runs once"))())
-            .unwrap()
-        {
-            return r;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "a completion arrives"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 /// Inside a batch, nothing waits for a CQ lock: a second batch (on another CQ) and a legacy
 /// `ibv_poll_cq` are refused, as destroy and reset are.
 #[test]
@@ -520,37 +462,34 @@ fn parents_dropped_after_a_deferred_qp_follow_it() {
 /// destroys wait for the batches' ends instead of for each other's CQ locks.
 #[test]
 fn threads_inside_batches_do_not_wait_for_each_others_cq_locks() {
-    within(
-        "threads_inside_batches_do_not_wait_for_each_others_cq_locks",
-        || {
-            let ctx = open();
-            let pd = Pd::new(&ctx).unwrap();
-            let mut cq1 = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-            let mut cq2 = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-            let (s1, mut p1) = cq1.split();
-            let (s2, mut p2) = cq2.split();
-            let _f1 = flushed_qp(&pd, s1, (), 1);
-            let _f2 = flushed_qp(&pd, s2, (), 2);
-            let on_cq2 = Qp::<Rc>::builder(&pd, s2, s2).build().unwrap();
-            let on_cq1 = Qp::<Rc>::builder(&pd, s1, s1).build().unwrap();
-            let both = std::sync::Barrier::new(2);
-            std::thread::scope(|s| {
-                let both = &both;
-                s.spawn(move || {
-                    in_batch(&mut p1, || {
-                        both.wait();
-                        drop(on_cq2);
-                    })
-                });
-                s.spawn(move || {
-                    in_batch(&mut p2, || {
-                        both.wait();
-                        drop(on_cq1);
-                    })
-                });
+    within(Duration::from_secs(20), || {
+        let ctx = open();
+        let pd = Pd::new(&ctx).unwrap();
+        let mut cq1 = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        let mut cq2 = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        let (s1, mut p1) = cq1.split();
+        let (s2, mut p2) = cq2.split();
+        let _f1 = flushed_qp(&pd, s1, (), 1);
+        let _f2 = flushed_qp(&pd, s2, (), 2);
+        let on_cq2 = Qp::<Rc>::builder(&pd, s2, s2).build().unwrap();
+        let on_cq1 = Qp::<Rc>::builder(&pd, s1, s1).build().unwrap();
+        let both = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            let both = &both;
+            s.spawn(move || {
+                in_batch(&mut p1, || {
+                    both.wait();
+                    drop(on_cq2);
+                })
             });
-        },
-    );
+            s.spawn(move || {
+                in_batch(&mut p2, || {
+                    both.wait();
+                    drop(on_cq1);
+                })
+            });
+        });
+    });
 }
 
 /// A user context whose drop panics, dropped inside a batch: the QP is still destroyed at the

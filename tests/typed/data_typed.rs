@@ -2,15 +2,15 @@
 //! that allow them, on an RC and a UC pair in loopback on the test device, completions checked
 //! field by field and the bytes checked in the receiving buffers.
 
-mod common;
+use crate::common;
 
 use common::{loopback_av, open};
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::{
     access, Access, AccessFlags, ConnectedInit, Context, Cq, ErrorKind, Mr, Mtu, OwnRq, PageBuf,
-    Pd, Qp, Rc, RcRtr, RcRts, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Verb, WcOpcode,
-    WcStatus, WorkCompletion,
+    Pd, Qp, Rc, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Verb, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 /// A completion, copied out of the array `ibv_poll_cq` filled.
@@ -33,25 +33,17 @@ fn wait(cq: &Cq<'_>, n: usize) -> Vec<Done> {
 /// thread): at most `limit`, sleeping `pause` between polls, so that under valgrind, which runs
 /// one thread at a time, the writer gets to run.
 fn wait_for(cq: &Cq<'_>, n: usize, limit: Duration, pause: Duration) -> Vec<Done> {
-    let mut got = Vec::new();
-    let start = Instant::now();
-    let mut wc: [WorkCompletion; 8] = std::array::from_fn(|_| WorkCompletion::new());
-    while got.len() < n && start.elapsed() < limit {
-        if !pause.is_zero() {
-            std::thread::sleep(pause);
+    let got = common::poll_n(cq, n, limit, pause, |w| {
+        let ok = w.success();
+        Done {
+            wr_id: w.wr_id(),
+            status: w.status(),
+            opcode: ok.map(|s| s.opcode()),
+            byte_len: ok.map_or(0, |s| s.byte_len()),
+            imm: ok.and_then(|s| s.imm_data()),
+            qp_num: ok.map_or(0, |s| s.qp_num()),
         }
-        for w in cq.poll(&mut wc).unwrap() {
-            let ok = w.success();
-            got.push(Done {
-                wr_id: w.wr_id(),
-                status: w.status(),
-                opcode: ok.map(|s| s.opcode()),
-                byte_len: ok.map_or(0, |s| s.byte_len()),
-                imm: ok.and_then(|s| s.imm_data()),
-                qp_num: ok.map_or(0, |s| s.qp_num()),
-            });
-        }
-    }
+    });
     assert_eq!(got.len(), n, "completions within {limit:?}: {got:?}");
     got
 }
@@ -95,38 +87,20 @@ where
     (rc_up(ctx, a, bn), rc_up(ctx, b, an))
 }
 
-/// Brings an RC QP (own receive queue or SRQ) to RTS with `dest` as its peer.
+/// Brings an RC QP (own receive queue or SRQ) to RTS with `dest` as its peer: open to every
+/// remote access, 4 RDMA reads or atomics in flight each way.
 fn rc_up<'a, R: RecvSide, const SGE: usize>(
     ctx: &Context,
     qp: Qp<'a, Rc, R, Shared, (), Reset, SGE>,
     dest: u32,
 ) -> RcQp<'a, SGE, R> {
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
+    let link = common::RcLink {
         access: ALL_REMOTE.into(),
-    };
-    let rtr = RcRtr {
-        av: loopback_av(ctx),
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 4,
+        rd_atomic: 4,
         min_rnr_timer: 12,
-    };
-    let rts = RcRts {
-        sq_psn: 0,
-        timeout: 14,
-        retry_cnt: 7,
         rnr_retry: 7,
-        max_rd_atomic: 4,
     };
-    qp.to_init(init)
-        .unwrap()
-        .to_rtr(rtr)
-        .unwrap()
-        .to_rts(rts)
-        .unwrap()
+    common::rc_up(ctx, qp, dest, link)
 }
 
 #[test]
@@ -785,9 +759,7 @@ fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
     let e = a
         .post_send(&SendWr::send_to(1, &sgl, to(&other_ctx_ah)).signaled())
         .expect_err("an AH of another context");
-    assert_eq!(e.verb, Verb::PostSend);
-    assert_eq!(e.kind, ErrorKind::WrongContext("ah"), "{e}");
-    assert_eq!(e.errno(), libc::EINVAL);
+    common::assert_wrong_context(&e, Verb::PostSend, "ah");
     let e = a
         .post_send(&SendWr::send_to_inline(2, b"x", to(&other_pd_ah)).signaled())
         .expect_err("an AH of another PD");

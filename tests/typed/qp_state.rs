@@ -4,7 +4,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{av_to, feature, open};
 use typed_verbs::ffi::sys::ibv_qp_state::*;

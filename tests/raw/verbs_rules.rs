@@ -3,113 +3,21 @@
 //! the device's rules. The same checks run on the software device, whose provider must answer as
 //! the real one does.
 
-mod common;
+use crate::common;
 
+use common::raw::{cq, pd, qp, qp_cap, qp_init_attr, srq, Cleanup};
 use common::{open, skip};
 use std::ptr;
 use typed_verbs::cq_ex::flags;
 use typed_verbs::ffi::sys;
 use typed_verbs::raw;
-use typed_verbs::Context;
-
-/// A raw object that is destroyed when the test is done with it, in reverse order of creation,
-/// whatever the test asserted in between.
-struct Cleanup(Vec<Box<dyn FnOnce()>>);
-
-impl Cleanup {
-    fn new() -> Self {
-        Cleanup(Vec::new())
-    }
-    fn push(&mut self, f: impl FnOnce() + 'static) {
-        self.0.push(Box::new(f));
-    }
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        while let Some(f) = self.0.pop() {
-            f();
-        }
-    }
-}
-
-fn pd(ctx: &Context, c: &mut Cleanup) -> *mut sys::ibv_pd {
-    // SAFETY: a live context.
-    let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-        .expect("ibv_alloc_pd")
-        .as_ptr();
-    // SAFETY: destroyed once, after everything created later.
-    c.push(move || unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd"));
-    pd
-}
-
-fn cq(
-    ctx: &Context,
-    cqe: i32,
-    channel: *mut sys::ibv_comp_channel,
-    c: &mut Cleanup,
-) -> *mut sys::ibv_cq {
-    // SAFETY: a live context; the channel is null or live.
-    let cq = unsafe { raw::ibv_create_cq(ctx.as_raw(), cqe, ptr::null_mut(), channel, 0) }
-        .expect("ibv_create_cq")
-        .as_ptr();
-    // SAFETY: destroyed once, after the QPs created later.
-    c.push(move || unsafe { raw::ibv_destroy_cq(cq) }.expect("ibv_destroy_cq"));
-    cq
-}
-
-fn srq(pd: *mut sys::ibv_pd, max_wr: u32, c: &mut Cleanup) -> *mut sys::ibv_srq {
-    let mut attr = sys::ibv_srq_init_attr {
-        srq_context: ptr::null_mut(),
-        attr: sys::ibv_srq_attr {
-            max_wr,
-            max_sge: 1,
-            srq_limit: 0,
-        },
-    };
-    // SAFETY: a live PD; attr valid.
-    let srq = unsafe { raw::ibv_create_srq(pd, &mut attr) }
-        .expect("ibv_create_srq")
-        .as_ptr();
-    // SAFETY: destroyed once, after the QPs created later.
-    c.push(move || unsafe { raw::ibv_destroy_srq(srq) }.expect("ibv_destroy_srq"));
-    srq
-}
 
 fn qp_attr(
     qp_type: sys::ibv_qp_type::Type,
     cq: *mut sys::ibv_cq,
     srq: *mut sys::ibv_srq,
 ) -> sys::ibv_qp_init_attr {
-    let with_srq = !srq.is_null();
-    sys::ibv_qp_init_attr {
-        qp_context: ptr::null_mut(),
-        send_cq: cq,
-        recv_cq: cq,
-        srq,
-        cap: sys::ibv_qp_cap {
-            max_send_wr: 10,
-            max_recv_wr: if with_srq { 0 } else { 10 },
-            max_send_sge: 1,
-            max_recv_sge: if with_srq { 0 } else { 1 },
-            max_inline_data: 0,
-        },
-        qp_type,
-        sq_sig_all: 0,
-    }
-}
-
-/// Creates a QP that the cleanup destroys; the actual caps are written into `attr`.
-fn qp(
-    pd: *mut sys::ibv_pd,
-    attr: &mut sys::ibv_qp_init_attr,
-    c: &mut Cleanup,
-) -> Result<*mut sys::ibv_qp, i32> {
-    // SAFETY: a live PD; the CQs and SRQ in attr are live objects of its context.
-    let qp = unsafe { raw::ibv_create_qp(pd, attr) }?.as_ptr();
-    // SAFETY: destroyed once, before the CQs, SRQ and PD it uses.
-    c.push(move || unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp"));
-    Ok(qp)
+    qp_init_attr(qp_type, cq, cq, srq, qp_cap(10, 10, 1, 1, 0))
 }
 
 #[test]
@@ -151,17 +59,8 @@ fn create_cq_actual_cqe_at_least_requested_and_limits() {
 #[test]
 fn create_cq_ex_each_standard_flag_alone_and_all() {
     let ctx = open();
-    let standard = [
-        flags::BYTE_LEN,
-        flags::IMM,
-        flags::QP_NUM,
-        flags::SRC_QP,
-        flags::SLID,
-        flags::SL,
-        flags::DLID_PATH_BITS,
-        flags::STANDARD,
-    ];
-    for wc_flags in standard {
+    let standard = common::raw::STANDARD_WC_FLAGS;
+    for wc_flags in standard.into_iter().chain([flags::STANDARD]) {
         let mut attr = sys::ibv_cq_init_attr_ex {
             cqe: 64,
             cq_context: ptr::null_mut(),

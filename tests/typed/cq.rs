@@ -2,11 +2,9 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
-use common::{
-    assert_out_of_range, destroyed, open, open_registered, software_only, Drops, LeakCheck,
-};
+use common::{assert_out_of_range, destroyed, open, Drops, LeakCheck};
 use typed_verbs::software::{self, SwConfig};
 use typed_verbs::{
     CompChannel, Cq, ErrorKind, InjectedCompletion, Verb, WcOpcode, WcStatus, WorkCompletion,
@@ -65,45 +63,25 @@ fn cq_cqe_zero_and_over_max_are_out_of_range() {
     let max = ctx.attr().max_cqe;
     let leaks = LeakCheck::new(&ctx, TEST);
     let drops = Drops::new();
-    assert_out_of_range(
-        Cq::builder(&ctx).cqe(0).context(drops.token(1)).build(),
-        Verb::CreateCq,
-        "cqe",
-        0,
-        1,
-        max.into(),
-    );
-    assert_eq!(
-        drops.count(),
-        1,
-        "the failed builder's context is dropped once"
-    );
-    leaks.assert_unchanged("cqe = 0");
-    if let Some(over) = max.checked_add(1) {
+    // cqe = 0, past max_cqe (where max_cqe + 1 is a u32), u32::MAX: each refused before the
+    // call, the failed builder's context dropped once, nothing left behind.
+    let bad = [Some(0), max.checked_add(1), Some(u32::MAX)];
+    for (cqe, id) in bad.into_iter().flatten().zip(1..) {
         assert_out_of_range(
-            Cq::builder(&ctx).cqe(over).context(drops.token(2)).build(),
+            Cq::builder(&ctx).cqe(cqe).context(drops.token(id)).build(),
             Verb::CreateCq,
             "cqe",
-            over.into(),
+            cqe.into(),
             1,
             max.into(),
         );
-        assert_eq!(drops.count(), 2);
-        leaks.assert_unchanged("cqe > max_cqe");
+        assert_eq!(
+            drops.count() as u64,
+            id,
+            "the failed builder's context is dropped once"
+        );
+        leaks.assert_unchanged(&format!("cqe = {cqe}"));
     }
-    assert_out_of_range(
-        Cq::builder(&ctx)
-            .cqe(u32::MAX)
-            .context(drops.token(3))
-            .build(),
-        Verb::CreateCq,
-        "cqe",
-        u32::MAX.into(),
-        1,
-        max.into(),
-    );
-    assert_eq!(drops.count(), 3);
-    leaks.assert_unchanged("cqe = u32::MAX");
 }
 
 #[test]
@@ -113,32 +91,21 @@ fn cq_comp_vector_must_be_below_num_comp_vectors() {
     let n = ctx.num_comp_vectors();
     let leaks = LeakCheck::new(&ctx, TEST);
     let drops = Drops::new();
-    assert_out_of_range(
-        Cq::builder(&ctx)
-            .comp_vector(n)
-            .context(drops.token(1))
-            .build(),
-        Verb::CreateCq,
-        "comp_vector",
-        n.into(),
-        0,
-        (n - 1).into(),
-    );
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("comp_vector = num_comp_vectors");
-    assert_out_of_range(
-        Cq::builder(&ctx)
-            .comp_vector(u32::MAX)
-            .context(drops.token(2))
-            .build(),
-        Verb::CreateCq,
-        "comp_vector",
-        u32::MAX.into(),
-        0,
-        (n - 1).into(),
-    );
-    assert_eq!(drops.count(), 2);
-    leaks.assert_unchanged("comp_vector = u32::MAX");
+    for (v, id) in [n, u32::MAX].into_iter().zip(1..) {
+        assert_out_of_range(
+            Cq::builder(&ctx)
+                .comp_vector(v)
+                .context(drops.token(id))
+                .build(),
+            Verb::CreateCq,
+            "comp_vector",
+            v.into(),
+            0,
+            (n - 1).into(),
+        );
+        assert_eq!(drops.count() as u64, id);
+        leaks.assert_unchanged(&format!("comp_vector = {v}"));
+    }
 }
 
 #[test]
@@ -181,9 +148,7 @@ fn cq_with_channel_of_another_context_is_wrong_context() {
         .context(drops.token(1))
         .build()
         .expect_err("foreign channel");
-    assert_eq!(e.verb, Verb::CreateCq);
-    assert_eq!(e.kind, ErrorKind::WrongContext("channel"));
-    assert_eq!(e.errno(), libc::EINVAL);
+    common::assert_wrong_context(&e, Verb::CreateCq, "channel");
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("foreign channel");
 }
@@ -213,11 +178,14 @@ fn out_of_range_display_names_the_verb_and_attribute() {
 #[test]
 fn os_error_display_names_the_verb_and_errno() {
     const TEST: &str = "os_error_display_names_the_verb_and_errno";
-    let env = open();
-    if !software_only(&env, TEST, "a like_rxe software device") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "a like_rxe software device",
+        "cq-display-like-rxe",
+        SwConfig::like_rxe(),
+    ) else {
         return;
-    }
-    let ctx = open_registered("cq-display-like-rxe", SwConfig::like_rxe());
+    };
     let e = typed_verbs::CqEx::<typed_verbs::wc_flags!(COMPLETION_TIMESTAMP)>::builder(&ctx)
         .build()
         .expect_err("like_rxe has no timestamps");
@@ -314,10 +282,9 @@ fn check_varied(i: u32, wc: &WorkCompletion) {
 #[test]
 fn cq_poll_returns_injected_completions_in_order() {
     const TEST: &str = "cq_poll_returns_injected_completions_in_order";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(64).build().expect("cq");
     let mut wc = [const { WorkCompletion::new() }; 16];
     assert!(cq.poll(&mut wc).expect("poll empty").is_empty());
@@ -355,10 +322,9 @@ fn cq_poll_returns_injected_completions_in_order() {
 #[test]
 fn cq_imm_data_and_invalidated_rkey_only_when_injected() {
     const TEST: &str = "cq_imm_data_and_invalidated_rkey_only_when_injected";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(8).build().expect("cq");
     let plain = InjectedCompletion::success(1, WcOpcode::RECV).byte_len(8);
     software::inject(&cq, plain).unwrap();
@@ -391,10 +357,9 @@ fn cq_imm_data_and_invalidated_rkey_only_when_injected() {
 #[test]
 fn cq_overrun_is_reported() {
     const TEST: &str = "cq_overrun_is_reported";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(4).build().expect("cq");
     let n = cq.cqe();
     assert_eq!(software::has_overrun(&cq), Some(false));
@@ -423,10 +388,9 @@ fn cq_overrun_is_reported() {
 #[test]
 fn cq_shared_between_an_injecting_and_a_polling_thread() {
     const TEST: &str = "cq_shared_between_an_injecting_and_a_polling_thread";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     // A small CQ, so that the ring wraps many times and the injector meets a full CQ.
     let cq = Cq::builder(&ctx).cqe(8).build().expect("cq");
     const N: u64 = 5000;
@@ -477,10 +441,9 @@ fn cq_shared_between_an_injecting_and_a_polling_thread() {
 #[test]
 fn cq_polled_from_several_threads() {
     const TEST: &str = "cq_polled_from_several_threads";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Cq::builder(&ctx).cqe(4096).build().expect("cq");
     const N: u64 = 4000;
     for i in 0..N {
@@ -525,16 +488,18 @@ fn cq_polled_from_several_threads() {
 #[test]
 fn cq_on_a_registered_device_uses_its_limits() {
     const TEST: &str = "cq_on_a_registered_device_uses_its_limits";
-    let env = open();
-    if !software_only(&env, TEST, "software::register") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "software::register",
+        "cq-limits-custom",
+        SwConfig {
+            max_cqe: 100,
+            num_comp_vectors: 1,
+            ..SwConfig::default()
+        },
+    ) else {
         return;
-    }
-    let cfg = SwConfig {
-        max_cqe: 100,
-        num_comp_vectors: 1,
-        ..SwConfig::default()
     };
-    let ctx = open_registered("cq-limits-custom", cfg);
     let leaks = LeakCheck::new(&ctx, TEST);
     let drops = Drops::new();
     let cq = Cq::builder(&ctx).cqe(100).build().expect("cqe = max_cqe");
@@ -566,17 +531,9 @@ fn cq_on_a_registered_device_uses_its_limits() {
 #[test]
 fn cq_create_failing_in_the_device_frees_the_user_context() {
     const TEST: &str = "cq_create_failing_in_the_device_frees_the_user_context";
-    let env = open();
-    if !software_only(&env, TEST, "software::register (max_objects)") {
+    let Some(ctx) = common::quota_one(TEST, "cq-quota-one") else {
         return;
-    }
-    let ctx = open_registered(
-        "cq-quota-one",
-        SwConfig {
-            max_objects: 1,
-            ..SwConfig::default()
-        },
-    );
+    };
     let drops = Drops::new();
     let first = Cq::builder(&ctx)
         .context(drops.token(1))
@@ -587,8 +544,7 @@ fn cq_create_failing_in_the_device_frees_the_user_context() {
         .context(drops.token(2))
         .build()
         .expect_err("the device holds one CQ");
-    assert_eq!(e.verb, Verb::CreateCq);
-    assert_eq!(e.kind, ErrorKind::Os(libc::ENOMEM));
+    common::assert_os_error(&e, Verb::CreateCq, libc::ENOMEM);
     assert_eq!(
         drops.count(),
         1,

@@ -9,7 +9,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{open, open_registered, software_only, LeakCheck};
 use std::ptr;
@@ -29,52 +29,23 @@ const WAIT: Duration = Duration::from_secs(2);
 /// How long a poll waits to show that no completion comes.
 const QUIET: Duration = Duration::from_millis(300);
 
-// enum ibv_access_flags
-const LOCAL_WRITE: i32 = 1;
-const REMOTE_WRITE: i32 = 2;
-const REMOTE_READ: i32 = 4;
-const REMOTE_ATOMIC: i32 = 8;
+use common::raw::{
+    ah_attr, qp_attr, qp_cap, qp_init_attr, query_qp, Cleanup, INLINE, LOCAL_WRITE, REMOTE_ATOMIC,
+    REMOTE_READ, REMOTE_WRITE, SIGNALED, WC_GRH, WC_WITH_IMM,
+};
 const REMOTE_ALL: i32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
 
-// enum ibv_send_flags
-const SIGNALED: u32 = 1 << 1;
-const INLINE: u32 = 1 << 3;
-
-// enum ibv_wc_flags
-const WC_GRH: u32 = 1 << 0;
-const WC_WITH_IMM: u32 = 1 << 1;
-
-// enum ibv_qp_attr_mask
-const M_STATE: i32 = 1 << 0;
-const M_ACCESS_FLAGS: i32 = 1 << 3;
-const M_PKEY_INDEX: i32 = 1 << 4;
-const M_PORT: i32 = 1 << 5;
-const M_QKEY: i32 = 1 << 6;
-const M_AV: i32 = 1 << 7;
-const M_PATH_MTU: i32 = 1 << 8;
-const M_TIMEOUT: i32 = 1 << 9;
-const M_RETRY_CNT: i32 = 1 << 10;
-const M_RNR_RETRY: i32 = 1 << 11;
-const M_RQ_PSN: i32 = 1 << 12;
-const M_MAX_QP_RD_ATOMIC: i32 = 1 << 13;
-const M_MIN_RNR_TIMER: i32 = 1 << 15;
-const M_SQ_PSN: i32 = 1 << 16;
-const M_MAX_DEST_RD_ATOMIC: i32 = 1 << 17;
-const M_DEST_QPN: i32 = 1 << 20;
+// enum ibv_qp_attr_mask, as rdma-sys has it
+use typed_verbs::ffi::qp_attr_mask::{
+    ACCESS_FLAGS as M_ACCESS_FLAGS, AV as M_AV, DEST_QPN as M_DEST_QPN,
+    MAX_DEST_RD_ATOMIC as M_MAX_DEST_RD_ATOMIC, MAX_QP_RD_ATOMIC as M_MAX_QP_RD_ATOMIC,
+    MIN_RNR_TIMER as M_MIN_RNR_TIMER, PATH_MTU as M_PATH_MTU, PKEY_INDEX as M_PKEY_INDEX,
+    PORT as M_PORT, QKEY as M_QKEY, RETRY_CNT as M_RETRY_CNT, RNR_RETRY as M_RNR_RETRY,
+    RQ_PSN as M_RQ_PSN, SQ_PSN as M_SQ_PSN, STATE as M_STATE, TIMEOUT as M_TIMEOUT,
+};
 
 const QKEY: u32 = 0x1111_2222;
 const PSN: u32 = 0x1234;
-
-/// Cleanup actions, run in reverse order of registration.
-struct Cleanup(Vec<Box<dyn FnOnce()>>);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        while let Some(f) = self.0.pop() {
-            f();
-        }
-    }
-}
 
 /// A registered buffer (8-byte aligned, zeroed).
 #[derive(Clone, Copy)]
@@ -169,35 +140,17 @@ impl Env {
         let mut gid = sys::ibv_gid { raw: [0; 16] };
         // SAFETY: a live context; `gid` valid for writes.
         unsafe { raw::ibv_query_gid(ctx.as_raw(), 1, 0, &mut gid) }.expect("ibv_query_gid");
-        // SAFETY: a live context.
-        let pd = unsafe { raw::ibv_alloc_pd(ctx.as_raw()) }
-            .expect("ibv_alloc_pd")
-            .as_ptr();
-        let mut e = Env {
-            c: Cleanup(Vec::new()),
-            ctx,
-            gid,
-            pd,
-        };
-        // SAFETY: destroyed once, after everything created later.
-        e.push(move || unsafe { raw::ibv_dealloc_pd(pd) }.expect("ibv_dealloc_pd"));
-        e
+        let mut c = Cleanup::new();
+        let pd = common::raw::pd(&ctx, &mut c);
+        Env { c, ctx, gid, pd }
     }
 
     fn push(&mut self, f: impl FnOnce() + 'static) {
-        self.c.0.push(Box::new(f));
+        self.c.push(f);
     }
 
     fn cq(&mut self) -> *mut sys::ibv_cq {
-        // SAFETY: a live context.
-        let cq = unsafe {
-            raw::ibv_create_cq(self.ctx.as_raw(), 64, ptr::null_mut(), ptr::null_mut(), 0)
-        }
-        .expect("ibv_create_cq")
-        .as_ptr();
-        // SAFETY: destroyed once, after the QPs created later.
-        self.push(move || unsafe { raw::ibv_destroy_cq(cq) }.expect("ibv_destroy_cq"));
-        cq
+        common::raw::cq(&self.ctx, 64, ptr::null_mut(), &mut self.c)
     }
 
     /// A zeroed, 8-byte aligned buffer of `len` bytes registered with `access`.
@@ -224,21 +177,7 @@ impl Env {
     }
 
     fn srq(&mut self, max_wr: u32) -> *mut sys::ibv_srq {
-        let mut attr = sys::ibv_srq_init_attr {
-            srq_context: ptr::null_mut(),
-            attr: sys::ibv_srq_attr {
-                max_wr,
-                max_sge: 1,
-                srq_limit: 0,
-            },
-        };
-        // SAFETY: a live PD; attr valid.
-        let srq = unsafe { raw::ibv_create_srq(self.pd, &mut attr) }
-            .expect("ibv_create_srq")
-            .as_ptr();
-        // SAFETY: destroyed once, after the QPs created later.
-        self.push(move || unsafe { raw::ibv_destroy_srq(srq) }.expect("ibv_destroy_srq"));
-        srq
+        common::raw::srq(self.pd, max_wr, &mut self.c)
     }
 
     /// A QP with its own CQ (send and receive).
@@ -248,28 +187,15 @@ impl Env {
     }
 
     fn qp_on(&mut self, spec: Spec, send_cq: *mut sys::ibv_cq, recv_cq: *mut sys::ibv_cq) -> Qp {
-        let with_srq = !spec.srq.is_null();
-        let mut attr = sys::ibv_qp_init_attr {
-            qp_context: ptr::null_mut(),
-            send_cq,
-            recv_cq,
-            srq: spec.srq,
-            cap: sys::ibv_qp_cap {
-                max_send_wr: spec.send_wr,
-                max_recv_wr: if with_srq { 0 } else { spec.recv_wr },
-                max_send_sge: spec.send_sge,
-                max_recv_sge: if with_srq { 0 } else { spec.recv_sge },
-                max_inline_data: spec.inline,
-            },
-            qp_type: spec.qpt,
-            sq_sig_all: 0,
-        };
-        // SAFETY: a live PD; the CQs and SRQ are live objects of its context.
-        let qp = unsafe { raw::ibv_create_qp(self.pd, &mut attr) }
-            .expect("ibv_create_qp")
-            .as_ptr();
-        // SAFETY: destroyed once, before the CQs, SRQ and PD.
-        self.push(move || unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp"));
+        let cap = qp_cap(
+            spec.send_wr,
+            spec.recv_wr,
+            spec.send_sge,
+            spec.recv_sge,
+            spec.inline,
+        );
+        let mut attr = qp_init_attr(spec.qpt, send_cq, recv_cq, spec.srq, cap);
+        let qp = common::raw::qp(self.pd, &mut attr, &mut self.c).expect("ibv_create_qp");
         Qp {
             raw: qp,
             // SAFETY: a live QP.
@@ -282,21 +208,7 @@ impl Env {
     }
 
     fn ah_attr(&self) -> sys::ibv_ah_attr {
-        sys::ibv_ah_attr {
-            grh: sys::ibv_global_route {
-                dgid: self.gid,
-                flow_label: 0,
-                sgid_index: 0,
-                hop_limit: 1,
-                traffic_class: 0,
-            },
-            dlid: 0,
-            sl: 0,
-            src_path_bits: 0,
-            static_rate: 0,
-            is_global: 1,
-            port_num: 1,
-        }
+        ah_attr(self.gid, 0)
     }
 
     fn ah(&mut self) -> *mut sys::ibv_ah {
@@ -327,11 +239,6 @@ impl Env {
     }
 }
 
-fn qp_attr() -> sys::ibv_qp_attr {
-    // SAFETY: ibv_qp_attr is plain C data; all-zero is a valid value.
-    unsafe { std::mem::zeroed() }
-}
-
 fn modify(q: &Qp, attr: &mut sys::ibv_qp_attr, mask: i32) -> Result<(), i32> {
     // SAFETY: a live QP; attr valid.
     unsafe { raw::ibv_modify_qp(q.raw, attr, mask) }
@@ -360,10 +267,7 @@ fn rtr(q: &Qp, dest: u32, gid: sys::ibv_gid) {
         a.path_mtu = sys::ibv_mtu::IBV_MTU_1024;
         a.dest_qp_num = dest;
         a.rq_psn = PSN;
-        a.ah_attr.is_global = 1;
-        a.ah_attr.port_num = 1;
-        a.ah_attr.grh.dgid = gid;
-        a.ah_attr.grh.hop_limit = 1;
+        a.ah_attr = ah_attr(gid, 0);
         mask |= M_AV | M_PATH_MTU | M_DEST_QPN | M_RQ_PSN;
     }
     if q.qpt == IBV_QPT_RC {
@@ -397,12 +301,8 @@ fn to_error(q: &Qp) {
 
 /// `ibv_query_qp`: the provider's current attributes (state and actual capabilities).
 fn query(q: &Qp) -> sys::ibv_qp_attr {
-    let mut a = qp_attr();
-    // SAFETY: ibv_qp_init_attr is plain C data.
-    let mut i: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-    // SAFETY: a live QP; out-pointers valid.
-    unsafe { raw::ibv_query_qp(q.raw, &mut a, M_STATE, &mut i) }.expect("ibv_query_qp");
-    a
+    // SAFETY: a live QP.
+    unsafe { query_qp(q.raw, M_STATE) }
 }
 
 fn state(q: &Qp) -> u32 {
@@ -1631,11 +1531,9 @@ fn is_child(test: &str) -> bool {
 /// Runs `test` alone in a child process; gives its stdout, after checking that it exited
 /// normally (a panic crossing into C aborts it with SIGABRT).
 fn run_child(test: &str) -> String {
-    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, test)
-        .output()
-        .expect("run the child");
+    let out = common::run_alone(&common::test_path(module_path!(), test), false, |c| {
+        c.env(CHILD_ENV, test);
+    });
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -1676,21 +1574,8 @@ fn an_rnr_timer_that_cannot_start_fails_qp_creation_instead_of_aborting_a_post()
         let src = env.buf(64, LOCAL_WRITE);
         // No room for a thread's stack from here on.
         limit_address_space(1 << 20);
-        let mut attr = sys::ibv_qp_init_attr {
-            qp_context: ptr::null_mut(),
-            send_cq,
-            recv_cq,
-            srq: ptr::null_mut(),
-            cap: sys::ibv_qp_cap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            qp_type: IBV_QPT_RC,
-            sq_sig_all: 0,
-        };
+        let cap = qp_cap(4, 4, 1, 1, 0);
+        let mut attr = qp_init_attr(IBV_QPT_RC, send_cq, recv_cq, ptr::null_mut(), cap);
         // SAFETY: a live PD; the CQs are live objects of its context.
         match unsafe { raw::ibv_create_qp(env.pd, &mut attr) } {
             Err(e) => println!("CHILD create_qp errno {e}"),
@@ -1718,10 +1603,9 @@ fn an_rnr_timer_that_cannot_start_fails_qp_creation_instead_of_aborting_a_post()
         }
         return;
     }
-    let ctx = open();
-    if !software_only(&ctx, test, "the software device's RNR timer thread") {
+    let Some(ctx) = common::software_ctx(test, "the software device's RNR timer thread") else {
         return;
-    }
+    };
     drop(ctx);
     let out = run_child(test);
     assert!(
@@ -1780,14 +1664,11 @@ fn a_send_longer_than_max_msg_sz_is_refused_at_the_post() {
         );
         return;
     }
-    let ctx = open();
-    if !software_only(
-        &ctx,
-        test,
-        "the software device's max_msg_sz check at the post",
-    ) {
+    let Some(ctx) =
+        common::software_ctx(test, "the software device's max_msg_sz check at the post")
+    else {
         return;
-    }
+    };
     drop(ctx);
     let out = run_child(test);
     assert!(

@@ -5,17 +5,17 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{open, LeakCheck};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
-use typed_verbs::slots::{SlotPoller, SlotSends};
+use typed_verbs::slots::{SlotCq, SlotPoller, SlotSends};
 use typed_verbs::{
-    wc_flags, Access, AccessFlags, ConnectedInit, CqEx, ErrorKind, Mr, PageBuf, Pd, Qp, Rc,
-    Received, RecvSide, Shared, Slot, SlotRq, Srq, UsesSlotSrq, Verb, WcOpcode, WcStatus,
+    wc_flags, Access, AccessFlags, ConnectedInit, Context, CqEx, ErrorKind, Mr, PageBuf, Pd, Qp,
+    Rc, Received, RecvSide, Shared, Slot, SlotRq, Srq, UsesSlotSrq, Verb, WcOpcode, WcStatus,
 };
 
 type Flags = wc_flags!(BYTE_LEN | QP_NUM);
@@ -86,6 +86,22 @@ fn assert_quiet(poller: &mut SlotPoller<'_, '_, Flags>) {
     );
 }
 
+/// The test device and a PD of it, both owned (slot regions and QPs take `Arc` parents).
+fn device() -> (Arc<Context>, Arc<Pd<'static>>) {
+    let ctx = Arc::new(open());
+    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    (ctx, pd)
+}
+
+/// A slot CQ of `cqe` entries on `ctx`.
+fn slot_cq(ctx: &Arc<Context>, cqe: u32) -> SlotCq<'static, Flags> {
+    CqEx::<Flags>::builder(ctx)
+        .cqe(cqe)
+        .slots()
+        .build()
+        .unwrap()
+}
+
 fn slots(pd: &Arc<Pd<'static>>, n: usize, len: usize) -> Vec<Slot<'static>> {
     let s = Slot::register(pd, PageBuf::new(n * len).unwrap(), Access::LOCAL_WRITE, len).unwrap();
     assert_eq!(s.len(), n);
@@ -94,13 +110,8 @@ fn slots(pd: &Arc<Pd<'static>>, n: usize, len: usize) -> Vec<Slot<'static>> {
 
 #[test]
 fn receives_land_in_slots_and_sends_come_back_writable() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
-    let mut cq = CqEx::<Flags>::builder(&ctx)
-        .cqe(32)
-        .slots()
-        .build()
-        .unwrap();
+    let (ctx, pd) = device();
+    let mut cq = slot_cq(&ctx, 32);
     let (cq, mut poller) = cq.split();
     let build = || {
         Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -154,13 +165,8 @@ fn receives_land_in_slots_and_sends_come_back_writable() {
 
 #[test]
 fn an_srq_in_slot_mode_hands_its_slots_to_the_receiving_qp() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
-    let mut cq = CqEx::<Flags>::builder(&ctx)
-        .cqe(32)
-        .slots()
-        .build()
-        .unwrap();
+    let (ctx, pd) = device();
+    let mut cq = slot_cq(&ctx, 32);
     let srq = Srq::builder(&pd).max_wr(8).slots().build().unwrap();
     let (cq, mut poller) = cq.split();
     let a = Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -221,15 +227,10 @@ fn an_srq_in_slot_mode_hands_its_slots_to_the_receiving_qp() {
 
 #[test]
 fn a_qp_moved_to_err_gives_every_posted_slot_back_once() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let (ctx, pd) = device();
     let leaks = LeakCheck::new(&ctx, "a_qp_moved_to_err_gives_every_posted_slot_back_once");
     {
-        let mut cq = CqEx::<Flags>::builder(&ctx)
-            .cqe(32)
-            .slots()
-            .build()
-            .unwrap();
+        let mut cq = slot_cq(&ctx, 32);
         let (cq, mut poller) = cq.split();
         let qp = Qp::<Rc>::slot_builder(&pd, cq, cq)
             .max_recv_wr(8)
@@ -262,13 +263,8 @@ fn a_qp_moved_to_err_gives_every_posted_slot_back_once() {
 
 #[test]
 fn a_refused_post_gives_the_slot_back() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
-    let mut cq = CqEx::<Flags>::builder(&ctx)
-        .cqe(256)
-        .slots()
-        .build()
-        .unwrap();
+    let (ctx, pd) = device();
+    let mut cq = slot_cq(&ctx, 256);
     let (cq, mut poller) = cq.split();
     let build = || {
         Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -328,13 +324,8 @@ fn a_refused_post_gives_the_slot_back() {
 
 #[test]
 fn an_rdma_write_from_a_slot_gives_the_slot_back() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
-    let mut cq = CqEx::<Flags>::builder(&ctx)
-        .cqe(32)
-        .slots()
-        .build()
-        .unwrap();
+    let (ctx, pd) = device();
+    let mut cq = slot_cq(&ctx, 32);
     let (cq, mut poller) = cq.split();
     let build = || {
         Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -363,8 +354,7 @@ fn an_rdma_write_from_a_slot_gives_the_slot_back() {
 /// `slot_region_with_remote_access`.)
 #[test]
 fn a_slot_length_outside_the_region_is_refused_and_leaves_nothing_registered() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let (ctx, pd) = device();
     let leaks = LeakCheck::new(
         &ctx,
         "a_slot_length_outside_the_region_is_refused_and_leaves_nothing_registered",
@@ -386,8 +376,7 @@ fn a_slot_length_outside_the_region_is_refused_and_leaves_nothing_registered() {
 
 #[test]
 fn a_region_lives_until_its_last_slot_is_dropped() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let (ctx, pd) = device();
     let leaks = LeakCheck::new(&ctx, "a_region_lives_until_its_last_slot_is_dropped");
     let mut s = Slot::register(&pd, vec![9u8; 1000], Access::LOCAL_WRITE, 300).unwrap();
     assert_eq!(s.len(), 3, "the 100 bytes left over are no slot");
@@ -418,13 +407,8 @@ typed_verbs::completion_record! {
 
 #[test]
 fn a_generated_poll_loop_hands_each_slot_to_the_handler() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
-    let mut cq = CqEx::<Flags>::builder(&ctx)
-        .cqe(64)
-        .slots()
-        .build()
-        .unwrap();
+    let (ctx, pd) = device();
+    let mut cq = slot_cq(&ctx, 64);
     let (cq, mut poller) = cq.split();
     let build = || {
         Qp::<Rc>::slot_builder(&pd, cq, cq)
@@ -561,8 +545,7 @@ fn post_raw_recv<R: RecvSide>(
 /// rxe0, with the address taken from a region of sw0 beside it over the slot's bytes.
 #[test]
 fn a_plain_receive_naming_a_slot_regions_key_never_writes_the_slot() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let (ctx, pd) = device();
     let cq = typed_verbs::Cq::builder(&ctx).cqe(16).build().unwrap();
     let build = || {
         Qp::<Rc>::builder(&pd, &cq, &cq)
@@ -622,8 +605,7 @@ typed_verbs::completion_record! {
 /// completions after it stay in the CQ, with their slots, for the next poll.
 #[test]
 fn a_failed_slot_completion_is_handed_on_with_the_question_mark() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let (ctx, pd) = device();
     let mut cq = CqEx::<Flags>::builder(&ctx).cqe(8).slots().build().unwrap();
     let (shared, mut poller) = cq.split();
     let qp = Qp::<Rc>::slot_builder(&pd, shared, shared)
@@ -673,8 +655,7 @@ fn a_failed_slot_completion_is_handed_on_with_the_question_mark() {
 /// is for that CQ (`CqEvent::is_for` takes a `SlotCq`), and polling gives the slot back.
 #[test]
 fn a_slot_cq_wakes_a_completion_event_loop() {
-    let ctx = Arc::new(open());
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
+    let (ctx, pd) = device();
     let channel = typed_verbs::CompChannel::new(&ctx).unwrap();
     let mut cq = CqEx::<Flags>::builder(&ctx)
         .cqe(8)

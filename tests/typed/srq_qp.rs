@@ -2,17 +2,16 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{
-    assert_out_of_range, destroyed, feature, open, open_registered, skip, software_only, Drops,
-    LeakCheck,
+    assert_out_of_range, destroyed, feature, open, skip, software_only, Drops, LeakCheck,
 };
 use std::collections::HashSet;
 use typed_verbs::software::{self, LiveObjects, SwConfig};
 use typed_verbs::{
-    wc_flags, CompChannel, Context, Cq, CqEx, ErrorKind, Gid, OwnRq, ParentDomain, Pd, Qp, QpCap,
-    QpType, RawPacket, Rc, Shared, SingleThreaded, Srq, SrqAttr, Standard, Uc, Ud, UsesSrq, Verb,
+    wc_flags, CompChannel, Context, Cq, CqEx, Gid, OwnRq, ParentDomain, Pd, Qp, QpCap, QpType,
+    RawPacket, Rc, Shared, SingleThreaded, Srq, SrqAttr, Standard, Uc, Ud, UsesSrq, Verb,
 };
 
 /// Capabilities to ask for, within the device's limits.
@@ -231,18 +230,18 @@ fn srq_sizes_out_of_range() {
 #[test]
 fn srq_limits_of_a_registered_device() {
     const TEST: &str = "srq_limits_of_a_registered_device";
-    let env = open();
-    if !software_only(&env, TEST, "software::register") {
-        return;
-    }
-    let ctx = open_registered(
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "software::register",
         "srq-limits-custom",
         SwConfig {
             max_srq_wr: 33,
             max_srq_sge: 3,
             ..SwConfig::default()
         },
-    );
+    ) else {
+        return;
+    };
     let pd = Pd::new(&ctx).unwrap();
     let srq = Srq::builder(&pd)
         .max_wr(33)
@@ -614,10 +613,9 @@ fn qp_caps_over_device_limits_are_out_of_range() {
 #[test]
 fn qp_refused_by_the_device_frees_its_user_context() {
     const TEST: &str = "qp_refused_by_the_device_frees_its_user_context";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "the software device's max_inline_data") {
+    let Some(ctx) = common::software_ctx(TEST, "the software device's max_inline_data") else {
         return;
-    }
+    };
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
     let leaks = LeakCheck::new(&ctx, TEST);
@@ -629,10 +627,7 @@ fn qp_refused_by_the_device_frees_its_user_context() {
         .context(drops.token(1))
         .build()
         .expect_err("inline data over the device's limit");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateQp, ErrorKind::Os(libc::EINVAL))
-    );
+    common::assert_os_error(&e, Verb::CreateQp, libc::EINVAL);
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("QP refused by the device");
 }
@@ -640,17 +635,9 @@ fn qp_refused_by_the_device_frees_its_user_context() {
 #[test]
 fn objects_refused_for_quota_free_their_user_context() {
     const TEST: &str = "objects_refused_for_quota_free_their_user_context";
-    let env = open();
-    if !software_only(&env, TEST, "software::register (max_objects)") {
+    let Some(ctx) = common::quota_one(TEST, "srq-qp-quota-one") else {
         return;
-    }
-    let ctx = open_registered(
-        "srq-qp-quota-one",
-        SwConfig {
-            max_objects: 1,
-            ..SwConfig::default()
-        },
-    );
+    };
     let drops = Drops::new();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
@@ -663,38 +650,23 @@ fn objects_refused_for_quota_free_their_user_context() {
     let leaks = LeakCheck::new(&ctx, TEST);
 
     let e = Pd::new(&ctx).expect_err("second PD");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::AllocPd, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::AllocPd, libc::ENOMEM);
     let e = CompChannel::new(&ctx).expect_err("second channel");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateCompChannel, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::CreateCompChannel, libc::ENOMEM);
     let e = Srq::builder(&pd)
         .context(drops.token(3))
         .build()
         .expect_err("second SRQ");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateSrq, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::CreateSrq, libc::ENOMEM);
     assert_eq!(drops.count(), 1);
     let e = Qp::<Ud>::builder(&pd, &cq, &cq)
         .context(drops.token(4))
         .build()
         .expect_err("second QP");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateQp, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::CreateQp, libc::ENOMEM);
     assert_eq!(drops.count(), 2);
     let e = ParentDomain::new(&ctx, &pd).expect_err("no PD left for a parent domain");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::AllocParentDomain, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::AllocParentDomain, libc::ENOMEM);
     leaks.assert_unchanged("objects refused for quota");
 
     assert_eq!((srq.user_context().id, qp.user_context().id), (1, 2));
@@ -750,9 +722,7 @@ fn qp_with_objects_of_two_contexts_is_wrong_context() {
         let e = r
             .err()
             .unwrap_or_else(|| panic!("a QP with a foreign {what} was created"));
-        assert_eq!(e.verb, Verb::CreateQp);
-        assert_eq!(e.kind, ErrorKind::WrongContext(what));
-        assert_eq!(e.errno(), libc::EINVAL);
+        common::assert_wrong_context(&e, Verb::CreateQp, what);
         let text = e.to_string();
         assert!(
             text.contains(what) && text.contains("ibv_create_qp"),
@@ -801,11 +771,14 @@ fn qp_with_objects_of_two_contexts_is_wrong_context() {
 #[test]
 fn raw_packet_qp_unsupported_on_like_rxe() {
     const TEST: &str = "raw_packet_qp_unsupported_on_like_rxe";
-    let env = open();
-    if !software_only(&env, TEST, "a like_rxe software device") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "a like_rxe software device",
+        "qp-raw-like-rxe",
+        SwConfig::like_rxe(),
+    ) else {
         return;
-    }
-    let ctx = open_registered("qp-raw-like-rxe", SwConfig::like_rxe());
+    };
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
     let leaks = LeakCheck::new(&ctx, TEST);
@@ -814,10 +787,7 @@ fn raw_packet_qp_unsupported_on_like_rxe() {
         .context(drops.token(1))
         .build()
         .expect_err("like_rxe has no RAW_PACKET QPs");
-    assert_eq!(
-        (e.verb, e.kind.clone()),
-        (Verb::CreateQp, ErrorKind::Os(libc::EOPNOTSUPP))
-    );
+    common::assert_os_error(&e, Verb::CreateQp, libc::EOPNOTSUPP);
     assert!(e.is_unsupported());
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("refused RAW_PACKET QP");
@@ -870,8 +840,7 @@ fn ud_multicast_attach_and_detach() {
     let e = qp
         .detach_mcast(g2, 0)
         .expect_err("a group not joined cannot be left");
-    assert_eq!(e.verb, Verb::DetachMcast);
-    assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
+    common::assert_os_error(&e, Verb::DetachMcast, libc::EINVAL);
     assert!(qp.mcast_groups().is_empty());
 
     let mut bad = [0u8; 16];
@@ -883,8 +852,7 @@ fn ud_multicast_attach_and_detach() {
     let e = qp
         .attach_mcast(bad, 0)
         .expect_err("a unicast GID is not a group");
-    assert_eq!(e.verb, Verb::AttachMcast);
-    assert_eq!(e.kind, ErrorKind::Os(libc::EINVAL));
+    common::assert_os_error(&e, Verb::AttachMcast, libc::EINVAL);
     assert_eq!(count(), base);
 
     // Re-attaching after detach works, and the QP is destroyable once it has left.

@@ -2,7 +2,7 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
 use common::{
     assert_out_of_range, destroyed, feature, open, open_registered, skip, software_only, Drops,
@@ -87,19 +87,15 @@ fn cq_ex_flag_sets_are_the_requested_bits() {
     const TEST: &str = "cq_ex_flag_sets_are_the_requested_bits";
     let ctx = open();
     // Every bit of the man page, once each, and nothing else.
-    let singles = [
-        flags::BYTE_LEN,
-        flags::IMM,
-        flags::QP_NUM,
-        flags::SRC_QP,
-        flags::SLID,
-        flags::SL,
-        flags::DLID_PATH_BITS,
-        flags::COMPLETION_TIMESTAMP,
-        flags::CVLAN,
-        flags::FLOW_TAG,
-        flags::COMPLETION_TIMESTAMP_WALLCLOCK,
-    ];
+    let singles: Vec<u64> = common::raw::STANDARD_WC_FLAGS
+        .into_iter()
+        .chain([
+            flags::COMPLETION_TIMESTAMP,
+            flags::CVLAN,
+            flags::FLOW_TAG,
+            flags::COMPLETION_TIMESTAMP_WALLCLOCK,
+        ])
+        .collect();
     assert_eq!(singles.iter().fold(0, |a, b| a | b), flags::ALL);
     assert_eq!(singles.iter().map(|b| b.count_ones()).sum::<u32>(), 11);
     assert_eq!(flags::ALL.count_ones(), 11);
@@ -329,10 +325,9 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
 #[test]
 fn cq_ex_overrun_is_reported() {
     const TEST: &str = "cq_ex_overrun_is_reported";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build().unwrap();
     let n = u64::from(cq.cqe());
     for i in 0..n {
@@ -417,8 +412,7 @@ fn cq_ex_with_parent_domain_of_another_context_is_wrong_context() {
         .context(drops.token(1))
         .build()
         .expect_err("foreign parent domain");
-    assert_eq!(e.verb, Verb::CreateCqEx);
-    assert_eq!(e.kind, ErrorKind::WrongContext("parent_domain"));
+    common::assert_wrong_context(&e, Verb::CreateCqEx, "parent_domain");
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("foreign parent domain");
 }
@@ -440,11 +434,14 @@ fn cq_ex_with_channel() {
 #[test]
 fn cq_ex_like_rxe_rejects_what_rxe_lacks() {
     const TEST: &str = "cq_ex_like_rxe_rejects_what_rxe_lacks";
-    let env = open();
-    if !software_only(&env, TEST, "a like_rxe software device") {
+    let Some(ctx) = common::registered_for(
+        TEST,
+        "a like_rxe software device",
+        "cq-ex-like-rxe",
+        SwConfig::like_rxe(),
+    ) else {
         return;
-    }
-    let ctx = open_registered("cq-ex-like-rxe", SwConfig::like_rxe());
+    };
     let leaks = LeakCheck::new(&ctx, TEST);
     let drops = Drops::new();
 
@@ -671,10 +668,9 @@ fn poll_all(cq: &mut CqEx<'_, AllFields>) -> Vec<Expected> {
 #[test]
 fn cq_ex_polls_injected_completions_with_every_field_in_order() {
     const TEST: &str = "cq_ex_polls_injected_completions_with_every_field_in_order";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let mut cq = CqEx::<AllFields>::builder(&ctx)
         .cqe(64)
         .build()
@@ -711,10 +707,9 @@ fn cq_ex_polls_injected_completions_with_every_field_in_order() {
 #[test]
 fn cq_ex_no_fields_reads_opcode_and_own_flags() {
     const TEST: &str = "cq_ex_no_fields_reads_opcode_and_own_flags";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build().expect("cq");
     software::inject(
         &cq,
@@ -750,10 +745,9 @@ fn cq_ex_no_fields_reads_opcode_and_own_flags() {
 #[test]
 fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
     const TEST: &str = "cq_ex_imm_data_and_invalidated_rkey_only_when_injected";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = CqEx::<wc_flags!(IMM)>::builder(&ctx)
         .cqe(8)
         .build()
@@ -812,10 +806,9 @@ fn cq_ex_poll_batch_on_empty_cq_is_none() {
 #[test]
 fn cq_ex_batch_dropped_early_leaves_the_rest() {
     const TEST: &str = "cq_ex_batch_dropped_early_leaves_the_rest";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap();
     for id in 10..15 {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::RECV)).unwrap();
@@ -862,10 +855,9 @@ fn cq_ex_batch_dropped_early_leaves_the_rest() {
 #[test]
 fn cq_ex_panic_inside_a_batch_still_ends_it() {
     const TEST: &str = "cq_ex_panic_inside_a_batch_still_ends_it";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     // A Shared CQ: its ibv_start_poll takes the provider's lock and ibv_end_poll releases it,
     // so a poll_batch after a batch whose end_poll never ran would deadlock.
     let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
@@ -896,10 +888,9 @@ fn cq_ex_panic_inside_a_batch_still_ends_it() {
 #[test]
 fn cq_ex_shared_between_threads_under_a_mutex() {
     const TEST: &str = "cq_ex_shared_between_threads_under_a_mutex";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "completion injection") {
+    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
         return;
-    }
+    };
     let cq = Mutex::new(CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap());
     const PER_PRODUCER: u64 = 1500;
     const PRODUCERS: u64 = 2;
@@ -1022,17 +1013,9 @@ fn cq_ex_moves_to_another_thread() {
 #[test]
 fn cq_ex_create_failing_in_the_device_frees_the_user_context() {
     const TEST: &str = "cq_ex_create_failing_in_the_device_frees_the_user_context";
-    let env = open();
-    if !software_only(&env, TEST, "software::register (max_objects)") {
+    let Some(ctx) = common::quota_one(TEST, "cq-ex-quota-one") else {
         return;
-    }
-    let ctx = open_registered(
-        "cq-ex-quota-one",
-        SwConfig {
-            max_objects: 1,
-            ..SwConfig::default()
-        },
-    );
+    };
     let drops = Drops::new();
     let first = CqEx::<Standard>::builder(&ctx)
         .context(drops.token(1))
@@ -1043,10 +1026,7 @@ fn cq_ex_create_failing_in_the_device_frees_the_user_context() {
         .context(drops.token(2))
         .build()
         .expect_err("the device holds one CQ");
-    assert_eq!(
-        (e.verb, e.kind),
-        (Verb::CreateCqEx, ErrorKind::Os(libc::ENOMEM))
-    );
+    common::assert_os_error(&e, Verb::CreateCqEx, libc::ENOMEM);
     assert_eq!(drops.count(), 1);
     leaks.assert_unchanged("CqEx refused by the device");
     destroyed(first.destroy());
@@ -1129,10 +1109,10 @@ fn cq_ex_used_by_a_qp_is_polled_from_another_thread_through_split() {
 #[test]
 fn cq_ex_whose_provider_lacks_a_read_function_is_refused() {
     const TEST: &str = "cq_ex_whose_provider_lacks_a_read_function_is_refused";
-    let ctx = open();
-    if !software_only(&ctx, TEST, "a faulty provider (SwConfig::missing_readers)") {
+    let Some(_ctx) = common::software_ctx(TEST, "a faulty provider (SwConfig::missing_readers)")
+    else {
         return;
-    }
+    };
     let faulty = open_registered(
         "sw-missing-imm-reader",
         SwConfig {

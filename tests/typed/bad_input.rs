@@ -5,12 +5,11 @@
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 
-mod common;
+use crate::common;
 
-use common::{av_to, note, open, open_registered};
+use common::{av_to, note, open};
 use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{Init, Rtr};
-use typed_verbs::software::SwConfig;
 use typed_verbs::{
     AccessFlags, AddressHandle, AddressVector, AltPath, ConnectedInit, ConnectedInitModify,
     Context, Cq, Error, ErrorKind, Gid, Mtu, Pd, Qp, QpStateName, Rc, RcRtr, RcRts, RcRtsModify,
@@ -345,10 +344,7 @@ fn address_handle_port_and_gid_index_are_checked_before_the_call() {
     if gids > 200 {
         // Inside the table, but no GID there: the device's answer (rdma_get_gid_attr).
         let e = AddressHandle::new(&pd, av_to(gid, 200)).expect_err("an empty GID entry");
-        assert_eq!(
-            (e.verb, e.kind),
-            (Verb::CreateAh, ErrorKind::Os(libc::ENODATA))
-        );
+        common::assert_os_error(&e, Verb::CreateAh, libc::ENODATA);
     }
     if let Ok(past) = u8::try_from(gids) {
         let e = AddressHandle::new(&pd, av_to(gid, past)).expect_err("past the GID table");
@@ -398,13 +394,7 @@ fn query_gid_past_the_table_is_refused_before_the_call() {
 fn sgid_index_past_a_short_gid_table_is_refused_before_the_call() {
     // sw0's and rxe0's GID tables (1024) are longer than a u8 index reaches: a software device
     // with a table of 8 shows the check.
-    let ctx = open_registered(
-        "sw-bad-input-gids",
-        SwConfig {
-            gid_tbl_len: 8,
-            ..SwConfig::default()
-        },
-    );
+    let ctx = common::open_short_gid_table("sw-bad-input-gids");
     let gid = ctx.query_gid(1, 0).unwrap();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(8).build().unwrap();

@@ -1,0 +1,95 @@
+//! Leak checks: live-object snapshots on the software device, drop counters, explicit destroys.
+
+use super::skip;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+#[cfg(feature = "software-device")]
+use typed_verbs::software::{self, LiveObjects};
+#[cfg(feature = "software-device")]
+use typed_verbs::Context;
+
+/// A snapshot of a context's live objects, to show that an error path leaked nothing. On a
+/// real device it prints one SKIP line and checks nothing.
+#[cfg(feature = "software-device")]
+pub struct LeakCheck<'c> {
+    ctx: &'c Context,
+    before: Option<LiveObjects>,
+}
+
+#[cfg(feature = "software-device")]
+impl<'c> LeakCheck<'c> {
+    /// Takes the snapshot now.
+    pub fn new(ctx: &'c Context, test: &str) -> Self {
+        let before = software::live_objects(ctx);
+        if before.is_none() {
+            skip(
+                test,
+                format!(
+                    "leak checks (software::live_objects) need the software device (running on {})",
+                    ctx.device_name()
+                ),
+            );
+        }
+        LeakCheck { ctx, before }
+    }
+
+    /// Asserts that the context holds exactly the objects it held at the snapshot.
+    #[track_caller]
+    pub fn assert_unchanged(&self, after: &str) {
+        if let Some(before) = self.before {
+            let now = software::live_objects(self.ctx).expect("still a software context");
+            assert_eq!(now, before, "objects leaked after {after}");
+        }
+    }
+
+    /// The snapshot (`None` on a real device).
+    pub fn before(&self) -> Option<LiveObjects> {
+        self.before
+    }
+}
+
+/// Counts the drops of the [`Token`]s it hands out: a typed user context whose destruction a
+/// test can observe.
+#[derive(Clone, Default)]
+pub struct Drops(Arc<AtomicUsize>);
+
+impl Drops {
+    pub fn new() -> Self {
+        Drops::default()
+    }
+
+    /// A user context carrying `id`, counted by this counter when dropped.
+    pub fn token(&self, id: u64) -> Token {
+        Token {
+            id,
+            drops: self.0.clone(),
+        }
+    }
+
+    /// How many tokens have been dropped so far.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A user context that counts its drop.
+#[derive(Debug)]
+pub struct Token {
+    pub id: u64,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Asserts that an explicit `destroy()` (or `close()`, or a `try_` one) succeeded. A
+/// `DestroyError<T>` has no `Debug` where `T` has none, so `.unwrap()` does not compile on it.
+#[track_caller]
+pub fn destroyed<E: std::fmt::Display>(r: std::result::Result<(), E>) {
+    if let Err(e) = r {
+        panic!("destroy failed: {e}");
+    }
+}

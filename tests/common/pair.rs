@@ -1,0 +1,108 @@
+//! Loopback peers: address vectors to the device's own GIDs, and QP pairs brought up on one device.
+
+use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
+use typed_verbs::{
+    AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mtu, OwnRq, Pd, Qp,
+    Rc, RcRtr, RcRts, RecvSide, Sge, Shared, Standard,
+};
+
+/// The address vector of a loopback peer on port 1: a route to `gid` (RoCE devices, rxe among
+/// them, need one) from the local GID at `sgid_index`, hop limit 1.
+pub fn av_to(gid: Gid, sgid_index: u8) -> AddressVector {
+    AddressVector {
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        port_num: 1,
+        grh: Some(GlobalRoute {
+            dgid: gid,
+            flow_label: 0,
+            sgid_index,
+            hop_limit: 1,
+            traffic_class: 0,
+        }),
+    }
+}
+
+/// [`av_to`] the context's own GID at index 0 of port 1: a QP's peer on the same device.
+pub fn loopback_av(ctx: &Context) -> AddressVector {
+    av_to(ctx.query_gid(1, 0).expect("the port's GID 0"), 0)
+}
+
+/// How [`rc_up`] brings an RC QP up in loopback: what the peer may do to it, its RDMA
+/// read/atomic depth (as responder and as requester), its RNR timer and its RNR retries. The
+/// rest is the same for every test: port 1, P_Key index 0, MTU 1024, PSNs 0, timeout 14 and 7
+/// transport retries.
+#[derive(Clone, Copy, Debug)]
+pub struct RcLink {
+    pub access: AccessFlags,
+    pub rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub rnr_retry: u8,
+}
+
+/// An RC QP in RTS on a shared-threading CQ, with its receive side `R` and `SGE` SGEs.
+pub type RcUp<'a, R = OwnRq, const SGE: usize = 1> = Qp<'a, Rc, R, Shared, (), Rts, SGE>;
+
+/// Brings an RC QP (own receive queue or SRQ) from RESET to RTS with QP `dest` on the same
+/// port as its peer ([`loopback_av`]), as `link` says.
+#[track_caller]
+pub fn rc_up<'a, R: RecvSide, const SGE: usize>(
+    ctx: &Context,
+    qp: Qp<'a, Rc, R, Shared, (), Reset, SGE>,
+    dest: u32,
+    link: RcLink,
+) -> RcUp<'a, R, SGE> {
+    let init = ConnectedInit {
+        port_num: 1,
+        pkey_index: 0,
+        access: link.access,
+    };
+    let rtr = RcRtr {
+        av: loopback_av(ctx),
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: 0,
+        max_dest_rd_atomic: link.rd_atomic,
+        min_rnr_timer: link.min_rnr_timer,
+    };
+    let rts = RcRts {
+        sq_psn: 0,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: link.rnr_retry,
+        max_rd_atomic: link.rd_atomic,
+    };
+    qp.to_init(init)
+        .unwrap()
+        .to_rtr(rtr)
+        .unwrap()
+        .to_rts(rts)
+        .unwrap()
+}
+
+/// RESET → INIT of a connected QP on port 1, P_Key index 0, open to remote writes.
+pub const REMOTE_WRITE_INIT: ConnectedInit = ConnectedInit {
+    port_num: 1,
+    pkey_index: 0,
+    access: AccessFlags::REMOTE_WRITE,
+};
+
+/// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
+/// completion (`IBV_WC_WR_FLUSH_ERR`) on every device, without traffic.
+pub fn flushed_qp<'a, C: Send + Sync>(
+    pd: &'a Pd<'_>,
+    cq: &'a CqEx<'_, Standard>,
+    user: C,
+    wr_id: u64,
+) -> Qp<'a, Rc, OwnRq, Shared, C, ErrorState> {
+    let qp: Qp<'a, Rc, OwnRq, Shared, C, Init> = Qp::<Rc>::builder(pd, cq, cq)
+        .context(user)
+        .build()
+        .unwrap()
+        .to_init(REMOTE_WRITE_INIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
+    qp.to_error().unwrap_or_else(|e| panic!("{e}"))
+}

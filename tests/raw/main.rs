@@ -1,0 +1,8 @@
+//! The raw verbs level (`typed_verbs::raw`) in one test binary: data movement (data_raw) and
+//! the rules the typed layer encodes, as the device answers them (verbs_rules).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod data_raw;
+mod verbs_rules;
