@@ -120,8 +120,8 @@ use std::sync::Arc;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mr::access::Access;
-    use crate::mr::access::AccessFlags;
+    #[cfg(feature = "software-device")]
+    use crate::mr::access::{Access, AccessFlags};
 
     /// A slot region is addressed in the upper half, its memory where its slices are: the SGE
     /// of a slot names its address plus 2^63, and a plain region's SGE its address.
