@@ -4,7 +4,7 @@
 //! `verbs_context`, which the crate's own `verbs_get_ctx` reads, and librdmacm's structures that
 //! the software device's connection manager fills and the crate reads (<rdma/rdma_cma.h>; rdma-sys
 //! writes `rdma_cm_event`, `rdma_addr` and `rdma_ud_param` by hand), so that
-//! `src/ffi.rs` can assert at compile time that each mirror has the C size, alignment and field
+//! `src/ffi/` can assert at compile time that each mirror has the C size, alignment and field
 //! offsets.
 //!
 //! Nothing compiled here runs: a probe is compiled to an object file for the target, with the

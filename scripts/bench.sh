@@ -352,7 +352,7 @@ echo "bench: written to $out/recv.md"
 
 # ---------------------------------------------------------------------------------------------
 # The safe copies into and out of registered memory (benches/poll/benches/copy.rs): Mr::write
-# and Mr::read, byte-wise atomic (src/dma.rs), against copy_from_slice (memcpy) between private
+# and Mr::read, byte-wise atomic (src/ffi/dma.rs), against copy_from_slice (memcpy) between private
 # buffers, at 4 KiB and 1 MiB; criterion wall time as bytes per second. Skipped with
 # --no-criterion (there is nothing to count: the copy is one instruction, rep movsb).
 if [ "$criterion" -eq 1 ]; then

@@ -114,7 +114,7 @@
 //! region a key names with the work request's PD and addresses (by iova, on the devices slots
 //! are allowed on). The software device also never
 //! hands out a key that is live in any of its contexts, and records nothing per registration
-//! beyond the regions alive (`tests/mr.rs`, `src/backend/software/objects.rs`).
+//! beyond the regions alive (`tests/mr.rs`, `src/backend/software/objects/`).
 //!
 //! ## No second destroy, whatever user code does
 //!
@@ -187,7 +187,7 @@
 //! of the batch the QP was handed to) for at most the second, once per batch end; the caller's
 //! duty, where that matters, is to drop such QPs outside those batches or destroy them
 //! explicitly. The software device takes the CQ locks where mlx5
-//! does, so the tests would see a wait that could hang (`tests/teardown.rs`, `tests/gate_*.rs`).
+//! does, so the tests would see a wait that could hang (`tests/typed/teardown.rs`, `tests/gate_*.rs`).
 //!
 //! ## Threads
 //!

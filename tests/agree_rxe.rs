@@ -1,7 +1,7 @@
 //! Where the software device once answered differently from rxe0, at the raw verbs level
 //! (`typed_verbs::raw`: libibverbs itself on a real device): each test asserts what the kernel's
 //! rdma_rxe and core verbs answer, on whichever device the tests run. The typed layer may refuse
-//! the same request before the call (`ErrorKind::OutOfRange`); tests/bad_input.rs shows that.
+//! the same request before the call (`ErrorKind::OutOfRange`); tests/typed/bad_input.rs shows that.
 // Runs on the software device or uses its hooks: nothing to build without it.
 #![cfg(feature = "software-device")]
 

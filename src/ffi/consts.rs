@@ -1,4 +1,5 @@
-//! C constants by name: `ibv_qp_attr_mask`, `ibv_event_type`, the `IBV_WC_EX_WITH_*` flags, and a few more.
+//! C constants by name: `ibv_qp_attr_mask`, `ibv_event_type`, the `IBV_WC_EX_WITH_*` flags, and a
+//! few more.
 
 use super::*;
 

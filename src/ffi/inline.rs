@@ -1,4 +1,5 @@
-//! verbs.h's inline verbs, which rdma-sys 0.3 gets wrong on 64-bit (`verbs_get_ctx`), written again.
+//! verbs.h's inline verbs, which rdma-sys 0.3 gets wrong on 64-bit (`verbs_get_ctx`), written
+//! again.
 
 use super::*;
 

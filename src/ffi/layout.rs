@@ -1,4 +1,5 @@
-//! Every Rust mirror of a C structure checked against the C layout, and the crate's own mirror of `struct ibv_async_event`.
+//! Every Rust mirror of a C structure checked against the C layout, and the crate's own mirror of
+//! `struct ibv_async_event`.
 
 use super::*;
 

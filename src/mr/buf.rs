@@ -1,4 +1,5 @@
-//! What a region covers: owned buffers (PageBuf, HugeBuf, Box, Vec) and scoped borrows, and how each is given back.
+//! What a region covers: owned buffers (PageBuf, HugeBuf, Box, Vec) and scoped borrows, and how
+//! each is given back.
 
 use super::*;
 

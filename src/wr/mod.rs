@@ -38,7 +38,8 @@
 
 /// Posting: ibv_post_send, ibv_post_recv and ibv_post_srq_recv, each where its rules allow.
 mod post;
-/// Which QP types, states and receive sides take which work requests: the man pages' rules as traits.
+/// Which QP types, states and receive sides take which work requests: the man pages' rules as
+/// traits.
 mod rules;
 /// A send work request: its opcode, data, destination and flags, built to fit its QP type.
 mod send_wr;

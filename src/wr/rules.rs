@@ -1,4 +1,5 @@
-//! Which QP types, states and receive sides take which work requests: the man pages' rules as traits.
+//! Which QP types, states and receive sides take which work requests: the man pages' rules as
+//! traits.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! The typed rdma_cm layer (src/cm.rs): connect, accept and reject with private data both
+//! The typed rdma_cm layer (src/cm/): connect, accept and reject with private data both
 //! ways, RC and UD traffic over CM connections, a peer's disconnect as an event, address errors,
 //! a connect to a port nobody listens on, timeouts, dropped and forgotten values, threads and
 //! tasks sharing a channel. Runs on sw0 (with the software CM) and, in the VM lane, on rxe0 with

@@ -1,4 +1,4 @@
-//! `Qp::endpoint` and `Qp::connect` (src/connect.rs): an RC pair and a UC pair connected in one
+//! `Qp::endpoint` and `Qp::connect` (src/qp/connect.rs): an RC pair and a UC pair connected in one
 //! call carry data; bad input is refused before any call. Runs on sw0 and, in the VM lane, on rxe0.
 
 use crate::common;

@@ -1,4 +1,4 @@
-//! Zero-copy slots (src/slots.rs): receives into slots on a QP's own receive queue and on an SRQ,
+//! Zero-copy slots (src/slots/): receives into slots on a QP's own receive queue and on an SRQ,
 //! sends and RDMA writes from slots, every slot back exactly once with its completion (flushes
 //! included), refused posts giving the slot back, and the access rule for slot regions. Runs on
 //! the test device (sw0 by default, rxe0 in the VM lane).

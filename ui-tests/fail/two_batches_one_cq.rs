@@ -1,7 +1,7 @@
 // Opening a second batch on a CQ while the first is open (ibv_start_poll twice without
 // ibv_end_poll), through the CQ's poller: inside the first batch's closure, the poller is
 // still mutably borrowed. (Through `CqEx::poll_batch`, which takes `&self`, the second is
-// refused at run time, `ErrorKind::BatchOpen`, before any call: tests/ownership.rs.)
+// refused at run time, `ErrorKind::BatchOpen`, before any call: tests/typed/ownership.rs.)
 use typed_verbs::{Context, CqEx, Standard};
 
 fn main() -> Result<(), typed_verbs::Error> {

@@ -1,5 +1,5 @@
 // Neighbour of two_batches_one_cq: a CQ that QPs use is polled as it is, through `&self`, with
-// no `split` (one batch at a time: the gate refuses a second, tests/ownership.rs).
+// no `split` (one batch at a time: the gate refuses a second, tests/typed/ownership.rs).
 use typed_verbs::{software, Context, CqEx, InjectedCompletion, Pd, Qp, Rc, Standard, WcOpcode};
 
 fn main() -> Result<(), typed_verbs::Error> {

@@ -1,4 +1,5 @@
-//! A CQ's wc_flags as a type (WcFlags, WcFlagSet and its aliases), and which readers each flag allows.
+//! A CQ's wc_flags as a type (WcFlags, WcFlagSet and its aliases), and which readers each flag
+//! allows.
 
 use super::*;
 

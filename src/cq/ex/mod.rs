@@ -35,9 +35,11 @@
 
 /// One completion of a batch: its status as a type, and the readers its CQ's flags allow.
 mod completion;
-/// A CQ's wc_flags as a type (WcFlags, WcFlagSet and its aliases), and which readers each flag allows.
+/// A CQ's wc_flags as a type (WcFlags, WcFlagSet and its aliases), and which readers each flag
+/// allows.
 mod flag_set;
-/// Polling: batches (ibv_start_poll to ibv_end_poll), who may open one (Poller, ArcPoller, Pollable).
+/// Polling: batches (ibv_start_poll to ibv_end_poll), who may open one (Poller, ArcPoller,
+/// Pollable).
 mod poll;
 
 pub use completion::*;

@@ -1,4 +1,5 @@
-//! Polling: batches (ibv_start_poll to ibv_end_poll), who may open one (Poller, ArcPoller, Pollable).
+//! Polling: batches (ibv_start_poll to ibv_end_poll), who may open one (Poller, ArcPoller,
+//! Pollable).
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Where a QP sends: address vectors (AddressVector, GlobalRoute, Mtu), and a port's GIDs (ibv_query_gid).
+//! Where a QP sends: address vectors (AddressVector, GlobalRoute, Mtu), and a port's GIDs
+//! (ibv_query_gid).
 
 use super::*;
 

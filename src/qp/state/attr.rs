@@ -1,4 +1,5 @@
-//! The attributes of each transition, their range checks, and which ones each QP type takes (Transitions).
+//! The attributes of each transition, their range checks, and which ones each QP type takes
+//! (Transitions).
 
 use super::*;
 

@@ -60,11 +60,14 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-/// Where a QP sends: address vectors (AddressVector, GlobalRoute, Mtu), and a port's GIDs (ibv_query_gid).
+/// Where a QP sends: address vectors (AddressVector, GlobalRoute, Mtu), and a port's GIDs
+/// (ibv_query_gid).
 mod address;
-/// The attributes of each transition, their range checks, and which ones each QP type takes (Transitions).
+/// The attributes of each transition, their range checks, and which ones each QP type takes
+/// (Transitions).
 mod attr;
-/// The transitions: ibv_modify_qp from one state type to the next, and what a refused one gives back.
+/// The transitions: ibv_modify_qp from one state type to the next, and what a refused one gives
+/// back.
 mod modify;
 
 pub use address::*;

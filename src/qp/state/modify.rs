@@ -1,4 +1,5 @@
-//! The transitions: ibv_modify_qp from one state type to the next, and what a refused one gives back.
+//! The transitions: ibv_modify_qp from one state type to the next, and what a refused one gives
+//! back.
 
 use super::*;
 

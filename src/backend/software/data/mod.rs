@@ -9,7 +9,7 @@
 //! thread makes when the RNR timer fires, and a late ACK (below). There is no wire, so nothing
 //! is lost, reordered or retransmitted, and PSNs are not checked. What rxe decides (checks, statuses, which side
 //! completes what, which QP moves to ERR, the fields of each completion) follows rxe as Linux
-//! 6.1 with rdma-core 44 shows it on rxe0; `tests/data_raw.rs` runs the same assertions on both.
+//! 6.1 with rdma-core 44 shows it on rxe0; `tests/raw/data_raw.rs` runs the same assertions on both.
 //!
 //! * **Posting.** A send request is checked (SGE count, inline size, atomic length and
 //!   alignment, a total length above the port's `max_msg_sz` of 2^31: EINVAL, `bad_wr` set)
