@@ -32,7 +32,7 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-/// Access rights as types (`Access`, `Rights`, `access!`) and a QP's run-time `AccessFlags`.
+// Access rights as types (`Access`, `Rights`, `access!`) and a QP's run-time `AccessFlags`.
 pub mod access;
 /// What a region covers: owned buffers (`PageBuf`, `HugeBuf`, `Box`, `Vec`) and scoped
 /// borrows, and how each is given back.

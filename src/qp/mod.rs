@@ -12,17 +12,17 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
-/// Address handles (`ibv_create_ah`): a UD send's destination.
+// Address handles (`ibv_create_ah`): a UD send's destination.
 pub mod ah;
 /// Building a QP: `ibv_create_qp`'s attributes, their checks, and the builder.
 mod builder;
-/// `Qp::endpoint` and `Qp::connect`: an RC or UC QP to RTS in one call.
+// `Qp::endpoint` and `Qp::connect`: an RC or UC QP to RTS in one call.
 pub mod connect;
 /// Destroying a QP: explicit `destroy`, `Drop`, and the teardowns a batch end runs.
 mod drop;
 /// QP types and receive sides as types, and the rules the man pages make of them.
 mod kind;
-/// QP states as types, the attributes of each transition, and the transitions.
+// QP states as types, the attributes of each transition, and the transitions.
 pub mod state;
 
 pub use builder::*;

@@ -25,7 +25,7 @@ struct SlotInner {
 
 /// An owned part of a registered region, not posted: a `[u8]` the program reads and writes with
 /// no copy. One pointer in size; the pointer is the `wr_id` of the work request it is posted
-/// with. Made by [`Slot::register`]; see [the module docs](self) for why its slice is sound.
+/// with. Made by [`Slot::register`]; see [the module docs](crate::slots) for why its slice is sound.
 ///
 /// `'r` is the lifetime of what handed the slot out (`Slot::register` gives `'static` slots, a
 /// [`SlotCq`] its own lifetime); it bounds nothing soundness needs: the slot's region keeps its
