@@ -1,5 +1,6 @@
 // A generated poll loop that reads imm_data, used on a CQ created without IBV_WC_EX_WITH_IMM.
-use typed_verbs::{completion_record, wc_flags, Context, CqEx};
+mod common;
+use typed_verbs::{completion_record, wc_flags, CqEx};
 
 completion_record! {
     struct Recv { wr_id, byte_len, imm_data }
@@ -7,8 +8,7 @@ completion_record! {
 }
 
 fn main() -> Result<(), typed_verbs::Error> {
-    let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(4).build()?;
+    let mut cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(common::sw0()).cqe(4).build()?;
     Recv::poll(&mut cq, |r| drop(r))?;
     Ok(())
 }

@@ -1,13 +1,10 @@
 // An RDMA read work request for a UC QP.
-use typed_verbs::{Access, Context, Mr, Pd, SendWr, Uc};
+mod common;
+use typed_verbs::{Access, SendWr, Uc};
 
 fn main() -> Result<(), typed_verbs::Error> {
-    let ctx = Context::open("sw0")?;
-    let pd = Pd::new(&ctx)?;
-    let buf = vec![0u8; 64];
-    let mr = Mr::new(&pd, buf, Access::REMOTE_WRITE | Access::REMOTE_READ)?;
-    let sgl = [mr.sge(0..64).unwrap()];
-    let remote = mr.remote().at(0, 64).unwrap();
+    let mr = common::region(Access::REMOTE_WRITE | Access::REMOTE_READ)?;
+    let (sgl, remote) = ([mr.sge(0..64).unwrap()], mr.remote().at(0, 64).unwrap());
     let _wr = SendWr::<Uc>::rdma_read(1, &sgl, remote);
     Ok(())
 }

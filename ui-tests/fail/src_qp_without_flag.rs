@@ -1,9 +1,9 @@
 // Reading src_qp from a CQ created without IBV_WC_EX_WITH_SRC_QP.
-use typed_verbs::{Context, CqEx, NoFields};
+mod common;
+use typed_verbs::{CqEx, NoFields};
 
 fn main() -> Result<(), typed_verbs::Error> {
-    let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build()?;
+    let mut cq = CqEx::<NoFields>::builder(common::sw0()).cqe(4).build()?;
     cq.poll_batch(|batch| {
         if let Ok(wc) = batch.completion().result() {
             let _ = wc.src_qp();
