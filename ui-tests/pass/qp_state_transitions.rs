@@ -1,17 +1,13 @@
 // Neighbour of rc_rtr_missing_attribute, to_rts_from_init and ud_attributes_for_rc_init: every QP
 // type taken RESET -> INIT -> RTR -> RTS with its own attributes, then to ERR and RESET.
+mod common;
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Cq, GlobalRoute, Mtu, Pd, Qp, RawPacket, RawPacketInit,
-    Rc, RcRtr, RcRts, SqPsn, Uc, UcRtr, Ud, UdInit,
+    AccessFlags, ConnectedInit, Mtu, Qp, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, SqPsn, Uc, UcRtr, Ud, UdInit,
 };
 
 fn main() -> Result<(), typed_verbs::Error> {
-    let ctx = Context::open("sw0")?;
-    let pd = Pd::new(&ctx)?;
-    let cq = Cq::builder(&ctx).cqe(8).build()?;
-    let gid = ctx.query_gid(1, 0)?;
-    let grh = Some(GlobalRoute { dgid: gid, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 });
-    let av = AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh };
+    let (pd, cq) = common::pd_and_cq()?;
+    let av = common::loopback()?;
     let init = ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ };
 
     let rc = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
