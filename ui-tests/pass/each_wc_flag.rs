@@ -9,17 +9,12 @@ fn make<F: WcFlags>(ctx: &Context, bits: u64) -> Result<(), Error> {
 
 fn main() -> Result<(), Error> {
     let ctx = Context::open("sw0")?;
-    make::<wc_flags!(BYTE_LEN)>(&ctx, flags::BYTE_LEN)?;
-    make::<wc_flags!(IMM)>(&ctx, flags::IMM)?;
-    make::<wc_flags!(QP_NUM)>(&ctx, flags::QP_NUM)?;
-    make::<wc_flags!(SRC_QP)>(&ctx, flags::SRC_QP)?;
-    make::<wc_flags!(SLID)>(&ctx, flags::SLID)?;
-    make::<wc_flags!(SL)>(&ctx, flags::SL)?;
-    make::<wc_flags!(DLID_PATH_BITS)>(&ctx, flags::DLID_PATH_BITS)?;
-    make::<wc_flags!(COMPLETION_TIMESTAMP)>(&ctx, flags::COMPLETION_TIMESTAMP)?;
-    make::<wc_flags!(CVLAN)>(&ctx, flags::CVLAN)?;
-    make::<wc_flags!(FLOW_TAG)>(&ctx, flags::FLOW_TAG)?;
-    make::<wc_flags!(COMPLETION_TIMESTAMP_WALLCLOCK)>(&ctx, flags::COMPLETION_TIMESTAMP_WALLCLOCK)?;
+    // Each flag alone: `wc_flags!(NAME)` has the bit `flags::NAME`.
+    macro_rules! each {
+        ($($name:ident)*) => { $(make::<wc_flags!($name)>(&ctx, flags::$name)?;)* };
+    }
+    each!(BYTE_LEN IMM QP_NUM SRC_QP SLID SL DLID_PATH_BITS COMPLETION_TIMESTAMP CVLAN FLOW_TAG
+          COMPLETION_TIMESTAMP_WALLCLOCK);
     make::<wc_flags!(IBV_WC_EX_WITH_IMM)>(&ctx, flags::IMM)?;
     make::<wc_flags!()>(&ctx, 0)?;
     make::<Standard>(&ctx, flags::STANDARD)?;
