@@ -151,10 +151,7 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     {
         self.start_resolve_addr(src, dst, timeout)?;
         let ev = self.id.next_async().await?;
-        if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ADDR_RESOLVED {
-            return Err(event_error(Verb::ResolveAddr, ev));
-        }
-        Ok(self.retype())
+        self.resolved(Verb::ResolveAddr, ADDR_RESOLVED, ev)
     }
 }
 
@@ -184,10 +181,7 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     {
         self.start_resolve_route(timeout)?;
         let ev = self.id.next_async().await?;
-        if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED {
-            return Err(event_error(Verb::ResolveRoute, ev));
-        }
-        Ok(self.retype())
+        self.resolved(Verb::ResolveRoute, ROUTE_RESOLVED, ev)
     }
 }
 
