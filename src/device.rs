@@ -504,6 +504,16 @@ impl Context {
         Ok(DeviceAttr::from_raw(&a))
     }
 
+    /// `port` in `1..=phys_port_cnt`, or [`ErrorKind::OutOfRange`] naming `port_num` (for
+    /// `verb`): checked before a verb that takes a port number.
+    pub(crate) fn check_port(&self, verb: Verb, port: u8) -> Result<()> {
+        let cnt = self.inner.attr.phys_port_cnt;
+        if port == 0 || port > cnt {
+            return Err(Error::range(verb, "port_num", port.into(), 1, cnt.into()));
+        }
+        Ok(())
+    }
+
     /// `ibv_query_port`. Ports are numbered from 1.
     ///
     /// # Errors
@@ -519,16 +529,7 @@ impl Context {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn query_port(&self, port: u8) -> Result<PortAttr> {
-        let cnt = self.inner.attr.phys_port_cnt;
-        if port == 0 || port > cnt {
-            return Err(Error::range(
-                Verb::QueryPort,
-                "port_num",
-                port.into(),
-                1,
-                cnt.into(),
-            ));
-        }
+        self.check_port(Verb::QueryPort, port)?;
         // SAFETY: ibv_port_attr is plain C data.
         let mut p: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
         // SAFETY: live context, `p` valid for writes.

@@ -67,7 +67,71 @@ impl<'ctx> Pd<'ctx> {
             _ctx: PhantomData,
         })
     }
+}
 
+/// What a PD and a parent domain share, both an `ibv_pd` on a [`Node`] and deallocated by
+/// `ibv_dealloc_pd`: `as_raw`, `destroy` and `try_destroy` (each with the docs given: the
+/// type's own), [`Destroy`] and `Drop`.
+macro_rules! pd_handle {
+    (
+        $t:ident<$lt:lifetime>,
+        as_raw: $(#[$as_raw:meta])*
+        destroy: $(#[$destroy:meta])*
+        try_destroy: $(#[$try_destroy:meta])*
+    ) => {
+        impl<$lt> $t<$lt> {
+            $(#[$as_raw])*
+            #[inline]
+            pub fn as_raw(&self) -> *mut sys::ibv_pd {
+                // SAFETY: the handle's node lives as long as the handle.
+                unsafe { Node::raw(self.node) }
+            }
+
+            $(#[$destroy])*
+            pub fn destroy(self) -> Result<()> {
+                Ok(self.try_destroy()?)
+            }
+
+            $(#[$try_destroy])*
+            pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
+                destroy(self)
+            }
+        }
+
+        impl Destroy for $t<'_> {
+            unsafe fn destroy_raw(&self) -> Result<(), Error> {
+                // SAFETY: a live PD or parent domain, deallocated once with success
+                // (`destroy_raw`'s contract). An object still using it (leaked, or queued to a
+                // batch's end) makes the dealloc fail with EBUSY.
+                unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
+                    .map_err(|e| Error::os(Verb::DeallocPd, e))
+            }
+            fn leftover(&self) -> Leftover {
+                Node::leftover(self.node)
+            }
+        }
+
+        impl Drop for $t<'_> {
+            fn drop(&mut self) {
+                let pd = self.as_raw();
+                // SAFETY: dropped once: a live PD or parent domain of its context and its node,
+                // deallocated and freed once by `dealloc`.
+                unsafe {
+                    crate::object::drop_or_queue(
+                        (*pd).context,
+                        pd.cast(),
+                        self.node.as_ptr().cast(),
+                        dealloc,
+                    )
+                }
+            }
+        }
+    };
+}
+
+pd_handle! {
+    Pd<'ctx>,
+    as_raw:
     /// The C PD. It stays owned by `self`.
     ///
     /// ```
@@ -76,12 +140,7 @@ impl<'ctx> Pd<'ctx> {
     /// assert_eq!(unsafe { (*pd.as_raw()).context }, ctx.as_raw());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    #[inline]
-    pub fn as_raw(&self) -> *mut sys::ibv_pd {
-        // SAFETY: the handle's node lives as long as the handle.
-        unsafe { Node::raw(self.node) }
-    }
-
+    destroy:
     /// `ibv_dealloc_pd`. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
@@ -98,10 +157,7 @@ impl<'ctx> Pd<'ctx> {
     /// pd.destroy()?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn destroy(self) -> Result<()> {
-        Ok(self.try_destroy()?)
-    }
-
+    try_destroy:
     /// `ibv_dealloc_pd`. On failure the object comes back inside the error, still alive.
     ///
     /// # Errors
@@ -117,37 +173,6 @@ impl<'ctx> Pd<'ctx> {
     /// }
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
-        destroy(self)
-    }
-}
-
-impl Destroy for Pd<'_> {
-    unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        // SAFETY: a live PD, deallocated once with success (`destroy_raw`'s contract). An object
-        // still using it (leaked, or queued to a batch's end) makes the dealloc fail with EBUSY.
-        unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
-            .map_err(|e| Error::os(Verb::DeallocPd, e))
-    }
-    fn leftover(&self) -> Leftover {
-        Node::leftover(self.node)
-    }
-}
-
-impl Drop for Pd<'_> {
-    fn drop(&mut self) {
-        let pd = self.as_raw();
-        // SAFETY: dropped once: a live PD of its context and its node, deallocated and freed
-        // once by `dealloc`.
-        unsafe {
-            crate::object::drop_or_queue(
-                (*pd).context,
-                pd.cast(),
-                self.node.as_ptr().cast(),
-                dealloc,
-            )
-        }
-    }
 }
 
 /// `ibv_dealloc_pd` of a PD or parent domain whose handle is gone, then its node (which
@@ -235,7 +260,11 @@ impl<'pd> ParentDomain<'pd> {
             _pd: PhantomData,
         })
     }
+}
 
+pd_handle! {
+    ParentDomain<'pd>,
+    as_raw:
     /// The C parent domain (an `ibv_pd`). It stays owned by `self`.
     ///
     /// ```
@@ -245,12 +274,7 @@ impl<'pd> ParentDomain<'pd> {
     /// assert_eq!(unsafe { (*parent.as_raw()).context }, ctx.as_raw());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    #[inline]
-    pub fn as_raw(&self) -> *mut sys::ibv_pd {
-        // SAFETY: the handle's node lives as long as the handle.
-        unsafe { Node::raw(self.node) }
-    }
-
+    destroy:
     /// `ibv_dealloc_pd` on the parent domain. If it fails, the error is returned and the object dropped: its `Drop`
     /// tries once more and, failing again, leaks the C object (nothing is freed that the
     /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
@@ -267,10 +291,7 @@ impl<'pd> ParentDomain<'pd> {
     /// parent.destroy()?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn destroy(self) -> Result<()> {
-        Ok(self.try_destroy()?)
-    }
-
+    try_destroy:
     /// `ibv_dealloc_pd` on the parent domain. On failure the object comes back inside the error, still alive.
     ///
     /// # Errors
@@ -284,38 +305,6 @@ impl<'pd> ParentDomain<'pd> {
     /// parent.try_destroy().map_err(|e| e.error)?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
-        destroy(self)
-    }
-}
-
-impl Destroy for ParentDomain<'_> {
-    unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        // SAFETY: a live parent domain, deallocated once with success (`destroy_raw`'s
-        // contract). A CQ still using it (leaked, or queued to a batch's end) makes the dealloc
-        // fail with EBUSY.
-        unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
-            .map_err(|e| Error::os(Verb::DeallocPd, e))
-    }
-    fn leftover(&self) -> Leftover {
-        Node::leftover(self.node)
-    }
-}
-
-impl Drop for ParentDomain<'_> {
-    fn drop(&mut self) {
-        let pd = self.as_raw();
-        // SAFETY: dropped once: a live parent domain of its context and its node, deallocated
-        // and freed once by `dealloc`.
-        unsafe {
-            crate::object::drop_or_queue(
-                (*pd).context,
-                pd.cast(),
-                self.node.as_ptr().cast(),
-                dealloc,
-            )
-        }
-    }
 }
 
 crate::object::debug_handle!(Pd<'a>);

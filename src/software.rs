@@ -217,6 +217,17 @@ pub struct InjectedCompletion {
     cqe: Cqe,
 }
 
+/// Setters of fields written as given: `name: type`, each with its docs.
+macro_rules! field_setters {
+    ($($(#[$doc:meta])* $f:ident: $t:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $f(mut self, v: $t) -> Self {
+            self.cqe.$f = v;
+            self
+        }
+    )*};
+}
+
 impl InjectedCompletion {
     /// A successful completion of work request `wr_id` with `opcode`.
     ///
@@ -305,33 +316,29 @@ impl InjectedCompletion {
             (self.cqe.wc_flags | crate::ffi::IBV_WC_WITH_INV) & !crate::ffi::IBV_WC_WITH_IMM;
         self
     }
-    /// Sets `qp_num`.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
-    /// # let ctx = Context::open("sw0")?;
-    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).qp_num(12))?;
-    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").qp_num(), 12))?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn qp_num(mut self, v: u32) -> Self {
-        self.cqe.qp_num = v;
-        self
-    }
-    /// Sets `src_qp`.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
-    /// # let ctx = Context::open("sw0")?;
-    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).src_qp(34))?;
-    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").src_qp(), 34))?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn src_qp(mut self, v: u32) -> Self {
-        self.cqe.src_qp = v;
-        self
+    field_setters! {
+        /// Sets `qp_num`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).qp_num(12))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").qp_num(), 12))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        qp_num: u32;
+        /// Sets `src_qp`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).src_qp(34))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").src_qp(), 34))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        src_qp: u32;
     }
     /// Sets `slid`.
     ///
@@ -347,104 +354,85 @@ impl InjectedCompletion {
         self.cqe.slid = v.into();
         self
     }
-    /// Sets `sl`.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
-    /// # let ctx = Context::open("sw0")?;
-    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).sl(2))?;
-    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").sl(), 2))?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn sl(mut self, v: u8) -> Self {
-        self.cqe.sl = v;
-        self
-    }
-    /// Sets `dlid_path_bits`.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
-    /// # let ctx = Context::open("sw0")?;
-    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).dlid_path_bits(1))?;
-    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").dlid_path_bits(), 1))?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn dlid_path_bits(mut self, v: u8) -> Self {
-        self.cqe.dlid_path_bits = v;
-        self
-    }
-    /// Sets `pkey_index`.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
-    /// # let ctx = Context::open("sw0")?;
-    /// let cq = Cq::builder(&ctx).cqe(4).build()?; // the legacy ibv_wc has pkey_index
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).pkey_index(3))?;
-    /// let mut wc = [const { WorkCompletion::new() }; 1];
-    /// assert_eq!(cq.poll(&mut wc)?[0].success().unwrap().pkey_index(), 3);
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn pkey_index(mut self, v: u16) -> Self {
-        self.cqe.pkey_index = v;
-        self
-    }
-    /// Sets the device timestamp (HCA clock units).
-    ///
-    /// ```
-    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
-    /// # let ctx = Context::open("sw0")?;
-    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_ts(99))?;
-    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_ts(), 99))?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn completion_ts(mut self, v: u64) -> Self {
-        self.cqe.completion_ts = v;
-        self
-    }
-    /// Sets the wall-clock timestamp in nanoseconds.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
-    /// # let ctx = Context::open("sw0")?;
-    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_wallclock_ns(1_000_000))?;
-    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_wallclock_ns(), 1_000_000))?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn completion_wallclock_ns(mut self, v: u64) -> Self {
-        self.cqe.completion_wallclock_ns = v;
-        self
-    }
-    /// Sets `cvlan`.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
-    /// # let ctx = Context::open("sw0")?;
-    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).cvlan(10))?;
-    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").cvlan(), 10))?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn cvlan(mut self, v: u16) -> Self {
-        self.cqe.cvlan = v;
-        self
-    }
-    /// Sets `flow_tag`.
-    ///
-    /// ```
-    /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
-    /// # let ctx = Context::open("sw0")?;
-    /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
-    /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).flow_tag(77))?;
-    /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").flow_tag(), 77))?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn flow_tag(mut self, v: u32) -> Self {
-        self.cqe.flow_tag = v;
-        self
+    field_setters! {
+        /// Sets `sl`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).sl(2))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").sl(), 2))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        sl: u8;
+        /// Sets `dlid_path_bits`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).dlid_path_bits(1))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").dlid_path_bits(), 1))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        dlid_path_bits: u8;
+        /// Sets `pkey_index`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+        /// # let ctx = Context::open("sw0")?;
+        /// let cq = Cq::builder(&ctx).cqe(4).build()?; // the legacy ibv_wc has pkey_index
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).pkey_index(3))?;
+        /// let mut wc = [const { WorkCompletion::new() }; 1];
+        /// assert_eq!(cq.poll(&mut wc)?[0].success().unwrap().pkey_index(), 3);
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        pkey_index: u16;
+        /// Sets the device timestamp (HCA clock units).
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_ts(99))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_ts(), 99))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        completion_ts: u64;
+        /// Sets the wall-clock timestamp in nanoseconds.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).completion_wallclock_ns(1_000_000))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").completion_wallclock_ns(), 1_000_000))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        completion_wallclock_ns: u64;
+        /// Sets `cvlan`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).cvlan(10))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").cvlan(), 10))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        cvlan: u16;
+        /// Sets `flow_tag`.
+        ///
+        /// ```
+        /// # use typed_verbs::{software, AllFields, Context, CqEx, InjectedCompletion, WcOpcode, WcStatus};
+        /// # let ctx = Context::open("sw0")?;
+        /// # let mut cq = CqEx::<AllFields>::builder(&ctx).cqe(4).build()?;
+        /// software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).flow_tag(77))?;
+        /// cq.poll_batch(|b| assert_eq!(b.completion().result().expect("success").flow_tag(), 77))?;
+        /// # Ok::<(), typed_verbs::Error>(())
+        /// ```
+        flow_tag: u32;
     }
     /// Sets the completion's `IBV_WC_GRH` flag (a UD receive whose buffer starts with a GRH).
     ///

@@ -425,33 +425,22 @@ impl ConnectRequest<Tcp> {
         param: &ConnParam<'_>,
         timeout: Duration,
     ) -> Result<Connection<'a, Tcp, R, S, C, SGE>> {
-        let c = param.c_param(
-            Verb::Accept,
-            Tcp::MAX_ACCEPT_DATA,
-            qp.qp_num(),
-            uses_srq::<R>(),
-        )?;
-        check_device(&self.id, Verb::Accept, qp.as_raw())?;
-        let qp = qp_to_init::<Tcp, R, S, C, St, SGE>(&self.id, qp)?;
-        let qp = qp_up::<Tcp, R, S, C, SGE>(&self.id, qp)?;
-        let mut c = c;
-        // SAFETY: a live id from a connect request; `c` and its private data valid for the
-        // call (copied).
-        unsafe { self.id.chan.cm.accept(self.id.as_ptr(), &mut c) }
-            .map_err(|e| Error::os(Verb::Accept, e))?;
-        self.id.reject_on_drop = false;
+        let qp = self.accept_qp(qp, param, uses_srq::<R>())?;
         let ev = self.id.expect_event(Verb::Accept, timeout)?;
+        self.established(qp, ev)
+    }
+
+    /// The end of an RC accept, once its event `ev` came: `RDMA_CM_EVENT_ESTABLISHED`, the
+    /// connection; any other event, its error.
+    pub(super) fn established<'a, R: RecvSide, S: Threading, C, const SGE: usize>(
+        self,
+        qp: Qp<'a, Rc, R, S, C, Rts, SGE>,
+        ev: Copied,
+    ) -> Result<Connection<'a, Tcp, R, S, C, SGE>> {
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ESTABLISHED {
             return Err(event_error(Verb::Accept, ev));
         }
-        Ok(Connection {
-            qp,
-            id: self.id,
-            private_data: self.private_data,
-            param: self.param,
-            ud_peer: None,
-            _m: PhantomData,
-        })
+        Ok(self.into_connection(qp))
     }
 }
 
@@ -475,25 +464,51 @@ impl ConnectRequest<Udp> {
         qp: Qp<'a, Ud, R, S, C, St, SGE>,
         param: &ConnParam<'_>,
     ) -> Result<Connection<'a, Udp, R, S, C, SGE>> {
-        let mut c = param.c_param(Verb::Accept, Udp::MAX_ACCEPT_DATA, qp.qp_num(), false)?;
-        check_device(&self.id, Verb::Accept, qp.as_raw())?;
-        let qp = qp_to_init::<Udp, R, S, C, St, SGE>(&self.id, qp)?;
-        let qp = qp_up::<Udp, R, S, C, SGE>(&self.id, qp)?;
         // The SIDR reply carries the id's Q_Key (the kernel's `cma_set_qkey`: RDMA_UDP_QKEY in
         // RDMA_PS_UDP), which `rdma_init_qp_attr` gave the QP in INIT: `struct
         // rdma_conn_param` has no Q_Key field.
-        // SAFETY: a live id from a connect request; `c` valid for the call.
+        let qp = self.accept_qp(qp, param, false)?;
+        Ok(self.into_connection(qp))
+    }
+}
+
+impl<P: PortSpace> ConnectRequest<P> {
+    /// An accept's steps up to and with `rdma_accept`, the same for RC (before its wait for
+    /// ESTABLISHED, blocking or awaited) and UD: the checks before any call, the QP to INIT,
+    /// RTR and RTS with the request's attributes, `rdma_accept`. After the call the request's
+    /// id is no longer rejected when dropped.
+    pub(super) fn accept_qp<'a, R: RecvSide, S: Threading, C, St: CmQpStart, const SGE: usize>(
+        &mut self,
+        qp: CmQp<'a, P, R, S, C, St, SGE>,
+        param: &ConnParam<'_>,
+        srq: bool,
+    ) -> Result<CmQp<'a, P, R, S, C, Rts, SGE>> {
+        let mut c = param.c_param(Verb::Accept, P::MAX_ACCEPT_DATA, qp.qp_num(), srq)?;
+        check_device(&self.id, Verb::Accept, qp.as_raw())?;
+        let qp = qp_to_init::<P, R, S, C, St, SGE>(&self.id, qp)?;
+        let qp = qp_up::<P, R, S, C, SGE>(&self.id, qp)?;
+        // SAFETY: a live id from a connect request; `c` and its private data valid for the
+        // call (copied).
         unsafe { self.id.chan.cm.accept(self.id.as_ptr(), &mut c) }
             .map_err(|e| Error::os(Verb::Accept, e))?;
         self.id.reject_on_drop = false;
-        Ok(Connection {
+        Ok(qp)
+    }
+
+    /// The connection of an accepted request: its QP, its id, and the peer's private data
+    /// and parameters from the request.
+    fn into_connection<'a, R: RecvSide, S: Threading, C, const SGE: usize>(
+        self,
+        qp: CmQp<'a, P, R, S, C, Rts, SGE>,
+    ) -> Connection<'a, P, R, S, C, SGE> {
+        Connection {
             qp,
             id: self.id,
             private_data: self.private_data,
             param: self.param,
             ud_peer: None,
             _m: PhantomData,
-        })
+        }
     }
 }
 
@@ -556,6 +571,22 @@ impl<S: IdState> CmId<Tcp, S> {
     where
         S: CanConnect,
     {
+        let qp = self.connect_qp(qp, param)?;
+        let ev = self.id.expect_event(Verb::Connect, timeout)?;
+        self.connected(qp, ev)
+    }
+
+    /// An RC connect's steps up to and with `rdma_connect`, before its wait for the connect
+    /// response (blocking or awaited): the checks before any call, the QP to INIT,
+    /// `rdma_connect`.
+    pub(super) fn connect_qp<'a, R: RecvSide, Th: Threading, C, St: CmQpStart, const SGE: usize>(
+        &self,
+        qp: Qp<'a, Rc, R, Th, C, St, SGE>,
+        param: &ConnParam<'_>,
+    ) -> Result<Qp<'a, Rc, R, Th, C, Init, SGE>>
+    where
+        S: CanConnect,
+    {
         let mut c = param.c_param(
             Verb::Connect,
             Tcp::MAX_CONNECT_DATA,
@@ -568,7 +599,17 @@ impl<S: IdState> CmId<Tcp, S> {
         // call (copied).
         unsafe { self.id.chan.cm.connect(self.as_raw(), &mut c) }
             .map_err(|e| Error::os(Verb::Connect, e))?;
-        let ev = self.id.expect_event(Verb::Connect, timeout)?;
+        Ok(qp)
+    }
+
+    /// The end of an RC connect, once its event `ev` came: on
+    /// `RDMA_CM_EVENT_CONNECT_RESPONSE`, the QP to RTR and RTS with the id's attributes and
+    /// `rdma_establish`; any other event, its error.
+    pub(super) fn connected<'a, R: RecvSide, Th: Threading, C, const SGE: usize>(
+        self,
+        qp: Qp<'a, Rc, R, Th, C, Init, SGE>,
+        ev: Copied,
+    ) -> Result<Connection<'a, Tcp, R, Th, C, SGE>> {
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_RESPONSE {
             return Err(event_error(Verb::Connect, ev));
         }

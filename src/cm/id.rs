@@ -248,6 +248,32 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
         }
     }
 
+    /// Waits for the event of a resolution `verb` started with the CM's `timeout` (and the
+    /// crate's slack), as [`resolved`](Self::resolved) takes it.
+    fn wait_resolved<S2: IdState>(
+        self,
+        verb: Verb,
+        kind: sys::rdma_cm_event_type::Type,
+        timeout: Duration,
+    ) -> Result<CmId<P, S2>> {
+        let ev = self.id.expect_event(verb, timeout.saturating_add(SLACK))?;
+        self.resolved(verb, kind, ev)
+    }
+
+    /// The end of a resolution `verb` once its event `ev` came: the id in its next state when
+    /// `ev` is the `kind` that means success; any other event, its error.
+    pub(super) fn resolved<S2: IdState>(
+        self,
+        verb: Verb,
+        kind: sys::rdma_cm_event_type::Type,
+        ev: Copied,
+    ) -> Result<CmId<P, S2>> {
+        if ev.kind != kind {
+            return Err(event_error(verb, ev));
+        }
+        Ok(self.retype())
+    }
+
     /// The local address (`id->route.addr.src_addr`), once bound or resolved.
     ///
     /// ```
@@ -307,6 +333,13 @@ fn wait_ms(timeout: Duration) -> i32 {
 /// How long the crate waits for an event beyond the CM's own timeout: the CM's error event
 /// (with its status) is the answer when the CM gives one.
 const SLACK: Duration = Duration::from_secs(2);
+
+/// The event that ends `rdma_resolve_addr` with success.
+pub(super) const ADDR_RESOLVED: sys::rdma_cm_event_type::Type =
+    sys::rdma_cm_event_type::RDMA_CM_EVENT_ADDR_RESOLVED;
+/// The event that ends `rdma_resolve_route` with success.
+pub(super) const ROUTE_RESOLVED: sys::rdma_cm_event_type::Type =
+    sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED;
 
 /// An error event (or one another verb did not expect) as the error of `verb`.
 pub(super) fn event_error(verb: Verb, ev: Copied) -> Error {
@@ -418,13 +451,7 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
         S: CanResolveAddr,
     {
         self.start_resolve_addr(src, dst, timeout)?;
-        let ev = self
-            .id
-            .expect_event(Verb::ResolveAddr, timeout.saturating_add(SLACK))?;
-        if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ADDR_RESOLVED {
-            return Err(event_error(Verb::ResolveAddr, ev));
-        }
-        Ok(self.retype())
+        self.wait_resolved(Verb::ResolveAddr, ADDR_RESOLVED, timeout)
     }
 }
 
@@ -465,13 +492,7 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
         S: CanResolveRoute,
     {
         self.start_resolve_route(timeout)?;
-        let ev = self
-            .id
-            .expect_event(Verb::ResolveRoute, timeout.saturating_add(SLACK))?;
-        if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED {
-            return Err(event_error(Verb::ResolveRoute, ev));
-        }
-        Ok(self.retype())
+        self.wait_resolved(Verb::ResolveRoute, ROUTE_RESOLVED, timeout)
     }
 }
 

@@ -151,10 +151,7 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     {
         self.start_resolve_addr(src, dst, timeout)?;
         let ev = self.id.next_async().await?;
-        if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ADDR_RESOLVED {
-            return Err(event_error(Verb::ResolveAddr, ev));
-        }
-        Ok(self.retype())
+        self.resolved(Verb::ResolveAddr, ADDR_RESOLVED, ev)
     }
 }
 
@@ -184,10 +181,7 @@ impl<P: PortSpace, S: IdState> CmId<P, S> {
     {
         self.start_resolve_route(timeout)?;
         let ev = self.id.next_async().await?;
-        if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ROUTE_RESOLVED {
-            return Err(event_error(Verb::ResolveRoute, ev));
-        }
-        Ok(self.retype())
+        self.resolved(Verb::ResolveRoute, ROUTE_RESOLVED, ev)
     }
 }
 
@@ -237,36 +231,11 @@ impl ConnectRequest<Tcp> {
         qp: Qp<'a, Rc, R, S, C, St, SGE>,
         param: &ConnParam<'_>,
     ) -> Result<Connection<'a, Tcp, R, S, C, SGE>> {
-        // The C parameters (raw pointers) do not live across the await: the future is
-        // `Send` when the QP is.
-        let qp = {
-            let mut c = param.c_param(
-                Verb::Accept,
-                Tcp::MAX_ACCEPT_DATA,
-                qp.qp_num(),
-                uses_srq::<R>(),
-            )?;
-            check_device(&self.id, Verb::Accept, qp.as_raw())?;
-            let qp = qp_to_init::<Tcp, R, S, C, St, SGE>(&self.id, qp)?;
-            let qp = qp_up::<Tcp, R, S, C, SGE>(&self.id, qp)?;
-            // SAFETY: a live id from a connect request; `c` valid for the call.
-            unsafe { self.id.chan.cm.accept(self.id.as_ptr(), &mut c) }
-                .map_err(|e| Error::os(Verb::Accept, e))?;
-            qp
-        };
-        self.id.reject_on_drop = false;
+        // The C parameters (raw pointers) do not live across the await (they are
+        // `accept_qp`'s): the future is `Send` when the QP is.
+        let qp = self.accept_qp(qp, param, uses_srq::<R>())?;
         let ev = self.id.next_async().await?;
-        if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_ESTABLISHED {
-            return Err(event_error(Verb::Accept, ev));
-        }
-        Ok(Connection {
-            qp,
-            id: self.id,
-            private_data: self.private_data,
-            param: self.param,
-            ud_peer: None,
-            _m: PhantomData,
-        })
+        self.established(qp, ev)
     }
 }
 
@@ -292,37 +261,9 @@ impl<S: IdState> CmId<Tcp, S> {
         S: CanConnect,
     {
         // As accept_async: no raw pointer across the await.
-        let qp = {
-            let mut c = param.c_param(
-                Verb::Connect,
-                Tcp::MAX_CONNECT_DATA,
-                qp.qp_num(),
-                uses_srq::<R>(),
-            )?;
-            check_device(&self.id, Verb::Connect, qp.as_raw())?;
-            let qp = qp_to_init::<Tcp, R, Th, C, St, SGE>(&self.id, qp)?;
-            // SAFETY: a live id with its route resolved; `c` valid for the call.
-            unsafe { self.id.chan.cm.connect(self.as_raw(), &mut c) }
-                .map_err(|e| Error::os(Verb::Connect, e))?;
-            qp
-        };
+        let qp = self.connect_qp(qp, param)?;
         let ev = self.id.next_async().await?;
-        if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_RESPONSE {
-            return Err(event_error(Verb::Connect, ev));
-        }
-        qp_reinit(&self.id, &qp)?;
-        let qp = qp_up::<Tcp, R, Th, C, SGE>(&self.id, qp)?;
-        // SAFETY: a live id after its connect response, without a librdmacm QP.
-        unsafe { self.id.chan.cm.establish(self.as_raw()) }
-            .map_err(|e| Error::os(Verb::Establish, e))?;
-        Ok(Connection {
-            qp,
-            id: self.id,
-            private_data: ev.private_data,
-            param: ev.conn,
-            ud_peer: None,
-            _m: PhantomData,
-        })
+        self.connected(qp, ev)
     }
 }
 

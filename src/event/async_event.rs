@@ -287,15 +287,14 @@ impl AsyncEvent {
         // SAFETY: caller's contract: the union member read is the one the event type names,
         // and a named QP is live until the event is acked.
         unsafe {
-            let qp = || {
+            // A QP's event: `make` applied to the QP, and the QP's address.
+            let qp = |make: fn(QpRef) -> AsyncEvent| {
                 let p = ev.element.qp;
-                (
-                    QpRef {
-                        qp_num: (*p).qp_num,
-                        raw: p as usize,
-                    },
-                    p as usize,
-                )
+                let q = QpRef {
+                    qp_num: (*p).qp_num,
+                    raw: p as usize,
+                };
+                (make(q), p as usize)
             };
             let port = || ev.element.port_num.clamp(0, 255) as u8;
             let srq = || ev.element.srq as usize;
@@ -304,38 +303,14 @@ impl AsyncEvent {
                     let p = ev.element.cq as usize;
                     (AsyncEvent::CqErr(CqRef(p)), p)
                 }
-                QP_FATAL => {
-                    let (q, p) = qp();
-                    (AsyncEvent::QpFatal(q), p)
-                }
-                QP_REQ_ERR => {
-                    let (q, p) = qp();
-                    (AsyncEvent::QpReqErr(q), p)
-                }
-                QP_ACCESS_ERR => {
-                    let (q, p) = qp();
-                    (AsyncEvent::QpAccessErr(q), p)
-                }
-                COMM_EST => {
-                    let (q, p) = qp();
-                    (AsyncEvent::CommEst(q), p)
-                }
-                SQ_DRAINED => {
-                    let (q, p) = qp();
-                    (AsyncEvent::SqDrained(q), p)
-                }
-                PATH_MIG => {
-                    let (q, p) = qp();
-                    (AsyncEvent::PathMig(q), p)
-                }
-                PATH_MIG_ERR => {
-                    let (q, p) = qp();
-                    (AsyncEvent::PathMigErr(q), p)
-                }
-                QP_LAST_WQE_REACHED => {
-                    let (q, p) = qp();
-                    (AsyncEvent::LastWqeReached(q), p)
-                }
+                QP_FATAL => qp(AsyncEvent::QpFatal),
+                QP_REQ_ERR => qp(AsyncEvent::QpReqErr),
+                QP_ACCESS_ERR => qp(AsyncEvent::QpAccessErr),
+                COMM_EST => qp(AsyncEvent::CommEst),
+                SQ_DRAINED => qp(AsyncEvent::SqDrained),
+                PATH_MIG => qp(AsyncEvent::PathMig),
+                PATH_MIG_ERR => qp(AsyncEvent::PathMigErr),
+                QP_LAST_WQE_REACHED => qp(AsyncEvent::LastWqeReached),
                 SRQ_ERR => (AsyncEvent::SrqErr(SrqRef(srq())), srq()),
                 SRQ_LIMIT_REACHED => (AsyncEvent::SrqLimitReached(SrqRef(srq())), srq()),
                 PORT_ACTIVE => (AsyncEvent::PortActive(port()), 0),

@@ -84,6 +84,70 @@ pub trait OwnedBuf: Memory + give_back::IntoRaw + Send {}
 /// leaked (it stays allocated; nothing safe can reach it).
 fn leak_on_dereg_failure(_: &Error) {}
 
+/// An owned buffer ([`OwnedBuf`]): given back after deregistration by being put back together
+/// ([`give_back::IntoRaw`]) and dropped, leaked if deregistration failed.
+macro_rules! owned_buf {
+    ($t:ty) => {
+        impl give_back::Release for $t {
+            unsafe fn release(addr: *mut u8, len: usize) {
+                // SAFETY: the caller's contract.
+                drop(unsafe { <Self as give_back::IntoRaw>::from_raw(addr, len) })
+            }
+            fn dereg_failed(error: &Error) {
+                leak_on_dereg_failure(error)
+            }
+        }
+        impl Memory for $t {}
+        impl OwnedBuf for $t {}
+    };
+}
+
+/// A buffer that is its pointer `ptr` (never null) to the `len` initialised bytes it owns
+/// ([`PageBuf`], [`HugeBuf`]): its bytes as a slice, its `Debug` (the length), and its parts
+/// for registration.
+macro_rules! ptr_len_buf {
+    ($t:ident) => {
+        impl Deref for $t {
+            type Target = [u8];
+            fn deref(&self) -> &[u8] {
+                // SAFETY: `len` initialised bytes owned by `self` (a PageBuf's zeroed
+                // allocation, or a dangling empty slice; a HugeBuf's live mapping).
+                unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+            }
+        }
+
+        impl DerefMut for $t {
+            fn deref_mut(&mut self) -> &mut [u8] {
+                // SAFETY: as in `deref`, writable, borrowed mutably through `self`.
+                unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+            }
+        }
+
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($t))
+                    .field("len", &self.len)
+                    .finish_non_exhaustive()
+            }
+        }
+
+        impl give_back::IntoRaw for $t {
+            fn into_raw(self) -> (*mut u8, usize) {
+                let this = ManuallyDrop::new(self);
+                (this.ptr.as_ptr(), this.len)
+            }
+            unsafe fn from_raw(addr: *mut u8, len: usize) -> Self {
+                $t {
+                    // SAFETY: the caller's contract: the pointer of a buffer of this type
+                    // (`into_raw`), never null.
+                    ptr: unsafe { NonNull::new_unchecked(addr) },
+                    len,
+                }
+            }
+        }
+    };
+}
+
 /// The memory of a region registered inside [`Mr::scoped`]: a borrow of the caller's buffer for
 /// the scope. It cannot be made outside the crate.
 ///
@@ -206,21 +270,6 @@ impl PageBuf {
     }
 }
 
-impl Deref for PageBuf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: `len` initialised bytes owned by `self` (or a dangling empty slice).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl DerefMut for PageBuf {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `deref`, borrowed mutably through `self`.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
 impl Drop for PageBuf {
     fn drop(&mut self) {
         if self.len > 0 {
@@ -231,38 +280,8 @@ impl Drop for PageBuf {
     }
 }
 
-impl std::fmt::Debug for PageBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PageBuf")
-            .field("len", &self.len)
-            .finish_non_exhaustive()
-    }
-}
-
-impl give_back::Release for PageBuf {
-    unsafe fn release(addr: *mut u8, len: usize) {
-        // SAFETY: the caller's contract.
-        drop(unsafe { <Self as give_back::IntoRaw>::from_raw(addr, len) })
-    }
-    fn dereg_failed(error: &Error) {
-        leak_on_dereg_failure(error)
-    }
-}
-impl give_back::IntoRaw for PageBuf {
-    fn into_raw(self) -> (*mut u8, usize) {
-        let this = ManuallyDrop::new(self);
-        (this.ptr.as_ptr(), this.len)
-    }
-    unsafe fn from_raw(addr: *mut u8, len: usize) -> Self {
-        PageBuf {
-            // SAFETY: the caller's contract: the pointer of a PageBuf, never null.
-            ptr: unsafe { NonNull::new_unchecked(addr) },
-            len,
-        }
-    }
-}
-impl Memory for PageBuf {}
-impl OwnedBuf for PageBuf {}
+ptr_len_buf!(PageBuf);
+owned_buf!(PageBuf);
 
 /// Zeroed memory backed by huge pages: an anonymous `mmap` with `MAP_HUGETLB`, of the system's
 /// default huge page size, where the OS provides them. Its length is the requested one rounded
@@ -386,21 +405,6 @@ impl HugeBuf {
     }
 }
 
-impl Deref for HugeBuf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: a live mapping of `len` readable bytes owned by `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl DerefMut for HugeBuf {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `deref`, writable, borrowed mutably through `self`.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
 impl Drop for HugeBuf {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, unmapped once; a failure (impossible for a whole
@@ -409,48 +413,9 @@ impl Drop for HugeBuf {
     }
 }
 
-impl std::fmt::Debug for HugeBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HugeBuf")
-            .field("len", &self.len)
-            .finish_non_exhaustive()
-    }
-}
+ptr_len_buf!(HugeBuf);
+owned_buf!(HugeBuf);
 
-impl give_back::Release for HugeBuf {
-    unsafe fn release(addr: *mut u8, len: usize) {
-        // SAFETY: the caller's contract.
-        drop(unsafe { <Self as give_back::IntoRaw>::from_raw(addr, len) })
-    }
-    fn dereg_failed(error: &Error) {
-        leak_on_dereg_failure(error)
-    }
-}
-impl give_back::IntoRaw for HugeBuf {
-    fn into_raw(self) -> (*mut u8, usize) {
-        let this = ManuallyDrop::new(self);
-        (this.ptr.as_ptr(), this.len)
-    }
-    unsafe fn from_raw(addr: *mut u8, len: usize) -> Self {
-        HugeBuf {
-            // SAFETY: the caller's contract: the pointer of a mapping, never null.
-            ptr: unsafe { NonNull::new_unchecked(addr) },
-            len,
-        }
-    }
-}
-impl Memory for HugeBuf {}
-impl OwnedBuf for HugeBuf {}
-
-impl give_back::Release for Box<[u8]> {
-    unsafe fn release(addr: *mut u8, len: usize) {
-        // SAFETY: the caller's contract.
-        drop(unsafe { <Self as give_back::IntoRaw>::from_raw(addr, len) })
-    }
-    fn dereg_failed(error: &Error) {
-        leak_on_dereg_failure(error)
-    }
-}
 impl give_back::IntoRaw for Box<[u8]> {
     fn into_raw(self) -> (*mut u8, usize) {
         let len = self.len();
@@ -461,18 +426,8 @@ impl give_back::IntoRaw for Box<[u8]> {
         unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(addr, len)) }
     }
 }
-impl Memory for Box<[u8]> {}
-impl OwnedBuf for Box<[u8]> {}
+owned_buf!(Box<[u8]>);
 
-impl give_back::Release for Vec<u8> {
-    unsafe fn release(addr: *mut u8, len: usize) {
-        // SAFETY: the caller's contract.
-        drop(unsafe { <Box<[u8]> as give_back::IntoRaw>::from_raw(addr, len) })
-    }
-    fn dereg_failed(error: &Error) {
-        leak_on_dereg_failure(error)
-    }
-}
 impl give_back::IntoRaw for Vec<u8> {
     /// Registered as a `Box<[u8]>`: capacity equal to length, so the region's address and
     /// length are all that is needed to give it back.
@@ -484,5 +439,4 @@ impl give_back::IntoRaw for Vec<u8> {
         unsafe { <Box<[u8]> as give_back::IntoRaw>::from_raw(addr, len) }.into_vec()
     }
 }
-impl Memory for Vec<u8> {}
-impl OwnedBuf for Vec<u8> {}
+owned_buf!(Vec<u8>);

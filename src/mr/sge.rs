@@ -214,32 +214,26 @@ impl LocalWriteList for &Sge<'_, Yes> {}
 pub trait OneSgeIsNotAList<const CAP: usize>: Sealed {}
 impl<W: Bit> SealedSgeList for Sge<'_, W> {}
 impl<W: Bit> SealedSgeList for &Sge<'_, W> {}
-impl<'m, W: Bit, const CAP: usize> SgeList<CAP> for Sge<'m, W>
-where
-    Sge<'m, W>: OneSgeIsNotAList<CAP>,
-{
-    const FITS: bool = false;
-    type LocalWrite = W;
-    fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
-    where
-        Self: 'x,
-    {
-        unreachable!("no type implements OneSgeIsNotAList")
-    }
+/// The `SgeList` impls of a single SGE, by value or by reference: never applying, as their
+/// bound is implemented by nothing, so nothing calls `into_slice`.
+macro_rules! one_sge_is_not_a_list {
+    ($($t:ty),*) => {$(
+        impl<'m, W: Bit, const CAP: usize> SgeList<CAP> for $t
+        where
+            Sge<'m, W>: OneSgeIsNotAList<CAP>,
+        {
+            const FITS: bool = false;
+            type LocalWrite = W;
+            fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
+            where
+                Self: 'x,
+            {
+                unreachable!("no type implements OneSgeIsNotAList")
+            }
+        }
+    )*};
 }
-impl<'m, W: Bit, const CAP: usize> SgeList<CAP> for &Sge<'m, W>
-where
-    Sge<'m, W>: OneSgeIsNotAList<CAP>,
-{
-    const FITS: bool = false;
-    type LocalWrite = W;
-    fn into_slice<'x>(self) -> &'x [Sge<'x, W>]
-    where
-        Self: 'x,
-    {
-        std::slice::from_ref(self)
-    }
-}
+one_sge_is_not_a_list!(Sge<'m, W>, &Sge<'m, W>);
 
 /// A scatter/gather element: part of a registered region (`struct ibv_sge`), borrowing the
 /// region for `'r`: the region cannot be destroyed, dropped, or (inside [`Mr::scoped`]) left

@@ -76,28 +76,19 @@ impl<'a, T: QpType> Qp<'a, T> {
         SC::Threading: JoinThreading<RC::Threading>,
     {
         let (pd, send_cq, recv_cq) = (pd.into_held(), send_cq.into_held(), recv_cq.into_held());
-        QpBuilder {
-            pd: pd.get().as_raw(),
-            send_cq: send_cq.get().as_raw_cq(),
-            recv_cq: recv_cq.get().as_raw_cq(),
-            srq: ptr::null_mut(),
-            cap: QpCap {
-                max_send_wr: 1,
-                max_recv_wr: 1,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-            user: (),
-            keep: [
+        QpBuilder::from_parts(
+            pd.get().as_raw(),
+            send_cq.get().as_raw_cq(),
+            recv_cq.get().as_raw_cq(),
+            ptr::null_mut(),
+            default_cap(1),
+            [
                 pd.into_keep(),
                 send_cq.into_keep(),
                 recv_cq.into_keep(),
                 Keep::NONE,
             ],
-            _m: PhantomData,
-        }
+        )
     }
 
     /// Starts building a QP of type `T` whose receives come from `srq`. Only RC and UD QPs may
@@ -126,28 +117,31 @@ impl<'a, T: QpType> Qp<'a, T> {
     {
         let (pd, send_cq, recv_cq) = (pd.into_held(), send_cq.into_held(), recv_cq.into_held());
         let srq = srq.into_held();
-        QpBuilder {
-            pd: pd.get().as_raw(),
-            send_cq: send_cq.get().as_raw_cq(),
-            recv_cq: recv_cq.get().as_raw_cq(),
-            srq: srq.get().as_raw(),
-            cap: QpCap {
-                max_send_wr: 1,
-                max_recv_wr: 0,
-                max_send_sge: 1,
-                max_recv_sge: 0,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-            user: (),
-            keep: [
+        QpBuilder::from_parts(
+            pd.get().as_raw(),
+            send_cq.get().as_raw_cq(),
+            recv_cq.get().as_raw_cq(),
+            srq.get().as_raw(),
+            default_cap(0),
+            [
                 pd.into_keep(),
                 send_cq.into_keep(),
                 recv_cq.into_keep(),
                 srq.into_keep(),
             ],
-            _m: PhantomData,
-        }
+        )
+    }
+}
+
+/// A builder's caps until it is told otherwise: one send WR and SGE, `recv` receive WRs and
+/// SGEs (0 when receives come from an SRQ), no inline data.
+const fn default_cap(recv: u32) -> QpCap {
+    QpCap {
+        max_send_wr: 1,
+        max_recv_wr: recv,
+        max_send_sge: 1,
+        max_recv_sge: recv,
+        max_inline_data: 0,
     }
 }
 

@@ -336,11 +336,10 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
         T: ReliableOnly,
         &'s [Sge<'s>; 1]: SgeList<SGE>,
     {
-        let result = result.into_result();
-        Self::new(
+        Self::atomic(
             wr_id,
+            result,
             Op::CompareSwap(remote.addr().erase(), compare, swap),
-            Data::sgl(result.as_list()),
         )
     }
 
@@ -380,12 +379,16 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
         T: ReliableOnly,
         &'s [Sge<'s>; 1]: SgeList<SGE>,
     {
+        Self::atomic(wr_id, result, Op::FetchAdd(remote.addr().erase(), add))
+    }
+
+    /// An atomic `op` whose old value lands in `result`.
+    fn atomic(wr_id: u64, result: impl AtomicResultOf<'s>, op: Op) -> Self
+    where
+        &'s [Sge<'s>; 1]: SgeList<SGE>,
+    {
         let result = result.into_result();
-        Self::new(
-            wr_id,
-            Op::FetchAdd(remote.addr().erase(), add),
-            Data::sgl(result.as_list()),
-        )
+        Self::new(wr_id, op, Data::sgl(result.as_list()))
     }
 
     /// Asks for a completion of this request (`IBV_SEND_SIGNALED`); a QP created with
@@ -488,6 +491,15 @@ impl<'s, const SGE: usize> SendWr<'s, Ud, SGE> {
     }
 }
 
+/// The remote address of an RDMA write or read (`wr.rdma`).
+#[inline(always)]
+fn rdma(r: RemoteAddr<Untyped>) -> sys::rdma_t {
+    sys::rdma_t {
+        remote_addr: r.addr(),
+        rkey: r.rkey(),
+    }
+}
+
 impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     /// Checks what the QP's actual caps decide and fills `wr` (and `inline` for inline data,
     /// or as the valid, empty SGE array an empty list points at).
@@ -566,25 +578,16 @@ impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
             }
             Op::Write(r) => {
                 wr.opcode = IBV_WR_RDMA_WRITE;
-                wr.wr.rdma = sys::rdma_t {
-                    remote_addr: r.addr(),
-                    rkey: r.rkey(),
-                };
+                wr.wr.rdma = rdma(r);
             }
             Op::WriteImm(r, imm) => {
                 wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-                wr.wr.rdma = sys::rdma_t {
-                    remote_addr: r.addr(),
-                    rkey: r.rkey(),
-                };
+                wr.wr.rdma = rdma(r);
                 wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
             }
             Op::Read(r) => {
                 wr.opcode = IBV_WR_RDMA_READ;
-                wr.wr.rdma = sys::rdma_t {
-                    remote_addr: r.addr(),
-                    rkey: r.rkey(),
-                };
+                wr.wr.rdma = rdma(r);
             }
             Op::CompareSwap(r, compare, swap) => {
                 wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
@@ -679,31 +682,25 @@ pub trait WorkRequestFor<T: QpType, const SGE: usize>:
         inline: &mut sys::ibv_sge,
     ) -> Result<()>;
 }
-impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &SendWr<'_, T, SGE> {}
-impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &SendWr<'_, T, SGE> {
-    #[inline(always)]
-    unsafe fn fill(
-        self,
-        qp: *mut sys::ibv_qp,
-        caps: &crate::qp::QpCap,
-        wr: &mut sys::ibv_send_wr,
-        inline: &mut sys::ibv_sge,
-    ) -> Result<()> {
-        SendWr::fill(self, qp, caps, wr, inline)
-    }
+
+/// A work request for `T` QPs: `&SendWr`, and `&&SendWr`, where `wr` is already a `&SendWr`
+/// (`for wr in &wrs { qp.post_send(&wr) }`), which compiled when `post_send` took a `&SendWr`
+/// and the compiler dereferenced the argument to it.
+macro_rules! work_request_for {
+    ($($r:ty),*) => {$(
+        impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for $r {}
+        impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for $r {
+            #[inline(always)]
+            unsafe fn fill(
+                self,
+                qp: *mut sys::ibv_qp,
+                caps: &crate::qp::QpCap,
+                wr: &mut sys::ibv_send_wr,
+                inline: &mut sys::ibv_sge,
+            ) -> Result<()> {
+                SendWr::fill(self, qp, caps, wr, inline)
+            }
+        }
+    )*};
 }
-// `&wr` where `wr` is already a `&SendWr` (`for wr in &wrs { qp.post_send(&wr) }`), which
-// compiled when `post_send` took a `&SendWr` and the compiler dereferenced the argument to it.
-impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &&SendWr<'_, T, SGE> {}
-impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &&SendWr<'_, T, SGE> {
-    #[inline(always)]
-    unsafe fn fill(
-        self,
-        qp: *mut sys::ibv_qp,
-        caps: &crate::qp::QpCap,
-        wr: &mut sys::ibv_send_wr,
-        inline: &mut sys::ibv_sge,
-    ) -> Result<()> {
-        SendWr::fill(self, qp, caps, wr, inline)
-    }
-}
+work_request_for!(&SendWr<'_, T, SGE>, &&SendWr<'_, T, SGE>);

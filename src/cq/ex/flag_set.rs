@@ -40,47 +40,34 @@ pub enum WcFlagSet<
     const COMPLETION_TIMESTAMP_WALLCLOCK: bool,
 > {}
 
-impl<
-        const B: bool,
-        const I: bool,
-        const Q: bool,
-        const SQ: bool,
-        const SLID: bool,
-        const SL: bool,
-        const D: bool,
-        const TS: bool,
-        const CV: bool,
-        const FT: bool,
-        const WC: bool,
-    > sealed::Sealed for WcFlagSet<B, I, Q, SQ, SLID, SL, D, TS, CV, FT, WC>
-{
+/// Impls for every flag set: each trait's items, over the eleven flags as parameters.
+macro_rules! every_flag_set {
+    (@one [$($p:ident),*] $tr:path { $($body:tt)* }) => {
+        impl<$(const $p: bool),*> $tr for WcFlagSet<$($p),*> {
+            $($body)*
+        }
+    };
+    ($params:tt $($tr:path { $($body:tt)* })*) => {$(
+        every_flag_set!(@one $params $tr { $($body)* });
+    )*};
 }
 
-impl<
-        const B: bool,
-        const I: bool,
-        const Q: bool,
-        const SQ: bool,
-        const SLID: bool,
-        const SL: bool,
-        const D: bool,
-        const TS: bool,
-        const CV: bool,
-        const FT: bool,
-        const WC: bool,
-    > WcFlags for WcFlagSet<B, I, Q, SQ, SLID, SL, D, TS, CV, FT, WC>
-{
-    const BITS: u64 = (B as u64 * flags::BYTE_LEN)
-        | (I as u64 * flags::IMM)
-        | (Q as u64 * flags::QP_NUM)
-        | (SQ as u64 * flags::SRC_QP)
-        | (SLID as u64 * flags::SLID)
-        | (SL as u64 * flags::SL)
-        | (D as u64 * flags::DLID_PATH_BITS)
-        | (TS as u64 * flags::COMPLETION_TIMESTAMP)
-        | (CV as u64 * flags::CVLAN)
-        | (FT as u64 * flags::FLOW_TAG)
-        | (WC as u64 * flags::COMPLETION_TIMESTAMP_WALLCLOCK);
+every_flag_set! {
+    [B, I, Q, SQ, SLID, SL, D, TS, CV, FT, WC]
+    sealed::Sealed {}
+    WcFlags {
+        const BITS: u64 = (B as u64 * flags::BYTE_LEN)
+            | (I as u64 * flags::IMM)
+            | (Q as u64 * flags::QP_NUM)
+            | (SQ as u64 * flags::SRC_QP)
+            | (SLID as u64 * flags::SLID)
+            | (SL as u64 * flags::SL)
+            | (D as u64 * flags::DLID_PATH_BITS)
+            | (TS as u64 * flags::COMPLETION_TIMESTAMP)
+            | (CV as u64 * flags::CVLAN)
+            | (FT as u64 * flags::FLOW_TAG)
+            | (WC as u64 * flags::COMPLETION_TIMESTAMP_WALLCLOCK);
+    }
 }
 
 /// The standard set: the seven fields `ibv_poll_cq` returns (`IBV_WC_STANDARD_FLAGS`).

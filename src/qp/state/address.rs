@@ -113,16 +113,7 @@ impl Context {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
-        let cnt = self.attr().phys_port_cnt;
-        if port == 0 || port > cnt {
-            return Err(Error::range(
-                Verb::QueryGid,
-                "port_num",
-                port.into(),
-                1,
-                cnt.into(),
-            ));
-        }
+        self.check_port(Verb::QueryGid, port)?;
         let table = self.query_port(port)?.gid_tbl_len;
         let out = || {
             Error::range(

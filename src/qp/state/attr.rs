@@ -224,6 +224,21 @@ impl TransitionAttr for () {
     }
 }
 
+/// The check of an INIT transition's `port_num` and `pkey_index`, each when it is set: the port
+/// against the device's, the P_Key index against that port's table (or, without a port, every
+/// port's).
+fn port_and_pkey(
+    l: &checks::Limits,
+    port_num: Option<u8>,
+    pkey_index: Option<u16>,
+) -> checks::Check {
+    let port = port_num.map(|p| l.port("port_num", p)).transpose()?;
+    match pkey_index {
+        Some(i) => l.pkey_index("pkey_index", port.as_ref(), i),
+        None => Ok(()),
+    }
+}
+
 /// The names of a primary address vector's port and source GID index in `struct ibv_qp_attr`.
 const AV_NAMES: [&str; 2] = ["ah_attr.port_num", "ah_attr.grh.sgid_index"];
 
@@ -254,8 +269,7 @@ impl TransitionAttr for ConnectedInit {
         PORT | PKEY_INDEX | ACCESS_FLAGS
     }
     fn check(&self, l: &checks::Limits) -> checks::Check {
-        let port = l.port("port_num", self.port_num)?;
-        l.pkey_index("pkey_index", Some(&port), self.pkey_index)
+        port_and_pkey(l, Some(self.port_num), Some(self.pkey_index))
     }
 }
 
@@ -285,8 +299,7 @@ impl TransitionAttr for UdInit {
         PORT | PKEY_INDEX | QKEY
     }
     fn check(&self, l: &checks::Limits) -> checks::Check {
-        let port = l.port("port_num", self.port_num)?;
-        l.pkey_index("pkey_index", Some(&port), self.pkey_index)
+        port_and_pkey(l, Some(self.port_num), Some(self.pkey_index))
     }
 }
 
@@ -501,11 +514,7 @@ impl TransitionAttr for ConnectedInitModify {
         mask
     }
     fn check(&self, l: &checks::Limits) -> checks::Check {
-        let port = self.port_num.map(|p| l.port("port_num", p)).transpose()?;
-        match self.pkey_index {
-            Some(i) => l.pkey_index("pkey_index", port.as_ref(), i),
-            None => Ok(()),
-        }
+        port_and_pkey(l, self.port_num, self.pkey_index)
     }
 }
 
@@ -540,11 +549,7 @@ impl TransitionAttr for UdInitModify {
         mask
     }
     fn check(&self, l: &checks::Limits) -> checks::Check {
-        let port = self.port_num.map(|p| l.port("port_num", p)).transpose()?;
-        match self.pkey_index {
-            Some(i) => l.pkey_index("pkey_index", port.as_ref(), i),
-            None => Ok(()),
-        }
+        port_and_pkey(l, self.port_num, self.pkey_index)
     }
 }
 
