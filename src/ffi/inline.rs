@@ -55,6 +55,18 @@ macro_rules! verbs_get_ctx_op {
     };
 }
 
+/// A verb that only an extended context has, as verbs.h writes it: the provider's `op` called
+/// with the context and `attr`, or EOPNOTSUPP when the provider lacks it.
+macro_rules! extended_op {
+    ($ctx:expr, $op:ident, $attr:expr) => {
+        match verbs_get_ctx_op!($ctx, $op) {
+            // SAFETY: the provider's `$op`, called as verbs.h calls it.
+            Some(f) => Ok(unsafe { f($ctx, $attr) }),
+            None => Err(libc::EOPNOTSUPP),
+        }
+    };
+}
+
 /// verbs.h's `ibv_create_cq_ex`: NULL with errno, or EOPNOTSUPP when the provider lacks it.
 ///
 /// # Safety
@@ -63,11 +75,7 @@ pub(crate) unsafe fn ibv_create_cq_ex(
     ctx: *mut sys::ibv_context,
     attr: *mut sys::ibv_cq_init_attr_ex,
 ) -> Result<*mut sys::ibv_cq_ex, i32> {
-    match verbs_get_ctx_op!(ctx, create_cq_ex) {
-        // SAFETY: the provider's create_cq_ex, called as verbs.h calls it.
-        Some(f) => Ok(unsafe { f(ctx, attr) }),
-        None => Err(libc::EOPNOTSUPP),
-    }
+    extended_op!(ctx, create_cq_ex, attr)
 }
 
 /// verbs.h's `ibv_alloc_parent_domain`.
@@ -78,11 +86,7 @@ pub(crate) unsafe fn ibv_alloc_parent_domain(
     ctx: *mut sys::ibv_context,
     attr: *mut sys::ibv_parent_domain_init_attr,
 ) -> Result<*mut sys::ibv_pd, i32> {
-    match verbs_get_ctx_op!(ctx, alloc_parent_domain) {
-        // SAFETY: the provider's alloc_parent_domain, called as verbs.h calls it.
-        Some(f) => Ok(unsafe { f(ctx, attr) }),
-        None => Err(libc::EOPNOTSUPP),
-    }
+    extended_op!(ctx, alloc_parent_domain, attr)
 }
 
 /// verbs.h's `ibv_query_port` (`___ibv_query_port`): the provider's `query_port` with the size

@@ -35,39 +35,21 @@ check_layout!(ibv_send_wr {
     wr_id, next, sg_list, num_sge, opcode, send_flags,
     imm_data_invalidated_rkey_union => imm_data, wr, qp_type, bind_mw_tso_union => bind_mw
 });
-// The members of the `wr` union, which work requests fill.
-const_assert_eq!(
-    offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::rdma_t, remote_addr),
-    c::OFFSETOF_ibv_send_wr_rdma_remote_addr
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::rdma_t, rkey),
-    c::OFFSETOF_ibv_send_wr_rdma_rkey
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::atomic_t, compare_add),
-    c::OFFSETOF_ibv_send_wr_atomic_compare_add
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::atomic_t, swap),
-    c::OFFSETOF_ibv_send_wr_atomic_swap
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::atomic_t, rkey),
-    c::OFFSETOF_ibv_send_wr_atomic_rkey
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::ud_t, ah),
-    c::OFFSETOF_ibv_send_wr_ud_ah
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::ud_t, remote_qpn),
-    c::OFFSETOF_ibv_send_wr_ud_remote_qpn
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::ud_t, remote_qkey),
-    c::OFFSETOF_ibv_send_wr_ud_remote_qkey
-);
+// The members of the `wr` union, which work requests fill: `wr.$m.$f` of C is field `$f` of
+// rdma-sys's `$t`, at the union's offset.
+macro_rules! check_wr_member {
+    ($m:ident: $t:ident { $($f:ident),* }) => {
+        pastey::paste! {
+            $(const_assert_eq!(
+                offset_of!(sys::ibv_send_wr, wr) + offset_of!(sys::$t, $f),
+                c::[<OFFSETOF_ibv_send_wr_ $m _ $f>]
+            );)*
+        }
+    };
+}
+check_wr_member!(rdma: rdma_t { remote_addr, rkey });
+check_wr_member!(atomic: atomic_t { compare_add, swap, rkey });
+check_wr_member!(ud: ud_t { ah, remote_qpn, remote_qkey });
 check_layout!(ibv_recv_wr {
     next,
     sg_list,
@@ -156,22 +138,21 @@ check_layout!(rdma_cm_event {
     param
 });
 
+// Fields two structures have at the same offset.
+macro_rules! check_same_offsets {
+    ($a:ty, $b:ty { $($f:ident),* }) => {
+        $(const_assert_eq!(offset_of!($a, $f), offset_of!($b, $f));)*
+    };
+}
 // The legacy `ibv_cq` is the prefix of `ibv_cq_ex` (`ibv_cq_ex_to_cq` is a cast).
-const_assert_eq!(
-    offset_of!(sys::ibv_cq, cqe),
-    offset_of!(sys::ibv_cq_ex, cqe)
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_cq, context),
-    offset_of!(sys::ibv_cq_ex, context)
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_cq, cq_context),
-    offset_of!(sys::ibv_cq_ex, cq_context)
-);
-const_assert_eq!(
-    offset_of!(sys::ibv_cq, channel),
-    offset_of!(sys::ibv_cq_ex, channel)
+check_same_offsets!(
+    sys::ibv_cq,
+    sys::ibv_cq_ex {
+        cqe,
+        context,
+        cq_context,
+        channel
+    }
 );
 
 /// `struct ibv_async_event`, with `event_type` as the integer it is in C.
@@ -244,7 +225,4 @@ const_assert_eq!(
     size_of::<sys::ibv_async_event>(),
     size_of::<RawAsyncEvent>()
 );
-const_assert_eq!(
-    offset_of!(sys::ibv_async_event, event_type),
-    offset_of!(RawAsyncEvent, event_type)
-);
+check_same_offsets!(sys::ibv_async_event, RawAsyncEvent { event_type });

@@ -77,6 +77,32 @@ mod imp {
         client_request(HAPPENS_AFTER, sync as *const T as *const () as usize);
     }
 
+    /// One way of holding a parking_lot raw lock (`self.0`), annotated: its lock and a try-lock
+    /// that succeeds are an acquire after, its unlock a release before.
+    macro_rules! annotated {
+        ($lock:ident, $try_lock:ident, $unlock:ident) => {
+            fn $lock(&self) {
+                self.0.$lock();
+                acquire(self);
+            }
+
+            fn $try_lock(&self) -> bool {
+                let locked = self.0.$try_lock();
+                if locked {
+                    acquire(self);
+                }
+                locked
+            }
+
+            unsafe fn $unlock(&self) {
+                release(self);
+                // SAFETY: the caller's contract (the lock is held in this context, in this
+                // mode), which is the inner lock's.
+                unsafe { self.0.$unlock() }
+            }
+        };
+    }
+
     /// parking_lot's raw mutex, annotated.
     #[repr(transparent)]
     pub(crate) struct RawMutex(parking_lot::RawMutex);
@@ -88,24 +114,7 @@ mod imp {
         const INIT: Self = RawMutex(<parking_lot::RawMutex as lock_api::RawMutex>::INIT);
         type GuardMarker = <parking_lot::RawMutex as lock_api::RawMutex>::GuardMarker;
 
-        fn lock(&self) {
-            self.0.lock();
-            acquire(self);
-        }
-
-        fn try_lock(&self) -> bool {
-            let locked = self.0.try_lock();
-            if locked {
-                acquire(self);
-            }
-            locked
-        }
-
-        unsafe fn unlock(&self) {
-            release(self);
-            // SAFETY: the caller's contract (the lock is held in this context).
-            unsafe { self.0.unlock() }
-        }
+        annotated!(lock, try_lock, unlock);
     }
 
     /// parking_lot's raw reader-writer lock, annotated. A read unlock is a release too: what a
@@ -120,43 +129,9 @@ mod imp {
         const INIT: Self = RawRwLock(<parking_lot::RawRwLock as lock_api::RawRwLock>::INIT);
         type GuardMarker = <parking_lot::RawRwLock as lock_api::RawRwLock>::GuardMarker;
 
-        fn lock_shared(&self) {
-            self.0.lock_shared();
-            acquire(self);
-        }
+        annotated!(lock_shared, try_lock_shared, unlock_shared);
 
-        fn try_lock_shared(&self) -> bool {
-            let locked = self.0.try_lock_shared();
-            if locked {
-                acquire(self);
-            }
-            locked
-        }
-
-        unsafe fn unlock_shared(&self) {
-            release(self);
-            // SAFETY: the caller's contract.
-            unsafe { self.0.unlock_shared() }
-        }
-
-        fn lock_exclusive(&self) {
-            self.0.lock_exclusive();
-            acquire(self);
-        }
-
-        fn try_lock_exclusive(&self) -> bool {
-            let locked = self.0.try_lock_exclusive();
-            if locked {
-                acquire(self);
-            }
-            locked
-        }
-
-        unsafe fn unlock_exclusive(&self) {
-            release(self);
-            // SAFETY: the caller's contract.
-            unsafe { self.0.unlock_exclusive() }
-        }
+        annotated!(lock_exclusive, try_lock_exclusive, unlock_exclusive);
     }
 
     pub(crate) type RwLock<T> = lock_api::RwLock<RawRwLock, T>;

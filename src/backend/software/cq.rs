@@ -155,39 +155,32 @@ pub(super) unsafe fn create(
     // Only the fields the CQ was created for can be read; the others stay NULL, so reading one
     // is a loud failure rather than a garbage value.
     let has = |bit: u64| (legacy || a.wc_flags & bit != 0) && cfg.missing_readers & bit == 0;
-    if has(wcf::BYTE_LEN) {
-        ex.read_byte_len = Some(read_byte_len);
+    // Each reader is the field of `ibv_cq_ex` of its own name; a legacy CQ has none of the
+    // extended ones.
+    macro_rules! readers {
+        ($($bit:ident: $read:ident),*; extended: $($xbit:ident: $xread:ident),*) => {
+            $(if has(wcf::$bit) {
+                ex.$read = Some($read);
+            })*
+            $(if has(wcf::$xbit) && !legacy {
+                ex.$xread = Some($xread);
+            })*
+        };
     }
-    if has(wcf::IMM) {
-        ex.read_imm_data = Some(read_imm_data);
-    }
-    if has(wcf::QP_NUM) {
-        ex.read_qp_num = Some(read_qp_num);
-    }
-    if has(wcf::SRC_QP) {
-        ex.read_src_qp = Some(read_src_qp);
-    }
-    if has(wcf::SLID) {
-        ex.read_slid = Some(read_slid);
-    }
-    if has(wcf::SL) {
-        ex.read_sl = Some(read_sl);
-    }
-    if has(wcf::DLID_PATH_BITS) {
-        ex.read_dlid_path_bits = Some(read_dlid_path_bits);
-    }
-    if has(wcf::COMPLETION_TIMESTAMP) && !legacy {
-        ex.read_completion_ts = Some(read_completion_ts);
-    }
-    if has(wcf::COMPLETION_TIMESTAMP_WALLCLOCK) && !legacy {
-        ex.read_completion_wallclock_ns = Some(read_completion_wallclock_ns);
-    }
-    if has(wcf::CVLAN) && !legacy {
-        ex.read_cvlan = Some(read_cvlan);
-    }
-    if has(wcf::FLOW_TAG) && !legacy {
-        ex.read_flow_tag = Some(read_flow_tag);
-    }
+    readers!(
+        BYTE_LEN: read_byte_len,
+        IMM: read_imm_data,
+        QP_NUM: read_qp_num,
+        SRC_QP: read_src_qp,
+        SLID: read_slid,
+        SL: read_sl,
+        DLID_PATH_BITS: read_dlid_path_bits;
+        extended:
+        COMPLETION_TIMESTAMP: read_completion_ts,
+        COMPLETION_TIMESTAMP_WALLCLOCK: read_completion_wallclock_ns,
+        CVLAN: read_cvlan,
+        FLOW_TAG: read_flow_tag
+    );
     let cq = Box::new(SwCq {
         ex,
         ctx: ctx as *mut SwContext,

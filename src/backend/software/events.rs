@@ -77,21 +77,9 @@ impl<T> EventQueue<T> {
                     return Ok(v);
                 }
             }
-            // SAFETY: F_GETFL on our own open fd.
-            let flags = unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_GETFL) };
-            if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
-                return Err(libc::EAGAIN);
-            }
-            let mut p = libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd. Another reader may take the event first; then the loop
-            // waits again, as a second blocked read(2) would.
-            if unsafe { libc::poll(&mut p, 1, -1) } < 0 && last_errno() != libc::EINTR {
-                return Err(last_errno());
-            }
+            // Another reader may take the event first; then the loop waits again, as a second
+            // blocked read(2) would.
+            self.wait_readable()?;
         }
     }
 

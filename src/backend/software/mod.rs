@@ -873,6 +873,29 @@ pub(crate) fn port_gid() -> [u8; 16] {
     raw
 }
 
+/// The timers of a timer thread (the CM's TIMEWAIT timers, the RNR timers): (when, whose,
+/// which arming), a min-heap by time.
+type Due<K> = Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(std::time::Instant, K, u64)>>>;
+
+/// A timer thread's wait: sleeps on `wake` until the earliest timer in `due` is due, takes it
+/// out and returns whose it is and which arming. `due` is locked only inside (released while
+/// it sleeps, and on return), so the caller then takes its own locks alone.
+fn next_due<K: Ord + Copy>(due: &Due<K>, wake: &crate::ffi::sync::Condvar) -> (K, u64) {
+    let mut due = due.lock();
+    loop {
+        match due.peek() {
+            None => wake.wait(&mut due),
+            Some(&std::cmp::Reverse((at, k, n))) => {
+                if std::time::Instant::now() >= at {
+                    due.pop();
+                    return (k, n);
+                }
+                wake.wait_until(&mut due, at);
+            }
+        }
+    }
+}
+
 /// The software device's connection manager (rdma_cm within the process: the `cm` module).
 #[allow(dead_code)]
 pub(crate) fn cm() -> Option<&'static dyn super::CmPath> {

@@ -218,27 +218,8 @@ impl CmPath for SoftwareCm {
             let i = s.id(h);
             (i.ud, i.st)
         };
-        // librdmacm's ucma_valid_param: an RC id without a QP needs a param.
-        if param.is_null() && !ud {
-            return Err(libc::EINVAL);
-        }
-        // SAFETY: caller's contract: readable when not NULL.
-        let p = (!param.is_null()).then(|| unsafe { *param });
-        let max = max_rd_atom();
-        if let (Some(p), false) = (p, ud) {
-            if (p.responder_resources != MAX_DEPTH && p.responder_resources > max)
-                || (p.initiator_depth != MAX_DEPTH && p.initiator_depth > max)
-            {
-                return Err(libc::EINVAL);
-            }
-        }
-        if st != St::RouteResolved {
-            return Err(libc::EINVAL);
-        }
         // SAFETY: caller's contract.
-        let data = p.map_or(&[][..], |p| unsafe {
-            user_data(p.private_data, p.private_data_len)
-        });
+        let (p, max, data) = unsafe { checked_param(param, ud, st, St::RouteResolved) }?;
         let limit = if ud { SIDR_REQ_PRIVATE } else { REQ_PRIVATE } - CMA_HDR;
         if data.len() > limit {
             return Err(libc::EINVAL);
@@ -381,26 +362,8 @@ impl CmPath for SoftwareCm {
             let i = s.id(h);
             (i.ud, i.st, i.cm, i.peer)
         };
-        if param.is_null() && !ud {
-            return Err(libc::EINVAL);
-        }
-        // SAFETY: caller's contract: readable when not NULL.
-        let p = (!param.is_null()).then(|| unsafe { *param });
-        let max = max_rd_atom();
-        if let (Some(p), false) = (p, ud) {
-            if (p.responder_resources != MAX_DEPTH && p.responder_resources > max)
-                || (p.initiator_depth != MAX_DEPTH && p.initiator_depth > max)
-            {
-                return Err(libc::EINVAL);
-            }
-        }
-        if st != St::Connect {
-            return Err(libc::EINVAL);
-        }
         // SAFETY: caller's contract.
-        let data = p.map_or(&[][..], |p| unsafe {
-            user_data(p.private_data, p.private_data_len)
-        });
+        let (p, max, data) = unsafe { checked_param(param, ud, st, St::Connect) }?;
         if ud {
             if cm != Cm::SidrReqRcvd {
                 return Err(libc::EINVAL);
@@ -774,4 +737,40 @@ fn peer_ah() -> sys::ibv_ah_attr {
         is_global: 1,
         port_num: 1,
     }
+}
+
+/// The checks `rdma_connect` and `rdma_accept` make of their param, in their order: librdmacm's
+/// ucma_valid_param (an RC id without a QP needs a param), the depths within the device (0xff
+/// is the device's maximum), then the id's state `st`, which must be `want`. Returns the param
+/// (copied; `None` when NULL), the device's maximum depth and the private data.
+///
+/// # Safety
+/// `param` is NULL or readable, and its private data readable for its length.
+unsafe fn checked_param<'a>(
+    param: *mut sys::rdma_conn_param,
+    ud: bool,
+    st: St,
+    want: St,
+) -> Result<(Option<sys::rdma_conn_param>, u8, &'a [u8]), Errno> {
+    if param.is_null() && !ud {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: caller's contract: readable when not NULL.
+    let p = (!param.is_null()).then(|| unsafe { *param });
+    let max = max_rd_atom();
+    if let (Some(p), false) = (p, ud) {
+        if (p.responder_resources != MAX_DEPTH && p.responder_resources > max)
+            || (p.initiator_depth != MAX_DEPTH && p.initiator_depth > max)
+        {
+            return Err(libc::EINVAL);
+        }
+    }
+    if st != want {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: caller's contract.
+    let data = p.map_or(&[][..], |p| unsafe {
+        user_data(p.private_data, p.private_data_len)
+    });
+    Ok((p, max, data))
 }

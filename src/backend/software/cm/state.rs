@@ -61,36 +61,42 @@ impl State {
     /// A REJ from `from`'s side to its peer: REJECTED (status `reason`, 148 bytes of private
     /// data) where the peer is still connecting; the peer's CM goes idle.
     pub(super) fn send_rej(&mut self, peer: u64, reason: i32, data: &[u8]) {
-        let Some(p) = self.ids.get_mut(&peer) else {
-            return;
-        };
-        if !matches!(p.cm, Cm::ReqSent | Cm::ReqRcvd | Cm::RepSent | Cm::RepRcvd) {
-            return;
-        }
-        p.cm = Cm::Idle;
-        if p.st != St::Connect {
-            return;
-        }
-        self.deliver(peer, ev::RDMA_CM_EVENT_REJECTED, reason, |e| {
+        let waiting = |cm| matches!(cm, Cm::ReqSent | Cm::ReqRcvd | Cm::RepSent | Cm::RepRcvd);
+        self.refuse(peer, waiting, ev::RDMA_CM_EVENT_REJECTED, reason, |e| {
             set_conn_data(e, data, REJ_PRIVATE)
         });
     }
 
     /// A SIDR REP with a status other than success: UNREACHABLE with that status.
     pub(super) fn send_sidr_fail(&mut self, peer: u64, status: i32, data: &[u8]) {
+        let waiting = |cm| cm == Cm::SidrReqSent;
+        self.refuse(peer, waiting, ev::RDMA_CM_EVENT_UNREACHABLE, status, |e| {
+            set_ud_data(e, data, SIDR_REP_PRIVATE)
+        });
+    }
+
+    /// A refusal to `peer` (a REJ, a failed SIDR REP) where its CM is in a state `waiting`
+    /// accepts: the peer's CM goes idle and, if it is still connecting, it gets `ty` with
+    /// `status`, `fill` writing the parameters.
+    fn refuse(
+        &mut self,
+        peer: u64,
+        waiting: impl FnOnce(Cm) -> bool,
+        ty: u32,
+        status: i32,
+        fill: impl FnOnce(&mut EventBox),
+    ) {
         let Some(p) = self.ids.get_mut(&peer) else {
             return;
         };
-        if p.cm != Cm::SidrReqSent {
+        if !waiting(p.cm) {
             return;
         }
         p.cm = Cm::Idle;
         if p.st != St::Connect {
             return;
         }
-        self.deliver(peer, ev::RDMA_CM_EVENT_UNREACHABLE, status, |e| {
-            set_ud_data(e, data, SIDR_REP_PRIVATE)
-        });
+        self.deliver(peer, ty, status, fill);
     }
 
     /// `h`'s CM enters TIMEWAIT (it sent or received the DREP): TIMEWAIT_EXIT follows after

@@ -5,7 +5,7 @@ use super::*;
 /// The TIMEWAIT timers of every id: one thread, started with the first, that sleeps until the
 /// earliest is due and then delivers its TIMEWAIT_EXIT (under the CM's lock, taken alone).
 struct Timers {
-    due: Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(std::time::Instant, u64, u64)>>>,
+    due: super::super::Due<u64>,
     wake: Condvar,
     started: Mutex<bool>,
 }
@@ -39,21 +39,7 @@ pub(super) fn arm_timewait(at: std::time::Instant, h: u64, n: u64) {
 impl Timers {
     fn run(&self) {
         loop {
-            let (h, n) = {
-                let mut due = self.due.lock();
-                loop {
-                    match due.peek() {
-                        None => self.wake.wait(&mut due),
-                        Some(&std::cmp::Reverse((at, h, n))) => {
-                            if std::time::Instant::now() >= at {
-                                due.pop();
-                                break (h, n);
-                            }
-                            self.wake.wait_until(&mut due, at);
-                        }
-                    }
-                }
-            };
+            let (h, n) = super::super::next_due(&self.due, &self.wake);
             // `due` is released: the CM's lock is taken alone.
             lock().timewait_exit(h, n);
         }

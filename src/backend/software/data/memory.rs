@@ -39,6 +39,17 @@ pub(super) fn check_mr(
     Ok((m.addr + (addr - start) as usize) as *mut u8)
 }
 
+/// Checks the remote range of `w` at the responder `dest`: `len` bytes at its `remote_addr`,
+/// in the region its `rkey` names, for `access`.
+pub(super) fn check_remote(
+    dest: &SwQp,
+    w: &SendWqe,
+    access: i32,
+    len: u64,
+) -> Result<*mut u8, MrFault> {
+    check_mr(dest.ctx(), w.rkey, dest.ibv.pd, access, w.remote_addr, len)
+}
+
 /// Copies the bytes of `sges` (regions of `qp`'s PD) out.
 pub(super) fn gather(qp: &SwQp, sges: &[sys::ibv_sge]) -> Result<Vec<u8>, MrFault> {
     let mut spans = Vec::with_capacity(sges.len());
@@ -108,14 +119,7 @@ pub(super) fn write_leading_packets(qp: &SwQp, dest: &SwQp, w: &SendWqe, payload
         return;
     }
     let leading = (payload.len() - 1) / mtu * mtu;
-    let target = check_mr(
-        dest.ctx(),
-        w.rkey,
-        dest.ibv.pd,
-        ACCESS_REMOTE_WRITE,
-        w.remote_addr,
-        payload.len() as u64,
-    );
+    let target = check_remote(dest, w, ACCESS_REMOTE_WRITE, payload.len() as u64);
     if let Ok(p) = target {
         // Inside a registered, remotely writable region of the responder (checked), registered
         // while the fabric lock is held.

@@ -8,7 +8,7 @@ use super::*;
 /// an RNR NAK, inside a post, finds it running.
 pub(super) struct RnrTimers {
     /// (when, QP number, arming): a min-heap by time.
-    due: Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(Instant, u32, u64)>>>,
+    due: super::super::Due<u32>,
     wake: crate::ffi::sync::Condvar,
     next: AtomicU64,
 }
@@ -58,21 +58,7 @@ impl RnrTimers {
 
     fn run(&self) -> ! {
         loop {
-            let (qpn, n) = {
-                let mut due = self.due.lock();
-                loop {
-                    match due.peek() {
-                        None => self.wake.wait(&mut due),
-                        Some(&std::cmp::Reverse((at, qpn, n))) => {
-                            if Instant::now() >= at {
-                                due.pop();
-                                break (qpn, n);
-                            }
-                            self.wake.wait_until(&mut due, at);
-                        }
-                    }
-                }
-            };
+            let (qpn, n) = super::super::next_due(&self.due, &self.wake);
             // `due` is released: the fabric lock is taken alone.
             let g = lock();
             let Some(qp) = g.get(qpn) else { continue }; // destroyed since

@@ -348,14 +348,7 @@ impl<'g> Run<'g> {
         if op == IBV_WR_RDMA_WRITE_WITH_IMM && payload.len() > packet_bytes(qp) {
             // A multi-packet write with immediate: rxe checks the key and range at the first
             // packet, which needs no receive, so a bad one is found before a missing receive.
-            let target = check_mr(
-                dest.ctx(),
-                w.rkey,
-                dest.ibv.pd,
-                ACCESS_REMOTE_WRITE,
-                w.remote_addr,
-                payload.len() as u64,
-            );
+            let target = check_remote(dest, w, ACCESS_REMOTE_WRITE, payload.len() as u64);
             if target.is_err() {
                 return match qpt {
                     IBV_QPT_RC => refuse(IBV_WC_REM_ACCESS_ERR),
@@ -427,14 +420,7 @@ impl<'g> Run<'g> {
             IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => {
                 let len = payload.len() as u64;
                 if len > 0 {
-                    let target = check_mr(
-                        dest.ctx(),
-                        w.rkey,
-                        dest.ibv.pd,
-                        ACCESS_REMOTE_WRITE,
-                        w.remote_addr,
-                        len,
-                    );
+                    let target = check_remote(dest, w, ACCESS_REMOTE_WRITE, len);
                     let Ok(p) = target else {
                         if qpt != IBV_QPT_RC {
                             // UC: dropped (a receive it took stays for the next message).
@@ -465,14 +451,7 @@ impl<'g> Run<'g> {
                     return Step::fail(IBV_WC_GENERAL_ERR);
                 }
                 if w.length > 0 {
-                    let source = check_mr(
-                        dest.ctx(),
-                        w.rkey,
-                        dest.ibv.pd,
-                        ACCESS_REMOTE_READ,
-                        w.remote_addr,
-                        w.length,
-                    );
+                    let source = check_remote(dest, w, ACCESS_REMOTE_READ, w.length);
                     let Ok(p) = source else {
                         return refuse(IBV_WC_REM_ACCESS_ERR);
                     };
@@ -487,14 +466,7 @@ impl<'g> Run<'g> {
                 }
             }
             IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
-                let target = check_mr(
-                    dest.ctx(),
-                    w.rkey,
-                    dest.ibv.pd,
-                    ACCESS_REMOTE_ATOMIC,
-                    w.remote_addr,
-                    8,
-                );
+                let target = check_remote(dest, w, ACCESS_REMOTE_ATOMIC, 8);
                 let Ok(p) = target else {
                     return refuse(IBV_WC_REM_ACCESS_ERR);
                 };

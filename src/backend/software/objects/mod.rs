@@ -71,6 +71,17 @@ pub(super) unsafe fn alloc_pd(
     Ok(unsafe { NonNull::new_unchecked(Box::into_raw(pd) as *mut sys::ibv_pd) })
 }
 
+/// The context of `pd`, and its software context.
+///
+/// # Safety
+/// `pd` is a live software PD.
+unsafe fn pd_context<'a>(pd: *mut sys::ibv_pd) -> (*mut sys::ibv_context, &'a SwContext) {
+    // SAFETY: caller's contract.
+    let ctx = unsafe { (*pd).context };
+    // SAFETY: a live PD's context is a live software context.
+    (ctx, unsafe { sw_context(ctx) })
+}
+
 /// Whether `pd` (a live software PD) is a parent domain.
 pub(super) fn is_parent_domain(pd: *mut sys::ibv_pd) -> bool {
     // SAFETY: callers pass live software PDs.
@@ -130,9 +141,7 @@ pub(super) unsafe fn create_ah(
     attr: *mut sys::ibv_ah_attr,
 ) -> Result<NonNull<sys::ibv_ah>, Errno> {
     // SAFETY: caller's contract.
-    let (ctx, a) = unsafe { ((*pd).context, *attr) };
-    // SAFETY: a live PD's context is a live software context.
-    let c = unsafe { sw_context(ctx) };
+    let ((ctx, c), a) = unsafe { (pd_context(pd), *attr) };
     if is_parent_domain(pd) {
         return Err(libc::EINVAL);
     }

@@ -111,9 +111,7 @@ pub(crate) unsafe fn reg_mr(
     access: i32,
 ) -> Result<NonNull<sys::ibv_mr>, Errno> {
     // SAFETY: caller's contract.
-    let ctx = unsafe { (*pd).context };
-    // SAFETY: a live PD's context is a live software context.
-    let c = unsafe { sw_context(ctx) };
+    let (ctx, c) = unsafe { pd_context(pd) };
     if is_parent_domain(pd) {
         return Err(libc::EINVAL);
     }

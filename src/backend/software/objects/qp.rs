@@ -54,9 +54,7 @@ pub(crate) unsafe fn create_qp(
 ) -> Result<NonNull<sys::ibv_qp>, Errno> {
     use sys::ibv_qp_type::*;
     // SAFETY: caller's contract.
-    let (ctx, a) = unsafe { ((*pd).context, &mut *attr) };
-    // SAFETY: a live PD's context is a live software context.
-    let c = unsafe { sw_context(ctx) };
+    let ((ctx, c), a) = unsafe { (pd_context(pd), &mut *attr) };
     let cfg = c.config();
     match a.qp_type {
         IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD => {}

@@ -56,9 +56,7 @@ pub(crate) unsafe fn create_srq(
     attr: *mut sys::ibv_srq_init_attr,
 ) -> Result<NonNull<sys::ibv_srq>, Errno> {
     // SAFETY: caller's contract.
-    let (ctx, a) = unsafe { ((*pd).context, &mut *attr) };
-    // SAFETY: a live PD's context is a live software context.
-    let c = unsafe { sw_context(ctx) };
+    let ((ctx, c), a) = unsafe { (pd_context(pd), &mut *attr) };
     let cfg = c.config();
     // rxe_srq_chk_init: "max_wr(%d) > max_srq_wr(%d)", "max_wr(%d) <= 0" and
     // "max_sge(%d) > max_srq_sge(%d)" are -EINVAL.
