@@ -32,7 +32,16 @@ use std::sync::Arc;
 #[cfg(feature = "software-device")]
 pub(crate) use software::SwDevice;
 
-pub(crate) type Errno = i32;
+/// A verb's errno: what both backends report, and the raw verbs return
+/// ([`typed_verbs::raw::Errno`](crate::raw::Errno)).
+///
+/// ```
+/// fn describe(e: typed_verbs::raw::Errno) -> String {
+///     std::io::Error::from_raw_os_error(e).to_string()
+/// }
+/// assert!(!describe(libc::EBUSY).is_empty());
+/// ```
+pub type Errno = i32;
 
 /// What both backends provide. The method names are the verbs'.
 #[allow(clippy::missing_safety_doc)]

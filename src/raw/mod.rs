@@ -46,12 +46,4 @@ use crate::ffi::{sys, RawAsyncEvent};
 use std::os::raw::c_void;
 use std::ptr::NonNull;
 
-/// A verb's errno.
-///
-/// ```
-/// fn describe(e: typed_verbs::raw::Errno) -> String {
-///     std::io::Error::from_raw_os_error(e).to_string()
-/// }
-/// assert!(!describe(libc::EBUSY).is_empty());
-/// ```
-pub type Errno = i32;
+pub use crate::backend::Errno;

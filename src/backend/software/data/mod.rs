@@ -239,13 +239,13 @@ const RNR_TIMER_USEC: [u64; 32] = [
 /// A registered QP. Dereferenced only while the fabric lock is held and the QP is registered
 /// ([`Fabric::get`], `Run::kick_waiting_for`).
 #[derive(Clone, Copy)]
-struct QpRef(*const SwQp);
+struct QpPtr(*const SwQp);
 // SAFETY: a plain address; it is dereferenced only under the fabric lock, while registered.
-unsafe impl Send for QpRef {}
+unsafe impl Send for QpPtr {}
 
 /// The registry of live QPs by number; its lock is the data-path lock.
 pub(super) struct Fabric {
-    qps: HashMap<u32, QpRef>,
+    qps: HashMap<u32, QpPtr>,
 }
 
 /// Takes the fabric lock.
@@ -265,7 +265,7 @@ impl Fabric {
     pub(super) fn register(&mut self, qp: *const SwQp) {
         // SAFETY: the caller passes a live QP.
         let n = unsafe { (*qp).ibv.qp_num };
-        self.qps.insert(n, QpRef(qp));
+        self.qps.insert(n, QpPtr(qp));
     }
 
     /// Removes QP number `n`, before it is freed.
