@@ -48,6 +48,17 @@ impl<'c> LeakCheck<'c> {
     }
 }
 
+/// Opens the test device, runs `f` on it, and asserts that `f` left no object behind (`after`
+/// says what `f` did, for the failure message; on a real device nothing is checked).
+#[cfg(feature = "software-device")]
+pub fn leak_checked<R>(test: &str, after: &str, f: impl FnOnce(&Context) -> R) -> R {
+    let ctx = super::open();
+    let leaks = LeakCheck::new(&ctx, test);
+    let r = f(&ctx);
+    leaks.assert_unchanged(after);
+    r
+}
+
 /// Counts the drops of the [`Token`]s it hands out: a typed user context whose destruction a
 /// test can observe.
 #[derive(Clone, Default)]
