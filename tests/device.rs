@@ -400,12 +400,7 @@ fn parent_domain_alloc_and_destroy() {
 #[test]
 fn parent_domain_unsupported_on_like_rxe() {
     const TEST: &str = "parent_domain_unsupported_on_like_rxe";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "a like_rxe software device",
-        "dev-pdom-like-rxe",
-        SwConfig::like_rxe(),
-    ) else {
+    let Some(ctx) = common::like_rxe(TEST, "dev-pdom-like-rxe") else {
         return;
     };
     let pd = Pd::new(&ctx).expect("pd");

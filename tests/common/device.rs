@@ -192,6 +192,18 @@ pub fn quota_one(test: &str, name: &str) -> Option<Context> {
     registered_for(test, "software::register (max_objects)", name, config)
 }
 
+/// A software device of the test's own ([`registered_for`]) configured as rxe is
+/// ([`SwConfig::like_rxe`]), for what rxe lacks.
+#[cfg(feature = "software-device")]
+pub fn like_rxe(test: &str, name: &str) -> Option<Context> {
+    registered_for(
+        test,
+        "a like_rxe software device",
+        name,
+        SwConfig::like_rxe(),
+    )
+}
+
 /// A software device `name` whose port has a GID table of 8 entries (sw0's and rxe0's, 1024,
 /// are longer than a u8 index reaches), opened.
 #[cfg(feature = "software-device")]

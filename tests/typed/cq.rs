@@ -141,16 +141,9 @@ fn cq_with_channel_of_another_context_is_wrong_context() {
     let ctx = open();
     let other = open();
     let ch = CompChannel::new(&other).expect("channel of the other context");
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
-    let e = Cq::builder(&ctx)
-        .channel(&ch)
-        .context(drops.token(1))
-        .build()
-        .expect_err("foreign channel");
-    common::assert_wrong_context(&e, Verb::CreateCq, "channel");
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("foreign channel");
+    common::assert_foreign_refused(&ctx, TEST, Verb::CreateCq, "channel", |token| {
+        Cq::builder(&ctx).channel(&ch).context(token).build()
+    });
 }
 
 #[test]
@@ -178,12 +171,7 @@ fn out_of_range_display_names_the_verb_and_attribute() {
 #[test]
 fn os_error_display_names_the_verb_and_errno() {
     const TEST: &str = "os_error_display_names_the_verb_and_errno";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "a like_rxe software device",
-        "cq-display-like-rxe",
-        SwConfig::like_rxe(),
-    ) else {
+    let Some(ctx) = common::like_rxe(TEST, "cq-display-like-rxe") else {
         return;
     };
     let e = typed_verbs::CqEx::<typed_verbs::wc_flags!(COMPLETION_TIMESTAMP)>::builder(&ctx)
@@ -197,18 +185,6 @@ fn os_error_display_names_the_verb_and_errno() {
     assert_eq!(io.raw_os_error(), Some(libc::EOPNOTSUPP));
 }
 
-const OPS: [WcOpcode; 10] = [
-    WcOpcode::SEND,
-    WcOpcode::RDMA_WRITE,
-    WcOpcode::RDMA_READ,
-    WcOpcode::COMP_SWAP,
-    WcOpcode::FETCH_ADD,
-    WcOpcode::BIND_MW,
-    WcOpcode::LOCAL_INV,
-    WcOpcode::TSO,
-    WcOpcode::RECV,
-    WcOpcode::RECV_RDMA_WITH_IMM,
-];
 const ERRS: [WcStatus; 4] = [
     WcStatus::LOC_LEN_ERR,
     WcStatus::WR_FLUSH_ERR,
@@ -227,14 +203,17 @@ fn varied(i: u32) -> InjectedCompletion {
     if is_error(i) {
         return InjectedCompletion::error(wr_id, ERRS[(i as usize / 4) % 4], 0x50 + i);
     }
-    let c = InjectedCompletion::success(wr_id, OPS[i as usize % OPS.len()])
-        .byte_len(64 * i + 1)
-        .qp_num(0x100 + i)
-        .src_qp(0x200 + i)
-        .slid(0x300 + i as u16)
-        .sl((i % 16) as u8)
-        .dlid_path_bits((i % 8) as u8)
-        .pkey_index(i as u16);
+    let c = InjectedCompletion::success(
+        wr_id,
+        common::WC_OPCODES[i as usize % common::WC_OPCODES.len()],
+    )
+    .byte_len(64 * i + 1)
+    .qp_num(0x100 + i)
+    .src_qp(0x200 + i)
+    .slid(0x300 + i as u16)
+    .sl((i % 16) as u8)
+    .dlid_path_bits((i % 8) as u8)
+    .pkey_index(i as u16);
     match i % 3 {
         0 => c.imm_data(0xdead_0000 + i),
         1 => c.invalidated_rkey(0xbeef_0000 + i),
@@ -255,7 +234,10 @@ fn check_varied(i: u32, wc: &WorkCompletion) {
     assert_eq!(wc.status(), WcStatus::SUCCESS);
     let s = wc.success().expect("success fields");
     assert_eq!(s.wr_id(), wc.wr_id());
-    assert_eq!(s.opcode(), OPS[i as usize % OPS.len()]);
+    assert_eq!(
+        s.opcode(),
+        common::WC_OPCODES[i as usize % common::WC_OPCODES.len()]
+    );
     assert_eq!(
         s.opcode().is_recv(),
         matches!(s.opcode(), WcOpcode::RECV | WcOpcode::RECV_RDMA_WITH_IMM)

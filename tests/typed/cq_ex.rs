@@ -405,16 +405,12 @@ fn cq_ex_with_parent_domain_of_another_context_is_wrong_context() {
     ) else {
         return;
     };
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
-    let e = CqEx::<Standard>::builder(&ctx)
-        .parent_domain(&pdom)
-        .context(drops.token(1))
-        .build()
-        .expect_err("foreign parent domain");
-    common::assert_wrong_context(&e, Verb::CreateCqEx, "parent_domain");
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("foreign parent domain");
+    common::assert_foreign_refused(&ctx, TEST, Verb::CreateCqEx, "parent_domain", |token| {
+        CqEx::<Standard>::builder(&ctx)
+            .parent_domain(&pdom)
+            .context(token)
+            .build()
+    });
 }
 
 #[test]
@@ -434,12 +430,7 @@ fn cq_ex_with_channel() {
 #[test]
 fn cq_ex_like_rxe_rejects_what_rxe_lacks() {
     const TEST: &str = "cq_ex_like_rxe_rejects_what_rxe_lacks";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "a like_rxe software device",
-        "cq-ex-like-rxe",
-        SwConfig::like_rxe(),
-    ) else {
+    let Some(ctx) = common::like_rxe(TEST, "cq-ex-like-rxe") else {
         return;
     };
     let leaks = LeakCheck::new(&ctx, TEST);
@@ -522,18 +513,6 @@ struct Expected {
     grh: bool,
 }
 
-const OPS: [WcOpcode; 10] = [
-    WcOpcode::SEND,
-    WcOpcode::RDMA_WRITE,
-    WcOpcode::RDMA_READ,
-    WcOpcode::COMP_SWAP,
-    WcOpcode::FETCH_ADD,
-    WcOpcode::BIND_MW,
-    WcOpcode::LOCAL_INV,
-    WcOpcode::TSO,
-    WcOpcode::RECV,
-    WcOpcode::RECV_RDMA_WITH_IMM,
-];
 const ERRS: [WcStatus; 5] = [
     WcStatus::LOC_PROT_ERR,
     WcStatus::WR_FLUSH_ERR,
@@ -550,7 +529,7 @@ impl Expected {
             wr_id: 0x1_0000_0000 + u64::from(i) * 3,
             status: WcStatus::SUCCESS,
             vendor_err: 0,
-            opcode: OPS[i as usize % OPS.len()],
+            opcode: common::WC_OPCODES[i as usize % common::WC_OPCODES.len()],
             byte_len: 100 + i,
             imm: (i % 3 == 0).then_some(0xa000_0000 | i),
             inv: (i % 3 == 1).then_some(0xb000_0000 | i),

@@ -535,18 +535,15 @@ fn qp_refused_by_the_device_frees_its_user_context() {
     };
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
     // max_inline_data has no device attribute to check against: the device refuses it.
     let over = SwConfig::default().max_inline_data + 1;
-    let e = Qp::<Rc>::builder(&pd, &cq, &cq)
-        .max_inline_data(over)
-        .context(drops.token(1))
-        .build()
-        .expect_err("inline data over the device's limit");
+    let e = common::assert_refused(&ctx, TEST, "QP refused by the device", |token| {
+        Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_inline_data(over)
+            .context(token)
+            .build()
+    });
     common::assert_os_error(&e, Verb::CreateQp, libc::EINVAL);
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("QP refused by the device");
 }
 
 #[test]
@@ -688,12 +685,7 @@ fn qp_with_objects_of_two_contexts_is_wrong_context() {
 #[test]
 fn raw_packet_qp_unsupported_on_like_rxe() {
     const TEST: &str = "raw_packet_qp_unsupported_on_like_rxe";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "a like_rxe software device",
-        "qp-raw-like-rxe",
-        SwConfig::like_rxe(),
-    ) else {
+    let Some(ctx) = common::like_rxe(TEST, "qp-raw-like-rxe") else {
         return;
     };
     let pd = Pd::new(&ctx).unwrap();
