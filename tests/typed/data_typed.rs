@@ -10,7 +10,7 @@ use typed_verbs::mr::access::Rights;
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::{
     access, Access, AccessFlags, ConnectedInit, Context, Cq, ErrorKind, Mr, Mtu, OwnRq, PageBuf,
-    Pd, Qp, Rc, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Verb, WcOpcode, WcStatus,
+    Pd, Qp, Rc, RecvSide, SendWr, Sge, Shared, SqPsn, Srq, Uc, UcRtr, Ud, Verb, WcOpcode, WcStatus,
     WorkCompletion,
 };
 
@@ -431,31 +431,28 @@ fn uc_write_with_imm() {
     assert_eq!(&out, b"uc");
 }
 
-#[test]
-fn ud_send_to_an_address_handle() {
-    use typed_verbs::{AddressHandle, UdDest, UdInit};
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    let build = || {
-        Qp::<typed_verbs::Ud>::builder(&pd, &cq, &cq)
-            .build()
-            .unwrap()
-    };
-    let init = UdInit {
+/// A UD QP brought from RESET to RTS (qkey 0x1111, port 1).
+fn ud_up<'q>(qp: Qp<'q, Ud>) -> Qp<'q, Ud, OwnRq, Shared, (), Rts> {
+    let init = typed_verbs::UdInit {
         port_num: 1,
         pkey_index: 0,
         qkey: 0x1111,
     };
-    let up = || {
-        build()
-            .to_init(init)
-            .unwrap()
-            .to_rtr(())
-            .unwrap()
-            .to_rts(SqPsn { sq_psn: 0 })
-            .unwrap()
-    };
+    qp.to_init(init)
+        .unwrap()
+        .to_rtr(())
+        .unwrap()
+        .to_rts(SqPsn { sq_psn: 0 })
+        .unwrap()
+}
+
+#[test]
+fn ud_send_to_an_address_handle() {
+    use typed_verbs::{AddressHandle, UdDest};
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
+    let up = || ud_up(Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap());
     let (a, b) = (up(), up());
     let ah = AddressHandle::new(&pd, loopback_av(&ctx)).expect("ibv_create_ah");
     let smr = zeroed_mr(&pd, 64, Access::LOCAL_WRITE);
@@ -712,29 +709,20 @@ fn a_chain_refused_by_a_check_posts_the_requests_before_it() {
 
 #[test]
 fn ud_send_takes_only_an_address_handle_of_its_qps_pd() {
-    use typed_verbs::{AddressHandle, UdDest, UdInit};
+    use typed_verbs::{AddressHandle, UdDest};
     let ctx = open();
     // A second open of the same device is another context.
     let other = Context::open(ctx.device_name()).unwrap();
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    let init = UdInit {
-        port_num: 1,
-        pkey_index: 0,
-        qkey: 0x1111,
-    };
     let up = || {
-        Qp::<typed_verbs::Ud>::builder(&pd, &cq, &cq)
-            .max_send_wr(4)
-            .max_recv_wr(4)
-            .build()
-            .unwrap()
-            .to_init(init)
-            .unwrap()
-            .to_rtr(())
-            .unwrap()
-            .to_rts(SqPsn { sq_psn: 0 })
-            .unwrap()
+        ud_up(
+            Qp::<Ud>::builder(&pd, &cq, &cq)
+                .max_send_wr(4)
+                .max_recv_wr(4)
+                .build()
+                .unwrap(),
+        )
     };
     let (a, b) = (up(), up());
     let ah = AddressHandle::new(&pd, loopback_av(&ctx)).unwrap();
@@ -912,17 +900,16 @@ fn with_late_acks_an_unacknowledged_request_keeps_its_send_queue_slot() {
     let (a, b) = (build(), build());
     let (an, bn) = (a.qp_num(), b.qp_num());
     let (a, _b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
-    let mr = zeroed_mr(&pd, 64, Access::LOCAL_WRITE | ALL_REMOTE);
-    let sgl = [mr.sge(0..8).unwrap()];
-    let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
-    // An unsignaled request too occupies its slot until it is acknowledged.
-    a.post_send(&write(1)).unwrap();
-    let e = a.post_send(&write(2).signaled()).unwrap_err();
-    assert_eq!((e.verb, e.errno()), (Verb::PostSend, libc::ENOMEM), "{e}");
-    std::thread::sleep(LATE_ACK + Duration::from_millis(200));
-    a.post_send(&write(3).signaled()).unwrap();
-    let got = wait_late(&cq, 1);
-    assert_eq!((got[0].wr_id, got[0].status), (3, WcStatus::SUCCESS));
+    with_self_write(&pd, |write| {
+        // An unsignaled request too occupies its slot until it is acknowledged.
+        a.post_send(&write(1)).unwrap();
+        let e = a.post_send(&write(2).signaled()).unwrap_err();
+        assert_eq!((e.verb, e.errno()), (Verb::PostSend, libc::ENOMEM), "{e}");
+        std::thread::sleep(LATE_ACK + Duration::from_millis(200));
+        a.post_send(&write(3).signaled()).unwrap();
+        let got = wait_late(&cq, 1);
+        assert_eq!((got[0].wr_id, got[0].status), (3, WcStatus::SUCCESS));
+    });
 }
 
 #[cfg(feature = "software-device")]
@@ -934,26 +921,38 @@ fn with_late_acks_a_request_not_yet_acknowledged_is_flushed_by_err_and_dropped_b
     let leaks = common::LeakCheck::new(&ctx, "late_ack_flush");
     {
         let (a, b) = rc_pair(&ctx, &pd, &cq);
-        let mr = zeroed_mr(&pd, 64, Access::LOCAL_WRITE | ALL_REMOTE);
-        let sgl = [mr.sge(0..8).unwrap()];
-        let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
-        a.post_send(&write(1).signaled()).unwrap();
-        b.post_send(&write(2).signaled()).unwrap();
-        let a = a.to_error().unwrap();
-        let got = wait_late(&cq, 1);
-        assert_eq!((got[0].wr_id, got[0].status), (1, WcStatus::WR_FLUSH_ERR));
-        // b is destroyed with its request unacknowledged: the ACK that comes later finds no QP.
-        drop(b);
-        std::thread::sleep(LATE_ACK + Duration::from_millis(200));
-        let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
-        assert_eq!(
-            cq.poll(&mut wc).unwrap().len(),
-            0,
-            "nothing after the flush and the destroy"
-        );
-        drop(a);
+        with_self_write(&pd, |write| {
+            a.post_send(&write(1).signaled()).unwrap();
+            b.post_send(&write(2).signaled()).unwrap();
+            let a = a.to_error().unwrap();
+            let got = wait_late(&cq, 1);
+            assert_eq!((got[0].wr_id, got[0].status), (1, WcStatus::WR_FLUSH_ERR));
+            // b is destroyed with its request unacknowledged: the ACK that comes later finds no QP.
+            drop(b);
+            std::thread::sleep(LATE_ACK + Duration::from_millis(200));
+            let mut wc: [WorkCompletion; 4] = std::array::from_fn(|_| WorkCompletion::new());
+            assert_eq!(
+                cq.poll(&mut wc).unwrap().len(),
+                0,
+                "nothing after the flush and the destroy"
+            );
+            drop(a);
+        });
     }
     leaks.assert_unchanged("the QPs and their late ACKs");
+}
+
+/// A region of 64 bytes open to every access, and `write(id)`: an RDMA write of its bytes 0..8
+/// to its bytes 8..16 (a QP writing to itself or to its peer), for `f`.
+#[cfg(feature = "software-device")]
+fn with_self_write<R>(
+    pd: &Pd<'_>,
+    f: impl for<'w> FnOnce(&'w dyn Fn(u64) -> SendWr<'w, Rc>) -> R,
+) -> R {
+    let mr = zeroed_mr(pd, 64, Access::LOCAL_WRITE | ALL_REMOTE);
+    let sgl = [mr.sge(0..8).unwrap()];
+    let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
+    f(&write)
 }
 
 /// Moves `qp` to `state` (only `qp_state` in the mask) behind the typed layer's back: the
@@ -979,25 +978,24 @@ fn with_late_acks_requests_posted_before_a_move_to_sqd_still_run_and_then_rts_is
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
     let (a, _b) = rc_pair(&ctx, &pd, &cq);
-    let mr = zeroed_mr(&pd, 64, Access::LOCAL_WRITE | ALL_REMOTE);
-    let sgl = [mr.sge(0..8).unwrap()];
-    let write = |id| SendWr::rdma_write(id, &sgl, mr.remote().at(8, 8).unwrap());
-    a.post_send(&write(1).signaled()).unwrap();
-    a.post_send(&write(2).signaled()).unwrap();
-    // SAFETY: a live QP, RTS -> SQD -> RTS: back in the state its handle says.
-    unsafe { raw_state(a.as_raw(), IBV_QPS_SQD) }.expect("RTS -> SQD");
-    // Both were posted in RTS (rxe's requester has both in processing): both complete while
-    // the QP drains, in order, each with its ACK.
-    let got = wait_late(&cq, 2);
-    assert_eq!(
-        got.iter().map(|d| (d.wr_id, d.status)).collect::<Vec<_>>(),
-        [(1, WcStatus::SUCCESS), (2, WcStatus::SUCCESS)]
-    );
-    // SAFETY: as above.
-    unsafe { raw_state(a.as_raw(), IBV_QPS_RTS) }.expect("SQD -> RTS once drained");
-    a.post_send(&write(3).signaled()).unwrap();
-    let got = wait_late(&cq, 1);
-    assert_eq!((got[0].wr_id, got[0].status), (3, WcStatus::SUCCESS));
+    with_self_write(&pd, |write| {
+        a.post_send(&write(1).signaled()).unwrap();
+        a.post_send(&write(2).signaled()).unwrap();
+        // SAFETY: a live QP, RTS -> SQD -> RTS: back in the state its handle says.
+        unsafe { raw_state(a.as_raw(), IBV_QPS_SQD) }.expect("RTS -> SQD");
+        // Both were posted in RTS (rxe's requester has both in processing): both complete while
+        // the QP drains, in order, each with its ACK.
+        let got = wait_late(&cq, 2);
+        assert_eq!(
+            got.iter().map(|d| (d.wr_id, d.status)).collect::<Vec<_>>(),
+            [(1, WcStatus::SUCCESS), (2, WcStatus::SUCCESS)]
+        );
+        // SAFETY: as above.
+        unsafe { raw_state(a.as_raw(), IBV_QPS_RTS) }.expect("SQD -> RTS once drained");
+        a.post_send(&write(3).signaled()).unwrap();
+        let got = wait_late(&cq, 1);
+        assert_eq!((got[0].wr_id, got[0].status), (3, WcStatus::SUCCESS));
+    });
 }
 
 #[cfg(feature = "software-device")]
