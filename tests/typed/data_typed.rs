@@ -260,7 +260,8 @@ fn fixed_sge_lists_up_to_the_type_caps_gather_and_scatter_in_order() {
         let smr = Mr::new(pd, src.to_vec(), Access::LOCAL_WRITE).unwrap();
         let dmr = zeroed_mr(pd, 64, Access::LOCAL_WRITE);
         let piece = |r: std::ops::Range<usize>| smr.sge(r).unwrap();
-        // Four SGEs, the type's cap, out of buffer order; then two: every length up to the cap fits.
+        // Four SGEs, the type's cap, out of buffer order; then two: every length up to the cap
+        // fits.
         let four = [piece(12..16), piece(0..4), piece(8..12), piece(4..8)];
         let two = [piece(10..12), piece(2..4)];
         // The receives scatter over fixed lists too: four SGEs of 4, 4, 4 and 20 bytes, then one.
