@@ -202,7 +202,7 @@ fn with_small_send_cq(
         let small = Cq::builder(ctx).cqe(1).build().unwrap();
         let (a, b) = rc_pair_on(ctx, &pd, (&small, &cq), (&cq, &cq), 8);
         let m = bufs(&pd, 16, 16);
-        f(ctx, &ch, [&cq, &small], (&a, &b), &m)
+        f(ctx, ch, [&cq, &small], (&a, &b), &m)
     })
 }
 
@@ -604,7 +604,7 @@ fn event_acks_ack_many_events_at_once() {
         let mut acks = EventAcks::new();
         assert!(acks.is_empty());
         for i in 0..5 {
-            let ev = armed_event(&ch, &cq, || m.signaled_message(&a, &b, 100 + i, i));
+            let ev = armed_event(ch, &cq, || m.signaled_message(&a, &b, 100 + i, i));
             ev.ack_later(&mut acks);
             completions(&cq, 2);
         }
