@@ -1533,6 +1533,18 @@ fn run_child(test: &str) -> String {
     stdout
 }
 
+/// On the software device only (`needs` says why, in the SKIP line elsewhere): runs `test`'s
+/// child and asserts that it printed `line` (`expected` says what that shows).
+#[track_caller]
+fn assert_child_prints(test: &str, needs: &str, line: &str, expected: &str) {
+    let Some(ctx) = common::software_ctx(test, needs) else {
+        return;
+    };
+    drop(ctx);
+    let out = run_child(test);
+    assert!(out.contains(line), "expected {expected}:\n{out}");
+}
+
 /// Limits this process's address space to what it maps now plus `headroom` bytes, so that a
 /// larger allocation (or a thread's stack) fails as it would on a machine out of memory.
 fn limit_address_space(headroom: u64) {
@@ -1592,14 +1604,11 @@ fn an_rnr_timer_that_cannot_start_fails_qp_creation_instead_of_aborting_a_post()
         }
         return;
     }
-    let Some(ctx) = common::software_ctx(test, "the software device's RNR timer thread") else {
-        return;
-    };
-    drop(ctx);
-    let out = run_child(test);
-    assert!(
-        out.contains(&format!("CHILD create_qp errno {}", libc::EAGAIN)),
-        "expected the RC QP's creation to fail with EAGAIN:\n{out}"
+    assert_child_prints(
+        test,
+        "the software device's RNR timer thread",
+        &format!("CHILD create_qp errno {}", libc::EAGAIN),
+        "the RC QP's creation to fail with EAGAIN",
     );
 }
 
@@ -1653,15 +1662,10 @@ fn a_send_longer_than_max_msg_sz_is_refused_at_the_post() {
         );
         return;
     }
-    let Some(ctx) =
-        common::software_ctx(test, "the software device's max_msg_sz check at the post")
-    else {
-        return;
-    };
-    drop(ctx);
-    let out = run_child(test);
-    assert!(
-        out.contains(&format!("CHILD post_send rc {} bad_wr true", libc::EINVAL)),
-        "expected the post to fail with EINVAL naming the request:\n{out}"
+    assert_child_prints(
+        test,
+        "the software device's max_msg_sz check at the post",
+        &format!("CHILD post_send rc {} bad_wr true", libc::EINVAL),
+        "the post to fail with EINVAL naming the request",
     );
 }
