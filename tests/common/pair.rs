@@ -2,8 +2,8 @@
 
 use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mtu, OwnRq, Pd, Qp,
-    Rc, RcRtr, RcRts, RecvSide, Sge, Shared, Standard,
+    AccessFlags, AddressVector, ConnectedInit, Context, Cq, CqEx, Gid, GlobalRoute, Mtu, OwnRq, Pd,
+    Qp, Rc, RcRtr, RcRts, RecvSide, Sge, Shared, Standard,
 };
 
 /// The address vector of a loopback peer on port 1: a route to `gid` (RoCE devices, rxe among
@@ -88,6 +88,53 @@ pub const REMOTE_WRITE_INIT: ConnectedInit = ConnectedInit {
     pkey_index: 0,
     access: AccessFlags::REMOTE_WRITE,
 };
+
+/// INIT → RTR of an RC QP towards QP `dest` through `av`: MTU 1024, receive PSN `psn`, one
+/// RDMA read or atomic in flight as responder, RNR timer 12.
+pub fn rc_rtr_to(av: AddressVector, dest: u32, psn: u32) -> RcRtr {
+    RcRtr {
+        av,
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: psn,
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+    }
+}
+
+/// RTR → RTS of an RC QP: send PSN `psn`, timeout 14, 7 transport and RNR retries, one RDMA
+/// read or atomic in flight as requester.
+pub const fn rc_rts_from(psn: u32) -> RcRts {
+    RcRts {
+        sq_psn: psn,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+    }
+}
+
+/// The test device, a PD and a CQ (of `cqe` entries, or the builder's default), made in that
+/// order, for `f`.
+pub fn with_pd_cq(cqe: Option<u32>, f: impl for<'c> FnOnce(&'c Context, &'c Pd<'c>, &'c Cq<'c>)) {
+    let ctx = super::open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = match cqe {
+        Some(n) => Cq::builder(&ctx).cqe(n).build(),
+        None => Cq::builder(&ctx).build(),
+    }
+    .unwrap();
+    f(&ctx, &pd, &cq)
+}
+
+/// The test device, its GID 0 of port 1, a PD and a CQ of `cqe`, made in that order, for `f`.
+pub fn with_gid_pd_cq(cqe: u32, f: impl for<'c> FnOnce(&'c Context, Gid, &'c Pd<'c>, &'c Cq<'c>)) {
+    let ctx = super::open();
+    let gid = ctx.query_gid(1, 0).expect("ibv_query_gid port 1 index 0");
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(cqe).build().unwrap();
+    f(&ctx, gid, &pd, &cq)
+}
 
 /// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
 /// completion (`IBV_WC_WR_FLUSH_ERR`) on every device, without traffic.

@@ -112,11 +112,10 @@ fn with_rc_pair_sge<const SGE: usize>(
 ) where
     Sge<'static>: typed_verbs::wr::TypedSgeCap<SGE>,
 {
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    let (a, b) = rc_pair_sge::<_, SGE>(&ctx, &pd, &cq);
-    f(&ctx, &pd, &cq, a, b)
+    common::with_pd_cq(Some(64), |ctx, pd, cq| {
+        let (a, b) = rc_pair_sge::<_, SGE>(ctx, pd, cq);
+        f(ctx, pd, cq, a, b)
+    });
 }
 
 /// Brings an RC QP (own receive queue or SRQ) to RTS with `dest` as its peer: open to every
@@ -297,38 +296,37 @@ fn fixed_sge_lists_up_to_the_type_caps_gather_and_scatter_in_order() {
 
 #[test]
 fn srq_scatters_over_a_fixed_list_at_its_type_cap() {
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    let srq = Srq::builder(&pd).max_wr(8).sge_cap::<3>().build().unwrap();
-    assert!(srq.attr().max_sge >= 3, "{:?}", srq.attr());
-    let a = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
-    let b = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq)
-        .build()
-        .unwrap();
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let (a, b) = (rc_up(&ctx, a, bn), rc_up(&ctx, b, an));
-    let src = *b"abcdefghij";
-    let smr = Mr::new(&pd, src.to_vec(), Access::LOCAL_WRITE).unwrap();
-    let dmr = zeroed_mr(&pd, 16, Access::LOCAL_WRITE);
-    let three = [
-        dmr.sge(12..16).unwrap(),
-        dmr.sge(0..3).unwrap(),
-        dmr.sge(6..9).unwrap(),
-    ];
-    srq.post_recv(1, &three).unwrap();
-    a.post_send(&SendWr::send(2, &[smr.sge(0..10).unwrap()]).signaled())
-        .unwrap();
-    let mut got = wait(&cq, 2);
-    got.sort_by_key(|d| d.wr_id);
-    assert_eq!(
-        (got[0].wr_id, got[0].status, got[0].byte_len, got[0].qp_num),
-        (1, WcStatus::SUCCESS, 10, bn)
-    );
-    let mut out = [0u8; 16];
-    dmr.read(0, &mut out).unwrap();
-    assert_eq!(&out, b"efg\0\0\0hij\0\0\0abcd");
-    drop((a, b));
+    common::with_pd_cq(Some(64), |ctx, pd, cq| {
+        let srq = Srq::builder(pd).max_wr(8).sge_cap::<3>().build().unwrap();
+        assert!(srq.attr().max_sge >= 3, "{:?}", srq.attr());
+        let a = Qp::<Rc>::builder(pd, cq, cq).build().unwrap();
+        let b = Qp::<Rc>::builder_with_srq(pd, cq, cq, &srq)
+            .build()
+            .unwrap();
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        let (a, b) = (rc_up(ctx, a, bn), rc_up(ctx, b, an));
+        let src = *b"abcdefghij";
+        let smr = Mr::new(pd, src.to_vec(), Access::LOCAL_WRITE).unwrap();
+        let dmr = zeroed_mr(pd, 16, Access::LOCAL_WRITE);
+        let three = [
+            dmr.sge(12..16).unwrap(),
+            dmr.sge(0..3).unwrap(),
+            dmr.sge(6..9).unwrap(),
+        ];
+        srq.post_recv(1, &three).unwrap();
+        a.post_send(&SendWr::send(2, &[smr.sge(0..10).unwrap()]).signaled())
+            .unwrap();
+        let mut got = wait(cq, 2);
+        got.sort_by_key(|d| d.wr_id);
+        assert_eq!(
+            (got[0].wr_id, got[0].status, got[0].byte_len, got[0].qp_num),
+            (1, WcStatus::SUCCESS, 10, bn)
+        );
+        let mut out = [0u8; 16];
+        dmr.read(0, &mut out).unwrap();
+        assert_eq!(&out, b"efg\0\0\0hij\0\0\0abcd");
+        drop((a, b));
+    });
 }
 
 #[test]
@@ -371,65 +369,64 @@ fn checks_before_the_call() {
 
 #[test]
 fn uc_write_with_imm() {
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    let build = || Qp::<Uc>::builder(&pd, &cq, &cq).build().unwrap();
-    let (a, b) = (build(), build());
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: AccessFlags::REMOTE_WRITE,
-    };
-    let rtr = |dest| UcRtr {
-        av: loopback_av(&ctx),
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-    };
-    // RESET to RTS towards `dest`, its RTR attributes made between the two moves.
-    fn up<'q>(
-        qp: Qp<'q, Uc>,
-        init: ConnectedInit,
-        rtr: impl Fn(u32) -> UcRtr,
-        dest: u32,
-    ) -> Qp<'q, Uc, OwnRq, Shared, (), Rts> {
-        qp.to_init(init)
-            .unwrap()
-            .to_rtr(rtr(dest))
-            .unwrap()
-            .to_rts(SqPsn { sq_psn: 0 })
-            .unwrap()
-    }
-    let (a, b) = (up(a, init, rtr, bn), up(b, init, rtr, an));
-    let smr = zeroed_mr(&pd, 64, Access::LOCAL_WRITE);
-    let dmr = zeroed_mr(&pd, 64, Access::REMOTE_WRITE);
-    smr.write(0, b"uc").unwrap();
-    b.post_recv(5, &[]).unwrap(); // write-with-imm consumes a receive, without data
-    a.post_send(
-        &SendWr::rdma_write_with_imm(
-            1,
-            &[smr.sge(0..2).unwrap()],
-            dmr.remote().at(0, 2).unwrap(),
-            9,
+    common::with_pd_cq(Some(64), |ctx, pd, cq| {
+        let build = || Qp::<Uc>::builder(pd, cq, cq).build().unwrap();
+        let (a, b) = (build(), build());
+        let (an, bn) = (a.qp_num(), b.qp_num());
+        let init = ConnectedInit {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::REMOTE_WRITE,
+        };
+        let rtr = |dest| UcRtr {
+            av: loopback_av(ctx),
+            path_mtu: Mtu::Mtu1024,
+            dest_qp_num: dest,
+            rq_psn: 0,
+        };
+        // RESET to RTS towards `dest`, its RTR attributes made between the two moves.
+        fn up<'q>(
+            qp: Qp<'q, Uc>,
+            init: ConnectedInit,
+            rtr: impl Fn(u32) -> UcRtr,
+            dest: u32,
+        ) -> Qp<'q, Uc, OwnRq, Shared, (), Rts> {
+            qp.to_init(init)
+                .unwrap()
+                .to_rtr(rtr(dest))
+                .unwrap()
+                .to_rts(SqPsn { sq_psn: 0 })
+                .unwrap()
+        }
+        let (a, b) = (up(a, init, rtr, bn), up(b, init, rtr, an));
+        let smr = zeroed_mr(pd, 64, Access::LOCAL_WRITE);
+        let dmr = zeroed_mr(pd, 64, Access::REMOTE_WRITE);
+        smr.write(0, b"uc").unwrap();
+        b.post_recv(5, &[]).unwrap(); // write-with-imm consumes a receive, without data
+        a.post_send(
+            &SendWr::rdma_write_with_imm(
+                1,
+                &[smr.sge(0..2).unwrap()],
+                dmr.remote().at(0, 2).unwrap(),
+                9,
+            )
+            .signaled(),
         )
-        .signaled(),
-    )
-    .unwrap();
-    let mut got = wait(&cq, 2);
-    got.sort_by_key(|d| d.wr_id);
-    assert_eq!(
-        (got[0].wr_id, got[0].opcode),
-        (1, Some(WcOpcode::RDMA_WRITE))
-    );
-    assert_eq!(
-        (got[1].wr_id, got[1].opcode, got[1].imm),
-        (5, Some(WcOpcode::RECV_RDMA_WITH_IMM), Some(9))
-    );
-    let mut out = [0u8; 2];
-    dmr.read(0, &mut out).unwrap();
-    assert_eq!(&out, b"uc");
+        .unwrap();
+        let mut got = wait(cq, 2);
+        got.sort_by_key(|d| d.wr_id);
+        assert_eq!(
+            (got[0].wr_id, got[0].opcode),
+            (1, Some(WcOpcode::RDMA_WRITE))
+        );
+        assert_eq!(
+            (got[1].wr_id, got[1].opcode, got[1].imm),
+            (5, Some(WcOpcode::RECV_RDMA_WITH_IMM), Some(9))
+        );
+        let mut out = [0u8; 2];
+        dmr.read(0, &mut out).unwrap();
+        assert_eq!(&out, b"uc");
+    });
 }
 
 /// A UD QP brought from RESET to RTS (qkey 0x1111, port 1).
@@ -450,30 +447,29 @@ fn ud_up<'q>(qp: Qp<'q, Ud>) -> Qp<'q, Ud, OwnRq, Shared, (), Rts> {
 #[test]
 fn ud_send_to_an_address_handle() {
     use typed_verbs::{AddressHandle, UdDest};
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    let up = || ud_up(Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap());
-    let (a, b) = (up(), up());
-    let ah = AddressHandle::new(&pd, loopback_av(&ctx)).expect("ibv_create_ah");
-    let smr = zeroed_mr(&pd, 64, Access::LOCAL_WRITE);
-    let dmr = zeroed_mr(&pd, 40 + 64, Access::LOCAL_WRITE);
-    smr.write(0, b"datagram").unwrap();
-    // A UD receive buffer starts with room for the 40-byte GRH.
-    b.post_recv(3, &[dmr.sge(0..104).unwrap()]).unwrap();
-    let dest = UdDest::new(&ah, b.qp_num(), 0x1111);
-    a.post_send(&SendWr::send_to_with_imm(1, &[smr.sge(0..8).unwrap()], dest, 5).signaled())
-        .unwrap();
-    let mut got = wait(&cq, 2);
-    got.sort_by_key(|d| d.wr_id);
-    assert_eq!((got[0].wr_id, got[0].opcode), (1, Some(WcOpcode::SEND)));
-    assert_eq!(
-        (got[1].wr_id, got[1].opcode, got[1].byte_len, got[1].imm),
-        (3, Some(WcOpcode::RECV), 48, Some(5))
-    );
-    let mut out = [0u8; 8];
-    dmr.read(40, &mut out).unwrap();
-    assert_eq!(&out, b"datagram");
+    common::with_pd_cq(Some(64), |ctx, pd, cq| {
+        let up = || ud_up(Qp::<Ud>::builder(pd, cq, cq).build().unwrap());
+        let (a, b) = (up(), up());
+        let ah = AddressHandle::new(pd, loopback_av(ctx)).expect("ibv_create_ah");
+        let smr = zeroed_mr(pd, 64, Access::LOCAL_WRITE);
+        let dmr = zeroed_mr(pd, 40 + 64, Access::LOCAL_WRITE);
+        smr.write(0, b"datagram").unwrap();
+        // A UD receive buffer starts with room for the 40-byte GRH.
+        b.post_recv(3, &[dmr.sge(0..104).unwrap()]).unwrap();
+        let dest = UdDest::new(&ah, b.qp_num(), 0x1111);
+        a.post_send(&SendWr::send_to_with_imm(1, &[smr.sge(0..8).unwrap()], dest, 5).signaled())
+            .unwrap();
+        let mut got = wait(cq, 2);
+        got.sort_by_key(|d| d.wr_id);
+        assert_eq!((got[0].wr_id, got[0].opcode), (1, Some(WcOpcode::SEND)));
+        assert_eq!(
+            (got[1].wr_id, got[1].opcode, got[1].byte_len, got[1].imm),
+            (3, Some(WcOpcode::RECV), 48, Some(5))
+        );
+        let mut out = [0u8; 8];
+        dmr.read(40, &mut out).unwrap();
+        assert_eq!(&out, b"datagram");
+    });
 }
 
 typed_verbs::completion_record! {
@@ -587,51 +583,50 @@ fn a_forgotten_region_keeps_its_memory_for_the_device() {
 /// asserts.
 #[test]
 fn threads_and_the_device_share_a_region_without_data_races() {
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(256).build().unwrap();
-    let (a, b) = rc_pair(&ctx, &pd, &cq);
-    let shared = Mr::new(&pd, PageBuf::new(64).unwrap(), ALL_REMOTE).unwrap();
-    let src = Mr::new(&pd, vec![0x5au8; 64], Access::LOCAL_WRITE).unwrap();
-    let result = zeroed_mr(&pd, 8, Access::LOCAL_WRITE);
-    let peer = shared.remote();
-    const ROUNDS: u64 = 50;
-    std::thread::scope(|s| {
-        for t in 0..2u8 {
-            let shared = &shared;
-            s.spawn(move || {
-                let mut out = [0u8; 64];
-                for i in 0..ROUNDS as u8 {
-                    shared.write(0, &[t ^ i; 64]).unwrap();
-                    shared.read(0, &mut out).unwrap();
-                }
-            });
-        }
-        for i in 0..ROUNDS {
-            b.post_recv(i, &[shared.sge(0..64).unwrap()]).unwrap();
-            a.post_send(&SendWr::send(i, &[src.sge(0..64).unwrap()]))
-                .unwrap();
-            a.post_send(&SendWr::rdma_write(
-                i,
-                &[src.sge(0..32).unwrap()],
-                peer.at(32, 32).unwrap(),
-            ))
-            .unwrap();
-            a.post_send(
-                &SendWr::fetch_add(
+    common::with_pd_cq(Some(256), |ctx, pd, cq| {
+        let (a, b) = rc_pair(ctx, pd, cq);
+        let shared = Mr::new(pd, PageBuf::new(64).unwrap(), ALL_REMOTE).unwrap();
+        let src = Mr::new(pd, vec![0x5au8; 64], Access::LOCAL_WRITE).unwrap();
+        let result = zeroed_mr(pd, 8, Access::LOCAL_WRITE);
+        let peer = shared.remote();
+        const ROUNDS: u64 = 50;
+        std::thread::scope(|s| {
+            for t in 0..2u8 {
+                let shared = &shared;
+                s.spawn(move || {
+                    let mut out = [0u8; 64];
+                    for i in 0..ROUNDS as u8 {
+                        shared.write(0, &[t ^ i; 64]).unwrap();
+                        shared.read(0, &mut out).unwrap();
+                    }
+                });
+            }
+            for i in 0..ROUNDS {
+                b.post_recv(i, &[shared.sge(0..64).unwrap()]).unwrap();
+                a.post_send(&SendWr::send(i, &[src.sge(0..64).unwrap()]))
+                    .unwrap();
+                a.post_send(&SendWr::rdma_write(
                     i,
-                    &result.atomic_result(0).unwrap(),
-                    peer.atomic_at(8).unwrap(),
-                    1,
+                    &[src.sge(0..32).unwrap()],
+                    peer.at(32, 32).unwrap(),
+                ))
+                .unwrap();
+                a.post_send(
+                    &SendWr::fetch_add(
+                        i,
+                        &result.atomic_result(0).unwrap(),
+                        peer.atomic_at(8).unwrap(),
+                        1,
+                    )
+                    .signaled(),
                 )
-                .signaled(),
-            )
-            .unwrap();
-            // The receive and the atomic complete; the unsignaled ones run before them.
-            assert!(wait(&cq, 2).iter().all(|d| d.status == WcStatus::SUCCESS));
-        }
+                .unwrap();
+                // The receive and the atomic complete; the unsignaled ones run before them.
+                assert!(wait(cq, 2).iter().all(|d| d.status == WcStatus::SUCCESS));
+            }
+        });
+        assert_eq!((shared.len(), shared.remote()), (64, peer));
     });
-    assert_eq!((shared.len(), shared.remote()), (64, peer));
 }
 
 /// Polls `cq` once more after a pause: nothing else completed.

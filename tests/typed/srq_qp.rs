@@ -296,49 +296,48 @@ fn srq_user_context_is_readable_and_dropped_on_destroy() {
 #[test]
 fn qp_of_each_type_with_its_own_rq() {
     const TEST: &str = "qp_of_each_type_with_its_own_rq";
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    let want = wanted(&ctx);
-    let mut nums = HashSet::new();
-    let leaks = LeakCheck::new(&ctx, TEST);
+    common::with_pd_cq(Some(64), |ctx, pd, cq| {
+        let want = wanted(ctx);
+        let mut nums = HashSet::new();
+        let leaks = LeakCheck::new(ctx, TEST);
 
-    let rc = own_rq::<Rc>(&pd, &cq, want).expect("RC QP");
-    check_qp(&ctx, &rc, want, false, &mut nums);
-    let uc = own_rq::<Uc>(&pd, &cq, want).expect("UC QP");
-    check_qp(&ctx, &uc, want, false, &mut nums);
-    let ud = own_rq::<Ud>(&pd, &cq, want).expect("UD QP");
-    check_qp(&ctx, &ud, want, false, &mut nums);
-    assert!(!rc.sq_sig_all());
-    let mut raw_count = 0;
-    if let Some(raw) = feature(
-        &ctx,
-        TEST,
-        "RAW_PACKET QPs",
-        own_rq::<RawPacket>(&pd, &cq, want),
-    ) {
-        check_qp(&ctx, &raw, want, false, &mut nums);
-        raw_count = 1;
-        destroyed(raw.destroy());
-    }
-    if let Some(b) = leaks.before() {
-        let now = software::live_objects(&ctx).unwrap();
-        assert_eq!(now.qps, b.qps + 3, "three QPs live (RAW_PACKET destroyed)");
-    }
-    assert_eq!(nums.len(), 3 + raw_count);
-    destroyed(rc.destroy());
-    destroyed(uc.destroy());
-    destroyed(ud.destroy());
-    leaks.assert_unchanged("QPs destroyed");
+        let rc = own_rq::<Rc>(pd, cq, want).expect("RC QP");
+        check_qp(ctx, &rc, want, false, &mut nums);
+        let uc = own_rq::<Uc>(pd, cq, want).expect("UC QP");
+        check_qp(ctx, &uc, want, false, &mut nums);
+        let ud = own_rq::<Ud>(pd, cq, want).expect("UD QP");
+        check_qp(ctx, &ud, want, false, &mut nums);
+        assert!(!rc.sq_sig_all());
+        let mut raw_count = 0;
+        if let Some(raw) = feature(
+            ctx,
+            TEST,
+            "RAW_PACKET QPs",
+            own_rq::<RawPacket>(pd, cq, want),
+        ) {
+            check_qp(ctx, &raw, want, false, &mut nums);
+            raw_count = 1;
+            destroyed(raw.destroy());
+        }
+        if let Some(b) = leaks.before() {
+            let now = software::live_objects(ctx).unwrap();
+            assert_eq!(now.qps, b.qps + 3, "three QPs live (RAW_PACKET destroyed)");
+        }
+        assert_eq!(nums.len(), 3 + raw_count);
+        destroyed(rc.destroy());
+        destroyed(uc.destroy());
+        destroyed(ud.destroy());
+        leaks.assert_unchanged("QPs destroyed");
 
-    // sq_sig_all and inline data are passed through.
-    let signaled = Qp::<Rc>::builder(&pd, &cq, &cq)
-        .sq_sig_all(true)
-        .max_inline_data(64)
-        .build()
-        .expect("signaled QP with inline data");
-    assert!(signaled.sq_sig_all());
-    assert!(signaled.caps().max_inline_data >= 64);
+        // sq_sig_all and inline data are passed through.
+        let signaled = Qp::<Rc>::builder(pd, cq, cq)
+            .sq_sig_all(true)
+            .max_inline_data(64)
+            .build()
+            .expect("signaled QP with inline data");
+        assert!(signaled.sq_sig_all());
+        assert!(signaled.caps().max_inline_data >= 64);
+    });
 }
 
 #[test]
@@ -592,30 +591,29 @@ fn objects_refused_for_quota_free_their_user_context() {
 
 #[test]
 fn qp_user_context_is_readable_and_dropped_on_destroy() {
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).build().unwrap();
-    let drops = Drops::new();
-    let qp = Qp::<Rc>::builder(&pd, &cq, &cq)
-        .context(drops.token(21))
-        .build()
-        .unwrap();
-    assert_eq!(qp.user_context().id, 21);
-    assert_eq!(drops.count(), 0);
-    destroyed(qp.destroy());
-    assert_eq!(drops.count(), 1);
-    let qp = Qp::<Ud>::builder(&pd, &cq, &cq)
-        .context(String::from("ud"))
-        .build()
-        .unwrap();
-    assert_eq!(qp.user_context(), "ud");
-    let qp2 = Qp::<Uc>::builder(&pd, &cq, &cq)
-        .context(drops.token(22))
-        .build()
-        .unwrap();
-    drop(qp2);
-    assert_eq!(drops.count(), 2);
-    drop(qp);
+    common::with_pd_cq(None, |_, pd, cq| {
+        let drops = Drops::new();
+        let qp = Qp::<Rc>::builder(pd, cq, cq)
+            .context(drops.token(21))
+            .build()
+            .unwrap();
+        assert_eq!(qp.user_context().id, 21);
+        assert_eq!(drops.count(), 0);
+        destroyed(qp.destroy());
+        assert_eq!(drops.count(), 1);
+        let qp = Qp::<Ud>::builder(pd, cq, cq)
+            .context(String::from("ud"))
+            .build()
+            .unwrap();
+        assert_eq!(qp.user_context(), "ud");
+        let qp2 = Qp::<Uc>::builder(pd, cq, cq)
+            .context(drops.token(22))
+            .build()
+            .unwrap();
+        drop(qp2);
+        assert_eq!(drops.count(), 2);
+        drop(qp);
+    });
 }
 
 #[test]
@@ -713,63 +711,62 @@ fn raw_packet_qp_unsupported_on_like_rxe() {
 #[test]
 fn ud_multicast_attach_and_detach() {
     const TEST: &str = "ud_multicast_attach_and_detach";
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).build().unwrap();
-    let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
-    let count = || software::live_objects(&ctx).map(|l| l.mcast_attachments);
-    if !ctx.is_software() {
-        skip(
-            TEST,
-            "counting attachments (software::live_objects) needs the software device",
-        );
-    }
-    let base = count();
+    common::with_pd_cq(None, |ctx, pd, cq| {
+        let qp = Qp::<Ud>::builder(pd, cq, cq).build().unwrap();
+        let count = || software::live_objects(ctx).map(|l| l.mcast_attachments);
+        if !ctx.is_software() {
+            skip(
+                TEST,
+                "counting attachments (software::live_objects) needs the software device",
+            );
+        }
+        let base = count();
 
-    let mut g1 = [0u8; 16];
-    g1[0] = 0xff;
-    g1[1] = 0x0e;
-    g1[12..].copy_from_slice(&[0xe0, 0x00, 0x01, 0x17]);
-    let g1 = Gid(g1);
-    let mut g2 = g1;
-    g2.0[15] = 0x18;
-    assert!(g1.is_multicast() && g2.is_multicast());
+        let mut g1 = [0u8; 16];
+        g1[0] = 0xff;
+        g1[1] = 0x0e;
+        g1[12..].copy_from_slice(&[0xe0, 0x00, 0x01, 0x17]);
+        let g1 = Gid(g1);
+        let mut g2 = g1;
+        g2.0[15] = 0x18;
+        assert!(g1.is_multicast() && g2.is_multicast());
 
-    qp.attach_mcast(g1, 0).expect("attach a multicast group");
-    assert_eq!(qp.mcast_groups(), vec![(g1, 0)]);
-    assert_eq!(count(), base.map(|n| n + 1));
-    qp.attach_mcast(g2, 0).expect("attach a second group");
-    assert_eq!(count(), base.map(|n| n + 2));
-    qp.detach_mcast(g1, 0).expect("detach the first group");
-    assert_eq!(qp.mcast_groups(), vec![(g2, 0)]);
-    assert_eq!(count(), base.map(|n| n + 1));
-    qp.detach_mcast(g2, 0).expect("detach the second group");
-    assert_eq!(count(), base);
-    // Leaving a group not joined is the device's EINVAL, and changes nothing.
-    let e = qp
-        .detach_mcast(g2, 0)
-        .expect_err("a group not joined cannot be left");
-    common::assert_os_error(&e, Verb::DetachMcast, libc::EINVAL);
-    assert!(qp.mcast_groups().is_empty());
+        qp.attach_mcast(g1, 0).expect("attach a multicast group");
+        assert_eq!(qp.mcast_groups(), vec![(g1, 0)]);
+        assert_eq!(count(), base.map(|n| n + 1));
+        qp.attach_mcast(g2, 0).expect("attach a second group");
+        assert_eq!(count(), base.map(|n| n + 2));
+        qp.detach_mcast(g1, 0).expect("detach the first group");
+        assert_eq!(qp.mcast_groups(), vec![(g2, 0)]);
+        assert_eq!(count(), base.map(|n| n + 1));
+        qp.detach_mcast(g2, 0).expect("detach the second group");
+        assert_eq!(count(), base);
+        // Leaving a group not joined is the device's EINVAL, and changes nothing.
+        let e = qp
+            .detach_mcast(g2, 0)
+            .expect_err("a group not joined cannot be left");
+        common::assert_os_error(&e, Verb::DetachMcast, libc::EINVAL);
+        assert!(qp.mcast_groups().is_empty());
 
-    let mut bad = [0u8; 16];
-    bad[0] = 0xfe;
-    bad[1] = 0x80;
-    bad[15] = 1;
-    let bad = Gid(bad);
-    assert!(!bad.is_multicast());
-    let e = qp
-        .attach_mcast(bad, 0)
-        .expect_err("a unicast GID is not a group");
-    common::assert_os_error(&e, Verb::AttachMcast, libc::EINVAL);
-    assert_eq!(count(), base);
+        let mut bad = [0u8; 16];
+        bad[0] = 0xfe;
+        bad[1] = 0x80;
+        bad[15] = 1;
+        let bad = Gid(bad);
+        assert!(!bad.is_multicast());
+        let e = qp
+            .attach_mcast(bad, 0)
+            .expect_err("a unicast GID is not a group");
+        common::assert_os_error(&e, Verb::AttachMcast, libc::EINVAL);
+        assert_eq!(count(), base);
 
-    // Re-attaching after detach works, and the QP is destroyable once it has left.
-    qp.attach_mcast(g1, 0).expect("attach again");
-    assert_eq!(count(), base.map(|n| n + 1));
-    qp.detach_mcast(g1, 0).expect("detach again");
-    destroyed(qp.destroy());
-    assert_eq!(count(), base);
+        // Re-attaching after detach works, and the QP is destroyable once it has left.
+        qp.attach_mcast(g1, 0).expect("attach again");
+        assert_eq!(count(), base.map(|n| n + 1));
+        qp.detach_mcast(g1, 0).expect("detach again");
+        destroyed(qp.destroy());
+        assert_eq!(count(), base);
+    });
 }
 
 /// Calls `f` with the value of `o`, taking `o` by value.
