@@ -20,6 +20,13 @@ use typed_verbs::{
 
 type Flags = wc_flags!(BYTE_LEN | QP_NUM);
 
+/// RESET → INIT on port 1, P_Key index 0, open to no remote access.
+const NO_REMOTE_INIT: ConnectedInit = ConnectedInit {
+    port_num: 1,
+    pkey_index: 0,
+    access: AccessFlags::LOCAL_WRITE,
+};
+
 /// Connects `a` and `b` to each other (`Qp::connect`), both open to remote writes.
 #[allow(clippy::type_complexity)]
 fn connect_pair<'a, 'b, R1: RecvSide, R2: RecvSide>(
@@ -259,13 +266,7 @@ fn a_qp_moved_to_err_gives_every_posted_slot_back_once() {
             .max_recv_wr(8)
             .build()
             .unwrap();
-        let qp = qp
-            .to_init(ConnectedInit {
-                port_num: 1,
-                pkey_index: 0,
-                access: AccessFlags::LOCAL_WRITE,
-            })
-            .unwrap();
+        let qp = qp.to_init(NO_REMOTE_INIT).unwrap();
         let posted = slots(&pd, 5, 128);
         let ptrs: HashSet<_> = posted.iter().map(|s| s.as_ptr()).collect();
         for s in posted {
@@ -477,13 +478,7 @@ fn a_slot_keeps_its_context_and_comes_back_from_another() {
     let mut cq = CqEx::<Flags>::builder(&ctx).cqe(8).slots().build().unwrap();
     let (shared, mut poller) = cq.split();
     let qp = Qp::<Rc>::slot_builder(&pd, shared, shared).build().unwrap();
-    let qp = qp
-        .to_init(ConnectedInit {
-            port_num: 1,
-            pkey_index: 0,
-            access: AccessFlags::LOCAL_WRITE,
-        })
-        .unwrap();
+    let qp = qp.to_init(NO_REMOTE_INIT).unwrap();
     let mut s = slots(&other_pd, 1, 64).pop().unwrap();
     s[..4].copy_from_slice(b"mine");
     let p = s.as_ptr();
