@@ -36,13 +36,7 @@ fn rc_pair_goes_to_rts_and_back_through_error_and_reset() {
         assert_eq!(a.query_state().unwrap(), IBV_QPS_RTR);
         let a = a.to_rts(RC_RTS).unwrap();
         assert_eq!(a.query_state().unwrap(), IBV_QPS_RTS);
-        let b = b
-            .to_init(REMOTE_WRITE_INIT)
-            .unwrap()
-            .to_rtr(rc_rtr(av_to(gid, 0), an))
-            .unwrap()
-            .to_rts(RC_RTS)
-            .unwrap();
+        let b = rc_up_to(gid, b, AccessFlags::REMOTE_WRITE, an);
         assert_eq!(b.query_state().unwrap(), IBV_QPS_RTS);
         let a = a.to_error().unwrap();
         assert_eq!(a.query_state().unwrap(), IBV_QPS_ERR);
@@ -352,13 +346,7 @@ fn modify_init_changes_what_the_peer_may_do() {
                 .unwrap()
                 .to_rts(RC_RTS)
                 .unwrap();
-            let a = a
-                .to_init(REMOTE_WRITE_INIT)
-                .unwrap()
-                .to_rtr(rc_rtr(av_to(gid, 0), bn))
-                .unwrap()
-                .to_rts(RC_RTS)
-                .unwrap();
+            let a = rc_up_to(gid, a, AccessFlags::REMOTE_WRITE, bn);
             let status = rdma_write_status(pd, cq, &a, &target);
             if modify {
                 assert_eq!(status, WcStatus::SUCCESS);
@@ -419,6 +407,16 @@ fn rc_up<'a>(
     dest: u32,
 ) -> Qp<'a, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts> {
     let gid = ctx.query_gid(1, 0).unwrap();
+    rc_up_to(gid, qp, access, dest)
+}
+
+/// [`rc_up`] with the port's GID already known.
+fn rc_up_to(
+    gid: Gid,
+    qp: Qp<'_, Rc>,
+    access: AccessFlags,
+    dest: u32,
+) -> Qp<'_, Rc, typed_verbs::OwnRq, typed_verbs::Shared, (), Rts> {
     qp.to_init(ConnectedInit {
         access,
         ..REMOTE_WRITE_INIT
