@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use typed_verbs::cq_ex::flags;
 use typed_verbs::software::{self, SwConfig};
 use typed_verbs::{
-    wc_flags, AllFields, CompChannel, CqEx, ErrorKind, InjectedCompletion, NoFields, ParentDomain,
-    Pd, SingleThreaded, Standard, Verb, WcFlags, WcOpcode, WcStatus,
+    wc_flags, AllFields, Batch, CompChannel, Completion, CqEx, ErrorKind, InjectedCompletion,
+    NoFields, ParentDomain, Pd, SingleThreaded, Standard, Verb, WcFlags, WcOpcode, WcStatus,
 };
 
 /// Creates a `CqEx` with exactly one flag; checks `wc_flags()` and, on the software device,
@@ -50,6 +50,15 @@ macro_rules! one_flag {
             destroyed(cq.destroy());
         }
     }};
+}
+
+/// Runs `f` on each completion of `batch`, advancing until the batch ends.
+fn each_in_batch<F: WcFlags>(batch: Batch<'_, F>, mut f: impl FnMut(Completion<'_, F>)) {
+    let mut next = Some(batch);
+    while let Some(batch) = next {
+        f(batch.completion());
+        next = batch.advance().unwrap();
+    }
 }
 
 #[test]
@@ -255,12 +264,10 @@ fn cq_ex_single_threaded_is_created_and_polled() {
         }
         let mut seen = Vec::new();
         cq.poll_batch(|batch| {
-            let mut next = Some(batch);
-            while let Some(batch) = next {
-                let c = batch.completion().result().expect("success");
+            each_in_batch(batch, |c| {
+                let c = c.result().expect("success");
                 seen.push((c.wr_id(), c.byte_len()));
-                next = batch.advance().unwrap();
-            }
+            })
         })
         .unwrap()
         .expect("five completions");
@@ -303,11 +310,9 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
     assert_eq!(software::has_overrun(&cq), Some(false));
     let mut seen = Vec::new();
     cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            seen.push(batch.completion().wr_id());
-            next = batch.advance().unwrap();
-        }
+        each_in_batch(batch, |c| {
+            seen.push(c.wr_id());
+        })
     })
     .unwrap()
     .expect("cqe() completions");
@@ -343,12 +348,10 @@ fn cq_ex_overrun_is_reported() {
     assert_eq!(software::lost_completions(&cq), Some(0));
     let mut count = 0;
     cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            assert_eq!(batch.completion().wr_id(), count);
+        each_in_batch(batch, |c| {
+            assert_eq!(c.wr_id(), count);
             count += 1;
-            next = batch.advance().unwrap();
-        }
+        })
     })
     .unwrap()
     .expect("cqe() completions");
@@ -746,12 +749,10 @@ fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
     }
     let mut seen = Vec::new();
     cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            let s = batch.completion().result().expect("success");
+        each_in_batch(batch, |c| {
+            let s = c.result().expect("success");
             seen.push((s.imm_data(), s.invalidated_rkey()));
-            next = batch.advance().unwrap();
-        }
+        })
     })
     .unwrap()
     .expect("the injected completions");
@@ -902,14 +903,12 @@ fn cq_ex_shared_between_threads_under_a_mutex() {
                         let mut n = 0;
                         guard
                             .poll_batch(|batch| {
-                                let mut next = Some(batch);
-                                while let Some(batch) = next {
-                                    let c = batch.completion().result().expect("success");
+                                each_in_batch(batch, |c| {
+                                    let c = c.result().expect("success");
                                     assert_eq!(u64::from(c.byte_len()), c.wr_id() & 0xffff_ffff);
                                     mine.push(c.wr_id());
                                     n += 1;
-                                    next = batch.advance().unwrap();
-                                }
+                                })
                             })
                             .unwrap();
                         drop(guard);
@@ -972,11 +971,9 @@ fn cq_ex_moves_to_another_thread() {
             assert_eq!(cq.user_context().id, 8);
             let mut ids = Vec::new();
             cq.poll_batch(|batch| {
-                let mut next = Some(batch);
-                while let Some(batch) = next {
-                    ids.push(batch.completion().wr_id());
-                    next = batch.advance().unwrap();
-                }
+                each_in_batch(batch, |c| {
+                    ids.push(c.wr_id());
+                })
             })
             .unwrap();
             destroyed(cq.destroy());
