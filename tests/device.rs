@@ -177,69 +177,68 @@ fn query_device_matches_attr() {
 #[test]
 fn software_device_attr_values_follow_its_config() {
     const TEST: &str = "software_device_attr_values_follow_its_config";
-    let Some(ctx) = common::software_ctx(TEST, "comparing attributes with SwConfig") else {
-        return;
-    };
-    let c = SwConfig::default();
-    let a = ctx.attr();
-    assert_eq!(a.max_cqe, c.max_cqe);
-    assert_eq!(a.max_qp_wr, c.max_qp_wr);
-    assert_eq!(a.max_sge, c.max_sge);
-    assert_eq!(a.max_srq_wr, c.max_srq_wr);
-    assert_eq!(a.max_srq_sge, c.max_srq_sge);
-    assert_eq!(
-        (a.max_qp, a.max_cq, a.max_srq, a.max_pd),
-        (c.max_objects, c.max_objects, c.max_objects, c.max_objects)
-    );
-    assert_eq!(
-        (a.max_mcast_grp, a.max_mcast_qp_attach),
-        (c.max_mcast, c.max_mcast)
-    );
-    assert_eq!(ctx.num_comp_vectors(), c.num_comp_vectors);
-    assert_eq!(a.fw_ver, env!("CARGO_PKG_VERSION"));
+    common::on_software(TEST, "comparing attributes with SwConfig", |ctx| {
+        let c = SwConfig::default();
+        let a = ctx.attr();
+        assert_eq!(a.max_cqe, c.max_cqe);
+        assert_eq!(a.max_qp_wr, c.max_qp_wr);
+        assert_eq!(a.max_sge, c.max_sge);
+        assert_eq!(a.max_srq_wr, c.max_srq_wr);
+        assert_eq!(a.max_srq_sge, c.max_srq_sge);
+        assert_eq!(
+            (a.max_qp, a.max_cq, a.max_srq, a.max_pd),
+            (c.max_objects, c.max_objects, c.max_objects, c.max_objects)
+        );
+        assert_eq!(
+            (a.max_mcast_grp, a.max_mcast_qp_attach),
+            (c.max_mcast, c.max_mcast)
+        );
+        assert_eq!(ctx.num_comp_vectors(), c.num_comp_vectors);
+        assert_eq!(a.fw_ver, env!("CARGO_PKG_VERSION"));
 
-    // A registered device reports its own limits.
-    let custom = SwConfig {
-        max_cqe: 100,
-        max_qp_wr: 77,
-        max_sge: 5,
-        max_srq_wr: 33,
-        max_srq_sge: 3,
-        num_comp_vectors: 4,
-        max_objects: 9,
-        max_mcast: 2,
-        ..SwConfig::default()
-    };
-    let rctx = open_registered("dev-attr-custom", custom.clone());
-    assert!(rctx.is_software());
-    assert_eq!(rctx.device_name(), "dev-attr-custom");
-    let r = rctx.query_device().expect("query_device");
-    assert_eq!(&r, rctx.attr());
-    assert_eq!(
-        (
-            r.max_cqe,
-            r.max_qp_wr,
-            r.max_sge,
-            r.max_srq_wr,
-            r.max_srq_sge
-        ),
-        (
-            custom.max_cqe,
-            custom.max_qp_wr,
-            custom.max_sge,
-            custom.max_srq_wr,
-            custom.max_srq_sge
-        )
-    );
-    assert_eq!((r.max_qp, r.max_mcast_grp), (9, 2));
-    assert_eq!(rctx.num_comp_vectors(), 4);
+        // A registered device reports its own limits.
+        let custom = SwConfig {
+            max_cqe: 100,
+            max_qp_wr: 77,
+            max_sge: 5,
+            max_srq_wr: 33,
+            max_srq_sge: 3,
+            num_comp_vectors: 4,
+            max_objects: 9,
+            max_mcast: 2,
+            ..SwConfig::default()
+        };
+        let rctx = open_registered("dev-attr-custom", custom.clone());
+        assert!(rctx.is_software());
+        assert_eq!(rctx.device_name(), "dev-attr-custom");
+        let r = rctx.query_device().expect("query_device");
+        assert_eq!(&r, rctx.attr());
+        assert_eq!(
+            (
+                r.max_cqe,
+                r.max_qp_wr,
+                r.max_sge,
+                r.max_srq_wr,
+                r.max_srq_sge
+            ),
+            (
+                custom.max_cqe,
+                custom.max_qp_wr,
+                custom.max_sge,
+                custom.max_srq_wr,
+                custom.max_srq_sge
+            )
+        );
+        assert_eq!((r.max_qp, r.max_mcast_grp), (9, 2));
+        assert_eq!(rctx.num_comp_vectors(), 4);
 
-    let rxe = open_registered("dev-attr-like-rxe", SwConfig::like_rxe());
-    let l = SwConfig::like_rxe();
-    assert_eq!(
-        (rxe.attr().max_qp_wr, rxe.attr().max_srq_wr),
-        (l.max_qp_wr, l.max_srq_wr)
-    );
+        let rxe = open_registered("dev-attr-like-rxe", SwConfig::like_rxe());
+        let l = SwConfig::like_rxe();
+        assert_eq!(
+            (rxe.attr().max_qp_wr, rxe.attr().max_srq_wr),
+            (l.max_qp_wr, l.max_srq_wr)
+        );
+    });
 }
 
 #[test]

@@ -1110,20 +1110,19 @@ fn destroy_waits_for_the_ack() {
 /// On the software device, the channels and ids count among the context's live objects.
 #[test]
 fn software_counts_cm_objects() {
-    let Some(ctx) = common::software_ctx("software_counts_cm_objects", "live_objects") else {
-        return;
-    };
-    let before = typed_verbs::software::live_objects(&ctx).expect("software");
-    let ch = Chan::new(&ctx);
-    let id = ch.id(RDMA_PS_TCP);
-    let now = typed_verbs::software::live_objects(&ctx).expect("software");
-    assert_eq!(
-        (now.cm_channels, now.cm_ids),
-        (before.cm_channels + 1, before.cm_ids + 1)
-    );
-    destroy(id);
-    drop(ch);
-    assert_eq!(typed_verbs::software::live_objects(&ctx), Some(before));
+    common::on_software("software_counts_cm_objects", "live_objects", |ctx| {
+        let before = typed_verbs::software::live_objects(ctx).expect("software");
+        let ch = Chan::new(ctx);
+        let id = ch.id(RDMA_PS_TCP);
+        let now = typed_verbs::software::live_objects(ctx).expect("software");
+        assert_eq!(
+            (now.cm_channels, now.cm_ids),
+            (before.cm_channels + 1, before.cm_ids + 1)
+        );
+        destroy(id);
+        drop(ch);
+        assert_eq!(typed_verbs::software::live_objects(ctx), Some(before));
+    });
 }
 
 /// After both sides disconnected, each side's CM leaves TIMEWAIT after a while:

@@ -181,6 +181,13 @@ pub fn software_ctx(test: &str, needs: &str) -> Option<Context> {
     software_only(&ctx, test, needs).then_some(ctx)
 }
 
+/// Runs `f` on [`software_ctx`]'s context, or prints its SKIP line and runs nothing.
+pub fn on_software(test: &str, needs: &str, f: impl FnOnce(&Context)) {
+    if let Some(ctx) = software_ctx(test, needs) {
+        f(&ctx)
+    }
+}
+
 /// A software device of the test's own ([`registered_for`]) that holds one object of each kind
 /// (`max_objects: 1`): the next creation fails in the device (ENOMEM).
 #[cfg(feature = "software-device")]

@@ -188,11 +188,10 @@ fn os_error_display_names_the_verb_and_errno() {
 /// On the software device (a SKIP line for `test` elsewhere): a CQ of `cqe` entries to inject
 /// completions into, for `f`.
 fn with_injection_cq(test: &str, cqe: u32, f: impl FnOnce(&Cq<'_>)) {
-    let Some(ctx) = common::software_ctx(test, "completion injection") else {
-        return;
-    };
-    let cq = Cq::builder(&ctx).cqe(cqe).build().expect("cq");
-    f(&cq)
+    common::on_software(test, "completion injection", |ctx| {
+        let cq = Cq::builder(ctx).cqe(cqe).build().expect("cq");
+        f(&cq)
+    });
 }
 
 const ERRS: [WcStatus; 4] = [

@@ -405,32 +405,31 @@ fn an_event_type_the_headers_lack_is_read_as_its_integer() {
     // and u32::MAX, which the build's headers lack) comes back as AsyncEvent::Other(n), and a
     // known port event as its variant. The software device raises them as port events.
     let test = "an_event_type_the_headers_lack_is_read_as_its_integer";
-    let Some(ctx) = common::software_ctx(test, "an async event of any type on demand") else {
-        return;
-    };
-    let port_active = 9; // IBV_EVENT_PORT_ACTIVE
-    for (ty, want) in [
-        (42, AsyncEvent::Other(42)),
-        (u32::MAX, AsyncEvent::Other(u32::MAX)),
-        (port_active, AsyncEvent::PortActive(1)),
-    ] {
-        software::raise_port_event(&ctx, ty, 1).unwrap();
-        assert!(ctx
-            .wait_async_readable(Some(Duration::from_secs(5)))
-            .unwrap());
-        let ev = ctx.try_get_async_event().unwrap().expect("raised");
-        assert_eq!(*ev, want);
-        assert_eq!(ev.event_type(), ty);
-        drop(ev); // acked: the port's event names no object
-    }
-    assert!(ctx.try_get_async_event().unwrap().is_none());
-    // A type that names an object (here IBV_EVENT_CQ_ERR and IBV_EVENT_WQ_FATAL) needs a live
-    // one: refused, as is port 0.
-    for (ty, port) in [(0, 1), (19, 1), (42, 0)] {
-        let e = software::raise_port_event(&ctx, ty, port).unwrap_err();
-        assert_eq!((e.verb, e.errno()), (Verb::RaiseAsyncEvent, libc::EINVAL));
-    }
-    assert!(ctx.try_get_async_event().unwrap().is_none());
+    common::on_software(test, "an async event of any type on demand", |ctx| {
+        let port_active = 9; // IBV_EVENT_PORT_ACTIVE
+        for (ty, want) in [
+            (42, AsyncEvent::Other(42)),
+            (u32::MAX, AsyncEvent::Other(u32::MAX)),
+            (port_active, AsyncEvent::PortActive(1)),
+        ] {
+            software::raise_port_event(ctx, ty, 1).unwrap();
+            assert!(ctx
+                .wait_async_readable(Some(Duration::from_secs(5)))
+                .unwrap());
+            let ev = ctx.try_get_async_event().unwrap().expect("raised");
+            assert_eq!(*ev, want);
+            assert_eq!(ev.event_type(), ty);
+            drop(ev); // acked: the port's event names no object
+        }
+        assert!(ctx.try_get_async_event().unwrap().is_none());
+        // A type that names an object (here IBV_EVENT_CQ_ERR and IBV_EVENT_WQ_FATAL) needs a live
+        // one: refused, as is port 0.
+        for (ty, port) in [(0, 1), (19, 1), (42, 0)] {
+            let e = software::raise_port_event(ctx, ty, port).unwrap_err();
+            assert_eq!((e.verb, e.errno()), (Verb::RaiseAsyncEvent, libc::EINVAL));
+        }
+        assert!(ctx.try_get_async_event().unwrap().is_none());
+    });
 }
 
 #[test]
@@ -468,42 +467,43 @@ fn injected_completions_arm_and_overrun_as_the_data_path_does() {
     // The software device's injection hook goes through the same CQ producer as its QPs: it
     // fires an armed CQ's event (solicited only for a `.solicited()` completion) and raises
     // CQ_ERR when the CQ is full.
-    let Some(ctx) = common::software_ctx(
+    common::on_software(
         "injected_completions_arm_and_overrun_as_the_data_path_does",
         "software::inject",
-    ) else {
-        return;
-    };
-    use typed_verbs::{software, InjectedCompletion, WcOpcode};
-    let ch = CompChannel::new(&ctx).unwrap();
-    let cq = channel_cq(&ctx, &ch, 2, 9u8);
-    cq.req_notify(true).unwrap();
-    software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV)).unwrap();
-    assert!(ch.try_get_cq_event().unwrap().is_none());
-    software::inject(
-        &cq,
-        InjectedCompletion::success(2, WcOpcode::RECV).solicited(),
-    )
-    .unwrap();
-    let ev = ch
-        .try_get_cq_event()
-        .unwrap()
-        .expect("a solicited completion fires");
-    assert_eq!(ev.user_context(&cq), Some(&9));
-    drop(ev);
-    let n = cq.cqe() as u64;
-    for i in 2..n {
-        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV)).unwrap();
-    }
-    let e = software::inject(&cq, InjectedCompletion::success(n, WcOpcode::RECV)).unwrap_err();
-    assert_eq!(e.kind, typed_verbs::ErrorKind::CqOverrun);
-    let ev = ctx.try_get_async_event().unwrap().expect("CQ_ERR");
-    assert!(matches!(*ev, AsyncEvent::CqErr(c) if c.is(&cq)));
-    assert!(ctx.try_get_async_event().unwrap().is_none());
-    // The CQ_ERR held while the CQ is destroyed: acked by the destroy, which returns.
-    destroyed(cq.destroy());
-    drop(ev);
-    destroyed(ch.destroy());
+        |ctx| {
+            use typed_verbs::{software, InjectedCompletion, WcOpcode};
+            let ch = CompChannel::new(ctx).unwrap();
+            let cq = channel_cq(ctx, &ch, 2, 9u8);
+            cq.req_notify(true).unwrap();
+            software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV)).unwrap();
+            assert!(ch.try_get_cq_event().unwrap().is_none());
+            software::inject(
+                &cq,
+                InjectedCompletion::success(2, WcOpcode::RECV).solicited(),
+            )
+            .unwrap();
+            let ev = ch
+                .try_get_cq_event()
+                .unwrap()
+                .expect("a solicited completion fires");
+            assert_eq!(ev.user_context(&cq), Some(&9));
+            drop(ev);
+            let n = cq.cqe() as u64;
+            for i in 2..n {
+                software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV)).unwrap();
+            }
+            let e =
+                software::inject(&cq, InjectedCompletion::success(n, WcOpcode::RECV)).unwrap_err();
+            assert_eq!(e.kind, typed_verbs::ErrorKind::CqOverrun);
+            let ev = ctx.try_get_async_event().unwrap().expect("CQ_ERR");
+            assert!(matches!(*ev, AsyncEvent::CqErr(c) if c.is(&cq)));
+            assert!(ctx.try_get_async_event().unwrap().is_none());
+            // The CQ_ERR held while the CQ is destroyed: acked by the destroy, which returns.
+            destroyed(cq.destroy());
+            drop(ev);
+            destroyed(ch.destroy());
+        },
+    );
 }
 
 #[test]

@@ -529,20 +529,19 @@ fn qp_caps_over_device_limits_are_out_of_range() {
 #[test]
 fn qp_refused_by_the_device_frees_its_user_context() {
     const TEST: &str = "qp_refused_by_the_device_frees_its_user_context";
-    let Some(ctx) = common::software_ctx(TEST, "the software device's max_inline_data") else {
-        return;
-    };
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).build().unwrap();
-    // max_inline_data has no device attribute to check against: the device refuses it.
-    let over = SwConfig::default().max_inline_data + 1;
-    let e = common::assert_refused(&ctx, TEST, "QP refused by the device", |token| {
-        Qp::<Rc>::builder(&pd, &cq, &cq)
-            .max_inline_data(over)
-            .context(token)
-            .build()
+    common::on_software(TEST, "the software device's max_inline_data", |ctx| {
+        let pd = Pd::new(ctx).unwrap();
+        let cq = Cq::builder(ctx).build().unwrap();
+        // max_inline_data has no device attribute to check against: the device refuses it.
+        let over = SwConfig::default().max_inline_data + 1;
+        let e = common::assert_refused(ctx, TEST, "QP refused by the device", |token| {
+            Qp::<Rc>::builder(&pd, &cq, &cq)
+                .max_inline_data(over)
+                .context(token)
+                .build()
+        });
+        common::assert_os_error(&e, Verb::CreateQp, libc::EINVAL);
     });
-    common::assert_os_error(&e, Verb::CreateQp, libc::EINVAL);
 }
 
 #[test]
