@@ -3,7 +3,7 @@
 use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
 use typed_verbs::{
     AccessFlags, AddressVector, ConnectedInit, Context, Cq, CqEx, Gid, GlobalRoute, Mtu, OwnRq, Pd,
-    Qp, Rc, RcRtr, RcRts, RecvSide, Sge, Shared, Standard,
+    Poller, Qp, Rc, RcRtr, RcRts, RecvSide, Sge, Shared, Standard,
 };
 
 /// The address vector of a loopback peer on port 1: a route to `gid` (RoCE devices, rxe among
@@ -134,6 +134,25 @@ pub fn with_gid_pd_cq(cqe: u32, f: impl for<'c> FnOnce(&'c Context, Gid, &'c Pd<
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(cqe).build().unwrap();
     f(&ctx, gid, &pd, &cq)
+}
+
+/// A PD and two CQs A and B of `cqe` entries on `ctx`, each split into its shared half and its
+/// poller (made in that order), for `f`.
+pub fn two_split_cqs<R>(
+    ctx: &Context,
+    cqe: u32,
+    f: impl for<'c> FnOnce(
+        &'c Pd<'c>,
+        (&'c CqEx<'c, Standard>, Poller<'c, Standard>),
+        (&'c CqEx<'c, Standard>, Poller<'c, Standard>),
+    ) -> R,
+) -> R {
+    let pd = Pd::new(ctx).unwrap();
+    let mut a = CqEx::<Standard>::builder(ctx).cqe(cqe).build().unwrap();
+    let mut b = CqEx::<Standard>::builder(ctx).cqe(cqe).build().unwrap();
+    let (sa, pa) = a.split();
+    let (sb, pb) = b.split();
+    f(&pd, (sa, pa), (sb, pb))
 }
 
 /// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
