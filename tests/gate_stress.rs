@@ -5,7 +5,7 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{open, two_split_cqs, within, LeakCheck, REMOTE_WRITE_INIT};
+use common::{feeder_qp, open, two_split_cqs, within, LeakCheck, REMOTE_WRITE_INIT};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -29,22 +29,12 @@ fn teardowns_race_batches_on_shared_cqs() {
                 std::thread::scope(|s| {
                     for (p, cq) in [(&mut pa, sa), (&mut pb, sb)] {
                         let stop = &stop;
-                        let pd = pd;
                         s.spawn(move || {
                             // A feeder QP whose flushed receives keep the CQ non-empty.
                             let mut feeder = None;
                             while !stop.load(Ordering::Relaxed) {
                                 if feeder.is_none() {
-                                    let q = Qp::<Rc>::builder(pd, cq, cq)
-                                        .max_recv_wr(64)
-                                        .build()
-                                        .unwrap()
-                                        .to_init(REMOTE_WRITE_INIT)
-                                        .unwrap_or_else(|e| panic!("{e}"));
-                                    for i in 0..64 {
-                                        q.post_recv(i, &[] as &[Sge; 0]).unwrap();
-                                    }
-                                    feeder = Some(q.to_error().unwrap_or_else(|e| panic!("{e}")));
+                                    feeder = Some(feeder_qp(pd, cq, 64));
                                 }
                                 match p.poll_batch(|_b| std::thread::yield_now()).unwrap() {
                                     Some(()) => {}
@@ -55,7 +45,6 @@ fn teardowns_race_batches_on_shared_cqs() {
                     }
                     let mut workers = Vec::new();
                     for w in 0..2usize {
-                        let pd = pd;
                         workers.push(s.spawn(move || {
                             for i in 0..iters {
                                 let (x, y) = match (i + w) % 3 {
@@ -121,21 +110,12 @@ fn with_busy_cqs(test: &str, f: Box<BusyBody>) {
                     let pollers: [(Poller<'_, Standard>, &CqEx<'_, Standard>); 2] =
                         [(pa, sa), (pb, sb)];
                     for (mut p, cq) in pollers {
-                        let (stop, pd) = (&stop, pd);
+                        let stop = &stop;
                         s.spawn(move || {
                             // One feeder QP for the whole test (so that the live QPs are the
                             // test's own and the feeder): its flushed receives keep the CQ
                             // non-empty, one completion per batch.
-                            let q = Qp::<Rc>::builder(pd, cq, cq)
-                                .max_recv_wr(4000)
-                                .build()
-                                .unwrap()
-                                .to_init(REMOTE_WRITE_INIT)
-                                .unwrap_or_else(|e| panic!("{e}"));
-                            for i in 0..4000 {
-                                q.post_recv(i, &[] as &[Sge; 0]).unwrap();
-                            }
-                            let _feeder = q.to_error().unwrap_or_else(|e| panic!("{e}"));
+                            let _feeder = feeder_qp(pd, cq, 4000);
                             while !stop.load(Ordering::Relaxed) {
                                 let busy = |_b: typed_verbs::Batch<'_, Standard>| {
                                     std::thread::sleep(Duration::from_millis(3))

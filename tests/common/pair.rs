@@ -172,3 +172,22 @@ pub fn flushed_qp<'a, C: Send + Sync>(
     qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
     qp.to_error().unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// A QP with `n` receives (wr_ids `0..n`) posted in INIT, moved to ERR: `cq` gets their `n`
+/// flushes, which keep it non-empty for a while.
+pub fn feeder_qp<'a>(
+    pd: &'a Pd<'_>,
+    cq: &'a CqEx<'_, Standard>,
+    n: u32,
+) -> Qp<'a, Rc, OwnRq, Shared, (), ErrorState> {
+    let q = Qp::<Rc>::builder(pd, cq, cq)
+        .max_recv_wr(n)
+        .build()
+        .unwrap()
+        .to_init(REMOTE_WRITE_INIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..u64::from(n) {
+        q.post_recv(i, &[] as &[Sge; 0]).unwrap();
+    }
+    q.to_error().unwrap_or_else(|e| panic!("{e}"))
+}
