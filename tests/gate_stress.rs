@@ -5,11 +5,11 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{feeder_qp, open, two_split_cqs, within, LeakCheck, REMOTE_WRITE_INIT};
+use common::{feeder_qp, leak_checked, open, two_split_cqs, within, LeakCheck, REMOTE_WRITE_INIT};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use typed_verbs::{Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Sge, Standard};
+use typed_verbs::{Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Standard};
 
 /// Batches on A and B (two pollers on two threads, each batch short), while two threads make
 /// QPs on (A,B), (B,A), (A,A) and drop, destroy or reset them. Every QP is destroyed, nothing
@@ -174,11 +174,9 @@ fn explicit_teardowns_wait_for_busy_cqs() {
 #[test]
 fn explicit_teardowns_of_one_cq_never_starve_each_other() {
     within(Duration::from_secs(120), || {
-        let ctx = open();
-        let leaks = LeakCheck::new(&ctx, "teardowns_of_one_cq");
-        {
-            let pd = Pd::new(&ctx).unwrap();
-            let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        leak_checked("teardowns_of_one_cq", "every QP destroyed", |ctx| {
+            let pd = Pd::new(ctx).unwrap();
+            let cq = CqEx::<Standard>::builder(ctx).cqe(8).build().unwrap();
             std::thread::scope(|s| {
                 for _ in 0..3 {
                     let (pd, cq) = (&pd, &cq);
@@ -197,8 +195,7 @@ fn explicit_teardowns_of_one_cq_never_starve_each_other() {
                     });
                 }
             });
-        }
-        leaks.assert_unchanged("every QP destroyed");
+        });
     });
 }
 
@@ -299,19 +296,7 @@ fn qps_dropped_between_two_mutually_waiting_batches_stall_one_batch_end_at_most_
             let a = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
             let b = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
             // A completion in each CQ for every batch: a flushed receive of a QP of its own.
-            let feed = |cq| {
-                let q = Qp::<Rc>::builder(&pd, cq, cq)
-                    .max_recv_wr(60)
-                    .build()
-                    .unwrap()
-                    .to_init(REMOTE_WRITE_INIT)
-                    .unwrap_or_else(|e| panic!("{e}"));
-                for i in 0..60 {
-                    q.post_recv(i, &[] as &[Sge; 0]).unwrap();
-                }
-                q.to_error().unwrap_or_else(|e| panic!("{e}"))
-            };
-            let (_fa, _fb) = (feed(&a), feed(&b));
+            let (_fa, _fb) = (feeder_qp(&pd, &a, 60), feeder_qp(&pd, &b, 60));
             let mut qps: Vec<_> = (0..3)
                 .map(|_| Qp::<Rc>::builder(&pd, &a, &b).build().unwrap())
                 .collect();
