@@ -155,6 +155,13 @@ pub fn two_split_cqs<R>(
     f(&pd, (sa, pa), (sb, pb))
 }
 
+/// RESET → INIT of a connected QP on port 1, P_Key index 0, open to no remote access.
+pub const NO_REMOTE_INIT: ConnectedInit = ConnectedInit {
+    port_num: 1,
+    pkey_index: 0,
+    access: AccessFlags::LOCAL_WRITE,
+};
+
 /// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
 /// completion (`IBV_WC_WR_FLUSH_ERR`) on every device, without traffic.
 pub fn flushed_qp<'a, C: Send + Sync>(

@@ -7,25 +7,18 @@
 
 use crate::common;
 
-use common::{open, LeakCheck};
+use common::{open, LeakCheck, NO_REMOTE_INIT};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::slots::{SlotCq, SlotPoller, SlotSends};
 use typed_verbs::{
-    wc_flags, Access, AccessFlags, ConnectedInit, Context, CqEx, ErrorKind, Mr, PageBuf, Pd, Qp,
-    Rc, Received, RecvSide, Shared, Slot, SlotRq, Srq, UsesSlotSrq, Verb, WcOpcode, WcStatus,
+    wc_flags, Access, Context, CqEx, ErrorKind, Mr, PageBuf, Pd, Qp, Rc, Received, RecvSide,
+    Shared, Slot, SlotRq, Srq, UsesSlotSrq, Verb, WcOpcode, WcStatus,
 };
 
 type Flags = wc_flags!(BYTE_LEN | QP_NUM);
-
-/// RESET → INIT on port 1, P_Key index 0, open to no remote access.
-const NO_REMOTE_INIT: ConnectedInit = ConnectedInit {
-    port_num: 1,
-    pkey_index: 0,
-    access: AccessFlags::LOCAL_WRITE,
-};
 
 /// Connects `a` and `b` to each other (`Qp::connect`), both open to remote writes.
 #[allow(clippy::type_complexity)]
@@ -601,11 +594,7 @@ fn a_failed_slot_completion_is_handed_on_with_the_question_mark() {
         .max_recv_wr(4)
         .build()
         .unwrap();
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: AccessFlags::LOCAL_WRITE,
-    };
+    let init = NO_REMOTE_INIT;
     let qp = qp.to_init(init).unwrap();
     for s in slots(&pd, 2, 64) {
         qp.post_recv_slot(s).unwrap();
