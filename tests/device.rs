@@ -399,22 +399,20 @@ fn parent_domain_alloc_and_destroy() {
 #[test]
 fn parent_domain_unsupported_on_like_rxe() {
     const TEST: &str = "parent_domain_unsupported_on_like_rxe";
-    let Some(ctx) = common::like_rxe(TEST, "dev-pdom-like-rxe") else {
-        return;
-    };
-    let pd = Pd::new(&ctx).expect("pd");
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let e = ParentDomain::new(&ctx, &pd).expect_err("like_rxe has no parent domains");
-    common::assert_os_error(&e, Verb::AllocParentDomain, libc::EOPNOTSUPP);
-    assert!(e.is_unsupported());
-    leaks.assert_unchanged("failed ibv_alloc_parent_domain");
+    common::on_like_rxe(TEST, "dev-pdom-like-rxe", |ctx| {
+        let pd = Pd::new(ctx).expect("pd");
+        let leaks = LeakCheck::new(ctx, TEST);
+        let e = ParentDomain::new(ctx, &pd).expect_err("like_rxe has no parent domains");
+        common::assert_os_error(&e, Verb::AllocParentDomain, libc::EOPNOTSUPP);
+        assert!(e.is_unsupported());
+        leaks.assert_unchanged("failed ibv_alloc_parent_domain");
+    });
 }
 
 #[test]
 fn parent_domain_over_a_pd_of_another_context_is_wrong_context() {
     const TEST: &str = "parent_domain_over_a_pd_of_another_context_is_wrong_context";
-    let ctx = open();
-    let other = open();
+    let (ctx, other) = common::two_contexts();
     let leaks = LeakCheck::new(&ctx, TEST);
     let other_leaks = LeakCheck::new(&other, TEST);
     let foreign_pd = Pd::new(&other).expect("pd of the other context");

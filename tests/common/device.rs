@@ -211,6 +211,20 @@ pub fn like_rxe(test: &str, name: &str) -> Option<Context> {
     )
 }
 
+/// Runs `f` on [`like_rxe`]'s context, or prints its SKIP line and runs nothing.
+#[cfg(feature = "software-device")]
+pub fn on_like_rxe(test: &str, name: &str, f: impl FnOnce(&Context)) {
+    if let Some(ctx) = like_rxe(test, name) {
+        f(&ctx)
+    }
+}
+
+/// The test device opened twice: two contexts of one device, for the checks that refuse an
+/// object of another context.
+pub fn two_contexts() -> (Context, Context) {
+    (open(), open())
+}
+
 /// A software device `name` whose port has a GID table of 8 entries (sw0's and rxe0's, 1024,
 /// are longer than a u8 index reaches), opened.
 #[cfg(feature = "software-device")]

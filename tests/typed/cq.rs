@@ -138,8 +138,7 @@ fn cq_with_channel_and_every_comp_vector() {
 #[test]
 fn cq_with_channel_of_another_context_is_wrong_context() {
     const TEST: &str = "cq_with_channel_of_another_context_is_wrong_context";
-    let ctx = open();
-    let other = open();
+    let (ctx, other) = common::two_contexts();
     let ch = CompChannel::new(&other).expect("channel of the other context");
     common::assert_foreign_refused(&ctx, TEST, Verb::CreateCq, "channel", |token| {
         Cq::builder(&ctx).channel(&ch).context(token).build()
@@ -171,18 +170,17 @@ fn out_of_range_display_names_the_verb_and_attribute() {
 #[test]
 fn os_error_display_names_the_verb_and_errno() {
     const TEST: &str = "os_error_display_names_the_verb_and_errno";
-    let Some(ctx) = common::like_rxe(TEST, "cq-display-like-rxe") else {
-        return;
-    };
-    let e = typed_verbs::CqEx::<typed_verbs::wc_flags!(COMPLETION_TIMESTAMP)>::builder(&ctx)
-        .build()
-        .expect_err("like_rxe has no timestamps");
-    assert_eq!(e.to_string(), "ibv_create_cq_ex failed: EOPNOTSUPP");
-    let source = std::error::Error::source(&e).expect("the io::Error as the source");
-    let io = source
-        .downcast_ref::<std::io::Error>()
-        .expect("an io::Error");
-    assert_eq!(io.raw_os_error(), Some(libc::EOPNOTSUPP));
+    common::on_like_rxe(TEST, "cq-display-like-rxe", |ctx| {
+        let e = typed_verbs::CqEx::<typed_verbs::wc_flags!(COMPLETION_TIMESTAMP)>::builder(ctx)
+            .build()
+            .expect_err("like_rxe has no timestamps");
+        assert_eq!(e.to_string(), "ibv_create_cq_ex failed: EOPNOTSUPP");
+        let source = std::error::Error::source(&e).expect("the io::Error as the source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
+        assert_eq!(io.raw_os_error(), Some(libc::EOPNOTSUPP));
+    });
 }
 
 /// On the software device (a SKIP line for `test` elsewhere): a CQ of `cqe` entries to inject

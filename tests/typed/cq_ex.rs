@@ -396,8 +396,7 @@ fn cq_ex_with_parent_domain() {
 #[test]
 fn cq_ex_with_parent_domain_of_another_context_is_wrong_context() {
     const TEST: &str = "cq_ex_with_parent_domain_of_another_context_is_wrong_context";
-    let ctx = open();
-    let other = open();
+    let (ctx, other) = common::two_contexts();
     let pd = Pd::new(&other).expect("pd");
     let Some(pdom) = feature(
         &other,
@@ -432,65 +431,64 @@ fn cq_ex_with_channel() {
 #[test]
 fn cq_ex_like_rxe_rejects_what_rxe_lacks() {
     const TEST: &str = "cq_ex_like_rxe_rejects_what_rxe_lacks";
-    let Some(ctx) = common::like_rxe(TEST, "cq-ex-like-rxe") else {
-        return;
-    };
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
+    common::on_like_rxe(TEST, "cq-ex-like-rxe", |ctx| {
+        let leaks = LeakCheck::new(ctx, TEST);
+        let drops = Drops::new();
 
-    #[track_caller]
-    fn unsupported<T>(r: typed_verbs::Result<T>, what: &str) {
-        let e = r
-            .err()
-            .unwrap_or_else(|| panic!("{what} must be refused by like_rxe"));
-        assert_eq!(e.verb, Verb::CreateCqEx, "{what}");
-        assert_eq!(e.kind, ErrorKind::Os(libc::EOPNOTSUPP), "{what}");
-        assert!(e.is_unsupported(), "{what}");
-    }
-    macro_rules! refused {
+        #[track_caller]
+        fn unsupported<T>(r: typed_verbs::Result<T>, what: &str) {
+            let e = r
+                .err()
+                .unwrap_or_else(|| panic!("{what} must be refused by like_rxe"));
+            assert_eq!(e.verb, Verb::CreateCqEx, "{what}");
+            assert_eq!(e.kind, ErrorKind::Os(libc::EOPNOTSUPP), "{what}");
+            assert!(e.is_unsupported(), "{what}");
+        }
+        macro_rules! refused {
         ($($f:ident),*) => {$(
             unsupported(
-                CqEx::<wc_flags!($f)>::builder(&ctx).context(drops.token(0)).build(),
+                CqEx::<wc_flags!($f)>::builder(ctx).context(drops.token(0)).build(),
                 stringify!($f),
             );
             unsupported(
-                CqEx::<wc_flags!(STANDARD | $f)>::builder(&ctx).context(drops.token(0)).build(),
+                CqEx::<wc_flags!(STANDARD | $f)>::builder(ctx).context(drops.token(0)).build(),
                 concat!("STANDARD | ", stringify!($f)),
             );
         )*};
     }
-    refused!(
-        COMPLETION_TIMESTAMP,
-        CVLAN,
-        FLOW_TAG,
-        COMPLETION_TIMESTAMP_WALLCLOCK
-    );
-    unsupported(
-        CqEx::<AllFields>::builder(&ctx)
-            .context(drops.token(0))
-            .build(),
-        "AllFields",
-    );
-    // SAFETY: the CQ is never created (like_rxe refuses the flag), so nothing can overrun.
-    let b = unsafe { CqEx::<Standard>::builder(&ctx).ignore_overrun() };
-    unsupported(b.context(drops.token(0)).build(), "IGNORE_OVERRUN");
-    assert_eq!(
-        drops.count(),
-        10,
-        "every refused builder dropped its context once"
-    );
-    leaks.assert_unchanged("CQs refused by like_rxe");
+        refused!(
+            COMPLETION_TIMESTAMP,
+            CVLAN,
+            FLOW_TAG,
+            COMPLETION_TIMESTAMP_WALLCLOCK
+        );
+        unsupported(
+            CqEx::<AllFields>::builder(ctx)
+                .context(drops.token(0))
+                .build(),
+            "AllFields",
+        );
+        // SAFETY: the CQ is never created (like_rxe refuses the flag), so nothing can overrun.
+        let b = unsafe { CqEx::<Standard>::builder(ctx).ignore_overrun() };
+        unsupported(b.context(drops.token(0)).build(), "IGNORE_OVERRUN");
+        assert_eq!(
+            drops.count(),
+            10,
+            "every refused builder dropped its context once"
+        );
+        leaks.assert_unchanged("CQs refused by like_rxe");
 
-    // What rxe has works.
-    let std_cq = CqEx::<Standard>::builder(&ctx)
-        .build()
-        .expect("standard flags");
-    let st = CqEx::<wc_flags!(BYTE_LEN), SingleThreaded>::builder(&ctx)
-        .build()
-        .expect("SINGLE_THREADED");
-    destroyed(std_cq.destroy());
-    destroyed(st.destroy());
-    leaks.assert_unchanged("like_rxe CQs destroyed");
+        // What rxe has works.
+        let std_cq = CqEx::<Standard>::builder(ctx)
+            .build()
+            .expect("standard flags");
+        let st = CqEx::<wc_flags!(BYTE_LEN), SingleThreaded>::builder(ctx)
+            .build()
+            .expect("SINGLE_THREADED");
+        destroyed(std_cq.destroy());
+        destroyed(st.destroy());
+        leaks.assert_unchanged("like_rxe CQs destroyed");
+    });
 }
 
 /// What a test injects and expects back from a CqEx with every field.

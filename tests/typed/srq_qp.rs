@@ -618,8 +618,7 @@ fn qp_user_context_is_readable_and_dropped_on_destroy() {
 #[test]
 fn qp_with_objects_of_two_contexts_is_wrong_context() {
     const TEST: &str = "qp_with_objects_of_two_contexts_is_wrong_context";
-    let ctx = open();
-    let other = open();
+    let (ctx, other) = common::two_contexts();
     let other_leaks = LeakCheck::new(&other, TEST);
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
@@ -682,29 +681,28 @@ fn qp_with_objects_of_two_contexts_is_wrong_context() {
 #[test]
 fn raw_packet_qp_unsupported_on_like_rxe() {
     const TEST: &str = "raw_packet_qp_unsupported_on_like_rxe";
-    let Some(ctx) = common::like_rxe(TEST, "qp-raw-like-rxe") else {
-        return;
-    };
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).build().unwrap();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
-    let e = Qp::<RawPacket>::builder(&pd, &cq, &cq)
-        .context(drops.token(1))
-        .build()
-        .expect_err("like_rxe has no RAW_PACKET QPs");
-    common::assert_os_error(&e, Verb::CreateQp, libc::EOPNOTSUPP);
-    assert!(e.is_unsupported());
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("refused RAW_PACKET QP");
-    // The types rxe has work.
-    let rc = Qp::<Rc>::builder(&pd, &cq, &cq)
-        .build()
-        .expect("RC on like_rxe");
-    let ud = Qp::<Ud>::builder(&pd, &cq, &cq)
-        .build()
-        .expect("UD on like_rxe");
-    assert_ne!(rc.qp_num(), ud.qp_num());
+    common::on_like_rxe(TEST, "qp-raw-like-rxe", |ctx| {
+        let pd = Pd::new(ctx).unwrap();
+        let cq = Cq::builder(ctx).build().unwrap();
+        let leaks = LeakCheck::new(ctx, TEST);
+        let drops = Drops::new();
+        let e = Qp::<RawPacket>::builder(&pd, &cq, &cq)
+            .context(drops.token(1))
+            .build()
+            .expect_err("like_rxe has no RAW_PACKET QPs");
+        common::assert_os_error(&e, Verb::CreateQp, libc::EOPNOTSUPP);
+        assert!(e.is_unsupported());
+        assert_eq!(drops.count(), 1);
+        leaks.assert_unchanged("refused RAW_PACKET QP");
+        // The types rxe has work.
+        let rc = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .build()
+            .expect("RC on like_rxe");
+        let ud = Qp::<Ud>::builder(&pd, &cq, &cq)
+            .build()
+            .expect("UD on like_rxe");
+        assert_ne!(rc.qp_num(), ud.qp_num());
+    });
 }
 
 #[test]
