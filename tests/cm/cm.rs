@@ -8,7 +8,7 @@
 //! test prints a SKIP line.
 
 use crate::common;
-use common::{cm_addr, note, open};
+use common::{cm_addr, note};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,31 +17,17 @@ use typed_verbs::cm::{
     Tcp, Udp,
 };
 use typed_verbs::{
-    Access, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb,
-    WorkCompletion,
+    Access, AddressHandle, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb, WorkCompletion,
 };
 
 const T: Duration = Duration::from_secs(10);
 
-/// Fields drop in order: the channel before the context, which on the software device stays
-/// open (and is leaked if dropped) while a CM channel of it lives.
-struct Setup {
-    ch: EventChannel,
-    // Read by the software-only tests; it keeps the device open either way.
-    #[cfg_attr(not(feature = "software-device"), allow(dead_code))]
-    ctx: Arc<Context>,
-    pd: Arc<Pd<'static>>,
-    cq: Arc<Cq<'static>>,
-}
+use common::CmSetup as Setup;
 
 /// The test device, a PD, a CQ and an event channel; `None` (with a SKIP line) where the device
 /// has no connection manager.
 fn setup(test: &str) -> Option<Setup> {
-    let ctx = Arc::new(open());
-    let ch = common::event_channel(&ctx, test)?;
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
-    let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
-    Some(Setup { ctx, pd, cq, ch })
+    common::cm_setup(test)
 }
 
 fn listener<P: PortSpace>(s: &Setup) -> (CmId<P, typed_verbs::cm::Listening>, SocketAddr) {

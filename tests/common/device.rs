@@ -156,6 +156,26 @@ pub fn event_channel(ctx: &Context, test: &str) -> Option<typed_verbs::cm::Event
     }
 }
 
+/// What a connection-manager test runs on: an event channel, the device's context, a PD and a
+/// CQ of 64. Fields drop in order: the channel before the context, which on the software device
+/// stays open (and is leaked if dropped) while a CM channel of it lives.
+pub struct CmSetup {
+    pub ch: typed_verbs::cm::EventChannel,
+    pub ctx: std::sync::Arc<Context>,
+    pub pd: std::sync::Arc<typed_verbs::Pd<'static>>,
+    pub cq: std::sync::Arc<typed_verbs::Cq<'static>>,
+}
+
+/// The test device, an event channel, a PD and a CQ ([`CmSetup`]); `None` (with a SKIP line)
+/// where the device has no connection manager.
+pub fn cm_setup(test: &str) -> Option<CmSetup> {
+    let ctx = std::sync::Arc::new(open());
+    let ch = event_channel(&ctx, test)?;
+    let pd = std::sync::Arc::new(typed_verbs::Pd::new(&ctx).unwrap());
+    let cq = std::sync::Arc::new(typed_verbs::Cq::builder(&ctx).cqe(64).build().unwrap());
+    Some(CmSetup { ch, ctx, pd, cq })
+}
+
 /// Runs the test `test` (its libtest path, [`test_path`]) of this test binary again, alone, in
 /// a child process (`--exact`, `--nocapture`, one thread; `--ignored` where the test is an
 /// ignored child half), its command first given to `configure` (environment variables); gives
