@@ -75,18 +75,35 @@ fn open_from_env_unset_child() {
     println!("OPENED {}", ctx.device_name());
 }
 
+/// Runs the ignored test `child` alone in a child process (`env` sets its environment) and
+/// asserts that it succeeded and printed `marker` (`what` says what failing means).
+#[track_caller]
+fn assert_child_prints(
+    child: &str,
+    marker: &str,
+    what: &str,
+    env: impl FnOnce(&mut std::process::Command),
+) {
+    let out = common::run_alone(child, true, env);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(marker),
+        "{what}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// With `TYPED_VERBS_DEVICE` unset, `open_from_env` opens the first real device, and sw0 only
 /// on a machine without one (here: sw0 on a machine without RDMA devices, rxe0 in the VM lane).
 #[test]
 fn open_from_env_unset_takes_the_first_real_device() {
-    let out = common::run_alone("open_from_env_unset_child", true, |c| {
-        c.env_remove(typed_verbs::DEVICE_ENV);
-    });
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OPENED "),
-        "the child test failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_child_prints(
+        "open_from_env_unset_child",
+        "OPENED ",
+        "the child test failed",
+        |c| {
+            c.env_remove(typed_verbs::DEVICE_ENV);
+        },
     );
 }
 
@@ -111,17 +128,16 @@ fn open_from_env_not_utf8_child() {
 #[test]
 fn open_from_env_with_a_name_that_is_not_utf8_fails() {
     use std::os::unix::ffi::OsStrExt;
-    let out = common::run_alone("open_from_env_not_utf8_child", true, |c| {
-        c.env(
-            typed_verbs::DEVICE_ENV,
-            std::ffi::OsStr::from_bytes(b"sw0\xff"),
-        );
-    });
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("REFUSED "),
-        "the child test opened a device or failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_child_prints(
+        "open_from_env_not_utf8_child",
+        "REFUSED ",
+        "the child test opened a device or failed",
+        |c| {
+            c.env(
+                typed_verbs::DEVICE_ENV,
+                std::ffi::OsStr::from_bytes(b"sw0\xff"),
+            );
+        },
     );
 }
 

@@ -66,6 +66,13 @@ fn expected(i: u64) -> Result<Recv, Failed> {
     }
 }
 
+/// Injects `completion(0)` to `completion(n - 1)` into `cq`, in order.
+fn inject_up_to(cq: &impl typed_verbs::AnyCq, n: u64) {
+    for i in 0..n {
+        software::inject(cq, completion(i)).unwrap();
+    }
+}
+
 #[test]
 fn generated_loop_takes_every_completion_in_order_in_bounded_batches() {
     common::on_software(
@@ -73,9 +80,7 @@ fn generated_loop_takes_every_completion_in_order_in_bounded_batches() {
         "completion injection",
         |ctx| {
             let mut cq = CqEx::<Flags>::builder(ctx).cqe(1000).build().unwrap();
-            for i in 0..1000 {
-                software::inject(&cq, completion(i)).unwrap();
-            }
+            inject_up_to(&cq, 1000);
             let mut got = Vec::new();
             let mut batches = Vec::new();
             loop {
@@ -100,9 +105,7 @@ fn generated_loop_matches_the_batch_api() {
         |ctx| {
             let mut cq = CqEx::<Flags>::builder(ctx).cqe(64).build().unwrap();
             let mut by_hand = Vec::new();
-            for i in 0..40 {
-                software::inject(&cq, completion(i)).unwrap();
-            }
+            inject_up_to(&cq, 40);
             cq.poll_batch(|batch| {
                 let mut next = Some(batch);
                 while let Some(batch) = next {
@@ -126,9 +129,7 @@ fn generated_loop_matches_the_batch_api() {
             })
             .unwrap()
             .expect("the injected completions");
-            for i in 0..40 {
-                software::inject(&cq, completion(i)).unwrap();
-            }
+            inject_up_to(&cq, 40);
             let mut generated = Vec::new();
             while Recv::poll(&mut cq, |r| generated.push(r.map(|v| v.to_record()))).unwrap() > 0 {}
             assert_eq!(generated, by_hand);
@@ -145,9 +146,7 @@ fn a_panicking_handler_still_ends_the_batch() {
             // A Shared CQ: ibv_start_poll takes the provider's lock, so a batch left open would deadlock
             // the next poll.
             let mut cq = CqEx::<Flags>::builder(ctx).cqe(8).build().unwrap();
-            for i in 0..3 {
-                software::inject(&cq, completion(i)).unwrap();
-            }
+            inject_up_to(&cq, 3);
             let r = catch_unwind(AssertUnwindSafe(|| {
                 Recv::poll(&mut cq, |r| {
                     panic!(
@@ -180,9 +179,7 @@ fn generated_legacy_loop_polls_into_a_stack_array() {
         "completion injection",
         |ctx| {
             let cq = Cq::builder(ctx).cqe(64).build().unwrap();
-            for i in 0..40 {
-                software::inject(&cq, completion(i)).unwrap();
-            }
+            inject_up_to(&cq, 40);
             let mut got = Vec::new();
             let mut calls = 0;
             while Recv::poll_legacy(&cq, |r| got.push(r)).unwrap() > 0 {
