@@ -34,13 +34,26 @@ fn modify(qp: *mut sys::ibv_qp, a: &mut sys::ibv_qp_attr, mask: i32) -> Result<(
     unsafe { raw::ibv_modify_qp(qp, a, mask | STATE) }
 }
 
-fn to_init(qp: *mut sys::ibv_qp, pkey_index: u16) -> Result<(), i32> {
+/// Moves `qp` to `state` with the attributes `set` fills in (`mask` names them).
+fn move_to(
+    qp: *mut sys::ibv_qp,
+    state: sys::ibv_qp_state::Type,
+    mask: i32,
+    set: impl FnOnce(&mut sys::ibv_qp_attr),
+) -> Result<(), i32> {
     let mut a = qp_attr();
-    a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-    a.port_num = 1;
-    a.pkey_index = pkey_index;
-    a.qp_access_flags = 1;
-    modify(qp, &mut a, PORT | PKEY_INDEX | ACCESS_FLAGS)
+    a.qp_state = state;
+    set(&mut a);
+    modify(qp, &mut a, mask)
+}
+
+fn to_init(qp: *mut sys::ibv_qp, pkey_index: u16) -> Result<(), i32> {
+    let mask = PORT | PKEY_INDEX | ACCESS_FLAGS;
+    move_to(qp, sys::ibv_qp_state::IBV_QPS_INIT, mask, |a| {
+        a.port_num = 1;
+        a.pkey_index = pkey_index;
+        a.qp_access_flags = 1;
+    })
 }
 
 /// INIT → RTR of an RC QP to itself through the port's GID at `sgid_index`.
@@ -51,35 +64,27 @@ fn to_rtr(
     max_dest_rd_atomic: u8,
 ) -> Result<(), i32> {
     let gid = ctx.query_gid(1, 0).expect("ibv_query_gid 1 0");
-    let mut a = qp_attr();
-    a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
-    a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
-    a.path_mtu = sys::ibv_mtu::IBV_MTU_1024;
-    // SAFETY: a live QP.
-    a.dest_qp_num = unsafe { (*qp).qp_num };
-    a.rq_psn = 1;
-    a.max_dest_rd_atomic = max_dest_rd_atomic;
-    a.min_rnr_timer = 12;
-    modify(
-        qp,
-        &mut a,
-        AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER,
-    )
+    let mask = AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER;
+    move_to(qp, sys::ibv_qp_state::IBV_QPS_RTR, mask, |a| {
+        a.ah_attr = ah_attr(sys::ibv_gid { raw: gid.0 }, sgid_index);
+        a.path_mtu = sys::ibv_mtu::IBV_MTU_1024;
+        // SAFETY: a live QP.
+        a.dest_qp_num = unsafe { (*qp).qp_num };
+        a.rq_psn = 1;
+        a.max_dest_rd_atomic = max_dest_rd_atomic;
+        a.min_rnr_timer = 12;
+    })
 }
 
 fn to_rts(qp: *mut sys::ibv_qp, timeout: u8) -> Result<(), i32> {
-    let mut a = qp_attr();
-    a.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
-    a.sq_psn = 1;
-    a.timeout = timeout;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    modify(
-        qp,
-        &mut a,
-        SQ_PSN | TIMEOUT | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC,
-    )
+    let mask = SQ_PSN | TIMEOUT | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC;
+    move_to(qp, sys::ibv_qp_state::IBV_QPS_RTS, mask, |a| {
+        a.sq_psn = 1;
+        a.timeout = timeout;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.max_rd_atomic = 1;
+    })
 }
 
 fn query(qp: *mut sys::ibv_qp) -> sys::ibv_qp_attr {

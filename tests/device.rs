@@ -75,18 +75,35 @@ fn open_from_env_unset_child() {
     println!("OPENED {}", ctx.device_name());
 }
 
+/// Runs the ignored test `child` alone in a child process (`env` sets its environment) and
+/// asserts that it succeeded and printed `marker` (`what` says what failing means).
+#[track_caller]
+fn assert_child_prints(
+    child: &str,
+    marker: &str,
+    what: &str,
+    env: impl FnOnce(&mut std::process::Command),
+) {
+    let out = common::run_alone(child, true, env);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(marker),
+        "{what}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// With `TYPED_VERBS_DEVICE` unset, `open_from_env` opens the first real device, and sw0 only
 /// on a machine without one (here: sw0 on a machine without RDMA devices, rxe0 in the VM lane).
 #[test]
 fn open_from_env_unset_takes_the_first_real_device() {
-    let out = common::run_alone("open_from_env_unset_child", true, |c| {
-        c.env_remove(typed_verbs::DEVICE_ENV);
-    });
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OPENED "),
-        "the child test failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_child_prints(
+        "open_from_env_unset_child",
+        "OPENED ",
+        "the child test failed",
+        |c| {
+            c.env_remove(typed_verbs::DEVICE_ENV);
+        },
     );
 }
 
@@ -111,17 +128,16 @@ fn open_from_env_not_utf8_child() {
 #[test]
 fn open_from_env_with_a_name_that_is_not_utf8_fails() {
     use std::os::unix::ffi::OsStrExt;
-    let out = common::run_alone("open_from_env_not_utf8_child", true, |c| {
-        c.env(
-            typed_verbs::DEVICE_ENV,
-            std::ffi::OsStr::from_bytes(b"sw0\xff"),
-        );
-    });
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("REFUSED "),
-        "the child test opened a device or failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_child_prints(
+        "open_from_env_not_utf8_child",
+        "REFUSED ",
+        "the child test opened a device or failed",
+        |c| {
+            c.env(
+                typed_verbs::DEVICE_ENV,
+                std::ffi::OsStr::from_bytes(b"sw0\xff"),
+            );
+        },
     );
 }
 
@@ -177,69 +193,68 @@ fn query_device_matches_attr() {
 #[test]
 fn software_device_attr_values_follow_its_config() {
     const TEST: &str = "software_device_attr_values_follow_its_config";
-    let Some(ctx) = common::software_ctx(TEST, "comparing attributes with SwConfig") else {
-        return;
-    };
-    let c = SwConfig::default();
-    let a = ctx.attr();
-    assert_eq!(a.max_cqe, c.max_cqe);
-    assert_eq!(a.max_qp_wr, c.max_qp_wr);
-    assert_eq!(a.max_sge, c.max_sge);
-    assert_eq!(a.max_srq_wr, c.max_srq_wr);
-    assert_eq!(a.max_srq_sge, c.max_srq_sge);
-    assert_eq!(
-        (a.max_qp, a.max_cq, a.max_srq, a.max_pd),
-        (c.max_objects, c.max_objects, c.max_objects, c.max_objects)
-    );
-    assert_eq!(
-        (a.max_mcast_grp, a.max_mcast_qp_attach),
-        (c.max_mcast, c.max_mcast)
-    );
-    assert_eq!(ctx.num_comp_vectors(), c.num_comp_vectors);
-    assert_eq!(a.fw_ver, env!("CARGO_PKG_VERSION"));
+    common::on_software(TEST, "comparing attributes with SwConfig", |ctx| {
+        let c = SwConfig::default();
+        let a = ctx.attr();
+        assert_eq!(a.max_cqe, c.max_cqe);
+        assert_eq!(a.max_qp_wr, c.max_qp_wr);
+        assert_eq!(a.max_sge, c.max_sge);
+        assert_eq!(a.max_srq_wr, c.max_srq_wr);
+        assert_eq!(a.max_srq_sge, c.max_srq_sge);
+        assert_eq!(
+            (a.max_qp, a.max_cq, a.max_srq, a.max_pd),
+            (c.max_objects, c.max_objects, c.max_objects, c.max_objects)
+        );
+        assert_eq!(
+            (a.max_mcast_grp, a.max_mcast_qp_attach),
+            (c.max_mcast, c.max_mcast)
+        );
+        assert_eq!(ctx.num_comp_vectors(), c.num_comp_vectors);
+        assert_eq!(a.fw_ver, env!("CARGO_PKG_VERSION"));
 
-    // A registered device reports its own limits.
-    let custom = SwConfig {
-        max_cqe: 100,
-        max_qp_wr: 77,
-        max_sge: 5,
-        max_srq_wr: 33,
-        max_srq_sge: 3,
-        num_comp_vectors: 4,
-        max_objects: 9,
-        max_mcast: 2,
-        ..SwConfig::default()
-    };
-    let rctx = open_registered("dev-attr-custom", custom.clone());
-    assert!(rctx.is_software());
-    assert_eq!(rctx.device_name(), "dev-attr-custom");
-    let r = rctx.query_device().expect("query_device");
-    assert_eq!(&r, rctx.attr());
-    assert_eq!(
-        (
-            r.max_cqe,
-            r.max_qp_wr,
-            r.max_sge,
-            r.max_srq_wr,
-            r.max_srq_sge
-        ),
-        (
-            custom.max_cqe,
-            custom.max_qp_wr,
-            custom.max_sge,
-            custom.max_srq_wr,
-            custom.max_srq_sge
-        )
-    );
-    assert_eq!((r.max_qp, r.max_mcast_grp), (9, 2));
-    assert_eq!(rctx.num_comp_vectors(), 4);
+        // A registered device reports its own limits.
+        let custom = SwConfig {
+            max_cqe: 100,
+            max_qp_wr: 77,
+            max_sge: 5,
+            max_srq_wr: 33,
+            max_srq_sge: 3,
+            num_comp_vectors: 4,
+            max_objects: 9,
+            max_mcast: 2,
+            ..SwConfig::default()
+        };
+        let rctx = open_registered("dev-attr-custom", custom.clone());
+        assert!(rctx.is_software());
+        assert_eq!(rctx.device_name(), "dev-attr-custom");
+        let r = rctx.query_device().expect("query_device");
+        assert_eq!(&r, rctx.attr());
+        assert_eq!(
+            (
+                r.max_cqe,
+                r.max_qp_wr,
+                r.max_sge,
+                r.max_srq_wr,
+                r.max_srq_sge
+            ),
+            (
+                custom.max_cqe,
+                custom.max_qp_wr,
+                custom.max_sge,
+                custom.max_srq_wr,
+                custom.max_srq_sge
+            )
+        );
+        assert_eq!((r.max_qp, r.max_mcast_grp), (9, 2));
+        assert_eq!(rctx.num_comp_vectors(), 4);
 
-    let rxe = open_registered("dev-attr-like-rxe", SwConfig::like_rxe());
-    let l = SwConfig::like_rxe();
-    assert_eq!(
-        (rxe.attr().max_qp_wr, rxe.attr().max_srq_wr),
-        (l.max_qp_wr, l.max_srq_wr)
-    );
+        let rxe = open_registered("dev-attr-like-rxe", SwConfig::like_rxe());
+        let l = SwConfig::like_rxe();
+        assert_eq!(
+            (rxe.attr().max_qp_wr, rxe.attr().max_srq_wr),
+            (l.max_qp_wr, l.max_srq_wr)
+        );
+    });
 }
 
 #[test]
@@ -400,27 +415,20 @@ fn parent_domain_alloc_and_destroy() {
 #[test]
 fn parent_domain_unsupported_on_like_rxe() {
     const TEST: &str = "parent_domain_unsupported_on_like_rxe";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "a like_rxe software device",
-        "dev-pdom-like-rxe",
-        SwConfig::like_rxe(),
-    ) else {
-        return;
-    };
-    let pd = Pd::new(&ctx).expect("pd");
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let e = ParentDomain::new(&ctx, &pd).expect_err("like_rxe has no parent domains");
-    common::assert_os_error(&e, Verb::AllocParentDomain, libc::EOPNOTSUPP);
-    assert!(e.is_unsupported());
-    leaks.assert_unchanged("failed ibv_alloc_parent_domain");
+    common::on_like_rxe(TEST, "dev-pdom-like-rxe", |ctx| {
+        let pd = Pd::new(ctx).expect("pd");
+        let leaks = LeakCheck::new(ctx, TEST);
+        let e = ParentDomain::new(ctx, &pd).expect_err("like_rxe has no parent domains");
+        common::assert_os_error(&e, Verb::AllocParentDomain, libc::EOPNOTSUPP);
+        assert!(e.is_unsupported());
+        leaks.assert_unchanged("failed ibv_alloc_parent_domain");
+    });
 }
 
 #[test]
 fn parent_domain_over_a_pd_of_another_context_is_wrong_context() {
     const TEST: &str = "parent_domain_over_a_pd_of_another_context_is_wrong_context";
-    let ctx = open();
-    let other = open();
+    let (ctx, other) = common::two_contexts();
     let leaks = LeakCheck::new(&ctx, TEST);
     let other_leaks = LeakCheck::new(&other, TEST);
     let foreign_pd = Pd::new(&other).expect("pd of the other context");

@@ -935,6 +935,24 @@ fn res<T>(r: Result<T, i32>, ok: impl FnOnce(T) -> Vec<u32>) -> Outcome {
     }
 }
 
+/// Destroys object `i` of the sequence's objects of one kind with `destroy`: skipped (for
+/// `missing`) when it is not live, forgotten once destroyed.
+fn destroy<T, R>(
+    objects: &mut [Option<T>],
+    i: usize,
+    missing: &'static str,
+    destroy: impl FnOnce(&T) -> Result<R, i32>,
+) -> Outcome {
+    let Some(o) = objects.get(i).and_then(|o| o.as_ref()) else {
+        return Outcome::Skipped(missing);
+    };
+    let r = destroy(o);
+    if r.is_ok() {
+        objects[i] = None;
+    }
+    res(r, |_| vec![])
+}
+
 fn zeroed<T>() -> T {
     // SAFETY: used only for the plain C structs of libibverbs, for which all-zero is valid.
     unsafe { std::mem::zeroed() }
@@ -1124,17 +1142,10 @@ impl<'d> Run<'d> {
                 self.pds.push(r.ok().map(|p| p.as_ptr()));
                 res(r, |_| vec![])
             }
-            Step::DeallocPd { pd } => {
-                let Some(p) = live(&self.pds, pd) else {
-                    return Outcome::Skipped("no such PD");
-                };
+            Step::DeallocPd { pd } => destroy(&mut self.pds, pd, "no such PD", |&p| {
                 // SAFETY: a live PD.
-                let r = unsafe { raw::ibv_dealloc_pd(p) };
-                if r.is_ok() {
-                    self.pds[pd] = None;
-                }
-                res(r, |_| vec![])
-            }
+                unsafe { raw::ibv_dealloc_pd(p) }
+            }),
             Step::CreateCq {
                 cqe,
                 comp_vector_over,
@@ -1152,17 +1163,10 @@ impl<'d> Run<'d> {
                 // SAFETY: a live CQ.
                 res(r, |cq| vec![unsafe { (*cq.as_ptr()).cqe } as u32])
             }
-            Step::DestroyCq { cq } => {
-                let Some(c) = live(&self.cqs, cq) else {
-                    return Outcome::Skipped("no such CQ");
-                };
+            Step::DestroyCq { cq } => destroy(&mut self.cqs, cq, "no such CQ", |&c| {
                 // SAFETY: a live CQ.
-                let r = unsafe { raw::ibv_destroy_cq(c) };
-                if r.is_ok() {
-                    self.cqs[cq] = None;
-                }
-                res(r, |_| vec![])
-            }
+                unsafe { raw::ibv_destroy_cq(c) }
+            }),
             Step::RegMr { pd, len, access } => {
                 let Some(p) = live(&self.pds, pd) else {
                     self.mrs.push(None);
@@ -1186,17 +1190,10 @@ impl<'d> Run<'d> {
                 }));
                 res(r, |_| vec![])
             }
-            Step::DeregMr { mr } => {
-                let Some(m) = self.mrs.get(mr).and_then(|m| m.as_ref()) else {
-                    return Outcome::Skipped("no such MR");
-                };
+            Step::DeregMr { mr } => destroy(&mut self.mrs, mr, "no such MR", |m| {
                 // SAFETY: a live MR.
-                let r = unsafe { raw::ibv_dereg_mr(m.raw) };
-                if r.is_ok() {
-                    self.mrs[mr] = None;
-                }
-                res(r, |_| vec![])
-            }
+                unsafe { raw::ibv_dereg_mr(m.raw) }
+            }),
             Step::CreateSrq {
                 pd,
                 max_wr,
@@ -1240,17 +1237,10 @@ impl<'d> Run<'d> {
                     |_| vec![],
                 )
             }
-            Step::DestroySrq { srq } => {
-                let Some(s) = live(&self.srqs, srq) else {
-                    return Outcome::Skipped("no such SRQ");
-                };
+            Step::DestroySrq { srq } => destroy(&mut self.srqs, srq, "no such SRQ", |&s| {
                 // SAFETY: a live SRQ.
-                let r = unsafe { raw::ibv_destroy_srq(s) };
-                if r.is_ok() {
-                    self.srqs[srq] = None;
-                }
-                res(r, |_| vec![])
-            }
+                unsafe { raw::ibv_destroy_srq(s) }
+            }),
             Step::CreateQp {
                 pd,
                 send_cq,
@@ -1390,17 +1380,10 @@ impl<'d> Run<'d> {
                 }
                 res(r, |_| vec![])
             }
-            Step::DestroyQp { qp } => {
-                let Some(q) = self.qps.get(qp).and_then(|q| q.as_ref()) else {
-                    return Outcome::Skipped("no such QP");
-                };
+            Step::DestroyQp { qp } => destroy(&mut self.qps, qp, "no such QP", |q| {
                 // SAFETY: a live QP.
-                let r = unsafe { raw::ibv_destroy_qp(q.raw) };
-                if r.is_ok() {
-                    self.qps[qp] = None;
-                }
-                res(r, |_| vec![])
-            }
+                unsafe { raw::ibv_destroy_qp(q.raw) }
+            }),
             Step::CreateAh {
                 pd,
                 sgid_index,
@@ -1422,17 +1405,10 @@ impl<'d> Run<'d> {
                 self.ahs.push(r.ok().map(|a| a.as_ptr()));
                 res(r, |_| vec![])
             }
-            Step::DestroyAh { ah } => {
-                let Some(a) = live(&self.ahs, ah) else {
-                    return Outcome::Skipped("no such AH");
-                };
+            Step::DestroyAh { ah } => destroy(&mut self.ahs, ah, "no such AH", |&a| {
                 // SAFETY: a live AH.
-                let r = unsafe { raw::ibv_destroy_ah(a) };
-                if r.is_ok() {
-                    self.ahs[ah] = None;
-                }
-                res(r, |_| vec![])
-            }
+                unsafe { raw::ibv_destroy_ah(a) }
+            }),
             Step::QueryGid { index } => {
                 let mut gid = sys::ibv_gid { raw: [0; 16] };
                 // SAFETY: a live context; `gid` valid for writes.
@@ -2344,6 +2320,76 @@ fn create_qp(qpt: u32, srq: Option<usize>, recv_wr: u32, recv_sge: u32) -> Step 
     }
 }
 
+/// [`basics`], then a QP of type `qpt` (3) brought to RTS (4, 5, 6), connected to itself.
+fn qp_in_rts(qpt: u32) -> Vec<Step> {
+    let mut steps = basics();
+    steps.push(create_qp(qpt, None, 16, 2));
+    steps.extend(to_rts(0, qpt));
+    steps
+}
+
+/// [`basics`], an AH (3) to the device's own port, then a QP of type `qpt` (4) brought to RTS
+/// (5, 6, 7), connected to itself.
+fn qp_with_ah_in_rts(qpt: u32) -> Vec<Step> {
+    let mut steps = basics();
+    steps.push(Step::CreateAh {
+        pd: 0,
+        sgid_index: 0,
+        port: 1,
+        is_global: true,
+    });
+    steps.push(create_qp(qpt, None, 16, 2));
+    steps.extend(to_rts(0, qpt));
+    steps
+}
+
+/// `len` bytes at `off` in the buffer of MR `mr`.
+fn sge(mr: usize, off: u32, len: u32) -> Sge {
+    Sge { mr, off, len }
+}
+
+/// One receive on QP 0 of `len` bytes at `off` in MR 0.
+fn recv(off: u32, len: u32) -> Step {
+    Step::PostRecv {
+        qp: 0,
+        wrs: vec![vec![sge(0, off, len)]],
+    }
+}
+
+/// A request of QP 0 to itself (UD: through AH 0, with the right qkey); RDMA and atomics at
+/// `remote` in MR 0.
+fn request(opcode: u32, flags: u32, sges: Vec<Sge>, remote: u32) -> SendSpec {
+    SendSpec {
+        opcode,
+        flags,
+        sges,
+        remote: (0, remote),
+        ah: 0,
+        dest: 0,
+        qkey_ok: true,
+    }
+}
+
+/// `wrs` posted to QP 0's send queue.
+fn post_send(wrs: Vec<SendSpec>) -> Step {
+    Step::PostSend { qp: 0, wrs }
+}
+
+/// One signaled send on QP 0 of `len` bytes at `off` in MR 0.
+fn send(off: u32, len: u32) -> Step {
+    post_send(vec![request(
+        IBV_WR_SEND,
+        SIGNALED,
+        vec![sge(0, off, len)],
+        0,
+    )])
+}
+
+/// The completions polled from CQ 0 (the only CQ of [`basics`]).
+fn on_cq0(wcs: Vec<Wc>) -> Vec<CqWcs> {
+    vec![(0, wcs)]
+}
+
 /// The three modifies that bring QP `qp` (of type `qpt`) to RTS, connected to itself.
 fn to_rts(qp: usize, qpt: u32) -> Vec<Step> {
     let mut g = Gen {
@@ -2383,17 +2429,8 @@ fn to_rts(qp: usize, qpt: u32) -> Vec<Step> {
 fn timing_a_receive_posted_in_err_is_left_out() {
     // rxe flushes such a receive, or not, as its responder task happens to run: the comparison
     // leaves it out on every device (it failed the lane now and then when the host was loaded).
-    let mut steps = basics();
-    steps.push(create_qp(IBV_QPT_UD, None, 16, 2)); // 3
-    steps.extend(to_rts(0, IBV_QPT_UD)); // 4, 5, 6
-    steps.push(Step::PostRecv {
-        qp: 0,
-        wrs: vec![vec![Sge {
-            mr: 0,
-            off: 64,
-            len: 64,
-        }]],
-    }); // 7
+    let mut steps = qp_in_rts(IBV_QPT_UD); // 3: the QP; 4, 5, 6: to RTS
+    steps.push(recv(64, 64)); // 7
     steps.push(Step::ModifyQp {
         qp: 0,
         a: QpAttrs {
@@ -2402,29 +2439,19 @@ fn timing_a_receive_posted_in_err_is_left_out() {
         },
         mask: M_STATE,
     }); // 8
-    steps.push(Step::PostRecv {
-        qp: 0,
-        wrs: vec![vec![Sge {
-            mr: 0,
-            off: 128,
-            len: 64,
-        }]],
-    }); // 9
+    steps.push(recv(128, 64)); // 9
     let r = run_on_test_device(&steps);
     assert_eq!(r[7].outcome, Outcome::Post(0, None));
     // The receive posted before the move is flushed by it (waited for on a real device).
     assert_eq!(r[8].outcome, Outcome::Ok(vec![]));
     assert_eq!(
         r[8].wcs,
-        vec![(
-            0,
-            vec![Wc {
-                wr_id: 7 * 8,
-                status: sys::ibv_wc_status::IBV_WC_WR_FLUSH_ERR,
-                opcode: r[8].wcs[0].1[0].opcode,
-                ..NO_WC
-            }]
-        )]
+        on_cq0(vec![Wc {
+            wr_id: 7 * 8,
+            status: sys::ibv_wc_status::IBV_WC_WR_FLUSH_ERR,
+            opcode: r[8].wcs[0].1[0].opcode,
+            ..NO_WC
+        }])
     );
     assert_eq!(r[9].outcome, Outcome::Skipped("receive posted in ERR"));
     assert_eq!(r[9].wcs, vec![]);
@@ -2437,14 +2464,7 @@ fn fixed_create_qp_reports_max_recv_sge_0_as_asked() {
     let mut steps = basics();
     steps.push(create_qp(IBV_QPT_RC, None, 16, 0));
     steps.extend(to_rts(0, IBV_QPT_RC).into_iter().take(1));
-    steps.push(Step::PostRecv {
-        qp: 0,
-        wrs: vec![vec![Sge {
-            mr: 0,
-            off: 0,
-            len: 64,
-        }]],
-    });
+    steps.push(recv(0, 64));
     let r = run_on_test_device(&steps);
     assert_eq!(r[3].outcome, Outcome::Ok(vec![16, 16, 2, 0, 32]));
     assert_eq!(r[4].outcome, Outcome::Ok(vec![]));
@@ -2494,38 +2514,23 @@ fn fixed_atomic_and_rdma_read_with_the_inline_flag_complete_with_loc_prot_err() 
     // nowhere to land: rxe completes it with LOC_PROT_ERR (the software device wrote the result
     // into the SGEs and completed it successfully).
     for opcode in [IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ] {
-        let mut steps = basics();
-        steps.push(create_qp(IBV_QPT_RC, None, 16, 2));
-        steps.extend(to_rts(0, IBV_QPT_RC));
-        steps.push(Step::PostSend {
-            qp: 0,
-            wrs: vec![SendSpec {
-                opcode,
-                flags: SIGNALED | INLINE,
-                sges: vec![Sge {
-                    mr: 0,
-                    off: 8,
-                    len: 8,
-                }],
-                remote: (0, 64),
-                ah: 0,
-                dest: 0,
-                qkey_ok: true,
-            }],
-        });
+        let mut steps = qp_in_rts(IBV_QPT_RC); // 3: the QP; 4, 5, 6: to RTS
+        steps.push(post_send(vec![request(
+            opcode,
+            SIGNALED | INLINE,
+            vec![sge(0, 8, 8)],
+            64,
+        )]));
         let r = run_on_test_device(&steps);
         assert_eq!(r[7].outcome, Outcome::Post(0, None), "opcode {opcode}");
         assert_eq!(
             r[7].wcs,
-            vec![(
-                0,
-                vec![Wc {
-                    wr_id: 7 * 8,
-                    status: sys::ibv_wc_status::IBV_WC_LOC_PROT_ERR,
-                    qp: 0,
-                    ..NO_WC
-                }]
-            )],
+            on_cq0(vec![Wc {
+                wr_id: 7 * 8,
+                status: sys::ibv_wc_status::IBV_WC_LOC_PROT_ERR,
+                qp: 0,
+                ..NO_WC
+            }]),
             "opcode {opcode}"
         );
     }
@@ -2581,44 +2586,15 @@ fn fixed_sqd_is_reached_from_rts_and_left_to_rts_as_the_kernel_table_says() {
 fn fixed_sends_posted_in_sqd_wait_for_rts_and_the_next_post() {
     // A QP in SQD takes sends (the post succeeds) but starts none; back in RTS they run with the
     // next post, as rxe's requester does.
-    let send = || Step::PostSend {
-        qp: 0,
-        wrs: vec![SendSpec {
-            opcode: IBV_WR_SEND,
-            flags: SIGNALED,
-            sges: vec![Sge {
-                mr: 0,
-                off: 0,
-                len: 16,
-            }],
-            remote: (0, 0),
-            ah: 0,
-            dest: 0,
-            qkey_ok: true,
-        }],
-    };
-    let mut steps = basics();
-    steps.push(create_qp(IBV_QPT_RC, None, 16, 2)); // 3
-    steps.extend(to_rts(0, IBV_QPT_RC)); // 4, 5, 6
+    let mut steps = qp_in_rts(IBV_QPT_RC); // 3: the QP; 4, 5, 6: to RTS
     steps.push(Step::PostRecv {
         qp: 0,
-        wrs: vec![
-            vec![Sge {
-                mr: 0,
-                off: 1024,
-                len: 64,
-            }],
-            vec![Sge {
-                mr: 0,
-                off: 2048,
-                len: 64,
-            }],
-        ],
+        wrs: vec![vec![sge(0, 1024, 64)], vec![sge(0, 2048, 64)]],
     }); // 7
     steps.push(modify(0, IBV_QPS_SQD, M_STATE)); // 8
-    steps.push(send()); // 9
+    steps.push(send(0, 16)); // 9
     steps.push(modify(0, IBV_QPS_RTS, M_STATE)); // 10
-    steps.push(send()); // 11
+    steps.push(send(0, 16)); // 11
     let r = run_on_test_device(&steps);
     assert_eq!(r[9].outcome, Outcome::Post(0, None));
     assert_eq!(r[9].wcs, vec![]);
@@ -2635,15 +2611,12 @@ fn fixed_sends_posted_in_sqd_wait_for_rts_and_the_next_post() {
     use sys::ibv_wc_opcode::{IBV_WC_RECV, IBV_WC_SEND};
     assert_eq!(
         r[11].wcs,
-        vec![(
-            0,
-            vec![
-                ok(9 * 8, IBV_WC_SEND, 0),
-                ok(11 * 8, IBV_WC_SEND, 0),
-                ok(7 * 8, IBV_WC_RECV, 1),
-                ok(7 * 8 + 1, IBV_WC_RECV, 1),
-            ]
-        )]
+        on_cq0(vec![
+            ok(9 * 8, IBV_WC_SEND, 0),
+            ok(11 * 8, IBV_WC_SEND, 0),
+            ok(7 * 8, IBV_WC_RECV, 1),
+            ok(7 * 8 + 1, IBV_WC_RECV, 1),
+        ])
     );
 }
 
@@ -2658,27 +2631,12 @@ fn fixed_a_queue_of_0_work_requests_takes_none() {
     }
     steps.push(create); // 3
     steps.extend(to_rts(0, IBV_QPT_UC)); // 4, 5, 6
-    let one_sge = vec![Sge {
-        mr: 0,
-        off: 0,
-        len: 16,
-    }];
+    let one_sge = vec![sge(0, 0, 16)];
     steps.push(Step::PostRecv {
         qp: 0,
         wrs: vec![one_sge.clone()],
     }); // 7
-    steps.push(Step::PostSend {
-        qp: 0,
-        wrs: vec![SendSpec {
-            opcode: IBV_WR_SEND,
-            flags: SIGNALED,
-            sges: one_sge,
-            remote: (0, 0),
-            ah: 0,
-            dest: 0,
-            qkey_ok: true,
-        }],
-    }); // 8
+    steps.push(post_send(vec![request(IBV_WR_SEND, SIGNALED, one_sge, 0)])); // 8
     let r = run_on_test_device(&steps);
     assert_eq!(r[3].outcome, Outcome::Ok(vec![0, 0, 2, 1, 32]));
     assert_eq!(r[7].outcome, Outcome::Post(libc::ENOMEM, Some(0)));
@@ -2724,63 +2682,30 @@ fn fixed_a_qp_that_breaks_itself_as_the_responder_flushes_the_request() {
     // responder. RC completes from the responder's NAK (REM_OP_ERR) either way. A UD receive
     // gets the GRH before the payload fails to fit (the software device placed nothing).
     for qpt in [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD] {
-        let mut steps = basics();
-        steps.push(Step::CreateAh {
-            pd: 0,
-            sgid_index: 0,
-            port: 1,
-            is_global: true,
-        }); // 3
-        steps.push(create_qp(qpt, None, 16, 2)); // 4
-        steps.extend(to_rts(0, qpt)); // 5, 6, 7
-        steps.push(Step::PostRecv {
-            qp: 0,
-            wrs: vec![vec![Sge {
-                mr: 0,
-                off: 64,
-                len: 64,
-            }]],
-        }); // 8
-        steps.push(Step::PostSend {
-            qp: 0,
-            wrs: vec![SendSpec {
-                opcode: IBV_WR_SEND,
-                flags: SIGNALED,
-                sges: vec![Sge {
-                    mr: 0,
-                    off: 1024,
-                    len: 164,
-                }],
-                remote: (0, 0),
-                ah: 0,
-                dest: 0,
-                qkey_ok: true,
-            }],
-        }); // 9
+        let mut steps = qp_with_ah_in_rts(qpt); // 3: the AH; 4: the QP; 5, 6, 7: to RTS
+        steps.push(recv(64, 64)); // 8
+        steps.push(send(1024, 164)); // 9
         let (r, mem) = run_with_memory(&steps);
         use sys::ibv_wc_status::{IBV_WC_LOC_QP_OP_ERR, IBV_WC_REM_OP_ERR, IBV_WC_WR_FLUSH_ERR};
         assert_eq!(r[9].outcome, Outcome::Post(0, None), "QP type {qpt}");
         assert_eq!(
             r[9].wcs,
-            vec![(
-                0,
-                vec![
-                    Wc {
-                        wr_id: 9 * 8,
-                        status: if qpt == IBV_QPT_RC {
-                            IBV_WC_REM_OP_ERR
-                        } else {
-                            IBV_WC_WR_FLUSH_ERR
-                        },
-                        ..NO_WC
+            on_cq0(vec![
+                Wc {
+                    wr_id: 9 * 8,
+                    status: if qpt == IBV_QPT_RC {
+                        IBV_WC_REM_OP_ERR
+                    } else {
+                        IBV_WC_WR_FLUSH_ERR
                     },
-                    Wc {
-                        wr_id: 8 * 8,
-                        status: IBV_WC_LOC_QP_OP_ERR,
-                        ..NO_WC
-                    },
-                ]
-            )],
+                    ..NO_WC
+                },
+                Wc {
+                    wr_id: 8 * 8,
+                    status: IBV_WC_LOC_QP_OP_ERR,
+                    ..NO_WC
+                },
+            ]),
             "QP type {qpt}"
         );
         // A UD message places its GRH (40 bytes) before its payload fails to fit.
@@ -2813,62 +2738,31 @@ fn fixed_packets_before_the_one_that_finds_no_room_are_placed() {
     // bytes here): an RDMA write with immediate that finds no receive (UC: dropped) has written
     // every packet but the last, and a send to a receive too small for it has filled the
     // receive with the packets that fit. The software device placed nothing in either case.
-    let write = |opcode, off, len, remote| SendSpec {
-        opcode,
-        flags: SIGNALED,
-        sges: vec![Sge { mr: 0, off, len }],
-        remote: (0, remote),
-        ah: 0,
-        dest: 0,
-        qkey_ok: true,
+    let write =
+        |opcode, off, len, remote| request(opcode, SIGNALED, vec![sge(0, off, len)], remote);
+    // MR 0's bytes at `at` hold the pattern of a fresh region from `from` on.
+    let holds = |mem: &[Vec<u8>], at: std::ops::Range<usize>, from: usize, what: &str| {
+        assert_eq!(mem[0][at.clone()], pattern(from, at.len())[..], "{what}");
     };
-    let mut steps = basics();
-    steps.push(create_qp(IBV_QPT_UC, None, 16, 2)); // 3
-    steps.extend(to_rts(0, IBV_QPT_UC)); // 4, 5, 6
-    steps.push(Step::PostSend {
-        qp: 0,
-        wrs: vec![write(IBV_WR_RDMA_WRITE_WITH_IMM, 2048, 1032, 0)],
-    }); // 7: no receive
+    let mut steps = qp_in_rts(IBV_QPT_UC); // 3: the QP; 4, 5, 6: to RTS
+    steps.push(post_send(vec![write(
+        IBV_WR_RDMA_WRITE_WITH_IMM,
+        2048,
+        1032,
+        0,
+    )])); // 7: no receive
     let (r, mem) = run_with_memory(&steps);
     assert_eq!(r[7].outcome, Outcome::Post(0, None));
-    assert_eq!(
-        mem[0][..1024],
-        pattern(2048, 1024)[..],
-        "first packet written"
-    );
-    assert_eq!(
-        mem[0][1024..1032],
-        pattern(1024, 8)[..],
-        "last packet dropped"
-    );
+    holds(&mem, 0..1024, 2048, "first packet written");
+    holds(&mem, 1024..1032, 1024, "last packet dropped");
 
-    let mut steps = basics();
-    steps.push(create_qp(IBV_QPT_UC, None, 16, 2)); // 3
-    steps.extend(to_rts(0, IBV_QPT_UC)); // 4, 5, 6
-    steps.push(Step::PostRecv {
-        qp: 0,
-        wrs: vec![vec![Sge {
-            mr: 0,
-            off: 0,
-            len: 1500,
-        }]],
-    }); // 7
-    steps.push(Step::PostSend {
-        qp: 0,
-        wrs: vec![write(IBV_WR_SEND, 2048, 2000, 0)],
-    }); // 8
+    let mut steps = qp_in_rts(IBV_QPT_UC); // 3: the QP; 4, 5, 6: to RTS
+    steps.push(recv(0, 1500)); // 7
+    steps.push(post_send(vec![write(IBV_WR_SEND, 2048, 2000, 0)])); // 8
     let (r, mem) = run_with_memory(&steps);
     assert_eq!(r[8].outcome, Outcome::Post(0, None));
-    assert_eq!(
-        mem[0][..1024],
-        pattern(2048, 1024)[..],
-        "first packet placed"
-    );
-    assert_eq!(
-        mem[0][1024..1500],
-        pattern(1024, 476)[..],
-        "second packet not"
-    );
+    holds(&mem, 0..1024, 2048, "first packet placed");
+    holds(&mem, 1024..1500, 1024, "second packet not");
 }
 
 #[test]
@@ -2876,50 +2770,19 @@ fn fixed_a_ud_message_over_the_mtu_completes_before_its_sges_are_read() {
     // rxe completes a UD send longer than the port MTU successfully without reading its SGEs,
     // so a bad key in one changes nothing (the software device read them first and completed
     // it with LOC_QP_OP_ERR).
-    let mut steps = basics();
-    steps.push(Step::CreateAh {
-        pd: 0,
-        sgid_index: 0,
-        port: 1,
-        is_global: true,
-    }); // 3
-    steps.push(create_qp(IBV_QPT_UD, None, 16, 2)); // 4
-    steps.extend(to_rts(0, IBV_QPT_UD)); // 5, 6, 7
-    steps.push(Step::PostSend {
-        qp: 0,
-        wrs: vec![SendSpec {
-            opcode: IBV_WR_SEND,
-            flags: SIGNALED,
-            sges: vec![
-                Sge {
-                    mr: 1, // none: a key no MR has
-                    off: 64,
-                    len: 1024,
-                },
-                Sge {
-                    mr: 0,
-                    off: 8,
-                    len: 16,
-                },
-            ],
-            remote: (0, 0),
-            ah: 0,
-            dest: 0,
-            qkey_ok: true,
-        }],
-    }); // 8
+    let mut steps = qp_with_ah_in_rts(IBV_QPT_UD); // 3: the AH; 4: the QP; 5, 6, 7: to RTS
+                                                   // MR 1 does not exist: a key no MR has.
+    let sges = vec![sge(1, 64, 1024), sge(0, 8, 16)];
+    steps.push(post_send(vec![request(IBV_WR_SEND, SIGNALED, sges, 0)])); // 8
     let r = run_on_test_device(&steps);
     assert_eq!(
         r[8].wcs,
-        vec![(
-            0,
-            vec![Wc {
-                wr_id: 8 * 8,
-                opcode: sys::ibv_wc_opcode::IBV_WC_SEND,
-                byte_len: 1040,
-                ..NO_WC
-            }]
-        )]
+        on_cq0(vec![Wc {
+            wr_id: 8 * 8,
+            opcode: sys::ibv_wc_opcode::IBV_WC_SEND,
+            byte_len: 1040,
+            ..NO_WC
+        }])
     );
 }
 
@@ -2950,40 +2813,22 @@ fn fixed_a_response_is_placed_sge_by_sge_up_to_the_one_that_fails() {
     }); // 3: MR 1, 64 bytes
     steps.push(create_qp(IBV_QPT_RC, None, 16, 2)); // 4
     steps.extend(to_rts(0, IBV_QPT_RC)); // 5, 6, 7
-    steps.push(Step::PostSend {
-        qp: 0,
-        wrs: vec![SendSpec {
-            opcode: IBV_WR_RDMA_READ,
-            flags: SIGNALED,
-            sges: vec![
-                Sge {
-                    mr: 0,
-                    off: 200,
-                    len: 100,
-                },
-                Sge {
-                    mr: 1,
-                    off: 0,
-                    len: 128, // past MR 1's 64 bytes
-                },
-            ],
-            remote: (0, 1024),
-            ah: 0,
-            dest: 0,
-            qkey_ok: true,
-        }],
-    }); // 8
+                                         // The second SGE runs past MR 1's 64 bytes.
+    let sges = vec![sge(0, 200, 100), sge(1, 0, 128)];
+    steps.push(post_send(vec![request(
+        IBV_WR_RDMA_READ,
+        SIGNALED,
+        sges,
+        1024,
+    )])); // 8
     let (r, mem) = run_with_memory(&steps);
     assert_eq!(
         r[8].wcs,
-        vec![(
-            0,
-            vec![Wc {
-                wr_id: 8 * 8,
-                status: sys::ibv_wc_status::IBV_WC_LOC_PROT_ERR,
-                ..NO_WC
-            }]
-        )]
+        on_cq0(vec![Wc {
+            wr_id: 8 * 8,
+            status: sys::ibv_wc_status::IBV_WC_LOC_PROT_ERR,
+            ..NO_WC
+        }])
     );
     assert_eq!(mem[0][200..300], pattern(1024, 100)[..], "the first SGE");
     assert_eq!(mem[1][..64], pattern(0, 64)[..], "the second SGE");
@@ -2995,36 +2840,23 @@ fn fixed_a_multi_packet_write_with_immediate_checks_its_key_before_the_receive()
     // receive: a multi-packet write with immediate to a range outside the region completes with
     // REM_ACCESS_ERR even when no receive is posted (the software device looked for the receive
     // first and gave an RNR NAK).
-    let mut steps = basics();
-    steps.push(create_qp(IBV_QPT_RC, None, 16, 2)); // 3
-    steps.extend(to_rts(0, IBV_QPT_RC)); // 4, 5, 6
-    steps.push(Step::PostSend {
-        qp: 0,
-        wrs: vec![SendSpec {
-            opcode: IBV_WR_RDMA_WRITE_WITH_IMM,
-            flags: SIGNALED,
-            sges: vec![Sge {
-                mr: 0,
-                off: 0,
-                len: 2048,
-            }],
-            remote: (0, 4000), // 2048 bytes from here leave the 4096-byte region
-            ah: 0,
-            dest: 0,
-            qkey_ok: true,
-        }],
-    }); // 7
+    let mut steps = qp_in_rts(IBV_QPT_RC); // 3: the QP; 4, 5, 6: to RTS
+                                           // 2048 bytes from 4000 leave the 4096-byte region.
+    let write = request(
+        IBV_WR_RDMA_WRITE_WITH_IMM,
+        SIGNALED,
+        vec![sge(0, 0, 2048)],
+        4000,
+    );
+    steps.push(post_send(vec![write])); // 7
     let r = run_on_test_device(&steps);
     assert_eq!(
         r[7].wcs,
-        vec![(
-            0,
-            vec![Wc {
-                wr_id: 7 * 8,
-                status: sys::ibv_wc_status::IBV_WC_REM_ACCESS_ERR,
-                ..NO_WC
-            }]
-        )]
+        on_cq0(vec![Wc {
+            wr_id: 7 * 8,
+            status: sys::ibv_wc_status::IBV_WC_REM_ACCESS_ERR,
+            ..NO_WC
+        }])
     );
 }
 
@@ -3033,39 +2865,9 @@ fn fixed_the_grh_of_a_ud_receive_counts_the_payload_padding() {
     // The IPv6 payload length in the GRH rxe writes in front of a UD receive counts the BTH's
     // pad bytes (the payload rounded up to a multiple of 4): 8 + 12 + 8 + 17 + 3 + 4 = 52 for
     // 17 bytes (the software device left the padding out).
-    let mut steps = basics();
-    steps.push(Step::CreateAh {
-        pd: 0,
-        sgid_index: 0,
-        port: 1,
-        is_global: true,
-    }); // 3
-    steps.push(create_qp(IBV_QPT_UD, None, 16, 2)); // 4
-    steps.extend(to_rts(0, IBV_QPT_UD)); // 5, 6, 7
-    steps.push(Step::PostRecv {
-        qp: 0,
-        wrs: vec![vec![Sge {
-            mr: 0,
-            off: 2304,
-            len: 1024,
-        }]],
-    }); // 8
-    steps.push(Step::PostSend {
-        qp: 0,
-        wrs: vec![SendSpec {
-            opcode: IBV_WR_SEND,
-            flags: SIGNALED,
-            sges: vec![Sge {
-                mr: 0,
-                off: 0,
-                len: 17,
-            }],
-            remote: (0, 0),
-            ah: 0,
-            dest: 0,
-            qkey_ok: true,
-        }],
-    }); // 9
+    let mut steps = qp_with_ah_in_rts(IBV_QPT_UD); // 3: the AH; 4: the QP; 5, 6, 7: to RTS
+    steps.push(recv(2304, 1024)); // 8
+    steps.push(send(0, 17)); // 9
     let (r, mem) = run_with_memory(&steps);
     assert_eq!(r[9].wcs.len(), 1, "{:?}", r[9].wcs);
     assert_eq!(r[9].wcs[0].1.len(), 2, "{:?}", r[9].wcs);

@@ -4,10 +4,27 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{flushed_qp, in_batch, open, within, LeakCheck};
+use common::{flushed_qp, in_batch, leak_checked, two_split_cqs, within};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use typed_verbs::{CqEx, Pd, Qp, Rc, Standard};
+use typed_verbs::{CqEx, Pd, Poller, Qp, Rc, Standard};
+
+/// Within 20 s and under a leak check (`test`, `after`): a PD and two CQs of 8, each split
+/// ([`two_split_cqs`]), for `f`.
+fn on_two_cqs(
+    test: &'static str,
+    after: &'static str,
+    f: impl for<'c> FnOnce(
+            &'c Pd<'c>,
+            (&'c CqEx<'c, Standard>, Poller<'c, Standard>),
+            (&'c CqEx<'c, Standard>, Poller<'c, Standard>),
+        ) + Send
+        + 'static,
+) {
+    within(Duration::from_secs(20), move || {
+        leak_checked(test, after, |ctx| two_split_cqs(ctx, 8, f))
+    });
+}
 
 /// A QP on CQs A (send) and B (recv), dropped on T2 while T1 has a batch open on A: handed to
 /// A's batch. T1's batch ends and runs the handed destroy, which takes B's lock too, while T3
@@ -15,18 +32,13 @@ use typed_verbs::{CqEx, Pd, Qp, Rc, Standard};
 /// thread waits for a CQ lock another thread's batch holds" says T1 must not wait for B.
 #[test]
 fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
-    within(Duration::from_secs(20), || {
-        let ctx = open();
-        let leaks = LeakCheck::new(&ctx, "handed_teardown_other_cq");
-        {
-            let pd = Pd::new(&ctx).unwrap();
-            let mut a = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-            let mut b = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-            let (sa, mut pa) = a.split();
-            let (sb, mut pb) = b.split();
-            let _fa = flushed_qp(&pd, sa, (), 1);
-            let _fb = flushed_qp(&pd, sb, (), 2);
-            let victim = Qp::<Rc>::builder(&pd, sa, sb).build().unwrap();
+    on_two_cqs(
+        "handed_teardown_other_cq",
+        "the handed QP is destroyed",
+        |pd, (sa, mut pa), (sb, mut pb)| {
+            let _fa = flushed_qp(pd, sa, (), 1);
+            let _fb = flushed_qp(pd, sb, (), 2);
+            let victim = Qp::<Rc>::builder(pd, sa, sb).build().unwrap();
             let (t3_in_tx, t3_in_rx) = mpsc::channel::<()>();
             let (t1_done_tx, t1_done_rx) = mpsc::channel::<()>();
             let (go_tx, go_rx) = mpsc::channel::<()>();
@@ -50,9 +62,8 @@ fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
                 // T1's poll_batch returned (the handed destroy ran).
                 t1_done_tx.send(()).unwrap();
             });
-        }
-        leaks.assert_unchanged("the handed QP is destroyed");
-    });
+        },
+    );
 }
 
 /// A QP on CQs A (send) and B (recv), destroyed on T2 while T3's batch on B waits for a lock
@@ -61,17 +72,12 @@ fn a_handed_teardown_never_waits_for_the_other_cqs_batch() {
 /// hangs (the destroy succeeds, or is refused while both CQs stay busy).
 #[test]
 fn an_explicit_teardown_never_makes_one_cqs_poller_wait_for_another_cqs_batch() {
-    within(Duration::from_secs(20), || {
-        let ctx = open();
-        let leaks = LeakCheck::new(&ctx, "explicit_teardown_cross_cq");
-        {
-            let pd = Pd::new(&ctx).unwrap();
-            let mut a = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-            let mut b = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-            let (sa, mut pa) = a.split();
-            let (sb, mut pb) = b.split();
-            let _fb = flushed_qp(&pd, sb, (), 2);
-            let victim = Qp::<Rc>::builder(&pd, sa, sb).build().unwrap();
+    on_two_cqs(
+        "explicit_teardown_cross_cq",
+        "the victim is destroyed",
+        |pd, (sa, mut pa), (sb, mut pb)| {
+            let _fb = flushed_qp(pd, sb, (), 2);
+            let victim = Qp::<Rc>::builder(pd, sa, sb).build().unwrap();
             let app = std::sync::Mutex::new(0u32);
             let (in_tx, in_rx) = mpsc::channel::<()>();
             std::thread::scope(|s| {
@@ -103,7 +109,6 @@ fn an_explicit_teardown_never_makes_one_cqs_poller_wait_for_another_cqs_batch() 
                 drop(guard);
                 t2.join().unwrap();
             });
-        }
-        leaks.assert_unchanged("the victim is destroyed");
-    });
+        },
+    );
 }

@@ -5,11 +5,11 @@
 #![cfg(feature = "software-device")]
 mod common;
 
-use common::{open, within, LeakCheck, REMOTE_WRITE_INIT};
+use common::{feeder_qp, leak_checked, open, two_split_cqs, within, LeakCheck, REMOTE_WRITE_INIT};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use typed_verbs::{Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Sge, Standard};
+use typed_verbs::{Context, CqEx, ErrorKind, Pd, Poller, Qp, Rc, Standard};
 
 /// Batches on A and B (two pollers on two threads, each batch short), while two threads make
 /// QPs on (A,B), (B,A), (A,A) and drop, destroy or reset them. Every QP is destroyed, nothing
@@ -24,82 +24,68 @@ fn teardowns_race_batches_on_shared_cqs() {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, "stress");
         {
-            let pd = Pd::new(&ctx).unwrap();
-            let mut a = CqEx::<Standard>::builder(&ctx).cqe(4096).build().unwrap();
-            let mut b = CqEx::<Standard>::builder(&ctx).cqe(4096).build().unwrap();
-            let (sa, mut pa) = a.split();
-            let (sb, mut pb) = b.split();
-            let stop = AtomicBool::new(false);
-            std::thread::scope(|s| {
-                for (p, cq) in [(&mut pa, sa), (&mut pb, sb)] {
-                    let stop = &stop;
-                    let pd = &pd;
-                    s.spawn(move || {
-                        // A feeder QP whose flushed receives keep the CQ non-empty.
-                        let mut feeder = None;
-                        while !stop.load(Ordering::Relaxed) {
-                            if feeder.is_none() {
-                                let q = Qp::<Rc>::builder(pd, cq, cq)
-                                    .max_recv_wr(64)
-                                    .build()
-                                    .unwrap()
-                                    .to_init(REMOTE_WRITE_INIT)
-                                    .unwrap_or_else(|e| panic!("{e}"));
-                                for i in 0..64 {
-                                    q.post_recv(i, &[] as &[Sge; 0]).unwrap();
+            two_split_cqs(&ctx, 4096, |pd, (sa, mut pa), (sb, mut pb)| {
+                let stop = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    for (p, cq) in [(&mut pa, sa), (&mut pb, sb)] {
+                        let stop = &stop;
+                        s.spawn(move || {
+                            // A feeder QP whose flushed receives keep the CQ non-empty.
+                            let mut feeder = None;
+                            while !stop.load(Ordering::Relaxed) {
+                                if feeder.is_none() {
+                                    feeder = Some(feeder_qp(pd, cq, 64));
                                 }
-                                feeder = Some(q.to_error().unwrap_or_else(|e| panic!("{e}")));
+                                match p.poll_batch(|_b| std::thread::yield_now()).unwrap() {
+                                    Some(()) => {}
+                                    None => feeder = None, // dropped here, out of a batch
+                                }
                             }
-                            match p.poll_batch(|_b| std::thread::yield_now()).unwrap() {
-                                Some(()) => {}
-                                None => feeder = None, // dropped here, out of a batch
-                            }
-                        }
-                    });
-                }
-                let mut workers = Vec::new();
-                for w in 0..2usize {
-                    let pd = &pd;
-                    workers.push(s.spawn(move || {
-                        for i in 0..iters {
-                            let (x, y) = match (i + w) % 3 {
-                                0 => (sa, sb),
-                                1 => (sb, sa),
-                                _ => (sa, sa),
-                            };
-                            let q = Qp::<Rc>::builder(pd, x, y).build().unwrap();
-                            match i % 3 {
-                                0 => drop(q),
-                                1 => match q.try_destroy() {
-                                    Ok(()) => {}
-                                    Err(e) => {
-                                        // Only a QP on two busy CQs may be refused.
-                                        assert!(!std::ptr::eq(x, y), "{}", e.error);
-                                        assert_eq!(e.error.kind, ErrorKind::BatchOpen);
-                                        drop(e.object)
-                                    }
-                                },
-                                _ => {
-                                    let q = q
-                                        .to_init(REMOTE_WRITE_INIT)
-                                        .unwrap_or_else(|e| panic!("{e}"));
-                                    match q.try_to_reset() {
-                                        Ok(q) => drop(q),
+                        });
+                    }
+                    let mut workers = Vec::new();
+                    for w in 0..2usize {
+                        workers.push(s.spawn(move || {
+                            for i in 0..iters {
+                                let (x, y) = match (i + w) % 3 {
+                                    0 => (sa, sb),
+                                    1 => (sb, sa),
+                                    _ => (sa, sa),
+                                };
+                                let q = Qp::<Rc>::builder(pd, x, y).build().unwrap();
+                                match i % 3 {
+                                    0 => drop(q),
+                                    1 => match q.try_destroy() {
+                                        Ok(()) => {}
                                         Err(e) => {
+                                            // Only a QP on two busy CQs may be refused.
                                             assert!(!std::ptr::eq(x, y), "{}", e.error);
                                             assert_eq!(e.error.kind, ErrorKind::BatchOpen);
-                                            drop(e.qp)
+                                            drop(e.object)
+                                        }
+                                    },
+                                    _ => {
+                                        let q = q
+                                            .to_init(REMOTE_WRITE_INIT)
+                                            .unwrap_or_else(|e| panic!("{e}"));
+                                        match q.try_to_reset() {
+                                            Ok(q) => drop(q),
+                                            Err(e) => {
+                                                assert!(!std::ptr::eq(x, y), "{}", e.error);
+                                                assert_eq!(e.error.kind, ErrorKind::BatchOpen);
+                                                drop(e.qp)
+                                            }
                                         }
                                     }
                                 }
                             }
-                        }
-                    }));
-                }
-                for w in workers {
-                    w.join().unwrap();
-                }
-                stop.store(true, Ordering::Relaxed);
+                        }));
+                    }
+                    for w in workers {
+                        w.join().unwrap();
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                });
             });
         }
         leaks.assert_unchanged("every QP destroyed");
@@ -118,44 +104,32 @@ fn with_busy_cqs(test: &str, f: Box<BusyBody>) {
         let ctx = open();
         let leaks = LeakCheck::new(&ctx, &test);
         {
-            let pd = Pd::new(&ctx).unwrap();
-            let mut a = CqEx::<Standard>::builder(&ctx).cqe(4096).build().unwrap();
-            let mut b = CqEx::<Standard>::builder(&ctx).cqe(4096).build().unwrap();
-            let (sa, pa) = a.split();
-            let (sb, pb) = b.split();
-            let stop = AtomicBool::new(false);
-            std::thread::scope(|s| {
-                let pollers: [(Poller<'_, Standard>, &CqEx<'_, Standard>); 2] =
-                    [(pa, sa), (pb, sb)];
-                for (mut p, cq) in pollers {
-                    let (stop, pd) = (&stop, &pd);
-                    s.spawn(move || {
-                        // One feeder QP for the whole test (so that the live QPs are the
-                        // test's own and the feeder): its flushed receives keep the CQ
-                        // non-empty, one completion per batch.
-                        let q = Qp::<Rc>::builder(pd, cq, cq)
-                            .max_recv_wr(4000)
-                            .build()
-                            .unwrap()
-                            .to_init(REMOTE_WRITE_INIT)
-                            .unwrap_or_else(|e| panic!("{e}"));
-                        for i in 0..4000 {
-                            q.post_recv(i, &[] as &[Sge; 0]).unwrap();
-                        }
-                        let _feeder = q.to_error().unwrap_or_else(|e| panic!("{e}"));
-                        while !stop.load(Ordering::Relaxed) {
-                            let busy = |_b: typed_verbs::Batch<'_, Standard>| {
-                                std::thread::sleep(Duration::from_millis(3))
-                            };
-                            if p.poll_batch(busy).unwrap().is_none() {
-                                std::thread::sleep(Duration::from_millis(1));
+            two_split_cqs(&ctx, 4096, |pd, (sa, pa), (sb, pb)| {
+                let stop = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    let pollers: [(Poller<'_, Standard>, &CqEx<'_, Standard>); 2] =
+                        [(pa, sa), (pb, sb)];
+                    for (mut p, cq) in pollers {
+                        let stop = &stop;
+                        s.spawn(move || {
+                            // One feeder QP for the whole test (so that the live QPs are the
+                            // test's own and the feeder): its flushed receives keep the CQ
+                            // non-empty, one completion per batch.
+                            let _feeder = feeder_qp(pd, cq, 4000);
+                            while !stop.load(Ordering::Relaxed) {
+                                let busy = |_b: typed_verbs::Batch<'_, Standard>| {
+                                    std::thread::sleep(Duration::from_millis(3))
+                                };
+                                if p.poll_batch(busy).unwrap().is_none() {
+                                    std::thread::sleep(Duration::from_millis(1));
+                                }
                             }
-                        }
-                    });
-                }
-                std::thread::sleep(Duration::from_millis(20)); // the feeders are up
-                f(&ctx, &pd, sa, sb);
-                stop.store(true, Ordering::Relaxed);
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(20)); // the feeders are up
+                    f(&ctx, pd, sa, sb);
+                    stop.store(true, Ordering::Relaxed);
+                });
             });
         }
         leaks.assert_unchanged("every QP destroyed");
@@ -200,11 +174,9 @@ fn explicit_teardowns_wait_for_busy_cqs() {
 #[test]
 fn explicit_teardowns_of_one_cq_never_starve_each_other() {
     within(Duration::from_secs(120), || {
-        let ctx = open();
-        let leaks = LeakCheck::new(&ctx, "teardowns_of_one_cq");
-        {
-            let pd = Pd::new(&ctx).unwrap();
-            let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
+        leak_checked("teardowns_of_one_cq", "every QP destroyed", |ctx| {
+            let pd = Pd::new(ctx).unwrap();
+            let cq = CqEx::<Standard>::builder(ctx).cqe(8).build().unwrap();
             std::thread::scope(|s| {
                 for _ in 0..3 {
                     let (pd, cq) = (&pd, &cq);
@@ -223,8 +195,7 @@ fn explicit_teardowns_of_one_cq_never_starve_each_other() {
                     });
                 }
             });
-        }
-        leaks.assert_unchanged("every QP destroyed");
+        });
     });
 }
 
@@ -325,19 +296,7 @@ fn qps_dropped_between_two_mutually_waiting_batches_stall_one_batch_end_at_most_
             let a = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
             let b = CqEx::<Standard>::builder(&ctx).cqe(64).build().unwrap();
             // A completion in each CQ for every batch: a flushed receive of a QP of its own.
-            let feed = |cq| {
-                let q = Qp::<Rc>::builder(&pd, cq, cq)
-                    .max_recv_wr(60)
-                    .build()
-                    .unwrap()
-                    .to_init(REMOTE_WRITE_INIT)
-                    .unwrap_or_else(|e| panic!("{e}"));
-                for i in 0..60 {
-                    q.post_recv(i, &[] as &[Sge; 0]).unwrap();
-                }
-                q.to_error().unwrap_or_else(|e| panic!("{e}"))
-            };
-            let (_fa, _fb) = (feed(&a), feed(&b));
+            let (_fa, _fb) = (feeder_qp(&pd, &a, 60), feeder_qp(&pd, &b, 60));
             let mut qps: Vec<_> = (0..3)
                 .map(|_| Qp::<Rc>::builder(&pd, &a, &b).build().unwrap())
                 .collect();

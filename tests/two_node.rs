@@ -13,14 +13,12 @@
 //! Where the device has no connection manager, each test prints a SKIP line.
 
 mod common;
-use common::{note, open};
+use common::note;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use typed_verbs::cm::{CmId, ConnEvent, ConnParam, EventChannel, Listening, Tcp, Udp};
+use typed_verbs::cm::{CmId, ConnEvent, ConnParam, Listening, Tcp, Udp};
 use typed_verbs::{
-    Access, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest,
-    WorkCompletion,
+    Access, AddressHandle, Cq, ErrorKind, Mr, Qp, Rc, SendWr, Ud, UdDest, WorkCompletion,
 };
 
 const T: Duration = Duration::from_secs(30);
@@ -58,27 +56,10 @@ fn port(index: u16) -> u16 {
     base + index
 }
 
-/// Fields drop in order: the channel before the context, which on the software device stays
-/// open (and is leaked if dropped) while a CM channel of it lives.
-struct Node {
-    ch: EventChannel,
-    // Keeps the device open for the node's PD and CQ.
-    _ctx: Arc<Context>,
-    pd: Arc<Pd<'static>>,
-    cq: Arc<Cq<'static>>,
-}
+use common::CmSetup as Node;
 
 fn node(test: &str) -> Option<Node> {
-    let ctx = Arc::new(open());
-    let ch = common::event_channel(&ctx, test)?;
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
-    let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
-    Some(Node {
-        ch,
-        _ctx: ctx,
-        pd,
-        cq,
-    })
+    common::cm_setup(test)
 }
 
 /// Runs the halves the role asks for: `server` with a listener on the test's port, `client`

@@ -8,7 +8,7 @@
 //! test prints a SKIP line.
 
 use crate::common;
-use common::{cm_addr, note, open};
+use common::{cm_addr, note};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,31 +17,17 @@ use typed_verbs::cm::{
     Tcp, Udp,
 };
 use typed_verbs::{
-    Access, AddressHandle, Context, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb,
-    WorkCompletion,
+    Access, AddressHandle, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb, WorkCompletion,
 };
 
 const T: Duration = Duration::from_secs(10);
 
-/// Fields drop in order: the channel before the context, which on the software device stays
-/// open (and is leaked if dropped) while a CM channel of it lives.
-struct Setup {
-    ch: EventChannel,
-    // Read by the software-only tests; it keeps the device open either way.
-    #[cfg_attr(not(feature = "software-device"), allow(dead_code))]
-    ctx: Arc<Context>,
-    pd: Arc<Pd<'static>>,
-    cq: Arc<Cq<'static>>,
-}
+use common::CmSetup as Setup;
 
 /// The test device, a PD, a CQ and an event channel; `None` (with a SKIP line) where the device
 /// has no connection manager.
 fn setup(test: &str) -> Option<Setup> {
-    let ctx = Arc::new(open());
-    let ch = common::event_channel(&ctx, test)?;
-    let pd = Arc::new(Pd::new(&ctx).unwrap());
-    let cq = Arc::new(Cq::builder(&ctx).cqe(64).build().unwrap());
-    Some(Setup { ctx, pd, cq, ch })
+    common::cm_setup(test)
 }
 
 fn listener<P: PortSpace>(s: &Setup) -> (CmId<P, typed_verbs::cm::Listening>, SocketAddr) {
@@ -89,11 +75,39 @@ fn completions(cq: &Cq<'_>, n: usize, limit: Duration) -> Vec<(u64, u32)> {
 
 /// A client's id on the setup's channel with its address and route to `addr` resolved.
 fn routed<P: PortSpace>(s: &Setup, addr: SocketAddr) -> CmId<P, RouteResolved> {
-    let id = CmId::<P>::new(&s.ch)
+    routed_via(&s.ch, addr)
+}
+
+/// An id of `ch` with its address and route to `addr` resolved (at most [`T`] each).
+fn routed_via<P: PortSpace>(ch: &EventChannel, addr: SocketAddr) -> CmId<P, RouteResolved> {
+    let id = CmId::<P>::new(ch)
         .unwrap()
         .resolve_addr(None, addr, T)
         .unwrap();
     id.resolve_route(T).unwrap()
+}
+
+/// A region of `len` zeroed bytes in the setup's PD, to receive into (shared with the
+/// server's thread).
+fn rx_region(s: &Setup, len: usize) -> Arc<Mr<'static, Vec<u8>>> {
+    Arc::new(Mr::new(&s.pd, vec![0u8; len], Access::LOCAL_WRITE).unwrap())
+}
+
+/// The default connection parameters with `private_data` for the peer.
+fn carrying(private_data: &[u8]) -> ConnParam<'_> {
+    ConnParam {
+        private_data,
+        ..ConnParam::default()
+    }
+}
+
+/// A current-thread tokio runtime with I/O only, for the tests that poll futures by hand.
+#[cfg(feature = "tokio")]
+fn io_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap()
 }
 
 /// A current-thread tokio runtime with I/O and time, for the async tests.
@@ -116,15 +130,7 @@ fn rc_pair(
     let server_data = server_data.to_vec();
     let server = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
-        req.accept(
-            qp,
-            &ConnParam {
-                private_data: &server_data,
-                ..ConnParam::default()
-            },
-            T,
-        )
-        .unwrap()
+        req.accept(qp, &carrying(&server_data), T).unwrap()
     });
     let id = CmId::<Tcp>::new(&s.ch)
         .unwrap()
@@ -132,16 +138,7 @@ fn rc_pair(
         .unwrap();
     assert_eq!(id.peer_addr(), Some(addr));
     let id = id.resolve_route(T).unwrap();
-    let client = id
-        .connect(
-            rc_qp(s),
-            &ConnParam {
-                private_data: client_data,
-                ..ConnParam::default()
-            },
-            T,
-        )
-        .unwrap();
+    let client = id.connect(rc_qp(s), &carrying(client_data), T).unwrap();
     (client, server.join().unwrap())
 }
 
@@ -200,7 +197,7 @@ fn receives_posted_in_init_before_connect_and_accept_catch_the_first_sends() {
         return;
     };
     let (l, addr) = listener::<Tcp>(&s);
-    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 64], Access::LOCAL_WRITE).unwrap());
+    let rx = rx_region(&s, 64);
     let (qp, rx2) = (rc_qp(&s), rx.clone());
     let server = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
@@ -235,16 +232,7 @@ fn a_reject_gives_the_connecting_side_the_status_and_the_private_data() {
         l
     });
     let id = routed::<Tcp>(&s, addr);
-    let e = id
-        .connect(
-            rc_qp(&s),
-            &ConnParam {
-                private_data: b"let's",
-                ..ConnParam::default()
-            },
-            T,
-        )
-        .unwrap_err();
+    let e = id.connect(rc_qp(&s), &carrying(b"let's"), T).unwrap_err();
     assert_eq!(e.verb, Verb::Connect);
     match &e.kind {
         ErrorKind::Rejected {
@@ -273,16 +261,7 @@ fn private_data_over_the_port_spaces_limit_is_refused_before_the_call() {
     let (l, addr) = listener::<Tcp>(&s);
     let id = routed::<Tcp>(&s, addr);
     let long = [0u8; 57];
-    let e = id
-        .connect(
-            rc_qp(&s),
-            &ConnParam {
-                private_data: &long,
-                ..ConnParam::default()
-            },
-            T,
-        )
-        .unwrap_err();
+    let e = id.connect(rc_qp(&s), &carrying(&long), T).unwrap_err();
     assert_eq!(e.verb, Verb::Connect);
     assert!(
         matches!(
@@ -466,33 +445,17 @@ fn ud_over_the_cm_the_active_side_learns_the_peer_and_a_datagram_arrives() {
         return;
     };
     let (l, addr) = listener::<Udp>(&s);
-    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 4096], Access::LOCAL_WRITE).unwrap());
+    let rx = rx_region(&s, 4096);
     let (qp, rx2) = (ud_qp(&s), rx.clone());
     let server = std::thread::spawn(move || {
         let req = l.get_request(T).unwrap();
         assert_eq!(&req.private_data()[..4], b"ping");
         let qp = req.init_qp(qp).unwrap();
         qp.post_recv(1, &[rx2.sge(0..40 + 64).unwrap()]).unwrap(); // GRH + payload
-        req.accept(
-            qp,
-            &ConnParam {
-                private_data: b"pong",
-                ..ConnParam::default()
-            },
-        )
-        .unwrap()
+        req.accept(qp, &carrying(b"pong")).unwrap()
     });
     let id = routed::<Udp>(&s, addr);
-    let client = id
-        .connect(
-            ud_qp(&s),
-            &ConnParam {
-                private_data: b"ping",
-                ..ConnParam::default()
-            },
-            T,
-        )
-        .unwrap();
+    let client = id.connect(ud_qp(&s), &carrying(b"ping"), T).unwrap();
     let server = server.join().unwrap();
     assert_eq!(&client.private_data()[..4], b"pong");
     let peer = client.ud_peer().expect("the active side learns its peer");
@@ -541,15 +504,7 @@ fn two_threads_waiting_on_one_channel_each_get_their_own_ids_events() {
     std::thread::sleep(Duration::from_millis(50));
     let connect = |addr, tag: &[u8]| {
         let id = routed::<Tcp>(&s, addr);
-        id.connect(
-            rc_qp(&s),
-            &ConnParam {
-                private_data: tag,
-                ..ConnParam::default()
-            },
-            T,
-        )
-        .unwrap()
+        id.connect(rc_qp(&s), &carrying(tag), T).unwrap()
     };
     let c2 = connect(a2, b"second");
     let c1 = connect(a1, b"first");
@@ -646,7 +601,7 @@ fn a_connection_of_arcd_parents_is_static_and_moves_to_another_thread() {
     let (client, server) = rc_pair(&s, b"", b"");
     fn is_static_send<T: Send + 'static>(_: &T) {}
     is_static_send(&client);
-    let rx = Arc::new(Mr::new(&s.pd, vec![0u8; 16], Access::LOCAL_WRITE).unwrap());
+    let rx = rx_region(&s, 16);
     server.qp().post_recv(1, &[rx.sge(0..16).unwrap()]).unwrap();
     let pd = s.pd.clone();
     let sender = std::thread::spawn(move || {
@@ -723,15 +678,7 @@ fn async_connect_and_accept_and_a_cancelled_wait_loses_nothing() {
         let server = tokio::spawn(async move {
             let req = l.get_request_async().await.unwrap();
             let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
-            req.accept_async(
-                qp,
-                &ConnParam {
-                    private_data: b"async",
-                    ..ConnParam::default()
-                },
-            )
-            .await
-            .unwrap()
+            req.accept_async(qp, &carrying(b"async")).await.unwrap()
         });
         let client = async {
             let id = CmId::<Tcp>::new(&s.ch).unwrap();
@@ -770,10 +717,7 @@ fn a_waker_that_calls_into_the_channel_does_not_deadlock_the_thread_that_routes_
             drop(CmId::<Tcp>::new(&self.0).unwrap());
         }
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .unwrap();
+    let rt = io_runtime();
     let _enter = rt.enter();
     let (l, addr) = listener::<Tcp>(&s);
     let waker = Waker::from(Arc::new(CallsIn(s.ch.clone())));
@@ -787,11 +731,7 @@ fn a_waker_that_calls_into_the_channel_does_not_deadlock_the_thread_that_routes_
     let (tx, rx) = std::sync::mpsc::channel();
     let (ch, qp) = (s.ch.clone(), rc_qp(&s));
     std::thread::spawn(move || {
-        let id = CmId::<Tcp>::new(&ch)
-            .unwrap()
-            .resolve_addr(None, addr, T)
-            .unwrap();
-        let id = id.resolve_route(T).unwrap();
+        let id = routed_via::<Tcp>(&ch, addr);
         let r = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
         let _ = tx.send(r.map(drop));
     });
@@ -896,11 +836,7 @@ fn two_tasks_awaiting_requests_on_one_listener_each_get_one() {
             .map(|_| {
                 let (ch, qp) = (s.ch.clone(), rc_qp(&s));
                 std::thread::spawn(move || {
-                    let id = CmId::<Tcp>::new(&ch)
-                        .unwrap()
-                        .resolve_addr(None, addr, T)
-                        .unwrap();
-                    let id = id.resolve_route(T).unwrap();
+                    let id = routed_via::<Tcp>(&ch, addr);
                     // Each request is dropped by the task that gets it: a rejection.
                     let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(2));
                 })
@@ -943,10 +879,7 @@ fn a_panicking_waker_does_not_keep_the_other_routed_tasks_asleep() {
             self.0.store(true, Ordering::SeqCst);
         }
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .unwrap();
+    let rt = io_runtime();
     let _enter = rt.enter();
     let (l1, a1) = listener::<Tcp>(&s);
     let (l2, a2) = listener::<Tcp>(&s);
@@ -972,11 +905,7 @@ fn a_panicking_waker_does_not_keep_the_other_routed_tasks_asleep() {
         .map(|addr| {
             let (ch, qp) = (ch2.clone(), rc_qp(&s));
             let c = std::thread::spawn(move || {
-                let id = CmId::<Tcp>::new(&ch)
-                    .unwrap()
-                    .resolve_addr(None, addr, T)
-                    .unwrap();
-                let id = id.resolve_route(T).unwrap();
+                let id = routed_via::<Tcp>(&ch, addr);
                 let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
             });
             std::thread::sleep(Duration::from_millis(300));
@@ -1026,11 +955,7 @@ fn a_channel_awaited_in_a_second_runtime_still_gets_its_events() {
     let qp = rc_qp(&s);
     let client = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
-        let id = CmId::<Tcp>::new(&ch2)
-            .unwrap()
-            .resolve_addr(None, addr, T)
-            .unwrap();
-        let id = id.resolve_route(T).unwrap();
+        let id = routed_via::<Tcp>(&ch2, addr);
         let _ = id.connect(qp, &ConnParam::default(), Duration::from_secs(1));
     });
     let start = Instant::now();

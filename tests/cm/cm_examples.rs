@@ -123,16 +123,44 @@ fn run_self(prog: &PathBuf, all: &[&str]) -> (Vec<String>, Vec<String>) {
     (side("server: "), side("client: "))
 }
 
-/// What one side of a `--self` run prints: `start`, then `transfer` where data `moves`, then
-/// `end`.
-fn script<'a>(
-    start: &[&'a str],
-    transfer: &[&'a str],
-    moves: bool,
-    end: &[&'a str],
-) -> Vec<&'a str> {
-    let transfer = if moves { transfer } else { &[] };
-    [start, transfer, end].concat()
+/// Runs `f` with the path of example `name`, built for the test; with [`example`]'s SKIP line
+/// where it cannot be built, nothing.
+fn with_example(test: &str, name: &str, f: impl FnOnce(&PathBuf)) {
+    if let Some(prog) = example(test, name) {
+        f(&prog)
+    }
+}
+
+/// What one side of a `--self` run prints: its first lines, the lines of its transfers (left
+/// out when no message moves), and its last lines.
+struct Said<'a> {
+    start: &'a [&'a str],
+    transfer: &'a [&'a str],
+    end: &'a [&'a str],
+}
+
+impl<'a> Said<'a> {
+    fn lines(&self, moves: bool) -> Vec<&'a str> {
+        let transfer = if moves { self.transfer } else { &[] };
+        [self.start, transfer, self.end].concat()
+    }
+}
+
+/// Runs `prog --self -b <the CM address> <base> <args>` ([`run_self`]) for each of `runs`, and
+/// asserts what the server and the client printed (no transfer lines where `-C 0` moves no
+/// message).
+#[track_caller]
+fn assert_self_runs(prog: &PathBuf, base: &[&str], runs: &[&[&str]], server: Said, client: Said) {
+    let addr = common::cm_addr().to_string();
+    for args in runs {
+        let mut all = vec!["--self", "-b", &addr];
+        all.extend_from_slice(base);
+        all.extend_from_slice(args);
+        let (got_server, got_client) = run_self(prog, &all);
+        let moves = !args.contains(&"0");
+        assert_eq!(got_server, server.lines(moves), "{all:?}");
+        assert_eq!(got_client, client.lines(moves), "{all:?}");
+    }
 }
 
 /// The text of ping `i` of `size` bytes, as rping's client writes it (without its NUL).
@@ -148,191 +176,164 @@ fn ping_text(i: u32, size: usize) -> String {
 
 #[test]
 fn rping_self_reads_echoes_and_validates_every_ping() {
-    let Some(rping) = example("rping_self", "rping") else {
-        return;
-    };
-    let addr = common::cm_addr().to_string();
-    for (count, size) in [(5u32, 64usize), (3, 26), (2, 5000)] {
-        let (c, s) = (count.to_string(), size.to_string());
-        let out = run(
-            &rping,
-            &[
-                "--self", "-a", &addr, "-p", "17174", "-C", &c, "-S", &s, "-v", "-V",
-            ],
-        );
-        let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
-        assert!(
-            out.status.success(),
-            "rping --self -C {c} -S {s}: {:?}\n{stdout:#?}\n{stderr:#?}",
-            out.status
-        );
-        let client: Vec<_> = stdout
-            .iter()
-            .filter(|l| l.starts_with("client: "))
-            .cloned()
-            .collect();
-        let server: Vec<_> = stdout
-            .iter()
-            .filter(|l| l.starts_with("server: "))
-            .cloned()
-            .collect();
-        let want_client: Vec<_> = (0..count)
-            .map(|i| format!("client: ping data: {}", ping_text(i, size)))
-            .collect();
-        let want_server: Vec<_> = (0..count)
-            .map(|i| format!("server: server ping data: {}", ping_text(i, size)))
-            .collect();
-        assert_eq!(client, want_client);
-        assert_eq!(server, want_server);
-        // The server sees the client's disconnect and ends its loop as rping's does.
-        assert!(
-            stderr.contains(&"server: server DISCONNECT EVENT...".to_owned()),
-            "{stderr:#?}"
-        );
-        assert!(
-            stderr.contains(&"server: wait for RDMA_READ_ADV state 10".to_owned()),
-            "{stderr:#?}"
-        );
-    }
+    with_example("rping_self", "rping", |rping| {
+        let addr = common::cm_addr().to_string();
+        for (count, size) in [(5u32, 64usize), (3, 26), (2, 5000)] {
+            let (c, s) = (count.to_string(), size.to_string());
+            let out = run(
+                rping,
+                &[
+                    "--self", "-a", &addr, "-p", "17174", "-C", &c, "-S", &s, "-v", "-V",
+                ],
+            );
+            let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
+            assert!(
+                out.status.success(),
+                "rping --self -C {c} -S {s}: {:?}\n{stdout:#?}\n{stderr:#?}",
+                out.status
+            );
+            let client: Vec<_> = stdout
+                .iter()
+                .filter(|l| l.starts_with("client: "))
+                .cloned()
+                .collect();
+            let server: Vec<_> = stdout
+                .iter()
+                .filter(|l| l.starts_with("server: "))
+                .cloned()
+                .collect();
+            let want_client: Vec<_> = (0..count)
+                .map(|i| format!("client: ping data: {}", ping_text(i, size)))
+                .collect();
+            let want_server: Vec<_> = (0..count)
+                .map(|i| format!("server: server ping data: {}", ping_text(i, size)))
+                .collect();
+            assert_eq!(client, want_client);
+            assert_eq!(server, want_server);
+            // The server sees the client's disconnect and ends its loop as rping's does.
+            assert!(
+                stderr.contains(&"server: server DISCONNECT EVENT...".to_owned()),
+                "{stderr:#?}"
+            );
+            assert!(
+                stderr.contains(&"server: wait for RDMA_READ_ADV state 10".to_owned()),
+                "{stderr:#?}"
+            );
+        }
+    });
 }
 
 #[test]
 fn rping_refuses_what_rping_refuses_and_reports_a_reject() {
-    let Some(rping) = example("rping_refuses", "rping") else {
-        return;
-    };
-    // A size out of range: rping's message, EINVAL.
-    let out = run(&rping, &["-c", "-a", "127.0.0.1", "-S", "10"]);
-    assert_eq!(out.status.code(), Some(22));
-    assert_eq!(
-        lines(&out.stderr),
-        ["Invalid size 10 (valid range is 26 to 65536)"]
-    );
-    // Neither -s nor -c: the usage, EINVAL.
-    let out = run(&rping, &["-v"]);
-    assert_eq!(out.status.code(), Some(22));
-    assert!(
-        lines(&out.stdout)[0].starts_with("rping -s "),
-        "{:?}",
-        lines(&out.stdout)
-    );
-    // A client whose server does not listen: the CM's reject (8: no such service), and rping's
-    // exit(-1) from its CM thread.
-    let addr = common::cm_addr().to_string();
-    let out = run(&rping, &["-c", "-a", &addr, "-p", "17175", "-C", "1"]);
-    assert_eq!(out.status.code(), Some(255), "{:?}", lines(&out.stderr));
-    assert_eq!(
-        lines(&out.stderr),
-        ["cma event RDMA_CM_EVENT_REJECTED, error 8"]
-    );
+    with_example("rping_refuses", "rping", |rping| {
+        // A size out of range: rping's message, EINVAL.
+        let out = run(rping, &["-c", "-a", "127.0.0.1", "-S", "10"]);
+        assert_eq!(out.status.code(), Some(22));
+        assert_eq!(
+            lines(&out.stderr),
+            ["Invalid size 10 (valid range is 26 to 65536)"]
+        );
+        // Neither -s nor -c: the usage, EINVAL.
+        let out = run(rping, &["-v"]);
+        assert_eq!(out.status.code(), Some(22));
+        assert!(
+            lines(&out.stdout)[0].starts_with("rping -s "),
+            "{:?}",
+            lines(&out.stdout)
+        );
+        // A client whose server does not listen: the CM's reject (8: no such service), and rping's
+        // exit(-1) from its CM thread.
+        let addr = common::cm_addr().to_string();
+        let out = run(rping, &["-c", "-a", &addr, "-p", "17175", "-C", "1"]);
+        assert_eq!(out.status.code(), Some(255), "{:?}", lines(&out.stderr));
+        assert_eq!(
+            lines(&out.stderr),
+            ["cma event RDMA_CM_EVENT_REJECTED, error 8"]
+        );
+    });
 }
 
 #[test]
 fn ucmatose_self_exchanges_messages_on_every_connection_and_disconnects() {
-    let Some(ucmatose) = example("ucmatose_self", "ucmatose") else {
-        return;
-    };
-    let addr = common::cm_addr().to_string();
-    for args in [
-        &["-C", "10"][..],
-        &["-c", "3", "-C", "50", "-S", "4000"],
-        &["-c", "2", "-C", "0"],
-    ] {
-        let mut all = vec!["--self", "-b", &addr, "-p", "17471"];
-        all.extend_from_slice(args);
-        let (server, client) = run_self(&ucmatose, &all);
-        let moves = !args.contains(&"0");
+    with_example("ucmatose_self", "ucmatose", |ucmatose| {
         #[rustfmt::skip]
-        let want_server = script(
-            &["cmatose: starting server"],
-            &["initiating data transfers", "completing sends", "receiving data transfers", "data transfers complete"],
-            moves,
-            &["cmatose: disconnecting", "disconnected", "test complete", "return status 0"],
-        );
-        #[rustfmt::skip]
-        let want_client = script(
-            &["cmatose: starting client", "cmatose: connecting"],
-            &["receiving data transfers", "sending replies", "data transfers complete"],
-            moves,
-            &["test complete", "return status 0"],
-        );
-        assert_eq!(server, want_server, "{all:?}");
-        assert_eq!(client, want_client, "{all:?}");
-    }
+    assert_self_runs(
+        ucmatose,
+        &["-p", "17471"],
+        &[&["-C", "10"], &["-c", "3", "-C", "50", "-S", "4000"], &["-c", "2", "-C", "0"]],
+        Said {
+            start: &["cmatose: starting server"],
+            transfer: &["initiating data transfers", "completing sends", "receiving data transfers", "data transfers complete"],
+            end: &["cmatose: disconnecting", "disconnected", "test complete", "return status 0"],
+        },
+        Said {
+            start: &["cmatose: starting client", "cmatose: connecting"],
+            transfer: &["receiving data transfers", "sending replies", "data transfers complete"],
+            end: &["test complete", "return status 0"],
+        },
+    );
+    });
 }
 
 #[test]
 fn ucmatose_reports_a_reject_and_refuses_what_the_typed_cm_leaves_out() {
-    let Some(ucmatose) = example("ucmatose_refuses", "ucmatose") else {
-        return;
-    };
-    let addr = common::cm_addr().to_string();
-    // Nobody listens: the reject's event and status, as cmatose prints them; the status is the
-    // exit status.
-    let out = run(&ucmatose, &["-s", &addr, "-p", "17472"]);
-    assert_eq!(
-        lines(&out.stdout),
-        [
-            "cmatose: starting client",
-            "cmatose: connecting",
-            "cmatose: event: RDMA_CM_EVENT_REJECTED, error: 8",
-            "test complete",
-            "return status 8"
-        ]
-    );
-    assert_eq!(out.status.code(), Some(8));
-    // Migration (the crate never migrates an id) and set_option are refused, with a message.
-    for (flag, what) in [
-        (&["-m"][..], "-m (rdma_migrate_id)"),
-        (&["-t", "1"], "-t (rdma_set_option"),
-    ] {
-        let out = run(&ucmatose, flag);
-        assert_eq!(out.status.code(), Some(1), "{flag:?}");
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(
-            err.starts_with(&format!("cmatose: {what}")),
-            "{flag:?}: {err}"
+    with_example("ucmatose_refuses", "ucmatose", |ucmatose| {
+        let addr = common::cm_addr().to_string();
+        // Nobody listens: the reject's event and status, as cmatose prints them; the status is the
+        // exit status.
+        let out = run(ucmatose, &["-s", &addr, "-p", "17472"]);
+        assert_eq!(
+            lines(&out.stdout),
+            [
+                "cmatose: starting client",
+                "cmatose: connecting",
+                "cmatose: event: RDMA_CM_EVENT_REJECTED, error: 8",
+                "test complete",
+                "return status 8"
+            ]
         );
-    }
-    // An unknown option: cmatose's usage, exit 1.
-    let out = run(&ucmatose, &["-z"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("usage: "));
+        assert_eq!(out.status.code(), Some(8));
+        // Migration (the crate never migrates an id) and set_option are refused, with a message.
+        for (flag, what) in [
+            (&["-m"][..], "-m (rdma_migrate_id)"),
+            (&["-t", "1"], "-t (rdma_set_option"),
+        ] {
+            let out = run(ucmatose, flag);
+            assert_eq!(out.status.code(), Some(1), "{flag:?}");
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(
+                err.starts_with(&format!("cmatose: {what}")),
+                "{flag:?}: {err}"
+            );
+        }
+        // An unknown option: cmatose's usage, exit 1.
+        let out = run(ucmatose, &["-z"]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("usage: "));
+    });
 }
 
 #[test]
 fn udaddy_self_resolves_sends_and_replies_then_reports_a_lookup_nobody_answers() {
-    let Some(udaddy) = example("udaddy_self", "udaddy") else {
-        return;
-    };
-    let addr = common::cm_addr().to_string();
-    for args in [
-        &["-C", "10"][..],
-        &["-c", "2", "-C", "30", "-S", "1000"],
-        &["-C", "0"],
-    ] {
-        let mut all = vec!["--self", "-b", &addr];
-        all.extend_from_slice(args);
-        let (server, client) = run_self(&udaddy, &all);
-        let moves = !args.contains(&"0");
+    with_example("udaddy_self", "udaddy", |udaddy| {
         #[rustfmt::skip]
-        let want_server = script(
-            &["udaddy: starting server"],
-            &["receiving data transfers", "sending replies", "data transfers complete"],
-            moves,
-            &["test complete", "return status 0"],
-        );
-        #[rustfmt::skip]
-        let want_client = script(
-            &["udaddy: starting client", "udaddy: connecting"],
-            &["initiating data transfers", "receiving data transfers", "data transfers complete"],
-            moves,
-            &["test complete", "return status 0"],
-        );
-        assert_eq!(server, want_server, "{all:?}");
-        assert_eq!(client, want_client, "{all:?}");
-    }
-    udaddy_checks_the_mtu_and_reports_a_lookup_nobody_answers(&udaddy);
+    assert_self_runs(
+        udaddy,
+        &[],
+        &[&["-C", "10"], &["-c", "2", "-C", "30", "-S", "1000"], &["-C", "0"]],
+        Said {
+            start: &["udaddy: starting server"],
+            transfer: &["receiving data transfers", "sending replies", "data transfers complete"],
+            end: &["test complete", "return status 0"],
+        },
+        Said {
+            start: &["udaddy: starting client", "udaddy: connecting"],
+            transfer: &["initiating data transfers", "receiving data transfers", "data transfers complete"],
+            end: &["test complete", "return status 0"],
+        },
+    );
+        udaddy_checks_the_mtu_and_reports_a_lookup_nobody_answers(udaddy);
+    });
 }
 
 /// Run after the `--self` runs, not beside them: udaddy's port is fixed, and a real device's
@@ -373,27 +374,26 @@ fn udaddy_checks_the_mtu_and_reports_a_lookup_nobody_answers(udaddy: &PathBuf) {
 
 #[test]
 fn cm_pingpong_self_takes_each_completion_for_what_it_is_when_acks_come_late() {
-    let Some(pingpong) = example("cm_pingpong_late_acks", "cm_pingpong") else {
-        return;
-    };
-    // On rxe the peer's answer can complete before the ACK of the send it answers (a receive
-    // polled before the send's completion): the software device shows it with late ACKs, here
-    // 2 ms (its own tests show the order). Each side waits for its send and its receive on
-    // CQs of their own, so neither is taken for the other.
-    let out = run_env(
-        &pingpong,
-        &["--self", "-p", "17190", "-n", "50", "-s", "64"],
-        &[("TYPED_VERBS_SW_ACK_DELAY_US", "2000")],
-    );
-    let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
-    assert!(
-        out.status.success(),
-        "cm_pingpong --self with late ACKs: {:?}\n{stdout:#?}\n{stderr:#?}",
-        out.status
-    );
-    let done = stdout
-        .iter()
-        .filter(|l| l.starts_with("50 iters in "))
-        .count();
-    assert_eq!(done, 2, "both sides report 50 exchanges: {stdout:#?}");
+    with_example("cm_pingpong_late_acks", "cm_pingpong", |pingpong| {
+        // On rxe the peer's answer can complete before the ACK of the send it answers (a receive
+        // polled before the send's completion): the software device shows it with late ACKs, here
+        // 2 ms (its own tests show the order). Each side waits for its send and its receive on
+        // CQs of their own, so neither is taken for the other.
+        let out = run_env(
+            pingpong,
+            &["--self", "-p", "17190", "-n", "50", "-s", "64"],
+            &[("TYPED_VERBS_SW_ACK_DELAY_US", "2000")],
+        );
+        let (stdout, stderr) = (lines(&out.stdout), lines(&out.stderr));
+        assert!(
+            out.status.success(),
+            "cm_pingpong --self with late ACKs: {:?}\n{stdout:#?}\n{stderr:#?}",
+            out.status
+        );
+        let done = stdout
+            .iter()
+            .filter(|l| l.starts_with("50 iters in "))
+            .count();
+        assert_eq!(done, 2, "both sides report 50 exchanges: {stdout:#?}");
+    });
 }

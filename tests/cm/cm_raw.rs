@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use common::{note, open, LeakCheck};
+use common::{leak_checked, note};
 use std::ptr;
 use std::time::{Duration, Instant};
 use typed_verbs::ffi::sys;
@@ -290,6 +290,33 @@ fn conn_param(data: &[u8], qpn: u32, resp: u8, init: u8) -> sys::rdma_conn_param
     }
 }
 
+/// A server channel with a listener on `port` and a client channel with an id resolved to it
+/// (its address and route), in the port space `ps`.
+fn listening_and_resolved(
+    ctx: &Context,
+    ps: u32,
+    port: u16,
+) -> (Chan, Chan, *mut sys::rdma_cm_id, *mut sys::rdma_cm_id) {
+    let (sch, cch) = (Chan::new(ctx), Chan::new(ctx));
+    let lid = listener(&sch, ps, port);
+    let cid = resolved(&cch, ps, port);
+    (sch, cch, lid, cid)
+}
+
+/// `rdma_connect` on `id` with [`conn_param`]'s parameters.
+fn connect(id: *mut sys::rdma_cm_id, data: &[u8], qpn: u32, resp: u8, init: u8) -> Result<(), i32> {
+    let mut cp = conn_param(data, qpn, resp, init);
+    // SAFETY: a live id; the param lives across the call, its data readable.
+    unsafe { raw::rdma_connect(id, &mut cp) }
+}
+
+/// `rdma_accept` on `id` (a request's) with [`conn_param`]'s parameters.
+fn accept(id: *mut sys::rdma_cm_id, data: &[u8], qpn: u32, resp: u8, init: u8) -> Result<(), i32> {
+    let mut sp = conn_param(data, qpn, resp, init);
+    // SAFETY: a live id; the param lives across the call, its data readable.
+    unsafe { raw::rdma_accept(id, &mut sp) }
+}
+
 fn padded(data: &[u8], len: usize) -> Vec<u8> {
     let mut v = data.to_vec();
     v.resize(len, 0);
@@ -462,15 +489,61 @@ fn active_mtu(ctx: &Context) -> u32 {
     ctx.query_port(1).expect("query_port").active_mtu
 }
 
+/// `rdma_init_qp_attr` for RTR on `id` (the `side` of an RC connection, for the messages),
+/// checked: the RTR mask, `dest` as the peer's QP, the port's active MTU, `rd_atomic` reads in,
+/// no RNR timer, a global route on port 1 through a GID of the port.
+fn rc_rtr_attr(
+    ctx: &Context,
+    test: &str,
+    (id, side): (*mut sys::rdma_cm_id, &str),
+    dest: u32,
+    rd_atomic: u8,
+) -> (sys::ibv_qp_attr, i32) {
+    let (a, m) =
+        init_attr(id, sys::ibv_qp_state::IBV_QPS_RTR).unwrap_or_else(|e| panic!("{side} RTR: {e}"));
+    assert_eq!(
+        m,
+        STATE | AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER,
+        "{side} RTR mask"
+    );
+    assert_eq!(a.dest_qp_num, dest, "{side}");
+    assert_eq!(a.path_mtu, active_mtu(ctx), "{side}");
+    assert_eq!(
+        (a.max_dest_rd_atomic, a.min_rnr_timer),
+        (rd_atomic, 0),
+        "{side}"
+    );
+    assert_eq!((a.ah_attr.is_global, a.ah_attr.port_num), (1, 1), "{side}");
+    assert_gid(ctx, test, a.ah_attr.grh.sgid_index);
+    (a, m)
+}
+
+/// `rdma_init_qp_attr` for RTS on `id` (the `side` of an RC connection), checked: the RTS
+/// mask, the retries, `rd_atomic` reads out, and rxe0's timeout.
+fn rc_rts_attr((id, side): (*mut sys::rdma_cm_id, &str), rd_atomic: u8) -> (sys::ibv_qp_attr, i32) {
+    let (a, m) =
+        init_attr(id, sys::ibv_qp_state::IBV_QPS_RTS).unwrap_or_else(|e| panic!("{side} RTS: {e}"));
+    assert_eq!(
+        m,
+        STATE | SQ_PSN | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | TIMEOUT,
+        "{side} RTS mask"
+    );
+    assert_eq!(
+        (a.retry_cnt, a.rnr_retry, a.max_rd_atomic),
+        (6, 5, rd_atomic),
+        "{side}"
+    );
+    assert_eq!(a.timeout, 19, "{side} RTS timeout (rxe0, Linux 6.1)");
+    (a, m)
+}
+
 /// An RC connection through the CM, end to end: events, private data, init_qp_attr at every
 /// step, traffic both ways, then a disconnect from each side.
 #[test]
 fn rc_connect_accept_traffic_disconnect() {
     let test = "rc_connect_accept_traffic_disconnect";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
+    leak_checked(test, "the connection's ids and channels", |ctx| {
+        let (sch, cch) = (Chan::new(ctx), Chan::new(ctx));
         let lid = listener(&sch, RDMA_PS_TCP, port(0));
         // A listener has a CM id but no connection: no QP attributes.
         assert_eq!(
@@ -478,7 +551,7 @@ fn rc_connect_accept_traffic_disconnect() {
             Some(libc::EINVAL)
         );
         let cid = resolved(&cch, RDMA_PS_TCP, port(0));
-        let mut client = Side::new(&ctx, sys::ibv_qp_type::IBV_QPT_RC);
+        let mut client = Side::new(ctx, sys::ibv_qp_type::IBV_QPT_RC);
         // Before the connect there is no CM id: INIT with no remote access.
         let (a, m) = init_attr(cid, sys::ibv_qp_state::IBV_QPS_INIT).expect("INIT attrs");
         assert_eq!(
@@ -489,9 +562,7 @@ fn rc_connect_accept_traffic_disconnect() {
         assert_eq!((a.qp_access_flags, a.pkey_index, a.port_num), (0, 0, 1));
         client.modify((a, m));
         let hello = b"hello from the client";
-        let mut cp = conn_param(hello, client.qpn(), 2, 3);
-        // SAFETY: a route-resolved id; the param and its data live across the call.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("rdma_connect");
+        connect(cid, hello, client.qpn(), 2, 3).expect("rdma_connect");
         // After it, RTR and RTS wait for the reply.
         for st in [
             sys::ibv_qp_state::IBV_QPS_RTR,
@@ -530,7 +601,7 @@ fn rc_connect_accept_traffic_disconnect() {
             );
         }
 
-        let mut server = Side::new(&ctx, sys::ibv_qp_type::IBV_QPT_RC);
+        let mut server = Side::new(ctx, sys::ibv_qp_type::IBV_QPT_RC);
         let (a, m) = init_attr(sid, sys::ibv_qp_state::IBV_QPS_INIT).expect("passive INIT");
         assert_eq!(
             m,
@@ -543,17 +614,7 @@ fn rc_connect_accept_traffic_disconnect() {
         );
         assert_eq!((a.pkey_index, a.port_num), (0, 1));
         server.modify((a, m));
-        let (a, m) = init_attr(sid, sys::ibv_qp_state::IBV_QPS_RTR).expect("passive RTR");
-        assert_eq!(
-            m,
-            STATE | AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER,
-            "passive RTR mask"
-        );
-        assert_eq!(a.dest_qp_num, client.qpn());
-        assert_eq!(a.path_mtu, active_mtu(&ctx));
-        assert_eq!((a.max_dest_rd_atomic, a.min_rnr_timer), (3, 0));
-        assert_eq!((a.ah_attr.is_global, a.ah_attr.port_num), (1, 1));
-        assert_gid(&ctx, test, a.ah_attr.grh.sgid_index);
+        let (a, m) = rc_rtr_attr(ctx, test, (sid, "passive"), client.qpn(), 3);
         note(
             test,
             format!(
@@ -566,21 +627,11 @@ fn rc_connect_accept_traffic_disconnect() {
             ),
         );
         server.modify((a, m));
-        let (a, m) = init_attr(sid, sys::ibv_qp_state::IBV_QPS_RTS).expect("passive RTS");
-        assert_eq!(
-            m,
-            STATE | SQ_PSN | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | TIMEOUT,
-            "passive RTS mask"
-        );
-        assert_eq!((a.retry_cnt, a.rnr_retry, a.max_rd_atomic), (6, 5, 2));
-        assert_eq!(a.timeout, 19, "passive RTS timeout (rxe0, Linux 6.1)");
-        server.modify((a, m));
+        server.modify(rc_rts_attr((sid, "passive"), 2));
         server.post_recv(64);
 
         let world = b"and hello from the server";
-        let mut sp = conn_param(world, server.qpn(), 1, 4);
-        // SAFETY: the new id of a request; the param lives across the call.
-        unsafe { raw::rdma_accept(sid, &mut sp) }.expect("rdma_accept");
+        accept(sid, world, server.qpn(), 1, 4).expect("rdma_accept");
 
         let rep = cch.expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
         assert_eq!((rep.status, rep.id), (0, cid));
@@ -588,27 +639,8 @@ fn rc_connect_accept_traffic_disconnect() {
         assert_eq!(rep.qp_num, server.qpn());
         assert_eq!((rep.responder_resources, rep.initiator_depth), (4, 1));
         assert_eq!(rep.rnr_retry_count, 5);
-        let (a, m) = init_attr(cid, sys::ibv_qp_state::IBV_QPS_RTR).expect("active RTR");
-        assert_eq!(
-            m,
-            STATE | AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER,
-            "active RTR mask"
-        );
-        assert_eq!(a.dest_qp_num, server.qpn());
-        assert_eq!(a.path_mtu, active_mtu(&ctx));
-        assert_eq!((a.max_dest_rd_atomic, a.min_rnr_timer), (4, 0));
-        assert_eq!((a.ah_attr.is_global, a.ah_attr.port_num), (1, 1));
-        assert_gid(&ctx, test, a.ah_attr.grh.sgid_index);
-        client.modify((a, m));
-        let (a, m) = init_attr(cid, sys::ibv_qp_state::IBV_QPS_RTS).expect("active RTS");
-        assert_eq!(
-            m,
-            STATE | SQ_PSN | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | TIMEOUT,
-            "active RTS mask"
-        );
-        assert_eq!((a.retry_cnt, a.rnr_retry, a.max_rd_atomic), (6, 5, 1));
-        assert_eq!(a.timeout, 19, "active RTS timeout (rxe0, Linux 6.1)");
-        client.modify((a, m));
+        client.modify(rc_rtr_attr(ctx, test, (cid, "active"), server.qpn(), 4));
+        client.modify(rc_rts_attr((cid, "active"), 1));
         client.post_recv(64);
         // SAFETY: a connected id after its response.
         unsafe { raw::rdma_establish(cid) }.expect("rdma_establish");
@@ -679,23 +711,16 @@ fn rc_connect_accept_traffic_disconnect() {
         destroy(cid);
         destroy(sid);
         destroy(lid);
-    }
-    leaks.assert_unchanged("the connection's ids and channels");
+    });
 }
 
 /// A rejection with private data: REJECTED with status 28 (consumer defined) and the data
 /// padded to the REJ's 148 bytes.
 #[test]
 fn rc_reject_with_private_data() {
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, "rc_reject_with_private_data");
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
-        let lid = listener(&sch, RDMA_PS_TCP, port(1));
-        let cid = resolved(&cch, RDMA_PS_TCP, port(1));
-        let mut cp = conn_param(b"may I?", fake_qpn(1), 1, 1);
-        // SAFETY: a resolved id; param live across the call.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
+    leak_checked("rc_reject_with_private_data", "a rejection", |ctx| {
+        let (sch, cch, lid, cid) = listening_and_resolved(ctx, RDMA_PS_TCP, port(1));
+        connect(cid, b"may I?", fake_qpn(1), 1, 1).expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         assert_eq!(req.qp_num, fake_qpn(1));
         let no = b"no, sorry";
@@ -726,55 +751,43 @@ fn rc_reject_with_private_data() {
         destroy(req.id);
         destroy(cid);
         destroy(lid);
-    }
-    leaks.assert_unchanged("a rejection");
+    });
 }
 
 /// A connect to a port nobody listens on: REJECTED with IB_CM_REJ_INVALID_SERVICE_ID (8).
 #[test]
 fn rc_connect_without_listener_is_rejected() {
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, "rc_connect_without_listener_is_rejected");
-    {
-        let cch = Chan::new(&ctx);
-        let cid = resolved(&cch, RDMA_PS_TCP, port(2));
-        let mut cp = conn_param(b"anyone?", fake_qpn(2), 1, 1);
-        // SAFETY: a resolved id.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
-        let rej = cch.expect(RDMA_CM_EVENT_REJECTED);
-        assert_eq!((rej.status, rej.id), (8, cid));
-        assert_eq!(rej.data, vec![0; 148]);
-        destroy(cid);
-    }
-    leaks.assert_unchanged("a connect without listener");
+    leak_checked(
+        "rc_connect_without_listener_is_rejected",
+        "a connect without listener",
+        |ctx| {
+            let cch = Chan::new(ctx);
+            let cid = resolved(&cch, RDMA_PS_TCP, port(2));
+            connect(cid, b"anyone?", fake_qpn(2), 1, 1).expect("connect");
+            let rej = cch.expect(RDMA_CM_EVENT_REJECTED);
+            assert_eq!((rej.status, rej.id), (8, cid));
+            assert_eq!(rej.data, vec![0; 148]);
+            destroy(cid);
+        },
+    );
 }
 
 /// Private data limits of connect and accept (RC: 56 and 196 bytes after the cma header), and
 /// an accept with too much: refused, and the request rejected.
 #[test]
 fn rc_private_data_limits() {
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, "rc_private_data_limits");
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
-        let lid = listener(&sch, RDMA_PS_TCP, port(3));
-        let cid = resolved(&cch, RDMA_PS_TCP, port(3));
+    leak_checked("rc_private_data_limits", "private data limits", |ctx| {
+        let (sch, cch, lid, cid) = listening_and_resolved(ctx, RDMA_PS_TCP, port(3));
         let big = [0xa5u8; 200];
-        let mut cp = conn_param(&big[..57], fake_qpn(3), 1, 1);
-        // SAFETY: a resolved id; data readable.
         assert_eq!(
-            unsafe { raw::rdma_connect(cid, &mut cp) },
+            connect(cid, &big[..57], fake_qpn(3), 1, 1),
             Err(libc::EINVAL)
         );
-        let mut cp = conn_param(&big[..56], fake_qpn(3), 1, 1);
-        // SAFETY: as above (the failed connect left the id route-resolved).
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect with 56 bytes");
+        connect(cid, &big[..56], fake_qpn(3), 1, 1).expect("connect with 56 bytes");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         assert_eq!(req.data, big[..56].to_vec());
-        let mut sp = conn_param(&big[..197], fake_qpn(3) + 1, 1, 1);
-        // SAFETY: the request's id.
         assert_eq!(
-            unsafe { raw::rdma_accept(req.id, &mut sp) },
+            accept(req.id, &big[..197], fake_qpn(3) + 1, 1, 1),
             Err(libc::EINVAL)
         );
         let rej = cch.expect(RDMA_CM_EVENT_REJECTED);
@@ -782,8 +795,7 @@ fn rc_private_data_limits() {
         destroy(req.id);
         destroy(cid);
         destroy(lid);
-    }
-    leaks.assert_unchanged("private data limits");
+    });
 }
 
 /// UD through SIDR: the request's private data (180 bytes), the accept's answer as
@@ -792,13 +804,9 @@ fn rc_private_data_limits() {
 #[test]
 fn ud_sidr_connect_and_datagram() {
     let test = "ud_sidr_connect_and_datagram";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
-        let lid = listener(&sch, RDMA_PS_UDP, port(4));
-        let cid = resolved(&cch, RDMA_PS_UDP, port(4));
-        let mut client = Side::new(&ctx, sys::ibv_qp_type::IBV_QPT_UD);
+    leak_checked(test, "a UD exchange", |ctx| {
+        let (sch, cch, lid, cid) = listening_and_resolved(ctx, RDMA_PS_UDP, port(4));
+        let mut client = Side::new(ctx, sys::ibv_qp_type::IBV_QPT_UD);
         let (a, m) = init_attr(cid, sys::ibv_qp_state::IBV_QPS_INIT).expect("UD INIT");
         assert_eq!(m, STATE | PKEY_INDEX | PORT | QKEY, "UD INIT mask");
         assert_eq!((a.qkey, a.pkey_index, a.port_num), (UDP_QKEY, 0, 1));
@@ -822,9 +830,7 @@ fn ud_sidr_connect_and_datagram() {
         client.modify((bare(sys::ibv_qp_state::IBV_QPS_RTS), STATE | SQ_PSN));
 
         let q = b"UD request";
-        let mut cp = conn_param(q, client.qpn(), 0, 0);
-        // SAFETY: a resolved id.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
+        connect(cid, q, client.qpn(), 0, 0).expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         assert_eq!((req.status, req.listen_id), (0, lid));
         assert_eq!(
@@ -836,7 +842,7 @@ fn ud_sidr_connect_and_datagram() {
         let sid = req.id;
         // SAFETY: a live id.
         assert_eq!(unsafe { (*sid).qp_type }, sys::ibv_qp_type::IBV_QPT_UD);
-        let mut server = Side::new(&ctx, sys::ibv_qp_type::IBV_QPT_UD);
+        let mut server = Side::new(ctx, sys::ibv_qp_type::IBV_QPT_UD);
         let (a, m) = init_attr(sid, sys::ibv_qp_state::IBV_QPS_INIT).expect("passive UD INIT");
         assert_eq!(m, STATE | PKEY_INDEX | PORT | QKEY);
         assert_eq!(a.qkey, UDP_QKEY);
@@ -845,16 +851,14 @@ fn ud_sidr_connect_and_datagram() {
         server.modify((bare(sys::ibv_qp_state::IBV_QPS_RTS), STATE | SQ_PSN));
         server.post_recv(40 + 64);
         let r = b"UD answer";
-        let mut sp = conn_param(r, server.qpn(), 0, 0);
-        // SAFETY: the request's id.
-        unsafe { raw::rdma_accept(sid, &mut sp) }.expect("accept");
+        accept(sid, r, server.qpn(), 0, 0).expect("accept");
         let est = cch.expect(RDMA_CM_EVENT_ESTABLISHED);
         assert_eq!((est.status, est.id), (0, cid));
         assert_eq!(est.data, padded(r, 136), "SIDR REP private data");
         assert_eq!((est.ud_qpn, est.ud_qkey), (server.qpn(), UDP_QKEY));
         let mut ah = est.ud_ah.expect("ah_attr").0;
         assert_eq!((ah.is_global, ah.port_num), (1, 1));
-        assert_gid(&ctx, test, ah.grh.sgid_index);
+        assert_gid(ctx, test, ah.grh.sgid_index);
         note(
             test,
             format!(
@@ -880,8 +884,7 @@ fn ud_sidr_connect_and_datagram() {
         destroy(cid);
         destroy(sid);
         destroy(lid);
-    }
-    leaks.assert_unchanged("a UD exchange");
+    });
 }
 
 /// A UD request rejected: UNREACHABLE with IB_SIDR_REJECT (2) and the data (136 bytes); a UD
@@ -889,15 +892,9 @@ fn ud_sidr_connect_and_datagram() {
 #[test]
 fn ud_reject_and_no_listener() {
     let test = "ud_reject_and_no_listener";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
-        let lid = listener(&sch, RDMA_PS_UDP, port(5));
-        let cid = resolved(&cch, RDMA_PS_UDP, port(5));
-        let mut cp = conn_param(b"x", 3, 0, 0);
-        // SAFETY: a resolved id.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
+    leak_checked(test, "UD rejections", |ctx| {
+        let (sch, cch, lid, cid) = listening_and_resolved(ctx, RDMA_PS_UDP, port(5));
+        connect(cid, b"x", 3, 0, 0).expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         // SAFETY: the request's id.
         unsafe { raw::rdma_reject(req.id, b"nope".as_ptr().cast(), 4) }.expect("reject");
@@ -909,9 +906,7 @@ fn ud_reject_and_no_listener() {
         destroy(lid);
 
         let cid = resolved(&cch, RDMA_PS_UDP, port(6));
-        let mut cp = conn_param(b"", 3, 0, 0);
-        // SAFETY: a resolved id.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
+        connect(cid, b"", 3, 0, 0).expect("connect");
         match cch.next_within(WAIT) {
             Some(e) => {
                 note(
@@ -927,8 +922,7 @@ fn ud_reject_and_no_listener() {
             None => panic!("no answer to a UD connect without listener"),
         }
         destroy(cid);
-    }
-    leaks.assert_unchanged("UD rejections");
+    });
 }
 
 /// Binding: the same address and port twice is EADDRINUSE, the wildcard against a bound port
@@ -937,10 +931,8 @@ fn ud_reject_and_no_listener() {
 #[test]
 fn bind_rules() {
     let test = "bind_rules";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let ch = Chan::new(&ctx);
+    leak_checked(test, "binds", |ctx| {
+        let ch = Chan::new(ctx);
         let bind = |id, ip, p| {
             let mut a = sin(ip, p);
             // SAFETY: a live id, a valid address.
@@ -971,18 +963,15 @@ fn bind_rules() {
         for id in [b, c, u, e, x] {
             destroy(id);
         }
-    }
-    leaks.assert_unchanged("binds");
+    });
 }
 
 /// A destination without a route: the resolve fails at once (the kernel's rdma_resolve_ip).
 #[test]
 fn resolve_unreachable_address() {
     let test = "resolve_unreachable_address";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let ch = Chan::new(&ctx);
+    leak_checked(test, "a failed resolve", |ctx| {
+        let ch = Chan::new(ctx);
         let id = ch.id(RDMA_PS_TCP);
         let mut dst = sin([192, 0, 2, 1], port(10));
         // SAFETY: a live id, a valid destination.
@@ -1009,27 +998,27 @@ fn resolve_unreachable_address() {
             .expect("a second resolve");
         ch.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
         destroy(id);
-    }
-    leaks.assert_unchanged("a failed resolve");
+    });
 }
 
 /// Destroying a connected id disconnects its peer (a DREQ): DISCONNECTED there.
 #[test]
 fn destroying_a_connected_id_disconnects_the_peer() {
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, "destroying_a_connected_id_disconnects_the_peer");
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
-        let (lid, cid, sid) = connect_pair(&sch, &cch, port(11));
-        destroy(cid);
-        let d = sch.expect(RDMA_CM_EVENT_DISCONNECTED);
-        assert_eq!((d.status, d.id), (0, sid));
-        // SAFETY: a live id, disconnected by its peer: the answer is no error.
-        unsafe { raw::rdma_disconnect(sid) }.expect("disconnect after the peer left");
-        destroy(sid);
-        destroy(lid);
-    }
-    leaks.assert_unchanged("a destroyed connection");
+    leak_checked(
+        "destroying_a_connected_id_disconnects_the_peer",
+        "a destroyed connection",
+        |ctx| {
+            let (sch, cch) = (Chan::new(ctx), Chan::new(ctx));
+            let (lid, cid, sid) = connect_pair(&sch, &cch, port(11));
+            destroy(cid);
+            let d = sch.expect(RDMA_CM_EVENT_DISCONNECTED);
+            assert_eq!((d.status, d.id), (0, sid));
+            // SAFETY: a live id, disconnected by its peer: the answer is no error.
+            unsafe { raw::rdma_disconnect(sid) }.expect("disconnect after the peer left");
+            destroy(sid);
+            destroy(lid);
+        },
+    );
 }
 
 /// Connects an RC pair without QPs of their own (QP numbers made up): the listener, the client
@@ -1045,13 +1034,9 @@ fn connect_pair(
 ) {
     let lid = listener(sch, RDMA_PS_TCP, p);
     let cid = resolved(cch, RDMA_PS_TCP, p);
-    let mut cp = conn_param(b"", fake_qpn(p), 1, 1);
-    // SAFETY: a resolved id.
-    unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
+    connect(cid, b"", fake_qpn(p), 1, 1).expect("connect");
     let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
-    let mut sp = conn_param(b"", fake_qpn(p) + 1, 1, 1);
-    // SAFETY: the request's id.
-    unsafe { raw::rdma_accept(req.id, &mut sp) }.expect("accept");
+    accept(req.id, b"", fake_qpn(p) + 1, 1, 1).expect("accept");
     cch.expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
     // SAFETY: a connected id.
     unsafe { raw::rdma_establish(cid) }.expect("establish");
@@ -1064,15 +1049,9 @@ fn connect_pair(
 #[test]
 fn destroying_a_listener_rejects_unread_requests() {
     let test = "destroying_a_listener_rejects_unread_requests";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
-        let lid = listener(&sch, RDMA_PS_TCP, port(12));
-        let cid = resolved(&cch, RDMA_PS_TCP, port(12));
-        let mut cp = conn_param(b"", fake_qpn(12), 1, 1);
-        // SAFETY: a resolved id.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
+    leak_checked(test, "a listener destroyed with a request queued", |ctx| {
+        let (sch, cch, lid, cid) = listening_and_resolved(ctx, RDMA_PS_TCP, port(12));
+        connect(cid, b"", fake_qpn(12), 1, 1).expect("connect");
         // Wait until the request is there, unread.
         let mut p = libc::pollfd {
             // SAFETY: a live channel.
@@ -1094,57 +1073,56 @@ fn destroying_a_listener_rejects_unread_requests() {
         // The request went with its listener.
         assert!(sch.next_within(Duration::from_millis(200)).is_none());
         destroy(cid);
-    }
-    leaks.assert_unchanged("a listener destroyed with a request queued");
+    });
 }
 
 /// rdma_destroy_id waits until every event reported for the id is acked.
 #[test]
 fn destroy_waits_for_the_ack() {
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, "destroy_waits_for_the_ack");
-    {
-        let ch = Chan::new(&ctx);
-        let id = ch.id(RDMA_PS_TCP);
-        let mut dst = sin(cm_ip(), port(13));
-        // SAFETY: a live id.
-        unsafe { raw::rdma_resolve_addr(id, ptr::null_mut(), sa(&mut dst), 5000) }
-            .expect("resolve");
-        // SAFETY: a live channel with an event coming.
-        let ev = unsafe { raw::rdma_get_cm_event(ch.0) }
-            .expect("event")
-            .as_ptr() as usize;
-        let idu = id as usize;
-        let t = std::thread::spawn(move || destroy(idu as *mut sys::rdma_cm_id));
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(
-            !t.is_finished(),
-            "rdma_destroy_id returned with an event unacked"
-        );
-        // SAFETY: the event, acked once; its id is still live (its destroy waits).
-        unsafe { raw::rdma_ack_cm_event(ev as *mut sys::rdma_cm_event) }.expect("ack");
-        t.join().expect("destroy thread");
-    }
-    leaks.assert_unchanged("a destroy that waited");
+    leak_checked(
+        "destroy_waits_for_the_ack",
+        "a destroy that waited",
+        |ctx| {
+            let ch = Chan::new(ctx);
+            let id = ch.id(RDMA_PS_TCP);
+            let mut dst = sin(cm_ip(), port(13));
+            // SAFETY: a live id.
+            unsafe { raw::rdma_resolve_addr(id, ptr::null_mut(), sa(&mut dst), 5000) }
+                .expect("resolve");
+            // SAFETY: a live channel with an event coming.
+            let ev = unsafe { raw::rdma_get_cm_event(ch.0) }
+                .expect("event")
+                .as_ptr() as usize;
+            let idu = id as usize;
+            let t = std::thread::spawn(move || destroy(idu as *mut sys::rdma_cm_id));
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(
+                !t.is_finished(),
+                "rdma_destroy_id returned with an event unacked"
+            );
+            // SAFETY: the event, acked once; its id is still live (its destroy waits).
+            unsafe { raw::rdma_ack_cm_event(ev as *mut sys::rdma_cm_event) }.expect("ack");
+            t.join().expect("destroy thread");
+        },
+    );
 }
 
 /// On the software device, the channels and ids count among the context's live objects.
 #[test]
 fn software_counts_cm_objects() {
-    let Some(ctx) = common::software_ctx("software_counts_cm_objects", "live_objects") else {
-        return;
-    };
-    let before = typed_verbs::software::live_objects(&ctx).expect("software");
-    let ch = Chan::new(&ctx);
-    let id = ch.id(RDMA_PS_TCP);
-    let now = typed_verbs::software::live_objects(&ctx).expect("software");
-    assert_eq!(
-        (now.cm_channels, now.cm_ids),
-        (before.cm_channels + 1, before.cm_ids + 1)
-    );
-    destroy(id);
-    drop(ch);
-    assert_eq!(typed_verbs::software::live_objects(&ctx), Some(before));
+    common::on_software("software_counts_cm_objects", "live_objects", |ctx| {
+        let before = typed_verbs::software::live_objects(ctx).expect("software");
+        let ch = Chan::new(ctx);
+        let id = ch.id(RDMA_PS_TCP);
+        let now = typed_verbs::software::live_objects(ctx).expect("software");
+        assert_eq!(
+            (now.cm_channels, now.cm_ids),
+            (before.cm_channels + 1, before.cm_ids + 1)
+        );
+        destroy(id);
+        drop(ch);
+        assert_eq!(typed_verbs::software::live_objects(ctx), Some(before));
+    });
 }
 
 /// After both sides disconnected, each side's CM leaves TIMEWAIT after a while:
@@ -1152,10 +1130,8 @@ fn software_counts_cm_objects() {
 #[test]
 fn timewait_exit_follows_the_disconnects() {
     let test = "timewait_exit_follows_the_disconnects";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
+    leak_checked(test, "a timewait", |ctx| {
+        let (sch, cch) = (Chan::new(ctx), Chan::new(ctx));
         let (lid, cid, sid) = connect_pair(&sch, &cch, port(14));
         // SAFETY: connected ids.
         unsafe { raw::rdma_disconnect(cid) }.expect("disconnect");
@@ -1183,8 +1159,7 @@ fn timewait_exit_follows_the_disconnects() {
         destroy(cid);
         destroy(sid);
         destroy(lid);
-    }
-    leaks.assert_unchanged("a timewait");
+    });
 }
 
 /// Destroying the active side while it connects: before the accept (its REQ outstanding) the
@@ -1193,15 +1168,9 @@ fn timewait_exit_follows_the_disconnects() {
 #[test]
 fn destroying_a_connecting_id_rejects_the_peer() {
     let test = "destroying_a_connecting_id_rejects_the_peer";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
-        let lid = listener(&sch, RDMA_PS_TCP, port(15));
-        let cid = resolved(&cch, RDMA_PS_TCP, port(15));
-        let mut cp = conn_param(b"", fake_qpn(15), 1, 1);
-        // SAFETY: a resolved id.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
+    leak_checked(test, "connecting ids destroyed", |ctx| {
+        let (sch, cch, lid, cid) = listening_and_resolved(ctx, RDMA_PS_TCP, port(15));
+        connect(cid, b"", fake_qpn(15), 1, 1).expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
         destroy(cid);
         // rxe0 (Linux 6.1) shows the passive side nothing, for 20 s at least.
@@ -1209,22 +1178,17 @@ fn destroying_a_connecting_id_rejects_the_peer() {
             panic!("REQ sender destroyed: {} status {}", name(e.ty), e.status);
         }
         // But the REJ left its CM id idle: an accept is refused.
-        let mut sp = conn_param(b"", fake_qpn(15) + 1, 1, 1);
-        // SAFETY: the request's id.
         assert_eq!(
-            unsafe { raw::rdma_accept(req.id, &mut sp) },
+            accept(req.id, b"", fake_qpn(15) + 1, 1, 1),
             Err(libc::EINVAL)
         );
         assert!(sch.next_within(Duration::from_millis(300)).is_none());
         destroy(req.id);
 
         let cid = resolved(&cch, RDMA_PS_TCP, port(15));
-        // SAFETY: a resolved id.
-        unsafe { raw::rdma_connect(cid, &mut cp) }.expect("connect");
+        connect(cid, b"", fake_qpn(15), 1, 1).expect("connect");
         let req = sch.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
-        let mut sp = conn_param(b"", fake_qpn(15) + 2, 1, 1);
-        // SAFETY: the request's id.
-        unsafe { raw::rdma_accept(req.id, &mut sp) }.expect("accept");
+        accept(req.id, b"", fake_qpn(15) + 2, 1, 1).expect("accept");
         cch.expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
         destroy(cid);
         match sch.next_within(WAIT) {
@@ -1242,8 +1206,7 @@ fn destroying_a_connecting_id_rejects_the_peer() {
         }
         destroy(req.id);
         destroy(lid);
-    }
-    leaks.assert_unchanged("connecting ids destroyed");
+    });
 }
 
 /// A REQ naming a remote QP number that another connection still holds is refused as stale:
@@ -1251,16 +1214,12 @@ fn destroying_a_connecting_id_rejects_the_peer() {
 #[test]
 fn a_req_naming_a_connected_qp_is_stale() {
     let test = "a_req_naming_a_connected_qp_is_stale";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, test);
-    {
-        let (sch, cch) = (Chan::new(&ctx), Chan::new(&ctx));
+    leak_checked(test, "a stale REQ", |ctx| {
+        let (sch, cch) = (Chan::new(ctx), Chan::new(ctx));
         let (lid, cid, sid) = connect_pair(&sch, &cch, port(16));
         let cid2 = resolved(&cch, RDMA_PS_TCP, port(16));
         // The QP number of the connected client's QP, again.
-        let mut cp = conn_param(b"", fake_qpn(port(16)), 1, 1);
-        // SAFETY: a resolved id.
-        unsafe { raw::rdma_connect(cid2, &mut cp) }.expect("connect");
+        connect(cid2, b"", fake_qpn(port(16)), 1, 1).expect("connect");
         let e = cch.next_within(WAIT).expect("an answer to the second REQ");
         note(
             test,
@@ -1280,6 +1239,5 @@ fn a_req_naming_a_connected_qp_is_stale() {
         sch.expect(RDMA_CM_EVENT_DISCONNECTED);
         destroy(sid);
         destroy(lid);
-    }
-    leaks.assert_unchanged("a stale REQ");
+    });
 }

@@ -156,6 +156,26 @@ pub fn event_channel(ctx: &Context, test: &str) -> Option<typed_verbs::cm::Event
     }
 }
 
+/// What a connection-manager test runs on: an event channel, the device's context, a PD and a
+/// CQ of 64. Fields drop in order: the channel before the context, which on the software device
+/// stays open (and is leaked if dropped) while a CM channel of it lives.
+pub struct CmSetup {
+    pub ch: typed_verbs::cm::EventChannel,
+    pub ctx: std::sync::Arc<Context>,
+    pub pd: std::sync::Arc<typed_verbs::Pd<'static>>,
+    pub cq: std::sync::Arc<typed_verbs::Cq<'static>>,
+}
+
+/// The test device, an event channel, a PD and a CQ ([`CmSetup`]); `None` (with a SKIP line)
+/// where the device has no connection manager.
+pub fn cm_setup(test: &str) -> Option<CmSetup> {
+    let ctx = std::sync::Arc::new(open());
+    let ch = event_channel(&ctx, test)?;
+    let pd = std::sync::Arc::new(typed_verbs::Pd::new(&ctx).unwrap());
+    let cq = std::sync::Arc::new(typed_verbs::Cq::builder(&ctx).cqe(64).build().unwrap());
+    Some(CmSetup { ch, ctx, pd, cq })
+}
+
 /// Runs the test `test` (its libtest path, [`test_path`]) of this test binary again, alone, in
 /// a child process (`--exact`, `--nocapture`, one thread; `--ignored` where the test is an
 /// ignored child half), its command first given to `configure` (environment variables); gives
@@ -181,6 +201,13 @@ pub fn software_ctx(test: &str, needs: &str) -> Option<Context> {
     software_only(&ctx, test, needs).then_some(ctx)
 }
 
+/// Runs `f` on [`software_ctx`]'s context, or prints its SKIP line and runs nothing.
+pub fn on_software(test: &str, needs: &str, f: impl FnOnce(&Context)) {
+    if let Some(ctx) = software_ctx(test, needs) {
+        f(&ctx)
+    }
+}
+
 /// A software device of the test's own ([`registered_for`]) that holds one object of each kind
 /// (`max_objects: 1`): the next creation fails in the device (ENOMEM).
 #[cfg(feature = "software-device")]
@@ -190,6 +217,32 @@ pub fn quota_one(test: &str, name: &str) -> Option<Context> {
         ..SwConfig::default()
     };
     registered_for(test, "software::register (max_objects)", name, config)
+}
+
+/// A software device of the test's own ([`registered_for`]) configured as rxe is
+/// ([`SwConfig::like_rxe`]), for what rxe lacks.
+#[cfg(feature = "software-device")]
+pub fn like_rxe(test: &str, name: &str) -> Option<Context> {
+    registered_for(
+        test,
+        "a like_rxe software device",
+        name,
+        SwConfig::like_rxe(),
+    )
+}
+
+/// Runs `f` on [`like_rxe`]'s context, or prints its SKIP line and runs nothing.
+#[cfg(feature = "software-device")]
+pub fn on_like_rxe(test: &str, name: &str, f: impl FnOnce(&Context)) {
+    if let Some(ctx) = like_rxe(test, name) {
+        f(&ctx)
+    }
+}
+
+/// The test device opened twice: two contexts of one device, for the checks that refuse an
+/// object of another context.
+pub fn two_contexts() -> (Context, Context) {
+    (open(), open())
 }
 
 /// A software device `name` whose port has a GID table of 8 entries (sw0's and rxe0's, 1024,

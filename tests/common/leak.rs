@@ -48,6 +48,56 @@ impl<'c> LeakCheck<'c> {
     }
 }
 
+/// Opens the test device, runs `f` on it, and asserts that `f` left no object behind (`after`
+/// says what `f` did, for the failure message; on a real device nothing is checked).
+#[cfg(feature = "software-device")]
+pub fn leak_checked<R>(test: &str, after: &str, f: impl FnOnce(&Context) -> R) -> R {
+    let ctx = super::open();
+    let leaks = LeakCheck::new(&ctx, test);
+    let r = f(&ctx);
+    leaks.assert_unchanged(after);
+    r
+}
+
+/// Asserts that `build`, given a counted user context, fails: its user context dropped once and
+/// nothing left on `ctx` (`after` names the failure, for the leak check's message). Gives the
+/// error.
+#[cfg(feature = "software-device")]
+#[track_caller]
+pub fn assert_refused<T>(
+    ctx: &Context,
+    test: &str,
+    after: &str,
+    build: impl FnOnce(Token) -> typed_verbs::Result<T>,
+) -> typed_verbs::Error {
+    let leaks = LeakCheck::new(ctx, test);
+    let drops = Drops::new();
+    let Err(e) = build(drops.token(1)) else {
+        panic!("{test}: {after}: the build succeeded");
+    };
+    assert_eq!(
+        drops.count(),
+        1,
+        "{test}: the refused builder's context dropped once"
+    );
+    leaks.assert_unchanged(after);
+    e
+}
+
+/// [`assert_refused`] for naming an object of another context (`what`): refused by `verb`.
+#[cfg(feature = "software-device")]
+#[track_caller]
+pub fn assert_foreign_refused<T>(
+    ctx: &Context,
+    test: &str,
+    verb: typed_verbs::Verb,
+    what: &'static str,
+    build: impl FnOnce(Token) -> typed_verbs::Result<T>,
+) {
+    let e = assert_refused(ctx, test, &format!("a foreign {what}"), build);
+    super::assert_wrong_context(&e, verb, what);
+}
+
 /// Counts the drops of the [`Token`]s it hands out: a typed user context whose destruction a
 /// test can observe.
 #[derive(Clone, Default)]

@@ -2,8 +2,8 @@
 
 use typed_verbs::qp_state::{ErrorState, Init, Reset, Rts};
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mtu, OwnRq, Pd, Qp,
-    Rc, RcRtr, RcRts, RecvSide, Sge, Shared, Standard,
+    AccessFlags, AddressVector, ConnectedInit, Context, Cq, CqEx, Gid, GlobalRoute, Mtu, OwnRq, Pd,
+    Poller, Qp, Rc, RcRtr, RcRts, RecvSide, Sge, Shared, Standard,
 };
 
 /// The address vector of a loopback peer on port 1: a route to `gid` (RoCE devices, rxe among
@@ -89,6 +89,79 @@ pub const REMOTE_WRITE_INIT: ConnectedInit = ConnectedInit {
     access: AccessFlags::REMOTE_WRITE,
 };
 
+/// INIT → RTR of an RC QP towards QP `dest` through `av`: MTU 1024, receive PSN `psn`, one
+/// RDMA read or atomic in flight as responder, RNR timer 12.
+pub fn rc_rtr_to(av: AddressVector, dest: u32, psn: u32) -> RcRtr {
+    RcRtr {
+        av,
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: psn,
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+    }
+}
+
+/// RTR → RTS of an RC QP: send PSN `psn`, timeout 14, 7 transport and RNR retries, one RDMA
+/// read or atomic in flight as requester.
+pub const fn rc_rts_from(psn: u32) -> RcRts {
+    RcRts {
+        sq_psn: psn,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+    }
+}
+
+/// The test device, a PD and a CQ (of `cqe` entries, or the builder's default), made in that
+/// order, for `f`.
+pub fn with_pd_cq(cqe: Option<u32>, f: impl for<'c> FnOnce(&'c Context, &'c Pd<'c>, &'c Cq<'c>)) {
+    let ctx = super::open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = match cqe {
+        Some(n) => Cq::builder(&ctx).cqe(n).build(),
+        None => Cq::builder(&ctx).build(),
+    }
+    .unwrap();
+    f(&ctx, &pd, &cq)
+}
+
+/// The test device, its GID 0 of port 1, a PD and a CQ of `cqe`, made in that order, for `f`.
+pub fn with_gid_pd_cq(cqe: u32, f: impl for<'c> FnOnce(&'c Context, Gid, &'c Pd<'c>, &'c Cq<'c>)) {
+    let ctx = super::open();
+    let gid = ctx.query_gid(1, 0).expect("ibv_query_gid port 1 index 0");
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(cqe).build().unwrap();
+    f(&ctx, gid, &pd, &cq)
+}
+
+/// A PD and two CQs A and B of `cqe` entries on `ctx`, each split into its shared half and its
+/// poller (made in that order), for `f`.
+pub fn two_split_cqs<R>(
+    ctx: &Context,
+    cqe: u32,
+    f: impl for<'c> FnOnce(
+        &'c Pd<'c>,
+        (&'c CqEx<'c, Standard>, Poller<'c, Standard>),
+        (&'c CqEx<'c, Standard>, Poller<'c, Standard>),
+    ) -> R,
+) -> R {
+    let pd = Pd::new(ctx).unwrap();
+    let mut a = CqEx::<Standard>::builder(ctx).cqe(cqe).build().unwrap();
+    let mut b = CqEx::<Standard>::builder(ctx).cqe(cqe).build().unwrap();
+    let (sa, pa) = a.split();
+    let (sb, pb) = b.split();
+    f(&pd, (sa, pa), (sb, pb))
+}
+
+/// RESET → INIT of a connected QP on port 1, P_Key index 0, open to no remote access.
+pub const NO_REMOTE_INIT: ConnectedInit = ConnectedInit {
+    port_num: 1,
+    pkey_index: 0,
+    access: AccessFlags::LOCAL_WRITE,
+};
+
 /// A QP in INIT with one receive posted, moved to ERR: the receive is flushed, so `cq` gets one
 /// completion (`IBV_WC_WR_FLUSH_ERR`) on every device, without traffic.
 pub fn flushed_qp<'a, C: Send + Sync>(
@@ -105,4 +178,23 @@ pub fn flushed_qp<'a, C: Send + Sync>(
         .unwrap_or_else(|e| panic!("{e}"));
     qp.post_recv(wr_id, &[] as &[Sge; 0]).unwrap();
     qp.to_error().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A QP with `n` receives (wr_ids `0..n`) posted in INIT, moved to ERR: `cq` gets their `n`
+/// flushes, which keep it non-empty for a while.
+pub fn feeder_qp<'a>(
+    pd: &'a Pd<'_>,
+    cq: &'a CqEx<'_, Standard>,
+    n: u32,
+) -> Qp<'a, Rc, OwnRq, Shared, (), ErrorState> {
+    let q = Qp::<Rc>::builder(pd, cq, cq)
+        .max_recv_wr(n)
+        .build()
+        .unwrap()
+        .to_init(REMOTE_WRITE_INIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..u64::from(n) {
+        q.post_recv(i, &[] as &[Sge; 0]).unwrap();
+    }
+    q.to_error().unwrap_or_else(|e| panic!("{e}"))
 }

@@ -2,7 +2,22 @@
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use typed_verbs::{Cq, ErrorKind, Poller, Result, Standard, WorkCompletion};
+use typed_verbs::{Cq, ErrorKind, Poller, Result, Standard, WcOpcode, WorkCompletion};
+
+/// The completion opcodes, requests' and receives', that completions injected on the software
+/// device cycle through.
+pub const WC_OPCODES: [WcOpcode; 10] = [
+    WcOpcode::SEND,
+    WcOpcode::RDMA_WRITE,
+    WcOpcode::RDMA_READ,
+    WcOpcode::COMP_SWAP,
+    WcOpcode::FETCH_ADD,
+    WcOpcode::BIND_MW,
+    WcOpcode::LOCAL_INV,
+    WcOpcode::TSO,
+    WcOpcode::RECV,
+    WcOpcode::RECV_RDMA_WITH_IMM,
+];
 
 /// Asserts that `r` is an `OutOfRange` error of `verb` for `what`, with the given value and
 /// bounds, and that it maps to EINVAL as a C program would see it.

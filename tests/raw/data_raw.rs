@@ -354,16 +354,30 @@ impl SendWr {
         };
         self
     }
+}
+
+/// A work request that links to the next of a list.
+trait Linked {
+    type Raw;
+    fn raw(&mut self) -> *mut Self::Raw;
+    fn link(&mut self, next: *mut Self::Raw);
+}
+
+impl Linked for SendWr {
+    type Raw = sys::ibv_send_wr;
     fn raw(&mut self) -> *mut sys::ibv_send_wr {
         &mut self.wr
+    }
+    fn link(&mut self, next: *mut sys::ibv_send_wr) {
+        self.wr.next = next;
     }
 }
 
 /// Links `wrs` into one list, in order; returns its head.
-fn chain_send(wrs: &mut [SendWr]) -> *mut sys::ibv_send_wr {
+fn chain<W: Linked>(wrs: &mut [W]) -> *mut W::Raw {
     for i in (0..wrs.len() - 1).rev() {
         let next = wrs[i + 1].raw();
-        wrs[i].wr.next = next;
+        wrs[i].link(next);
     }
     wrs[0].raw()
 }
@@ -399,18 +413,14 @@ fn recv_wr(wr_id: u64, sges: &[sys::ibv_sge]) -> RecvWr {
     RecvWr { wr, _sges: sges }
 }
 
-impl RecvWr {
+impl Linked for RecvWr {
+    type Raw = sys::ibv_recv_wr;
     fn raw(&mut self) -> *mut sys::ibv_recv_wr {
         &mut self.wr
     }
-}
-
-fn chain_recv(wrs: &mut [RecvWr]) -> *mut sys::ibv_recv_wr {
-    for i in (0..wrs.len() - 1).rev() {
-        let next = wrs[i + 1].raw();
-        wrs[i].wr.next = next;
+    fn link(&mut self, next: *mut sys::ibv_recv_wr) {
+        self.wr.next = next;
     }
-    wrs[0].raw()
 }
 
 fn post_recv_list(q: &Qp, wr: *mut sys::ibv_recv_wr) -> (i32, *mut sys::ibv_recv_wr) {
@@ -528,6 +538,12 @@ fn poll_for(cq: *mut sys::ibv_cq, n: usize, within: Duration) -> Vec<Wc> {
     }
 }
 
+/// Asserts that `q`'s next send completion is the successful `opcode` of `wr_id`, `len` bytes.
+#[track_caller]
+fn sent_ok(q: &Qp, wr_id: u64, opcode: u32, len: u32) {
+    assert_eq!(expect(q.send_cq, 1)[0], Wc::ok(wr_id, opcode, len, q.num));
+}
+
 /// Exactly `n` completions from `cq` (waiting at most [`WAIT`] for them).
 #[track_caller]
 fn expect(cq: *mut sys::ibv_cq, n: usize) -> Vec<Wc> {
@@ -604,10 +620,7 @@ fn rc_rdma_write_and_write_with_imm() {
     src.write(0, &pattern(256, 3));
     let wr = send_wr(1, IBV_WR_RDMA_WRITE, SIGNALED, &[src.sge(0, 100)]);
     post_send(&a, wr.rdma(dst.addr(8), dst.rkey));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(1, IBV_WC_RDMA_WRITE, 100, a.num)
-    );
+    sent_ok(&a, 1, IBV_WC_RDMA_WRITE, 100);
     assert_eq!(dst.read(8, 100), pattern(100, 3));
     assert_eq!(dst.read(0, 8), vec![0; 8]);
     assert_eq!(dst.read(108, 8), vec![0; 8]);
@@ -616,10 +629,7 @@ fn rc_rdma_write_and_write_with_imm() {
     // A zero-length write checks no key.
     let wr = send_wr(2, IBV_WR_RDMA_WRITE, SIGNALED, &[]);
     post_send(&a, wr.rdma(0, dst.rkey ^ 0x0010_0000));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(2, IBV_WC_RDMA_WRITE, 0, a.num)
-    );
+    sent_ok(&a, 2, IBV_WC_RDMA_WRITE, 0);
 
     // RDMA write with immediate: consumes a receive (its SGEs unused); byte_len is the length
     // written.
@@ -651,10 +661,7 @@ fn rc_rdma_read() {
     let sges = [local.sge(0, 40), local.sge(64, 24)];
     let wr = send_wr(7, IBV_WR_RDMA_READ, SIGNALED, &sges);
     post_send(&a, wr.rdma(remote.addr(16), remote.rkey));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(7, IBV_WC_RDMA_READ, 64, a.num)
-    );
+    sent_ok(&a, 7, IBV_WC_RDMA_READ, 64);
     let want = pattern(128, 9);
     assert_eq!(local.read(0, 40), &want[16..56]);
     assert_eq!(local.read(64, 24), &want[56..80]);
@@ -680,18 +687,12 @@ fn rc_atomics_compare_swap_and_fetch_add() {
     };
     // Equal: swapped; the original value comes back.
     post_send(&a, cas(1, 100, 7));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(1, IBV_WC_COMP_SWAP, 8, a.num)
-    );
+    sent_ok(&a, 1, IBV_WC_COMP_SWAP, 8);
     assert_eq!(local.u64_at(0), 100);
     assert_eq!(remote.u64_at(8), 7);
     // Not equal: unchanged; the original value comes back.
     post_send(&a, cas(2, 100, 9));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(2, IBV_WC_COMP_SWAP, 8, a.num)
-    );
+    sent_ok(&a, 2, IBV_WC_COMP_SWAP, 8);
     assert_eq!(local.u64_at(0), 7);
     assert_eq!(remote.u64_at(8), 7);
     // Fetch and add.
@@ -702,10 +703,7 @@ fn rc_atomics_compare_swap_and_fetch_add() {
         &[local.sge(16, 8)],
     );
     post_send(&a, wr.atomic(remote.addr(8), remote.rkey, 5, 0));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(3, IBV_WC_FETCH_ADD, 8, a.num)
-    );
+    sent_ok(&a, 3, IBV_WC_FETCH_ADD, 8);
     assert_eq!(local.u64_at(16), 7);
     assert_eq!(remote.u64_at(8), 12);
 
@@ -732,21 +730,18 @@ fn uc_send_and_rdma_write() {
     src.write(0, &pattern(128, 5));
     // No receive posted: the message is dropped; the sender completes successfully.
     post_send(&a, send_wr(1, IBV_WR_SEND, SIGNALED, &[src.sge(0, 10)]));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(1, IBV_WC_SEND, 10, a.num));
+    sent_ok(&a, 1, IBV_WC_SEND, 10);
     quiet(b.recv_cq);
     // With a receive: delivered (and the dropped message left nothing behind).
     post_recv(&b, 31, &[dst.sge(0, 64)]);
     post_send(&a, send_wr(2, IBV_WR_SEND, SIGNALED, &[src.sge(10, 30)]));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(2, IBV_WC_SEND, 30, a.num));
+    sent_ok(&a, 2, IBV_WC_SEND, 30);
     assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(31, 30, b.num));
     assert_eq!(dst.read(0, 30), src.read(10, 30));
     // RDMA write.
     let wr = send_wr(3, IBV_WR_RDMA_WRITE, SIGNALED, &[src.sge(0, 50)]);
     post_send(&a, wr.rdma(dst.addr(64), dst.rkey));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(3, IBV_WC_RDMA_WRITE, 50, a.num)
-    );
+    sent_ok(&a, 3, IBV_WC_RDMA_WRITE, 50);
     eventually("UC RDMA write", || dst.read(64, 50) == src.read(0, 50));
     quiet(b.recv_cq);
 }
@@ -763,7 +758,7 @@ fn ud_send_has_grh_src_qp_and_byte_len() {
     post_recv(&b, 41, &[dst.sge(0, 40 + 2048)]);
     let wr = send_wr(1, IBV_WR_SEND, SIGNALED, &[src.sge(0, 64)]);
     post_send(&a, wr.ud(ah, b.num, QKEY));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(1, IBV_WC_SEND, 64, a.num));
+    sent_ok(&a, 1, IBV_WC_SEND, 64);
     let got = expect(b.recv_cq, 1)[0];
     let want = Wc {
         src_qp: a.num,
@@ -785,20 +780,17 @@ fn ud_send_has_grh_src_qp_and_byte_len() {
     post_recv(&b, 42, &[dst.sge(0, 40 + 2048)]);
     let wr = send_wr(2, IBV_WR_SEND, SIGNALED, &[src.sge(0, 8)]);
     post_send(&a, wr.ud(ah, b.num, QKEY + 1));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(2, IBV_WC_SEND, 8, a.num));
+    sent_ok(&a, 2, IBV_WC_SEND, 8);
     quiet(b.recv_cq);
     // More than the path MTU: not sent, and not an error (C10-93.1.1).
     let wr = send_wr(3, IBV_WR_SEND, SIGNALED, &[src.sge(0, mtu + 1)]);
     post_send(&a, wr.ud(ah, b.num, QKEY));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(3, IBV_WC_SEND, mtu + 1, a.num)
-    );
+    sent_ok(&a, 3, IBV_WC_SEND, mtu + 1);
     quiet(b.recv_cq);
     // To a QP number nobody has: dropped.
     let wr = send_wr(4, IBV_WR_SEND, SIGNALED, &[src.sge(0, 8)]);
     post_send(&a, wr.ud(ah, 0xab_cdef, QKEY));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(4, IBV_WC_SEND, 8, a.num));
+    sent_ok(&a, 4, IBV_WC_SEND, 8);
     // Exactly the MTU, with immediate data: delivered to the receive still posted.
     let imm = 0x0102_0304u32.to_be();
     let wr = send_wr(5, IBV_WR_SEND_WITH_IMM, SIGNALED, &[src.sge(0, mtu)]);
@@ -835,7 +827,7 @@ fn srq_receives_for_an_rc_qp() {
     let mut wrs: Vec<_> = (0..8)
         .map(|i| recv_wr(100 + i as u64, &[dst.sge(i.min(6) * 16, 16)]))
         .collect();
-    let head = chain_recv(&mut wrs);
+    let head = chain(&mut wrs);
     let (rc, bad) = post_srq_recv_list(srq, head);
     assert_eq!(
         (rc, bad),
@@ -898,7 +890,7 @@ fn malformed_receives_too_small_or_not_writable() {
     let (a, b) = e.pair(Spec::new(IBV_QPT_UC), 0, 0);
     post_recv(&b, 61, &[dst.sge(0, 16)]);
     post_send(&a, send_wr(1, IBV_WR_SEND, SIGNALED, &[src.sge(0, 64)]));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(1, IBV_WC_SEND, 64, a.num));
+    sent_ok(&a, 1, IBV_WC_SEND, 64);
     let got = expect(b.recv_cq, 1)[0];
     assert_eq!(got.failed(), (61, IBV_WC_LOC_QP_OP_ERR, b.num));
     eventually("UC receiver in ERR", || state(&b) == IBV_QPS_ERR);
@@ -910,7 +902,7 @@ fn malformed_receives_too_small_or_not_writable() {
     post_recv(&b, 71, &[dst.sge(0, 60)]);
     let wr = send_wr(1, IBV_WR_SEND, SIGNALED, &[src.sge(0, 64)]);
     post_send(&a, wr.ud(ah, b.num, QKEY));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(1, IBV_WC_SEND, 64, a.num));
+    sent_ok(&a, 1, IBV_WC_SEND, 64);
     let got = expect(b.recv_cq, 1)[0];
     assert_eq!(got.failed(), (71, IBV_WC_LOC_QP_OP_ERR, b.num));
     eventually("UD receiver in ERR", || state(&b) == IBV_QPS_ERR);
@@ -1066,13 +1058,13 @@ fn rnr_retry_zero_fails_and_rnr_retry_seven_waits_for_a_receive() {
     post_send(&a, send_wr(3, IBV_WR_SEND, SIGNALED, &[src.sge(24, 8)]));
     quiet(a.send_cq);
     post_recv(&b, 91, &[dst.sge(0, 64)]);
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(2, IBV_WC_SEND, 24, a.num));
+    sent_ok(&a, 2, IBV_WC_SEND, 24);
     assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(91, 24, b.num));
     assert_eq!(dst.read(0, 24), src.read(0, 24));
     // The second waits behind it, for the next receive.
     quiet(a.send_cq);
     post_recv(&b, 92, &[dst.sge(32, 32)]);
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(3, IBV_WC_SEND, 8, a.num));
+    sent_ok(&a, 3, IBV_WC_SEND, 8);
     assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(92, 8, b.num));
     assert_eq!(dst.read(32, 8), src.read(24, 8));
     assert_eq!(state(&a), IBV_QPS_RTS);
@@ -1139,7 +1131,7 @@ fn rnr_retry_one_to_six_fails_after_its_retries() {
     post_send(&a, send_wr(4, IBV_WR_SEND, SIGNALED, &[src.sge(0, 16)]));
     quiet(a.send_cq);
     post_recv(&b, 93, &[dst.sge(0, 64)]);
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(4, IBV_WC_SEND, 16, a.num));
+    sent_ok(&a, 4, IBV_WC_SEND, 16);
     assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(93, 16, b.num));
     assert_eq!(dst.read(0, 16), src.read(0, 16));
     assert_eq!(state(&a), IBV_QPS_RTS);
@@ -1161,7 +1153,7 @@ fn rc_request_waits_for_a_peer_that_is_not_ready() {
     quiet(a.send_cq);
     // Once the peer is in RTR, the request is delivered.
     rtr(&b, a.num, e.gid);
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(1, IBV_WC_SEND, 16, a.num));
+    sent_ok(&a, 1, IBV_WC_SEND, 16);
     assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(1, 16, b.num));
     assert_eq!(dst.read(0, 16), src.read(0, 16));
 }
@@ -1210,7 +1202,7 @@ fn chained_work_requests() {
     let mut rwrs: Vec<_> = (0..3)
         .map(|i| recv_wr(400 + i as u64, &[dst.sge(i * 16, 16)]))
         .collect();
-    let (rc, _) = post_recv_list(&b, chain_recv(&mut rwrs));
+    let (rc, _) = post_recv_list(&b, chain(&mut rwrs));
     assert_eq!(rc, 0);
     // Three sends in one list, only the last signaled: one completion.
     let mut swrs: Vec<_> = (0..3)
@@ -1219,9 +1211,9 @@ fn chained_work_requests() {
             send_wr(500 + i as u64, IBV_WR_SEND, flags, &[src.sge(i * 8, 8)])
         })
         .collect();
-    let (rc, bad) = post_send_list(&a, chain_send(&mut swrs));
+    let (rc, bad) = post_send_list(&a, chain(&mut swrs));
     assert_eq!((rc, bad), (0, ptr::null_mut()));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(502, IBV_WC_SEND, 8, a.num));
+    sent_ok(&a, 502, IBV_WC_SEND, 8);
     let got = expect(b.recv_cq, 3);
     for (i, w) in got.iter().enumerate() {
         assert_eq!(*w, Wc::recv(400 + i as u64, 8, b.num));
@@ -1237,16 +1229,16 @@ fn chained_work_requests() {
         send_wr(601, IBV_WR_SEND, SIGNALED, &many),
         send_wr(602, IBV_WR_SEND, SIGNALED, &[src.sge(8, 8)]),
     ];
-    let (rc, bad) = post_send_list(&a, chain_send(&mut swrs));
+    let (rc, bad) = post_send_list(&a, chain(&mut swrs));
     assert_eq!((rc, bad), (libc::EINVAL, swrs[1].raw()));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(600, IBV_WC_SEND, 8, a.num));
+    sent_ok(&a, 600, IBV_WC_SEND, 8);
     assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(410, 8, b.num));
     quiet(a.send_cq);
     // The same for receives.
     let rmax = b.cap.max_recv_sge as usize;
     let rmany: Vec<_> = (0..=rmax).map(|_| dst.sge(0, 1)).collect();
     let mut rwrs = vec![recv_wr(700, &[dst.sge(0, 8)]), recv_wr(701, &rmany)];
-    let (rc, bad) = post_recv_list(&b, chain_recv(&mut rwrs));
+    let (rc, bad) = post_recv_list(&b, chain(&mut rwrs));
     assert_eq!((rc, bad), (libc::EINVAL, rwrs[1].raw()));
 }
 
@@ -1277,7 +1269,7 @@ fn inline_send() {
     ];
     post_send(&a, send_wr(1, IBV_WR_SEND, SIGNALED | INLINE, &sges));
     data.fill(0);
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(1, IBV_WC_SEND, 48, a.num));
+    sent_ok(&a, 1, IBV_WC_SEND, 48);
     assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(801, 48, b.num));
     assert_eq!(dst.read(0, 48), pattern(48, 29));
     // More than max_inline_data: refused at the post.
@@ -1484,14 +1476,11 @@ fn software_devices_exchange_data_and_raw_packet_sends_are_refused() {
     src.write(0, &pattern(64, 31));
     let wr = send_wr(1, IBV_WR_RDMA_WRITE, SIGNALED, &[src.sge(0, 32)]);
     post_send(&a, wr.rdma(dst.addr(0), dst.rkey));
-    assert_eq!(
-        expect(a.send_cq, 1)[0],
-        Wc::ok(1, IBV_WC_RDMA_WRITE, 32, a.num)
-    );
+    sent_ok(&a, 1, IBV_WC_RDMA_WRITE, 32);
     assert_eq!(dst.read(0, 32), src.read(0, 32));
     post_recv(&b, 2, &[dst.sge(32, 32)]);
     post_send(&a, send_wr(2, IBV_WR_SEND, SIGNALED, &[src.sge(32, 32)]));
-    assert_eq!(expect(a.send_cq, 1)[0], Wc::ok(2, IBV_WC_SEND, 32, a.num));
+    sent_ok(&a, 2, IBV_WC_SEND, 32);
     assert_eq!(expect(b.recv_cq, 1)[0], Wc::recv(2, 32, b.num));
     assert_eq!(dst.read(32, 32), src.read(32, 32));
 
@@ -1542,6 +1531,18 @@ fn run_child(test: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// On the software device only (`needs` says why, in the SKIP line elsewhere): runs `test`'s
+/// child and asserts that it printed `line` (`expected` says what that shows).
+#[track_caller]
+fn assert_child_prints(test: &str, needs: &str, line: &str, expected: &str) {
+    let Some(ctx) = common::software_ctx(test, needs) else {
+        return;
+    };
+    drop(ctx);
+    let out = run_child(test);
+    assert!(out.contains(line), "expected {expected}:\n{out}");
 }
 
 /// Limits this process's address space to what it maps now plus `headroom` bytes, so that a
@@ -1603,14 +1604,11 @@ fn an_rnr_timer_that_cannot_start_fails_qp_creation_instead_of_aborting_a_post()
         }
         return;
     }
-    let Some(ctx) = common::software_ctx(test, "the software device's RNR timer thread") else {
-        return;
-    };
-    drop(ctx);
-    let out = run_child(test);
-    assert!(
-        out.contains(&format!("CHILD create_qp errno {}", libc::EAGAIN)),
-        "expected the RC QP's creation to fail with EAGAIN:\n{out}"
+    assert_child_prints(
+        test,
+        "the software device's RNR timer thread",
+        &format!("CHILD create_qp errno {}", libc::EAGAIN),
+        "the RC QP's creation to fail with EAGAIN",
     );
 }
 
@@ -1664,15 +1662,10 @@ fn a_send_longer_than_max_msg_sz_is_refused_at_the_post() {
         );
         return;
     }
-    let Some(ctx) =
-        common::software_ctx(test, "the software device's max_msg_sz check at the post")
-    else {
-        return;
-    };
-    drop(ctx);
-    let out = run_child(test);
-    assert!(
-        out.contains(&format!("CHILD post_send rc {} bad_wr true", libc::EINVAL)),
-        "expected the post to fail with EINVAL naming the request:\n{out}"
+    assert_child_prints(
+        test,
+        "the software device's max_msg_sz check at the post",
+        &format!("CHILD post_send rc {} bad_wr true", libc::EINVAL),
+        "the post to fail with EINVAL naming the request",
     );
 }

@@ -81,17 +81,32 @@ fn create_cq_ex_each_standard_flag_alone_and_all() {
     }
 }
 
-#[test]
-fn destroy_cq_used_by_a_qp_fails_with_ebusy() {
+/// The test device, a cleanup, and a PD and a CQ of 16 (no channel) that the cleanup destroys,
+/// for `f`.
+fn with_pd_and_cq(
+    f: impl FnOnce(&typed_verbs::Context, &mut Cleanup, *mut sys::ibv_pd, *mut sys::ibv_cq),
+) {
     let ctx = open();
     let mut c = Cleanup::new();
     let pd = pd(&ctx, &mut c);
     let cq = cq(&ctx, 16, ptr::null_mut(), &mut c);
-    let mut attr = qp_attr(sys::ibv_qp_type::IBV_QPT_RC, cq, ptr::null_mut());
-    qp(pd, &mut attr, &mut c).expect("ibv_create_qp");
-    // "ibv_destroy_cq() fails if any queue pair is still associated with this CQ."
-    // SAFETY: a live CQ; the failed destroy leaves it live.
-    assert_eq!(unsafe { raw::ibv_destroy_cq(cq) }, Err(libc::EBUSY));
+    f(&ctx, &mut c, pd, cq)
+}
+
+/// An RC QP on `cq` (and `srq`, unless null) that the cleanup destroys.
+fn rc_qp(pd: *mut sys::ibv_pd, cq: *mut sys::ibv_cq, srq: *mut sys::ibv_srq, c: &mut Cleanup) {
+    let mut attr = qp_attr(sys::ibv_qp_type::IBV_QPT_RC, cq, srq);
+    qp(pd, &mut attr, c).unwrap_or_else(|e| panic!("ibv_create_qp (SRQ: {srq:?}): errno {e}"));
+}
+
+#[test]
+fn destroy_cq_used_by_a_qp_fails_with_ebusy() {
+    with_pd_and_cq(|_, c, pd, cq| {
+        rc_qp(pd, cq, ptr::null_mut(), c);
+        // "ibv_destroy_cq() fails if any queue pair is still associated with this CQ."
+        // SAFETY: a live CQ; the failed destroy leaves it live.
+        assert_eq!(unsafe { raw::ibv_destroy_cq(cq) }, Err(libc::EBUSY));
+    });
 }
 
 #[test]
@@ -114,16 +129,13 @@ fn destroy_comp_channel_with_a_cq_fails_with_ebusy() {
 
 #[test]
 fn destroy_srq_used_by_a_qp_fails_with_ebusy() {
-    let ctx = open();
-    let mut c = Cleanup::new();
-    let pd = pd(&ctx, &mut c);
-    let cq = cq(&ctx, 16, ptr::null_mut(), &mut c);
-    let srq = srq(pd, 16, &mut c);
-    let mut attr = qp_attr(sys::ibv_qp_type::IBV_QPT_RC, cq, srq);
-    qp(pd, &mut attr, &mut c).expect("ibv_create_qp with an SRQ");
-    // "ibv_destroy_srq() fails if any queue pair is still associated with this SRQ."
-    // SAFETY: a live SRQ; the failed destroy leaves it live.
-    assert_eq!(unsafe { raw::ibv_destroy_srq(srq) }, Err(libc::EBUSY));
+    with_pd_and_cq(|_, c, pd, cq| {
+        let srq = srq(pd, 16, c);
+        rc_qp(pd, cq, srq, c);
+        // "ibv_destroy_srq() fails if any queue pair is still associated with this SRQ."
+        // SAFETY: a live SRQ; the failed destroy leaves it live.
+        assert_eq!(unsafe { raw::ibv_destroy_srq(srq) }, Err(libc::EBUSY));
+    });
 }
 
 #[test]
@@ -187,50 +199,46 @@ fn note(what: &str) {
 
 #[test]
 fn raw_packet_qp_with_srq_fails() {
-    let ctx = open();
-    let mut c = Cleanup::new();
-    let pd = pd(&ctx, &mut c);
-    let cq = cq(&ctx, 16, ptr::null_mut(), &mut c);
-    let srq = srq(pd, 16, &mut c);
-    let mut attr = qp_attr(sys::ibv_qp_type::IBV_QPT_RAW_PACKET, cq, srq);
-    let e = qp(pd, &mut attr, &mut c).expect_err("a RAW_PACKET QP with an SRQ");
-    // rxe refuses RAW_PACKET QPs altogether; a device that has them refuses the SRQ.
-    assert_ne!(e, 0);
+    with_pd_and_cq(|_, c, pd, cq| {
+        let srq = srq(pd, 16, c);
+        let mut attr = qp_attr(sys::ibv_qp_type::IBV_QPT_RAW_PACKET, cq, srq);
+        let e = qp(pd, &mut attr, c).expect_err("a RAW_PACKET QP with an SRQ");
+        // rxe refuses RAW_PACKET QPs altogether; a device that has them refuses the SRQ.
+        assert_ne!(e, 0);
+    });
 }
 
 #[test]
 fn ud_qp_in_a_multicast_group_cannot_be_destroyed_until_detached() {
-    let ctx = open();
-    let mut c = Cleanup::new();
-    let pd = pd(&ctx, &mut c);
-    let cq = cq(&ctx, 16, ptr::null_mut(), &mut c);
-    let mut attr = qp_attr(sys::ibv_qp_type::IBV_QPT_UD, cq, ptr::null_mut());
-    // Not registered with the cleanup: this test destroys it itself.
-    // SAFETY: a live PD; the CQ is live.
-    let qp = unsafe { raw::ibv_create_qp(pd, &mut attr) }
-        .expect("ibv_create_qp")
-        .as_ptr();
-    let mut raw_gid = [0u8; 16];
-    raw_gid[0] = 0xff;
-    raw_gid[1] = 0x0e;
-    raw_gid[15] = 0x42;
-    let gid = sys::ibv_gid { raw: raw_gid };
-    // SAFETY: a live UD QP; gid readable.
-    match unsafe { raw::ibv_attach_mcast(qp, &gid, 0xc001) } {
-        Ok(()) => {
-            // "ibv_destroy_qp() fails if the QP is attached to a multicast group."
-            // SAFETY: a live QP; the failed destroy leaves it live.
-            assert_eq!(unsafe { raw::ibv_destroy_qp(qp) }, Err(libc::EBUSY));
-            // SAFETY: attached above.
-            unsafe { raw::ibv_detach_mcast(qp, &gid, 0xc001) }.expect("ibv_detach_mcast");
+    with_pd_and_cq(|ctx, _, pd, cq| {
+        let mut attr = qp_attr(sys::ibv_qp_type::IBV_QPT_UD, cq, ptr::null_mut());
+        // Not registered with the cleanup: this test destroys it itself.
+        // SAFETY: a live PD; the CQ is live.
+        let qp = unsafe { raw::ibv_create_qp(pd, &mut attr) }
+            .expect("ibv_create_qp")
+            .as_ptr();
+        let mut raw_gid = [0u8; 16];
+        raw_gid[0] = 0xff;
+        raw_gid[1] = 0x0e;
+        raw_gid[15] = 0x42;
+        let gid = sys::ibv_gid { raw: raw_gid };
+        // SAFETY: a live UD QP; gid readable.
+        match unsafe { raw::ibv_attach_mcast(qp, &gid, 0xc001) } {
+            Ok(()) => {
+                // "ibv_destroy_qp() fails if the QP is attached to a multicast group."
+                // SAFETY: a live QP; the failed destroy leaves it live.
+                assert_eq!(unsafe { raw::ibv_destroy_qp(qp) }, Err(libc::EBUSY));
+                // SAFETY: attached above.
+                unsafe { raw::ibv_detach_mcast(qp, &gid, 0xc001) }.expect("ibv_detach_mcast");
+            }
+            Err(e) => skip(
+                "ud_qp_in_a_multicast_group_cannot_be_destroyed_until_detached",
+                format!("{} refused ibv_attach_mcast (errno {e})", ctx.device_name()),
+            ),
         }
-        Err(e) => skip(
-            "ud_qp_in_a_multicast_group_cannot_be_destroyed_until_detached",
-            format!("{} refused ibv_attach_mcast (errno {e})", ctx.device_name()),
-        ),
-    }
-    // SAFETY: detached (or never attached), destroyed once.
-    unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp after detaching");
+        // SAFETY: detached (or never attached), destroyed once.
+        unsafe { raw::ibv_destroy_qp(qp) }.expect("ibv_destroy_qp after detaching");
+    });
 }
 
 #[test]

@@ -7,39 +7,19 @@
 
 use crate::common;
 
-use common::{av_to, note, open};
+use common::{av_to, note, open, with_gid_pd_cq, REMOTE_WRITE_INIT};
 use typed_verbs::ffi::sys::ibv_qp_state::*;
 use typed_verbs::qp_state::{Init, Rtr};
 use typed_verbs::{
-    AccessFlags, AddressHandle, AddressVector, AltPath, ConnectedInit, ConnectedInitModify,
-    Context, Cq, Error, ErrorKind, Gid, Mtu, Pd, Qp, QpStateName, Rc, RcRtr, RcRts, RcRtsModify,
-    Ud, UdInit, Verb,
-};
-
-const INIT: ConnectedInit = ConnectedInit {
-    port_num: 1,
-    pkey_index: 0,
-    access: AccessFlags::REMOTE_WRITE,
+    AddressHandle, AddressVector, AltPath, ConnectedInit, ConnectedInitModify, Context, Cq, Error,
+    ErrorKind, Gid, Pd, Qp, QpStateName, Rc, RcRtr, RcRts, RcRtsModify, Ud, UdInit, Verb,
 };
 
 fn rtr(gid: Gid, dest: u32) -> RcRtr {
-    RcRtr {
-        av: av_to(gid, 0),
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 1,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-    }
+    common::rc_rtr_to(av_to(gid, 0), dest, 1)
 }
 
-const RTS: RcRts = RcRts {
-    sq_psn: 1,
-    timeout: 14,
-    retry_cnt: 7,
-    rnr_retry: 7,
-    max_rd_atomic: 1,
-};
+const RTS: RcRts = common::rc_rts_from(1);
 
 /// Asserts `e` is the `OutOfRange` of `what` with `value` and the range `min..=max`, from the
 /// transition `from -> to` (common's check), and that it reads as such.
@@ -81,136 +61,136 @@ fn rc_in_rtr<'a>(
     let gid = ctx.query_gid(1, 0).unwrap();
     let qp = Qp::<Rc>::builder(pd, cq, cq).build().unwrap();
     let n = qp.qp_num();
-    qp.to_init(INIT).unwrap().to_rtr(rtr(gid, n)).unwrap()
+    qp.to_init(REMOTE_WRITE_INIT)
+        .unwrap()
+        .to_rtr(rtr(gid, n))
+        .unwrap()
 }
 
 #[test]
 fn rts_attributes_outside_their_ranges_are_refused_before_the_call() {
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
-    let mut qp = rc_in_rtr(&ctx, &pd, &cq);
-    let init_rd_atom = u64::from(ctx.attr().max_qp_init_rd_atom);
-    let mut cases = vec![
-        (
-            RcRts {
-                retry_cnt: 8,
-                ..RTS
-            },
-            "retry_cnt",
-            8,
-            (0, 7),
-        ),
-        (
-            RcRts {
-                rnr_retry: 8,
-                ..RTS
-            },
-            "rnr_retry",
-            8,
-            (0, 7),
-        ),
-        (RcRts { timeout: 32, ..RTS }, "timeout", 32, (0, 31)),
-    ];
-    if init_rd_atom < 255 {
-        cases.push((
-            RcRts {
-                max_rd_atomic: (init_rd_atom + 1) as u8,
-                ..RTS
-            },
-            "max_rd_atomic",
-            init_rd_atom + 1,
-            (0, init_rd_atom),
-        ));
-    }
-    for (attr, what, value, range) in cases {
-        let e = qp.try_to_rts(attr).expect_err(what);
-        out_of_range(&e.error, RTR_RTS, what, value, range);
-        qp = e.qp;
-        assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR, "{what}: unchanged");
-    }
-    let qp = qp
-        .to_rts(RcRts { timeout: 31, ..RTS })
-        .expect("the edges are in range");
-    assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTS);
+    common::with_pd_cq(Some(8), |ctx, pd, cq| {
+        let mut qp = rc_in_rtr(ctx, pd, cq);
+        let init_rd_atom = u64::from(ctx.attr().max_qp_init_rd_atom);
+        let mut cases = vec![
+            (
+                RcRts {
+                    retry_cnt: 8,
+                    ..RTS
+                },
+                "retry_cnt",
+                8,
+                (0, 7),
+            ),
+            (
+                RcRts {
+                    rnr_retry: 8,
+                    ..RTS
+                },
+                "rnr_retry",
+                8,
+                (0, 7),
+            ),
+            (RcRts { timeout: 32, ..RTS }, "timeout", 32, (0, 31)),
+        ];
+        if init_rd_atom < 255 {
+            cases.push((
+                RcRts {
+                    max_rd_atomic: (init_rd_atom + 1) as u8,
+                    ..RTS
+                },
+                "max_rd_atomic",
+                init_rd_atom + 1,
+                (0, init_rd_atom),
+            ));
+        }
+        for (attr, what, value, range) in cases {
+            let e = qp.try_to_rts(attr).expect_err(what);
+            out_of_range(&e.error, RTR_RTS, what, value, range);
+            qp = e.qp;
+            assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR, "{what}: unchanged");
+        }
+        let qp = qp
+            .to_rts(RcRts { timeout: 31, ..RTS })
+            .expect("the edges are in range");
+        assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTS);
+    });
 }
 
 #[test]
 fn rtr_attributes_outside_their_ranges_are_refused_before_the_call() {
-    let ctx = open();
-    let gid = ctx.query_gid(1, 0).unwrap();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
-    let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
-    let n = qp.qp_num();
-    let mut qp: Qp<'_, Rc, _, _, _, Init> = qp.to_init(INIT).unwrap();
-    let rd_atom = u64::from(ctx.attr().max_qp_rd_atom);
-    let ports = u64::from(ctx.attr().phys_port_cnt);
-    let mut cases = vec![
-        (
-            RcRtr {
-                min_rnr_timer: 99,
-                ..rtr(gid, n)
-            },
-            "min_rnr_timer",
-            99,
-            (0, 31),
-        ),
-        (
-            RcRtr {
-                av: AddressVector {
-                    port_num: 0,
-                    ..av_to(gid, 0)
+    with_gid_pd_cq(8, |ctx, gid, pd, cq| {
+        let qp = Qp::<Rc>::builder(pd, cq, cq).build().unwrap();
+        let n = qp.qp_num();
+        let mut qp: Qp<'_, Rc, _, _, _, Init> = qp.to_init(REMOTE_WRITE_INIT).unwrap();
+        let rd_atom = u64::from(ctx.attr().max_qp_rd_atom);
+        let ports = u64::from(ctx.attr().phys_port_cnt);
+        let mut cases = vec![
+            (
+                RcRtr {
+                    min_rnr_timer: 99,
+                    ..rtr(gid, n)
                 },
-                ..rtr(gid, n)
-            },
-            "ah_attr.port_num",
-            0,
-            (1, ports),
-        ),
-    ];
-    if rd_atom < 255 {
-        // rxe0 takes 255 at the raw level (tests/agree_rxe.rs), past its own max_qp_rd_atom.
-        cases.push((
-            RcRtr {
-                max_dest_rd_atomic: 255,
-                ..rtr(gid, n)
-            },
-            "max_dest_rd_atomic",
-            255,
-            (0, rd_atom),
-        ));
-    }
-    let gids = ctx.query_port(1).unwrap().gid_tbl_len;
-    if let Ok(past) = u8::try_from(gids) {
-        cases.push((
-            RcRtr {
-                av: av_to(gid, past),
-                ..rtr(gid, n)
-            },
-            "ah_attr.grh.sgid_index",
-            past.into(),
-            (0, u64::from(past) - 1),
-        ));
-    } else {
-        note(
-            "rtr_attributes_outside_their_ranges_are_refused_before_the_call",
-            format!("gid_tbl_len {gids}: every u8 sgid_index is inside the table"),
-        );
-    }
-    for (attr, what, value, range) in cases {
-        let e = qp.try_to_rtr(attr).expect_err(what);
-        out_of_range(&e.error, INIT_RTR, what, value, range);
-        qp = e.qp;
-        assert_eq!(qp.query_state().unwrap(), IBV_QPS_INIT, "{what}: unchanged");
-    }
-    let edge = RcRtr {
-        min_rnr_timer: 31,
-        max_dest_rd_atomic: rd_atom.min(255) as u8,
-        ..rtr(gid, n)
-    };
-    let qp = qp.to_rtr(edge).expect("the edges are in range");
-    assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR);
+                "min_rnr_timer",
+                99,
+                (0, 31),
+            ),
+            (
+                RcRtr {
+                    av: AddressVector {
+                        port_num: 0,
+                        ..av_to(gid, 0)
+                    },
+                    ..rtr(gid, n)
+                },
+                "ah_attr.port_num",
+                0,
+                (1, ports),
+            ),
+        ];
+        if rd_atom < 255 {
+            // rxe0 takes 255 at the raw level (tests/agree_rxe.rs), past its own max_qp_rd_atom.
+            cases.push((
+                RcRtr {
+                    max_dest_rd_atomic: 255,
+                    ..rtr(gid, n)
+                },
+                "max_dest_rd_atomic",
+                255,
+                (0, rd_atom),
+            ));
+        }
+        let gids = ctx.query_port(1).unwrap().gid_tbl_len;
+        if let Ok(past) = u8::try_from(gids) {
+            cases.push((
+                RcRtr {
+                    av: av_to(gid, past),
+                    ..rtr(gid, n)
+                },
+                "ah_attr.grh.sgid_index",
+                past.into(),
+                (0, u64::from(past) - 1),
+            ));
+        } else {
+            note(
+                "rtr_attributes_outside_their_ranges_are_refused_before_the_call",
+                format!("gid_tbl_len {gids}: every u8 sgid_index is inside the table"),
+            );
+        }
+        for (attr, what, value, range) in cases {
+            let e = qp.try_to_rtr(attr).expect_err(what);
+            out_of_range(&e.error, INIT_RTR, what, value, range);
+            qp = e.qp;
+            assert_eq!(qp.query_state().unwrap(), IBV_QPS_INIT, "{what}: unchanged");
+        }
+        let edge = RcRtr {
+            min_rnr_timer: 31,
+            max_dest_rd_atomic: rd_atom.min(255) as u8,
+            ..rtr(gid, n)
+        };
+        let qp = qp.to_rtr(edge).expect("the edges are in range");
+        assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR);
+    });
 }
 
 #[test]
@@ -232,17 +212,17 @@ fn pkey_index_past_the_port_table_is_refused_before_the_call() {
     let e = qp
         .try_to_init(ConnectedInit {
             pkey_index: 500,
-            ..INIT
+            ..REMOTE_WRITE_INIT
         })
         .expect_err("pkey_index 500");
     out_of_range(&e.error, RESET_INIT, "pkey_index", 500, (0, pkeys - 1));
-    let qp = e.qp.to_init(INIT).unwrap();
+    let qp = e.qp.to_init(REMOTE_WRITE_INIT).unwrap();
     let e = qp
         .modify_init(ConnectedInitModify {
             pkey_index: Some(500),
             ..Default::default()
         })
-        .expect_err("INIT -> INIT with pkey_index 500");
+        .expect_err("REMOTE_WRITE_INIT -> REMOTE_WRITE_INIT with pkey_index 500");
     out_of_range(
         &e,
         (QpStateName::Init, QpStateName::Init),
@@ -264,56 +244,54 @@ fn pkey_index_past_the_port_table_is_refused_before_the_call() {
 
 #[test]
 fn rts_modify_attributes_outside_their_ranges_are_refused_before_the_call() {
-    let ctx = open();
-    let gid = ctx.query_gid(1, 0).unwrap();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
-    let qp = rc_in_rtr(&ctx, &pd, &cq).to_rts(RTS).unwrap();
-    let rts = (QpStateName::Rts, QpStateName::Rts);
-    let e = qp
-        .modify_rts(RcRtsModify {
-            min_rnr_timer: Some(32),
+    with_gid_pd_cq(8, |ctx, gid, pd, cq| {
+        let qp = rc_in_rtr(ctx, pd, cq).to_rts(RTS).unwrap();
+        let rts = (QpStateName::Rts, QpStateName::Rts);
+        let e = qp
+            .modify_rts(RcRtsModify {
+                min_rnr_timer: Some(32),
+                ..Default::default()
+            })
+            .expect_err("min_rnr_timer 32");
+        out_of_range(&e, rts, "min_rnr_timer", 32, (0, 31));
+        let alt = AltPath {
+            av: av_to(gid, 0),
+            pkey_index: 0,
+            port_num: 1,
+            timeout: 32,
+        };
+        let e = qp
+            .modify_rts(RcRtsModify {
+                alt_path: Some(alt),
+                ..Default::default()
+            })
+            .expect_err("alt_timeout 32");
+        out_of_range(&e, rts, "alt_timeout", 32, (0, 31));
+        let ports = ctx.attr().phys_port_cnt;
+        let e = qp
+            .modify_rts(RcRtsModify {
+                alt_path: Some(AltPath {
+                    port_num: ports + 1,
+                    timeout: 14,
+                    ..alt
+                }),
+                ..Default::default()
+            })
+            .expect_err("alt_port_num past the ports");
+        out_of_range(
+            &e,
+            rts,
+            "alt_port_num",
+            u64::from(ports) + 1,
+            (1, ports.into()),
+        );
+        assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTS);
+        qp.modify_rts(RcRtsModify {
+            min_rnr_timer: Some(31),
             ..Default::default()
         })
-        .expect_err("min_rnr_timer 32");
-    out_of_range(&e, rts, "min_rnr_timer", 32, (0, 31));
-    let alt = AltPath {
-        av: av_to(gid, 0),
-        pkey_index: 0,
-        port_num: 1,
-        timeout: 32,
-    };
-    let e = qp
-        .modify_rts(RcRtsModify {
-            alt_path: Some(alt),
-            ..Default::default()
-        })
-        .expect_err("alt_timeout 32");
-    out_of_range(&e, rts, "alt_timeout", 32, (0, 31));
-    let ports = ctx.attr().phys_port_cnt;
-    let e = qp
-        .modify_rts(RcRtsModify {
-            alt_path: Some(AltPath {
-                port_num: ports + 1,
-                timeout: 14,
-                ..alt
-            }),
-            ..Default::default()
-        })
-        .expect_err("alt_port_num past the ports");
-    out_of_range(
-        &e,
-        rts,
-        "alt_port_num",
-        u64::from(ports) + 1,
-        (1, ports.into()),
-    );
-    assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTS);
-    qp.modify_rts(RcRtsModify {
-        min_rnr_timer: Some(31),
-        ..Default::default()
-    })
-    .expect("31 is in range");
+        .expect("31 is in range");
+    });
 }
 
 #[test]
@@ -400,7 +378,7 @@ fn sgid_index_past_a_short_gid_table_is_refused_before_the_call() {
     let cq = Cq::builder(&ctx).cqe(8).build().unwrap();
     let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
     let n = qp.qp_num();
-    let qp = qp.to_init(INIT).unwrap();
+    let qp = qp.to_init(REMOTE_WRITE_INIT).unwrap();
     let e = qp
         .try_to_rtr(RcRtr {
             av: av_to(gid, 8),

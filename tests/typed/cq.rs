@@ -138,19 +138,11 @@ fn cq_with_channel_and_every_comp_vector() {
 #[test]
 fn cq_with_channel_of_another_context_is_wrong_context() {
     const TEST: &str = "cq_with_channel_of_another_context_is_wrong_context";
-    let ctx = open();
-    let other = open();
+    let (ctx, other) = common::two_contexts();
     let ch = CompChannel::new(&other).expect("channel of the other context");
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
-    let e = Cq::builder(&ctx)
-        .channel(&ch)
-        .context(drops.token(1))
-        .build()
-        .expect_err("foreign channel");
-    common::assert_wrong_context(&e, Verb::CreateCq, "channel");
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("foreign channel");
+    common::assert_foreign_refused(&ctx, TEST, Verb::CreateCq, "channel", |token| {
+        Cq::builder(&ctx).channel(&ch).context(token).build()
+    });
 }
 
 #[test]
@@ -178,37 +170,28 @@ fn out_of_range_display_names_the_verb_and_attribute() {
 #[test]
 fn os_error_display_names_the_verb_and_errno() {
     const TEST: &str = "os_error_display_names_the_verb_and_errno";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "a like_rxe software device",
-        "cq-display-like-rxe",
-        SwConfig::like_rxe(),
-    ) else {
-        return;
-    };
-    let e = typed_verbs::CqEx::<typed_verbs::wc_flags!(COMPLETION_TIMESTAMP)>::builder(&ctx)
-        .build()
-        .expect_err("like_rxe has no timestamps");
-    assert_eq!(e.to_string(), "ibv_create_cq_ex failed: EOPNOTSUPP");
-    let source = std::error::Error::source(&e).expect("the io::Error as the source");
-    let io = source
-        .downcast_ref::<std::io::Error>()
-        .expect("an io::Error");
-    assert_eq!(io.raw_os_error(), Some(libc::EOPNOTSUPP));
+    common::on_like_rxe(TEST, "cq-display-like-rxe", |ctx| {
+        let e = typed_verbs::CqEx::<typed_verbs::wc_flags!(COMPLETION_TIMESTAMP)>::builder(ctx)
+            .build()
+            .expect_err("like_rxe has no timestamps");
+        assert_eq!(e.to_string(), "ibv_create_cq_ex failed: EOPNOTSUPP");
+        let source = std::error::Error::source(&e).expect("the io::Error as the source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
+        assert_eq!(io.raw_os_error(), Some(libc::EOPNOTSUPP));
+    });
 }
 
-const OPS: [WcOpcode; 10] = [
-    WcOpcode::SEND,
-    WcOpcode::RDMA_WRITE,
-    WcOpcode::RDMA_READ,
-    WcOpcode::COMP_SWAP,
-    WcOpcode::FETCH_ADD,
-    WcOpcode::BIND_MW,
-    WcOpcode::LOCAL_INV,
-    WcOpcode::TSO,
-    WcOpcode::RECV,
-    WcOpcode::RECV_RDMA_WITH_IMM,
-];
+/// On the software device (a SKIP line for `test` elsewhere): a CQ of `cqe` entries to inject
+/// completions into, for `f`.
+fn with_injection_cq(test: &str, cqe: u32, f: impl FnOnce(&Cq<'_>)) {
+    common::on_software(test, "completion injection", |ctx| {
+        let cq = Cq::builder(ctx).cqe(cqe).build().expect("cq");
+        f(&cq)
+    });
+}
+
 const ERRS: [WcStatus; 4] = [
     WcStatus::LOC_LEN_ERR,
     WcStatus::WR_FLUSH_ERR,
@@ -227,14 +210,17 @@ fn varied(i: u32) -> InjectedCompletion {
     if is_error(i) {
         return InjectedCompletion::error(wr_id, ERRS[(i as usize / 4) % 4], 0x50 + i);
     }
-    let c = InjectedCompletion::success(wr_id, OPS[i as usize % OPS.len()])
-        .byte_len(64 * i + 1)
-        .qp_num(0x100 + i)
-        .src_qp(0x200 + i)
-        .slid(0x300 + i as u16)
-        .sl((i % 16) as u8)
-        .dlid_path_bits((i % 8) as u8)
-        .pkey_index(i as u16);
+    let c = InjectedCompletion::success(
+        wr_id,
+        common::WC_OPCODES[i as usize % common::WC_OPCODES.len()],
+    )
+    .byte_len(64 * i + 1)
+    .qp_num(0x100 + i)
+    .src_qp(0x200 + i)
+    .slid(0x300 + i as u16)
+    .sl((i % 16) as u8)
+    .dlid_path_bits((i % 8) as u8)
+    .pkey_index(i as u16);
     match i % 3 {
         0 => c.imm_data(0xdead_0000 + i),
         1 => c.invalidated_rkey(0xbeef_0000 + i),
@@ -255,7 +241,10 @@ fn check_varied(i: u32, wc: &WorkCompletion) {
     assert_eq!(wc.status(), WcStatus::SUCCESS);
     let s = wc.success().expect("success fields");
     assert_eq!(s.wr_id(), wc.wr_id());
-    assert_eq!(s.opcode(), OPS[i as usize % OPS.len()]);
+    assert_eq!(
+        s.opcode(),
+        common::WC_OPCODES[i as usize % common::WC_OPCODES.len()]
+    );
     assert_eq!(
         s.opcode().is_recv(),
         matches!(s.opcode(), WcOpcode::RECV | WcOpcode::RECV_RDMA_WITH_IMM)
@@ -282,207 +271,197 @@ fn check_varied(i: u32, wc: &WorkCompletion) {
 #[test]
 fn cq_poll_returns_injected_completions_in_order() {
     const TEST: &str = "cq_poll_returns_injected_completions_in_order";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = Cq::builder(&ctx).cqe(64).build().expect("cq");
-    let mut wc = [const { WorkCompletion::new() }; 16];
-    assert!(cq.poll(&mut wc).expect("poll empty").is_empty());
+    with_injection_cq(TEST, 64, |cq| {
+        let mut wc = [const { WorkCompletion::new() }; 16];
+        assert!(cq.poll(&mut wc).expect("poll empty").is_empty());
 
-    const N: u32 = 40;
-    for i in 0..N {
-        software::inject(&cq, varied(i)).expect("inject");
-    }
-    let mut next = 0;
-    let mut rounds = 0;
-    loop {
-        let got = cq.poll(&mut wc).expect("poll");
-        if got.is_empty() {
-            break;
+        const N: u32 = 40;
+        for i in 0..N {
+            software::inject(cq, varied(i)).expect("inject");
         }
-        rounds += 1;
-        assert!(got.len() <= 16);
-        for w in got {
-            check_varied(next, w);
-            next += 1;
+        let mut next = 0;
+        let mut rounds = 0;
+        loop {
+            let got = cq.poll(&mut wc).expect("poll");
+            if got.is_empty() {
+                break;
+            }
+            rounds += 1;
+            assert!(got.len() <= 16);
+            for w in got {
+                check_varied(next, w);
+                next += 1;
+            }
         }
-    }
-    assert_eq!(next, N, "every completion polled once");
-    assert_eq!(rounds, N.div_ceil(16), "full arrays until the last");
-    assert!(cq.poll(&mut wc).expect("poll drained").is_empty());
+        assert_eq!(next, N, "every completion polled once");
+        assert_eq!(rounds, N.div_ceil(16), "full arrays until the last");
+        assert!(cq.poll(&mut wc).expect("poll drained").is_empty());
 
-    // A zero-length array polls nothing and consumes nothing.
-    software::inject(&cq, varied(0)).expect("inject");
-    assert!(cq.poll(&mut []).expect("poll into nothing").is_empty());
-    let got = cq.poll(&mut wc[..1]).expect("poll one");
-    assert_eq!(got.len(), 1);
-    check_varied(0, &got[0]);
+        // A zero-length array polls nothing and consumes nothing.
+        software::inject(cq, varied(0)).expect("inject");
+        assert!(cq.poll(&mut []).expect("poll into nothing").is_empty());
+        let got = cq.poll(&mut wc[..1]).expect("poll one");
+        assert_eq!(got.len(), 1);
+        check_varied(0, &got[0]);
+    });
 }
 
 #[test]
 fn cq_imm_data_and_invalidated_rkey_only_when_injected() {
     const TEST: &str = "cq_imm_data_and_invalidated_rkey_only_when_injected";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = Cq::builder(&ctx).cqe(8).build().expect("cq");
-    let plain = InjectedCompletion::success(1, WcOpcode::RECV).byte_len(8);
-    software::inject(&cq, plain).unwrap();
-    software::inject(&cq, plain.imm_data(0)).unwrap(); // zero immediate data is still Some
-    software::inject(&cq, plain.invalidated_rkey(0x1234)).unwrap();
-    // The last setter wins: imm then rkey carries only the rkey, and the other way round.
-    software::inject(&cq, plain.imm_data(7).invalidated_rkey(9)).unwrap();
-    software::inject(&cq, plain.invalidated_rkey(9).imm_data(7)).unwrap();
-    let mut wc = [const { WorkCompletion::new() }; 8];
-    let got = cq.poll(&mut wc).unwrap();
-    let seen: Vec<_> = got
-        .iter()
-        .map(|w| {
-            let s = w.success().unwrap();
-            (s.imm_data(), s.invalidated_rkey())
-        })
-        .collect();
-    assert_eq!(
-        seen,
-        [
-            (None, None),
-            (Some(0), None),
-            (None, Some(0x1234)),
-            (None, Some(9)),
-            (Some(7), None),
-        ]
-    );
+    with_injection_cq(TEST, 8, |cq| {
+        let plain = InjectedCompletion::success(1, WcOpcode::RECV).byte_len(8);
+        software::inject(cq, plain).unwrap();
+        software::inject(cq, plain.imm_data(0)).unwrap(); // zero immediate data is still Some
+        software::inject(cq, plain.invalidated_rkey(0x1234)).unwrap();
+        // The last setter wins: imm then rkey carries only the rkey, and the other way round.
+        software::inject(cq, plain.imm_data(7).invalidated_rkey(9)).unwrap();
+        software::inject(cq, plain.invalidated_rkey(9).imm_data(7)).unwrap();
+        let mut wc = [const { WorkCompletion::new() }; 8];
+        let got = cq.poll(&mut wc).unwrap();
+        let seen: Vec<_> = got
+            .iter()
+            .map(|w| {
+                let s = w.success().unwrap();
+                (s.imm_data(), s.invalidated_rkey())
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (None, None),
+                (Some(0), None),
+                (None, Some(0x1234)),
+                (None, Some(9)),
+                (Some(7), None),
+            ]
+        );
+    });
 }
 
 #[test]
 fn cq_overrun_is_reported() {
     const TEST: &str = "cq_overrun_is_reported";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = Cq::builder(&ctx).cqe(4).build().expect("cq");
-    let n = cq.cqe();
-    assert_eq!(software::has_overrun(&cq), Some(false));
-    for i in 0..n {
-        software::inject(&cq, varied(i)).expect("room for cqe() completions");
-    }
-    let e = software::inject(&cq, varied(n)).expect_err("one more than cqe()");
-    assert_eq!(e.verb, Verb::InjectCompletion);
-    assert_eq!(e.kind, ErrorKind::CqOverrun);
-    assert_eq!(e.errno(), libc::ENOSPC);
-    assert_eq!(software::has_overrun(&cq), Some(true));
-    assert_eq!(
-        software::lost_completions(&cq),
-        Some(0),
-        "not an IGNORE_OVERRUN CQ"
-    );
-    // What was in the CQ is still there, in order.
-    let mut wc: Vec<WorkCompletion> = (0..n + 4).map(|_| WorkCompletion::new()).collect();
-    let got = cq.poll(&mut wc).unwrap();
-    assert_eq!(got.len() as u32, n);
-    for (i, w) in got.iter().enumerate() {
-        check_varied(i as u32, w);
-    }
+    with_injection_cq(TEST, 4, |cq| {
+        let n = cq.cqe();
+        assert_eq!(software::has_overrun(cq), Some(false));
+        for i in 0..n {
+            software::inject(cq, varied(i)).expect("room for cqe() completions");
+        }
+        let e = software::inject(cq, varied(n)).expect_err("one more than cqe()");
+        assert_eq!(e.verb, Verb::InjectCompletion);
+        assert_eq!(e.kind, ErrorKind::CqOverrun);
+        assert_eq!(e.errno(), libc::ENOSPC);
+        assert_eq!(software::has_overrun(cq), Some(true));
+        assert_eq!(
+            software::lost_completions(cq),
+            Some(0),
+            "not an IGNORE_OVERRUN CQ"
+        );
+        // What was in the CQ is still there, in order.
+        let mut wc: Vec<WorkCompletion> = (0..n + 4).map(|_| WorkCompletion::new()).collect();
+        let got = cq.poll(&mut wc).unwrap();
+        assert_eq!(got.len() as u32, n);
+        for (i, w) in got.iter().enumerate() {
+            check_varied(i as u32, w);
+        }
+    });
 }
 
 #[test]
 fn cq_shared_between_an_injecting_and_a_polling_thread() {
     const TEST: &str = "cq_shared_between_an_injecting_and_a_polling_thread";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
     // A small CQ, so that the ring wraps many times and the injector meets a full CQ.
-    let cq = Cq::builder(&ctx).cqe(8).build().expect("cq");
-    const N: u64 = 5000;
-    let polled = std::thread::scope(|s| {
-        s.spawn(|| {
-            for i in 0..N {
-                let c = InjectedCompletion::success(i, WcOpcode::SEND).byte_len(i as u32);
-                loop {
-                    match software::inject(&cq, c) {
-                        Ok(()) => break,
-                        Err(e) if e.kind == ErrorKind::CqOverrun => std::thread::yield_now(),
-                        Err(e) => panic!("inject: {e}"),
+    with_injection_cq(TEST, 8, |cq| {
+        const N: u64 = 5000;
+        let polled = std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..N {
+                    let c = InjectedCompletion::success(i, WcOpcode::SEND).byte_len(i as u32);
+                    loop {
+                        match software::inject(cq, c) {
+                            Ok(()) => break,
+                            Err(e) if e.kind == ErrorKind::CqOverrun => std::thread::yield_now(),
+                            Err(e) => panic!("inject: {e}"),
+                        }
                     }
                 }
-            }
-        });
-        let poller = s.spawn(|| {
-            let mut wc = [const { WorkCompletion::new() }; 16];
-            let mut seen = Vec::with_capacity(N as usize);
-            while (seen.len() as u64) < N {
-                let got = cq.poll(&mut wc).expect("poll");
-                if got.is_empty() {
-                    std::thread::yield_now();
+            });
+            let poller = s.spawn(|| {
+                let mut wc = [const { WorkCompletion::new() }; 16];
+                let mut seen = Vec::with_capacity(N as usize);
+                while (seen.len() as u64) < N {
+                    let got = cq.poll(&mut wc).expect("poll");
+                    if got.is_empty() {
+                        std::thread::yield_now();
+                    }
+                    for w in got {
+                        let s = w.success().expect("success");
+                        assert_eq!(
+                            u64::from(s.byte_len()),
+                            w.wr_id(),
+                            "fields of one completion"
+                        );
+                        seen.push(w.wr_id());
+                    }
                 }
-                for w in got {
-                    let s = w.success().expect("success");
-                    assert_eq!(
-                        u64::from(s.byte_len()),
-                        w.wr_id(),
-                        "fields of one completion"
-                    );
-                    seen.push(w.wr_id());
-                }
-            }
-            seen
+                seen
+            });
+            poller.join().expect("poller")
         });
-        poller.join().expect("poller")
+        assert_eq!(
+            polled,
+            (0..N).collect::<Vec<_>>(),
+            "every completion, once, in order"
+        );
+        let mut wc = [const { WorkCompletion::new() }; 1];
+        assert!(cq.poll(&mut wc).unwrap().is_empty());
     });
-    assert_eq!(
-        polled,
-        (0..N).collect::<Vec<_>>(),
-        "every completion, once, in order"
-    );
-    let mut wc = [const { WorkCompletion::new() }; 1];
-    assert!(cq.poll(&mut wc).unwrap().is_empty());
 }
 
 #[test]
 fn cq_polled_from_several_threads() {
     const TEST: &str = "cq_polled_from_several_threads";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = Cq::builder(&ctx).cqe(4096).build().expect("cq");
-    const N: u64 = 4000;
-    for i in 0..N {
-        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::RECV)).unwrap();
-    }
-    // Four pollers share &Cq (ibv_poll_cq locks inside the provider).
-    let mut all: Vec<u64> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..4)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut wc = [const { WorkCompletion::new() }; 7];
-                    let mut mine = Vec::new();
-                    loop {
-                        let got = cq.poll(&mut wc).expect("poll");
-                        if got.is_empty() {
-                            break mine;
+    with_injection_cq(TEST, 4096, |cq| {
+        const N: u64 = 4000;
+        for i in 0..N {
+            software::inject(cq, InjectedCompletion::success(i, WcOpcode::RECV)).unwrap();
+        }
+        // Four pollers share &Cq (ibv_poll_cq locks inside the provider).
+        let mut all: Vec<u64> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut wc = [const { WorkCompletion::new() }; 7];
+                        let mut mine = Vec::new();
+                        loop {
+                            let got = cq.poll(&mut wc).expect("poll");
+                            if got.is_empty() {
+                                break mine;
+                            }
+                            let ids: Vec<u64> = got.iter().map(|w| w.wr_id()).collect();
+                            // One poll call returns consecutive completions.
+                            assert!(ids.windows(2).all(|p| p[1] == p[0] + 1), "{ids:?}");
+                            if let Some(&last) = mine.last() {
+                                assert!(ids[0] > last, "a thread sees completions in order");
+                            }
+                            mine.extend(ids);
                         }
-                        let ids: Vec<u64> = got.iter().map(|w| w.wr_id()).collect();
-                        // One poll call returns consecutive completions.
-                        assert!(ids.windows(2).all(|p| p[1] == p[0] + 1), "{ids:?}");
-                        if let Some(&last) = mine.last() {
-                            assert!(ids[0] > last, "a thread sees completions in order");
-                        }
-                        mine.extend(ids);
-                    }
+                    })
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("poller"))
-            .collect()
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("poller"))
+                .collect()
+        });
+        all.sort_unstable();
+        assert_eq!(
+            all,
+            (0..N).collect::<Vec<_>>(),
+            "each completion polled exactly once"
+        );
     });
-    all.sort_unstable();
-    assert_eq!(
-        all,
-        (0..N).collect::<Vec<_>>(),
-        "each completion polled exactly once"
-    );
 }
 
 #[test]

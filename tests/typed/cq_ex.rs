@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use typed_verbs::cq_ex::flags;
 use typed_verbs::software::{self, SwConfig};
 use typed_verbs::{
-    wc_flags, AllFields, CompChannel, CqEx, ErrorKind, InjectedCompletion, NoFields, ParentDomain,
-    Pd, SingleThreaded, Standard, Verb, WcFlags, WcOpcode, WcStatus,
+    wc_flags, AllFields, Batch, CompChannel, Completion, CqEx, ErrorKind, InjectedCompletion,
+    NoFields, ParentDomain, Pd, SingleThreaded, Standard, Verb, WcFlags, WcOpcode, WcStatus,
 };
 
 /// Creates a `CqEx` with exactly one flag; checks `wc_flags()` and, on the software device,
@@ -50,6 +50,15 @@ macro_rules! one_flag {
             destroyed(cq.destroy());
         }
     }};
+}
+
+/// Runs `f` on each completion of `batch`, advancing until the batch ends.
+fn each_in_batch<F: WcFlags>(batch: Batch<'_, F>, mut f: impl FnMut(Completion<'_, F>)) {
+    let mut next = Some(batch);
+    while let Some(batch) = next {
+        f(batch.completion());
+        next = batch.advance().unwrap();
+    }
 }
 
 #[test]
@@ -255,12 +264,10 @@ fn cq_ex_single_threaded_is_created_and_polled() {
         }
         let mut seen = Vec::new();
         cq.poll_batch(|batch| {
-            let mut next = Some(batch);
-            while let Some(batch) = next {
-                let c = batch.completion().result().expect("success");
+            each_in_batch(batch, |c| {
+                let c = c.result().expect("success");
                 seen.push((c.wr_id(), c.byte_len()));
-                next = batch.advance().unwrap();
-            }
+            })
         })
         .unwrap()
         .expect("five completions");
@@ -303,11 +310,9 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
     assert_eq!(software::has_overrun(&cq), Some(false));
     let mut seen = Vec::new();
     cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            seen.push(batch.completion().wr_id());
-            next = batch.advance().unwrap();
-        }
+        each_in_batch(batch, |c| {
+            seen.push(c.wr_id());
+        })
     })
     .unwrap()
     .expect("cqe() completions");
@@ -325,34 +330,31 @@ fn cq_ex_ignore_overrun_counts_lost_completions() {
 #[test]
 fn cq_ex_overrun_is_reported() {
     const TEST: &str = "cq_ex_overrun_is_reported";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build().unwrap();
-    let n = u64::from(cq.cqe());
-    for i in 0..n {
-        software::inject(&cq, InjectedCompletion::success(i, WcOpcode::SEND)).unwrap();
-    }
-    let e = software::inject(&cq, InjectedCompletion::success(n, WcOpcode::SEND))
-        .expect_err("more than cqe()");
-    assert_eq!(
-        (e.verb, e.kind.clone()),
-        (Verb::InjectCompletion, ErrorKind::CqOverrun)
-    );
-    assert_eq!(software::has_overrun(&cq), Some(true));
-    assert_eq!(software::lost_completions(&cq), Some(0));
-    let mut count = 0;
-    cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            assert_eq!(batch.completion().wr_id(), count);
-            count += 1;
-            next = batch.advance().unwrap();
+    common::on_software(TEST, "completion injection", |ctx| {
+        let cq = CqEx::<Standard>::builder(ctx).cqe(4).build().unwrap();
+        let n = u64::from(cq.cqe());
+        for i in 0..n {
+            software::inject(&cq, InjectedCompletion::success(i, WcOpcode::SEND)).unwrap();
         }
-    })
-    .unwrap()
-    .expect("cqe() completions");
-    assert_eq!(count, n);
+        let e = software::inject(&cq, InjectedCompletion::success(n, WcOpcode::SEND))
+            .expect_err("more than cqe()");
+        assert_eq!(
+            (e.verb, e.kind.clone()),
+            (Verb::InjectCompletion, ErrorKind::CqOverrun)
+        );
+        assert_eq!(software::has_overrun(&cq), Some(true));
+        assert_eq!(software::lost_completions(&cq), Some(0));
+        let mut count = 0;
+        cq.poll_batch(|batch| {
+            each_in_batch(batch, |c| {
+                assert_eq!(c.wr_id(), count);
+                count += 1;
+            })
+        })
+        .unwrap()
+        .expect("cqe() completions");
+        assert_eq!(count, n);
+    });
 }
 
 #[test]
@@ -394,8 +396,7 @@ fn cq_ex_with_parent_domain() {
 #[test]
 fn cq_ex_with_parent_domain_of_another_context_is_wrong_context() {
     const TEST: &str = "cq_ex_with_parent_domain_of_another_context_is_wrong_context";
-    let ctx = open();
-    let other = open();
+    let (ctx, other) = common::two_contexts();
     let pd = Pd::new(&other).expect("pd");
     let Some(pdom) = feature(
         &other,
@@ -405,16 +406,12 @@ fn cq_ex_with_parent_domain_of_another_context_is_wrong_context() {
     ) else {
         return;
     };
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
-    let e = CqEx::<Standard>::builder(&ctx)
-        .parent_domain(&pdom)
-        .context(drops.token(1))
-        .build()
-        .expect_err("foreign parent domain");
-    common::assert_wrong_context(&e, Verb::CreateCqEx, "parent_domain");
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("foreign parent domain");
+    common::assert_foreign_refused(&ctx, TEST, Verb::CreateCqEx, "parent_domain", |token| {
+        CqEx::<Standard>::builder(&ctx)
+            .parent_domain(&pdom)
+            .context(token)
+            .build()
+    });
 }
 
 #[test]
@@ -434,70 +431,64 @@ fn cq_ex_with_channel() {
 #[test]
 fn cq_ex_like_rxe_rejects_what_rxe_lacks() {
     const TEST: &str = "cq_ex_like_rxe_rejects_what_rxe_lacks";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "a like_rxe software device",
-        "cq-ex-like-rxe",
-        SwConfig::like_rxe(),
-    ) else {
-        return;
-    };
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
+    common::on_like_rxe(TEST, "cq-ex-like-rxe", |ctx| {
+        let leaks = LeakCheck::new(ctx, TEST);
+        let drops = Drops::new();
 
-    #[track_caller]
-    fn unsupported<T>(r: typed_verbs::Result<T>, what: &str) {
-        let e = r
-            .err()
-            .unwrap_or_else(|| panic!("{what} must be refused by like_rxe"));
-        assert_eq!(e.verb, Verb::CreateCqEx, "{what}");
-        assert_eq!(e.kind, ErrorKind::Os(libc::EOPNOTSUPP), "{what}");
-        assert!(e.is_unsupported(), "{what}");
-    }
-    macro_rules! refused {
+        #[track_caller]
+        fn unsupported<T>(r: typed_verbs::Result<T>, what: &str) {
+            let e = r
+                .err()
+                .unwrap_or_else(|| panic!("{what} must be refused by like_rxe"));
+            assert_eq!(e.verb, Verb::CreateCqEx, "{what}");
+            assert_eq!(e.kind, ErrorKind::Os(libc::EOPNOTSUPP), "{what}");
+            assert!(e.is_unsupported(), "{what}");
+        }
+        macro_rules! refused {
         ($($f:ident),*) => {$(
             unsupported(
-                CqEx::<wc_flags!($f)>::builder(&ctx).context(drops.token(0)).build(),
+                CqEx::<wc_flags!($f)>::builder(ctx).context(drops.token(0)).build(),
                 stringify!($f),
             );
             unsupported(
-                CqEx::<wc_flags!(STANDARD | $f)>::builder(&ctx).context(drops.token(0)).build(),
+                CqEx::<wc_flags!(STANDARD | $f)>::builder(ctx).context(drops.token(0)).build(),
                 concat!("STANDARD | ", stringify!($f)),
             );
         )*};
     }
-    refused!(
-        COMPLETION_TIMESTAMP,
-        CVLAN,
-        FLOW_TAG,
-        COMPLETION_TIMESTAMP_WALLCLOCK
-    );
-    unsupported(
-        CqEx::<AllFields>::builder(&ctx)
-            .context(drops.token(0))
-            .build(),
-        "AllFields",
-    );
-    // SAFETY: the CQ is never created (like_rxe refuses the flag), so nothing can overrun.
-    let b = unsafe { CqEx::<Standard>::builder(&ctx).ignore_overrun() };
-    unsupported(b.context(drops.token(0)).build(), "IGNORE_OVERRUN");
-    assert_eq!(
-        drops.count(),
-        10,
-        "every refused builder dropped its context once"
-    );
-    leaks.assert_unchanged("CQs refused by like_rxe");
+        refused!(
+            COMPLETION_TIMESTAMP,
+            CVLAN,
+            FLOW_TAG,
+            COMPLETION_TIMESTAMP_WALLCLOCK
+        );
+        unsupported(
+            CqEx::<AllFields>::builder(ctx)
+                .context(drops.token(0))
+                .build(),
+            "AllFields",
+        );
+        // SAFETY: the CQ is never created (like_rxe refuses the flag), so nothing can overrun.
+        let b = unsafe { CqEx::<Standard>::builder(ctx).ignore_overrun() };
+        unsupported(b.context(drops.token(0)).build(), "IGNORE_OVERRUN");
+        assert_eq!(
+            drops.count(),
+            10,
+            "every refused builder dropped its context once"
+        );
+        leaks.assert_unchanged("CQs refused by like_rxe");
 
-    // What rxe has works.
-    let std_cq = CqEx::<Standard>::builder(&ctx)
-        .build()
-        .expect("standard flags");
-    let st = CqEx::<wc_flags!(BYTE_LEN), SingleThreaded>::builder(&ctx)
-        .build()
-        .expect("SINGLE_THREADED");
-    destroyed(std_cq.destroy());
-    destroyed(st.destroy());
-    leaks.assert_unchanged("like_rxe CQs destroyed");
+        // What rxe has works.
+        let std_cq = CqEx::<Standard>::builder(ctx)
+            .build()
+            .expect("standard flags");
+        let st = CqEx::<wc_flags!(BYTE_LEN), SingleThreaded>::builder(ctx)
+            .build()
+            .expect("SINGLE_THREADED");
+        destroyed(std_cq.destroy());
+        destroyed(st.destroy());
+        leaks.assert_unchanged("like_rxe CQs destroyed");
+    });
 }
 
 /// What a test injects and expects back from a CqEx with every field.
@@ -522,18 +513,6 @@ struct Expected {
     grh: bool,
 }
 
-const OPS: [WcOpcode; 10] = [
-    WcOpcode::SEND,
-    WcOpcode::RDMA_WRITE,
-    WcOpcode::RDMA_READ,
-    WcOpcode::COMP_SWAP,
-    WcOpcode::FETCH_ADD,
-    WcOpcode::BIND_MW,
-    WcOpcode::LOCAL_INV,
-    WcOpcode::TSO,
-    WcOpcode::RECV,
-    WcOpcode::RECV_RDMA_WITH_IMM,
-];
 const ERRS: [WcStatus; 5] = [
     WcStatus::LOC_PROT_ERR,
     WcStatus::WR_FLUSH_ERR,
@@ -550,7 +529,7 @@ impl Expected {
             wr_id: 0x1_0000_0000 + u64::from(i) * 3,
             status: WcStatus::SUCCESS,
             vendor_err: 0,
-            opcode: OPS[i as usize % OPS.len()],
+            opcode: common::WC_OPCODES[i as usize % common::WC_OPCODES.len()],
             byte_len: 100 + i,
             imm: (i % 3 == 0).then_some(0xa000_0000 | i),
             inv: (i % 3 == 1).then_some(0xb000_0000 | i),
@@ -668,116 +647,105 @@ fn poll_all(cq: &mut CqEx<'_, AllFields>) -> Vec<Expected> {
 #[test]
 fn cq_ex_polls_injected_completions_with_every_field_in_order() {
     const TEST: &str = "cq_ex_polls_injected_completions_with_every_field_in_order";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let mut cq = CqEx::<AllFields>::builder(&ctx)
-        .cqe(64)
-        .build()
-        .expect("cq");
-    assert_eq!(cq.poll_batch(|_| ()).expect("empty"), None);
-    const N: u32 = 50;
-    let expected: Vec<Expected> = (0..N).map(Expected::nth).collect();
-    for e in &expected {
-        software::inject(&cq, e.inject()).expect("inject");
-    }
-    let got = poll_all(&mut cq);
-    // Error completions carry only wr_id, status and vendor_err: compare those for them.
-    assert_eq!(got.len(), expected.len());
-    for (g, e) in got.iter().zip(&expected) {
-        if e.status == WcStatus::SUCCESS {
-            assert_eq!(g, e);
-        } else {
-            assert_eq!(
-                (g.wr_id, g.status, g.vendor_err),
-                (e.wr_id, e.status, e.vendor_err)
-            );
+    common::on_software(TEST, "completion injection", |ctx| {
+        let mut cq = CqEx::<AllFields>::builder(ctx).cqe(64).build().expect("cq");
+        assert_eq!(cq.poll_batch(|_| ()).expect("empty"), None);
+        const N: u32 = 50;
+        let expected: Vec<Expected> = (0..N).map(Expected::nth).collect();
+        for e in &expected {
+            software::inject(&cq, e.inject()).expect("inject");
         }
-    }
-    assert!(
-        expected.iter().any(|e| e.status != WcStatus::SUCCESS)
-            && expected.iter().any(|e| e.imm.is_some())
-            && expected.iter().any(|e| e.inv.is_some())
-            && expected.iter().any(|e| e.grh),
-        "the sequence covers errors, imm, inv and GRH"
-    );
-    assert_eq!(cq.poll_batch(|_| ()).expect("drained"), None);
+        let got = poll_all(&mut cq);
+        // Error completions carry only wr_id, status and vendor_err: compare those for them.
+        assert_eq!(got.len(), expected.len());
+        for (g, e) in got.iter().zip(&expected) {
+            if e.status == WcStatus::SUCCESS {
+                assert_eq!(g, e);
+            } else {
+                assert_eq!(
+                    (g.wr_id, g.status, g.vendor_err),
+                    (e.wr_id, e.status, e.vendor_err)
+                );
+            }
+        }
+        assert!(
+            expected.iter().any(|e| e.status != WcStatus::SUCCESS)
+                && expected.iter().any(|e| e.imm.is_some())
+                && expected.iter().any(|e| e.inv.is_some())
+                && expected.iter().any(|e| e.grh),
+            "the sequence covers errors, imm, inv and GRH"
+        );
+        assert_eq!(cq.poll_batch(|_| ()).expect("drained"), None);
+    });
 }
 
 #[test]
 fn cq_ex_no_fields_reads_opcode_and_own_flags() {
     const TEST: &str = "cq_ex_no_fields_reads_opcode_and_own_flags";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = CqEx::<NoFields>::builder(&ctx).cqe(4).build().expect("cq");
-    software::inject(
-        &cq,
-        InjectedCompletion::success(3, WcOpcode::RDMA_READ)
-            .byte_len(5)
-            .with_grh(),
-    )
-    .unwrap();
-    software::inject(
-        &cq,
-        InjectedCompletion::error(4, WcStatus::FATAL_ERR, 0xdead),
-    )
-    .unwrap();
-    cq.poll_batch(|batch| {
-        let s = batch.completion().result().expect("success");
-        assert_eq!(
-            (s.wr_id(), s.opcode(), s.completion_flags()),
-            (3, WcOpcode::RDMA_READ, 1)
-        );
-        let batch = batch.advance().unwrap().expect("a second completion");
-        let f = batch.completion().result().expect_err("failure");
-        assert_eq!(
-            (f.wr_id(), f.status(), f.vendor_err()),
-            (4, WcStatus::FATAL_ERR, 0xdead)
-        );
-        assert!(batch.advance().unwrap().is_none(), "no third completion");
-    })
-    .unwrap()
-    .expect("a first completion");
-    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
+    common::on_software(TEST, "completion injection", |ctx| {
+        let cq = CqEx::<NoFields>::builder(ctx).cqe(4).build().expect("cq");
+        software::inject(
+            &cq,
+            InjectedCompletion::success(3, WcOpcode::RDMA_READ)
+                .byte_len(5)
+                .with_grh(),
+        )
+        .unwrap();
+        software::inject(
+            &cq,
+            InjectedCompletion::error(4, WcStatus::FATAL_ERR, 0xdead),
+        )
+        .unwrap();
+        cq.poll_batch(|batch| {
+            let s = batch.completion().result().expect("success");
+            assert_eq!(
+                (s.wr_id(), s.opcode(), s.completion_flags()),
+                (3, WcOpcode::RDMA_READ, 1)
+            );
+            let batch = batch.advance().unwrap().expect("a second completion");
+            let f = batch.completion().result().expect_err("failure");
+            assert_eq!(
+                (f.wr_id(), f.status(), f.vendor_err()),
+                (4, WcStatus::FATAL_ERR, 0xdead)
+            );
+            assert!(batch.advance().unwrap().is_none(), "no third completion");
+        })
+        .unwrap()
+        .expect("a first completion");
+        assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
+    });
 }
 
 #[test]
 fn cq_ex_imm_data_and_invalidated_rkey_only_when_injected() {
     const TEST: &str = "cq_ex_imm_data_and_invalidated_rkey_only_when_injected";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = CqEx::<wc_flags!(IMM)>::builder(&ctx)
-        .cqe(8)
-        .build()
-        .unwrap();
-    let base = InjectedCompletion::success(0, WcOpcode::RECV);
-    let cases = [
-        (base, None, None),
-        (base.imm_data(0), Some(0), None),
-        (base.imm_data(u32::MAX), Some(u32::MAX), None),
-        (base.invalidated_rkey(0x55aa), None, Some(0x55aa)),
-        (base.invalidated_rkey(1).imm_data(2), Some(2), None),
-        (base.imm_data(2).invalidated_rkey(1), None, Some(1)),
-        (base.with_grh(), None, None),
-    ];
-    for (c, _, _) in &cases {
-        software::inject(&cq, *c).unwrap();
-    }
-    let mut seen = Vec::new();
-    cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            let s = batch.completion().result().expect("success");
-            seen.push((s.imm_data(), s.invalidated_rkey()));
-            next = batch.advance().unwrap();
+    common::on_software(TEST, "completion injection", |ctx| {
+        let cq = CqEx::<wc_flags!(IMM)>::builder(ctx).cqe(8).build().unwrap();
+        let base = InjectedCompletion::success(0, WcOpcode::RECV);
+        let cases = [
+            (base, None, None),
+            (base.imm_data(0), Some(0), None),
+            (base.imm_data(u32::MAX), Some(u32::MAX), None),
+            (base.invalidated_rkey(0x55aa), None, Some(0x55aa)),
+            (base.invalidated_rkey(1).imm_data(2), Some(2), None),
+            (base.imm_data(2).invalidated_rkey(1), None, Some(1)),
+            (base.with_grh(), None, None),
+        ];
+        for (c, _, _) in &cases {
+            software::inject(&cq, *c).unwrap();
         }
-    })
-    .unwrap()
-    .expect("the injected completions");
-    let want: Vec<_> = cases.iter().map(|(_, i, r)| (*i, *r)).collect();
-    assert_eq!(seen, want);
+        let mut seen = Vec::new();
+        cq.poll_batch(|batch| {
+            each_in_batch(batch, |c| {
+                let s = c.result().expect("success");
+                seen.push((s.imm_data(), s.invalidated_rkey()));
+            })
+        })
+        .unwrap()
+        .expect("the injected completions");
+        let want: Vec<_> = cases.iter().map(|(_, i, r)| (*i, *r)).collect();
+        assert_eq!(seen, want);
+    });
 }
 
 #[test]
@@ -806,168 +774,170 @@ fn cq_ex_poll_batch_on_empty_cq_is_none() {
 #[test]
 fn cq_ex_batch_dropped_early_leaves_the_rest() {
     const TEST: &str = "cq_ex_batch_dropped_early_leaves_the_rest";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap();
-    for id in 10..15 {
-        software::inject(&cq, InjectedCompletion::success(id, WcOpcode::RECV)).unwrap();
-    }
-    // Break out of the loop after one completion: the batch is dropped (end_poll) early.
-    let mut first = Vec::new();
-    cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            first.push(batch.completion().wr_id());
-            if first.len() == 1 {
-                break;
+    common::on_software(TEST, "completion injection", |ctx| {
+        let cq = CqEx::<Standard>::builder(ctx).cqe(16).build().unwrap();
+        for id in 10..15 {
+            software::inject(&cq, InjectedCompletion::success(id, WcOpcode::RECV)).unwrap();
+        }
+        // Break out of the loop after one completion: the batch is dropped (end_poll) early.
+        let mut first = Vec::new();
+        cq.poll_batch(|batch| {
+            let mut next = Some(batch);
+            while let Some(batch) = next {
+                first.push(batch.completion().wr_id());
+                if first.len() == 1 {
+                    break;
+                }
+                next = batch.advance().unwrap();
             }
-            next = batch.advance().unwrap();
-        }
-    })
-    .unwrap()
-    .expect("a first batch");
-    assert_eq!(first, [10]);
-    // Reading two (start + one advance) consumes exactly two.
-    let second = cq
-        .poll_batch(|batch| {
-            let a = batch.completion().wr_id();
-            let batch = batch.advance().unwrap().expect("a next completion");
-            [a, batch.completion().wr_id()]
-        }) // dropped while pointing at 12: end_poll consumes it
-        .unwrap();
-    assert_eq!(second, Some([11, 12]));
-    // The rest come in the next batch, and then the CQ is empty.
-    let mut rest = Vec::new();
-    cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            rest.push(batch.completion().wr_id());
-            next = batch.advance().unwrap(); // None: the batch ended inside advance
-        }
-    })
-    .unwrap()
-    .expect("a third batch");
-    assert_eq!(rest, [13, 14]);
-    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
+        })
+        .unwrap()
+        .expect("a first batch");
+        assert_eq!(first, [10]);
+        // Reading two (start + one advance) consumes exactly two.
+        let second = cq
+            .poll_batch(|batch| {
+                let a = batch.completion().wr_id();
+                let batch = batch.advance().unwrap().expect("a next completion");
+                [a, batch.completion().wr_id()]
+            }) // dropped while pointing at 12: end_poll consumes it
+            .unwrap();
+        assert_eq!(second, Some([11, 12]));
+        // The rest come in the next batch, and then the CQ is empty.
+        let mut rest = Vec::new();
+        cq.poll_batch(|batch| {
+            let mut next = Some(batch);
+            while let Some(batch) = next {
+                rest.push(batch.completion().wr_id());
+                next = batch.advance().unwrap(); // None: the batch ended inside advance
+            }
+        })
+        .unwrap()
+        .expect("a third batch");
+        assert_eq!(rest, [13, 14]);
+        assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
+    });
 }
 
 #[test]
 fn cq_ex_panic_inside_a_batch_still_ends_it() {
     const TEST: &str = "cq_ex_panic_inside_a_batch_still_ends_it";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    // A Shared CQ: its ibv_start_poll takes the provider's lock and ibv_end_poll releases it,
-    // so a poll_batch after a batch whose end_poll never ran would deadlock.
-    let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-    for id in 1..=3 {
-        software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND)).unwrap();
-    }
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        cq.poll_batch(|batch| {
+    common::on_software(TEST, "completion injection", |ctx| {
+        // A Shared CQ: its ibv_start_poll takes the provider's lock and ibv_end_poll releases it,
+        // so a poll_batch after a batch whose end_poll never ran would deadlock.
+        let cq = CqEx::<Standard>::builder(ctx).cqe(8).build().unwrap();
+        for id in 1..=3 {
+            software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND)).unwrap();
+        }
+        let r =
+            catch_unwind(AssertUnwindSafe(|| {
+                cq.poll_batch(|batch| {
             let wr_id = batch.completion().wr_id();
             assert_eq!(wr_id, 1);
             panic!("deliberate panic inside a polling batch (wr_id {wr_id}); the test expects it");
         })
-    }));
-    let msg = r.expect_err("the closure panics");
-    assert!(msg
-        .downcast_ref::<String>()
-        .is_some_and(|m| m.contains("deliberate panic")));
-    // The batch ended while the panic unwound out of poll_batch: the CQ can be polled, and the
-    // completion read inside the panicking batch was consumed.
-    let next = cq
-        .poll_batch(|b| b.completion().wr_id())
-        .expect("poll_batch after the panic");
-    assert_eq!(next, Some(2));
-    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), Some(3));
-    assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
+            }));
+        let msg = r.expect_err("the closure panics");
+        assert!(msg
+            .downcast_ref::<String>()
+            .is_some_and(|m| m.contains("deliberate panic")));
+        // The batch ended while the panic unwound out of poll_batch: the CQ can be polled, and the
+        // completion read inside the panicking batch was consumed.
+        let next = cq
+            .poll_batch(|b| b.completion().wr_id())
+            .expect("poll_batch after the panic");
+        assert_eq!(next, Some(2));
+        assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), Some(3));
+        assert_eq!(cq.poll_batch(|b| b.completion().wr_id()).unwrap(), None);
+    });
 }
 
 #[test]
 fn cq_ex_shared_between_threads_under_a_mutex() {
     const TEST: &str = "cq_ex_shared_between_threads_under_a_mutex";
-    let Some(ctx) = common::software_ctx(TEST, "completion injection") else {
-        return;
-    };
-    let cq = Mutex::new(CqEx::<Standard>::builder(&ctx).cqe(16).build().unwrap());
-    const PER_PRODUCER: u64 = 1500;
-    const PRODUCERS: u64 = 2;
-    let total = std::sync::atomic::AtomicU64::new(0);
-    let seen: Vec<Vec<u64>> = std::thread::scope(|s| {
-        for p in 0..PRODUCERS {
-            let cq = &cq;
-            s.spawn(move || {
-                for i in 0..PER_PRODUCER {
-                    let c =
-                        InjectedCompletion::success(p << 32 | i, WcOpcode::RECV).byte_len(i as u32);
-                    loop {
-                        let r = software::inject(&*cq.lock().unwrap(), c);
-                        match r {
-                            Ok(()) => break,
-                            Err(e) if e.kind == ErrorKind::CqOverrun => std::thread::yield_now(),
-                            Err(e) => panic!("inject: {e}"),
-                        }
-                    }
-                }
-            });
-        }
-        let pollers: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    while total.load(std::sync::atomic::Ordering::SeqCst) < PER_PRODUCER * PRODUCERS
-                    {
-                        let guard = cq.lock().unwrap();
-                        let mut n = 0;
-                        guard
-                            .poll_batch(|batch| {
-                                let mut next = Some(batch);
-                                while let Some(batch) = next {
-                                    let c = batch.completion().result().expect("success");
-                                    assert_eq!(u64::from(c.byte_len()), c.wr_id() & 0xffff_ffff);
-                                    mine.push(c.wr_id());
-                                    n += 1;
-                                    next = batch.advance().unwrap();
+    common::on_software(TEST, "completion injection", |ctx| {
+        let cq = Mutex::new(CqEx::<Standard>::builder(ctx).cqe(16).build().unwrap());
+        const PER_PRODUCER: u64 = 1500;
+        const PRODUCERS: u64 = 2;
+        let total = std::sync::atomic::AtomicU64::new(0);
+        let seen: Vec<Vec<u64>> = std::thread::scope(|s| {
+            for p in 0..PRODUCERS {
+                let cq = &cq;
+                s.spawn(move || {
+                    for i in 0..PER_PRODUCER {
+                        let c = InjectedCompletion::success(p << 32 | i, WcOpcode::RECV)
+                            .byte_len(i as u32);
+                        loop {
+                            let r = software::inject(&*cq.lock().unwrap(), c);
+                            match r {
+                                Ok(()) => break,
+                                Err(e) if e.kind == ErrorKind::CqOverrun => {
+                                    std::thread::yield_now()
                                 }
-                            })
-                            .unwrap();
-                        drop(guard);
-                        total.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
-                        if n == 0 {
-                            std::thread::yield_now();
+                                Err(e) => panic!("inject: {e}"),
+                            }
                         }
                     }
-                    mine
+                });
+            }
+            let pollers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut mine = Vec::new();
+                        while total.load(std::sync::atomic::Ordering::SeqCst)
+                            < PER_PRODUCER * PRODUCERS
+                        {
+                            let guard = cq.lock().unwrap();
+                            let mut n = 0;
+                            guard
+                                .poll_batch(|batch| {
+                                    each_in_batch(batch, |c| {
+                                        let c = c.result().expect("success");
+                                        assert_eq!(
+                                            u64::from(c.byte_len()),
+                                            c.wr_id() & 0xffff_ffff
+                                        );
+                                        mine.push(c.wr_id());
+                                        n += 1;
+                                    })
+                                })
+                                .unwrap();
+                            drop(guard);
+                            total.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+                            if n == 0 {
+                                std::thread::yield_now();
+                            }
+                        }
+                        mine
+                    })
                 })
-            })
-            .collect();
-        pollers.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    // Each poller saw each producer's completions in order; together, every one exactly once.
-    for mine in &seen {
-        for p in 0..PRODUCERS {
-            let ids: Vec<u64> = mine.iter().copied().filter(|id| id >> 32 == p).collect();
-            assert!(
-                ids.windows(2).all(|w| w[0] < w[1]),
-                "producer {p} out of order"
-            );
+                .collect();
+            pollers.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        // Each poller saw each producer's completions in order; together, every one exactly once.
+        for mine in &seen {
+            for p in 0..PRODUCERS {
+                let ids: Vec<u64> = mine.iter().copied().filter(|id| id >> 32 == p).collect();
+                assert!(
+                    ids.windows(2).all(|w| w[0] < w[1]),
+                    "producer {p} out of order"
+                );
+            }
         }
-    }
-    let mut all: Vec<u64> = seen.into_iter().flatten().collect();
-    all.sort_unstable();
-    let want: Vec<u64> = (0..PRODUCERS)
-        .flat_map(|p| (0..PER_PRODUCER).map(move |i| p << 32 | i))
-        .collect();
-    assert_eq!(all, want);
-    assert_eq!(
-        cq.lock()
-            .unwrap()
-            .poll_batch(|b| b.completion().wr_id())
-            .unwrap(),
-        None
-    );
+        let mut all: Vec<u64> = seen.into_iter().flatten().collect();
+        all.sort_unstable();
+        let want: Vec<u64> = (0..PRODUCERS)
+            .flat_map(|p| (0..PER_PRODUCER).map(move |i| p << 32 | i))
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(
+            cq.lock()
+                .unwrap()
+                .poll_batch(|b| b.completion().wr_id())
+                .unwrap(),
+            None
+        );
+    });
 }
 
 #[test]
@@ -993,11 +963,9 @@ fn cq_ex_moves_to_another_thread() {
             assert_eq!(cq.user_context().id, 8);
             let mut ids = Vec::new();
             cq.poll_batch(|batch| {
-                let mut next = Some(batch);
-                while let Some(batch) = next {
-                    ids.push(batch.completion().wr_id());
-                    next = batch.advance().unwrap();
-                }
+                each_in_batch(batch, |c| {
+                    ids.push(c.wr_id());
+                })
             })
             .unwrap();
             destroyed(cq.destroy());

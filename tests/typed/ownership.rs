@@ -5,15 +5,15 @@
 #![cfg(feature = "software-device")]
 
 use crate::common;
-use common::{open, software_only};
+use common::open;
 use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    software, Access, AccessFlags, AddressHandle, CompChannel, ConnectedInit, Context, CqEx,
-    ErrorKind, Mr, OwnRq, PageBuf, ParentDomain, Pd, Qp, Rc, SendWr, Shared, Srq, Standard, Verb,
+    software, Access, AddressHandle, CompChannel, Context, CqEx, ErrorKind, Mr, OwnRq, PageBuf,
+    ParentDomain, Pd, Qp, Rc, SendWr, Shared, Srq, Standard, Verb,
 };
 
 type Res<T = ()> = Result<T, Box<dyn StdError + Send + Sync>>;
@@ -119,14 +119,12 @@ fn owned_connections_live_in_a_map_and_move_to_threads() -> Res {
 
 #[test]
 fn shared_parents_are_destroyed_after_their_last_child() -> Res {
-    let ctx = open();
-    if !software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "shared_parents_are_destroyed_after_their_last_child",
         "live_objects",
-    ) {
+    ) else {
         return Ok(());
-    }
+    };
     let ctx = Arc::new(ctx);
     let probe = Arc::clone(&ctx);
     let live = || software::live_objects(&probe).unwrap();
@@ -171,14 +169,12 @@ fn shared_parents_are_destroyed_after_their_last_child() -> Res {
 
 #[test]
 fn a_forgotten_child_keeps_its_shared_parents_alive() -> Res {
-    let ctx = open();
-    if !software_only(
-        &ctx,
+    let Some(ctx) = common::software_ctx(
         "a_forgotten_child_keeps_its_shared_parents_alive",
         "live_objects",
-    ) {
+    ) else {
         return Ok(());
-    }
+    };
     let ctx = Arc::new(ctx);
     let pd = Arc::new(Pd::new(&ctx)?);
     let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(4).build()?);
@@ -225,11 +221,7 @@ fn a_cq_has_one_poller_at_a_time() -> Res {
     let pd = Pd::new(&ctx)?;
     let a = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
     // Put a completion in the CQ: a receive flushed by the move to ERR.
-    let a = a.to_init(ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: AccessFlags::LOCAL_WRITE,
-    })?;
+    let a = a.to_init(common::NO_REMOTE_INIT)?;
     let buf = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
     a.post_recv(5, &[buf.sge(0..64).ok_or("sge")?])?;
     let a = a.to_error()?;
@@ -275,11 +267,10 @@ fn a_cq_has_one_poller_at_a_time() -> Res {
 /// refused, `&mut` (`Pollable`) still polls and `split` takes the right back.
 #[test]
 fn a_cq_is_polled_through_a_shared_reference_one_batch_at_a_time() -> Res {
-    let ctx = open();
     let test = "a_cq_is_polled_through_a_shared_reference_one_batch_at_a_time";
-    if !software_only(&ctx, test, "inject") {
+    let Some(ctx) = common::software_ctx(test, "inject") else {
         return Ok(());
-    }
+    };
     let taken = |r: typed_verbs::Result<Option<()>>| {
         let e = r.expect_err("refused");
         (e.verb, e.kind) == (Verb::StartPoll, ErrorKind::PollerTaken)
@@ -354,11 +345,10 @@ fn a_cq_is_polled_through_a_shared_reference_one_batch_at_a_time() -> Res {
 /// are never refused (the right and the batch are decided together, in the CQ's gate).
 #[test]
 fn shared_polls_and_a_poller_race_without_losing_a_completion() -> Res {
-    let ctx = open();
     let test = "shared_polls_and_a_poller_race_without_losing_a_completion";
-    if !software_only(&ctx, test, "inject") {
+    let Some(ctx) = common::software_ctx(test, "inject") else {
         return Ok(());
-    }
+    };
     const N: u64 = 4000;
     let cq = CqEx::<Standard>::builder(&ctx).cqe(4096).build()?;
     for round in 0..10 {
@@ -504,11 +494,7 @@ fn a_qp_deferred_by_a_batch_holds_its_shared_parents_until_its_destroy() -> Res 
     // One completion in `polled`: a receive flushed by the move to ERR.
     let flushed = Qp::<Rc>::builder(&pd, &polled, &polled)
         .build()?
-        .to_init(ConnectedInit {
-            port_num: 1,
-            pkey_index: 0,
-            access: AccessFlags::LOCAL_WRITE,
-        })?;
+        .to_init(common::NO_REMOTE_INIT)?;
     let buf = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
     flushed.post_recv(9, &[buf.sge(0..64).ok_or("sge")?])?;
     let _flushed = flushed.to_error()?;

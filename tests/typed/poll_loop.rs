@@ -66,132 +66,129 @@ fn expected(i: u64) -> Result<Recv, Failed> {
     }
 }
 
+/// Injects `completion(0)` to `completion(n - 1)` into `cq`, in order.
+fn inject_up_to(cq: &impl typed_verbs::AnyCq, n: u64) {
+    for i in 0..n {
+        software::inject(cq, completion(i)).unwrap();
+    }
+}
+
 #[test]
 fn generated_loop_takes_every_completion_in_order_in_bounded_batches() {
-    let Some(ctx) = common::software_ctx(
+    common::on_software(
         "generated_loop_takes_every_completion_in_order_in_bounded_batches",
         "completion injection",
-    ) else {
-        return;
-    };
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(1000).build().unwrap();
-    for i in 0..1000 {
-        software::inject(&cq, completion(i)).unwrap();
-    }
-    let mut got = Vec::new();
-    let mut batches = Vec::new();
-    loop {
-        let n = Recv::poll(&mut cq, |r| got.push(r.map(|v| v.to_record()))).unwrap();
-        if n == 0 {
-            break;
-        }
-        batches.push(n);
-    }
-    assert!(batches.iter().all(|&n| n <= Recv::MAX_BATCH));
-    assert_eq!(batches.len(), 1000usize.div_ceil(Recv::MAX_BATCH));
-    assert_eq!(got, (0..1000).map(expected).collect::<Vec<_>>());
+        |ctx| {
+            let mut cq = CqEx::<Flags>::builder(ctx).cqe(1000).build().unwrap();
+            inject_up_to(&cq, 1000);
+            let mut got = Vec::new();
+            let mut batches = Vec::new();
+            loop {
+                let n = Recv::poll(&mut cq, |r| got.push(r.map(|v| v.to_record()))).unwrap();
+                if n == 0 {
+                    break;
+                }
+                batches.push(n);
+            }
+            assert!(batches.iter().all(|&n| n <= Recv::MAX_BATCH));
+            assert_eq!(batches.len(), 1000usize.div_ceil(Recv::MAX_BATCH));
+            assert_eq!(got, (0..1000).map(expected).collect::<Vec<_>>());
+        },
+    );
 }
 
 #[test]
 fn generated_loop_matches_the_batch_api() {
-    let Some(ctx) = common::software_ctx(
+    common::on_software(
         "generated_loop_matches_the_batch_api",
         "completion injection",
-    ) else {
-        return;
-    };
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(64).build().unwrap();
-    let mut by_hand = Vec::new();
-    for i in 0..40 {
-        software::inject(&cq, completion(i)).unwrap();
-    }
-    cq.poll_batch(|batch| {
-        let mut next = Some(batch);
-        while let Some(batch) = next {
-            by_hand.push(match batch.completion().result() {
-                Ok(c) => Ok(Recv {
-                    wr_id: c.wr_id(),
-                    opcode: c.opcode(),
-                    byte_len: c.byte_len(),
-                    imm_data: c.imm_data(),
-                    qp_num: c.qp_num(),
-                    src_qp: c.src_qp(),
-                }),
-                Err(c) => Err(Failed {
-                    wr_id: c.wr_id(),
-                    status: c.status(),
-                    vendor_err: c.vendor_err(),
-                }),
-            });
-            next = batch.advance().unwrap();
-        }
-    })
-    .unwrap()
-    .expect("the injected completions");
-    for i in 0..40 {
-        software::inject(&cq, completion(i)).unwrap();
-    }
-    let mut generated = Vec::new();
-    while Recv::poll(&mut cq, |r| generated.push(r.map(|v| v.to_record()))).unwrap() > 0 {}
-    assert_eq!(generated, by_hand);
+        |ctx| {
+            let mut cq = CqEx::<Flags>::builder(ctx).cqe(64).build().unwrap();
+            let mut by_hand = Vec::new();
+            inject_up_to(&cq, 40);
+            cq.poll_batch(|batch| {
+                let mut next = Some(batch);
+                while let Some(batch) = next {
+                    by_hand.push(match batch.completion().result() {
+                        Ok(c) => Ok(Recv {
+                            wr_id: c.wr_id(),
+                            opcode: c.opcode(),
+                            byte_len: c.byte_len(),
+                            imm_data: c.imm_data(),
+                            qp_num: c.qp_num(),
+                            src_qp: c.src_qp(),
+                        }),
+                        Err(c) => Err(Failed {
+                            wr_id: c.wr_id(),
+                            status: c.status(),
+                            vendor_err: c.vendor_err(),
+                        }),
+                    });
+                    next = batch.advance().unwrap();
+                }
+            })
+            .unwrap()
+            .expect("the injected completions");
+            inject_up_to(&cq, 40);
+            let mut generated = Vec::new();
+            while Recv::poll(&mut cq, |r| generated.push(r.map(|v| v.to_record()))).unwrap() > 0 {}
+            assert_eq!(generated, by_hand);
+        },
+    );
 }
 
 #[test]
 fn a_panicking_handler_still_ends_the_batch() {
-    let Some(ctx) = common::software_ctx(
+    common::on_software(
         "a_panicking_handler_still_ends_the_batch",
         "completion injection",
-    ) else {
-        return;
-    };
-    // A Shared CQ: ibv_start_poll takes the provider's lock, so a batch left open would deadlock
-    // the next poll.
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(8).build().unwrap();
-    for i in 0..3 {
-        software::inject(&cq, completion(i)).unwrap();
-    }
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        Recv::poll(&mut cq, |r| {
-            panic!(
-                "deliberate panic in the handler at {:?}",
-                r.map(|r| r.wr_id())
-            )
-        })
-    }));
-    assert!(r.is_err());
-    let mut rest = Vec::new();
-    while Recv::poll(&mut cq, |r| {
-        rest.push(r.map(|r| r.wr_id()).unwrap_or(u64::MAX))
-    })
-    .unwrap()
-        > 0
-    {}
-    assert_eq!(
-        rest,
-        [1, 2],
-        "the completion the handler panicked on was consumed"
+        |ctx| {
+            // A Shared CQ: ibv_start_poll takes the provider's lock, so a batch left open would deadlock
+            // the next poll.
+            let mut cq = CqEx::<Flags>::builder(ctx).cqe(8).build().unwrap();
+            inject_up_to(&cq, 3);
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                Recv::poll(&mut cq, |r| {
+                    panic!(
+                        "deliberate panic in the handler at {:?}",
+                        r.map(|r| r.wr_id())
+                    )
+                })
+            }));
+            assert!(r.is_err());
+            let mut rest = Vec::new();
+            while Recv::poll(&mut cq, |r| {
+                rest.push(r.map(|r| r.wr_id()).unwrap_or(u64::MAX))
+            })
+            .unwrap()
+                > 0
+            {}
+            assert_eq!(
+                rest,
+                [1, 2],
+                "the completion the handler panicked on was consumed"
+            );
+        },
     );
 }
 
 #[test]
 fn generated_legacy_loop_polls_into_a_stack_array() {
-    let Some(ctx) = common::software_ctx(
+    common::on_software(
         "generated_legacy_loop_polls_into_a_stack_array",
         "completion injection",
-    ) else {
-        return;
-    };
-    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    for i in 0..40 {
-        software::inject(&cq, completion(i)).unwrap();
-    }
-    let mut got = Vec::new();
-    let mut calls = 0;
-    while Recv::poll_legacy(&cq, |r| got.push(r)).unwrap() > 0 {
-        calls += 1;
-    }
-    assert_eq!(calls, 40usize.div_ceil(Recv::MAX_BATCH));
-    assert_eq!(got, (0..40).map(expected).collect::<Vec<_>>());
+        |ctx| {
+            let cq = Cq::builder(ctx).cqe(64).build().unwrap();
+            inject_up_to(&cq, 40);
+            let mut got = Vec::new();
+            let mut calls = 0;
+            while Recv::poll_legacy(&cq, |r| got.push(r)).unwrap() > 0 {
+                calls += 1;
+            }
+            assert_eq!(calls, 40usize.div_ceil(Recv::MAX_BATCH));
+            assert_eq!(got, (0..40).map(expected).collect::<Vec<_>>());
+        },
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ use common::{
     assert_out_of_range, destroyed, feature, open, skip, software_only, Drops, LeakCheck,
 };
 use std::collections::HashSet;
+use typed_verbs::qp::SrqCapable;
 use typed_verbs::software::{self, LiveObjects, SwConfig};
 use typed_verbs::{
     wc_flags, CompChannel, Context, Cq, CqEx, Gid, OwnRq, ParentDomain, Pd, Qp, QpCap, QpType,
@@ -61,6 +62,19 @@ fn own_rq<'a, T: QpType>(
         .build()
 }
 
+/// Builds a QP of type `T` on `srq` asking for the send caps of `want`.
+fn on_srq<'a, T: QpType + SrqCapable>(
+    pd: &'a Pd<'_>,
+    cq: &'a Cq<'_>,
+    srq: &'a Srq<'_>,
+    want: QpCap,
+) -> typed_verbs::Result<Qp<'a, T, UsesSrq>> {
+    Qp::<T>::builder_with_srq(pd, cq, cq, srq)
+        .max_send_wr(want.max_send_wr)
+        .max_send_sge(want.max_send_sge)
+        .build()
+}
+
 /// Checks a created QP: actual caps, query_caps, qp_num.
 #[track_caller]
 fn check_qp<T: QpType, R: typed_verbs::qp::RecvSide, S: typed_verbs::Threading, C>(
@@ -102,13 +116,27 @@ fn srq_supported(ctx: &Context, test: &str) -> bool {
     }
 }
 
+/// The test device's context when it has SRQs (a SKIP line for `test` when not).
+fn srq_ctx(test: &str) -> Option<Context> {
+    let ctx = open();
+    srq_supported(&ctx, test).then_some(ctx)
+}
+
+/// The caps a QP builder asks for when told nothing: one WR and one SGE each way, no inline data.
+const MINIMAL: QpCap = QpCap {
+    max_send_wr: 1,
+    max_recv_wr: 1,
+    max_send_sge: 1,
+    max_recv_sge: 1,
+    max_inline_data: 0,
+};
+
 #[test]
 fn srq_sizes_are_at_least_requested_created_and_queried() {
     const TEST: &str = "srq_sizes_are_at_least_requested_created_and_queried";
-    let ctx = open();
-    if !srq_supported(&ctx, TEST) {
+    let Some(ctx) = srq_ctx(TEST) else {
         return;
-    }
+    };
     let a = ctx.attr().clone();
     let pd = Pd::new(&ctx).expect("pd");
     let mut sizes = vec![
@@ -158,44 +186,23 @@ fn srq_sizes_out_of_range() {
     let drops = Drops::new();
     let max_wr = u64::from(a.max_srq_wr);
     let max_sge = u64::from(a.max_srq_sge);
-    assert_out_of_range(
-        Srq::builder(&pd).max_wr(0).context(drops.token(1)).build(),
-        Verb::CreateSrq,
-        "attr.max_wr",
-        0,
-        1,
-        max_wr,
-    );
-    assert_out_of_range(
-        Srq::builder(&pd)
-            .max_wr(a.max_srq_wr + 1)
-            .context(drops.token(2))
-            .build(),
-        Verb::CreateSrq,
-        "attr.max_wr",
-        max_wr + 1,
-        1,
-        max_wr,
-    );
-    assert_out_of_range(
-        Srq::builder(&pd).max_sge(0).context(drops.token(3)).build(),
-        Verb::CreateSrq,
-        "attr.max_sge",
-        0,
-        1,
-        max_sge,
-    );
-    assert_out_of_range(
-        Srq::builder(&pd)
-            .max_sge(a.max_srq_sge + 1)
-            .context(drops.token(4))
-            .build(),
-        Verb::CreateSrq,
-        "attr.max_sge",
-        max_sge + 1,
-        1,
-        max_sge,
-    );
+    // Each case: the attribute, the value asked, and the device's maximum for it (the minimum
+    // is 1); case `i` carries token `i + 1`.
+    let cases = [
+        ("attr.max_wr", 0, max_wr),
+        ("attr.max_wr", max_wr + 1, max_wr),
+        ("attr.max_sge", 0, max_sge),
+        ("attr.max_sge", max_sge + 1, max_sge),
+    ];
+    for (id, (what, value, max)) in (1..).zip(cases) {
+        let b = Srq::builder(&pd);
+        let b = match what {
+            "attr.max_wr" => b.max_wr(value as u32),
+            _ => b.max_sge(value as u32),
+        };
+        let r = b.context(drops.token(id)).build();
+        assert_out_of_range(r, Verb::CreateSrq, what, value, 1, max);
+    }
     // Below the cap the SRQ's type promises (fixed-size lists rely on it).
     assert_out_of_range(
         Srq::builder(&pd)
@@ -270,10 +277,9 @@ fn srq_limits_of_a_registered_device() {
 #[test]
 fn srq_user_context_is_readable_and_dropped_on_destroy() {
     const TEST: &str = "srq_user_context_is_readable_and_dropped_on_destroy";
-    let ctx = open();
-    if !srq_supported(&ctx, TEST) {
+    let Some(ctx) = srq_ctx(TEST) else {
         return;
-    }
+    };
     let pd = Pd::new(&ctx).unwrap();
     let drops = Drops::new();
     let srq = Srq::builder(&pd).context(drops.token(5)).build().unwrap();
@@ -290,58 +296,56 @@ fn srq_user_context_is_readable_and_dropped_on_destroy() {
 #[test]
 fn qp_of_each_type_with_its_own_rq() {
     const TEST: &str = "qp_of_each_type_with_its_own_rq";
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).cqe(64).build().unwrap();
-    let want = wanted(&ctx);
-    let mut nums = HashSet::new();
-    let leaks = LeakCheck::new(&ctx, TEST);
+    common::with_pd_cq(Some(64), |ctx, pd, cq| {
+        let want = wanted(ctx);
+        let mut nums = HashSet::new();
+        let leaks = LeakCheck::new(ctx, TEST);
 
-    let rc = own_rq::<Rc>(&pd, &cq, want).expect("RC QP");
-    check_qp(&ctx, &rc, want, false, &mut nums);
-    let uc = own_rq::<Uc>(&pd, &cq, want).expect("UC QP");
-    check_qp(&ctx, &uc, want, false, &mut nums);
-    let ud = own_rq::<Ud>(&pd, &cq, want).expect("UD QP");
-    check_qp(&ctx, &ud, want, false, &mut nums);
-    assert!(!rc.sq_sig_all());
-    let mut raw_count = 0;
-    if let Some(raw) = feature(
-        &ctx,
-        TEST,
-        "RAW_PACKET QPs",
-        own_rq::<RawPacket>(&pd, &cq, want),
-    ) {
-        check_qp(&ctx, &raw, want, false, &mut nums);
-        raw_count = 1;
-        destroyed(raw.destroy());
-    }
-    if let Some(b) = leaks.before() {
-        let now = software::live_objects(&ctx).unwrap();
-        assert_eq!(now.qps, b.qps + 3, "three QPs live (RAW_PACKET destroyed)");
-    }
-    assert_eq!(nums.len(), 3 + raw_count);
-    destroyed(rc.destroy());
-    destroyed(uc.destroy());
-    destroyed(ud.destroy());
-    leaks.assert_unchanged("QPs destroyed");
+        let rc = own_rq::<Rc>(pd, cq, want).expect("RC QP");
+        check_qp(ctx, &rc, want, false, &mut nums);
+        let uc = own_rq::<Uc>(pd, cq, want).expect("UC QP");
+        check_qp(ctx, &uc, want, false, &mut nums);
+        let ud = own_rq::<Ud>(pd, cq, want).expect("UD QP");
+        check_qp(ctx, &ud, want, false, &mut nums);
+        assert!(!rc.sq_sig_all());
+        let mut raw_count = 0;
+        if let Some(raw) = feature(
+            ctx,
+            TEST,
+            "RAW_PACKET QPs",
+            own_rq::<RawPacket>(pd, cq, want),
+        ) {
+            check_qp(ctx, &raw, want, false, &mut nums);
+            raw_count = 1;
+            destroyed(raw.destroy());
+        }
+        if let Some(b) = leaks.before() {
+            let now = software::live_objects(ctx).unwrap();
+            assert_eq!(now.qps, b.qps + 3, "three QPs live (RAW_PACKET destroyed)");
+        }
+        assert_eq!(nums.len(), 3 + raw_count);
+        destroyed(rc.destroy());
+        destroyed(uc.destroy());
+        destroyed(ud.destroy());
+        leaks.assert_unchanged("QPs destroyed");
 
-    // sq_sig_all and inline data are passed through.
-    let signaled = Qp::<Rc>::builder(&pd, &cq, &cq)
-        .sq_sig_all(true)
-        .max_inline_data(64)
-        .build()
-        .expect("signaled QP with inline data");
-    assert!(signaled.sq_sig_all());
-    assert!(signaled.caps().max_inline_data >= 64);
+        // sq_sig_all and inline data are passed through.
+        let signaled = Qp::<Rc>::builder(pd, cq, cq)
+            .sq_sig_all(true)
+            .max_inline_data(64)
+            .build()
+            .expect("signaled QP with inline data");
+        assert!(signaled.sq_sig_all());
+        assert!(signaled.caps().max_inline_data >= 64);
+    });
 }
 
 #[test]
 fn qp_with_srq_has_no_recv_caps_and_srq_is_shared() {
     const TEST: &str = "qp_with_srq_has_no_recv_caps_and_srq_is_shared";
-    let ctx = open();
-    if !srq_supported(&ctx, TEST) {
+    let Some(ctx) = srq_ctx(TEST) else {
         return;
-    }
+    };
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).cqe(32).build().unwrap();
     let srq = Srq::builder(&pd).max_wr(16).build().unwrap();
@@ -353,17 +357,9 @@ fn qp_with_srq_has_no_recv_caps_and_srq_is_shared() {
     };
     let mut nums = HashSet::new();
     // One SRQ shared by an RC and a UD QP.
-    let rc: Qp<'_, Rc, UsesSrq> = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq)
-        .max_send_wr(want.max_send_wr)
-        .max_send_sge(want.max_send_sge)
-        .build()
-        .expect("RC on an SRQ");
+    let rc: Qp<'_, Rc, UsesSrq> = on_srq(&pd, &cq, &srq, want).expect("RC on an SRQ");
     check_qp(&ctx, &rc, want, true, &mut nums);
-    let ud: Qp<'_, Ud, UsesSrq> = Qp::<Ud>::builder_with_srq(&pd, &cq, &cq, &srq)
-        .max_send_wr(want.max_send_wr)
-        .max_send_sge(want.max_send_sge)
-        .build()
-        .expect("UD on the same SRQ");
+    let ud: Qp<'_, Ud, UsesSrq> = on_srq(&pd, &cq, &srq, want).expect("UD on the same SRQ");
     check_qp(&ctx, &ud, want, true, &mut nums);
     if let Some(b) = leaks.before() {
         let now = software::live_objects(&ctx).unwrap();
@@ -387,82 +383,22 @@ fn qp_cq_combinations() {
 
     // One CQ as both send and receive CQ, legacy and extended.
     let a: Qp<'_, Rc, OwnRq, Shared> = Qp::<Rc>::builder(&pd, &legacy, &legacy).build().unwrap();
-    check_qp(
-        &ctx,
-        &a,
-        QpCap {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        false,
-        &mut nums,
-    );
+    check_qp(&ctx, &a, MINIMAL, false, &mut nums);
     let b = Qp::<Ud>::builder(&pd, &ex, &ex).build().unwrap();
-    check_qp(
-        &ctx,
-        &b,
-        QpCap {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        false,
-        &mut nums,
-    );
+    check_qp(&ctx, &b, MINIMAL, false, &mut nums);
     // Mixed: legacy send CQ, extended receive CQ, and the other way round.
     let c = own_rq::<Rc>(&pd, &legacy, want).unwrap();
     check_qp(&ctx, &c, want, false, &mut nums);
     let d: Qp<'_, Uc> = Qp::<Uc>::builder(&pd, &legacy, &ex).build().unwrap();
     let e: Qp<'_, Uc> = Qp::<Uc>::builder(&pd, &ex, &legacy).build().unwrap();
-    check_qp(
-        &ctx,
-        &d,
-        QpCap {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        false,
-        &mut nums,
-    );
-    check_qp(
-        &ctx,
-        &e,
-        QpCap {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        false,
-        &mut nums,
-    );
+    check_qp(&ctx, &d, MINIMAL, false, &mut nums);
+    check_qp(&ctx, &e, MINIMAL, false, &mut nums);
     // A SINGLE_THREADED CQ makes the QP SingleThreaded.
     let st = CqEx::<wc_flags!(BYTE_LEN), SingleThreaded>::builder(&ctx).build();
     if let Some(st) = feature(&ctx, TEST, "SINGLE_THREADED CQs", st) {
         let f: Qp<'_, Rc, OwnRq, SingleThreaded> =
             Qp::<Rc>::builder(&pd, &st, &legacy).build().unwrap();
-        check_qp(
-            &ctx,
-            &f,
-            QpCap {
-                max_send_wr: 1,
-                max_recv_wr: 1,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            false,
-            &mut nums,
-        );
+        check_qp(&ctx, &f, MINIMAL, false, &mut nums);
         destroyed(f.destroy());
         destroyed(st.destroy());
     }
@@ -488,26 +424,26 @@ fn qp_caps_over_device_limits_are_out_of_range() {
     let drops = Drops::new();
     let (wr, sge) = (u64::from(a.max_qp_wr), u64::from(a.max_sge));
     let b = || Qp::<Rc>::builder(&pd, &cq, &cq);
-    assert_out_of_range(
-        b().max_send_wr(a.max_qp_wr + 1)
-            .context(drops.token(1))
-            .build(),
-        Verb::CreateQp,
-        "cap.max_send_wr",
-        wr + 1,
-        0,
-        wr,
-    );
-    assert_out_of_range(
-        b().max_send_sge(a.max_sge + 1)
-            .context(drops.token(2))
-            .build(),
-        Verb::CreateQp,
-        "cap.max_send_sge",
-        sge + 1,
-        1, // the type promises one SGE
-        sge,
-    );
+    // Each cap one over the device's maximum, with the minimum the type promises (one SGE);
+    // each case carries its own token.
+    let over = [
+        ("cap.max_send_wr", wr + 1, 0, wr, 1),
+        ("cap.max_send_sge", sge + 1, 1, sge, 2),
+        ("cap.max_recv_wr", wr + 1, 0, wr, 3),
+        ("cap.max_recv_sge", sge + 1, 1, sge, 4),
+    ];
+    for (what, value, min, max, id) in over {
+        let v = value as u32;
+        let r = match what {
+            "cap.max_send_wr" => b().max_send_wr(v),
+            "cap.max_send_sge" => b().max_send_sge(v),
+            "cap.max_recv_wr" => b().max_recv_wr(v),
+            _ => b().max_recv_sge(v),
+        }
+        .context(drops.token(id))
+        .build();
+        assert_out_of_range(r, Verb::CreateQp, what, value, min, max);
+    }
     // Below the cap the QP's type promises (fixed-size lists rely on it): refused before the call.
     assert_out_of_range(
         b().send_sge_cap::<2>()
@@ -529,26 +465,6 @@ fn qp_caps_over_device_limits_are_out_of_range() {
         "cap.max_recv_sge",
         2,
         3,
-        sge,
-    );
-    assert_out_of_range(
-        b().max_recv_wr(a.max_qp_wr + 1)
-            .context(drops.token(3))
-            .build(),
-        Verb::CreateQp,
-        "cap.max_recv_wr",
-        wr + 1,
-        0,
-        wr,
-    );
-    assert_out_of_range(
-        b().max_recv_sge(a.max_sge + 1)
-            .context(drops.token(4))
-            .build(),
-        Verb::CreateQp,
-        "cap.max_recv_sge",
-        sge + 1,
-        1, // the type promises one SGE
         sge,
     );
     assert_out_of_range(
@@ -613,23 +529,19 @@ fn qp_caps_over_device_limits_are_out_of_range() {
 #[test]
 fn qp_refused_by_the_device_frees_its_user_context() {
     const TEST: &str = "qp_refused_by_the_device_frees_its_user_context";
-    let Some(ctx) = common::software_ctx(TEST, "the software device's max_inline_data") else {
-        return;
-    };
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).build().unwrap();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
-    // max_inline_data has no device attribute to check against: the device refuses it.
-    let over = SwConfig::default().max_inline_data + 1;
-    let e = Qp::<Rc>::builder(&pd, &cq, &cq)
-        .max_inline_data(over)
-        .context(drops.token(1))
-        .build()
-        .expect_err("inline data over the device's limit");
-    common::assert_os_error(&e, Verb::CreateQp, libc::EINVAL);
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("QP refused by the device");
+    common::on_software(TEST, "the software device's max_inline_data", |ctx| {
+        let pd = Pd::new(ctx).unwrap();
+        let cq = Cq::builder(ctx).build().unwrap();
+        // max_inline_data has no device attribute to check against: the device refuses it.
+        let over = SwConfig::default().max_inline_data + 1;
+        let e = common::assert_refused(ctx, TEST, "QP refused by the device", |token| {
+            Qp::<Rc>::builder(&pd, &cq, &cq)
+                .max_inline_data(over)
+                .context(token)
+                .build()
+        });
+        common::assert_os_error(&e, Verb::CreateQp, libc::EINVAL);
+    });
 }
 
 #[test]
@@ -678,37 +590,35 @@ fn objects_refused_for_quota_free_their_user_context() {
 
 #[test]
 fn qp_user_context_is_readable_and_dropped_on_destroy() {
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).build().unwrap();
-    let drops = Drops::new();
-    let qp = Qp::<Rc>::builder(&pd, &cq, &cq)
-        .context(drops.token(21))
-        .build()
-        .unwrap();
-    assert_eq!(qp.user_context().id, 21);
-    assert_eq!(drops.count(), 0);
-    destroyed(qp.destroy());
-    assert_eq!(drops.count(), 1);
-    let qp = Qp::<Ud>::builder(&pd, &cq, &cq)
-        .context(String::from("ud"))
-        .build()
-        .unwrap();
-    assert_eq!(qp.user_context(), "ud");
-    let qp2 = Qp::<Uc>::builder(&pd, &cq, &cq)
-        .context(drops.token(22))
-        .build()
-        .unwrap();
-    drop(qp2);
-    assert_eq!(drops.count(), 2);
-    drop(qp);
+    common::with_pd_cq(None, |_, pd, cq| {
+        let drops = Drops::new();
+        let qp = Qp::<Rc>::builder(pd, cq, cq)
+            .context(drops.token(21))
+            .build()
+            .unwrap();
+        assert_eq!(qp.user_context().id, 21);
+        assert_eq!(drops.count(), 0);
+        destroyed(qp.destroy());
+        assert_eq!(drops.count(), 1);
+        let qp = Qp::<Ud>::builder(pd, cq, cq)
+            .context(String::from("ud"))
+            .build()
+            .unwrap();
+        assert_eq!(qp.user_context(), "ud");
+        let qp2 = Qp::<Uc>::builder(pd, cq, cq)
+            .context(drops.token(22))
+            .build()
+            .unwrap();
+        drop(qp2);
+        assert_eq!(drops.count(), 2);
+        drop(qp);
+    });
 }
 
 #[test]
 fn qp_with_objects_of_two_contexts_is_wrong_context() {
     const TEST: &str = "qp_with_objects_of_two_contexts_is_wrong_context";
-    let ctx = open();
-    let other = open();
+    let (ctx, other) = common::two_contexts();
     let other_leaks = LeakCheck::new(&other, TEST);
     let pd = Pd::new(&ctx).unwrap();
     let cq = Cq::builder(&ctx).build().unwrap();
@@ -771,96 +681,89 @@ fn qp_with_objects_of_two_contexts_is_wrong_context() {
 #[test]
 fn raw_packet_qp_unsupported_on_like_rxe() {
     const TEST: &str = "raw_packet_qp_unsupported_on_like_rxe";
-    let Some(ctx) = common::registered_for(
-        TEST,
-        "a like_rxe software device",
-        "qp-raw-like-rxe",
-        SwConfig::like_rxe(),
-    ) else {
-        return;
-    };
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).build().unwrap();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    let drops = Drops::new();
-    let e = Qp::<RawPacket>::builder(&pd, &cq, &cq)
-        .context(drops.token(1))
-        .build()
-        .expect_err("like_rxe has no RAW_PACKET QPs");
-    common::assert_os_error(&e, Verb::CreateQp, libc::EOPNOTSUPP);
-    assert!(e.is_unsupported());
-    assert_eq!(drops.count(), 1);
-    leaks.assert_unchanged("refused RAW_PACKET QP");
-    // The types rxe has work.
-    let rc = Qp::<Rc>::builder(&pd, &cq, &cq)
-        .build()
-        .expect("RC on like_rxe");
-    let ud = Qp::<Ud>::builder(&pd, &cq, &cq)
-        .build()
-        .expect("UD on like_rxe");
-    assert_ne!(rc.qp_num(), ud.qp_num());
+    common::on_like_rxe(TEST, "qp-raw-like-rxe", |ctx| {
+        let pd = Pd::new(ctx).unwrap();
+        let cq = Cq::builder(ctx).build().unwrap();
+        let leaks = LeakCheck::new(ctx, TEST);
+        let drops = Drops::new();
+        let e = Qp::<RawPacket>::builder(&pd, &cq, &cq)
+            .context(drops.token(1))
+            .build()
+            .expect_err("like_rxe has no RAW_PACKET QPs");
+        common::assert_os_error(&e, Verb::CreateQp, libc::EOPNOTSUPP);
+        assert!(e.is_unsupported());
+        assert_eq!(drops.count(), 1);
+        leaks.assert_unchanged("refused RAW_PACKET QP");
+        // The types rxe has work.
+        let rc = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .build()
+            .expect("RC on like_rxe");
+        let ud = Qp::<Ud>::builder(&pd, &cq, &cq)
+            .build()
+            .expect("UD on like_rxe");
+        assert_ne!(rc.qp_num(), ud.qp_num());
+    });
 }
 
 #[test]
 fn ud_multicast_attach_and_detach() {
     const TEST: &str = "ud_multicast_attach_and_detach";
-    let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let cq = Cq::builder(&ctx).build().unwrap();
-    let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
-    let count = || software::live_objects(&ctx).map(|l| l.mcast_attachments);
-    if !ctx.is_software() {
-        skip(
-            TEST,
-            "counting attachments (software::live_objects) needs the software device",
-        );
-    }
-    let base = count();
+    common::with_pd_cq(None, |ctx, pd, cq| {
+        let qp = Qp::<Ud>::builder(pd, cq, cq).build().unwrap();
+        let count = || software::live_objects(ctx).map(|l| l.mcast_attachments);
+        if !ctx.is_software() {
+            skip(
+                TEST,
+                "counting attachments (software::live_objects) needs the software device",
+            );
+        }
+        let base = count();
 
-    let mut g1 = [0u8; 16];
-    g1[0] = 0xff;
-    g1[1] = 0x0e;
-    g1[12..].copy_from_slice(&[0xe0, 0x00, 0x01, 0x17]);
-    let g1 = Gid(g1);
-    let mut g2 = g1;
-    g2.0[15] = 0x18;
-    assert!(g1.is_multicast() && g2.is_multicast());
+        let mut g1 = [0u8; 16];
+        g1[0] = 0xff;
+        g1[1] = 0x0e;
+        g1[12..].copy_from_slice(&[0xe0, 0x00, 0x01, 0x17]);
+        let g1 = Gid(g1);
+        let mut g2 = g1;
+        g2.0[15] = 0x18;
+        assert!(g1.is_multicast() && g2.is_multicast());
 
-    qp.attach_mcast(g1, 0).expect("attach a multicast group");
-    assert_eq!(qp.mcast_groups(), vec![(g1, 0)]);
-    assert_eq!(count(), base.map(|n| n + 1));
-    qp.attach_mcast(g2, 0).expect("attach a second group");
-    assert_eq!(count(), base.map(|n| n + 2));
-    qp.detach_mcast(g1, 0).expect("detach the first group");
-    assert_eq!(qp.mcast_groups(), vec![(g2, 0)]);
-    assert_eq!(count(), base.map(|n| n + 1));
-    qp.detach_mcast(g2, 0).expect("detach the second group");
-    assert_eq!(count(), base);
-    // Leaving a group not joined is the device's EINVAL, and changes nothing.
-    let e = qp
-        .detach_mcast(g2, 0)
-        .expect_err("a group not joined cannot be left");
-    common::assert_os_error(&e, Verb::DetachMcast, libc::EINVAL);
-    assert!(qp.mcast_groups().is_empty());
+        qp.attach_mcast(g1, 0).expect("attach a multicast group");
+        assert_eq!(qp.mcast_groups(), vec![(g1, 0)]);
+        assert_eq!(count(), base.map(|n| n + 1));
+        qp.attach_mcast(g2, 0).expect("attach a second group");
+        assert_eq!(count(), base.map(|n| n + 2));
+        qp.detach_mcast(g1, 0).expect("detach the first group");
+        assert_eq!(qp.mcast_groups(), vec![(g2, 0)]);
+        assert_eq!(count(), base.map(|n| n + 1));
+        qp.detach_mcast(g2, 0).expect("detach the second group");
+        assert_eq!(count(), base);
+        // Leaving a group not joined is the device's EINVAL, and changes nothing.
+        let e = qp
+            .detach_mcast(g2, 0)
+            .expect_err("a group not joined cannot be left");
+        common::assert_os_error(&e, Verb::DetachMcast, libc::EINVAL);
+        assert!(qp.mcast_groups().is_empty());
 
-    let mut bad = [0u8; 16];
-    bad[0] = 0xfe;
-    bad[1] = 0x80;
-    bad[15] = 1;
-    let bad = Gid(bad);
-    assert!(!bad.is_multicast());
-    let e = qp
-        .attach_mcast(bad, 0)
-        .expect_err("a unicast GID is not a group");
-    common::assert_os_error(&e, Verb::AttachMcast, libc::EINVAL);
-    assert_eq!(count(), base);
+        let mut bad = [0u8; 16];
+        bad[0] = 0xfe;
+        bad[1] = 0x80;
+        bad[15] = 1;
+        let bad = Gid(bad);
+        assert!(!bad.is_multicast());
+        let e = qp
+            .attach_mcast(bad, 0)
+            .expect_err("a unicast GID is not a group");
+        common::assert_os_error(&e, Verb::AttachMcast, libc::EINVAL);
+        assert_eq!(count(), base);
 
-    // Re-attaching after detach works, and the QP is destroyable once it has left.
-    qp.attach_mcast(g1, 0).expect("attach again");
-    assert_eq!(count(), base.map(|n| n + 1));
-    qp.detach_mcast(g1, 0).expect("detach again");
-    destroyed(qp.destroy());
-    assert_eq!(count(), base);
+        // Re-attaching after detach works, and the QP is destroyable once it has left.
+        qp.attach_mcast(g1, 0).expect("attach again");
+        assert_eq!(count(), base.map(|n| n + 1));
+        qp.detach_mcast(g1, 0).expect("detach again");
+        destroyed(qp.destroy());
+        assert_eq!(count(), base);
+    });
 }
 
 /// Calls `f` with the value of `o`, taking `o` by value.

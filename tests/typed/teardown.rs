@@ -16,13 +16,15 @@
 
 use crate::common;
 
-use common::{destroyed, feature, flushed_qp, in_batch, open, within, Drops, LeakCheck};
+use common::{destroyed, feature, flushed_qp, in_batch, leak_checked, open, within, Drops};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use typed_verbs::qp_state::ErrorState;
 use typed_verbs::{
-    software, Cq, CqEx, ErrorKind, Gid, Pd, Qp, QpStateName, Rc, Srq, Standard, Ud, UdInit, Verb,
+    software, Context, Cq, CqEx, ErrorKind, Gid, OwnRq, Pd, Poller, Qp, QpStateName, Rc, Shared,
+    Srq, Standard, Ud, UdInit, Verb,
 };
 
 /// A user context whose drop panics.
@@ -33,51 +35,96 @@ impl Drop for PanicOnDrop {
     }
 }
 
+/// A PD and a CQ of 8 on `ctx`, the CQ split into its shared half and its poller, for `f`.
+fn split_cq<R>(
+    ctx: &Context,
+    f: impl for<'c> FnOnce(&'c Pd<'_>, &'c CqEx<'_, Standard>, Poller<'c, Standard>) -> R,
+) -> R {
+    let pd = Pd::new(ctx).unwrap();
+    let mut cq = CqEx::<Standard>::builder(ctx).cqe(8).build().unwrap();
+    let (shared, poller) = cq.split();
+    f(&pd, shared, poller)
+}
+
+/// [`split_cq`] on the test device, then the leak check (`what`) that `f` left nothing behind.
+fn with_split_cq(
+    test: &str,
+    what: &str,
+    f: impl for<'c> FnOnce(&'c Context, &'c Pd<'_>, &'c CqEx<'_, Standard>, Poller<'c, Standard>),
+) {
+    leak_checked(test, what, |ctx| {
+        split_cq(ctx, |pd, shared, poller| f(ctx, pd, shared, poller))
+    });
+}
+
+/// [`with_split_cq`] with a QP on the CQ (no user context) whose receive 1 was flushed: its
+/// completion waits in the CQ.
+fn with_flushed_qp(
+    test: &str,
+    what: &str,
+    f: impl for<'c> FnOnce(
+        &'c Context,
+        &'c Pd<'_>,
+        &'c CqEx<'_, Standard>,
+        Poller<'c, Standard>,
+        FlushedQp<'c>,
+    ),
+) {
+    with_split_cq(test, what, |ctx, pd, shared, poller| {
+        let qp = flushed_qp(pd, shared, (), 1);
+        f(ctx, pd, shared, poller, qp)
+    })
+}
+
+/// A QP of [`flushed_qp`], in ERR.
+type FlushedQp<'c> = Qp<'c, Rc, OwnRq, Shared, (), ErrorState>;
+
 #[test]
 fn panicking_user_context_in_destroy_destroys_once() {
     const TEST: &str = "panicking_user_context_in_destroy_destroys_once";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let cq = Cq::builder(&ctx).context(PanicOnDrop).build().unwrap();
-        let cq_ex = CqEx::<Standard>::builder(&ctx)
-            .context(PanicOnDrop)
-            .build()
-            .unwrap();
-        let plain = Cq::builder(&ctx).build().unwrap();
-        let qp = Qp::<Rc>::builder(&pd, &plain, &plain)
-            .context(PanicOnDrop)
-            .build()
-            .unwrap();
-        // Each destroy succeeds at the C level, then the user context's drop panics: the
-        // panic reaches the caller, and nothing is destroyed a second time (the process would
-        // crash, and the leak check below would count the object twice).
-        for (what, r) in [
-            ("qp", catch_unwind(AssertUnwindSafe(|| drop(qp.destroy())))),
-            ("cq", catch_unwind(AssertUnwindSafe(|| drop(cq.destroy())))),
-            (
-                "cq_ex",
-                catch_unwind(AssertUnwindSafe(|| drop(cq_ex.destroy()))),
-            ),
-        ] {
-            assert!(
-                r.is_err(),
-                "{what}: the user context's panic reaches the caller"
-            );
-        }
-        let srq = Srq::builder(&pd).context(PanicOnDrop).build();
-        if let Some(srq) = feature(&ctx, TEST, "SRQs", srq) {
-            assert!(catch_unwind(AssertUnwindSafe(|| drop(srq.destroy()))).is_err());
-        }
-        // The same from Drop: the C object goes once, the panic unwinds out of the drop.
-        let qp = Qp::<Rc>::builder(&pd, &plain, &plain)
-            .context(PanicOnDrop)
-            .build()
-            .unwrap();
-        assert!(catch_unwind(AssertUnwindSafe(move || drop(qp))).is_err());
-    }
-    leaks.assert_unchanged("destroying objects whose user context panics");
+    leak_checked(
+        TEST,
+        "destroying objects whose user context panics",
+        |ctx| {
+            let pd = Pd::new(ctx).unwrap();
+            let cq = Cq::builder(ctx).context(PanicOnDrop).build().unwrap();
+            let cq_ex = CqEx::<Standard>::builder(ctx)
+                .context(PanicOnDrop)
+                .build()
+                .unwrap();
+            let plain = Cq::builder(ctx).build().unwrap();
+            let qp = Qp::<Rc>::builder(&pd, &plain, &plain)
+                .context(PanicOnDrop)
+                .build()
+                .unwrap();
+            // Each destroy succeeds at the C level, then the user context's drop panics: the
+            // panic reaches the caller, and nothing is destroyed a second time (the process would
+            // crash, and the leak check below would count the object twice).
+            for (what, r) in [
+                ("qp", catch_unwind(AssertUnwindSafe(|| drop(qp.destroy())))),
+                ("cq", catch_unwind(AssertUnwindSafe(|| drop(cq.destroy())))),
+                (
+                    "cq_ex",
+                    catch_unwind(AssertUnwindSafe(|| drop(cq_ex.destroy()))),
+                ),
+            ] {
+                assert!(
+                    r.is_err(),
+                    "{what}: the user context's panic reaches the caller"
+                );
+            }
+            let srq = Srq::builder(&pd).context(PanicOnDrop).build();
+            if let Some(srq) = feature(ctx, TEST, "SRQs", srq) {
+                assert!(catch_unwind(AssertUnwindSafe(|| drop(srq.destroy()))).is_err());
+            }
+            // The same from Drop: the C object goes once, the panic unwinds out of the drop.
+            let qp = Qp::<Rc>::builder(&pd, &plain, &plain)
+                .context(PanicOnDrop)
+                .build()
+                .unwrap();
+            assert!(catch_unwind(AssertUnwindSafe(move || drop(qp))).is_err());
+        },
+    );
 }
 
 #[test]
@@ -154,60 +201,58 @@ fn leaked_batch_is_ended_when_poll_batch_returns() {
 #[test]
 fn qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred() {
     const TEST: &str = "qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
     let drops = Drops::new();
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-        let (shared, mut poller) = cq.split();
-        let victim = flushed_qp(&pd, shared, drops.token(7), 7);
-        let other = flushed_qp(&pd, shared, drops.token(8), 8);
-        let start = Instant::now();
-        let mut slot = Some((victim, other));
-        let mut ran = false;
-        while !ran && start.elapsed() < Duration::from_secs(2) {
-            ran = poller
-                .poll_batch(|batch| {
-                    let _ = batch.completion().wr_id();
-                    let (victim, other) = slot.take().expect("one batch runs this");
-                    // Destroy: refused before the call, the QP comes back.
-                    let e = victim.try_destroy().expect_err("destroy inside the batch");
-                    assert_eq!(e.error.kind, ErrorKind::BatchOpen);
-                    assert_eq!(e.error.verb, Verb::DestroyQp);
-                    assert_eq!(e.error.errno(), libc::EDEADLK);
-                    // Reset: refused likewise, the QP comes back in its state.
-                    let e = e.object.try_to_reset().expect_err("reset inside the batch");
-                    assert_eq!(e.error.kind, ErrorKind::BatchOpen);
-                    assert_eq!(
-                        e.error.verb,
-                        Verb::ModifyQp {
-                            from: QpStateName::Err,
-                            to: QpStateName::Reset
-                        }
-                    );
-                    // Moving to ERR does not take the CQ lock: allowed.
-                    let victim = e.qp.to_error().unwrap_or_else(|e| panic!("{e}"));
-                    // Drop: the destroy waits for the end of the batch; the user contexts go
-                    // at once (they may borrow what the closure frees next).
-                    let live = software::live_objects(&ctx).map(|l| l.qps);
-                    drop(victim);
-                    drop(other);
-                    assert_eq!(drops.count(), 2, "user contexts dropped at once");
-                    assert_eq!(
-                        software::live_objects(&ctx).map(|l| l.qps),
-                        live,
-                        "the C QPs wait for the batch's end"
-                    );
-                })
-                .unwrap()
-                .is_some();
-        }
-        assert!(ran, "{TEST}: a flushed receive completes");
-        // The batch ended when poll_batch returned; the deferred QPs went then (the leak check
-        // below).
-    }
-    leaks.assert_unchanged("QPs dropped inside a batch");
+    with_split_cq(
+        TEST,
+        "QPs dropped inside a batch",
+        |ctx, pd, shared, mut poller| {
+            let victim = flushed_qp(pd, shared, drops.token(7), 7);
+            let other = flushed_qp(pd, shared, drops.token(8), 8);
+            let start = Instant::now();
+            let mut slot = Some((victim, other));
+            let mut ran = false;
+            while !ran && start.elapsed() < Duration::from_secs(2) {
+                ran = poller
+                    .poll_batch(|batch| {
+                        let _ = batch.completion().wr_id();
+                        let (victim, other) = slot.take().expect("one batch runs this");
+                        // Destroy: refused before the call, the QP comes back.
+                        let e = victim.try_destroy().expect_err("destroy inside the batch");
+                        assert_eq!(e.error.kind, ErrorKind::BatchOpen);
+                        assert_eq!(e.error.verb, Verb::DestroyQp);
+                        assert_eq!(e.error.errno(), libc::EDEADLK);
+                        // Reset: refused likewise, the QP comes back in its state.
+                        let e = e.object.try_to_reset().expect_err("reset inside the batch");
+                        assert_eq!(e.error.kind, ErrorKind::BatchOpen);
+                        assert_eq!(
+                            e.error.verb,
+                            Verb::ModifyQp {
+                                from: QpStateName::Err,
+                                to: QpStateName::Reset
+                            }
+                        );
+                        // Moving to ERR does not take the CQ lock: allowed.
+                        let victim = e.qp.to_error().unwrap_or_else(|e| panic!("{e}"));
+                        // Drop: the destroy waits for the end of the batch; the user contexts go
+                        // at once (they may borrow what the closure frees next).
+                        let live = software::live_objects(ctx).map(|l| l.qps);
+                        drop(victim);
+                        drop(other);
+                        assert_eq!(drops.count(), 2, "user contexts dropped at once");
+                        assert_eq!(
+                            software::live_objects(ctx).map(|l| l.qps),
+                            live,
+                            "the C QPs wait for the batch's end"
+                        );
+                    })
+                    .unwrap()
+                    .is_some();
+            }
+            assert!(ran, "{TEST}: a flushed receive completes");
+            // The batch ended when poll_batch returned; the deferred QPs went then (the leak check
+            // after this closure).
+        },
+    );
 }
 
 /// A QP destroyed on another thread while a batch is open on its CQ: the batch holds the lock
@@ -216,36 +261,32 @@ fn qp_destroy_or_reset_inside_its_cqs_batch_is_refused_and_drop_is_deferred() {
 #[test]
 fn a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end() {
     const TEST: &str = "a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-        let (shared, mut poller) = cq.split();
-        let qp = flushed_qp(&pd, shared, (), 1);
-        let done = std::sync::atomic::AtomicBool::new(false);
-        std::thread::scope(|s| {
-            let destroyer = in_batch(&mut poller, || {
-                let done = &done;
-                let destroyer = s.spawn(move || {
-                    let r = qp.destroy();
-                    done.store(true, Ordering::SeqCst);
-                    r
+    with_flushed_qp(
+        TEST,
+        "a QP destroyed after another thread's batch",
+        |_, _, _, mut poller, qp| {
+            let done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                let destroyer = in_batch(&mut poller, || {
+                    let done = &done;
+                    let destroyer = s.spawn(move || {
+                        let r = qp.destroy();
+                        done.store(true, Ordering::SeqCst);
+                        r
+                    });
+                    std::thread::sleep(Duration::from_millis(100));
+                    assert!(
+                        !done.load(Ordering::SeqCst),
+                        "{TEST}: the destroy waits while the batch is open"
+                    );
+                    destroyer
                 });
-                std::thread::sleep(Duration::from_millis(100));
-                assert!(
-                    !done.load(Ordering::SeqCst),
-                    "{TEST}: the destroy waits while the batch is open"
-                );
-                destroyer
+                destroyer.join().unwrap().unwrap_or_else(|e| {
+                    panic!("{TEST}: the destroy succeeds after the batch: {e}")
+                });
             });
-            destroyer
-                .join()
-                .unwrap()
-                .unwrap_or_else(|e| panic!("{TEST}: the destroy succeeds after the batch: {e}"));
-        });
-    }
-    leaks.assert_unchanged("a QP destroyed after another thread's batch");
+        },
+    );
 }
 
 /// The same, but the batch's closure joins the destroying thread, which waits for the batch:
@@ -254,40 +295,37 @@ fn a_qp_destroyed_on_another_thread_during_a_batch_waits_for_its_end() {
 #[test]
 fn a_destroy_the_batch_waits_for_is_refused_after_a_second() {
     const TEST: &str = "a_destroy_the_batch_waits_for_is_refused_after_a_second";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-        let (shared, mut poller) = cq.split();
-        let qp = flushed_qp(&pd, shared, (), 1);
-        std::thread::scope(|s| {
-            in_batch(&mut poller, || {
-                // Joined inside the batch: the destroy waits for this batch, which waits for
-                // it; the destroy's wait ends.
-                let waited = s
-                    .spawn(move || {
-                        let t = Instant::now();
-                        let e = qp.try_destroy().expect_err("the batch never ends first");
-                        assert_eq!(
-                            (e.error.verb, e.error.kind),
-                            (Verb::DestroyQp, ErrorKind::BatchOpen),
-                            "{TEST}"
-                        );
-                        drop(e.object); // handed to the batch
-                        t.elapsed()
-                    })
-                    .join()
-                    .unwrap();
-                assert!(
-                    waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
-                    "{TEST}: the destroy waited {waited:?}, about a second"
-                );
-            })
-        });
-    }
-    // The batch destroyed the QP it was handed after its end.
-    leaks.assert_unchanged("a QP handed to the batch that waited for its destroy");
+    with_flushed_qp(
+        TEST,
+        "a QP handed to the batch that waited for its destroy",
+        |_, _, _, mut poller, qp| {
+            std::thread::scope(|s| {
+                in_batch(&mut poller, || {
+                    // Joined inside the batch: the destroy waits for this batch, which waits for
+                    // it; the destroy's wait ends.
+                    let waited = s
+                        .spawn(move || {
+                            let t = Instant::now();
+                            let e = qp.try_destroy().expect_err("the batch never ends first");
+                            assert_eq!(
+                                (e.error.verb, e.error.kind),
+                                (Verb::DestroyQp, ErrorKind::BatchOpen),
+                                "{TEST}"
+                            );
+                            drop(e.object); // handed to the batch
+                            t.elapsed()
+                        })
+                        .join()
+                        .unwrap();
+                    assert!(
+                        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+                        "{TEST}: the destroy waited {waited:?}, about a second"
+                    );
+                })
+            });
+            // The batch destroyed the QP it was handed after its end.
+        },
+    );
 }
 
 /// A QP dropped on another thread while a batch is open on its CQ: a `Drop` never waits (the
@@ -296,30 +334,25 @@ fn a_destroy_the_batch_waits_for_is_refused_after_a_second() {
 #[test]
 fn a_qp_dropped_on_another_thread_during_a_batch_is_handed_to_it() {
     const TEST: &str = "a_qp_dropped_on_another_thread_during_a_batch_is_handed_to_it";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-        let (shared, mut poller) = cq.split();
-        let qp = flushed_qp(&pd, shared, (), 1);
-        std::thread::scope(|s| {
-            // Joined inside the batch: the dropping thread must not wait for it.
-            in_batch(&mut poller, || s.spawn(move || drop(qp)).join().unwrap())
-        });
-    }
-    // The batch destroyed the QP it was handed after its end.
-    leaks.assert_unchanged("a QP handed to another thread's batch");
+    with_flushed_qp(
+        TEST,
+        "a QP handed to another thread's batch",
+        |_, _, _, mut poller, qp| {
+            std::thread::scope(|s| {
+                // Joined inside the batch: the dropping thread must not wait for it.
+                in_batch(&mut poller, || s.spawn(move || drop(qp)).join().unwrap())
+            });
+            // The batch destroyed the QP it was handed after its end.
+        },
+    );
 }
 
 #[test]
 fn multicast_groups_never_left_do_not_block_the_qp_destroy() {
     const TEST: &str = "multicast_groups_never_left_do_not_block_the_qp_destroy";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let cq = Cq::builder(&ctx).build().unwrap();
+    leak_checked(TEST, "multicast groups never left", |ctx| {
+        let pd = Pd::new(ctx).unwrap();
+        let cq = Cq::builder(ctx).build().unwrap();
         let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build().unwrap();
         let mut g = [0u8; 16];
         g[0] = 0xff;
@@ -350,8 +383,7 @@ fn multicast_groups_never_left_do_not_block_the_qp_destroy() {
         drop(qp);
         destroyed(cq.destroy());
         destroyed(pd.destroy());
-    }
-    leaks.assert_unchanged("multicast groups never left");
+    });
 }
 
 /// Inside a batch, nothing waits for a CQ lock: a second batch (on another CQ) and a legacy
@@ -399,25 +431,24 @@ fn a_qp_user_context_is_dropped_with_its_handle_inside_a_batch() {
         }
     }
     let ctx = open();
-    let pd = Pd::new(&ctx).unwrap();
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-    let (shared, mut poller) = cq.split();
-    let _qp = flushed_qp(&pd, shared, (), 1);
-    let seen = AtomicU64::new(0);
-    in_batch(&mut poller, || {
-        let data = vec![7u8; 4096];
-        let qp = Qp::<Ud>::builder(&pd, shared, shared)
-            .context(Sums(&data, &seen))
-            .build()
-            .unwrap();
-        drop(qp);
-        drop(data);
+    split_cq(&ctx, |pd, shared, mut poller| {
+        let _qp = flushed_qp(pd, shared, (), 1);
+        let seen = AtomicU64::new(0);
+        in_batch(&mut poller, || {
+            let data = vec![7u8; 4096];
+            let qp = Qp::<Ud>::builder(pd, shared, shared)
+                .context(Sums(&data, &seen))
+                .build()
+                .unwrap();
+            drop(qp);
+            drop(data);
+        });
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            7 * 4096,
+            "the context read live data when it dropped"
+        );
     });
-    assert_eq!(
-        seen.load(Ordering::SeqCst),
-        7 * 4096,
-        "the context read live data when it dropped"
-    );
 }
 
 /// Objects a deferred QP may use, dropped after it inside the same batch, are destroyed after
@@ -425,37 +456,34 @@ fn a_qp_user_context_is_dropped_with_its_handle_inside_a_batch() {
 #[test]
 fn parents_dropped_after_a_deferred_qp_follow_it() {
     const TEST: &str = "parents_dropped_after_a_deferred_qp_follow_it";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
     let drops = Drops::new();
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-        let (shared, mut poller) = cq.split();
-        let _qp = flushed_qp(&pd, shared, (), 1);
-        let name = ctx.device_name().to_string();
-        let token = drops.token(1);
-        in_batch(&mut poller, move || {
-            // Everything here is new and dropped in creation order, the QP first.
-            let ctx2 = typed_verbs::Context::open(&name).unwrap();
-            let pd2 = Pd::new(&ctx2).unwrap();
-            let cq2 = Cq::builder(&ctx2).context(token).build().unwrap();
-            let srq2 = Srq::builder(&pd2).build().ok();
-            let qp2 = Qp::<Rc>::builder(&pd2, &cq2, &cq2).build().unwrap();
-            drop(qp2);
-            drop(srq2);
-            drop(cq2);
-            drop(pd2);
-            drop(ctx2);
-        });
-        assert_eq!(
-            drops.count(),
-            1,
-            "the CQ's user context went with its handle"
-        );
-    }
-    // The second context was closed (its objects first), and nothing of ours leaked.
-    leaks.assert_unchanged("parents dropped inside a batch after a QP");
+    with_flushed_qp(
+        TEST,
+        "parents dropped inside a batch after a QP",
+        |ctx, _, _, mut poller, _qp| {
+            let name = ctx.device_name().to_string();
+            let token = drops.token(1);
+            in_batch(&mut poller, move || {
+                // Everything here is new and dropped in creation order, the QP first.
+                let ctx2 = typed_verbs::Context::open(&name).unwrap();
+                let pd2 = Pd::new(&ctx2).unwrap();
+                let cq2 = Cq::builder(&ctx2).context(token).build().unwrap();
+                let srq2 = Srq::builder(&pd2).build().ok();
+                let qp2 = Qp::<Rc>::builder(&pd2, &cq2, &cq2).build().unwrap();
+                drop(qp2);
+                drop(srq2);
+                drop(cq2);
+                drop(pd2);
+                drop(ctx2);
+            });
+            assert_eq!(
+                drops.count(),
+                1,
+                "the CQ's user context went with its handle"
+            );
+            // The second context was closed (its objects first), and nothing of ours leaked.
+        },
+    );
 }
 
 /// Two threads, each inside a batch on its own CQ, each drop a QP that uses the other's CQ: the
@@ -497,29 +525,26 @@ fn threads_inside_batches_do_not_wait_for_each_others_cq_locks() {
 #[test]
 fn a_panicking_user_context_inside_a_batch_strands_nothing() {
     const TEST: &str = "a_panicking_user_context_inside_a_batch_strands_nothing";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-        let (shared, mut poller) = cq.split();
-        let _qp = flushed_qp(&pd, shared, (), 1);
-        let good = Qp::<Ud>::builder(&pd, shared, shared).build().unwrap();
-        let bad = Qp::<Ud>::builder(&pd, shared, shared)
-            .context(PanicOnDrop)
-            .build()
-            .unwrap();
-        let mut qps = Some((good, bad));
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            in_batch(&mut poller, || {
-                let (good, bad) = qps.take().unwrap();
-                drop(good);
-                drop(bad);
-            })
-        }));
-        assert!(r.is_err(), "{TEST}: the context's panic reaches the caller");
-    }
-    leaks.assert_unchanged("a panicking user context inside a batch");
+    with_flushed_qp(
+        TEST,
+        "a panicking user context inside a batch",
+        |_, pd, shared, mut poller, _qp| {
+            let good = Qp::<Ud>::builder(pd, shared, shared).build().unwrap();
+            let bad = Qp::<Ud>::builder(pd, shared, shared)
+                .context(PanicOnDrop)
+                .build()
+                .unwrap();
+            let mut qps = Some((good, bad));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                in_batch(&mut poller, || {
+                    let (good, bad) = qps.take().unwrap();
+                    drop(good);
+                    drop(bad);
+                })
+            }));
+            assert!(r.is_err(), "{TEST}: the context's panic reaches the caller");
+        },
+    );
 }
 
 /// Objects a waiting QP uses may move to another thread once its handle is gone: dropped
@@ -528,52 +553,49 @@ fn a_panicking_user_context_inside_a_batch_strands_nothing() {
 #[test]
 fn parents_dropped_on_another_thread_wait_for_the_qp() {
     const TEST: &str = "parents_dropped_on_another_thread_wait_for_the_qp";
-    let ctx = open();
-    let leaks = LeakCheck::new(&ctx, TEST);
-    {
-        let pd = Pd::new(&ctx).unwrap();
-        let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build().unwrap();
-        let (shared, mut poller) = cq.split();
-        let _qp = flushed_qp(&pd, shared, (), 1);
-        let name = ctx.device_name().to_string();
-        let ctx_ref = &ctx;
-        let refused = in_batch(&mut poller, move || {
-            // Of the test's own context: a PD and CQ dropped on another thread.
-            let pd2 = Pd::new(ctx_ref).unwrap();
-            let cq2 = Cq::builder(ctx_ref).build().unwrap();
-            let qp2 = Qp::<Rc>::builder(&pd2, &cq2, &cq2).build().unwrap();
-            drop(qp2);
-            std::thread::scope(|s| {
-                s.spawn(move || {
-                    drop(cq2);
-                    drop(pd2);
+    with_flushed_qp(
+        TEST,
+        "parents dropped on another thread while their QP waited",
+        |ctx, _, _, mut poller, _qp| {
+            let name = ctx.device_name().to_string();
+            let ctx_ref = ctx;
+            let refused = in_batch(&mut poller, move || {
+                // Of the test's own context: a PD and CQ dropped on another thread.
+                let pd2 = Pd::new(ctx_ref).unwrap();
+                let cq2 = Cq::builder(ctx_ref).build().unwrap();
+                let qp2 = Qp::<Rc>::builder(&pd2, &cq2, &cq2).build().unwrap();
+                drop(qp2);
+                std::thread::scope(|s| {
+                    s.spawn(move || {
+                        drop(cq2);
+                        drop(pd2);
+                    });
                 });
+                // Another context: its QP waits, the context moves to another thread and is
+                // closed there.
+                let ctx3 = typed_verbs::Context::open(&name).unwrap();
+                let pd3 = Pd::new(&ctx3).unwrap();
+                let cq3 = Cq::builder(&ctx3).build().unwrap();
+                let qp3 = Qp::<Rc>::builder(&pd3, &cq3, &cq3).build().unwrap();
+                drop(qp3);
+                drop(cq3);
+                drop(pd3);
+                std::thread::spawn(move || match ctx3.try_close() {
+                    Ok(()) => None,
+                    Err(e) => {
+                        let kind = e.error.kind.clone();
+                        drop(e.object); // dropping closes it after the QP
+                        Some(kind)
+                    }
+                })
+                .join()
+                .unwrap()
             });
-            // Another context: its QP waits, the context moves to another thread and is
-            // closed there.
-            let ctx3 = typed_verbs::Context::open(&name).unwrap();
-            let pd3 = Pd::new(&ctx3).unwrap();
-            let cq3 = Cq::builder(&ctx3).build().unwrap();
-            let qp3 = Qp::<Rc>::builder(&pd3, &cq3, &cq3).build().unwrap();
-            drop(qp3);
-            drop(cq3);
-            drop(pd3);
-            std::thread::spawn(move || match ctx3.try_close() {
-                Ok(()) => None,
-                Err(e) => {
-                    let kind = e.error.kind.clone();
-                    drop(e.object); // dropping closes it after the QP
-                    Some(kind)
-                }
-            })
-            .join()
-            .unwrap()
-        });
-        assert_eq!(
-            refused,
-            Some(ErrorKind::BatchOpen),
-            "{TEST}: close while a QP waits"
-        );
-    }
-    leaks.assert_unchanged("parents dropped on another thread while their QP waited");
+            assert_eq!(
+                refused,
+                Some(ErrorKind::BatchOpen),
+                "{TEST}: close while a QP waits"
+            );
+        },
+    );
 }
