@@ -126,43 +126,37 @@ fn code_only(text: &str) -> String {
                 out.push(blank(ch));
             }
             i = j;
-        } else if c == '"' {
-            out.push(' ');
-            i += 1;
-            while i < b.len() && b[i] != '"' {
-                if b[i] == '\\' {
-                    out.push(' ');
-                    i += 1;
-                }
-                if i < b.len() {
-                    out.push(blank(b[i]));
-                    i += 1;
-                }
-            }
-            out.push(' ');
-            i += 1;
-        } else if c == '\'' && (next == Some('\\') || b.get(i + 2) == Some(&'\'')) {
-            // A char literal ('x', '\n', '\u{..}'); a lifetime ('a) is code.
-            out.push(' ');
-            i += 1;
-            while i < b.len() && b[i] != '\'' {
-                if b[i] == '\\' {
-                    out.push(' ');
-                    i += 1;
-                }
-                if i < b.len() {
-                    out.push(blank(b[i]));
-                    i += 1;
-                }
-            }
-            out.push(' ');
-            i += 1;
+        } else if c == '"' || c == '\'' && (next == Some('\\') || b.get(i + 2) == Some(&'\'')) {
+            // A string literal, or a char literal ('x', '\n', '\u{..}'); a lifetime ('a) is
+            // code.
+            i = blank_quoted(&b, i, &mut out);
         } else {
             out.push(c);
             i += 1;
         }
     }
     out
+}
+
+/// Blanks the quoted literal that opens at `b[open]` (its quote char closes it; a backslash
+/// escapes the next char) into `out`, and returns the index past its closing quote.
+fn blank_quoted(b: &[char], open: usize, out: &mut String) -> usize {
+    let quote = b[open];
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    out.push(' ');
+    let mut i = open + 1;
+    while i < b.len() && b[i] != quote {
+        if b[i] == '\\' {
+            out.push(' ');
+            i += 1;
+        }
+        if i < b.len() {
+            out.push(blank(b[i]));
+            i += 1;
+        }
+    }
+    out.push(' ');
+    i + 1
 }
 
 #[derive(Debug, Clone, PartialEq)]
