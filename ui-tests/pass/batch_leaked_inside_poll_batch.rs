@@ -5,7 +5,7 @@ use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcod
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     for wr_id in [1, 2] {
         software::inject(&cq, InjectedCompletion::success(wr_id, WcOpcode::RECV))?;
     }

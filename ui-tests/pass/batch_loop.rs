@@ -5,7 +5,7 @@ use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcod
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
     for id in 0..3 {
         software::inject(&cq, InjectedCompletion::success(id, WcOpcode::SEND))?;
     }

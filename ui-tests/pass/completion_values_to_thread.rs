@@ -4,7 +4,7 @@ use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcod
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     software::inject(&cq, InjectedCompletion::success(7, WcOpcode::RECV).byte_len(8))?;
     let (wr_id, len) = cq
         .poll_batch(|batch| {

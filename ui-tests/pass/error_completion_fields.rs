@@ -4,7 +4,7 @@ use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcod
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     software::inject(&cq, InjectedCompletion::error(3, WcStatus::REM_ACCESS_ERR, 0x42))?;
     software::inject(&cq, InjectedCompletion::success(4, WcOpcode::RDMA_WRITE))?;
     cq.poll_batch(|batch| -> typed_verbs::Result<()> {

@@ -16,7 +16,7 @@ fn bring_up<'a, St: FromInit>(qp: Qp<'a, Ud, OwnRq, Shared, (), St>) -> Result<Q
 
 fn main() -> Result<()> {
     let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<wc_flags!(IMM)>::builder(&ctx).cqe(4).build()?;
+    let cq = CqEx::<wc_flags!(IMM)>::builder(&ctx).cqe(4).build()?;
     software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV).imm_data(5))?;
     let imm = cq.poll_batch(|batch| imm_of(&batch))?.expect("a completion");
     assert_eq!(imm, Some(5));

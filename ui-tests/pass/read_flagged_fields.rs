@@ -6,7 +6,7 @@ type Flags = wc_flags!(BYTE_LEN | IMM | SRC_QP | COMPLETION_TIMESTAMP);
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<Flags>::builder(&ctx).cqe(4).build()?;
+    let cq = CqEx::<Flags>::builder(&ctx).cqe(4).build()?;
     let c = InjectedCompletion::success(1, WcOpcode::RECV).byte_len(8).imm_data(5).src_qp(9).completion_ts(77);
     software::inject(&cq, c)?;
     cq.poll_batch(|batch| {

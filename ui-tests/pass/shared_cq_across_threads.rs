@@ -3,7 +3,7 @@ use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcod
 
 fn main() -> Result<(), typed_verbs::Error> {
     let ctx = Context::open("sw0")?;
-    let mut cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
+    let cq = CqEx::<Standard>::builder(&ctx).cqe(4).build()?;
     std::thread::scope(|s| {
         s.spawn(|| software::inject(&cq, InjectedCompletion::success(9, WcOpcode::SEND))).join().unwrap()
     })?;
