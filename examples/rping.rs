@@ -38,9 +38,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, Tcp};
+use typed_verbs::qp_state::Init;
 use typed_verbs::{
-    access, access::Rights, Access, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr,
-    WcOpcode, WcStatus, WorkCompletion,
+    access, access::Rights, Access, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, Rc, RemoteAddr,
+    SendWr, Shared, WcOpcode, WcStatus, WorkCompletion,
 };
 
 /// `RPING_BUFSIZE`: the largest ping (less one).
@@ -294,14 +295,11 @@ fn create_qp<'a>(pd: &'a Pd<'a>, cq: &'a Cq<'a>, out: &Out) -> Result<Qp<'a, Rc>
 }
 
 /// `rping_init_conn_param`.
+///
+/// Its values (no private data, one outstanding RDMA read or atomic each way, 7 retries and 7
+/// RNR retries) are the crate's `ConnParam::default()`.
 fn conn_param() -> ConnParam<'static> {
-    ConnParam {
-        private_data: &[],
-        responder_resources: 1,
-        initiator_depth: 1,
-        retry_count: 7,
-        rnr_retry_count: 7,
-    }
+    ConnParam::default()
 }
 
 /// One connection's control block (`struct rping_cb`, the part the ping-pong uses).
@@ -320,7 +318,32 @@ struct Cb<'c, 'a> {
     remote_len: u32,
 }
 
-impl Cb<'_, '_> {
+impl<'c, 'a> Cb<'c, 'a> {
+    /// A control block in `state`, nothing received yet.
+    fn new(
+        server: bool,
+        o: &'c Opts,
+        out: &'c Out,
+        conn: &'c Connection<'a, Tcp>,
+        cq: &'c Cq<'a>,
+        bufs: &'c Bufs<'a>,
+        state: State,
+    ) -> Self {
+        Cb {
+            server,
+            o,
+            out,
+            conn,
+            cq,
+            bufs,
+            state,
+            sem: 0,
+            remote_rkey: 0,
+            remote_addr: 0,
+            remote_len: 0,
+        }
+    }
+
     fn post(&mut self) {
         self.sem += 1;
     }
@@ -758,6 +781,52 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
 /// One connection of the server: its QP and buffers, the accept, the ping-pong, the
 /// disconnect.
 fn serve(ctx: &Context, req: ConnectRequest<Tcp>, o: &Opts, out: &Out) -> i32 {
+    with_qp_and_buffers(
+        ctx,
+        req,
+        o,
+        true,
+        out,
+        |req, qp| req.init_qp(qp),
+        |req, qp, cq, bufs| {
+            out.debug("accepting client connection request");
+            let conn = match req.accept(qp, &conn_param(), CONNECT_TIMEOUT) {
+                Ok(c) => c,
+                Err(e) => {
+                    warn_cm(&e, "rdma_accept", out);
+                    out.warn("connect error -1");
+                    return -1;
+                }
+            };
+            let mut cb = Cb::new(true, o, out, &conn, cq, bufs, State::ConnectRequest);
+            let ret = cb.test_server();
+            if ret != 0 {
+                out.warn(format!("rping server failed: {ret}"));
+            }
+            // rping_disconnect: the QP to ERR, then rdma_disconnect (its error ignored, as rping
+            // does: the client disconnected first).
+            let _ = conn.disconnect();
+            ret
+        },
+    )
+}
+
+/// The QP in INIT, with the CM id's attributes.
+type InitQp<'a> = Qp<'a, Rc, OwnRq, Shared, (), Init>;
+
+/// What both sides do with their CM id (`id`: the connect request, or the client's resolved
+/// id) before they accept or connect: `rping_setup_qp` (the PD, the CQ and the QP, which `init`
+/// moves to INIT with the id's attributes), `rping_setup_buffers` and the first receive; then
+/// `run` with the id, the QP, the CQ and the buffers. A failure is rping's message and -1.
+fn with_qp_and_buffers<I>(
+    ctx: &Context,
+    id: I,
+    o: &Opts,
+    server: bool,
+    out: &Out,
+    init: impl for<'a> FnOnce(&I, Qp<'a, Rc>) -> typed_verbs::Result<InitQp<'a>>,
+    run: impl for<'a> FnOnce(I, InitQp<'a>, &'a Cq<'a>, &'a Bufs<'a>) -> i32,
+) -> i32 {
     let pd = match Pd::new(ctx) {
         Ok(pd) => pd,
         Err(e) => {
@@ -774,15 +843,15 @@ fn serve(ctx: &Context, req: ConnectRequest<Tcp>, o: &Opts, out: &Out) -> i32 {
         }
     };
     out.debug("created cq");
-    let qp =
-        match create_qp(&pd, &cq, out).and_then(|qp| req.init_qp(qp).map_err(|e| e.to_string())) {
-            Ok(qp) => qp,
-            Err(e) => {
-                out.warn(format!("setup_qp failed: {e}"));
-                return -1;
-            }
-        };
-    let bufs = match setup_buffers(&pd, o, true, out) {
+    let qp = match create_qp(&pd, &cq, out).and_then(|qp| init(&id, qp).map_err(|e| e.to_string()))
+    {
+        Ok(qp) => qp,
+        Err(e) => {
+            out.warn(format!("setup_qp failed: {e}"));
+            return -1;
+        }
+    };
+    let bufs = match setup_buffers(&pd, o, server, out) {
         Ok(b) => b,
         Err(e) => {
             out.warn(format!("rping_setup_buffers failed: {e}"));
@@ -794,39 +863,16 @@ fn serve(ctx: &Context, req: ConnectRequest<Tcp>, o: &Opts, out: &Out) -> i32 {
         out.warn(format!("ibv_post_recv failed: {e}"));
         return -1;
     }
-    out.debug("accepting client connection request");
-    let conn = match req.accept(qp, &conn_param(), CONNECT_TIMEOUT) {
-        Ok(c) => c,
-        Err(e) => {
-            match cm_event_of(&e) {
-                Some((ev, status)) => out.warn(format!("cma event {ev}, error {status}")),
-                None => out.warn(format!("rdma_accept: {e}")),
-            }
-            out.warn("connect error -1");
-            return -1;
-        }
-    };
-    let mut cb = Cb {
-        server: true,
-        o,
-        out,
-        conn: &conn,
-        cq: &cq,
-        bufs: &bufs,
-        state: State::ConnectRequest,
-        sem: 0,
-        remote_rkey: 0,
-        remote_addr: 0,
-        remote_len: 0,
-    };
-    let ret = cb.test_server();
-    if ret != 0 {
-        out.warn(format!("rping server failed: {ret}"));
+    run(id, qp, &cq, &bufs)
+}
+
+/// rping's report of a failed CM call (`verb`): the error event the CM sent, if any, else the
+/// call's error.
+fn warn_cm(e: &typed_verbs::Error, verb: &str, out: &Out) {
+    match cm_event_of(e) {
+        Some((ev, status)) => out.warn(format!("cma event {ev}, error {status}")),
+        None => out.warn(format!("{verb}: {e}")),
     }
-    // rping_disconnect: the QP to ERR, then rdma_disconnect (its error ignored, as rping does:
-    // the client disconnected first).
-    let _ = conn.disconnect();
-    ret
 }
 
 /// `rping_run_client`.
@@ -850,89 +896,45 @@ fn run_client(o: &Opts, out: &Out) -> i32 {
     {
         Ok(id) => id,
         Err(e) => {
-            match cm_event_of(&e) {
-                Some((ev, status)) => out.warn(format!("cma event {ev}, error {status}")),
-                None => out.warn(format!("rdma_resolve_addr: {e}")),
-            }
+            warn_cm(&e, "rdma_resolve_addr", out);
             return 255;
         }
     };
     out.debug("rdma_resolve_addr - rdma_resolve_route successful");
-    let pd = match Pd::new(&ctx) {
-        Ok(pd) => pd,
-        Err(e) => {
-            out.warn(format!("ibv_alloc_pd failed: {e}"));
-            return -1;
-        }
-    };
-    out.debug("created pd");
-    let cq = match Cq::builder(&ctx).cqe(RPING_SQ_DEPTH * 2).build() {
-        Ok(cq) => cq,
-        Err(e) => {
-            out.warn(format!("ibv_create_cq failed: {e}"));
-            return -1;
-        }
-    };
-    out.debug("created cq");
-    let qp = match create_qp(&pd, &cq, out).and_then(|qp| id.init_qp(qp).map_err(|e| e.to_string()))
-    {
-        Ok(qp) => qp,
-        Err(e) => {
-            out.warn(format!("setup_qp failed: {e}"));
-            return -1;
-        }
-    };
-    let bufs = match setup_buffers(&pd, o, false, out) {
-        Ok(b) => b,
-        Err(e) => {
-            out.warn(format!("rping_setup_buffers failed: {e}"));
-            return -1;
-        }
-    };
-    let recv = bufs.recv.sge(0..INFO_LEN).expect("the whole buffer");
-    if let Err(e) = qp.post_recv(0, &[recv]) {
-        out.warn(format!("ibv_post_recv failed: {e}"));
-        return -1;
-    }
-    // rping_connect_client.
-    let conn = match id.connect(qp, &conn_param(), CONNECT_TIMEOUT) {
-        Ok(c) => c,
-        Err(e) => {
-            match cm_event_of(&e) {
-                Some((ev, status)) => out.warn(format!("cma event {ev}, error {status}")),
-                None => out.warn(format!("rdma_connect: {e}")),
-            }
-            return 255;
-        }
-    };
-    out.debug("rdma_connect successful");
-    let mut cb = Cb {
-        server: false,
+    with_qp_and_buffers(
+        &ctx,
+        id,
         o,
+        false,
         out,
-        conn: &conn,
-        cq: &cq,
-        bufs: &bufs,
-        state: State::Connected,
-        sem: 0,
-        remote_rkey: 0,
-        remote_addr: 0,
-        remote_len: 0,
-    };
-    let ret = cb.test_client();
-    let disconnected = cb.state == State::Disconnected;
-    if ret != 0 {
-        out.warn(format!("rping client failed: {ret}"));
-    }
-    // rping_disconnect: the QP to ERR and rdma_disconnect; rping's CM thread reports the
-    // disconnect's event if it comes before the id is destroyed.
-    match conn.disconnect() {
-        Ok((_qp, id)) if !disconnected => {
-            if let Ok(Some(ConnEvent::Disconnected)) = id.next_event(DISCONNECT_WAIT) {
-                out.warn("client DISCONNECT EVENT...");
+        |id, qp| id.init_qp(qp),
+        |id, qp, cq, bufs| {
+            // rping_connect_client.
+            let conn = match id.connect(qp, &conn_param(), CONNECT_TIMEOUT) {
+                Ok(c) => c,
+                Err(e) => {
+                    warn_cm(&e, "rdma_connect", out);
+                    return 255;
+                }
+            };
+            out.debug("rdma_connect successful");
+            let mut cb = Cb::new(false, o, out, &conn, cq, bufs, State::Connected);
+            let ret = cb.test_client();
+            let disconnected = cb.state == State::Disconnected;
+            if ret != 0 {
+                out.warn(format!("rping client failed: {ret}"));
             }
-        }
-        _ => {}
-    }
-    ret
+            // rping_disconnect: the QP to ERR and rdma_disconnect; rping's CM thread reports the
+            // disconnect's event if it comes before the id is destroyed.
+            match conn.disconnect() {
+                Ok((_qp, id)) if !disconnected => {
+                    if let Ok(Some(ConnEvent::Disconnected)) = id.next_event(DISCONNECT_WAIT) {
+                        out.warn("client DISCONNECT EVENT...");
+                    }
+                }
+                _ => {}
+            }
+            ret
+        },
+    )
 }
