@@ -37,7 +37,7 @@ use cmex::{cm_event_of, create_id, exit_code, getopt, lookup, next_request, open
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
-use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, Tcp};
+use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, Listening, Tcp};
 use typed_verbs::qp_state::Init;
 use typed_verbs::{
     access, access::Rights, Access, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, Rc, RemoteAddr,
@@ -318,32 +318,7 @@ struct Cb<'c, 'a> {
     remote_len: u32,
 }
 
-impl<'c, 'a> Cb<'c, 'a> {
-    /// A control block in `state`, nothing received yet.
-    fn new(
-        server: bool,
-        o: &'c Opts,
-        out: &'c Out,
-        conn: &'c Connection<'a, Tcp>,
-        cq: &'c Cq<'a>,
-        bufs: &'c Bufs<'a>,
-        state: State,
-    ) -> Self {
-        Cb {
-            server,
-            o,
-            out,
-            conn,
-            cq,
-            bufs,
-            state,
-            sem: 0,
-            remote_rkey: 0,
-            remote_addr: 0,
-            remote_len: 0,
-        }
-    }
-
+impl Cb<'_, '_> {
     fn post(&mut self) {
         self.sem += 1;
     }
@@ -550,87 +525,29 @@ impl<'c, 'a> Cb<'c, 'a> {
         buf
     }
 
-    /// `rping_test_server`.
-    fn test_server(&mut self) -> i32 {
-        let ret;
-        loop {
-            // Wait for client's Start STAG/TO/Len.
-            let st = self.wait();
-            if st != State::RdmaReadAdv {
-                self.out
-                    .warn(format!("wait for RDMA_READ_ADV state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server received sink adv");
-            // Issue RDMA Read.
-            if let Err(e) = self.post_rdma(true, self.remote_len) {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server posted rdma read req ");
-            // Wait for read completion.
-            let st = self.wait();
-            if st != State::RdmaReadComplete {
-                self.out
-                    .warn(format!("wait for RDMA_READ_COMPLETE state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server received read complete");
-            // Display data in recv buf.
-            if self.o.verbose {
-                self.out.say(format!(
-                    "server ping data: {}",
-                    String::from_utf8_lossy(&self.rdma_string())
-                ));
-            }
-            // Tell client to continue.
-            if let Err(e) = self.post_info_send() {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server posted go ahead");
-            // Wait for client's RDMA STAG/TO/Len.
-            let st = self.wait();
-            if st != State::RdmaWriteAdv {
-                self.out
-                    .warn(format!("wait for RDMA_WRITE_ADV state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server received sink adv");
-            // RDMA Write echo data.
-            let len = self.rdma_string().len() as u32 + 1;
-            self.out.debug(format!(
-                "rdma write from lkey {:x} laddr {:x} len {len}",
-                self.bufs.rdma.lkey(),
-                self.bufs.rdma.remote().addr()
-            ));
-            if let Err(e) = self.post_rdma(false, len) {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            // Wait for completion.
-            let st = self.wait();
-            if st != State::RdmaWriteComplete {
-                self.out
-                    .warn(format!("wait for RDMA_WRITE_COMPLETE state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server rdma write complete ");
-            // Tell client to begin again.
-            if let Err(e) = self.post_info_send() {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server posted go ahead");
+    /// Waits for the next state: an error (rping's "wait for `name` state N" and -1) unless it
+    /// is `want`.
+    fn wait_for(&mut self, want: State, name: &str) -> Result<(), i32> {
+        let st = self.wait();
+        if st != want {
+            self.out
+                .warn(format!("wait for {name} state {}", st as i32));
+            return Err(-1);
         }
+        Ok(())
+    }
+
+    /// A post's failure as rping reports it ("post send error", -1).
+    fn posted<E: std::fmt::Display>(&self, r: Result<(), E>) -> Result<(), i32> {
+        r.map_err(|e| {
+            self.out.warn(format!("post send error {e}"));
+            -1
+        })
+    }
+
+    /// The status of `rping_test_server` and `rping_test_client` once their loop ended with
+    /// `ret`: 0 after the peer disconnected.
+    fn test_status(&self, ret: i32) -> i32 {
         if self.state == State::Disconnected {
             0
         } else {
@@ -638,83 +555,119 @@ impl<'c, 'a> Cb<'c, 'a> {
         }
     }
 
+    /// `rping_test_server`.
+    fn test_server(&mut self) -> i32 {
+        let ret = loop {
+            if let Err(r) = self.server_round() {
+                break r;
+            }
+        };
+        self.test_status(ret)
+    }
+
+    /// One turn of `rping_test_server`'s loop.
+    fn server_round(&mut self) -> Result<(), i32> {
+        // Wait for client's Start STAG/TO/Len.
+        self.wait_for(State::RdmaReadAdv, "RDMA_READ_ADV")?;
+        self.out.debug("server received sink adv");
+        // Issue RDMA Read.
+        self.posted(self.post_rdma(true, self.remote_len))?;
+        self.out.debug("server posted rdma read req ");
+        // Wait for read completion.
+        self.wait_for(State::RdmaReadComplete, "RDMA_READ_COMPLETE")?;
+        self.out.debug("server received read complete");
+        // Display data in recv buf.
+        if self.o.verbose {
+            self.out.say(format!(
+                "server ping data: {}",
+                String::from_utf8_lossy(&self.rdma_string())
+            ));
+        }
+        // Tell client to continue.
+        self.posted(self.post_info_send())?;
+        self.out.debug("server posted go ahead");
+        // Wait for client's RDMA STAG/TO/Len.
+        self.wait_for(State::RdmaWriteAdv, "RDMA_WRITE_ADV")?;
+        self.out.debug("server received sink adv");
+        // RDMA Write echo data.
+        let len = self.rdma_string().len() as u32 + 1;
+        self.out.debug(format!(
+            "rdma write from lkey {:x} laddr {:x} len {len}",
+            self.bufs.rdma.lkey(),
+            self.bufs.rdma.remote().addr()
+        ));
+        self.posted(self.post_rdma(false, len))?;
+        // Wait for completion.
+        self.wait_for(State::RdmaWriteComplete, "RDMA_WRITE_COMPLETE")?;
+        self.out.debug("server rdma write complete ");
+        // Tell client to begin again.
+        self.posted(self.post_info_send())?;
+        self.out.debug("server posted go ahead");
+        Ok(())
+    }
+
     /// `rping_test_client`.
     fn test_client(&mut self) -> i32 {
-        let start_mr = self.bufs.start.as_ref().expect("the client's start buffer");
-        let size = self.o.size as usize;
         let mut ret = 0;
         let mut start: u8 = 65;
         let mut ping: i32 = 0;
         while self.o.count == 0 || ping < self.o.count {
-            self.state = State::RdmaReadAdv;
-            // Put some ascii text in the buffer.
-            let mut text = format!("rdma-ping-{ping}: ").into_bytes();
-            text.truncate(size - 1); // snprintf(cb->start_buf, cb->size, ...)
-            let mut c = start;
-            while text.len() < size {
-                text.push(c);
-                c += 1;
-                if c > 122 {
-                    c = 65;
-                }
-            }
-            start += 1;
-            if start > 122 {
-                start = 65;
-            }
-            text[size - 1] = 0;
-            start_mr.write(0, &text).expect("the whole buffer");
-
-            self.format_send(start_mr);
-            if let Err(e) = self.post_info_send() {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
+            if let Err(r) = self.client_ping(ping, &mut start) {
+                ret = r;
                 break;
-            }
-            // Wait for server to ACK.
-            let st = self.wait();
-            if st != State::RdmaWriteAdv {
-                self.out
-                    .warn(format!("wait for RDMA_WRITE_ADV state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.format_send(&self.bufs.rdma);
-            if let Err(e) = self.post_info_send() {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            // Wait for the server to say the RDMA Write is complete.
-            let st = self.wait();
-            if st != State::RdmaWriteComplete {
-                self.out
-                    .warn(format!("wait for RDMA_WRITE_COMPLETE state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            if self.o.validate {
-                let mut got = vec![0u8; size];
-                self.bufs.rdma.read(0, &mut got).expect("the whole buffer");
-                if got != text {
-                    self.out.warn("data mismatch!");
-                    ret = -1;
-                    break;
-                }
-            }
-            if self.o.verbose {
-                self.out.say(format!(
-                    "ping data: {}",
-                    String::from_utf8_lossy(&self.rdma_string())
-                ));
             }
             ping += 1;
         }
-        if self.state == State::Disconnected {
-            0
-        } else {
-            ret
+        self.test_status(ret)
+    }
+
+    /// One ping of `rping_test_client`'s loop: its text (from the letter `start`, which moves
+    /// on) to the server, which reads it and writes it back.
+    fn client_ping(&mut self, ping: i32, start: &mut u8) -> Result<(), i32> {
+        let start_mr = self.bufs.start.as_ref().expect("the client's start buffer");
+        let size = self.o.size as usize;
+        self.state = State::RdmaReadAdv;
+        // Put some ascii text in the buffer.
+        let mut text = format!("rdma-ping-{ping}: ").into_bytes();
+        text.truncate(size - 1); // snprintf(cb->start_buf, cb->size, ...)
+        let mut c = *start;
+        while text.len() < size {
+            text.push(c);
+            c += 1;
+            if c > 122 {
+                c = 65;
+            }
         }
+        *start += 1;
+        if *start > 122 {
+            *start = 65;
+        }
+        text[size - 1] = 0;
+        start_mr.write(0, &text).expect("the whole buffer");
+
+        self.format_send(start_mr);
+        self.posted(self.post_info_send())?;
+        // Wait for server to ACK.
+        self.wait_for(State::RdmaWriteAdv, "RDMA_WRITE_ADV")?;
+        self.format_send(&self.bufs.rdma);
+        self.posted(self.post_info_send())?;
+        // Wait for the server to say the RDMA Write is complete.
+        self.wait_for(State::RdmaWriteComplete, "RDMA_WRITE_COMPLETE")?;
+        if self.o.validate {
+            let mut got = vec![0u8; size];
+            self.bufs.rdma.read(0, &mut got).expect("the whole buffer");
+            if got != text {
+                self.out.warn("data mismatch!");
+                return Err(-1);
+            }
+        }
+        if self.o.verbose {
+            self.out.say(format!(
+                "ping data: {}",
+                String::from_utf8_lossy(&self.rdma_string())
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -747,35 +700,39 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
     }
     if o.persistent {
         return std::thread::scope(|s| loop {
-            let req = match next_request(&listener) {
+            let req = match wait_request(&listener, out) {
                 Ok(r) => r,
-                Err(e) => {
-                    out.warn(format!(
-                        "wait for CONNECT_REQUEST state {}: {e}",
-                        State::Error as i32
-                    ));
-                    return -1;
-                }
+                Err(r) => return r,
             };
-            out.debug("child cma");
             let ctx = &ctx;
             s.spawn(move || serve(ctx, req, o, out));
         });
     }
-    let req = match next_request(&listener) {
+    let req = match wait_request(&listener, out) {
         Ok(r) => r,
+        Err(r) => return r,
+    };
+    let ret = serve(&ctx, req, o, out);
+    out.debug("destroy cm_id");
+    ret
+}
+
+/// The server's wait for the next connect request (rping's CM thread and `sem_wait` until the
+/// state is CONNECT_REQUEST); rping's message and -1 if none came.
+fn wait_request(listener: &CmId<Tcp, Listening>, out: &Out) -> Result<ConnectRequest<Tcp>, i32> {
+    match next_request(listener) {
+        Ok(req) => {
+            out.debug("child cma");
+            Ok(req)
+        }
         Err(e) => {
             out.warn(format!(
                 "wait for CONNECT_REQUEST state {}: {e}",
                 State::Error as i32
             ));
-            return -1;
+            Err(-1)
         }
-    };
-    out.debug("child cma");
-    let ret = serve(&ctx, req, o, out);
-    out.debug("destroy cm_id");
-    ret
+    }
 }
 
 /// One connection of the server: its QP and buffers, the accept, the ping-pong, the
@@ -798,17 +755,53 @@ fn serve(ctx: &Context, req: ConnectRequest<Tcp>, o: &Opts, out: &Out) -> i32 {
                     return -1;
                 }
             };
-            let mut cb = Cb::new(true, o, out, &conn, cq, bufs, State::ConnectRequest);
-            let ret = cb.test_server();
-            if ret != 0 {
-                out.warn(format!("rping server failed: {ret}"));
-            }
+            let (ret, _) = ping_pong(true, o, out, &conn, cq, bufs);
             // rping_disconnect: the QP to ERR, then rdma_disconnect (its error ignored, as rping
             // does: the client disconnected first).
             let _ = conn.disconnect();
             ret
         },
     )
+}
+
+/// The ping-pong on a connection: `rping_test_server` or `rping_test_client` with a fresh
+/// control block, and rping's message if it failed. Its status, and whether the peer
+/// disconnected.
+fn ping_pong(
+    server: bool,
+    o: &Opts,
+    out: &Out,
+    conn: &Connection<Tcp>,
+    cq: &Cq,
+    bufs: &Bufs,
+) -> (i32, bool) {
+    let mut cb = Cb {
+        server,
+        o,
+        out,
+        conn,
+        cq,
+        bufs,
+        state: if server {
+            State::ConnectRequest
+        } else {
+            State::Connected
+        },
+        sem: 0,
+        remote_rkey: 0,
+        remote_addr: 0,
+        remote_len: 0,
+    };
+    let ret = if server {
+        cb.test_server()
+    } else {
+        cb.test_client()
+    };
+    if ret != 0 {
+        let side = if server { "server" } else { "client" };
+        out.warn(format!("rping {side} failed: {ret}"));
+    }
+    (ret, cb.state == State::Disconnected)
 }
 
 /// The QP in INIT, with the CM id's attributes.
@@ -918,12 +911,7 @@ fn run_client(o: &Opts, out: &Out) -> i32 {
                 }
             };
             out.debug("rdma_connect successful");
-            let mut cb = Cb::new(false, o, out, &conn, cq, bufs, State::Connected);
-            let ret = cb.test_client();
-            let disconnected = cb.state == State::Disconnected;
-            if ret != 0 {
-                out.warn(format!("rping client failed: {ret}"));
-            }
+            let (ret, disconnected) = ping_pong(false, o, out, &conn, cq, bufs);
             // rping_disconnect: the QP to ERR and rdma_disconnect; rping's CM thread reports the
             // disconnect's event if it comes before the id is destroyed.
             match conn.disconnect() {
