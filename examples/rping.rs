@@ -319,8 +319,15 @@ struct Cb<'c, 'a> {
 }
 
 impl Cb<'_, '_> {
+    /// `sem_post(&cb->sem)`.
     fn post(&mut self) {
         self.sem += 1;
+    }
+
+    /// `cb->state = state; sem_post(&cb->sem);`, as rping's handlers end.
+    fn post_state(&mut self, state: State) {
+        self.state = state;
+        self.post();
     }
 
     /// `sem_wait(&cb->sem)`: runs the CQ and CM handlers until one posts, then the state.
@@ -335,8 +342,7 @@ impl Cb<'_, '_> {
                 Ok(_) => {}
                 Err(e) => {
                     self.out.warn(format!("poll error {e}"));
-                    self.state = State::Error;
-                    self.post();
+                    self.post_state(State::Error);
                     continue;
                 }
             }
@@ -346,8 +352,7 @@ impl Cb<'_, '_> {
                 Ok(Some(ev)) => self.cma_event(ev),
                 Err(e) => {
                     self.out.warn(format!("rdma_get_cm_event: {e}"));
-                    self.state = State::Error;
-                    self.post();
+                    self.post_state(State::Error);
                 }
             }
         }
@@ -363,13 +368,11 @@ impl Cb<'_, '_> {
                     "{} DISCONNECT EVENT...",
                     if self.server { "server" } else { "client" }
                 ));
-                self.state = State::Disconnected;
-                self.post();
+                self.post_state(State::Disconnected);
             }
             ConnEvent::DeviceRemoval => {
                 self.out.warn("cma detected device removal!!!!");
-                self.state = State::Error;
-                self.post();
+                self.post_state(State::Error);
             }
             ConnEvent::TimewaitExit => self
                 .out
@@ -394,21 +397,18 @@ impl Cb<'_, '_> {
             }
             self.out
                 .warn(format!("cq completion failed status {}", wc.status().raw()));
-            self.state = State::Error;
-            self.post();
+            self.post_state(State::Error);
             return;
         };
         match ok.opcode() {
             WcOpcode::SEND => self.out.debug("send completion"),
             WcOpcode::RDMA_WRITE => {
                 self.out.debug("rdma write completion");
-                self.state = State::RdmaWriteComplete;
-                self.post();
+                self.post_state(State::RdmaWriteComplete);
             }
             WcOpcode::RDMA_READ => {
                 self.out.debug("rdma read completion");
-                self.state = State::RdmaReadComplete;
-                self.post();
+                self.post_state(State::RdmaReadComplete);
             }
             WcOpcode::RECV => {
                 self.out.debug("recv completion");
@@ -416,8 +416,7 @@ impl Cb<'_, '_> {
                     self.out
                         .warn(format!("Received bogus data, size {}", ok.byte_len()));
                     self.out.warn("recv wc error: -1");
-                    self.state = State::Error;
-                    self.post();
+                    self.post_state(State::Error);
                     return;
                 }
                 if self.server {
@@ -433,8 +432,7 @@ impl Cb<'_, '_> {
             }
             _ => {
                 self.out.debug("unknown!!!!! completion");
-                self.state = State::Error;
-                self.post();
+                self.post_state(State::Error);
             }
         }
     }
