@@ -16,13 +16,17 @@
 //! and reads `"done"`. The client sends first.
 #![allow(dead_code)] // each example uses part of this module
 
+#[path = "side.rs"]
+mod side;
+pub use side::{because, Role};
+use side::{getopt, run_both, run_one, Opt, COMMON_OPTS};
+
 use std::collections::hash_map::RandomState;
 use std::fmt::Display;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::event::EventAcks;
 use typed_verbs::qp::FixedDest;
@@ -214,92 +218,30 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
         print!("{}", usage(p));
         ExitCode::FAILURE
     };
-    // The options that take an argument, by short name, with their long names.
-    let with_arg: &[(char, &str)] = &[
-        ('p', "port"),
-        ('d', "ib-dev"),
-        ('i', "ib-port"),
-        ('s', "size"),
-        ('m', "mtu"),
-        ('q', "num-qp"),
-        ('r', "rx-depth"),
-        ('n', "iters"),
-        ('l', "sl"),
-        ('g', "gid-idx"),
-    ];
     let offered = |c: char| match c {
         'm' => p.mtu,
         'q' => p.num_qp,
         _ => true,
     };
-    let mut positional = Vec::new();
-    let mut it = args.into_iter().skip(1);
-    // (option, value): every option seen, in order.
-    let mut seen: Vec<(char, Option<String>)> = Vec::new();
-    while let Some(a) = it.next() {
-        if a == "--" {
-            positional.extend(it.by_ref());
-            break;
-        }
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (long, None),
-            };
-            match name {
-                "events" => seen.push(('e', None)),
-                "self" => seen.push(('S', None)),
-                "timeout" => {
-                    let v = match inline.or_else(|| it.next()) {
-                        Some(v) => v,
-                        None => return Err(bad("option '--timeout' requires an argument")),
-                    };
-                    seen.push(('T', Some(v)));
-                }
-                "help" => seen.push(('h', None)),
-                _ => match with_arg.iter().find(|(c, l)| *l == name && offered(*c)) {
-                    Some(&(c, _)) => {
-                        let v = match inline.or_else(|| it.next()) {
-                            Some(v) => v,
-                            None => {
-                                return Err(bad(&format!("option '--{name}' requires an argument")))
-                            }
-                        };
-                        seen.push((c, Some(v)));
-                    }
-                    None => return Err(bad(&format!("unrecognized option '--{name}'"))),
-                },
-            }
-        } else if a.len() > 1 && a.starts_with('-') {
-            for (i, c) in a[1..].char_indices() {
-                if c == 'e' {
-                    seen.push(('e', None));
-                } else if c == 'h' {
-                    seen.push(('h', None));
-                } else if with_arg.iter().any(|(s, _)| *s == c) && offered(c) {
-                    let rest = &a[1 + i + c.len_utf8()..];
-                    let v = if !rest.is_empty() {
-                        rest.to_owned()
-                    } else {
-                        match it.next() {
-                            Some(v) => v,
-                            None => {
-                                return Err(bad(&format!("option requires an argument -- '{c}'")))
-                            }
-                        }
-                    };
-                    seen.push((c, Some(v)));
-                    break;
-                } else {
-                    return Err(bad(&format!("invalid option -- '{c}'")));
-                }
-            }
-        } else {
-            positional.push(a);
-        }
-    }
+    let opts: Vec<Opt> = COMMON_OPTS
+        .into_iter()
+        .chain([
+            Opt::with_arg('m', "mtu"),
+            Opt::with_arg('q', "num-qp"),
+            Opt::with_arg('l', "sl"),
+            Opt::with_arg('g', "gid-idx"),
+            Opt::flag('e', "events"),
+            Opt {
+                key: 'T',
+                long: "timeout",
+                short: false,
+                arg: true,
+            },
+        ])
+        .filter(|o| offered(o.key))
+        .collect();
+    let (seen, mut positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
     for (c, v) in seen {
-        let v = v.unwrap_or_default();
         let uint = |max: u64| parse_c_uint(&v).filter(|n| *n <= max);
         match c {
             'h' => {
@@ -399,27 +341,6 @@ impl Out {
     /// A line on stderr.
     pub fn warn(&self, line: impl Display) {
         eprintln!("{}{line}", self.prefix);
-    }
-}
-
-/// Turns an error into the message rdma-core's program prints, followed by the typed error.
-pub fn because<E: Display>(what: &'static str) -> impl FnOnce(E) -> String {
-    move |e| format!("{what}: {e}")
-}
-
-/// This side's part of the exchange: the server listens (on a listener made already, under
-/// `--self`), the client connects to the host.
-pub enum Role {
-    /// Accept one connection, on this listener or on a new one bound to every address.
-    Server(Option<TcpListener>),
-    /// Connect to this host.
-    Client(String),
-}
-
-impl Role {
-    /// Whether this side is the client (`servername` in rdma-core's programs).
-    pub fn is_client(&self) -> bool {
-        matches!(self, Role::Client(_))
     }
 }
 
@@ -884,18 +805,7 @@ where
     if o.self_test {
         return self_test(&o, &run);
     }
-    let role = match &o.server_name {
-        Some(host) => Role::Client(host.clone()),
-        None => Role::Server(None),
-    };
-    let out = Out::PLAIN;
-    match run(&o, role, &out) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_one(o.server_name.as_ref(), |role| run(&o, role, &Out::PLAIN))
 }
 
 /// `--self`: the server on one thread, the client on another, each with its own context, the
@@ -906,50 +816,17 @@ fn self_test<F>(o: &Opts, run: &F) -> ExitCode
 where
     F: Fn(&Opts, Role, &Out) -> Result<(), String> + Sync,
 {
-    let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, o.port)) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("Couldn't listen to 127.0.0.1:{}: {e}", o.port);
-            return ExitCode::FAILURE;
-        }
-    };
-    let (tx, rx) = mpsc::channel();
-    std::thread::scope(|s| {
-        let sides = [
-            ("server", Role::Server(Some(listener)), None),
-            (
-                "client",
-                Role::Client(Ipv4Addr::LOCALHOST.to_string()),
-                Some(Ipv4Addr::LOCALHOST.to_string()),
-            ),
-        ];
-        for (name, role, server_name) in sides {
-            let tx = tx.clone();
-            let o = Opts {
-                server_name,
-                ..o.clone()
-            };
-            s.spawn(move || {
-                let out = Out {
-                    prefix: if name == "server" {
-                        "server: "
-                    } else {
-                        "client: "
-                    },
-                };
-                let r = run(&o, role, &out);
-                let _ = tx.send((out, r));
-            });
-        }
-        drop(tx);
-        for (out, r) in rx.iter() {
-            if let Err(e) = r {
-                out.warn(e);
-                std::process::exit(1);
-            }
-        }
-    });
-    ExitCode::SUCCESS
+    run_both(o.port, |role| {
+        let (server_name, prefix) = match &role {
+            Role::Server(_) => (None, "server: "),
+            Role::Client(host) => (Some(host.clone()), "client: "),
+        };
+        let o = Opts {
+            server_name,
+            ..o.clone()
+        };
+        run(&o, role, &Out { prefix })
+    })
 }
 
 /// What `rc_pingpong` and `uc_pingpong` differ in: the QP type and the attributes of its RTR
