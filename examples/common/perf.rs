@@ -26,7 +26,7 @@
 #[path = "side.rs"]
 mod side;
 pub use side::{because, Role};
-use side::{getopt, run_both, run_one, Opt, COMMON_OPTS};
+use side::{getopt, help, options, refuse, run_both, run_one, server_name};
 use std::fmt::Display;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -217,26 +217,9 @@ pub fn parse_args(t: &Tool, args: impl IntoIterator<Item = String>) -> Result<Op
         server_name: None,
         self_test: false,
     };
-    let bad = |msg: &str| {
-        if !msg.is_empty() {
-            eprintln!("{}: {msg}", t.name);
-        }
-        print!("{}", usage(t));
-        ExitCode::FAILURE
-    };
-    let opts: Vec<Opt> = COMMON_OPTS
-        .into_iter()
-        .chain([
-            Opt::with_arg('t', "tx-depth"),
-            Opt::with_arg('x', "gid-index"),
-            Opt::with_arg('Q', "cq-mod"),
-            Opt::flag('a', "all"),
-            Opt::flag('F', "CPU-freq"),
-            Opt::flag('R', "rdma_cm"),
-            Opt::flag('N', "noPeak"),
-        ])
-        .collect();
-    let (seen, mut positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
+    let bad = |msg: &str| refuse(t.name, &usage(t), msg);
+    let opts = options("pdisnrhStxQaFRN");
+    let (seen, positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
     for (c, v) in seen {
         let num = |lo: u64, hi: u64, what: &str| {
             parse_num(&v)
@@ -244,10 +227,7 @@ pub fn parse_args(t: &Tool, args: impl IntoIterator<Item = String>) -> Result<Op
                 .ok_or_else(|| bad(&format!("{what} should be between {lo} and {hi}")))
         };
         match c {
-            'h' => {
-                print!("{}", usage(t));
-                return Err(ExitCode::SUCCESS);
-            }
+            'h' => return Err(help(&usage(t))),
             'a' => o.all = true,
             'F' => o.cpu_freq_f = true,
             'R' => o.rdma_cm = true,
@@ -268,11 +248,7 @@ pub fn parse_args(t: &Tool, args: impl IntoIterator<Item = String>) -> Result<Op
             _ => unreachable!("option {c}"),
         }
     }
-    match positional.len() {
-        0 => {}
-        1 if !o.self_test => o.server_name = positional.pop(),
-        _ => return Err(bad("")),
-    }
+    o.server_name = server_name(positional, o.self_test).ok_or_else(|| bad(""))?;
     // force_dependecies.
     if o.tx_depth > o.iters {
         o.tx_depth = o.iters;
@@ -1222,12 +1198,8 @@ fn self_test<F>(tool: &Tool, o: &Opts, run: &F) -> ExitCode
 where
     F: Fn(&Tool, &Opts, Role, &Out) -> Result<(), String> + Sync,
 {
-    run_both(o.port, |role| {
-        // The client's lines have nothing in front (its errors do: "client: ").
-        let (server_name, prefix) = match &role {
-            Role::Server(_) => (None, "server: "),
-            Role::Client(host) => (Some(host.clone()), ""),
-        };
+    // The client's lines have nothing in front (its errors do: "client: ").
+    run_both(o.port, "", |role, server_name, prefix| {
         let o = Opts {
             server_name,
             ..o.clone()

@@ -19,7 +19,7 @@
 #[path = "side.rs"]
 mod side;
 pub use side::{because, Role};
-use side::{getopt, run_both, run_one, Opt, COMMON_OPTS};
+use side::{getopt, help, options, refuse, run_both, run_one, server_name};
 
 use std::collections::hash_map::RandomState;
 use std::fmt::Display;
@@ -211,43 +211,21 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
         self_test: false,
         timeout: Some(DEFAULT_TIMEOUT),
     };
-    let bad = |msg: &str| {
-        if !msg.is_empty() {
-            eprintln!("{}: {msg}", p.name);
-        }
-        print!("{}", usage(p));
-        ExitCode::FAILURE
-    };
-    let offered = |c: char| match c {
-        'm' => p.mtu,
-        'q' => p.num_qp,
-        _ => true,
-    };
-    let opts: Vec<Opt> = COMMON_OPTS
-        .into_iter()
-        .chain([
-            Opt::with_arg('m', "mtu"),
-            Opt::with_arg('q', "num-qp"),
-            Opt::with_arg('l', "sl"),
-            Opt::with_arg('g', "gid-idx"),
-            Opt::flag('e', "events"),
-            Opt {
-                key: 'T',
-                long: "timeout",
-                short: false,
-                arg: true,
-            },
-        ])
-        .filter(|o| offered(o.key))
-        .collect();
-    let (seen, mut positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
+    let bad = |msg: &str| refuse(p.name, &usage(p), msg);
+    // -m and -q where the program takes them.
+    let mut keys = String::from("pdisnrhSlgeT");
+    if p.mtu {
+        keys.push('m');
+    }
+    if p.num_qp {
+        keys.push('q');
+    }
+    let opts = options(&keys);
+    let (seen, positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
     for (c, v) in seen {
         let uint = |max: u64| parse_c_uint(&v).filter(|n| *n <= max);
         match c {
-            'h' => {
-                print!("{}", usage(p));
-                return Err(ExitCode::SUCCESS);
-            }
+            'h' => return Err(help(&usage(p))),
             'e' => o.events = true,
             'S' => o.self_test = true,
             'T' => {
@@ -300,11 +278,7 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
             _ => unreachable!("option {c}"),
         }
     }
-    match positional.len() {
-        0 => {}
-        1 if !o.self_test => o.server_name = positional.pop(),
-        _ => return Err(bad("")),
-    }
+    o.server_name = server_name(positional, o.self_test).ok_or_else(|| bad(""))?;
     if p.num_qp {
         if o.num_qp > o.rx_depth {
             eprintln!(
@@ -816,11 +790,7 @@ fn self_test<F>(o: &Opts, run: &F) -> ExitCode
 where
     F: Fn(&Opts, Role, &Out) -> Result<(), String> + Sync,
 {
-    run_both(o.port, |role| {
-        let (server_name, prefix) = match &role {
-            Role::Server(_) => (None, "server: "),
-            Role::Client(host) => (Some(host.clone()), "client: "),
-        };
+    run_both(o.port, "client: ", |role, server_name, prefix| {
         let o = Opts {
             server_name,
             ..o.clone()

@@ -54,9 +54,12 @@ pub fn run_one(
 /// server's listener bound to `port` before either starts, so the client never races the
 /// server. If either side fails, its error is printed ("server: ..." or "client: ...") and the
 /// process exits at once with a failure (the other side could wait for it forever).
-pub fn run_both<F>(port: u16, side: F) -> ExitCode
+///
+/// `side` gets its role, the server's name (the client's: 127.0.0.1) and what goes in front of
+/// its lines: `server: ` for the server, `client_prefix` for the client.
+pub fn run_both<F>(port: u16, client_prefix: &'static str, side: F) -> ExitCode
 where
-    F: Fn(Role) -> Result<(), String> + Sync,
+    F: Fn(Role, Option<String>, &'static str) -> Result<(), String> + Sync,
 {
     let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, port)) {
         Ok(l) => l,
@@ -67,15 +70,21 @@ where
     };
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
+        let localhost = Ipv4Addr::LOCALHOST.to_string();
         let sides = [
-            ("server", Role::Server(Some(listener))),
-            ("client", Role::Client(Ipv4Addr::LOCALHOST.to_string())),
+            ("server", Role::Server(Some(listener)), None, "server: "),
+            (
+                "client",
+                Role::Client(localhost.clone()),
+                Some(localhost),
+                client_prefix,
+            ),
         ];
-        for (name, role) in sides {
+        for (name, role, server_name, prefix) in sides {
             let tx = tx.clone();
             let side = &side;
             s.spawn(move || {
-                let _ = tx.send((name, side(role)));
+                let _ = tx.send((name, side(role, server_name, prefix)));
             });
         }
         drop(tx);
@@ -112,6 +121,16 @@ impl Opt {
         }
     }
 
+    /// An option with a long name only.
+    pub const fn long_only(key: char, long: &'static str, arg: bool) -> Opt {
+        Opt {
+            key,
+            long,
+            short: false,
+            arg,
+        }
+    }
+
     /// A flag with a short and a long name.
     pub const fn flag(key: char, long: &'static str) -> Opt {
         Opt {
@@ -123,23 +142,69 @@ impl Opt {
     }
 }
 
-/// The options every one of these programs has: `-p/--port`, `-d/--ib-dev`, `-i/--ib-port`,
-/// `-s/--size`, `-n/--iters`, `-r/--rx-depth`, `-h/--help` and `--self`.
-pub const COMMON_OPTS: [Opt; 8] = [
+/// A command line refused: `name: msg` on stderr (unless `msg` is empty), then `usage` on
+/// stdout; the failure status.
+pub fn refuse(name: &str, usage: &str, msg: &str) -> ExitCode {
+    if !msg.is_empty() {
+        eprintln!("{name}: {msg}");
+    }
+    print!("{usage}");
+    ExitCode::FAILURE
+}
+
+/// `-h`: `usage` on stdout; the success status.
+pub fn help(usage: &str) -> ExitCode {
+    print!("{usage}");
+    ExitCode::SUCCESS
+}
+
+/// The server's name from the operands: none (this side is the server, or `--self`), or one
+/// (this side is its client); `None` for more, or for one under `--self`.
+pub fn server_name(mut operands: Vec<String>, self_test: bool) -> Option<Option<String>> {
+    match operands.len() {
+        0 => Some(None),
+        1 if !self_test => Some(operands.pop()),
+        _ => None,
+    }
+}
+
+/// Every option of these programs (each takes those of them that [`options`] picks): the
+/// ping-pong programs' `-m/--mtu`, `-q/--num-qp`, `-l/--sl`, `-g/--gid-idx`, `-e/--events` and
+/// `--timeout`, perftest's `-t/--tx-depth`, `-x/--gid-index`, `-Q/--cq-mod`, `-a/--all`,
+/// `-F/--CPU-freq`, `-R/--rdma_cm` and `-N/--noPeak`, and what all have: `-p/--port`,
+/// `-d/--ib-dev`, `-i/--ib-port`, `-s/--size`, `-n/--iters`, `-r/--rx-depth`, `-h/--help` and
+/// `--self`.
+const ALL_OPTS: [Opt; 21] = [
     Opt::with_arg('p', "port"),
     Opt::with_arg('d', "ib-dev"),
     Opt::with_arg('i', "ib-port"),
     Opt::with_arg('s', "size"),
-    Opt::with_arg('n', "iters"),
+    Opt::with_arg('m', "mtu"),
+    Opt::with_arg('q', "num-qp"),
     Opt::with_arg('r', "rx-depth"),
+    Opt::with_arg('n', "iters"),
+    Opt::with_arg('l', "sl"),
+    Opt::with_arg('g', "gid-idx"),
+    Opt::with_arg('t', "tx-depth"),
+    Opt::with_arg('x', "gid-index"),
+    Opt::with_arg('Q', "cq-mod"),
+    Opt::flag('e', "events"),
+    Opt::flag('a', "all"),
+    Opt::flag('F', "CPU-freq"),
+    Opt::flag('R', "rdma_cm"),
+    Opt::flag('N', "noPeak"),
     Opt::flag('h', "help"),
-    Opt {
-        key: 'S',
-        long: "self",
-        short: false,
-        arg: false,
-    },
+    Opt::long_only('S', "self", false),
+    Opt::long_only('T', "timeout", true),
 ];
+
+/// The options of [`ALL_OPTS`] whose keys `keys` names, for [`getopt`].
+pub fn options(keys: &str) -> Vec<Opt> {
+    ALL_OPTS
+        .into_iter()
+        .filter(|o| keys.contains(o.key))
+        .collect()
+}
 
 /// Splits a command line (`args`, the program's name first) as getopt_long does with `opts`:
 /// options and operands in any order, `-n100` or `-n 100`, `--iters=100` or `--iters 100`,
