@@ -34,7 +34,7 @@
 #[path = "common/cmex.rs"]
 mod cmex;
 
-use cmex::{cm_event_of, create_id, getaddrinfo, getopt, lookup, next_request, open, Out};
+use cmex::{cm_event_of, create_id, getaddrinfo, getopt, listen, lookup, next_request, open, Out};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -420,27 +420,10 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
         Ok(x) => x,
         Err(r) => return r,
     };
-    let listener = match create_id::<Tcp>(&ch, "cmatose: listen request failed", out) {
-        Ok(id) => id,
+    let listener = match listen::<Tcp>("cmatose", &ch, addr, ready, out) {
+        Ok(l) => l,
         Err(r) => return r,
     };
-    let listener = match listener.bind(addr) {
-        Ok(id) => id,
-        Err(e) => {
-            out.warn(format!("cmatose: bind address failed: {e}"));
-            return -1;
-        }
-    };
-    let listener = match listener.listen(0) {
-        Ok(l) => l,
-        Err(e) => {
-            out.warn(format!("cmatose: failure trying to listen: {e}"));
-            return -1;
-        }
-    };
-    if let Some(tx) = ready {
-        let _ = tx.send(listener.local_addr().unwrap_or(addr));
-    }
     // connect_events: until every connection is up or one failed.
     let mut nodes = Vec::new();
     let mut ret = 0;

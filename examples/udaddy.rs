@@ -35,7 +35,7 @@
 #[path = "common/cmex.rs"]
 mod cmex;
 
-use cmex::{cm_event_of, create_id, getaddrinfo, getopt, lookup, next_request, open, Out};
+use cmex::{cm_event_of, create_id, getaddrinfo, getopt, listen, lookup, next_request, open, Out};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -487,27 +487,10 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
         Ok(x) => x,
         Err(r) => return r,
     };
-    let listener = match create_id::<Udp>(&ch, "udaddy: listen request failed", out) {
-        Ok(id) => id,
+    let listener = match listen::<Udp>("udaddy", &ch, addr, ready, out) {
+        Ok(l) => l,
         Err(r) => return r,
     };
-    let listener = match listener.bind(addr) {
-        Ok(id) => id,
-        Err(e) => {
-            out.warn(format!("udaddy: bind address failed: {e}"));
-            return -1;
-        }
-    };
-    let listener = match listener.listen(0) {
-        Ok(l) => l,
-        Err(e) => {
-            out.warn(format!("udaddy: failure trying to listen: {e}"));
-            return -1;
-        }
-    };
-    if let Some(tx) = ready {
-        let _ = tx.send(listener.local_addr().unwrap_or(addr));
-    }
     // connect_events (its result ignored, as udaddy's server ignores it).
     let mut nodes = Vec::new();
     for _ in 0..o.connections {

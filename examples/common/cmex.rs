@@ -137,6 +137,32 @@ pub fn create_id<P: PortSpace>(ch: &EventChannel, what: &str, out: &Out) -> Resu
     })
 }
 
+/// The listening id of `run_server` in `cmatose` and `udaddy` (`prog`): an id of port space `P`
+/// on `ch` (`rdma_create_id`), bound to `addr`, listening with the default backlog
+/// (`rdma_listen(id, 0)`); `ready` gets its address (under `--self`, for the client). A failure
+/// is said as the program says it, with -1 as the exit status.
+pub fn listen<P: PortSpace>(
+    prog: &str,
+    ch: &EventChannel,
+    addr: SocketAddr,
+    ready: Option<mpsc::Sender<SocketAddr>>,
+    out: &Out,
+) -> Result<CmId<P, Listening>, i32> {
+    let listener = create_id::<P>(ch, &format!("{prog}: listen request failed"), out)?;
+    let listener = listener.bind(addr).map_err(|e| {
+        out.warn(format!("{prog}: bind address failed: {e}"));
+        -1
+    })?;
+    let listener = listener.listen(0).map_err(|e| {
+        out.warn(format!("{prog}: failure trying to listen: {e}"));
+        -1
+    })?;
+    if let Some(tx) = ready {
+        let _ = tx.send(listener.local_addr().unwrap_or(addr));
+    }
+    Ok(listener)
+}
+
 /// `rdma_getaddrinfo` of `host` (none: any address) at `port` in `cmatose` and `udaddy`, the
 /// error said as they say it, with `EAI_NONAME` (-2) as the exit status.
 pub fn getaddrinfo(host: Option<&str>, port: u16, out: &Out) -> Result<SocketAddr, i32> {
