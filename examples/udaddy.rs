@@ -91,8 +91,7 @@ fn usage(argv0: &str) -> ! {
 }
 
 fn unsupported(what: &str) -> ! {
-    eprintln!("udaddy: {what} is not supported by this program");
-    std::process::exit(1);
+    cmex::unsupported("udaddy", what)
 }
 
 fn parse() -> Opts {
@@ -122,31 +121,15 @@ fn parse() -> Opts {
                     unsupported("a port space other than RDMA_PS_UDP (0x111)");
                 }
             }
-            'f' => {
-                let l = v.to_ascii_lowercase();
-                if l.starts_with("gid") {
-                    unsupported("-f gid (AF_IB addresses)");
-                } else if !l.starts_with("ip") && !l.starts_with("name") {
-                    eprintln!("Warning: unknown address format");
-                }
-            }
+            'f' => cmex::address_format("udaddy", &v),
             'P' => {
-                let l = v.to_ascii_lowercase();
-                if l.starts_with("ipoib") {
-                    unsupported("-P ipoib (RDMA_PS_IPOIB)");
-                } else if !l.starts_with("udp") {
-                    eprintln!("Warning: unknown port space format");
-                }
+                cmex::port_space_format("udaddy", &v, "udp", "ipoib", "-P ipoib (RDMA_PS_IPOIB)")
             }
             '\0' => o.self_test = true,
             _ => usage(&argv0),
         }
     }
-    if o.message_size <= 0 {
-        o.message_count = 0;
-    }
-    o.connections = o.connections.max(0);
-    o.message_count = o.message_count.max(0);
+    cmex::message_counts(&mut o.connections, &mut o.message_count, o.message_size);
     o
 }
 
