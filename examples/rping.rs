@@ -37,10 +37,11 @@ use cmex::{cm_event_of, create_id, exit_code, getopt, lookup, next_request, open
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
-use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, Tcp};
+use typed_verbs::cm::{CmId, ConnEvent, ConnParam, ConnectRequest, Connection, Listening, Tcp};
+use typed_verbs::qp_state::Init;
 use typed_verbs::{
-    access, access::Rights, Access, Context, Cq, Mr, PageBuf, Pd, Qp, Rc, RemoteAddr, SendWr,
-    WcOpcode, WcStatus, WorkCompletion,
+    access, access::Rights, Access, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, Rc, RemoteAddr,
+    SendWr, Shared, WcOpcode, WcStatus, WorkCompletion,
 };
 
 /// `RPING_BUFSIZE`: the largest ping (less one).
@@ -294,14 +295,11 @@ fn create_qp<'a>(pd: &'a Pd<'a>, cq: &'a Cq<'a>, out: &Out) -> Result<Qp<'a, Rc>
 }
 
 /// `rping_init_conn_param`.
+///
+/// Its values (no private data, one outstanding RDMA read or atomic each way, 7 retries and 7
+/// RNR retries) are the crate's `ConnParam::default()`.
 fn conn_param() -> ConnParam<'static> {
-    ConnParam {
-        private_data: &[],
-        responder_resources: 1,
-        initiator_depth: 1,
-        retry_count: 7,
-        rnr_retry_count: 7,
-    }
+    ConnParam::default()
 }
 
 /// One connection's control block (`struct rping_cb`, the part the ping-pong uses).
@@ -321,8 +319,15 @@ struct Cb<'c, 'a> {
 }
 
 impl Cb<'_, '_> {
+    /// `sem_post(&cb->sem)`.
     fn post(&mut self) {
         self.sem += 1;
+    }
+
+    /// `cb->state = state; sem_post(&cb->sem);`, as rping's handlers end.
+    fn post_state(&mut self, state: State) {
+        self.state = state;
+        self.post();
     }
 
     /// `sem_wait(&cb->sem)`: runs the CQ and CM handlers until one posts, then the state.
@@ -337,8 +342,7 @@ impl Cb<'_, '_> {
                 Ok(_) => {}
                 Err(e) => {
                     self.out.warn(format!("poll error {e}"));
-                    self.state = State::Error;
-                    self.post();
+                    self.post_state(State::Error);
                     continue;
                 }
             }
@@ -348,8 +352,7 @@ impl Cb<'_, '_> {
                 Ok(Some(ev)) => self.cma_event(ev),
                 Err(e) => {
                     self.out.warn(format!("rdma_get_cm_event: {e}"));
-                    self.state = State::Error;
-                    self.post();
+                    self.post_state(State::Error);
                 }
             }
         }
@@ -365,13 +368,11 @@ impl Cb<'_, '_> {
                     "{} DISCONNECT EVENT...",
                     if self.server { "server" } else { "client" }
                 ));
-                self.state = State::Disconnected;
-                self.post();
+                self.post_state(State::Disconnected);
             }
             ConnEvent::DeviceRemoval => {
                 self.out.warn("cma detected device removal!!!!");
-                self.state = State::Error;
-                self.post();
+                self.post_state(State::Error);
             }
             ConnEvent::TimewaitExit => self
                 .out
@@ -396,21 +397,18 @@ impl Cb<'_, '_> {
             }
             self.out
                 .warn(format!("cq completion failed status {}", wc.status().raw()));
-            self.state = State::Error;
-            self.post();
+            self.post_state(State::Error);
             return;
         };
         match ok.opcode() {
             WcOpcode::SEND => self.out.debug("send completion"),
             WcOpcode::RDMA_WRITE => {
                 self.out.debug("rdma write completion");
-                self.state = State::RdmaWriteComplete;
-                self.post();
+                self.post_state(State::RdmaWriteComplete);
             }
             WcOpcode::RDMA_READ => {
                 self.out.debug("rdma read completion");
-                self.state = State::RdmaReadComplete;
-                self.post();
+                self.post_state(State::RdmaReadComplete);
             }
             WcOpcode::RECV => {
                 self.out.debug("recv completion");
@@ -418,8 +416,7 @@ impl Cb<'_, '_> {
                     self.out
                         .warn(format!("Received bogus data, size {}", ok.byte_len()));
                     self.out.warn("recv wc error: -1");
-                    self.state = State::Error;
-                    self.post();
+                    self.post_state(State::Error);
                     return;
                 }
                 if self.server {
@@ -435,8 +432,7 @@ impl Cb<'_, '_> {
             }
             _ => {
                 self.out.debug("unknown!!!!! completion");
-                self.state = State::Error;
-                self.post();
+                self.post_state(State::Error);
             }
         }
     }
@@ -527,87 +523,29 @@ impl Cb<'_, '_> {
         buf
     }
 
-    /// `rping_test_server`.
-    fn test_server(&mut self) -> i32 {
-        let ret;
-        loop {
-            // Wait for client's Start STAG/TO/Len.
-            let st = self.wait();
-            if st != State::RdmaReadAdv {
-                self.out
-                    .warn(format!("wait for RDMA_READ_ADV state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server received sink adv");
-            // Issue RDMA Read.
-            if let Err(e) = self.post_rdma(true, self.remote_len) {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server posted rdma read req ");
-            // Wait for read completion.
-            let st = self.wait();
-            if st != State::RdmaReadComplete {
-                self.out
-                    .warn(format!("wait for RDMA_READ_COMPLETE state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server received read complete");
-            // Display data in recv buf.
-            if self.o.verbose {
-                self.out.say(format!(
-                    "server ping data: {}",
-                    String::from_utf8_lossy(&self.rdma_string())
-                ));
-            }
-            // Tell client to continue.
-            if let Err(e) = self.post_info_send() {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server posted go ahead");
-            // Wait for client's RDMA STAG/TO/Len.
-            let st = self.wait();
-            if st != State::RdmaWriteAdv {
-                self.out
-                    .warn(format!("wait for RDMA_WRITE_ADV state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server received sink adv");
-            // RDMA Write echo data.
-            let len = self.rdma_string().len() as u32 + 1;
-            self.out.debug(format!(
-                "rdma write from lkey {:x} laddr {:x} len {len}",
-                self.bufs.rdma.lkey(),
-                self.bufs.rdma.remote().addr()
-            ));
-            if let Err(e) = self.post_rdma(false, len) {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            // Wait for completion.
-            let st = self.wait();
-            if st != State::RdmaWriteComplete {
-                self.out
-                    .warn(format!("wait for RDMA_WRITE_COMPLETE state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server rdma write complete ");
-            // Tell client to begin again.
-            if let Err(e) = self.post_info_send() {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            self.out.debug("server posted go ahead");
+    /// Waits for the next state: an error (rping's "wait for `name` state N" and -1) unless it
+    /// is `want`.
+    fn wait_for(&mut self, want: State, name: &str) -> Result<(), i32> {
+        let st = self.wait();
+        if st != want {
+            self.out
+                .warn(format!("wait for {name} state {}", st as i32));
+            return Err(-1);
         }
+        Ok(())
+    }
+
+    /// A post's failure as rping reports it ("post send error", -1).
+    fn posted<E: std::fmt::Display>(&self, r: Result<(), E>) -> Result<(), i32> {
+        r.map_err(|e| {
+            self.out.warn(format!("post send error {e}"));
+            -1
+        })
+    }
+
+    /// The status of `rping_test_server` and `rping_test_client` once their loop ended with
+    /// `ret`: 0 after the peer disconnected.
+    fn test_status(&self, ret: i32) -> i32 {
         if self.state == State::Disconnected {
             0
         } else {
@@ -615,83 +553,119 @@ impl Cb<'_, '_> {
         }
     }
 
+    /// `rping_test_server`.
+    fn test_server(&mut self) -> i32 {
+        let ret = loop {
+            if let Err(r) = self.server_round() {
+                break r;
+            }
+        };
+        self.test_status(ret)
+    }
+
+    /// One turn of `rping_test_server`'s loop.
+    fn server_round(&mut self) -> Result<(), i32> {
+        // Wait for client's Start STAG/TO/Len.
+        self.wait_for(State::RdmaReadAdv, "RDMA_READ_ADV")?;
+        self.out.debug("server received sink adv");
+        // Issue RDMA Read.
+        self.posted(self.post_rdma(true, self.remote_len))?;
+        self.out.debug("server posted rdma read req ");
+        // Wait for read completion.
+        self.wait_for(State::RdmaReadComplete, "RDMA_READ_COMPLETE")?;
+        self.out.debug("server received read complete");
+        // Display data in recv buf.
+        if self.o.verbose {
+            self.out.say(format!(
+                "server ping data: {}",
+                String::from_utf8_lossy(&self.rdma_string())
+            ));
+        }
+        // Tell client to continue.
+        self.posted(self.post_info_send())?;
+        self.out.debug("server posted go ahead");
+        // Wait for client's RDMA STAG/TO/Len.
+        self.wait_for(State::RdmaWriteAdv, "RDMA_WRITE_ADV")?;
+        self.out.debug("server received sink adv");
+        // RDMA Write echo data.
+        let len = self.rdma_string().len() as u32 + 1;
+        self.out.debug(format!(
+            "rdma write from lkey {:x} laddr {:x} len {len}",
+            self.bufs.rdma.lkey(),
+            self.bufs.rdma.remote().addr()
+        ));
+        self.posted(self.post_rdma(false, len))?;
+        // Wait for completion.
+        self.wait_for(State::RdmaWriteComplete, "RDMA_WRITE_COMPLETE")?;
+        self.out.debug("server rdma write complete ");
+        // Tell client to begin again.
+        self.posted(self.post_info_send())?;
+        self.out.debug("server posted go ahead");
+        Ok(())
+    }
+
     /// `rping_test_client`.
     fn test_client(&mut self) -> i32 {
-        let start_mr = self.bufs.start.as_ref().expect("the client's start buffer");
-        let size = self.o.size as usize;
         let mut ret = 0;
         let mut start: u8 = 65;
         let mut ping: i32 = 0;
         while self.o.count == 0 || ping < self.o.count {
-            self.state = State::RdmaReadAdv;
-            // Put some ascii text in the buffer.
-            let mut text = format!("rdma-ping-{ping}: ").into_bytes();
-            text.truncate(size - 1); // snprintf(cb->start_buf, cb->size, ...)
-            let mut c = start;
-            while text.len() < size {
-                text.push(c);
-                c += 1;
-                if c > 122 {
-                    c = 65;
-                }
-            }
-            start += 1;
-            if start > 122 {
-                start = 65;
-            }
-            text[size - 1] = 0;
-            start_mr.write(0, &text).expect("the whole buffer");
-
-            self.format_send(start_mr);
-            if let Err(e) = self.post_info_send() {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
+            if let Err(r) = self.client_ping(ping, &mut start) {
+                ret = r;
                 break;
-            }
-            // Wait for server to ACK.
-            let st = self.wait();
-            if st != State::RdmaWriteAdv {
-                self.out
-                    .warn(format!("wait for RDMA_WRITE_ADV state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            self.format_send(&self.bufs.rdma);
-            if let Err(e) = self.post_info_send() {
-                self.out.warn(format!("post send error {e}"));
-                ret = -1;
-                break;
-            }
-            // Wait for the server to say the RDMA Write is complete.
-            let st = self.wait();
-            if st != State::RdmaWriteComplete {
-                self.out
-                    .warn(format!("wait for RDMA_WRITE_COMPLETE state {}", st as i32));
-                ret = -1;
-                break;
-            }
-            if self.o.validate {
-                let mut got = vec![0u8; size];
-                self.bufs.rdma.read(0, &mut got).expect("the whole buffer");
-                if got != text {
-                    self.out.warn("data mismatch!");
-                    ret = -1;
-                    break;
-                }
-            }
-            if self.o.verbose {
-                self.out.say(format!(
-                    "ping data: {}",
-                    String::from_utf8_lossy(&self.rdma_string())
-                ));
             }
             ping += 1;
         }
-        if self.state == State::Disconnected {
-            0
-        } else {
-            ret
+        self.test_status(ret)
+    }
+
+    /// One ping of `rping_test_client`'s loop: its text (from the letter `start`, which moves
+    /// on) to the server, which reads it and writes it back.
+    fn client_ping(&mut self, ping: i32, start: &mut u8) -> Result<(), i32> {
+        let start_mr = self.bufs.start.as_ref().expect("the client's start buffer");
+        let size = self.o.size as usize;
+        self.state = State::RdmaReadAdv;
+        // Put some ascii text in the buffer.
+        let mut text = format!("rdma-ping-{ping}: ").into_bytes();
+        text.truncate(size - 1); // snprintf(cb->start_buf, cb->size, ...)
+        let mut c = *start;
+        while text.len() < size {
+            text.push(c);
+            c += 1;
+            if c > 122 {
+                c = 65;
+            }
         }
+        *start += 1;
+        if *start > 122 {
+            *start = 65;
+        }
+        text[size - 1] = 0;
+        start_mr.write(0, &text).expect("the whole buffer");
+
+        self.format_send(start_mr);
+        self.posted(self.post_info_send())?;
+        // Wait for server to ACK.
+        self.wait_for(State::RdmaWriteAdv, "RDMA_WRITE_ADV")?;
+        self.format_send(&self.bufs.rdma);
+        self.posted(self.post_info_send())?;
+        // Wait for the server to say the RDMA Write is complete.
+        self.wait_for(State::RdmaWriteComplete, "RDMA_WRITE_COMPLETE")?;
+        if self.o.validate {
+            let mut got = vec![0u8; size];
+            self.bufs.rdma.read(0, &mut got).expect("the whole buffer");
+            if got != text {
+                self.out.warn("data mismatch!");
+                return Err(-1);
+            }
+        }
+        if self.o.verbose {
+            self.out.say(format!(
+                "ping data: {}",
+                String::from_utf8_lossy(&self.rdma_string())
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -724,40 +698,126 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
     }
     if o.persistent {
         return std::thread::scope(|s| loop {
-            let req = match next_request(&listener) {
+            let req = match wait_request(&listener, out) {
                 Ok(r) => r,
-                Err(e) => {
-                    out.warn(format!(
-                        "wait for CONNECT_REQUEST state {}: {e}",
-                        State::Error as i32
-                    ));
-                    return -1;
-                }
+                Err(r) => return r,
             };
-            out.debug("child cma");
             let ctx = &ctx;
             s.spawn(move || serve(ctx, req, o, out));
         });
     }
-    let req = match next_request(&listener) {
+    let req = match wait_request(&listener, out) {
         Ok(r) => r,
-        Err(e) => {
-            out.warn(format!(
-                "wait for CONNECT_REQUEST state {}: {e}",
-                State::Error as i32
-            ));
-            return -1;
-        }
+        Err(r) => return r,
     };
-    out.debug("child cma");
     let ret = serve(&ctx, req, o, out);
     out.debug("destroy cm_id");
     ret
 }
 
+/// The server's wait for the next connect request (rping's CM thread and `sem_wait` until the
+/// state is CONNECT_REQUEST); rping's message and -1 if none came.
+fn wait_request(listener: &CmId<Tcp, Listening>, out: &Out) -> Result<ConnectRequest<Tcp>, i32> {
+    match next_request(listener) {
+        Ok(req) => {
+            out.debug("child cma");
+            Ok(req)
+        }
+        Err(e) => {
+            out.warn(format!(
+                "wait for CONNECT_REQUEST state {}: {e}",
+                State::Error as i32
+            ));
+            Err(-1)
+        }
+    }
+}
+
 /// One connection of the server: its QP and buffers, the accept, the ping-pong, the
 /// disconnect.
 fn serve(ctx: &Context, req: ConnectRequest<Tcp>, o: &Opts, out: &Out) -> i32 {
+    with_qp_and_buffers(
+        ctx,
+        req,
+        o,
+        true,
+        out,
+        |req, qp| req.init_qp(qp),
+        |req, qp, cq, bufs| {
+            out.debug("accepting client connection request");
+            let conn = match req.accept(qp, &conn_param(), CONNECT_TIMEOUT) {
+                Ok(c) => c,
+                Err(e) => {
+                    warn_cm(&e, "rdma_accept", out);
+                    out.warn("connect error -1");
+                    return -1;
+                }
+            };
+            let (ret, _) = ping_pong(true, o, out, &conn, cq, bufs);
+            // rping_disconnect: the QP to ERR, then rdma_disconnect (its error ignored, as rping
+            // does: the client disconnected first).
+            let _ = conn.disconnect();
+            ret
+        },
+    )
+}
+
+/// The ping-pong on a connection: `rping_test_server` or `rping_test_client` with a fresh
+/// control block, and rping's message if it failed. Its status, and whether the peer
+/// disconnected.
+fn ping_pong(
+    server: bool,
+    o: &Opts,
+    out: &Out,
+    conn: &Connection<Tcp>,
+    cq: &Cq,
+    bufs: &Bufs,
+) -> (i32, bool) {
+    let mut cb = Cb {
+        server,
+        o,
+        out,
+        conn,
+        cq,
+        bufs,
+        state: if server {
+            State::ConnectRequest
+        } else {
+            State::Connected
+        },
+        sem: 0,
+        remote_rkey: 0,
+        remote_addr: 0,
+        remote_len: 0,
+    };
+    let ret = if server {
+        cb.test_server()
+    } else {
+        cb.test_client()
+    };
+    if ret != 0 {
+        let side = if server { "server" } else { "client" };
+        out.warn(format!("rping {side} failed: {ret}"));
+    }
+    (ret, cb.state == State::Disconnected)
+}
+
+/// The QP in INIT, with the CM id's attributes.
+type InitQp<'a> = Qp<'a, Rc, OwnRq, Shared, (), Init>;
+
+/// What both sides do with their CM id (`id`: the connect request, or the client's resolved
+/// id) before they accept or connect: `rping_setup_qp` (the PD, the CQ and the QP, which `init`
+/// moves to INIT with the id's attributes), `rping_setup_buffers` and the first receive; then
+/// `run` with the id, the QP, the CQ and the buffers. A failure is rping's message and -1.
+fn with_qp_and_buffers<I>(
+    ctx: &Context,
+    id: I,
+    o: &Opts,
+    server: bool,
+    out: &Out,
+    init: impl for<'a> FnOnce(&I, Qp<'a, Rc>) -> typed_verbs::Result<InitQp<'a>>,
+    run: impl for<'a> FnOnce(I, InitQp<'a>, &'a Cq<'a>, &'a Bufs<'a>) -> i32,
+) -> i32 {
     let pd = match Pd::new(ctx) {
         Ok(pd) => pd,
         Err(e) => {
@@ -774,15 +834,15 @@ fn serve(ctx: &Context, req: ConnectRequest<Tcp>, o: &Opts, out: &Out) -> i32 {
         }
     };
     out.debug("created cq");
-    let qp =
-        match create_qp(&pd, &cq, out).and_then(|qp| req.init_qp(qp).map_err(|e| e.to_string())) {
-            Ok(qp) => qp,
-            Err(e) => {
-                out.warn(format!("setup_qp failed: {e}"));
-                return -1;
-            }
-        };
-    let bufs = match setup_buffers(&pd, o, true, out) {
+    let qp = match create_qp(&pd, &cq, out).and_then(|qp| init(&id, qp).map_err(|e| e.to_string()))
+    {
+        Ok(qp) => qp,
+        Err(e) => {
+            out.warn(format!("setup_qp failed: {e}"));
+            return -1;
+        }
+    };
+    let bufs = match setup_buffers(&pd, o, server, out) {
         Ok(b) => b,
         Err(e) => {
             out.warn(format!("rping_setup_buffers failed: {e}"));
@@ -794,39 +854,16 @@ fn serve(ctx: &Context, req: ConnectRequest<Tcp>, o: &Opts, out: &Out) -> i32 {
         out.warn(format!("ibv_post_recv failed: {e}"));
         return -1;
     }
-    out.debug("accepting client connection request");
-    let conn = match req.accept(qp, &conn_param(), CONNECT_TIMEOUT) {
-        Ok(c) => c,
-        Err(e) => {
-            match cm_event_of(&e) {
-                Some((ev, status)) => out.warn(format!("cma event {ev}, error {status}")),
-                None => out.warn(format!("rdma_accept: {e}")),
-            }
-            out.warn("connect error -1");
-            return -1;
-        }
-    };
-    let mut cb = Cb {
-        server: true,
-        o,
-        out,
-        conn: &conn,
-        cq: &cq,
-        bufs: &bufs,
-        state: State::ConnectRequest,
-        sem: 0,
-        remote_rkey: 0,
-        remote_addr: 0,
-        remote_len: 0,
-    };
-    let ret = cb.test_server();
-    if ret != 0 {
-        out.warn(format!("rping server failed: {ret}"));
+    run(id, qp, &cq, &bufs)
+}
+
+/// rping's report of a failed CM call (`verb`): the error event the CM sent, if any, else the
+/// call's error.
+fn warn_cm(e: &typed_verbs::Error, verb: &str, out: &Out) {
+    match cm_event_of(e) {
+        Some((ev, status)) => out.warn(format!("cma event {ev}, error {status}")),
+        None => out.warn(format!("{verb}: {e}")),
     }
-    // rping_disconnect: the QP to ERR, then rdma_disconnect (its error ignored, as rping does:
-    // the client disconnected first).
-    let _ = conn.disconnect();
-    ret
 }
 
 /// `rping_run_client`.
@@ -850,89 +887,40 @@ fn run_client(o: &Opts, out: &Out) -> i32 {
     {
         Ok(id) => id,
         Err(e) => {
-            match cm_event_of(&e) {
-                Some((ev, status)) => out.warn(format!("cma event {ev}, error {status}")),
-                None => out.warn(format!("rdma_resolve_addr: {e}")),
-            }
+            warn_cm(&e, "rdma_resolve_addr", out);
             return 255;
         }
     };
     out.debug("rdma_resolve_addr - rdma_resolve_route successful");
-    let pd = match Pd::new(&ctx) {
-        Ok(pd) => pd,
-        Err(e) => {
-            out.warn(format!("ibv_alloc_pd failed: {e}"));
-            return -1;
-        }
-    };
-    out.debug("created pd");
-    let cq = match Cq::builder(&ctx).cqe(RPING_SQ_DEPTH * 2).build() {
-        Ok(cq) => cq,
-        Err(e) => {
-            out.warn(format!("ibv_create_cq failed: {e}"));
-            return -1;
-        }
-    };
-    out.debug("created cq");
-    let qp = match create_qp(&pd, &cq, out).and_then(|qp| id.init_qp(qp).map_err(|e| e.to_string()))
-    {
-        Ok(qp) => qp,
-        Err(e) => {
-            out.warn(format!("setup_qp failed: {e}"));
-            return -1;
-        }
-    };
-    let bufs = match setup_buffers(&pd, o, false, out) {
-        Ok(b) => b,
-        Err(e) => {
-            out.warn(format!("rping_setup_buffers failed: {e}"));
-            return -1;
-        }
-    };
-    let recv = bufs.recv.sge(0..INFO_LEN).expect("the whole buffer");
-    if let Err(e) = qp.post_recv(0, &[recv]) {
-        out.warn(format!("ibv_post_recv failed: {e}"));
-        return -1;
-    }
-    // rping_connect_client.
-    let conn = match id.connect(qp, &conn_param(), CONNECT_TIMEOUT) {
-        Ok(c) => c,
-        Err(e) => {
-            match cm_event_of(&e) {
-                Some((ev, status)) => out.warn(format!("cma event {ev}, error {status}")),
-                None => out.warn(format!("rdma_connect: {e}")),
-            }
-            return 255;
-        }
-    };
-    out.debug("rdma_connect successful");
-    let mut cb = Cb {
-        server: false,
+    with_qp_and_buffers(
+        &ctx,
+        id,
         o,
+        false,
         out,
-        conn: &conn,
-        cq: &cq,
-        bufs: &bufs,
-        state: State::Connected,
-        sem: 0,
-        remote_rkey: 0,
-        remote_addr: 0,
-        remote_len: 0,
-    };
-    let ret = cb.test_client();
-    let disconnected = cb.state == State::Disconnected;
-    if ret != 0 {
-        out.warn(format!("rping client failed: {ret}"));
-    }
-    // rping_disconnect: the QP to ERR and rdma_disconnect; rping's CM thread reports the
-    // disconnect's event if it comes before the id is destroyed.
-    match conn.disconnect() {
-        Ok((_qp, id)) if !disconnected => {
-            if let Ok(Some(ConnEvent::Disconnected)) = id.next_event(DISCONNECT_WAIT) {
-                out.warn("client DISCONNECT EVENT...");
+        |id, qp| id.init_qp(qp),
+        |id, qp, cq, bufs| {
+            // rping_connect_client.
+            let conn = match id.connect(qp, &conn_param(), CONNECT_TIMEOUT) {
+                Ok(c) => c,
+                Err(e) => {
+                    warn_cm(&e, "rdma_connect", out);
+                    return 255;
+                }
+            };
+            out.debug("rdma_connect successful");
+            let (ret, disconnected) = ping_pong(false, o, out, &conn, cq, bufs);
+            // rping_disconnect: the QP to ERR and rdma_disconnect; rping's CM thread reports the
+            // disconnect's event if it comes before the id is destroyed.
+            match conn.disconnect() {
+                Ok((_qp, id)) if !disconnected => {
+                    if let Ok(Some(ConnEvent::Disconnected)) = id.next_event(DISCONNECT_WAIT) {
+                        out.warn("client DISCONNECT EVENT...");
+                    }
+                }
+                _ => {}
             }
-        }
-        _ => {}
-    }
-    ret
+            ret
+        },
+    )
 }

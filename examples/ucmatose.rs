@@ -34,7 +34,7 @@
 #[path = "common/cmex.rs"]
 mod cmex;
 
-use cmex::{cm_event_of, create_id, getaddrinfo, getopt, lookup, next_request, open, Out};
+use cmex::{cm_event_of, create_id, getaddrinfo, getopt, listen, lookup, next_request, open, Out};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -92,8 +92,7 @@ fn usage(argv0: &str) -> ! {
 }
 
 fn unsupported(what: &str) -> ! {
-    eprintln!("cmatose: {what} is not supported by this program");
-    std::process::exit(1);
+    cmex::unsupported("cmatose", what)
 }
 
 fn parse() -> Opts {
@@ -115,22 +114,8 @@ fn parse() -> Opts {
         match c {
             's' => o.dst = Some(v),
             'b' => o.src = Some(v),
-            'f' => {
-                let l = v.to_ascii_lowercase();
-                if l.starts_with("gid") {
-                    unsupported("-f gid (AF_IB addresses)");
-                } else if !l.starts_with("ip") && !l.starts_with("name") {
-                    eprintln!("Warning: unknown address format");
-                }
-            }
-            'P' => {
-                let l = v.to_ascii_lowercase();
-                if l.starts_with("ib") {
-                    unsupported("-P ib (RDMA_PS_IB)");
-                } else if !l.starts_with("tcp") {
-                    eprintln!("Warning: unknown port space format");
-                }
-            }
+            'f' => cmex::address_format("cmatose", &v),
+            'P' => cmex::port_space_format("cmatose", &v, "tcp", "ib", "-P ib (RDMA_PS_IB)"),
             'c' => o.connections = cmex::atoi(&v),
             'C' => o.message_count = cmex::atoi(&v),
             'S' => o.message_size = cmex::atoi(&v),
@@ -143,11 +128,7 @@ fn parse() -> Opts {
         }
     }
     // create_message: no size, no messages.
-    if o.message_size <= 0 {
-        o.message_count = 0;
-    }
-    o.connections = o.connections.max(0);
-    o.message_count = o.message_count.max(0);
+    cmex::message_counts(&mut o.connections, &mut o.message_count, o.message_size);
     o
 }
 
@@ -420,27 +401,10 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
         Ok(x) => x,
         Err(r) => return r,
     };
-    let listener = match create_id::<Tcp>(&ch, "cmatose: listen request failed", out) {
-        Ok(id) => id,
+    let listener = match listen::<Tcp>("cmatose", &ch, addr, ready, out) {
+        Ok(l) => l,
         Err(r) => return r,
     };
-    let listener = match listener.bind(addr) {
-        Ok(id) => id,
-        Err(e) => {
-            out.warn(format!("cmatose: bind address failed: {e}"));
-            return -1;
-        }
-    };
-    let listener = match listener.listen(0) {
-        Ok(l) => l,
-        Err(e) => {
-            out.warn(format!("cmatose: failure trying to listen: {e}"));
-            return -1;
-        }
-    };
-    if let Some(tx) = ready {
-        let _ = tx.send(listener.local_addr().unwrap_or(addr));
-    }
     // connect_events: until every connection is up or one failed.
     let mut nodes = Vec::new();
     let mut ret = 0;

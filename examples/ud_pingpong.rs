@@ -17,49 +17,12 @@
 #[path = "common/pingpong.rs"]
 mod pingpong;
 
-use pingpong::{because, Opts, Out, Program, Role, Side, RECV_WRID, SEND_WRID};
+use pingpong::{because, Opts, Out, Role, UdSide, GRH_LEN, RECV_WRID, UD_PROGRAM, UD_QKEY};
 use std::process::ExitCode;
-use typed_verbs::qp_state::Rts;
-use typed_verbs::{
-    Access, AddressHandle, Mr, OwnRq, PageBuf, Pd, Qp, SendWr, Sge, Shared, SqPsn, Ud, UdDest,
-    UdInit,
-};
-
-const PROGRAM: Program = Program {
-    name: "ud_pingpong",
-    default_size: 1024,
-    mtu: false,
-    num_qp: false,
-};
-
-/// The Q_Key both sides use.
-const QKEY: u32 = 0x1111_1111;
-/// The GRH at the start of every UD receive buffer.
-const GRH_LEN: usize = 40;
+use typed_verbs::{Access, AddressHandle, Mr, PageBuf, Pd, Qp, SqPsn, Ud, UdInit};
 
 fn main() -> ExitCode {
-    pingpong::main(&PROGRAM, run)
-}
-
-/// The QP in RTS, the address handle of the remote QP and the buffer's two views.
-struct UdSide<'a> {
-    qp: Qp<'a, Ud, OwnRq, Shared, (), Rts>,
-    ah: AddressHandle<'a>,
-    remote_qpn: u32,
-    recv: Sge<'a>,
-    send: Sge<'a>,
-}
-
-impl Side for UdSide<'_> {
-    fn post_recv(&self, n: u32) -> u32 {
-        pingpong::post_recvs(n, || self.qp.post_recv(RECV_WRID, &[self.recv]).is_ok())
-    }
-
-    fn post_send(&self, _: usize) -> typed_verbs::Result<()> {
-        let dest = UdDest::new(&self.ah, self.remote_qpn, QKEY);
-        self.qp
-            .post_send(&SendWr::send_to(SEND_WRID, &[self.send], dest).signaled())
-    }
+    pingpong::main(&UD_PROGRAM, run)
 }
 
 fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
@@ -77,8 +40,7 @@ fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
     let mut buf = PageBuf::new(size + GRH_LEN).map_err(because("Couldn't allocate work buf."))?;
     buf.fill(0x7b);
     let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
-    let recv = mr.sge(0..size + GRH_LEN).expect("the whole region");
-    let send = mr.sge(GRH_LEN..size + GRH_LEN).expect("past the GRH");
+    let (recv, send) = pingpong::ud_sges(&mr, size);
     let channel = pingpong::channel(&ctx, o)?;
     let cq = pingpong::create_cq(&ctx, o.rx_depth + 1, channel.as_ref())?;
     let qp = pingpong::pp_caps(Qp::<Ud>::builder(&pd, &cq, &cq), o)
@@ -87,7 +49,7 @@ fn run(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
         .to_init(UdInit {
             port_num: o.ib_port,
             pkey_index: 0,
-            qkey: QKEY,
+            qkey: UD_QKEY,
         })
         .map_err(because("Failed to modify QP to INIT"))?;
     let posted = pingpong::post_first_recvs(o, || qp.post_recv(RECV_WRID, &[recv]).is_ok())?;

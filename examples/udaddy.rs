@@ -35,7 +35,7 @@
 #[path = "common/cmex.rs"]
 mod cmex;
 
-use cmex::{cm_event_of, create_id, getaddrinfo, getopt, lookup, next_request, open, Out};
+use cmex::{cm_event_of, create_id, getaddrinfo, getopt, listen, lookup, next_request, open, Out};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -91,8 +91,7 @@ fn usage(argv0: &str) -> ! {
 }
 
 fn unsupported(what: &str) -> ! {
-    eprintln!("udaddy: {what} is not supported by this program");
-    std::process::exit(1);
+    cmex::unsupported("udaddy", what)
 }
 
 fn parse() -> Opts {
@@ -122,31 +121,15 @@ fn parse() -> Opts {
                     unsupported("a port space other than RDMA_PS_UDP (0x111)");
                 }
             }
-            'f' => {
-                let l = v.to_ascii_lowercase();
-                if l.starts_with("gid") {
-                    unsupported("-f gid (AF_IB addresses)");
-                } else if !l.starts_with("ip") && !l.starts_with("name") {
-                    eprintln!("Warning: unknown address format");
-                }
-            }
+            'f' => cmex::address_format("udaddy", &v),
             'P' => {
-                let l = v.to_ascii_lowercase();
-                if l.starts_with("ipoib") {
-                    unsupported("-P ipoib (RDMA_PS_IPOIB)");
-                } else if !l.starts_with("udp") {
-                    eprintln!("Warning: unknown port space format");
-                }
+                cmex::port_space_format("udaddy", &v, "udp", "ipoib", "-P ipoib (RDMA_PS_IPOIB)")
             }
             '\0' => o.self_test = true,
             _ => usage(&argv0),
         }
     }
-    if o.message_size <= 0 {
-        o.message_count = 0;
-    }
-    o.connections = o.connections.max(0);
-    o.message_count = o.message_count.max(0);
+    cmex::message_counts(&mut o.connections, &mut o.message_count, o.message_size);
     o
 }
 
@@ -487,27 +470,10 @@ fn run_server(o: &Opts, out: &Out, ready: Option<std::sync::mpsc::Sender<SocketA
         Ok(x) => x,
         Err(r) => return r,
     };
-    let listener = match create_id::<Udp>(&ch, "udaddy: listen request failed", out) {
-        Ok(id) => id,
+    let listener = match listen::<Udp>("udaddy", &ch, addr, ready, out) {
+        Ok(l) => l,
         Err(r) => return r,
     };
-    let listener = match listener.bind(addr) {
-        Ok(id) => id,
-        Err(e) => {
-            out.warn(format!("udaddy: bind address failed: {e}"));
-            return -1;
-        }
-    };
-    let listener = match listener.listen(0) {
-        Ok(l) => l,
-        Err(e) => {
-            out.warn(format!("udaddy: failure trying to listen: {e}"));
-            return -1;
-        }
-    };
-    if let Some(tx) = ready {
-        let _ = tx.send(listener.local_addr().unwrap_or(addr));
-    }
     // connect_events (its result ignored, as udaddy's server ignores it).
     let mut nodes = Vec::new();
     for _ in 0..o.connections {

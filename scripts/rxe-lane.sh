@@ -158,17 +158,8 @@ env | sed -n 's/^\(PERF_[A-Z_]*\)=\(.*\)$/export \1="\2"/p' >"$ROOT/etc/perf-com
 # rdma_ucm brings rdma_cm, ib_cm, iw_cm and configfs; crc32_generic is asked for at run time.
 vm_modules rdma_rxe ib_uverbs crc32_generic dummy rdma_ucm
 
-cat >"$ROOT/init" <<'INIT'
-#!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin:/usr/bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
-echo /bin/modprobe >/proc/sys/kernel/modprobe
-# The firmware's last console line ("Booting from ROM..") has no line end: start a fresh line, so
-# no LANE line is glued to it (the host also finds LANE lines anywhere in a line).
-echo
+vm_init_start "$ROOT/init"
+cat >>"$ROOT/init" <<'INIT'
 step() { # step NAME COMMAND...: one LANE line per step
     name=$1
     shift

@@ -220,17 +220,8 @@ for dir in A-B B-A; do
     done
 done
 
-cat >"$ROOT/init" <<'INIT'
-#!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin:/usr/bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
-echo /bin/modprobe >/proc/sys/kernel/modprobe
-# The firmware's last console line has no line end: start a fresh line (the host also finds
-# LANE lines anywhere in a line).
-echo
+vm_init_start "$ROOT/init"
+cat >>"$ROOT/init" <<'INIT'
 case $(cat /proc/cmdline) in
 *lane.node=a*) node=a me=10.0.0.1 peer=10.0.0.2 ;;
 *) node=b me=10.0.0.2 peer=10.0.0.1 ;;

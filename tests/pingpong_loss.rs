@@ -9,25 +9,16 @@ mod pingpong;
 
 mod common;
 
-use pingpong::{Opts, Out, Program, Side, DEFAULT_TIMEOUT, RECV_WRID, SEND_WRID};
+use pingpong::{Opts, Out, UdSide, DEFAULT_TIMEOUT, GRH_LEN, RECV_WRID, UD_PROGRAM, UD_QKEY};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    Access, AddressHandle, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, SendWr, Sge, Shared, SqPsn, Ud,
-    UdDest, UdInit,
+    Access, AddressHandle, Context, Cq, Mr, OwnRq, PageBuf, Pd, Qp, Shared, SqPsn, Ud, UdInit,
 };
 
-const PROGRAM: Program = Program {
-    name: "ud_pingpong",
-    default_size: 1024,
-    mtu: false,
-    num_qp: false,
-};
-const QKEY: u32 = 0x1111_1111;
-const GRH_LEN: usize = 40;
 const SIZE: usize = 64;
 
 /// A UD QP in RTS on `cq`, with no receive posted.
@@ -42,36 +33,13 @@ fn ud_qp<'a>(pd: &'a Pd<'a>, cq: &'a Cq<'a>, o: &Opts) -> Qp<'a, Ud, OwnRq, Shar
         .to_init(UdInit {
             port_num: o.ib_port,
             pkey_index: 0,
-            qkey: QKEY,
+            qkey: UD_QKEY,
         })
         .expect("INIT")
         .to_rtr(())
         .expect("RTR")
         .to_rts(SqPsn { sq_psn: 0 })
         .expect("RTS")
-}
-
-/// `ud_pingpong`'s side, sending to a peer QP that never posts a receive.
-struct UdSide<'a> {
-    qp: Qp<'a, Ud, OwnRq, Shared, (), Rts>,
-    ah: AddressHandle<'a>,
-    remote_qpn: u32,
-    recv: Sge<'a>,
-    send: Sge<'a>,
-}
-
-impl Side for UdSide<'_> {
-    fn post_recv(&self, n: u32) -> u32 {
-        (0..n)
-            .take_while(|_| self.qp.post_recv(RECV_WRID, &[self.recv]).is_ok())
-            .count() as u32
-    }
-
-    fn post_send(&self, _: usize) -> typed_verbs::Result<()> {
-        let dest = UdDest::new(&self.ah, self.remote_qpn, QKEY);
-        self.qp
-            .post_send(&SendWr::send_to(SEND_WRID, &[self.send], dest).signaled())
-    }
 }
 
 /// Fails the test binary if `what` has not finished after `secs` (an unbounded wait would
@@ -102,23 +70,20 @@ fn lossy_ud_run(args: &[&str]) -> (Result<(), String>, Duration, Opts) {
     let argv = std::iter::once("ud_pingpong")
         .chain(args.iter().copied())
         .map(String::from);
-    let mut o = pingpong::parse_args(&PROGRAM, argv).expect("the options parse");
+    let mut o = pingpong::parse_args(&UD_PROGRAM, argv).expect("the options parse");
     // --self's choice of GID index 0 on an Ethernet port (rxe0 needs a GRH).
     o.self_test = true;
     let out = Out::PLAIN;
     let pd = Pd::new(&ctx).expect("PD");
     let buf = PageBuf::new(SIZE + GRH_LEN).expect("buffer");
     let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).expect("MR");
-    let recv = mr.sge(0..SIZE + GRH_LEN).expect("the whole region");
-    let send = mr.sge(GRH_LEN..SIZE + GRH_LEN).expect("past the GRH");
+    let (recv, send) = pingpong::ud_sges(&mr, SIZE);
     let channel = pingpong::channel(&ctx, &o).expect("channel");
     let cq = pingpong::create_cq(&ctx, o.rx_depth + 1, channel.as_ref()).expect("CQ");
     let peer_cq = pingpong::create_cq(&ctx, 4, None).expect("peer CQ");
     let qp = ud_qp(&pd, &cq, &o);
     let peer = ud_qp(&pd, &peer_cq, &o); // never posts a receive: every message to it is dropped
-    let posted = (0..o.rx_depth)
-        .take_while(|_| qp.post_recv(RECV_WRID, &[recv]).is_ok())
-        .count() as u32;
+    let posted = pingpong::post_recvs(o.rx_depth, || qp.post_recv(RECV_WRID, &[recv]).is_ok());
     assert_eq!(posted, o.rx_depth);
     pingpong::arm(&cq, &o).expect("arm");
     let local = pingpong::local(&ctx, &o, &out).expect("local address");
@@ -176,7 +141,7 @@ fn timeout_option() {
         let argv = std::iter::once("ud_pingpong")
             .chain(args.iter().copied())
             .map(String::from);
-        pingpong::parse_args(&PROGRAM, argv).map(|o| o.timeout)
+        pingpong::parse_args(&UD_PROGRAM, argv).map(|o| o.timeout)
     };
     assert_eq!(parse(&[]).ok(), Some(Some(DEFAULT_TIMEOUT)));
     assert_eq!(parse(&["--timeout=0"]).ok(), Some(None));

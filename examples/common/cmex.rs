@@ -68,6 +68,44 @@ pub fn getopt(args: impl IntoIterator<Item = String>, optstring: &str) -> Result
     Ok((seen, operands))
 }
 
+/// What `cmatose` and `udaddy` (`prog`) take that the typed CM leaves out: refused, with a
+/// failure status.
+pub fn unsupported(prog: &str, what: &str) -> ! {
+    eprintln!("{prog}: {what} is not supported by this program");
+    std::process::exit(1);
+}
+
+/// `-f` of `cmatose` and `udaddy` (`prog`), the address format `v`: `ip` and `name` are taken,
+/// `gid` (AF_IB addresses) is refused, anything else is warned about.
+pub fn address_format(prog: &str, v: &str) {
+    let l = v.to_ascii_lowercase();
+    if l.starts_with("gid") {
+        unsupported(prog, "-f gid (AF_IB addresses)");
+    } else if !l.starts_with("ip") && !l.starts_with("name") {
+        eprintln!("Warning: unknown address format");
+    }
+}
+
+/// `-P` of `cmatose` and `udaddy` (`prog`), the port space `v`: the program's own (`ours`) is
+/// taken, the other one it knows (`refused`) is refused as `what`, anything else is warned about.
+pub fn port_space_format(prog: &str, v: &str, ours: &str, refused: &str, what: &str) {
+    let l = v.to_ascii_lowercase();
+    if l.starts_with(refused) {
+        unsupported(prog, what);
+    } else if !l.starts_with(ours) {
+        eprintln!("Warning: unknown port space format");
+    }
+}
+
+/// `create_message` of `cmatose` and `udaddy`: no size, no messages; and no count below zero.
+pub fn message_counts(connections: &mut i32, message_count: &mut i32, message_size: i32) {
+    if message_size <= 0 {
+        *message_count = 0;
+    }
+    *connections = (*connections).max(0);
+    *message_count = (*message_count).max(0);
+}
+
 /// C's `atoi`: leading blanks, a sign, then digits as far as they go; 0 when there are none.
 pub fn atoi(s: &str) -> i32 {
     let t = s.trim_start();
@@ -135,6 +173,32 @@ pub fn create_id<P: PortSpace>(ch: &EventChannel, what: &str, out: &Out) -> Resu
         out.warn(format!("{what}: {e}"));
         -1
     })
+}
+
+/// The listening id of `run_server` in `cmatose` and `udaddy` (`prog`): an id of port space `P`
+/// on `ch` (`rdma_create_id`), bound to `addr`, listening with the default backlog
+/// (`rdma_listen(id, 0)`); `ready` gets its address (under `--self`, for the client). A failure
+/// is said as the program says it, with -1 as the exit status.
+pub fn listen<P: PortSpace>(
+    prog: &str,
+    ch: &EventChannel,
+    addr: SocketAddr,
+    ready: Option<mpsc::Sender<SocketAddr>>,
+    out: &Out,
+) -> Result<CmId<P, Listening>, i32> {
+    let listener = create_id::<P>(ch, &format!("{prog}: listen request failed"), out)?;
+    let listener = listener.bind(addr).map_err(|e| {
+        out.warn(format!("{prog}: bind address failed: {e}"));
+        -1
+    })?;
+    let listener = listener.listen(0).map_err(|e| {
+        out.warn(format!("{prog}: failure trying to listen: {e}"));
+        -1
+    })?;
+    if let Some(tx) = ready {
+        let _ = tx.send(listener.local_addr().unwrap_or(addr));
+    }
+    Ok(listener)
 }
 
 /// `rdma_getaddrinfo` of `host` (none: any address) at `port` in `cmatose` and `udaddy`, the

@@ -23,11 +23,14 @@
 //! rdma_cm) is refused with a message ([`connect`]): the typed tools do not implement it.
 #![allow(dead_code)] // each program uses part of this module
 
+#[path = "side.rs"]
+mod side;
+pub use side::{because, Role};
+use side::{getopt, help, options, refuse, run_both, run_one, server_name};
 use std::fmt::Display;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::{
     access, Access, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mr,
@@ -214,81 +217,9 @@ pub fn parse_args(t: &Tool, args: impl IntoIterator<Item = String>) -> Result<Op
         server_name: None,
         self_test: false,
     };
-    let bad = |msg: &str| {
-        if !msg.is_empty() {
-            eprintln!("{}: {msg}", t.name);
-        }
-        print!("{}", usage(t));
-        ExitCode::FAILURE
-    };
-    let with_arg: &[(char, &str)] = &[
-        ('p', "port"),
-        ('d', "ib-dev"),
-        ('i', "ib-port"),
-        ('s', "size"),
-        ('n', "iters"),
-        ('t', "tx-depth"),
-        ('x', "gid-index"),
-        ('r', "rx-depth"),
-        ('Q', "cq-mod"),
-    ];
-    let flags: &[(char, &str)] = &[
-        ('a', "all"),
-        ('F', "CPU-freq"),
-        ('R', "rdma_cm"),
-        ('N', "noPeak"),
-        ('h', "help"),
-        ('S', "self"),
-    ];
-    let mut positional = Vec::new();
-    let mut seen: Vec<(char, String)> = Vec::new();
-    let mut it = args.into_iter().skip(1);
-    while let Some(a) = it.next() {
-        if a == "--" {
-            positional.extend(it.by_ref());
-            break;
-        }
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (long, None),
-            };
-            if let Some(&(c, _)) = flags.iter().find(|(_, l)| *l == name) {
-                seen.push((c, String::new()));
-            } else if let Some(&(c, _)) = with_arg.iter().find(|(_, l)| *l == name) {
-                match inline.or_else(|| it.next()) {
-                    Some(v) => seen.push((c, v)),
-                    None => return Err(bad(&format!("option '--{name}' requires an argument"))),
-                }
-            } else {
-                return Err(bad(&format!("unrecognized option '--{name}'")));
-            }
-        } else if a.len() > 1 && a.starts_with('-') {
-            for (i, c) in a[1..].char_indices() {
-                if c != 'S' && flags.iter().any(|(f, _)| *f == c) {
-                    seen.push((c, String::new()));
-                } else if with_arg.iter().any(|(s, _)| *s == c) {
-                    let rest = &a[1 + i + c.len_utf8()..];
-                    let v = if !rest.is_empty() {
-                        rest.to_owned()
-                    } else {
-                        match it.next() {
-                            Some(v) => v,
-                            None => {
-                                return Err(bad(&format!("option requires an argument -- '{c}'")))
-                            }
-                        }
-                    };
-                    seen.push((c, v));
-                    break;
-                } else {
-                    return Err(bad(&format!("invalid option -- '{c}'")));
-                }
-            }
-        } else {
-            positional.push(a);
-        }
-    }
+    let bad = |msg: &str| refuse(t.name, &usage(t), msg);
+    let opts = options("pdisnrhStxQaFRN");
+    let (seen, positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
     for (c, v) in seen {
         let num = |lo: u64, hi: u64, what: &str| {
             parse_num(&v)
@@ -296,10 +227,7 @@ pub fn parse_args(t: &Tool, args: impl IntoIterator<Item = String>) -> Result<Op
                 .ok_or_else(|| bad(&format!("{what} should be between {lo} and {hi}")))
         };
         match c {
-            'h' => {
-                print!("{}", usage(t));
-                return Err(ExitCode::SUCCESS);
-            }
+            'h' => return Err(help(&usage(t))),
             'a' => o.all = true,
             'F' => o.cpu_freq_f = true,
             'R' => o.rdma_cm = true,
@@ -320,11 +248,7 @@ pub fn parse_args(t: &Tool, args: impl IntoIterator<Item = String>) -> Result<Op
             _ => unreachable!("option {c}"),
         }
     }
-    match positional.len() {
-        0 => {}
-        1 if !o.self_test => o.server_name = positional.pop(),
-        _ => return Err(bad("")),
-    }
+    o.server_name = server_name(positional, o.self_test).ok_or_else(|| bad(""))?;
     // force_dependecies.
     if o.tx_depth > o.iters {
         o.tx_depth = o.iters;
@@ -365,19 +289,6 @@ impl Out {
     pub fn say(&self, line: impl Display) {
         println!("{}{line}", self.prefix);
     }
-}
-
-/// Turns an error into a message naming what failed.
-pub fn because<E: Display>(what: &'static str) -> impl FnOnce(E) -> String {
-    move |e| format!("{what}: {e}")
-}
-
-/// This side's part of the exchange.
-pub enum Role {
-    /// Accept one connection, on this listener or on a new one bound to every address.
-    Server(Option<TcpListener>),
-    /// Connect to this host.
-    Client(String),
 }
 
 /// The peer's QP and receive buffer, as the exchange carries them.
@@ -922,7 +833,7 @@ fn bw_row(size: u64, iters: u64, cq_mod: u64, no_peak: bool, t: &BwTimes) -> Str
 /// write: waits); the client prints the figures, and so does a send server (no peak, from
 /// its first receive to its last, as perftest's).
 pub fn run_bw(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String> {
-    let client = matches!(role, Role::Client(_));
+    let client = role.is_client();
     with_conn(tool, o, role, out, |c, mut send_poll, mut recv_poll| {
         let mut header = false;
         for size in sizes(o) {
@@ -1119,7 +1030,7 @@ pub fn lat_row(size: u64, iters: u64, posted: &[u64], per_ns: f64) -> String {
 
 /// `ib_send_lat` / `ib_write_lat`: both sides run the ping-pong and print the figures.
 pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String> {
-    let client = matches!(role, Role::Client(_));
+    let client = role.is_client();
     with_conn(tool, o, role, out, |c, mut send_poll, mut recv_poll| {
         banner(tool, o, out, 1);
         out.say(RESULT_FMT_LAT);
@@ -1275,17 +1186,9 @@ where
     if o.self_test {
         return self_test(tool, &o, &run);
     }
-    let role = match &o.server_name {
-        Some(host) => Role::Client(host.clone()),
-        None => Role::Server(None),
-    };
-    match run(tool, &o, role, &Out { prefix: "" }) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_one(o.server_name.as_ref(), |role| {
+        run(tool, &o, role, &Out { prefix: "" })
+    })
 }
 
 /// `--self`: the server on one thread, the client on another, each with its own context, the
@@ -1295,49 +1198,12 @@ fn self_test<F>(tool: &Tool, o: &Opts, run: &F) -> ExitCode
 where
     F: Fn(&Tool, &Opts, Role, &Out) -> Result<(), String> + Sync,
 {
-    let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, o.port)) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("Couldn't listen to 127.0.0.1:{}: {e}", o.port);
-            return ExitCode::FAILURE;
-        }
-    };
-    let (tx, rx) = mpsc::channel();
-    std::thread::scope(|s| {
-        let sides = [
-            ("server: ", Role::Server(Some(listener)), None),
-            (
-                "",
-                Role::Client(Ipv4Addr::LOCALHOST.to_string()),
-                Some(Ipv4Addr::LOCALHOST.to_string()),
-            ),
-        ];
-        for (prefix, role, server_name) in sides {
-            let tx = tx.clone();
-            let o = Opts {
-                server_name,
-                ..o.clone()
-            };
-            s.spawn(move || {
-                let out = Out { prefix };
-                let r = run(tool, &o, role, &out);
-                let _ = tx.send((prefix, r));
-            });
-        }
-        drop(tx);
-        for (prefix, r) in rx.iter() {
-            if let Err(e) = r {
-                eprintln!(
-                    "{}{e}",
-                    if prefix.is_empty() {
-                        "client: "
-                    } else {
-                        prefix
-                    }
-                );
-                std::process::exit(1);
-            }
-        }
-    });
-    ExitCode::SUCCESS
+    // The client's lines have nothing in front (its errors do: "client: ").
+    run_both(o.port, "", |role, server_name, prefix| {
+        let o = Opts {
+            server_name,
+            ..o.clone()
+        };
+        run(tool, &o, role, &Out { prefix })
+    })
 }

@@ -16,21 +16,25 @@
 //! and reads `"done"`. The client sends first.
 #![allow(dead_code)] // each example uses part of this module
 
+#[path = "side.rs"]
+mod side;
+pub use side::{because, Role};
+use side::{getopt, help, options, refuse, run_both, run_one, server_name};
+
 use std::collections::hash_map::RandomState;
 use std::fmt::Display;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use typed_verbs::event::EventAcks;
 use typed_verbs::qp::FixedDest;
 use typed_verbs::qp_state::{Rts, Transitions};
 use typed_verbs::{
-    Access, AccessFlags, AddressVector, CompChannel, ConnectedInit, Context, Cq, Gid, GlobalRoute,
-    Mr, Mtu, OwnRq, PageBuf, Pd, Qp, QpBuilder, QpType, Rc, RcRtr, RcRts, SendWr, Sge, Shared,
-    SqPsn, Threading, Uc, UcRtr,
+    Access, AccessFlags, AddressHandle, AddressVector, CompChannel, ConnectedInit, Context, Cq,
+    Gid, GlobalRoute, Mr, Mtu, OwnRq, PageBuf, Pd, Qp, QpBuilder, QpType, Rc, RcRtr, RcRts, SendWr,
+    Sge, Shared, SqPsn, Threading, Uc, UcRtr, Ud, UdDest,
 };
 
 /// `PINGPONG_RECV_WRID`: the `wr_id` of every receive.
@@ -207,105 +211,21 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
         self_test: false,
         timeout: Some(DEFAULT_TIMEOUT),
     };
-    let bad = |msg: &str| {
-        if !msg.is_empty() {
-            eprintln!("{}: {msg}", p.name);
-        }
-        print!("{}", usage(p));
-        ExitCode::FAILURE
-    };
-    // The options that take an argument, by short name, with their long names.
-    let with_arg: &[(char, &str)] = &[
-        ('p', "port"),
-        ('d', "ib-dev"),
-        ('i', "ib-port"),
-        ('s', "size"),
-        ('m', "mtu"),
-        ('q', "num-qp"),
-        ('r', "rx-depth"),
-        ('n', "iters"),
-        ('l', "sl"),
-        ('g', "gid-idx"),
-    ];
-    let offered = |c: char| match c {
-        'm' => p.mtu,
-        'q' => p.num_qp,
-        _ => true,
-    };
-    let mut positional = Vec::new();
-    let mut it = args.into_iter().skip(1);
-    // (option, value): every option seen, in order.
-    let mut seen: Vec<(char, Option<String>)> = Vec::new();
-    while let Some(a) = it.next() {
-        if a == "--" {
-            positional.extend(it.by_ref());
-            break;
-        }
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (long, None),
-            };
-            match name {
-                "events" => seen.push(('e', None)),
-                "self" => seen.push(('S', None)),
-                "timeout" => {
-                    let v = match inline.or_else(|| it.next()) {
-                        Some(v) => v,
-                        None => return Err(bad("option '--timeout' requires an argument")),
-                    };
-                    seen.push(('T', Some(v)));
-                }
-                "help" => seen.push(('h', None)),
-                _ => match with_arg.iter().find(|(c, l)| *l == name && offered(*c)) {
-                    Some(&(c, _)) => {
-                        let v = match inline.or_else(|| it.next()) {
-                            Some(v) => v,
-                            None => {
-                                return Err(bad(&format!("option '--{name}' requires an argument")))
-                            }
-                        };
-                        seen.push((c, Some(v)));
-                    }
-                    None => return Err(bad(&format!("unrecognized option '--{name}'"))),
-                },
-            }
-        } else if a.len() > 1 && a.starts_with('-') {
-            for (i, c) in a[1..].char_indices() {
-                if c == 'e' {
-                    seen.push(('e', None));
-                } else if c == 'h' {
-                    seen.push(('h', None));
-                } else if with_arg.iter().any(|(s, _)| *s == c) && offered(c) {
-                    let rest = &a[1 + i + c.len_utf8()..];
-                    let v = if !rest.is_empty() {
-                        rest.to_owned()
-                    } else {
-                        match it.next() {
-                            Some(v) => v,
-                            None => {
-                                return Err(bad(&format!("option requires an argument -- '{c}'")))
-                            }
-                        }
-                    };
-                    seen.push((c, Some(v)));
-                    break;
-                } else {
-                    return Err(bad(&format!("invalid option -- '{c}'")));
-                }
-            }
-        } else {
-            positional.push(a);
-        }
+    let bad = |msg: &str| refuse(p.name, &usage(p), msg);
+    // -m and -q where the program takes them.
+    let mut keys = String::from("pdisnrhSlgeT");
+    if p.mtu {
+        keys.push('m');
     }
+    if p.num_qp {
+        keys.push('q');
+    }
+    let opts = options(&keys);
+    let (seen, positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
     for (c, v) in seen {
-        let v = v.unwrap_or_default();
         let uint = |max: u64| parse_c_uint(&v).filter(|n| *n <= max);
         match c {
-            'h' => {
-                print!("{}", usage(p));
-                return Err(ExitCode::SUCCESS);
-            }
+            'h' => return Err(help(&usage(p))),
             'e' => o.events = true,
             'S' => o.self_test = true,
             'T' => {
@@ -358,11 +278,7 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
             _ => unreachable!("option {c}"),
         }
     }
-    match positional.len() {
-        0 => {}
-        1 if !o.self_test => o.server_name = positional.pop(),
-        _ => return Err(bad("")),
-    }
+    o.server_name = server_name(positional, o.self_test).ok_or_else(|| bad(""))?;
     if p.num_qp {
         if o.num_qp > o.rx_depth {
             eprintln!(
@@ -399,27 +315,6 @@ impl Out {
     /// A line on stderr.
     pub fn warn(&self, line: impl Display) {
         eprintln!("{}{line}", self.prefix);
-    }
-}
-
-/// Turns an error into the message rdma-core's program prints, followed by the typed error.
-pub fn because<E: Display>(what: &'static str) -> impl FnOnce(E) -> String {
-    move |e| format!("{what}: {e}")
-}
-
-/// This side's part of the exchange: the server listens (on a listener made already, under
-/// `--self`), the client connects to the host.
-pub enum Role {
-    /// Accept one connection, on this listener or on a new one bound to every address.
-    Server(Option<TcpListener>),
-    /// Connect to this host.
-    Client(String),
-}
-
-impl Role {
-    /// Whether this side is the client (`servername` in rdma-core's programs).
-    pub fn is_client(&self) -> bool {
-        matches!(self, Role::Client(_))
     }
 }
 
@@ -884,18 +779,7 @@ where
     if o.self_test {
         return self_test(&o, &run);
     }
-    let role = match &o.server_name {
-        Some(host) => Role::Client(host.clone()),
-        None => Role::Server(None),
-    };
-    let out = Out::PLAIN;
-    match run(&o, role, &out) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_one(o.server_name.as_ref(), |role| run(&o, role, &Out::PLAIN))
 }
 
 /// `--self`: the server on one thread, the client on another, each with its own context, the
@@ -906,50 +790,13 @@ fn self_test<F>(o: &Opts, run: &F) -> ExitCode
 where
     F: Fn(&Opts, Role, &Out) -> Result<(), String> + Sync,
 {
-    let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, o.port)) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("Couldn't listen to 127.0.0.1:{}: {e}", o.port);
-            return ExitCode::FAILURE;
-        }
-    };
-    let (tx, rx) = mpsc::channel();
-    std::thread::scope(|s| {
-        let sides = [
-            ("server", Role::Server(Some(listener)), None),
-            (
-                "client",
-                Role::Client(Ipv4Addr::LOCALHOST.to_string()),
-                Some(Ipv4Addr::LOCALHOST.to_string()),
-            ),
-        ];
-        for (name, role, server_name) in sides {
-            let tx = tx.clone();
-            let o = Opts {
-                server_name,
-                ..o.clone()
-            };
-            s.spawn(move || {
-                let out = Out {
-                    prefix: if name == "server" {
-                        "server: "
-                    } else {
-                        "client: "
-                    },
-                };
-                let r = run(&o, role, &out);
-                let _ = tx.send((out, r));
-            });
-        }
-        drop(tx);
-        for (out, r) in rx.iter() {
-            if let Err(e) = r {
-                out.warn(e);
-                std::process::exit(1);
-            }
-        }
-    });
-    ExitCode::SUCCESS
+    run_both(o.port, "client: ", |role, server_name, prefix| {
+        let o = Opts {
+            server_name,
+            ..o.clone()
+        };
+        run(&o, role, &Out { prefix })
+    })
 }
 
 /// What `rc_pingpong` and `uc_pingpong` differ in: the QP type and the attributes of its RTR
@@ -1081,4 +928,48 @@ pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(
 
     let side = ConnectedSide::<T> { qp, sge };
     run_loop(&cq, channel.as_ref(), &side, o, client, posted, out)
+}
+
+/// `ud_pingpong`'s command line: 1024 bytes by default (what rdma-core's code sets; its usage
+/// text says 2048), neither `-m` nor `-q`.
+pub const UD_PROGRAM: Program = Program {
+    name: "ud_pingpong",
+    default_size: 1024,
+    mtu: false,
+    num_qp: false,
+};
+
+/// The Q_Key both sides of `ud_pingpong` use.
+pub const UD_QKEY: u32 = 0x1111_1111;
+/// The GRH at the start of every UD receive buffer.
+pub const GRH_LEN: usize = 40;
+
+/// `ud_pingpong`'s two views of its buffer of `size + GRH_LEN` bytes: receives take all of it
+/// from the start, sends go from byte `GRH_LEN`.
+pub fn ud_sges<'a>(mr: &'a Mr<'_>, size: usize) -> (Sge<'a>, Sge<'a>) {
+    let recv = mr.sge(0..size + GRH_LEN).expect("the whole region");
+    let send = mr.sge(GRH_LEN..size + GRH_LEN).expect("past the GRH");
+    (recv, send)
+}
+
+/// `ud_pingpong`'s side: the QP in RTS, the address handle of the remote QP and the buffer's
+/// two views.
+pub struct UdSide<'a> {
+    pub qp: Qp<'a, Ud, OwnRq, Shared, (), Rts>,
+    pub ah: AddressHandle<'a>,
+    pub remote_qpn: u32,
+    pub recv: Sge<'a>,
+    pub send: Sge<'a>,
+}
+
+impl Side for UdSide<'_> {
+    fn post_recv(&self, n: u32) -> u32 {
+        post_recvs(n, || self.qp.post_recv(RECV_WRID, &[self.recv]).is_ok())
+    }
+
+    fn post_send(&self, _: usize) -> typed_verbs::Result<()> {
+        let dest = UdDest::new(&self.ah, self.remote_qpn, UD_QKEY);
+        self.qp
+            .post_send(&SendWr::send_to(SEND_WRID, &[self.send], dest).signaled())
+    }
 }

@@ -510,32 +510,9 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
 
     let (s_attrs, s_vis, s_name) = (&decl.success.attrs, &decl.success.vis, &decl.success.name);
     let (e_attrs, e_vis, e_name) = (&error_rec.attrs, &error_rec.vis, &error_rec.name);
-    let s_idents: Vec<Ident> = success_fields
-        .iter()
-        .map(|f| Ident::new(f.name, Span::call_site()))
-        .collect();
-    let s_types: Vec<_> = success_fields.iter().map(|f| ty(f)).collect();
-    let e_idents: Vec<Ident> = error_fields
-        .iter()
-        .map(|f| Ident::new(f.name, Span::call_site()))
-        .collect();
-    let e_types: Vec<_> = error_fields.iter().map(|f| ty(f)).collect();
-    let mut flags: Vec<&str> = success_fields.iter().filter_map(|f| f.flag).collect();
-    flags.sort_unstable();
-    flags.dedup();
-    let bounds: Vec<Ident> = flags
-        .iter()
-        .map(|t| Ident::new(t, Span::call_site()))
-        .collect();
-    let s_docs: Vec<String> = success_fields
-        .iter()
-        .map(|f| format!(" `{}` of the completion.", f.name))
-        .collect();
-    let e_docs: Vec<String> = error_fields
-        .iter()
-        .map(|f| format!(" `{}` of the failed completion.", f.name))
-        .collect();
-    let flag_bounds = quote!(#(::typed_verbs::cq_ex::#bounds +)*);
+    let (s_idents, s_types, s_docs) = record_fields(&success_fields, "completion");
+    let (e_idents, e_types, e_docs) = record_fields(&error_fields, "failed completion");
+    let flag_bounds = flag_bounds(&success_fields);
 
     let legacy = success_fields
         .iter()
@@ -590,6 +567,7 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
     let r_doc = format!(
         " A successful completion as [`{s_name}::poll`] hands it over: a view of the batch's current completion with exactly the declared fields, each read from the provider when its method is called. [`to_record`]({r_name}::to_record) reads them all into a [`{s_name}`]."
     );
+    let (poll_step, try_step, poll_result) = loop_parts();
     Ok(quote! {
         #(#s_attrs)*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -666,27 +644,12 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                             Ok(c) => Ok(#r_name(c)),
                             Err(c) => Err(#e_name { #(#e_idents: c.#e_idents()),* }),
                         });
-                        left -= 1;
-                        if left == 0 {
-                            return Ok(Self::MAX_BATCH); // the batch ends here: ibv_end_poll
-                        }
-                        match batch.advance() {
-                            Ok(::core::option::Option::Some(next)) => batch = next,
-                            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
-                            // Only the errno leaves the loop: a small result keeps the loop's
-                            // registers free (the error is always ibv_next_poll's errno).
-                            Err(e) => return Err(e.errno()),
-                        }
+                        // Only the errno leaves the loop: a small result keeps the loop's registers free
+                        // (the error is always ibv_next_poll's errno).
+                        #poll_step
                     }
                 })?;
-                match polled {
-                    ::core::option::Option::Some(Ok(taken)) => Ok(taken),
-                    ::core::option::Option::Some(Err(errno)) => Err(::typed_verbs::Error {
-                        verb: ::typed_verbs::Verb::NextPoll,
-                        kind: ::typed_verbs::ErrorKind::Os(errno),
-                    }),
-                    ::core::option::Option::None => Ok(0),
-                }
+                #poll_result
             }
 
             /// [`poll`](Self::poll) with a handler that returns `Result<(), E>`, for any
@@ -714,15 +677,7 @@ fn expand(decl: Declaration) -> syn::Result<proc_macro2::TokenStream> {
                         if let Err(e) = out {
                             return Err(PollStop::Handler(e)); // the batch ends here
                         }
-                        left -= 1;
-                        if left == 0 {
-                            return Ok(Self::MAX_BATCH);
-                        }
-                        match batch.advance() {
-                            Ok(::core::option::Option::Some(next)) => batch = next,
-                            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
-                            Err(e) => return Err(PollStop::Errno(e.errno())),
-                        }
+                        #try_step
                     }
                 })?;
                 ::typed_verbs::cq_ex::try_poll_result(polled)
@@ -747,32 +702,9 @@ fn expand_slots(
     let plain = |fields: &[&'static Field]| -> Vec<&'static Field> {
         fields.iter().copied().filter(|f| f.name != SLOT).collect()
     };
-    let (s_plain, e_plain) = (plain(success_fields), plain(error_fields));
-    let idents = |fields: &[&'static Field]| -> Vec<Ident> {
-        fields
-            .iter()
-            .map(|f| Ident::new(f.name, Span::call_site()))
-            .collect()
-    };
-    let (s_idents, e_idents) = (idents(&s_plain), idents(&e_plain));
-    let s_types: Vec<_> = s_plain.iter().map(|f| ty(f)).collect();
-    let e_types: Vec<_> = e_plain.iter().map(|f| ty(f)).collect();
-    let s_docs: Vec<String> = s_plain
-        .iter()
-        .map(|f| format!(" `{}` of the completion.", f.name))
-        .collect();
-    let e_docs: Vec<String> = e_plain
-        .iter()
-        .map(|f| format!(" `{}` of the failed completion.", f.name))
-        .collect();
-    let mut flags: Vec<&str> = success_fields.iter().filter_map(|f| f.flag).collect();
-    flags.sort_unstable();
-    flags.dedup();
-    let bounds: Vec<Ident> = flags
-        .iter()
-        .map(|t| Ident::new(t, Span::call_site()))
-        .collect();
-    let flag_bounds = quote!(#(::typed_verbs::cq_ex::#bounds +)*);
+    let (s_idents, s_types, s_docs) = record_fields(&plain(success_fields), "completion");
+    let (e_idents, e_types, e_docs) = record_fields(&plain(error_fields), "failed completion");
+    let flag_bounds = flag_bounds(success_fields);
     let error_slot = error_fields.iter().any(|f| f.name == SLOT);
     let (e_generics, e_derive, e_slot_field, e_slot_init) = if error_slot {
         (
@@ -796,6 +728,7 @@ fn expand_slots(
     let r_doc = format!(
         " A successful completion as [`{s_name}::poll`] hands it over: a view of the batch's current completion with exactly the declared fields, each read from the provider when its method is called, and the completion's slot, owned. [`into_record`]({r_name}::into_record) reads them all into a [`{s_name}`]."
     );
+    let (poll_step, try_step, poll_result) = loop_parts();
     quote! {
         #(#s_attrs)*
         #[derive(Debug)]
@@ -895,25 +828,10 @@ fn expand_slots(
                                 Err(c) => Err(#e_name { #e_slot_init #(#e_idents: c.#e_idents()),* }),
                             })
                         }
-                        left -= 1;
-                        if left == 0 {
-                            return Ok(Self::MAX_BATCH); // the batch ends here: ibv_end_poll
-                        }
-                        match batch.advance() {
-                            Ok(::core::option::Option::Some(next)) => batch = next,
-                            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
-                            Err(e) => return Err(e.errno()),
-                        }
+                        #poll_step
                     }
                 })?;
-                match polled {
-                    ::core::option::Option::Some(Ok(taken)) => Ok(taken),
-                    ::core::option::Option::Some(Err(errno)) => Err(::typed_verbs::Error {
-                        verb: ::typed_verbs::Verb::NextPoll,
-                        kind: ::typed_verbs::ErrorKind::Os(errno),
-                    }),
-                    ::core::option::Option::None => Ok(0),
-                }
+                #poll_result
             }
 
             /// [`poll`](Self::poll) with a handler that returns `Result<(), E>`, for any
@@ -943,15 +861,7 @@ fn expand_slots(
                                 return Err(PollStop::Handler(e)); // the batch ends here
                             }
                         }
-                        left -= 1;
-                        if left == 0 {
-                            return Ok(Self::MAX_BATCH);
-                        }
-                        match batch.advance() {
-                            Ok(::core::option::Option::Some(next)) => batch = next,
-                            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
-                            Err(e) => return Err(PollStop::Errno(e.errno())),
-                        }
+                        #try_step
                     }
                 })?;
                 ::typed_verbs::cq_ex::try_poll_result(polled)
@@ -966,6 +876,83 @@ fn expand_slots(
         }
 
         impl #e_generics ::std::error::Error for #e_name #e_generics {}
+    }
+}
+
+/// A record's declared fields as the generated struct declares them: their names, their types
+/// and their docs (" `name` of the {what}.").
+fn record_fields(
+    fields: &[&'static Field],
+    what: &str,
+) -> (Vec<Ident>, Vec<proc_macro2::TokenStream>, Vec<String>) {
+    let idents = fields
+        .iter()
+        .map(|f| Ident::new(f.name, Span::call_site()))
+        .collect();
+    let types = fields.iter().map(|f| ty(f)).collect();
+    let docs = fields
+        .iter()
+        .map(|f| format!(" `{}` of the {what}.", f.name))
+        .collect();
+    (idents, types, docs)
+}
+
+/// The `cq_ex` flag traits the success record's fields need of the CQ's flags (each once, in
+/// order), as the bounds `Flag1 + Flag2 + ` that the generated `where` clauses start with.
+fn flag_bounds(success_fields: &[&'static Field]) -> proc_macro2::TokenStream {
+    let mut flags: Vec<&str> = success_fields.iter().filter_map(|f| f.flag).collect();
+    flags.sort_unstable();
+    flags.dedup();
+    let bounds: Vec<Ident> = flags
+        .iter()
+        .map(|t| Ident::new(t, Span::call_site()))
+        .collect();
+    quote!(#(::typed_verbs::cq_ex::#bounds +)*)
+}
+
+/// What `poll` and `try_poll` of both flavours share: the end of `poll`'s and of `try_poll`'s
+/// loop turn ([`batch_step`]) and `poll`'s result ([`poll_result`]).
+fn loop_parts() -> (
+    proc_macro2::TokenStream,
+    proc_macro2::TokenStream,
+    proc_macro2::TokenStream,
+) {
+    (
+        batch_step(quote!(e.errno())),
+        batch_step(quote!(PollStop::Errno(e.errno()))),
+        poll_result(),
+    )
+}
+
+/// The end of each turn of a generated batch loop (`poll` and `try_poll`, over an extended CQ
+/// or a slot CQ): counts the completion, ends the batch at `MAX_BATCH`, else moves to the next
+/// completion; `errno` is what the loop returns for ibv_next_poll's error `e`.
+fn batch_step(errno: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    quote! {
+        left -= 1;
+        if left == 0 {
+            return Ok(Self::MAX_BATCH); // the batch ends here: ibv_end_poll
+        }
+        match batch.advance() {
+            Ok(::core::option::Option::Some(next)) => batch = next,
+            Ok(::core::option::Option::None) => return Ok(Self::MAX_BATCH - left),
+            Err(e) => return Err(#errno),
+        }
+    }
+}
+
+/// How a generated `poll` turns what the batch loop returned (`polled`) into its result: the
+/// completions taken, an ibv_next_poll error, or 0 for an empty CQ.
+fn poll_result() -> proc_macro2::TokenStream {
+    quote! {
+        match polled {
+            ::core::option::Option::Some(Ok(taken)) => Ok(taken),
+            ::core::option::Option::Some(Err(errno)) => Err(::typed_verbs::Error {
+                verb: ::typed_verbs::Verb::NextPoll,
+                kind: ::typed_verbs::ErrorKind::Os(errno),
+            }),
+            ::core::option::Option::None => Ok(0),
+        }
     }
 }
 

@@ -25,6 +25,24 @@ vm_build() {
     [ "${#vm_built[@]}" = "$want" ] || { echo "$VM_NAME: $what not found" >&2; exit 1; }
 }
 
+# vm_init_start FILE: writes the start of a VM's init script to FILE (the lane appends the rest):
+# busybox's applets, PATH, /proc, /sys and /dev, modprobe for the kernel's module requests, and a
+# fresh console line.
+vm_init_start() {
+    cat >"$1" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+echo /bin/modprobe >/proc/sys/kernel/modprobe
+# The firmware's last console line ("Booting from ROM..") has no line end: start a fresh line, so
+# no LANE line is glued to it (the host also finds LANE lines anywhere in a line).
+echo
+INIT
+}
+
 # vm_tally VERDICTS REPORTED EXPECTED: prints the verdicts in the file VERDICTS (its lines
 # "LANE: PASS|FAIL NAME ...") and counts them in `pass` and `fail`; `missing_steps` counts the
 # names in the array `expected` not reported exactly once, and one more if the number of
