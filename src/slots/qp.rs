@@ -278,24 +278,12 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
         St: SlotRecvReady,
     {
         let qp = self.as_raw();
-        let mut wr = sys::ibv_recv_wr {
-            wr_id: 0,
-            next: ptr::null_mut(),
-            sg_list: slot.whole_sge(),
-            num_sge: 1,
-        };
-        post_slot(
-            slot,
-            Verb::PostRecv,
-            &mut wr,
-            |wr| &mut wr.wr_id,
-            |wr, bad| {
-                // SAFETY: a live QP past RESET with its own receive queue; `wr` and the slot's
-                // SGE (in the slot's box, which the post moves into the queue, never frees)
-                // live across the call.
-                unsafe { ctx_op_call!((*qp).context, post_recv, qp, wr, bad) }
-            },
-        )
+        post_slot_recv(slot, Verb::PostRecv, |wr, bad| {
+            // SAFETY: a live QP past RESET with its own receive queue; `wr` and the slot's SGE
+            // (in the slot's box, which the post moves into the queue, never frees) live across
+            // the call.
+            unsafe { ctx_op_call!((*qp).context, post_recv, qp, wr, bad) }
+        })
     }
 }
 
