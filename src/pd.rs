@@ -73,17 +73,10 @@ impl<'ctx> Pd<'ctx> {
 /// `ibv_dealloc_pd`: [`node_handle!`](crate::object::node_handle) with the docs given (the
 /// type's own).
 macro_rules! pd_handle {
-    (
-        $t:ident<$lt:lifetime>,
-        as_raw: $(#[$as_raw:meta])*
-        destroy: $(#[$destroy:meta])*
-        try_destroy: $(#[$try_destroy:meta])*
-    ) => {
+    ($t:ident<$lt:lifetime>, $($docs:tt)*) => {
         crate::object::node_handle! {
             $t<$lt>: sys::ibv_pd,
-            as_raw: $(#[$as_raw])*
-            destroy: $(#[$destroy])*
-            try_destroy: $(#[$try_destroy])*
+            $($docs)*
             destroy_raw: |pd| {
                 // SAFETY: a live PD or parent domain, deallocated once with success
                 // (`destroy_raw`'s contract). An object still using it (leaked, or queued to a
@@ -98,8 +91,9 @@ macro_rules! pd_handle {
 
 pd_handle! {
     Pd<'ctx>,
+    what: "PD",
+    verb: "`ibv_dealloc_pd`",
     as_raw:
-    /// The C PD. It stays owned by `self`.
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
@@ -108,9 +102,6 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     destroy:
-    /// `ibv_dealloc_pd`. If it fails, the error is returned and the object dropped: its `Drop`
-    /// tries once more and, failing again, leaks the C object (nothing is freed that the
-    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
     /// The device's errno from `ibv_dealloc_pd` ([`ErrorKind::Os`]): `EBUSY` while an object
@@ -125,7 +116,6 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     try_destroy:
-    /// `ibv_dealloc_pd`. On failure the object comes back inside the error, still alive.
     ///
     /// # Errors
     /// As [`destroy`](Self::destroy); the [`DestroyError`](crate::error::DestroyError) holds the PD, still allocated.
@@ -231,8 +221,9 @@ impl<'pd> ParentDomain<'pd> {
 
 pd_handle! {
     ParentDomain<'pd>,
+    what: "parent domain (an `ibv_pd`)",
+    verb: "`ibv_dealloc_pd` on the parent domain",
     as_raw:
-    /// The C parent domain (an `ibv_pd`). It stays owned by `self`.
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
@@ -242,9 +233,6 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     destroy:
-    /// `ibv_dealloc_pd` on the parent domain. If it fails, the error is returned and the object dropped: its `Drop`
-    /// tries once more and, failing again, leaks the C object (nothing is freed that the
-    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
     /// The device's errno from `ibv_dealloc_pd` ([`ErrorKind::Os`]): `EBUSY` while a CQ still uses
@@ -259,7 +247,6 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     try_destroy:
-    /// `ibv_dealloc_pd` on the parent domain. On failure the object comes back inside the error, still alive.
     ///
     /// # Errors
     /// As [`destroy`](Self::destroy); the [`DestroyError`](crate::error::DestroyError) holds the parent domain, still allocated.

@@ -128,8 +128,9 @@ impl AsRawFd for CompChannel<'_> {
 
 crate::object::node_handle! {
     CompChannel<'ctx>: sys::ibv_comp_channel,
+    what: "channel",
+    verb: "`ibv_destroy_comp_channel`",
     as_raw:
-    /// The C channel. It stays owned by `self`.
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
@@ -138,9 +139,6 @@ crate::object::node_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     destroy:
-    /// `ibv_destroy_comp_channel`. If it fails, the error is returned and the object dropped: its `Drop`
-    /// tries once more and, failing again, leaks the C object (nothing is freed that the
-    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
     /// The errno of `ibv_destroy_comp_channel` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)): `EBUSY`
@@ -154,7 +152,6 @@ crate::object::node_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     try_destroy:
-    /// `ibv_destroy_comp_channel`. On failure the object comes back inside the error, still alive.
     ///
     /// # Errors
     /// As [`destroy`](Self::destroy); the [`DestroyError`](crate::error::DestroyError) holds the channel, still open.

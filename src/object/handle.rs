@@ -189,7 +189,8 @@ impl<R> Node<R> {
 }
 
 /// What every handle over a [`Node`] (`node: NonNull<Node<$raw>>`) shares: `as_raw`, `destroy`
-/// and `try_destroy`, each with the docs given (the type's own); [`Destroy`], whose
+/// and `try_destroy`, each with the docs given (the type's own) after a first sentence they
+/// share, made of `what` (`as_raw`'s object) and `verb` (the destroy's); [`Destroy`], whose
 /// `destroy_raw` is the type's own body (with `$this` the handle, and its own SAFETY argument)
 /// and whose leftover is the node; and `Debug`. With `drop_or_queue: $teardown`, its `Drop`
 /// too: [`drop_or_queue`] of the C object (whose context is `(*raw).context`) and its node, by
@@ -197,6 +198,8 @@ impl<R> Node<R> {
 macro_rules! node_handle {
     (
         $t:ident<$lt:lifetime>: $raw:ty,
+        what: $what:literal,
+        verb: $verb:literal,
         as_raw: $(#[$as_raw:meta])*
         destroy: $(#[$destroy:meta])*
         try_destroy: $(#[$try_destroy:meta])*
@@ -204,6 +207,7 @@ macro_rules! node_handle {
         $(drop_or_queue: $teardown:path)?
     ) => {
         impl<$lt> $t<$lt> {
+            #[doc = concat!(" The C ", $what, ". It stays owned by `self`.")]
             $(#[$as_raw])*
             #[inline]
             pub fn as_raw(&self) -> *mut $raw {
@@ -211,11 +215,20 @@ macro_rules! node_handle {
                 unsafe { $crate::object::Node::raw(self.node) }
             }
 
+            #[doc = concat!(
+                " ", $verb, ". If it fails, the error is returned and the object dropped: its ",
+                "`Drop` tries once more and, failing again, leaks the C object (nothing is freed ",
+                "that the device may still use). [`try_destroy`](Self::try_destroy) gives the ",
+                "object back."
+            )]
             $(#[$destroy])*
             pub fn destroy(self) -> $crate::error::Result<()> {
                 Ok(self.try_destroy()?)
             }
 
+            #[doc = concat!(
+                " ", $verb, ". On failure the object comes back inside the error, still alive."
+            )]
             $(#[$try_destroy])*
             pub fn try_destroy(self) -> Result<(), $crate::error::DestroyError<Self>> {
                 $crate::object::destroy(self)

@@ -98,8 +98,9 @@ impl<'a> AddressHandle<'a> {
 
 crate::object::node_handle! {
     AddressHandle<'a>: sys::ibv_ah,
+    what: "address handle",
+    verb: "`ibv_destroy_ah`",
     as_raw:
-    /// The C address handle. It stays owned by `self`.
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -111,9 +112,6 @@ crate::object::node_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     destroy:
-    /// `ibv_destroy_ah`. If it fails, the error is returned and the object dropped: its `Drop`
-    /// tries once more and, failing again, leaks the C object (nothing is freed that the
-    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
     /// The device's errno from `ibv_destroy_ah` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)); a
@@ -131,7 +129,6 @@ crate::object::node_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     try_destroy:
-    /// `ibv_destroy_ah`. On failure the object comes back inside the error, still alive.
     ///
     /// # Errors
     /// As [`destroy`](Self::destroy); the [`DestroyError`](crate::error::DestroyError) holds the address handle, still alive.
