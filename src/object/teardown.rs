@@ -442,7 +442,7 @@ pub(crate) struct QpTeardown {
     pub(crate) b: *mut c_void,
 }
 
-/// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) at the end of a batch
+/// Runs a QP's teardown `td`, `run(a, b)` (of context `ctx`, on its CQs `cqs`), at the end of a batch
 /// it waited for (deferred to it, or handed to it by another thread), on that batch's thread,
 /// out of any batch and holding no gate: waits for the gates as an explicit teardown does
 /// ([`close_gates_waiting`]: the batch in progress on the QP's other CQ, one gate at a time, no
@@ -453,7 +453,7 @@ pub(crate) struct QpTeardown {
 ///
 /// # Safety
 /// As [`run_or_hand`]'s; called on a thread out of any batch.
-pub(crate) unsafe fn run_at_batch_end(t: QpTeardown) -> bool {
+pub(crate) unsafe fn run_at_batch_end(td: QpTeardown) -> bool {
     // One wait for the whole batch end: once it has run out, the rest are handed on at once.
     let deadline = BATCH.with(|t| {
         let d = t
@@ -465,18 +465,18 @@ pub(crate) unsafe fn run_at_batch_end(t: QpTeardown) -> bool {
     });
     if std::time::Instant::now() < deadline {
         // SAFETY: caller's contract: live CQs made by the builder, out of any batch.
-        if let Some(held) = unsafe { close_gates_until(t.cqs, deadline) } {
+        if let Some(held) = unsafe { close_gates_until(td.cqs, deadline) } {
             // SAFETY: caller's contract; the gates are closed.
-            unsafe { (t.run)(t.a, t.b) };
+            unsafe { (td.run)(td.a, td.b) };
             drop(held);
             return true;
         }
     }
     // SAFETY: caller's contract.
-    unsafe { run_or_hand(t) }
+    unsafe { run_or_hand(td) }
 }
 
-/// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) now if no batch holds
+/// Runs a QP's teardown `td`, `run(a, b)` (of context `ctx`, on its CQs `cqs`), now if no batch holds
 /// a gate of its CQs, with them closed; otherwise hands `gated(a, b)` to that batch, to run
 /// after its end: `gated` closes the gates again before it runs `run` (the QP's other CQ may
 /// have a batch open by then, on yet another thread). True if it ran now.
@@ -485,7 +485,7 @@ pub(crate) unsafe fn run_at_batch_end(t: QpTeardown) -> bool {
 /// As [`defer`]'s, on any thread; the CQs live until `run` has run; `gated(a, b)` runs `run`
 /// once the gates are closed again, run at the end of the batch it is handed to
 /// ([`run_at_batch_end`], which may hand it on once more).
-pub(crate) unsafe fn run_or_hand(t: QpTeardown) -> bool {
+pub(crate) unsafe fn run_or_hand(td: QpTeardown) -> bool {
     let QpTeardown {
         ctx,
         cqs,
@@ -493,7 +493,7 @@ pub(crate) unsafe fn run_or_hand(t: QpTeardown) -> bool {
         gated,
         a,
         b,
-    } = t;
+    } = td;
     loop {
         // SAFETY: caller's contract.
         match unsafe { close_gates(cqs) } {
