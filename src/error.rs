@@ -892,15 +892,14 @@ mod tests {
 
     use std::error::Error as _;
 
+    /// `ibv_modify_qp` from `from` to `to`, failed with `errno`.
+    fn modify_qp_failed(from: QpStateName, to: QpStateName, errno: i32) -> Error {
+        Error::os(Verb::ModifyQp { from, to }, errno)
+    }
+
     #[test]
     fn a_refused_transition_names_it_and_prints_the_errno_once() {
-        let e = Error::os(
-            Verb::ModifyQp {
-                from: QpStateName::Reset,
-                to: QpStateName::Init,
-            },
-            libc::EINVAL,
-        );
+        let e = modify_qp_failed(QpStateName::Reset, QpStateName::Init, libc::EINVAL);
         assert_eq!(e.to_string(), "ibv_modify_qp RESET->INIT failed: EINVAL");
         let source = e
             .source()
@@ -920,13 +919,7 @@ mod tests {
         assert_eq!(e.to_string(), "ibv_create_cq_ex failed: EOPNOTSUPP");
         let e = Error::os(Verb::QueryGid, libc::ENODATA);
         assert_eq!(e.to_string(), "ibv_query_gid failed: ENODATA");
-        let e = Error::os(
-            Verb::ModifyQp {
-                from: QpStateName::Rtr,
-                to: QpStateName::Rts,
-            },
-            libc::ETIMEDOUT,
-        );
+        let e = modify_qp_failed(QpStateName::Rtr, QpStateName::Rts, libc::ETIMEDOUT);
         assert_eq!(e.to_string(), "ibv_modify_qp RTR->RTS failed: ETIMEDOUT");
         // No name, and no io::Error: the number in the text.
         let e = Error::os(Verb::PostSend, -3);

@@ -10,10 +10,10 @@
 
 use crate::backend;
 use crate::device::Context;
-use crate::error::{DestroyError, Error, ErrorKind, Result, Verb};
+use crate::error::{Error, ErrorKind, Result, Verb};
 use crate::ffi::sys;
 use crate::object::parent::Parent;
-use crate::object::{destroy, Destroy, Leftover, Node};
+use crate::object::Node;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
@@ -70,69 +70,30 @@ impl<'ctx> Pd<'ctx> {
 }
 
 /// What a PD and a parent domain share, both an `ibv_pd` on a [`Node`] and deallocated by
-/// `ibv_dealloc_pd`: `as_raw`, `destroy` and `try_destroy` (each with the docs given: the
-/// type's own), [`Destroy`] and `Drop`.
+/// `ibv_dealloc_pd`: [`node_handle!`](crate::object::node_handle) with the docs given (the
+/// type's own).
 macro_rules! pd_handle {
-    (
-        $t:ident<$lt:lifetime>,
-        as_raw: $(#[$as_raw:meta])*
-        destroy: $(#[$destroy:meta])*
-        try_destroy: $(#[$try_destroy:meta])*
-    ) => {
-        impl<$lt> $t<$lt> {
-            $(#[$as_raw])*
-            #[inline]
-            pub fn as_raw(&self) -> *mut sys::ibv_pd {
-                // SAFETY: the handle's node lives as long as the handle.
-                unsafe { Node::raw(self.node) }
-            }
-
-            $(#[$destroy])*
-            pub fn destroy(self) -> Result<()> {
-                Ok(self.try_destroy()?)
-            }
-
-            $(#[$try_destroy])*
-            pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
-                destroy(self)
-            }
-        }
-
-        impl Destroy for $t<'_> {
-            unsafe fn destroy_raw(&self) -> Result<(), Error> {
+    ($t:ident<$lt:lifetime>, $($docs:tt)*) => {
+        crate::object::node_handle! {
+            $t<$lt>: sys::ibv_pd,
+            $($docs)*
+            destroy_raw: |pd| {
                 // SAFETY: a live PD or parent domain, deallocated once with success
                 // (`destroy_raw`'s contract). An object still using it (leaked, or queued to a
                 // batch's end) makes the dealloc fail with EBUSY.
-                unsafe { backend::of((*self.as_raw()).context).dealloc_pd(self.as_raw()) }
+                unsafe { backend::of((*pd.as_raw()).context).dealloc_pd(pd.as_raw()) }
                     .map_err(|e| Error::os(Verb::DeallocPd, e))
             }
-            fn leftover(&self) -> Leftover {
-                Node::leftover(self.node)
-            }
-        }
-
-        impl Drop for $t<'_> {
-            fn drop(&mut self) {
-                let pd = self.as_raw();
-                // SAFETY: dropped once: a live PD or parent domain of its context and its node,
-                // deallocated and freed once by `dealloc`.
-                unsafe {
-                    crate::object::drop_or_queue(
-                        (*pd).context,
-                        pd.cast(),
-                        self.node.as_ptr().cast(),
-                        dealloc,
-                    )
-                }
-            }
+            drop_or_queue: dealloc
         }
     };
 }
 
 pd_handle! {
     Pd<'ctx>,
+    what: "PD",
+    verb: "`ibv_dealloc_pd`",
     as_raw:
-    /// The C PD. It stays owned by `self`.
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
@@ -141,9 +102,6 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     destroy:
-    /// `ibv_dealloc_pd`. If it fails, the error is returned and the object dropped: its `Drop`
-    /// tries once more and, failing again, leaks the C object (nothing is freed that the
-    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
     /// The device's errno from `ibv_dealloc_pd` ([`ErrorKind::Os`]): `EBUSY` while an object
@@ -158,10 +116,9 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     try_destroy:
-    /// `ibv_dealloc_pd`. On failure the object comes back inside the error, still alive.
     ///
     /// # Errors
-    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the PD, still allocated.
+    /// As [`destroy`](Self::destroy); the [`DestroyError`](crate::error::DestroyError) holds the PD, still allocated.
     ///
     /// ```
     /// # use typed_verbs::{Context, Pd};
@@ -264,8 +221,9 @@ impl<'pd> ParentDomain<'pd> {
 
 pd_handle! {
     ParentDomain<'pd>,
+    what: "parent domain (an `ibv_pd`)",
+    verb: "`ibv_dealloc_pd` on the parent domain",
     as_raw:
-    /// The C parent domain (an `ibv_pd`). It stays owned by `self`.
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
@@ -275,9 +233,6 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     destroy:
-    /// `ibv_dealloc_pd` on the parent domain. If it fails, the error is returned and the object dropped: its `Drop`
-    /// tries once more and, failing again, leaks the C object (nothing is freed that the
-    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
     ///
     /// # Errors
     /// The device's errno from `ibv_dealloc_pd` ([`ErrorKind::Os`]): `EBUSY` while a CQ still uses
@@ -292,10 +247,9 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     try_destroy:
-    /// `ibv_dealloc_pd` on the parent domain. On failure the object comes back inside the error, still alive.
     ///
     /// # Errors
-    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the parent domain, still allocated.
+    /// As [`destroy`](Self::destroy); the [`DestroyError`](crate::error::DestroyError) holds the parent domain, still allocated.
     ///
     /// ```
     /// # use typed_verbs::{Context, Pd, ParentDomain};
@@ -306,9 +260,6 @@ pd_handle! {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
 }
-
-crate::object::debug_handle!(Pd<'a>);
-crate::object::debug_handle!(ParentDomain<'a>);
 
 impl crate::sealed::SealedParent for Pd<'_> {}
 impl crate::object::parent::ParentObject for Pd<'_> {}

@@ -278,18 +278,6 @@ impl ChanInner {
         token: usize,
         deadline: Option<Instant>,
     ) -> Result<Waited> {
-        let mut later = AfterUnlock::default();
-        let r = self.wait_inner(token, deadline, &mut later);
-        drop(later);
-        r
-    }
-
-    fn wait_inner(
-        self: &Arc<Self>,
-        token: usize,
-        deadline: Option<Instant>,
-        later: &mut AfterUnlock,
-    ) -> Result<Waited> {
         /// Gives the poller's role back (and wakes a waiter to take it), whatever happens.
         struct Leading<'a>(&'a ChanInner);
         impl Drop for Leading<'_> {
@@ -298,15 +286,18 @@ impl ChanInner {
                 self.0.cond.notify_all();
             }
         }
-        loop {
+        // Declared before the loop: what the poller hands back runs after it has given its role
+        // back (`_leading`, dropped when the loop is left).
+        let mut later = AfterUnlock::default();
+        let r = loop {
             let mut d = self.demux.lock();
             if let Some(ev) = d.queues.get_mut(&token).and_then(|q| q.events.pop_front()) {
-                return Ok(Waited::Event(ev));
+                break Ok(Waited::Event(ev));
             }
             if d.leader {
                 let now = Instant::now();
                 if deadline.is_some_and(|t| now >= t) {
-                    return Ok(Waited::TimedOut);
+                    break Ok(Waited::TimedOut);
                 }
                 // Bounded so that an event routed by an async reader is seen too.
                 let slice = now + Duration::from_millis(50);
@@ -318,8 +309,10 @@ impl ChanInner {
             drop(d);
             // Declared after the lock's guard is gone: its drop takes the lock.
             let _leading = Leading(self);
-            return self.lead(token, deadline, later);
-        }
+            break self.lead(token, deadline, &mut later);
+        };
+        drop(later);
+        r
     }
 
     /// The poller's loop: read and route what the fd has, and wait on the fd, until `token`

@@ -14,11 +14,11 @@
 
 use crate::backend;
 use crate::device::Context;
-use crate::error::{DestroyError, Error, Result, Verb};
+use crate::error::{Error, Result, Verb};
 use crate::ffi::fd;
 use crate::ffi::sys;
 use crate::object::parent::Parent;
-use crate::object::{destroy, Destroy, Leftover, Node};
+use crate::object::Node;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
@@ -115,8 +115,22 @@ impl<'ctx> CompChannel<'ctx> {
     pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<bool> {
         fd::wait_readable(self.as_raw_fd(), timeout).map_err(|e| Error::os(Verb::GetCqEvent, e))
     }
+}
 
-    /// The C channel. It stays owned by `self`.
+/// The fd's number, for poll/epoll/mio registration: readable while an event waits. Not
+/// [`AsFd`](std::os::fd::AsFd), on purpose (see [`CompChannel`]).
+impl AsRawFd for CompChannel<'_> {
+    fn as_raw_fd(&self) -> RawFd {
+        // SAFETY: a live channel; `fd` is written once at creation.
+        unsafe { (*self.as_raw()).fd }
+    }
+}
+
+crate::object::node_handle! {
+    CompChannel<'ctx>: sys::ibv_comp_channel,
+    what: "channel",
+    verb: "`ibv_destroy_comp_channel`",
+    as_raw:
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
@@ -124,14 +138,7 @@ impl<'ctx> CompChannel<'ctx> {
     /// assert_eq!(unsafe { (*channel.as_raw()).fd }, std::os::fd::AsRawFd::as_raw_fd(&channel));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn as_raw(&self) -> *mut sys::ibv_comp_channel {
-        // SAFETY: the handle's node lives as long as the handle.
-        unsafe { Node::raw(self.node) }
-    }
-
-    /// `ibv_destroy_comp_channel`. If it fails, the error is returned and the object dropped: its `Drop`
-    /// tries once more and, failing again, leaks the C object (nothing is freed that the
-    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    destroy:
     ///
     /// # Errors
     /// The errno of `ibv_destroy_comp_channel` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)): `EBUSY`
@@ -144,14 +151,10 @@ impl<'ctx> CompChannel<'ctx> {
     /// channel.destroy()?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn destroy(self) -> Result<()> {
-        Ok(self.try_destroy()?)
-    }
-
-    /// `ibv_destroy_comp_channel`. On failure the object comes back inside the error, still alive.
+    try_destroy:
     ///
     /// # Errors
-    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the channel, still open.
+    /// As [`destroy`](Self::destroy); the [`DestroyError`](crate::error::DestroyError) holds the channel, still open.
     ///
     /// ```
     /// # use typed_verbs::{CompChannel, Context};
@@ -160,60 +163,29 @@ impl<'ctx> CompChannel<'ctx> {
     /// channel.try_destroy().map_err(|e| e.error)?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
-        destroy(self)
-    }
-}
-
-/// The fd's number, for poll/epoll/mio registration: readable while an event waits. Not
-/// [`AsFd`](std::os::fd::AsFd), on purpose (see [`CompChannel`]).
-impl AsRawFd for CompChannel<'_> {
-    fn as_raw_fd(&self) -> RawFd {
-        // SAFETY: a live channel; `fd` is written once at creation.
-        unsafe { (*self.as_raw()).fd }
-    }
-}
-
-impl Destroy for CompChannel<'_> {
-    unsafe fn destroy_raw(&self) -> Result<(), Error> {
+    destroy_raw: |ch| {
         // SAFETY: a live channel, destroyed once with success (`destroy_raw`'s contract). A CQ
         // still using it (leaked, or queued to a batch's end) makes the destroy fail with EBUSY.
-        unsafe { backend::of((*self.as_raw()).context).destroy_comp_channel(self.as_raw()) }
+        unsafe { backend::of((*ch.as_raw()).context).destroy_comp_channel(ch.as_raw()) }
             .map_err(|e| Error::os(Verb::DestroyCompChannel, e))
     }
-    fn leftover(&self) -> Leftover {
-        Node::leftover(self.node)
-    }
+    drop_or_queue: destroy_channel
 }
 
-impl Drop for CompChannel<'_> {
-    fn drop(&mut self) {
-        /// `ibv_destroy_comp_channel` of a channel whose handle is gone, then its node (which
-        /// releases the context it keeps); a channel that cannot be destroyed keeps both.
-        unsafe fn destroy_channel(ch: *mut std::os::raw::c_void, node: *mut std::os::raw::c_void) {
-            let ch = ch.cast::<sys::ibv_comp_channel>();
-            // SAFETY: `drop`'s channel and node, destroyed and freed once.
-            unsafe {
-                if backend::of((*ch).context).destroy_comp_channel(ch).is_ok() {
-                    Node::<sys::ibv_comp_channel>::free(node);
-                }
-            }
-        }
-        let ch = self.as_raw();
-        // SAFETY: dropped once: a live channel of its context and its node, destroyed and freed
-        // once by `destroy_channel`.
-        unsafe {
-            crate::object::drop_or_queue(
-                (*ch).context,
-                ch.cast(),
-                self.node.as_ptr().cast(),
-                destroy_channel,
-            )
+/// `ibv_destroy_comp_channel` of a channel whose handle is gone, then its node (which
+/// releases the context it keeps); a channel that cannot be destroyed keeps both.
+///
+/// # Safety
+/// `ch` is a live channel whose handle is gone and `node` its node, destroyed and freed once.
+unsafe fn destroy_channel(ch: *mut std::os::raw::c_void, node: *mut std::os::raw::c_void) {
+    let ch = ch.cast::<sys::ibv_comp_channel>();
+    // SAFETY: caller's contract.
+    unsafe {
+        if backend::of((*ch).context).destroy_comp_channel(ch).is_ok() {
+            Node::<sys::ibv_comp_channel>::free(node);
         }
     }
 }
-
-crate::object::debug_handle!(CompChannel<'a>);
 
 #[cfg(feature = "tokio")]
 mod tokio_events {

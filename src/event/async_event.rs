@@ -278,30 +278,36 @@ impl AsyncEvent {
     }
 
     /// Types `ev`, reading what its element names while that object is live (the event is not
-    /// acked yet).
+    /// acked yet): the event, the address of the object it names (0 for a port or the device),
+    /// and its element as the ack passes it back (an address, or the port number).
     ///
     /// # Safety
     /// `ev` came from `ibv_get_async_event` and is not acked.
-    unsafe fn from_raw(ev: &RawAsyncEvent) -> (AsyncEvent, usize) {
+    unsafe fn from_raw(ev: &RawAsyncEvent) -> (AsyncEvent, usize, usize) {
         use crate::ffi::event_type::*;
         // SAFETY: caller's contract: the union member read is the one the event type names,
         // and a named QP is live until the event is acked.
         unsafe {
-            // A QP's event: `make` applied to the QP, and the QP's address.
+            // A QP's event: `make` applied to the QP, whose address is both object and element.
             let qp = |make: fn(QpRef) -> AsyncEvent| {
                 let p = ev.element.qp;
                 let q = QpRef {
                     qp_num: (*p).qp_num,
                     raw: p as usize,
                 };
-                (make(q), p as usize)
+                (make(q), p as usize, p as usize)
             };
-            let port = || ev.element.port_num.clamp(0, 255) as u8;
+            // A port's event: `make` applied to the port number, which is its element; no
+            // object.
+            let port = |make: fn(u8) -> AsyncEvent| {
+                let p = ev.element.port_num.clamp(0, 255) as u8;
+                (make(p), 0, usize::from(p))
+            };
             let srq = || ev.element.srq as usize;
             match ev.event_type {
                 CQ_ERR => {
                     let p = ev.element.cq as usize;
-                    (AsyncEvent::CqErr(CqRef(p)), p)
+                    (AsyncEvent::CqErr(CqRef(p)), p, p)
                 }
                 QP_FATAL => qp(AsyncEvent::QpFatal),
                 QP_REQ_ERR => qp(AsyncEvent::QpReqErr),
@@ -311,20 +317,23 @@ impl AsyncEvent {
                 PATH_MIG => qp(AsyncEvent::PathMig),
                 PATH_MIG_ERR => qp(AsyncEvent::PathMigErr),
                 QP_LAST_WQE_REACHED => qp(AsyncEvent::LastWqeReached),
-                SRQ_ERR => (AsyncEvent::SrqErr(SrqRef(srq())), srq()),
-                SRQ_LIMIT_REACHED => (AsyncEvent::SrqLimitReached(SrqRef(srq())), srq()),
-                PORT_ACTIVE => (AsyncEvent::PortActive(port()), 0),
-                PORT_ERR => (AsyncEvent::PortErr(port()), 0),
-                LID_CHANGE => (AsyncEvent::LidChange(port()), 0),
-                PKEY_CHANGE => (AsyncEvent::PkeyChange(port()), 0),
-                GID_CHANGE => (AsyncEvent::GidChange(port()), 0),
-                SM_CHANGE => (AsyncEvent::SmChange(port()), 0),
-                CLIENT_REREGISTER => (AsyncEvent::ClientReregister(port()), 0),
-                DEVICE_FATAL => (AsyncEvent::DeviceFatal, 0),
+                SRQ_ERR => (AsyncEvent::SrqErr(SrqRef(srq())), srq(), srq()),
+                SRQ_LIMIT_REACHED => (AsyncEvent::SrqLimitReached(SrqRef(srq())), srq(), srq()),
+                PORT_ACTIVE => port(AsyncEvent::PortActive),
+                PORT_ERR => port(AsyncEvent::PortErr),
+                LID_CHANGE => port(AsyncEvent::LidChange),
+                PKEY_CHANGE => port(AsyncEvent::PkeyChange),
+                GID_CHANGE => port(AsyncEvent::GidChange),
+                SM_CHANGE => port(AsyncEvent::SmChange),
+                CLIENT_REREGISTER => port(AsyncEvent::ClientReregister),
+                DEVICE_FATAL => (AsyncEvent::DeviceFatal, 0, 0),
                 // A WQ (the crate makes none), or a type newer than the build's headers (an
                 // integer, so any value is fine): the element's bits as they came, so that
                 // the ack passes them back.
-                other => (AsyncEvent::Other(other), ev.element.wq as usize),
+                other => {
+                    let p = ev.element.wq as usize;
+                    (AsyncEvent::Other(other), p, p)
+                }
             }
         }
     }
@@ -547,17 +556,7 @@ impl Context {
             Err(e) => return Err(Error::os(Verb::GetAsyncEvent, e)),
         }
         // SAFETY: just got, not acked.
-        let (event, object) = unsafe { AsyncEvent::from_raw(&raw) };
-        let element = match event {
-            AsyncEvent::PortActive(p)
-            | AsyncEvent::PortErr(p)
-            | AsyncEvent::LidChange(p)
-            | AsyncEvent::PkeyChange(p)
-            | AsyncEvent::GidChange(p)
-            | AsyncEvent::SmChange(p)
-            | AsyncEvent::ClientReregister(p) => p as usize,
-            _ => object,
-        };
+        let (event, object, element) = unsafe { AsyncEvent::from_raw(&raw) };
         let slot = Arc::new(AsyncSlot {
             ctx: ctx as usize,
             event,

@@ -103,35 +103,37 @@ mod imp {
         };
     }
 
-    /// parking_lot's raw mutex, annotated.
-    #[repr(transparent)]
-    pub(crate) struct RawMutex(parking_lot::RawMutex);
+    /// parking_lot's raw lock `$raw`, annotated: the same name, implementing the same
+    /// `lock_api` trait, with [`annotated!`] each way of holding it.
+    macro_rules! annotated_raw {
+        ($(#[$doc:meta])* $raw:ident: $(($lock:ident, $try_lock:ident, $unlock:ident)),+) => {
+            $(#[$doc])*
+            #[repr(transparent)]
+            pub(crate) struct $raw(parking_lot::$raw);
 
-    // SAFETY: a parking_lot::RawMutex with annotations around its lock and unlock, which change
-    // no state.
-    unsafe impl lock_api::RawMutex for RawMutex {
-        #[allow(clippy::declare_interior_mutable_const)]
-        const INIT: Self = RawMutex(<parking_lot::RawMutex as lock_api::RawMutex>::INIT);
-        type GuardMarker = <parking_lot::RawMutex as lock_api::RawMutex>::GuardMarker;
+            // SAFETY: a parking_lot::$raw with annotations around its lock and unlock calls,
+            // which change no state.
+            unsafe impl lock_api::$raw for $raw {
+                #[allow(clippy::declare_interior_mutable_const)]
+                const INIT: Self = $raw(<parking_lot::$raw as lock_api::$raw>::INIT);
+                type GuardMarker = <parking_lot::$raw as lock_api::$raw>::GuardMarker;
 
-        annotated!(lock, try_lock, unlock);
+                $(annotated!($lock, $try_lock, $unlock);)+
+            }
+        };
     }
 
-    /// parking_lot's raw reader-writer lock, annotated. A read unlock is a release too: what a
-    /// reader read happens before the next writer writes.
-    #[repr(transparent)]
-    pub(crate) struct RawRwLock(parking_lot::RawRwLock);
+    annotated_raw! {
+        /// parking_lot's raw mutex, annotated.
+        RawMutex: (lock, try_lock, unlock)
+    }
 
-    // SAFETY: a parking_lot::RawRwLock with annotations around its lock and unlock calls, which
-    // change no state.
-    unsafe impl lock_api::RawRwLock for RawRwLock {
-        #[allow(clippy::declare_interior_mutable_const)]
-        const INIT: Self = RawRwLock(<parking_lot::RawRwLock as lock_api::RawRwLock>::INIT);
-        type GuardMarker = <parking_lot::RawRwLock as lock_api::RawRwLock>::GuardMarker;
-
-        annotated!(lock_shared, try_lock_shared, unlock_shared);
-
-        annotated!(lock_exclusive, try_lock_exclusive, unlock_exclusive);
+    annotated_raw! {
+        /// parking_lot's raw reader-writer lock, annotated. A read unlock is a release too: what
+        /// a reader read happens before the next writer writes.
+        RawRwLock:
+            (lock_shared, try_lock_shared, unlock_shared),
+            (lock_exclusive, try_lock_exclusive, unlock_exclusive)
     }
 
     pub(crate) type RwLock<T> = lock_api::RwLock<RawRwLock, T>;

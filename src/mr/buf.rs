@@ -103,10 +103,15 @@ macro_rules! owned_buf {
 }
 
 /// A buffer that is its pointer `ptr` (never null) to the `len` initialised bytes it owns
-/// ([`PageBuf`], [`HugeBuf`]): its bytes as a slice, its `Debug` (the length), and its parts
-/// for registration.
+/// ([`PageBuf`], [`HugeBuf`]): `Send` and `Sync`, its bytes as a slice, its `Debug` (the
+/// length), and its parts for registration.
 macro_rules! ptr_len_buf {
     ($t:ident) => {
+        // SAFETY: owns its bytes (a PageBuf's allocation, a HugeBuf's mapping) like a Box<[u8]>.
+        unsafe impl Send for $t {}
+        // SAFETY: as above; a shared reference to it gives `&[u8]` only.
+        unsafe impl Sync for $t {}
+
         impl Deref for $t {
             type Target = [u8];
             fn deref(&self) -> &[u8] {
@@ -200,11 +205,6 @@ pub struct PageBuf {
     ptr: NonNull<u8>,
     len: usize,
 }
-
-// SAFETY: owns its bytes like a Box<[u8]>.
-unsafe impl Send for PageBuf {}
-// SAFETY: as above; `&PageBuf` gives `&[u8]` only.
-unsafe impl Sync for PageBuf {}
 
 impl PageBuf {
     /// `len` zeroed bytes at a page-aligned address. `len` 0 allocates nothing (and cannot be
@@ -300,11 +300,6 @@ pub struct HugeBuf {
     ptr: NonNull<u8>,
     len: usize,
 }
-
-// SAFETY: owns its mapping like a Box<[u8]>.
-unsafe impl Send for HugeBuf {}
-// SAFETY: as above; `&HugeBuf` gives `&[u8]` only.
-unsafe impl Sync for HugeBuf {}
 
 impl HugeBuf {
     /// The default huge page size (`Hugepagesize` in `/proc/meminfo`), if the kernel has one.

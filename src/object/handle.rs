@@ -187,3 +187,83 @@ impl<R> Node<R> {
         }
     }
 }
+
+/// What every handle over a [`Node`] (`node: NonNull<Node<$raw>>`) shares: `as_raw`, `destroy`
+/// and `try_destroy`, each with the docs given (the type's own) after a first sentence they
+/// share, made of `what` (`as_raw`'s object) and `verb` (the destroy's); [`Destroy`], whose
+/// `destroy_raw` is the type's own body (with `$this` the handle, and its own SAFETY argument)
+/// and whose leftover is the node; and `Debug`. With `drop_or_queue: $teardown`, its `Drop`
+/// too: [`drop_or_queue`] of the C object (whose context is `(*raw).context`) and its node, by
+/// `$teardown(raw, node)`, which destroys the object and frees the node once.
+macro_rules! node_handle {
+    (
+        $t:ident<$lt:lifetime>: $raw:ty,
+        what: $what:literal,
+        verb: $verb:literal,
+        as_raw: $(#[$as_raw:meta])*
+        destroy: $(#[$destroy:meta])*
+        try_destroy: $(#[$try_destroy:meta])*
+        destroy_raw: |$this:ident| $destroy_raw:block
+        $(drop_or_queue: $teardown:path)?
+    ) => {
+        impl<$lt> $t<$lt> {
+            #[doc = concat!(" The C ", $what, ". It stays owned by `self`.")]
+            $(#[$as_raw])*
+            #[inline]
+            pub fn as_raw(&self) -> *mut $raw {
+                // SAFETY: the handle's node lives as long as the handle.
+                unsafe { $crate::object::Node::raw(self.node) }
+            }
+
+            #[doc = concat!(
+                " ", $verb, ". If it fails, the error is returned and the object dropped: its ",
+                "`Drop` tries once more and, failing again, leaks the C object (nothing is freed ",
+                "that the device may still use). [`try_destroy`](Self::try_destroy) gives the ",
+                "object back."
+            )]
+            $(#[$destroy])*
+            pub fn destroy(self) -> $crate::error::Result<()> {
+                Ok(self.try_destroy()?)
+            }
+
+            #[doc = concat!(
+                " ", $verb, ". On failure the object comes back inside the error, still alive."
+            )]
+            $(#[$try_destroy])*
+            pub fn try_destroy(self) -> Result<(), $crate::error::DestroyError<Self>> {
+                $crate::object::destroy(self)
+            }
+        }
+
+        impl $crate::object::Destroy for $t<'_> {
+            unsafe fn destroy_raw(&self) -> Result<(), $crate::error::Error> {
+                let $this = self;
+                $destroy_raw
+            }
+            fn leftover(&self) -> $crate::object::Leftover {
+                $crate::object::Node::leftover(self.node)
+            }
+        }
+
+        $(
+            impl Drop for $t<'_> {
+                fn drop(&mut self) {
+                    let raw = self.as_raw();
+                    // SAFETY: dropped once: a live object of its context and its node,
+                    // destroyed and freed once by the teardown function given.
+                    unsafe {
+                        $crate::object::drop_or_queue(
+                            (*raw).context,
+                            raw.cast(),
+                            self.node.as_ptr().cast(),
+                            $teardown,
+                        )
+                    }
+                }
+            }
+        )?
+
+        $crate::object::debug_handle!($t<'a>);
+    };
+}
+pub(crate) use node_handle;

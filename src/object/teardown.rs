@@ -429,7 +429,20 @@ unsafe fn close_gates_until<'a>(
     None
 }
 
-/// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) at the end of a batch
+/// A QP's teardown that waits for its CQs' gates: `run(a, b)` destroys the QP (of context
+/// `ctx`, on its CQs `cqs`) once they are closed; `gated(a, b)` closes them again, then runs
+/// `run`: what a batch's end is handed.
+#[derive(Clone, Copy)]
+pub(crate) struct QpTeardown {
+    pub(crate) ctx: *mut sys::ibv_context,
+    pub(crate) cqs: [*mut sys::ibv_cq; 2],
+    pub(crate) run: Teardown,
+    pub(crate) gated: Teardown,
+    pub(crate) a: *mut c_void,
+    pub(crate) b: *mut c_void,
+}
+
+/// Runs a QP's teardown `td`, `run(a, b)` (of context `ctx`, on its CQs `cqs`), at the end of a batch
 /// it waited for (deferred to it, or handed to it by another thread), on that batch's thread,
 /// out of any batch and holding no gate: waits for the gates as an explicit teardown does
 /// ([`close_gates_waiting`]: the batch in progress on the QP's other CQ, one gate at a time, no
@@ -440,14 +453,7 @@ unsafe fn close_gates_until<'a>(
 ///
 /// # Safety
 /// As [`run_or_hand`]'s; called on a thread out of any batch.
-pub(crate) unsafe fn run_at_batch_end(
-    ctx: *mut sys::ibv_context,
-    cqs: [*mut sys::ibv_cq; 2],
-    run: Teardown,
-    gated: Teardown,
-    a: *mut c_void,
-    b: *mut c_void,
-) -> bool {
+pub(crate) unsafe fn run_at_batch_end(td: QpTeardown) -> bool {
     // One wait for the whole batch end: once it has run out, the rest are handed on at once.
     let deadline = BATCH.with(|t| {
         let d = t
@@ -459,18 +465,18 @@ pub(crate) unsafe fn run_at_batch_end(
     });
     if std::time::Instant::now() < deadline {
         // SAFETY: caller's contract: live CQs made by the builder, out of any batch.
-        if let Some(held) = unsafe { close_gates_until(cqs, deadline) } {
+        if let Some(held) = unsafe { close_gates_until(td.cqs, deadline) } {
             // SAFETY: caller's contract; the gates are closed.
-            unsafe { run(a, b) };
+            unsafe { (td.run)(td.a, td.b) };
             drop(held);
             return true;
         }
     }
     // SAFETY: caller's contract.
-    unsafe { run_or_hand(ctx, cqs, run, gated, a, b) }
+    unsafe { run_or_hand(td) }
 }
 
-/// Runs a QP's teardown `run(a, b)` (of context `ctx`, on its CQs `cqs`) now if no batch holds
+/// Runs a QP's teardown `td`, `run(a, b)` (of context `ctx`, on its CQs `cqs`), now if no batch holds
 /// a gate of its CQs, with them closed; otherwise hands `gated(a, b)` to that batch, to run
 /// after its end: `gated` closes the gates again before it runs `run` (the QP's other CQ may
 /// have a batch open by then, on yet another thread). True if it ran now.
@@ -479,14 +485,15 @@ pub(crate) unsafe fn run_at_batch_end(
 /// As [`defer`]'s, on any thread; the CQs live until `run` has run; `gated(a, b)` runs `run`
 /// once the gates are closed again, run at the end of the batch it is handed to
 /// ([`run_at_batch_end`], which may hand it on once more).
-pub(crate) unsafe fn run_or_hand(
-    ctx: *mut sys::ibv_context,
-    cqs: [*mut sys::ibv_cq; 2],
-    run: Teardown,
-    gated: Teardown,
-    a: *mut c_void,
-    b: *mut c_void,
-) -> bool {
+pub(crate) unsafe fn run_or_hand(td: QpTeardown) -> bool {
+    let QpTeardown {
+        ctx,
+        cqs,
+        run,
+        gated,
+        a,
+        b,
+    } = td;
     loop {
         // SAFETY: caller's contract.
         match unsafe { close_gates(cqs) } {

@@ -15,10 +15,10 @@
 //! ```
 
 use crate::backend;
-use crate::error::{DestroyError, Error, Result, Verb};
+use crate::error::{Error, Result, Verb};
 use crate::ffi::sys;
 use crate::object::parent::Parent;
-use crate::object::{destroy, Destroy, Leftover, Node};
+use crate::object::{Destroy, Node};
 use crate::pd::Pd;
 use crate::qp::state::AddressVector;
 use std::marker::PhantomData;
@@ -94,8 +94,13 @@ impl<'a> AddressHandle<'a> {
             _m: PhantomData,
         })
     }
+}
 
-    /// The C address handle. It stays owned by `self`.
+crate::object::node_handle! {
+    AddressHandle<'a>: sys::ibv_ah,
+    what: "address handle",
+    verb: "`ibv_destroy_ah`",
+    as_raw:
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -106,15 +111,7 @@ impl<'a> AddressHandle<'a> {
     /// assert!(!ah.as_raw().is_null()); // still owned by `ah`
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    #[inline]
-    pub fn as_raw(&self) -> *mut sys::ibv_ah {
-        // SAFETY: the handle's node lives as long as the handle.
-        unsafe { Node::raw(self.node) }
-    }
-
-    /// `ibv_destroy_ah`. If it fails, the error is returned and the object dropped: its `Drop`
-    /// tries once more and, failing again, leaks the C object (nothing is freed that the
-    /// device may still use). [`try_destroy`](Self::try_destroy) gives the object back.
+    destroy:
     ///
     /// # Errors
     /// The device's errno from `ibv_destroy_ah` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)); a
@@ -131,14 +128,10 @@ impl<'a> AddressHandle<'a> {
     /// ah.destroy()?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn destroy(self) -> Result<()> {
-        Ok(self.try_destroy()?)
-    }
-
-    /// `ibv_destroy_ah`. On failure the object comes back inside the error, still alive.
+    try_destroy:
     ///
     /// # Errors
-    /// As [`destroy`](Self::destroy); the [`DestroyError`] holds the address handle, still alive.
+    /// As [`destroy`](Self::destroy); the [`DestroyError`](crate::error::DestroyError) holds the address handle, still alive.
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -153,22 +146,13 @@ impl<'a> AddressHandle<'a> {
     /// }
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
-        destroy(self)
-    }
-}
-
-impl Destroy for AddressHandle<'_> {
-    unsafe fn destroy_raw(&self) -> Result<(), Error> {
-        let ah = self.as_raw();
+    destroy_raw: |ah| {
+        let ah = ah.as_raw();
         // SAFETY: a live AH, destroyed once with success (`destroy_raw`'s contract). A posted
         // work request does not refer to it: the provider copies the address vector at post (as
         // the software device does).
         unsafe { backend::of((*ah).context).destroy_ah(ah) }
             .map_err(|e| Error::os(Verb::DestroyAh, e))
-    }
-    fn leftover(&self) -> Leftover {
-        Node::leftover(self.node)
     }
 }
 
@@ -183,5 +167,3 @@ impl Drop for AddressHandle<'_> {
         } // else the node (a plain pointer) is not freed: it keeps the PD for the live AH
     }
 }
-
-crate::object::debug_handle!(AddressHandle<'a>);

@@ -121,7 +121,24 @@ unsafe fn later_gated(qp: *mut c_void, rest: *mut c_void) {
     // SAFETY: caller's contract: a live QP of a live context, whose CQs live until it is
     // destroyed (its parents, held by `rest` or borrowed, wait behind it); run at a batch's
     // end, out of it.
-    unsafe { teardown::run_at_batch_end((*q).context, cqs_of(q), later, later_gated, qp, rest) };
+    unsafe { teardown::run_at_batch_end(later_teardown(q, rest)) };
+}
+
+/// The teardown of `qp` by [`later`], [`later_gated`] first where it waits for a batch's end.
+///
+/// # Safety
+/// `qp` is a live QP made by the builder; `rest` its [`into_later`].
+unsafe fn later_teardown(qp: *mut sys::ibv_qp, rest: *mut c_void) -> teardown::QpTeardown {
+    teardown::QpTeardown {
+        // SAFETY: caller's contract: a live QP.
+        ctx: unsafe { (*qp).context },
+        // SAFETY: as above.
+        cqs: unsafe { cqs_of(qp) },
+        run: later,
+        gated: later_gated,
+        a: qp.cast(),
+        b: rest,
+    }
 }
 
 /// Moves the groups and the parents out of a dropped QP's meta: what its waiting destroy
@@ -180,9 +197,7 @@ unsafe fn drop_qp<C>(qp: *mut sys::ibv_qp) {
             // Another thread's batch holds one of its CQs' locks: destroyed after that batch.
             // SAFETY: as in the batch branch; `run_or_hand` runs it now or hands it on.
             let ran = unsafe {
-                let rest = into_later(meta);
-                let cqs = cqs_of(qp);
-                let ran = teardown::run_or_hand(ctx, cqs, later, later_gated, qp.cast(), rest);
+                let ran = teardown::run_or_hand(later_teardown(qp, into_later(meta)));
                 drop(Box::from_raw(meta)); // the user context, once the QP is handed on
                 ran
             };

@@ -1,6 +1,7 @@
 //! Slot-mode queues: a QP's receive side and send mode, and the slot posts.
 
 use super::*;
+use crate::object::parent::Held;
 
 /// How a QP's send queue completes: [`PlainSends`] (its send CQ is a plain CQ, and it takes
 /// `post_send`) or [`SlotSends`] (its send CQ is a [`SlotCq`], and every send is a signaled
@@ -176,26 +177,7 @@ impl<'a, T: QpType> Qp<'a, T> {
         SC::Threading: JoinThreading<RT>,
     {
         let (pd, send_cq, recv_cq) = (pd.into_held(), send_cq.into_held(), recv_cq.into_held());
-        let cap = QpCap {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        };
-        QpBuilder::from_parts(
-            pd.get().as_raw(),
-            send_cq.get().send_cq_raw(),
-            recv_cq.get().raw_cq(),
-            ptr::null_mut(),
-            cap,
-            [
-                pd.into_keep(),
-                send_cq.into_keep(),
-                recv_cq.into_keep(),
-                Keep::NONE,
-            ],
-        )
+        slot_qp_builder(pd, send_cq, recv_cq, ptr::null_mut(), Keep::NONE)
     }
 
     /// Starts building a QP of type `T` (RC or UD) whose receives come from the slot SRQ `srq`
@@ -226,27 +208,52 @@ impl<'a, T: QpType> Qp<'a, T> {
     {
         let (pd, send_cq, recv_cq) = (pd.into_held(), send_cq.into_held(), recv_cq.into_held());
         let srq = srq.into_held();
-        let cap = QpCap {
-            max_send_wr: 1,
-            max_recv_wr: 0,
-            max_send_sge: 1,
-            max_recv_sge: 0,
-            max_inline_data: 0,
-        };
-        QpBuilder::from_parts(
-            pd.get().as_raw(),
-            send_cq.get().send_cq_raw(),
-            recv_cq.get().raw_cq(),
-            srq.get().srq.as_raw(),
-            cap,
-            [
-                pd.into_keep(),
-                send_cq.into_keep(),
-                recv_cq.into_keep(),
-                srq.into_keep(),
-            ],
-        )
+        let raw_srq = srq.get().srq.as_raw();
+        slot_qp_builder(pd, send_cq, recv_cq, raw_srq, srq.into_keep())
     }
+}
+
+/// The builder of a slot QP in `pd` that sends on `send_cq` and whose receives complete on the
+/// slot CQ `recv_cq`: from the SRQ `srq` (kept alive by `srq_keep`), or, with a null `srq`,
+/// from its own receive queue. It starts with one send of one SGE, and one receive of one SGE
+/// on its own queue (none with an SRQ), without inline data.
+fn slot_qp_builder<
+    'a,
+    T: QpType,
+    R: RecvSide,
+    S: Threading,
+    SC: SendCq,
+    F: WcFlags,
+    RT: Threading,
+    RC,
+>(
+    pd: Held<'a, Pd<'_>>,
+    send_cq: Held<'a, SC>,
+    recv_cq: Held<'a, SlotCq<'_, F, RT, RC>>,
+    srq: *mut sys::ibv_srq,
+    srq_keep: Keep,
+) -> QpBuilder<'a, T, R, S> {
+    let own_rq = u32::from(srq.is_null());
+    let cap = QpCap {
+        max_send_wr: 1,
+        max_recv_wr: own_rq,
+        max_send_sge: 1,
+        max_recv_sge: own_rq,
+        max_inline_data: 0,
+    };
+    QpBuilder::from_parts(
+        pd.get().as_raw(),
+        send_cq.get().send_cq_raw(),
+        recv_cq.get().raw_cq(),
+        srq,
+        cap,
+        [
+            pd.into_keep(),
+            send_cq.into_keep(),
+            recv_cq.into_keep(),
+            srq_keep,
+        ],
+    )
 }
 
 impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
@@ -278,24 +285,12 @@ impl<'a, T: QpType, X: SendMode, S: Threading, C, St: QpState, const SGE: usize>
         St: SlotRecvReady,
     {
         let qp = self.as_raw();
-        let mut wr = sys::ibv_recv_wr {
-            wr_id: 0,
-            next: ptr::null_mut(),
-            sg_list: slot.whole_sge(),
-            num_sge: 1,
-        };
-        post_slot(
-            slot,
-            Verb::PostRecv,
-            &mut wr,
-            |wr| &mut wr.wr_id,
-            |wr, bad| {
-                // SAFETY: a live QP past RESET with its own receive queue; `wr` and the slot's
-                // SGE (in the slot's box, which the post moves into the queue, never frees)
-                // live across the call.
-                unsafe { ctx_op_call!((*qp).context, post_recv, qp, wr, bad) }
-            },
-        )
+        post_slot_recv(slot, Verb::PostRecv, |wr, bad| {
+            // SAFETY: a live QP past RESET with its own receive queue; `wr` and the slot's SGE
+            // (in the slot's box, which the post moves into the queue, never frees) live across
+            // the call.
+            unsafe { ctx_op_call!((*qp).context, post_recv, qp, wr, bad) }
+        })
     }
 }
 

@@ -530,3 +530,20 @@ pub(super) fn post_slot<'r, W>(
         }
     }
 }
+
+/// Posts `slot` as one receive request of its whole buffer through `post` (`ibv_post_recv` or
+/// `ibv_post_srq_recv`), as [`post_slot`].
+#[inline(always)]
+pub(super) fn post_slot_recv<'r>(
+    slot: Slot<'r>,
+    verb: Verb,
+    post: impl FnOnce(*mut sys::ibv_recv_wr, *mut *mut sys::ibv_recv_wr) -> i32,
+) -> Result<(), SlotPostError<'r>> {
+    let mut wr = sys::ibv_recv_wr {
+        wr_id: 0,
+        next: ptr::null_mut(),
+        sg_list: slot.whole_sge(),
+        num_sge: 1,
+    };
+    post_slot(slot, verb, &mut wr, |wr| &mut wr.wr_id, post)
+}

@@ -86,23 +86,11 @@ impl<'a, C> SlotSrq<'a, C> {
     #[inline]
     pub fn post_recv_slot<'r>(&self, slot: Slot<'r>) -> Result<(), SlotPostError<'r>> {
         let srq = self.srq.as_raw();
-        let mut wr = sys::ibv_recv_wr {
-            wr_id: 0,
-            next: ptr::null_mut(),
-            sg_list: slot.whole_sge(),
-            num_sge: 1,
-        };
-        post_slot(
-            slot,
-            Verb::PostSrqRecv,
-            &mut wr,
-            |wr| &mut wr.wr_id,
-            |wr, bad| {
-                // SAFETY: a live SRQ; `wr` and the slot's SGE (in the slot's box, which the
-                // post moves into the queue, never frees) live across the call.
-                unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }
-            },
-        )
+        post_slot_recv(slot, Verb::PostSrqRecv, |wr, bad| {
+            // SAFETY: a live SRQ; `wr` and the slot's SGE (in the slot's box, which the post
+            // moves into the queue, never frees) live across the call.
+            unsafe { sys::ibv_post_srq_recv(srq, wr, bad) }
+        })
     }
 
     /// The attributes `ibv_create_srq` reported, as [`Srq::attr`].

@@ -90,20 +90,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
         };
         // SAFETY: `self.as_raw()` is this live QP.
         unsafe { wr.fill(self.as_raw(), &self.caps(), &mut raw, &mut inline) }?;
-        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: a live QP in RTS; `raw` and what it points to (the caller's SGEs, borrowed by
+        // SAFETY: a QP in RTS; `raw` and what it points to (the caller's SGEs, borrowed by
         // `wr`, and `inline`) live across the call, which copies what it needs.
-        match unsafe {
-            ctx_op_call!(
-                (*self.as_raw()).context,
-                post_send,
-                self.as_raw(),
-                &mut raw,
-                &mut bad
-            )
-        } {
-            0 => Ok(()),
-            e => Err(Error::os(Verb::PostSend, e.abs())),
+        match unsafe { self.call_post_send(&mut raw) } {
+            (0, _) => Ok(()),
+            (e, _) => Err(Error::os(Verb::PostSend, e.abs())),
         }
     }
 
@@ -175,21 +166,12 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
             // SAFETY: both indices are in the slice, which does not move until the call returns.
             unsafe { (*base.add(i - 1)).next = base.add(i) };
         }
-        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: a live QP in RTS (the callers' bound); `base` points at the first of at
-        // least one request, linked in order, the last one's `next` NULL (zeroed); the chain
-        // and what it points to live across the call.
-        match unsafe {
-            ctx_op_call!(
-                (*self.as_raw()).context,
-                post_send,
-                self.as_raw(),
-                base,
-                &mut bad
-            )
-        } {
-            0 => Ok(()),
-            e => {
+        // SAFETY: a QP in RTS (the callers' bound); `base` points at the first of at least one
+        // request, linked in order, the last one's `next` NULL (zeroed); the chain and what it
+        // points to live across the call.
+        match unsafe { self.call_post_send(base) } {
+            (0, _) => Ok(()),
+            (e, bad) => {
                 let index = if bad.is_null() {
                     0
                 } else {
@@ -204,6 +186,28 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
                 })
             }
         }
+    }
+
+    /// `ibv_post_send` on this QP of the requests linked from `first`: the provider's return
+    /// value and its `bad_wr`.
+    ///
+    /// # Safety
+    /// The QP is in RTS; `first` points at a chain of valid requests, the last one's `next`
+    /// NULL, which and what they point to live across the call.
+    #[inline(always)]
+    unsafe fn call_post_send(&self, first: *mut sys::ibv_send_wr) -> (i32, *mut sys::ibv_send_wr) {
+        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: a live QP (`self`); the rest is the caller's contract.
+        let ret = unsafe {
+            ctx_op_call!(
+                (*self.as_raw()).context,
+                post_send,
+                self.as_raw(),
+                first,
+                &mut bad
+            )
+        };
+        (ret, bad)
     }
 }
 

@@ -220,10 +220,8 @@ pub(super) unsafe fn destroy(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
     let sw = cq as *mut SwCq;
     // SAFETY: live software CQ (caller's contract); fields read by raw pointer.
     unsafe {
-        if (*sw).usecnt.load(Ordering::Acquire) != 0 {
-            // ibv_destroy_cq(3): "fails if any queue pair is still associated with this CQ".
-            return Err(libc::EBUSY);
-        }
+        // ibv_destroy_cq(3): "fails if any queue pair is still associated with this CQ".
+        super::objects::unused(&(*sw).usecnt)?;
         // As the kernel: the CQ's events that were not read go; then, as libibverbs, wait
         // until every event that was read is acked (forever if one never is: the typed layer
         // acks the ones it holds first).

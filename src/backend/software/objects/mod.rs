@@ -27,6 +27,15 @@ use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
+/// `EBUSY` while another object still uses this one (its use count `u` is not 0), as the
+/// verbs' destroy calls report it.
+pub(super) fn unused(u: &AtomicU32) -> Result<(), Errno> {
+    if u.load(Ordering::Acquire) != 0 {
+        return Err(libc::EBUSY);
+    }
+    Ok(())
+}
+
 fn adjust(u: &AtomicU32, delta: i32) {
     if delta > 0 {
         u.fetch_add(1, Ordering::AcqRel);
@@ -101,9 +110,7 @@ pub(super) unsafe fn dealloc_pd(pd: *mut sys::ibv_pd) -> Result<(), Errno> {
     let sw = pd as *mut SwPd;
     // SAFETY: caller's contract.
     unsafe {
-        if (*sw).usecnt.load(Ordering::Acquire) != 0 {
-            return Err(libc::EBUSY);
-        }
+        unused(&(*sw).usecnt)?;
         if !(*sw).parent_of.is_null() {
             pd_use((*sw).parent_of, -1);
         }
@@ -268,10 +275,8 @@ pub(super) unsafe fn destroy_comp_channel(ch: *mut sys::ibv_comp_channel) -> Res
     let sw = ch as *mut SwChannel;
     // SAFETY: caller's contract.
     unsafe {
-        if (*sw).usecnt.load(Ordering::Acquire) != 0 {
-            // ibv_destroy_comp_channel(3): "fails if any CQs are still associated".
-            return Err(libc::EBUSY);
-        }
+        // ibv_destroy_comp_channel(3): "fails if any CQs are still associated".
+        unused(&(*sw).usecnt)?;
         give(&(*(*sw).ctx).live.comp_channels);
         drop(Box::from_raw(sw)); // closes the eventfd
     }

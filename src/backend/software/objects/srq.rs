@@ -161,10 +161,8 @@ pub(crate) unsafe fn destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
     let sw = srq as *mut SwSrq;
     // SAFETY: caller's contract.
     unsafe {
-        if (*sw).usecnt.load(Ordering::Acquire) != 0 {
-            // ibv_destroy_srq(3): "fails if any queue pair is still associated with this SRQ".
-            return Err(libc::EBUSY);
-        }
+        // ibv_destroy_srq(3): "fails if any queue pair is still associated with this SRQ".
+        unused(&(*sw).usecnt)?;
         // No QP uses it, so no new event can come: drop the unread ones, wait for the acks.
         (*(*sw).ctx).forget_async_events(sw as usize);
         (*sw).events.wait_balanced();
