@@ -113,52 +113,6 @@ impl NotReset for Rtr {}
 impl NotReset for Rts {}
 impl NotReset for ErrorState {}
 
-/// A bring-up transition's two methods, each with its docs: `$to`, which destroys the QP if the
-/// device refuses, and `$try_to`, which gives it back. Both take a QP in a state `$from`
-/// allows to `$st`, with the attributes the QP type names for it (`Transitions::$attr`).
-macro_rules! transition {
-    (
-        $from:ident => $st:ident with $attr:ident;
-        $(#[$to_doc:meta])*
-        fn $to:ident;
-        $(#[$try_doc:meta])*
-        fn $try_to:ident;
-    ) => {
-        $(#[$to_doc])*
-        pub fn $to<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, $st, SGE>>
-        where
-            St: $from,
-            A: AttrOf<T::$attr, T>,
-        {
-            Ok(self.$try_to(attr)?)
-        }
-
-        $(#[$try_doc])*
-        pub fn $try_to<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, $st, SGE>
-        where
-            St: $from,
-            A: AttrOf<T::$attr, T>,
-        {
-            self.modify_with(&attr.into_attr())
-        }
-    };
-}
-
-/// A modify that stays in its state (`$in` allows it), with its docs: the QP is borrowed, with
-/// the attributes the QP type names for it (`Transitions::$attr`).
-macro_rules! in_place {
-    ($in:ident with $attr:ident; $(#[$doc:meta])* fn $name:ident;) => {
-        $(#[$doc])*
-        pub fn $name<A>(&self, attr: A) -> Result<()>
-        where
-            St: $in,
-            A: AttrOf<T::$attr, T>,
-        {
-            self.modify_in_place(&attr.into_attr())
-        }
-    };
-}
-
 impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     Qp<'a, T, R, S, C, St, SGE>
 {
@@ -247,109 +201,139 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
         self.modify(a, mask)
     }
 
-    transition! {
-        FromReset => Init with Init;
-        /// RESET → INIT with the attributes the QP type requires. If the device refuses, the QP is
-        /// destroyed and the error (naming the transition) returned; [`try_to_init`](Self::try_to_init)
-        /// gives the QP back instead.
-        ///
-        /// # Errors
-        /// [`ErrorKind::OutOfRange`] before the call for a port outside the device's or a P_Key
-        /// index past the port's table (the module's table lists the ranges); otherwise the device's
-        /// errno from `ibv_modify_qp` ([`ErrorKind::Os`]). The error's verb names `RESET->INIT`.
-        /// The QP is destroyed.
-        ///
-        /// ```
-        /// # use typed_verbs::prelude::*;
-        /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-        /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
-        /// let qp = qp.to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        fn to_init;
-        /// RESET → INIT, giving the QP back, still in RESET, if the device refuses.
-        ///
-        /// # Errors
-        /// As [`to_init`](Self::to_init); the [`ModifyError`] holds the QP, still in RESET.
-        ///
-        /// ```
-        /// # use typed_verbs::prelude::*;
-        /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-        /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
-        /// let qp = qp.try_to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 7 })?; // `?` drops the QP on failure
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        fn try_to_init;
+    /// RESET → INIT with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error (naming the transition) returned; [`try_to_init`](Self::try_to_init)
+    /// gives the QP back instead.
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfRange`] before the call for a port outside the device's or a P_Key
+    /// index past the port's table (the module's table lists the ranges); otherwise the device's
+    /// errno from `ibv_modify_qp` ([`ErrorKind::Os`]). The error's verb names `RESET->INIT`.
+    /// The QP is destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+    /// let qp = qp.to_init(ConnectedInit { port_num: 1, pkey_index: 0, access: AccessFlags::LOCAL_WRITE })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn to_init<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Init, SGE>>
+    where
+        St: FromReset,
+        A: AttrOf<T::Init, T>,
+    {
+        Ok(self.try_to_init(attr)?)
     }
 
-    transition! {
-        FromInit => Rtr with Rtr;
-        /// INIT → RTR with the attributes the QP type requires. If the device refuses, the QP is
-        /// destroyed and the error returned; [`try_to_rtr`](Self::try_to_rtr) gives it back.
-        ///
-        /// # Errors
-        /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
-        /// `INIT->RTR`: `EINVAL` for an address vector the port refuses (no global route on RoCE),
-        /// `ENODATA` for a `sgid_index` inside the GID table whose entry holds no GID; an attribute
-        /// outside its range (`min_rnr_timer` over 31, `max_dest_rd_atomic` over the device's
-        /// `max_qp_rd_atom`, a port or `sgid_index` past the device's) is [`ErrorKind::OutOfRange`]
-        /// before the call. The QP is destroyed.
-        ///
-        /// ```
-        /// # use typed_verbs::prelude::*;
-        /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-        /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
-        /// let qp = qp.to_rtr(())?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        fn to_rtr;
-        /// INIT → RTR, giving the QP back, still in INIT, if the device refuses.
-        ///
-        /// # Errors
-        /// As [`to_rtr`](Self::to_rtr); the [`ModifyError`] holds the QP, still in INIT.
-        ///
-        /// ```
-        /// # use typed_verbs::prelude::*;
-        /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-        /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
-        /// let qp = qp.try_to_rtr(())?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        fn try_to_rtr;
+    /// RESET → INIT, giving the QP back, still in RESET, if the device refuses.
+    ///
+    /// # Errors
+    /// As [`to_init`](Self::to_init); the [`ModifyError`] holds the QP, still in RESET.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;
+    /// let qp = qp.try_to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 7 })?; // `?` drops the QP on failure
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn try_to_init<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Init, SGE>
+    where
+        St: FromReset,
+        A: AttrOf<T::Init, T>,
+    {
+        self.modify_with(&attr.into_attr())
     }
 
-    transition! {
-        FromRtr => Rts with Rts;
-        /// RTR → RTS with the attributes the QP type requires. If the device refuses, the QP is
-        /// destroyed and the error returned; [`try_to_rts`](Self::try_to_rts) gives it back.
-        ///
-        /// # Errors
-        /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
-        /// `RTR->RTS`: `EINVAL` for an attribute the device refuses; an attribute outside its range
-        /// (`timeout` over 31, `retry_cnt` or `rnr_retry` over 7, `max_rd_atomic` over the device's
-        /// `max_qp_init_rd_atom`) is [`ErrorKind::OutOfRange`] before the call. The QP is destroyed.
-        ///
-        /// ```
-        /// # use typed_verbs::prelude::*;
-        /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-        /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?;
-        /// let qp = qp.to_rts(SqPsn { sq_psn: 0 })?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        fn to_rts;
-        /// RTR → RTS, giving the QP back, still in RTR, if the device refuses.
-        ///
-        /// # Errors
-        /// As [`to_rts`](Self::to_rts); the [`ModifyError`] holds the QP, still in RTR.
-        ///
-        /// ```
-        /// # use typed_verbs::prelude::*;
-        /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-        /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?;
-        /// let qp = qp.try_to_rts(SqPsn { sq_psn: 0 })?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        fn try_to_rts;
+    /// INIT → RTR with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error returned; [`try_to_rtr`](Self::try_to_rtr) gives it back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
+    /// `INIT->RTR`: `EINVAL` for an address vector the port refuses (no global route on RoCE),
+    /// `ENODATA` for a `sgid_index` inside the GID table whose entry holds no GID; an attribute
+    /// outside its range (`min_rnr_timer` over 31, `max_dest_rd_atomic` over the device's
+    /// `max_qp_rd_atom`, a port or `sgid_index` past the device's) is [`ErrorKind::OutOfRange`]
+    /// before the call. The QP is destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// let qp = qp.to_rtr(())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn to_rtr<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Rtr, SGE>>
+    where
+        St: FromInit,
+        A: AttrOf<T::Rtr, T>,
+    {
+        Ok(self.try_to_rtr(attr)?)
+    }
+
+    /// INIT → RTR, giving the QP back, still in INIT, if the device refuses.
+    ///
+    /// # Errors
+    /// As [`to_rtr`](Self::to_rtr); the [`ModifyError`] holds the QP, still in INIT.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// let qp = qp.try_to_rtr(())?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn try_to_rtr<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Rtr, SGE>
+    where
+        St: FromInit,
+        A: AttrOf<T::Rtr, T>,
+    {
+        self.modify_with(&attr.into_attr())
+    }
+
+    /// RTR → RTS with the attributes the QP type requires. If the device refuses, the QP is
+    /// destroyed and the error returned; [`try_to_rts`](Self::try_to_rts) gives it back.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
+    /// `RTR->RTS`: `EINVAL` for an attribute the device refuses; an attribute outside its range
+    /// (`timeout` over 31, `retry_cnt` or `rnr_retry` over 7, `max_rd_atomic` over the device's
+    /// `max_qp_init_rd_atom`) is [`ErrorKind::OutOfRange`] before the call. The QP is destroyed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?;
+    /// let qp = qp.to_rts(SqPsn { sq_psn: 0 })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn to_rts<A>(self, attr: A) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
+    where
+        St: FromRtr,
+        A: AttrOf<T::Rts, T>,
+    {
+        Ok(self.try_to_rts(attr)?)
+    }
+
+    /// RTR → RTS, giving the QP back, still in RTR, if the device refuses.
+    ///
+    /// # Errors
+    /// As [`to_rts`](Self::to_rts); the [`ModifyError`] holds the QP, still in RTR.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?;
+    /// let qp = qp.try_to_rts(SqPsn { sq_psn: 0 })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn try_to_rts<A>(self, attr: A) -> Modified<'a, T, R, S, C, St, Rts, SGE>
+    where
+        St: FromRtr,
+        A: AttrOf<T::Rts, T>,
+    {
+        self.modify_with(&attr.into_attr())
     }
 
     /// Any state but RESET → ERR: outstanding work requests complete with
@@ -437,50 +421,56 @@ impl<'a, T: Transitions, R: RecvSide, S: Threading, C, St: QpState, const SGE: u
         self.modify_with(&())
     }
 
-    in_place! {
-        InInit with InitModify;
-        /// INIT → INIT: changes what the kernel's state table lets a QP in INIT change (for RC and
-        /// UC: port, P_Key index, access flags; for UD: port, P_Key index, Q_Key), leaving the
-        /// attributes that are `None` as they are. The QP stays in INIT, so it is borrowed; if the
-        /// device refuses, nothing changed and the error names `ibv_modify_qp INIT->INIT`.
-        ///
-        /// # Errors
-        /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
-        /// `INIT->INIT`; a port or P_Key index past the device's is [`ErrorKind::OutOfRange`] before
-        /// the call. Nothing changed.
-        ///
-        /// ```
-        /// # use typed_verbs::prelude::*;
-        /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-        /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
-        /// qp.modify_init(UdInitModify { qkey: Some(9), ..Default::default() })?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        fn modify_init;
+    /// INIT → INIT: changes what the kernel's state table lets a QP in INIT change (for RC and
+    /// UC: port, P_Key index, access flags; for UD: port, P_Key index, Q_Key), leaving the
+    /// attributes that are `None` as they are. The QP stays in INIT, so it is borrowed; if the
+    /// device refuses, nothing changed and the error names `ibv_modify_qp INIT->INIT`.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
+    /// `INIT->INIT`; a port or P_Key index past the device's is [`ErrorKind::OutOfRange`] before
+    /// the call. Nothing changed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?;
+    /// qp.modify_init(UdInitModify { qkey: Some(9), ..Default::default() })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn modify_init<A>(&self, attr: A) -> Result<()>
+    where
+        St: InInit,
+        A: AttrOf<T::InitModify, T>,
+    {
+        self.modify_in_place(&attr.into_attr())
     }
 
-    in_place! {
-        InRts with RtsModify;
-        /// RTS → RTS: changes what the kernel's state table lets a QP in RTS change (for RC: access
-        /// flags, `min_rnr_timer`, the alternate path, the path migration state; for UC the same
-        /// but `min_rnr_timer`; for UD the Q_Key), leaving the attributes that are `None` as they
-        /// are. The QP stays in RTS; if the device refuses, nothing changed and the error names
-        /// `ibv_modify_qp RTS->RTS`.
-        ///
-        /// # Errors
-        /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
-        /// `RTS->RTS` (e.g. `EINVAL` for an alternate path on RoCE); an attribute outside its range
-        /// (`min_rnr_timer` or `alt_timeout` over 31, a port or index past the device's) is
-        /// [`ErrorKind::OutOfRange`] before the call. Nothing changed.
-        ///
-        /// ```
-        /// # use typed_verbs::prelude::*;
-        /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-        /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
-        /// qp.modify_rts(UdRtsModify { qkey: Some(9) })?;
-        /// # Ok::<(), typed_verbs::Error>(())
-        /// ```
-        fn modify_rts;
+    /// RTS → RTS: changes what the kernel's state table lets a QP in RTS change (for RC: access
+    /// flags, `min_rnr_timer`, the alternate path, the path migration state; for UC the same
+    /// but `min_rnr_timer`; for UD the Q_Key), leaving the attributes that are `None` as they
+    /// are. The QP stays in RTS; if the device refuses, nothing changed and the error names
+    /// `ibv_modify_qp RTS->RTS`.
+    ///
+    /// # Errors
+    /// The device's errno from `ibv_modify_qp` ([`ErrorKind::Os`]), the error's verb naming
+    /// `RTS->RTS` (e.g. `EINVAL` for an alternate path on RoCE); an attribute outside its range
+    /// (`min_rnr_timer` or `alt_timeout` over 31, a port or index past the device's) is
+    /// [`ErrorKind::OutOfRange`] before the call. Nothing changed.
+    ///
+    /// ```
+    /// # use typed_verbs::prelude::*;
+    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+    /// # let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 1 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
+    /// qp.modify_rts(UdRtsModify { qkey: Some(9) })?;
+    /// # Ok::<(), typed_verbs::Error>(())
+    /// ```
+    pub fn modify_rts<A>(&self, attr: A) -> Result<()>
+    where
+        St: InRts,
+        A: AttrOf<T::RtsModify, T>,
+    {
+        self.modify_in_place(&attr.into_attr())
     }
 
     /// `ibv_modify_qp` from `St` to `St` with the attributes `attr` writes.
