@@ -84,8 +84,9 @@ pub trait OwnedBuf: Memory + give_back::IntoRaw + Send {}
 /// leaked (it stays allocated; nothing safe can reach it).
 fn leak_on_dereg_failure(_: &Error) {}
 
-/// An owned buffer ([`OwnedBuf`]): given back after deregistration by being put back together
-/// ([`give_back::IntoRaw`]) and dropped, leaked if deregistration failed.
+/// How an owned buffer ([`OwnedBuf`]) is given back after deregistration: put back together
+/// ([`give_back::IntoRaw`]) and dropped, or leaked if deregistration failed. (Its `Memory` and
+/// `OwnedBuf` impls are written out beside it, so that a compile error listing them shows them.)
 macro_rules! owned_buf {
     ($t:ty) => {
         impl give_back::Release for $t {
@@ -97,8 +98,6 @@ macro_rules! owned_buf {
                 leak_on_dereg_failure(error)
             }
         }
-        impl Memory for $t {}
-        impl OwnedBuf for $t {}
     };
 }
 
@@ -282,6 +281,8 @@ impl Drop for PageBuf {
 
 ptr_len_buf!(PageBuf);
 owned_buf!(PageBuf);
+impl Memory for PageBuf {}
+impl OwnedBuf for PageBuf {}
 
 /// Zeroed memory backed by huge pages: an anonymous `mmap` with `MAP_HUGETLB`, of the system's
 /// default huge page size, where the OS provides them. Its length is the requested one rounded
@@ -410,6 +411,8 @@ impl Drop for HugeBuf {
 
 ptr_len_buf!(HugeBuf);
 owned_buf!(HugeBuf);
+impl Memory for HugeBuf {}
+impl OwnedBuf for HugeBuf {}
 
 impl give_back::IntoRaw for Box<[u8]> {
     fn into_raw(self) -> (*mut u8, usize) {
@@ -422,6 +425,8 @@ impl give_back::IntoRaw for Box<[u8]> {
     }
 }
 owned_buf!(Box<[u8]>);
+impl Memory for Box<[u8]> {}
+impl OwnedBuf for Box<[u8]> {}
 
 impl give_back::IntoRaw for Vec<u8> {
     /// Registered as a `Box<[u8]>`: capacity equal to length, so the region's address and
@@ -435,3 +440,5 @@ impl give_back::IntoRaw for Vec<u8> {
     }
 }
 owned_buf!(Vec<u8>);
+impl Memory for Vec<u8> {}
+impl OwnedBuf for Vec<u8> {}

@@ -683,24 +683,32 @@ pub trait WorkRequestFor<T: QpType, const SGE: usize>:
     ) -> Result<()>;
 }
 
-/// A work request for `T` QPs: `&SendWr`, and `&&SendWr`, where `wr` is already a `&SendWr`
-/// (`for wr in &wrs { qp.post_send(&wr) }`), which compiled when `post_send` took a `&SendWr`
-/// and the compiler dereferenced the argument to it.
-macro_rules! work_request_for {
-    ($($r:ty),*) => {$(
-        impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for $r {}
-        impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for $r {
-            #[inline(always)]
-            unsafe fn fill(
-                self,
-                qp: *mut sys::ibv_qp,
-                caps: &crate::qp::QpCap,
-                wr: &mut sys::ibv_send_wr,
-                inline: &mut sys::ibv_sge,
-            ) -> Result<()> {
-                SendWr::fill(self, qp, caps, wr, inline)
-            }
-        }
-    )*};
+impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &SendWr<'_, T, SGE> {}
+impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &SendWr<'_, T, SGE> {
+    #[inline(always)]
+    unsafe fn fill(
+        self,
+        qp: *mut sys::ibv_qp,
+        caps: &crate::qp::QpCap,
+        wr: &mut sys::ibv_send_wr,
+        inline: &mut sys::ibv_sge,
+    ) -> Result<()> {
+        SendWr::fill(self, qp, caps, wr, inline)
+    }
 }
-work_request_for!(&SendWr<'_, T, SGE>, &&SendWr<'_, T, SGE>);
+
+// `&wr` where `wr` is already a `&SendWr` (`for wr in &wrs { qp.post_send(&wr) }`), which
+// compiled when `post_send` took a `&SendWr` and the compiler dereferenced the argument to it.
+impl<T: QpType, const SGE: usize> crate::sealed::SealedWorkRequest<T> for &&SendWr<'_, T, SGE> {}
+impl<T: QpType, const SGE: usize> WorkRequestFor<T, SGE> for &&SendWr<'_, T, SGE> {
+    #[inline(always)]
+    unsafe fn fill(
+        self,
+        qp: *mut sys::ibv_qp,
+        caps: &crate::qp::QpCap,
+        wr: &mut sys::ibv_send_wr,
+        inline: &mut sys::ibv_sge,
+    ) -> Result<()> {
+        SendWr::fill(self, qp, caps, wr, inline)
+    }
+}
