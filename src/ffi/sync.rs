@@ -103,7 +103,7 @@ mod imp {
         };
     }
 
-    /// parking_lot's raw lock `$raw`, annotated: the same name, implementing the same
+    /// parking_lot's raw lock of the same name, annotated, implementing the same
     /// `lock_api` trait, with [`annotated!`] each way of holding it.
     macro_rules! annotated_raw {
         ($(#[$doc:meta])* $raw:ident: $(($lock:ident, $try_lock:ident, $unlock:ident)),+) => {
@@ -111,8 +111,8 @@ mod imp {
             #[repr(transparent)]
             pub(crate) struct $raw(parking_lot::$raw);
 
-            // SAFETY: a parking_lot::$raw with annotations around its lock and unlock calls,
-            // which change no state.
+            // SAFETY: parking_lot's raw lock of this name, with annotations around its lock and
+            // unlock calls, which change no state.
             unsafe impl lock_api::$raw for $raw {
                 #[allow(clippy::declare_interior_mutable_const)]
                 const INIT: Self = $raw(<parking_lot::$raw as lock_api::$raw>::INIT);

@@ -37,11 +37,11 @@ use std::os::raw::c_void;
 use std::sync::atomic::Ordering;
 
 const FREE: u32 = 0;
-pub(super) const OPEN: u32 = 1;
+const OPEN: u32 = 1;
 const TEARDOWN: u32 = 2;
-pub(super) const DEFERRED: u32 = 3;
+const DEFERRED: u32 = 3;
 /// The gate's holder: one of the four above.
-pub(super) const KIND: u32 = 0x3f;
+const KIND: u32 = 0x3f;
 /// The CQ's one `Poller` lives: only it opens batches (or a `&mut` of the CQ, which proves it
 /// leaked); `CqEx::poll_batch` through `&self` is refused.
 const POLLER: u32 = 0x40;
@@ -88,11 +88,17 @@ struct Item {
 
 /// A CQ's gate (see above), in its crate meta.
 pub(crate) struct Gate {
-    pub(super) state: std::sync::atomic::AtomicU32,
+    state: std::sync::atomic::AtomicU32,
     deferred: Mutex<Vec<Item>>,
 }
 
 impl Gate {
+    /// Whether a batch holds the gate (OPEN) or is handed teardowns (DEFERRED): what a
+    /// teardown that did not take it waits behind (read only; the gate's word changes here).
+    pub(super) fn batch_holds(&self) -> bool {
+        matches!(self.state.load(Ordering::Acquire) & KIND, OPEN | DEFERRED)
+    }
+
     pub(crate) const fn new() -> Gate {
         Gate {
             state: std::sync::atomic::AtomicU32::new(FREE),

@@ -361,7 +361,7 @@ pub(crate) unsafe fn close_gates<'a>(cqs: [*mut sys::ibv_cq; 2]) -> Result<Close
             let Some(g) = g else { continue };
             if g.try_take() {
                 *slot = Some(g);
-            } else if !matches!(g.state.load(Ordering::Acquire) & KIND, OPEN | DEFERRED) {
+            } else if !g.batch_holds() {
                 // A teardown holds it, or one (or the poller) waits for it: their turn is
                 // short (no user code), so try again.
                 retry = true;
@@ -432,7 +432,6 @@ unsafe fn close_gates_until<'a>(
 /// A QP's teardown that waits for its CQs' gates: `run(a, b)` destroys the QP (of context
 /// `ctx`, on its CQs `cqs`) once they are closed; `gated(a, b)` closes them again, then runs
 /// `run`: what a batch's end is handed.
-#[derive(Clone, Copy)]
 pub(crate) struct QpTeardown {
     pub(crate) ctx: *mut sys::ibv_context,
     pub(crate) cqs: [*mut sys::ibv_cq; 2],

@@ -99,7 +99,7 @@ mod run;
 
 use complete::*;
 use memory::*;
-pub(crate) use rnr::start_rnr_timer;
+pub(in crate::backend::software) use rnr::start_rnr_timer;
 use rnr::*;
 use run::*;
 

@@ -26,7 +26,7 @@ static RNR_TIMER_STARTED: Mutex<bool> = Mutex::new(false);
 /// type that gets RNR NAKs), so that it runs before any can come. Fails with EAGAIN when the
 /// thread cannot be made (as `pthread_create`; the QP is then not created, and a later
 /// creation tries again).
-pub(crate) fn start_rnr_timer() -> Result<(), c_int> {
+pub(in crate::backend::software) fn start_rnr_timer() -> Result<(), c_int> {
     let mut started = RNR_TIMER_STARTED.lock();
     if !*started {
         std::thread::Builder::new()

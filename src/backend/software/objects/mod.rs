@@ -7,9 +7,11 @@ mod qp;
 /// Shared receive queues.
 mod srq;
 
-pub(crate) use mr::*;
-pub(crate) use qp::*;
-pub(crate) use srq::*;
+pub(in crate::backend::software) use mr::*;
+#[cfg(test)]
+pub(crate) use mr::{MrKeys, MAX_KEY_INDEX};
+pub(in crate::backend::software) use qp::*;
+pub(in crate::backend::software) use srq::*;
 
 use super::data::{self, Queues, RecvWqe};
 use super::events::{EventCounts, EventQueue};

@@ -103,7 +103,7 @@ impl MrKeys {
 
 /// # Safety
 /// `pd` live software PD; the caller keeps the range allocated until dereg.
-pub(crate) unsafe fn reg_mr(
+pub(in crate::backend::software) unsafe fn reg_mr(
     pd: *mut sys::ibv_pd,
     addr: *mut std::os::raw::c_void,
     len: usize,
@@ -164,7 +164,7 @@ pub(crate) unsafe fn reg_mr(
 
 /// # Safety
 /// `mr` live software MR.
-pub(crate) unsafe fn dereg_mr(mr: *mut sys::ibv_mr) -> Result<(), Errno> {
+pub(in crate::backend::software) unsafe fn dereg_mr(mr: *mut sys::ibv_mr) -> Result<(), Errno> {
     let sw = mr as *mut SwMr;
     // The fabric lock: no transfer is using the region when it leaves the table.
     let _fabric = data::lock();

@@ -4,7 +4,7 @@ use super::*;
 
 /// A value that starts a cache line (64 bytes) of its own.
 #[repr(align(64))]
-pub(crate) struct CacheLine<T>(pub(crate) T);
+pub(in crate::backend::software) struct CacheLine<T>(pub(in crate::backend::software) T);
 impl<T> std::ops::Deref for CacheLine<T> {
     type Target = T;
     fn deref(&self) -> &T {
@@ -14,23 +14,23 @@ impl<T> std::ops::Deref for CacheLine<T> {
 
 /// A queue pair.
 #[repr(C)]
-pub(crate) struct SwQp {
-    pub(crate) ibv: sys::ibv_qp,
+pub(in crate::backend::software) struct SwQp {
+    pub(in crate::backend::software) ibv: sys::ibv_qp,
     ctx: *mut SwContext,
     /// The actual capabilities (the rings' sizes).
-    pub(crate) cap: sys::ibv_qp_cap,
-    pub(crate) sq_sig_all: c_int,
+    pub(in crate::backend::software) cap: sys::ibv_qp_cap,
+    pub(in crate::backend::software) sq_sig_all: c_int,
     mcast: Mutex<Vec<([u8; 16], u16)>>,
     /// The attributes set by ibv_modify_qp (state included), under one lock. The state is the
     /// kernel's: the data path moves it to ERR after an error completion.
-    pub(crate) attr: Mutex<sys::ibv_qp_attr>,
+    pub(in crate::backend::software) attr: Mutex<sys::ibv_qp_attr>,
     /// The port the last successful modify with `IBV_QP_PORT` gave the QP, 0 before any: the
     /// kernel's `qp->port`, which a move to RESET keeps. Written under `attr`'s lock.
     port: AtomicU8,
     /// The send and receive queues (see `data`), on their own cache line: the data path locks
     /// them several times per request, and the RC loopback rate changed by 8% with the size of
     /// the fields before them.
-    pub(crate) queues: CacheLine<Mutex<Queues>>,
+    pub(in crate::backend::software) queues: CacheLine<Mutex<Queues>>,
     /// Async events of this QP read and acked.
     events: EventCounts,
 }
@@ -40,7 +40,9 @@ static_assertions::const_assert_eq!(std::mem::offset_of!(SwQp, ibv), 0);
 ///
 /// # Safety
 /// `qp` live software QP.
-pub(crate) unsafe fn qp_event_counts<'a>(qp: *mut sys::ibv_qp) -> &'a EventCounts {
+pub(in crate::backend::software) unsafe fn qp_event_counts<'a>(
+    qp: *mut sys::ibv_qp,
+) -> &'a EventCounts {
     // SAFETY: caller's contract.
     unsafe { &(*(qp as *mut SwQp)).events }
 }
@@ -48,7 +50,7 @@ pub(crate) unsafe fn qp_event_counts<'a>(qp: *mut sys::ibv_qp) -> &'a EventCount
 /// # Safety
 /// `pd` live software PD; `attr` valid for reads and writes; its CQs and SRQ live objects of
 /// the same context or null.
-pub(crate) unsafe fn create_qp(
+pub(in crate::backend::software) unsafe fn create_qp(
     pd: *mut sys::ibv_pd,
     attr: *mut sys::ibv_qp_init_attr,
 ) -> Result<NonNull<sys::ibv_qp>, Errno> {
@@ -169,7 +171,7 @@ pub(crate) unsafe fn create_qp(
 
 /// # Safety
 /// `qp` live software QP; out-pointers valid for writes.
-pub(crate) unsafe fn query_qp(
+pub(in crate::backend::software) unsafe fn query_qp(
     qp: *mut sys::ibv_qp,
     attr: *mut sys::ibv_qp_attr,
     _mask: i32,
@@ -201,7 +203,7 @@ pub(crate) unsafe fn query_qp(
 
 /// `max_qp_rd_atom` and `max_qp_init_rd_atom` the device reports (rxe's RXE_MAX_QP_RD_ATOM and
 /// RXE_MAX_QP_INIT_RD_ATOM).
-pub(crate) const MAX_QP_RD_ATOM: u8 = 128;
+pub(in crate::backend::software) const MAX_QP_RD_ATOM: u8 = 128;
 
 /// The kernel's QP state table (drivers/infiniband/core/verbs.c, `qp_state_table`) for the QP
 /// types the seeds name: `Some((required, optional))` for a valid transition.
@@ -314,7 +316,7 @@ fn transition(cur: u32, next: u32, qpt: u32) -> Option<(i32, i32)> {
 
 /// # Safety
 /// `qp` live software QP; `attr` readable.
-pub(crate) unsafe fn modify_qp(
+pub(in crate::backend::software) unsafe fn modify_qp(
     qp: *mut sys::ibv_qp,
     attr: *mut sys::ibv_qp_attr,
     mask: i32,
@@ -491,7 +493,7 @@ unsafe fn modify_attr(
 
 /// # Safety
 /// `qp` live software QP.
-pub(crate) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
+pub(in crate::backend::software) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
     let sw = qp as *mut SwQp;
     // SAFETY: caller's contract.
     if !unsafe { (*sw).mcast.lock().is_empty() } {
@@ -540,7 +542,7 @@ pub(crate) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> Result<(), Errno> {
 
 /// # Safety
 /// `qp` live software QP; `gid` readable.
-pub(crate) unsafe fn attach_mcast(
+pub(in crate::backend::software) unsafe fn attach_mcast(
     qp: *mut sys::ibv_qp,
     gid: *const sys::ibv_gid,
     lid: u16,
@@ -567,7 +569,7 @@ pub(crate) unsafe fn attach_mcast(
 
 /// # Safety
 /// `qp` live software QP; `gid` readable.
-pub(crate) unsafe fn detach_mcast(
+pub(in crate::backend::software) unsafe fn detach_mcast(
     qp: *mut sys::ibv_qp,
     gid: *const sys::ibv_gid,
     _lid: u16,

@@ -4,14 +4,14 @@ use super::*;
 
 /// A shared receive queue.
 #[repr(C)]
-pub(crate) struct SwSrq {
-    pub(crate) ibv: sys::ibv_srq,
+pub(in crate::backend::software) struct SwSrq {
+    pub(in crate::backend::software) ibv: sys::ibv_srq,
     ctx: *mut SwContext,
     /// As ibv_query_srq reports it: `max_wr` is the ring's size.
-    pub(crate) attr: Mutex<sys::ibv_srq_attr>,
-    pub(crate) usecnt: AtomicU32,
+    pub(in crate::backend::software) attr: Mutex<sys::ibv_srq_attr>,
+    pub(super) usecnt: AtomicU32,
     /// The posted receives.
-    pub(crate) rq: Mutex<VecDeque<RecvWqe>>,
+    pub(in crate::backend::software) rq: Mutex<VecDeque<RecvWqe>>,
     /// Async events of this SRQ read and acked.
     events: EventCounts,
 }
@@ -21,7 +21,7 @@ impl SwSrq {
     /// Called after a receive was taken from the SRQ, with the number left: as rxe's
     /// get_srq_wqe, an armed limit that the count fell below is disarmed and raises
     /// IBV_EVENT_SRQ_LIMIT_REACHED.
-    pub(crate) fn taken(&self, left: usize) {
+    pub(in crate::backend::software) fn taken(&self, left: usize) {
         let fire = {
             let mut a = self.attr.lock();
             let fire = a.srq_limit != 0 && left < a.srq_limit as usize;
@@ -44,14 +44,16 @@ impl SwSrq {
 ///
 /// # Safety
 /// `srq` live software SRQ.
-pub(crate) unsafe fn srq_event_counts<'a>(srq: *mut sys::ibv_srq) -> &'a EventCounts {
+pub(in crate::backend::software) unsafe fn srq_event_counts<'a>(
+    srq: *mut sys::ibv_srq,
+) -> &'a EventCounts {
     // SAFETY: caller's contract.
     unsafe { &(*(srq as *mut SwSrq)).events }
 }
 
 /// # Safety
 /// `pd` live software PD; `attr` valid for reads and writes.
-pub(crate) unsafe fn create_srq(
+pub(in crate::backend::software) unsafe fn create_srq(
     pd: *mut sys::ibv_pd,
     attr: *mut sys::ibv_srq_init_attr,
 ) -> Result<NonNull<sys::ibv_srq>, Errno> {
@@ -93,7 +95,7 @@ pub(crate) unsafe fn create_srq(
 
 /// # Safety
 /// `srq` live software SRQ; `out` valid for writes.
-pub(crate) unsafe fn query_srq(
+pub(in crate::backend::software) unsafe fn query_srq(
     srq: *mut sys::ibv_srq,
     out: *mut sys::ibv_srq_attr,
 ) -> Result<(), Errno> {
@@ -113,7 +115,7 @@ const SRQ_LIMIT: i32 = 1 << 1;
 ///
 /// # Safety
 /// `srq` live software SRQ; `attr` readable.
-pub(crate) unsafe fn modify_srq(
+pub(in crate::backend::software) unsafe fn modify_srq(
     srq: *mut sys::ibv_srq,
     attr: *mut sys::ibv_srq_attr,
     mask: i32,
@@ -157,7 +159,9 @@ pub(crate) unsafe fn modify_srq(
 
 /// # Safety
 /// `srq` live software SRQ.
-pub(crate) unsafe fn destroy_srq(srq: *mut sys::ibv_srq) -> Result<(), Errno> {
+pub(in crate::backend::software) unsafe fn destroy_srq(
+    srq: *mut sys::ibv_srq,
+) -> Result<(), Errno> {
     let sw = srq as *mut SwSrq;
     // SAFETY: caller's contract.
     unsafe {
