@@ -27,9 +27,12 @@ fn teardowns_race_batches_on_shared_cqs() {
             two_split_cqs(&ctx, 4096, |pd, (sa, mut pa), (sb, mut pb)| {
                 let stop = AtomicBool::new(false);
                 std::thread::scope(|s| {
+                    // Joined explicitly below: helgrind sees a join (pthread_join), not the
+                    // scope's own wait, as ordering a thread's last accesses before what follows.
+                    let mut pollers = Vec::new();
                     for (p, cq) in [(&mut pa, sa), (&mut pb, sb)] {
                         let stop = &stop;
-                        s.spawn(move || {
+                        pollers.push(s.spawn(move || {
                             // A feeder QP whose flushed receives keep the CQ non-empty.
                             let mut feeder = None;
                             while !stop.load(Ordering::Relaxed) {
@@ -41,7 +44,7 @@ fn teardowns_race_batches_on_shared_cqs() {
                                     None => feeder = None, // dropped here, out of a batch
                                 }
                             }
-                        });
+                        }));
                     }
                     let mut workers = Vec::new();
                     for w in 0..2usize {
@@ -85,6 +88,9 @@ fn teardowns_race_batches_on_shared_cqs() {
                         w.join().unwrap();
                     }
                     stop.store(true, Ordering::Relaxed);
+                    for p in pollers {
+                        p.join().unwrap();
+                    }
                 });
             });
         }
@@ -109,9 +115,11 @@ fn with_busy_cqs(test: &str, f: Box<BusyBody>) {
                 std::thread::scope(|s| {
                     let pollers: [(Poller<'_, Standard>, &CqEx<'_, Standard>); 2] =
                         [(pa, sa), (pb, sb)];
+                    // Joined explicitly below, as helgrind sees only a join as ordering.
+                    let mut threads = Vec::new();
                     for (mut p, cq) in pollers {
                         let stop = &stop;
-                        s.spawn(move || {
+                        threads.push(s.spawn(move || {
                             // One feeder QP for the whole test (so that the live QPs are the
                             // test's own and the feeder): its flushed receives keep the CQ
                             // non-empty, one completion per batch.
@@ -124,11 +132,14 @@ fn with_busy_cqs(test: &str, f: Box<BusyBody>) {
                                     std::thread::sleep(Duration::from_millis(1));
                                 }
                             }
-                        });
+                        }));
                     }
                     std::thread::sleep(Duration::from_millis(20)); // the feeders are up
                     f(&ctx, pd, sa, sb);
                     stop.store(true, Ordering::Relaxed);
+                    for t in threads {
+                        t.join().unwrap();
+                    }
                 });
             });
         }
@@ -307,7 +318,8 @@ fn qps_dropped_between_two_mutually_waiting_batches_stall_one_batch_end_at_most_
             let dropping_end = std::thread::scope(|s| {
                 let stop = &stop;
                 let (a, b) = (&a, &b);
-                s.spawn(move || {
+                // Joined explicitly below, as helgrind sees only a join as ordering.
+                let polling_a = s.spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         a.poll_batch(|_| {
                             let _ = from_b.recv_timeout(Duration::from_secs(5));
@@ -340,7 +352,9 @@ fn qps_dropped_between_two_mutually_waiting_batches_stall_one_batch_end_at_most_
                 });
                 std::thread::sleep(Duration::from_millis(2500));
                 stop.store(true, Ordering::Relaxed);
-                dropping.join().unwrap()
+                let took = dropping.join().unwrap();
+                polling_a.join().unwrap();
+                took
             });
             let took = dropping_end.expect("the QPs were dropped inside a batch");
             assert!(
