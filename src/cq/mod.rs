@@ -11,9 +11,17 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
+// Completion channels (`ibv_create_comp_channel`), public as `typed_verbs::channel`.
 pub mod channel;
+// Extended CQs (`ibv_create_cq_ex`): `CqEx`, wc_flags as a type, batches, completions; public
+// as `typed_verbs::cq_ex`.
 pub mod ex;
+// Work completions as `ibv_poll_cq` fills them: `WcStatus`, `WcOpcode`, `WorkCompletion`;
+// public as `typed_verbs::wc`.
 pub mod wc;
+//
+// Here: the CQ builder, the threading markers, `AnyCq`, each CQ's meta (its gate, its acks and
+// the user context), and the legacy `Cq` (`ibv_create_cq`).
 
 use crate::backend;
 use crate::cq::channel::CompChannel;

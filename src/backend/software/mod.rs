@@ -21,10 +21,15 @@
 //! [`register`] adds more, each with its own limits, so a test can make one behave like a given
 //! real device. [`push`] puts a completion into a CQ, so polling can be tested without traffic.
 
+// The connection manager (rdma_cm(7)): addresses, ids and their events, the CM's verbs.
 mod cm;
+// CQs: the ring, its readers (`start_poll`, `next_poll`, `read_*`), overruns.
 mod cq;
+// The data path: posts, deliveries between QPs, completions, RNR retries.
 mod data;
+// Async events and their queues.
 mod events;
+// PDs, address handles, completion channels, regions, SRQs and QPs.
 mod objects;
 #[cfg(test)]
 pub(crate) use objects::{MrKeys, MAX_KEY_INDEX};
