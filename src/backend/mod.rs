@@ -43,6 +43,25 @@ pub(crate) use software::SwDevice;
 /// ```
 pub type Errno = i32;
 
+/// Provider bugs in the extended QP's setters (`ibv_wr_post(3)`) that the typed layer works
+/// around or refuses, so that it never corrupts a work request.
+///
+/// ```ignore
+/// // crate-internal: the typed layer asks once per QP.
+/// let q = unsafe { backend::of(ctx).qp_ex_quirks(ctx) };
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct QpExQuirks {
+    /// `wr_set_sge_list` sets the request's length to `num_sge * sg_list[0].length` (rxe's
+    /// provider before rdma-core 64, fixed by 406cd2ad0): a list is right only when every SGE
+    /// has the first one's length.
+    pub(crate) sge_list_sums_first: bool,
+    /// `wr_set_inline_data_list` never adds up its buffers (rxe's provider before rdma-core
+    /// 64, 1e8ed0aff): it can copy past its WQE. The typed layer never calls it; recorded for
+    /// the raw layer's documentation and tests.
+    pub(crate) inline_list_overflows: bool,
+}
+
 /// What both backends provide. The method names are the verbs'.
 #[allow(clippy::missing_safety_doc)]
 pub(crate) trait ControlPath: Sync {
@@ -141,6 +160,23 @@ pub(crate) trait ControlPath: Sync {
         pd: *mut sys::ibv_pd,
         attr: *mut sys::ibv_qp_init_attr,
     ) -> Result<NonNull<sys::ibv_qp>, Errno>;
+    /// `ibv_create_qp_ex` (verbs.h): with `comp_mask == IBV_QP_INIT_ATTR_PD` the legacy
+    /// `ibv_create_qp`; otherwise the provider's `create_qp_ex`, or EOPNOTSUPP when it has none.
+    /// `attr.pd` is the QP's PD, of `ctx`.
+    unsafe fn create_qp_ex(
+        &self,
+        ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_qp_init_attr_ex,
+    ) -> Result<NonNull<sys::ibv_qp>, Errno>;
+    /// `ibv_qp_to_qp_ex`: the QP's `struct ibv_qp_ex`, or NULL when it was not created as an
+    /// extended QP (no `VERBS_QP_EX`).
+    unsafe fn qp_to_qp_ex(&self, qp: *mut sys::ibv_qp) -> *mut sys::ibv_qp_ex;
+    /// What the provider of `ctx` gets wrong in the extended QP's setters, which the typed
+    /// layer must avoid. Nothing by default.
+    unsafe fn qp_ex_quirks(&self, ctx: *mut sys::ibv_context) -> QpExQuirks {
+        let _ = ctx;
+        QpExQuirks::default()
+    }
     unsafe fn query_qp(
         &self,
         qp: *mut sys::ibv_qp,

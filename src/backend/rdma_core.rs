@@ -208,6 +208,18 @@ impl ControlPath for RdmaCore {
         // SAFETY: live PD; CQs and SRQ in attr are live objects of the same context.
         ptr(unsafe { sys::ibv_create_qp(pd, attr) })
     }
+    unsafe fn create_qp_ex(
+        &self,
+        ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_qp_init_attr_ex,
+    ) -> Result<NonNull<sys::ibv_qp>, Errno> {
+        // SAFETY: live context; attr valid, its PD, CQs and SRQ live objects of `ctx`.
+        ptr(unsafe { crate::ffi::ibv_create_qp_ex(ctx, attr) }?)
+    }
+    unsafe fn qp_to_qp_ex(&self, qp: *mut sys::ibv_qp) -> *mut sys::ibv_qp_ex {
+        // SAFETY: a live QP of libibverbs; the function reads its verbs_qp comp_mask.
+        unsafe { sys::ibv_qp_to_qp_ex(qp) }
+    }
     unsafe fn query_qp(
         &self,
         qp: *mut sys::ibv_qp,

@@ -78,6 +78,25 @@ pub(crate) unsafe fn ibv_create_cq_ex(
     extended_op!(ctx, create_cq_ex, attr)
 }
 
+/// verbs.h's `ibv_create_qp_ex`: with `comp_mask == IBV_QP_INIT_ATTR_PD` the legacy
+/// `ibv_create_qp` (whose attributes are the prefix of the extended ones); otherwise the
+/// provider's `create_qp_ex`, or EOPNOTSUPP when it lacks it. NULL with errno on failure.
+///
+/// # Safety
+/// `ctx` is a live libibverbs context; `attr` is valid for reads and writes, its `pd` a live PD
+/// of `ctx`.
+pub(crate) unsafe fn ibv_create_qp_ex(
+    ctx: *mut sys::ibv_context,
+    attr: *mut sys::ibv_qp_init_attr_ex,
+) -> Result<*mut sys::ibv_qp, i32> {
+    // SAFETY: caller's contract.
+    if unsafe { (*attr).comp_mask } == sys::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0 {
+        // SAFETY: ibv_qp_init_attr is the prefix of ibv_qp_init_attr_ex (checked in layout.rs).
+        return Ok(unsafe { sys::ibv_create_qp((*attr).pd, attr.cast()) });
+    }
+    extended_op!(ctx, create_qp_ex, attr)
+}
+
 /// verbs.h's `ibv_alloc_parent_domain`.
 ///
 /// # Safety
@@ -121,6 +140,17 @@ macro_rules! cq_ex_call {
     };
 }
 pub(crate) use cq_ex_call;
+
+/// Calls one of an extended QP's function pointers (`struct ibv_qp_ex`, ibv_wr_post(3))
+/// without checking it for NULL, as verbs.h's inline `ibv_wr_*` functions do. Sound only where
+/// creation checked the pointer: the typed extended QP's creation checks `wr_start`,
+/// `wr_complete`, `wr_abort`, the setters it uses and the builder of every op in its type.
+macro_rules! qp_ex_call {
+    ($qpx:expr, $op:ident $(, $arg:expr)*) => {
+        ((*$qpx).$op.unwrap_unchecked())($qpx $(, $arg)*)
+    };
+}
+pub(crate) use qp_ex_call;
 
 /// Calls one of a context's data-path operations (`ibv_context.ops`) without checking it for
 /// NULL, as verbs.h's inline `ibv_post_send`/`ibv_post_recv` do. Sound only where creation

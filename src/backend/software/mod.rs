@@ -771,6 +771,23 @@ impl ControlPath for Software {
         unsafe { objects::create_qp(pd, attr) }
     }
 
+    unsafe fn create_qp_ex(
+        &self,
+        _ctx: *mut sys::ibv_context,
+        attr: *mut sys::ibv_qp_init_attr_ex,
+    ) -> Result<NonNull<sys::ibv_qp>, Errno> {
+        // SAFETY: caller's contract.
+        let a = unsafe { &mut *attr };
+        if a.comp_mask == sys::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0 {
+            // As verbs.h: the legacy create, whose attributes are the prefix of `attr`.
+            // SAFETY: caller's contract; ibv_qp_init_attr is the prefix of ibv_qp_init_attr_ex.
+            return unsafe { objects::create_qp(a.pd, attr.cast()) };
+        }
+        Err(libc::EOPNOTSUPP)
+    }
+    unsafe fn qp_to_qp_ex(&self, _qp: *mut sys::ibv_qp) -> *mut sys::ibv_qp_ex {
+        std::ptr::null_mut()
+    }
     unsafe fn query_qp(
         &self,
         qp: *mut sys::ibv_qp,
