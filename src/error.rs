@@ -60,6 +60,13 @@ pub enum Verb {
     QuerySrq,
     DestroySrq,
     CreateQp,
+    /// `ibv_create_qp_ex`, creating an extended QP ([`Ex`](crate::qp::Ex)).
+    CreateQpEx,
+    /// A work request of an extended QP's batch (ibv_wr_post(3): its builder and setters),
+    /// refused before any of them is called.
+    WrPost,
+    /// `ibv_wr_complete`: the provider refused the batch, and none of it was posted.
+    WrComplete,
     QueryQp,
     /// `ibv_modify_qp` moving a QP from state `from` to state `to` (the same state for a
     /// modify that stays, such as INIT → INIT): an error names the transition refused.
@@ -139,6 +146,9 @@ impl Verb {
             Verb::QuerySrq => "ibv_query_srq",
             Verb::DestroySrq => "ibv_destroy_srq",
             Verb::CreateQp => "ibv_create_qp",
+            Verb::CreateQpEx => "ibv_create_qp_ex",
+            Verb::WrPost => "ibv_wr_post",
+            Verb::WrComplete => "ibv_wr_complete",
             Verb::QueryQp => "ibv_query_qp",
             Verb::ModifyQp { .. } => "ibv_modify_qp",
             Verb::QueryGid => "ibv_query_gid",
@@ -364,6 +374,21 @@ pub enum ErrorKind {
     /// resolution or the connect request bound to a device): checked before the call; build the
     /// QP on a context of the id's device. Errno `EINVAL`.
     NotOnCmDevice,
+    /// The device has no extended QP for these send ops: `ibv_create_qp_ex` with
+    /// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS` answered `EOPNOTSUPP` (the provider has no
+    /// `create_qp_ex`, as siw and irdma; refuses the attribute, as mlx4 and qedr; or lacks one of
+    /// the ops, as rxe lacks LOCAL_INV on UC). The legacy `Qp::post_send` path works on every
+    /// device: build the QP without `send_ops`. Errno `EOPNOTSUPP`.
+    SendOpsUnsupported {
+        /// The device's name.
+        device: String,
+        /// The `send_ops_flags` asked for.
+        send_ops: u64,
+    },
+    /// The request would meet a known bug of the device's provider that would corrupt it, and
+    /// is refused before the call (named; e.g. rxe's `ibv_wr_set_sge_list` before rdma-core 64,
+    /// which sends `num_sge` times the first SGE's length). Errno `EOPNOTSUPP`.
+    ProviderBug(&'static str),
 }
 
 /// An error of a verb: which verb, and why.
@@ -444,6 +469,8 @@ impl Error {
             ErrorKind::CmTimedOut(_) => libc::ETIMEDOUT,
             ErrorKind::MissingAttr(_) => libc::EPROTO,
             ErrorKind::NotOnCmDevice => libc::EINVAL,
+            ErrorKind::SendOpsUnsupported { .. } => libc::EOPNOTSUPP,
+            ErrorKind::ProviderBug(_) => libc::EOPNOTSUPP,
         }
     }
 
@@ -547,6 +574,18 @@ impl fmt::Display for Error {
             ErrorKind::MissingAttr(what) => write!(
                 f,
                 "{}: the connection manager gave no {what}, which the QP's transition needs",
+                self.verb
+            ),
+            ErrorKind::SendOpsUnsupported { device, send_ops } => write!(
+                f,
+                "{}: device {device:?} has no extended QP for send_ops_flags {send_ops:#x} \
+                 (EOPNOTSUPP): post with the legacy ibv_post_send path (a QP built without \
+                 send_ops), which works on every device",
+                self.verb
+            ),
+            ErrorKind::ProviderBug(bug) => write!(
+                f,
+                "{}: refused, as the device's provider would corrupt the request: {bug}",
                 self.verb
             ),
             ErrorKind::NotOnCmDevice => write!(

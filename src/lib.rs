@@ -119,7 +119,8 @@ pub use mr::{
 };
 pub use pd::{ParentDomain, Pd};
 pub use qp::{
-    Gid, OwnRq, Qp, QpBuilder, QpCap, QpThreading, QpType, RawPacket, Rc, RecvSide, Uc, Ud, UsesSrq,
+    Ex, Gid, OwnRq, Qp, QpBuilder, QpCap, QpThreading, QpType, RawPacket, Rc, RecvSide, Uc, Ud,
+    UsesSrq,
 };
 pub use qp_state::{
     AccessFlags, AddressVector, AltPath, ConnectedInit, ConnectedInitModify, ErrorState,
@@ -132,7 +133,7 @@ pub use slots::{Received, Slot, SlotBatch, SlotCq, SlotPostError, SlotRq, SlotSr
 pub use software::InjectedCompletion;
 pub use srq::{Srq, SrqAttr};
 pub use wc::{WcOpcode, WcStatus, WorkCompletion};
-pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
+pub use wr::{PostBatch, PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 
 /// What a typical program needs, in one import: `use typed_verbs::prelude::*;`.
 ///
@@ -158,8 +159,8 @@ pub use wr::{PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 /// ```
 pub mod prelude {
     pub use crate::{
-        access, completion_record, wc_flags, Access, AccessFlags, AddressVector, AltPath, AnyCq,
-        CompChannel, ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Endpoint, Error,
+        access, completion_record, send_ops, wc_flags, Access, AccessFlags, AddressVector, AltPath,
+        AnyCq, CompChannel, ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Endpoint, Error, Ex,
         ErrorState, Gid, GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd,
         Poller, Qp, QpThreading, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, Received,
         RemoteAddr, RemoteMr, Reset, Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, Slot,
@@ -174,6 +175,23 @@ pub mod prelude {
 /// `FLOW_TAG`, `COMPLETION_TIMESTAMP_WALLCLOCK`), plus `STANDARD` for the seven standard ones;
 /// `wc_flags!()` is the empty set. An unknown name is a compile error that lists the valid ones.
 pub use typed_verbs_macros::wc_flags;
+
+/// Names an extended QP's send ops as a type: `send_ops!(SEND | RDMA_WRITE)` is the
+/// [`SendOpSet`](qp::ex::SendOpSet) with those two, for
+/// [`QpBuilder::send_ops`] and [`Ex`]. The names are verbs.h's without `IBV_QP_EX_WITH_`:
+/// `RDMA_WRITE`, `RDMA_WRITE_WITH_IMM`, `SEND`, `SEND_WITH_IMM`, `RDMA_READ`,
+/// `ATOMIC_CMP_AND_SWP`, `ATOMIC_FETCH_AND_ADD`. At least one is needed; an unknown name, or
+/// one typed-verbs has no builder for (`LOCAL_INV`, `BIND_MW`, `SEND_WITH_INV`, `TSO`, `FLUSH`,
+/// `ATOMIC_WRITE`), is a compile error that lists the valid ones.
+///
+/// ```
+/// use typed_verbs::{prelude::*, send_ops};
+/// type Ops = send_ops!(SEND | SEND_WITH_IMM | RDMA_WRITE);
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// let qp: Qp<'_, Ex<Uc, Ops>> = Qp::<Uc>::builder(&pd, &cq, &cq).send_ops::<Ops>().build()?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+pub use typed_verbs_macros::send_ops;
 
 /// Declares the completion record a program reads from a CQ and generates its poll loops.
 ///

@@ -73,6 +73,78 @@ pub fn wc_flags(input: TokenStream) -> TokenStream {
     quote!(::#krate::WcFlagSet<#(#args),*>).into()
 }
 
+/// The ops of ibv_create_qp_ex's `send_ops_flags` that typed-verbs offers, in the order of
+/// `SendOpSet`'s parameters (verbs.h's `enum ibv_qp_create_send_ops_flags`).
+const SEND_OPS: [&str; 7] = [
+    "RDMA_WRITE",
+    "RDMA_WRITE_WITH_IMM",
+    "SEND",
+    "SEND_WITH_IMM",
+    "RDMA_READ",
+    "ATOMIC_CMP_AND_SWP",
+    "ATOMIC_FETCH_AND_ADD",
+];
+
+/// The other ops of verbs.h: known, but without a typed builder here.
+const SEND_OPS_NOT_OFFERED: [&str; 6] = [
+    "LOCAL_INV",
+    "BIND_MW",
+    "SEND_WITH_INV",
+    "TSO",
+    "FLUSH",
+    "ATOMIC_WRITE",
+];
+
+/// `send_ops!(SEND | RDMA_WRITE)`: the `typed_verbs::qp::ex::SendOpSet` type with those ops.
+/// See the re-export in `typed_verbs` for the names.
+#[proc_macro]
+pub fn send_ops(input: TokenStream) -> TokenStream {
+    let list = syn::parse_macro_input!(input as FlagList);
+    let mut on = [false; 7];
+    let mut errors: Option<syn::Error> = None;
+    let mut push = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    for id in list.0.iter() {
+        let name = id.to_string();
+        let name = name.strip_prefix("IBV_QP_EX_WITH_").unwrap_or(&name);
+        if let Some(i) = SEND_OPS.iter().position(|f| *f == name) {
+            on[i] = true;
+        } else if SEND_OPS_NOT_OFFERED.contains(&name) {
+            push(syn::Error::new(
+                id.span(),
+                format!(
+                    "send op `{name}` has no typed builder in typed-verbs (no memory windows, invalidation, TSO, FLUSH or atomic write): the ops offered are {}",
+                    SEND_OPS.join(", ")
+                ),
+            ));
+        } else {
+            push(syn::Error::new(
+                id.span(),
+                format!(
+                    "unknown send op `{name}`: the ops of ibv_create_qp_ex's send_ops_flags offered here are {}",
+                    SEND_OPS.join(", ")
+                ),
+            ));
+        }
+    }
+    if list.0.is_empty() {
+        push(syn::Error::new(
+            Span::call_site(),
+            "an extended QP needs at least one send op: name the ops it will post, e.g. `send_ops!(SEND | RDMA_WRITE)` (ibv_create_qp_ex: send_ops_flags \"should be set to the OR of the work request types that will be posted\")",
+        ));
+    }
+    let krate = crate_ident();
+    let mut args: Vec<proc_macro2::TokenStream> = on.iter().map(|b| quote!(#b)).collect();
+    if let Some(e) = errors {
+        let err = e.to_compile_error();
+        let first = on[0];
+        args[0] = quote!({ #err; #first });
+    }
+    quote!(::#krate::qp::ex::SendOpSet<#(#args),*>).into()
+}
+
 /// The name the calling crate gives typed-verbs: the key of the dependency in its Cargo.toml
 /// (`tv = { package = "typed-verbs", .. }` names it `tv`), found with `proc-macro-crate`; else
 /// (typed-verbs's own tests, examples and doctests, or a caller that reaches the macros through

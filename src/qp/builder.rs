@@ -327,11 +327,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 
     /// The same builder with `cap` and the user context mapped by `user`, under other type
     /// parameters.
-    fn retype<R2, C2, const SGE2: usize>(
+    pub(super) fn retype<T2, R2, C2, const SGE2: usize>(
         self,
         cap: QpCap,
         user: impl FnOnce(C) -> C2,
-    ) -> QpBuilder<'a, T, R2, S, C2, SGE2> {
+    ) -> QpBuilder<'a, T2, R2, S, C2, SGE2> {
         QpBuilder {
             pd: self.pd,
             send_cq: self.send_cq,
@@ -343,6 +343,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
             keep: self.keep,
             _m: PhantomData,
         }
+    }
+
+    /// The caps asked for so far.
+    pub(super) fn cap(&self) -> QpCap {
+        self.cap
     }
 
     fn check(&self, a: &sys::ibv_device_attr) -> Result<()> {
@@ -425,6 +430,8 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         let limits = unsafe { crate::qp::state::Limits::query(ctx, &a) }
             .map_err(|e| Error::os(Verb::QueryPort, e))?;
         let meta = UserBox::new(QpMeta {
+            ex: ptr::null_mut(),
+            quirks: Default::default(),
             limits,
             cap: self.cap,
             sq_sig_all: self.sq_sig_all,
@@ -441,9 +448,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
             qp_type: T::RAW,
             sq_sig_all: self.sq_sig_all as i32,
         };
-        // SAFETY: a live PD; CQs and SRQ live and of its context (checked); `init` valid.
-        let raw = unsafe { backend::of(ctx).create_qp(self.pd, &mut init) }
-            .map_err(|e| Error::os(Verb::CreateQp, e))?; // `meta` is freed on this path
+        let raw = if T::SEND_OPS == 0 {
+            // SAFETY: a live PD; CQs and SRQ live and of its context (checked); `init` valid.
+            unsafe { backend::of(ctx).create_qp(self.pd, &mut init) }
+                .map_err(|e| Error::os(Verb::CreateQp, e))? // `meta` is freed on this path
+        } else {
+            // SAFETY: as above.
+            unsafe { create_extended(ctx, self.pd, &mut init, T::SEND_OPS) }?
+        };
         let meta = meta.into_raw();
         // SAFETY: `meta` is ours; ibv_create_qp wrote the actual caps into `init.cap`.
         unsafe { (*meta).cap = init.cap.into() };
@@ -479,7 +491,22 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
             ("post_send", ops.post_send.is_none()),
             ("post_recv", ops.post_recv.is_none()),
         ];
-        if let Some((op, _)) = missing.iter().find(|m| m.1) {
+        let mut missing = missing.iter().find(|m| m.1).map(|m| m.0);
+        if T::SEND_OPS != 0 && missing.is_none() {
+            // SAFETY: a live QP of `ctx`.
+            let qpx = unsafe { backend::of(ctx).qp_to_qp_ex(raw.as_ptr()) };
+            missing = if qpx.is_null() {
+                Some("qp_ex (ibv_qp_to_qp_ex)")
+            } else {
+                // SAFETY: the extended QP just created; `meta` is ours and not shared yet.
+                unsafe {
+                    (*meta).ex = qpx;
+                    (*meta).quirks = backend::of(ctx).qp_ex_quirks(ctx);
+                    crate::qp::ex::missing_ex_op(qpx, T::RAW, T::SEND_OPS)
+                }
+            };
+        }
+        if let Some(op) = missing {
             drop(qp); // ibv_destroy_qp, and the user context with it
             return Err(Error {
                 verb: Verb::CreateQp,
@@ -488,4 +515,64 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         }
         Ok(qp)
     }
+}
+
+/// `ibv_create_qp_ex` of the QP `init` describes in `pd`, with `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`
+/// and `send_ops`; on success `init.cap` holds the actual caps. A device that refuses the
+/// extended QP (`EOPNOTSUPP`: no `create_qp_ex`, or ops it lacks) is
+/// [`ErrorKind::SendOpsUnsupported`], naming it.
+///
+/// # Safety
+/// `pd` is a live PD of the live context `ctx`; the CQs and SRQ of `init` are live objects of it.
+unsafe fn create_extended(
+    ctx: *mut sys::ibv_context,
+    pd: *mut sys::ibv_pd,
+    init: &mut sys::ibv_qp_init_attr,
+    send_ops: u64,
+) -> Result<NonNull<sys::ibv_qp>> {
+    use sys::ibv_qp_init_attr_mask as m;
+    // SAFETY: plain C data; all-zero is "nothing else requested".
+    let mut ex: sys::ibv_qp_init_attr_ex = unsafe { std::mem::zeroed() };
+    ex.qp_context = init.qp_context;
+    ex.send_cq = init.send_cq;
+    ex.recv_cq = init.recv_cq;
+    ex.srq = init.srq;
+    ex.cap = init.cap;
+    ex.qp_type = init.qp_type;
+    ex.sq_sig_all = init.sq_sig_all;
+    ex.comp_mask = m::IBV_QP_INIT_ATTR_PD.0 | m::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
+    ex.pd = pd;
+    ex.send_ops_flags = send_ops;
+    // SAFETY: caller's contract; `ex` is valid for the call.
+    match unsafe { backend::of(ctx).create_qp_ex(ctx, &mut ex) } {
+        Ok(qp) => {
+            init.cap = ex.cap;
+            Ok(qp)
+        }
+        Err(e) if e == libc::EOPNOTSUPP || e == libc::ENOTSUP => Err(Error {
+            verb: Verb::CreateQpEx,
+            kind: ErrorKind::SendOpsUnsupported {
+                // SAFETY: a live context's device is live; its name is a C string.
+                device: unsafe { device_name(ctx) },
+                send_ops,
+            },
+        }),
+        Err(e) => Err(Error::os(Verb::CreateQpEx, e)),
+    }
+}
+
+/// The name of the device of `ctx` (`ibv_device.name`).
+///
+/// # Safety
+/// `ctx` is a live context.
+unsafe fn device_name(ctx: *mut sys::ibv_context) -> String {
+    // SAFETY: caller's contract: a live context's device is live, its name a NUL-terminated
+    // array (libibverbs and the software device fill it so).
+    let name = unsafe { &(*(*ctx).device).name };
+    let bytes: Vec<u8> = name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
 }

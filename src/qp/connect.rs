@@ -107,6 +107,17 @@ pub trait Connectable: Transitions<Init = ConnectedInit> + FixedDest {
     fn rts(local: &Endpoint) -> Self::Rts;
 }
 
+impl<T: Connectable, O: crate::qp::ex::OpsFor<T>> Connectable for crate::qp::Ex<T, O> {
+    #[inline]
+    fn rtr(av: AddressVector, path_mtu: Mtu, remote: &Endpoint) -> T::Rtr {
+        T::rtr(av, path_mtu, remote)
+    }
+    #[inline]
+    fn rts(local: &Endpoint) -> T::Rts {
+        T::rts(local)
+    }
+}
+
 impl Connectable for Rc {
     #[inline]
     fn rtr(av: AddressVector, path_mtu: Mtu, remote: &Endpoint) -> RcRtr {

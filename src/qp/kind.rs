@@ -12,6 +12,9 @@ use super::*;
 pub trait QpType: sealed::Sealed + 'static {
     /// The `enum ibv_qp_type` value.
     const RAW: sys::ibv_qp_type::Type;
+    /// The `send_ops_flags` of an extended QP ([`Ex`](crate::qp::Ex)); 0 for a QP created
+    /// with `ibv_create_qp`.
+    const SEND_OPS: u64 = 0;
 }
 /// Reliable connected (`IBV_QPT_RC`).
 ///

@@ -20,6 +20,8 @@ mod builder;
 pub mod connect;
 /// Destroying a QP: explicit `destroy`, `Drop`, and the teardowns a batch end runs.
 mod drop;
+// Extended QPs: the send ops a QP is created for, as its type (`Ex<T, O>`, `send_ops!`).
+pub mod ex;
 /// QP types and receive sides as types, and the rules the man pages make of them.
 mod kind;
 // QP states as types, the attributes of each transition, and the transitions.
@@ -27,6 +29,7 @@ pub mod state;
 
 pub use builder::*;
 use drop::*;
+pub use ex::Ex;
 pub use kind::*;
 
 use crate::backend;
@@ -106,6 +109,11 @@ struct QpMeta<C> {
     /// destroy.
     mcast: Mutex<Vec<(Gid, u16)>>,
     cap: QpCap,
+    /// The QP's `struct ibv_qp_ex` when it is an extended QP (its type's `SEND_OPS` non-zero),
+    /// checked at creation; NULL otherwise.
+    ex: *mut sys::ibv_qp_ex,
+    /// The provider's known setter bugs ([`backend::QpExQuirks`]), for an extended QP.
+    quirks: backend::QpExQuirks,
     /// The device's limits the transitions' attributes are checked against.
     limits: crate::qp::state::Limits,
     sq_sig_all: bool,
@@ -217,6 +225,14 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 
     pub(crate) fn raw_nonnull(&self) -> NonNull<sys::ibv_qp> {
         self.raw
+    }
+
+    /// The extended QP's `struct ibv_qp_ex` (NULL unless the QP's type is an [`Ex`]) and its
+    /// provider's setter bugs.
+    #[inline(always)]
+    pub(crate) fn ex_parts(&self) -> (*mut sys::ibv_qp_ex, backend::QpExQuirks) {
+        let m = self.meta();
+        (m.ex, m.quirks)
     }
 
     fn meta(&self) -> &QpMeta<C> {

@@ -36,6 +36,8 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 
+/// Posting on an extended QP: `ibv_wr_start` … `ibv_wr_complete` as a scoped batch.
+mod batch;
 /// Posting: ibv_post_send, ibv_post_recv and ibv_post_srq_recv, each where its rules allow.
 mod post;
 /// Which QP types, states and receive sides take which work requests: the man pages' rules as
@@ -44,6 +46,7 @@ mod rules;
 /// A send work request: its opcode, data, destination and flags, built to fit its QP type.
 mod send_wr;
 
+pub use batch::*;
 pub use post::*;
 pub use rules::*;
 pub use send_wr::*;

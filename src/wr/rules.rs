@@ -56,6 +56,7 @@ impl<T: FixedDest> Connected for T {}
     label = "no immediate data on this QP type"
 )]
 pub trait ImmCapable: QpType + Sealed {}
+impl<T: ImmCapable, O: crate::qp::ex::OpsFor<T>> ImmCapable for crate::qp::Ex<T, O> {}
 impl ImmCapable for Rc {}
 impl ImmCapable for Uc {}
 impl ImmCapable for Ud {}
@@ -74,6 +75,7 @@ impl ImmCapable for Ud {}
     label = "no RDMA write on this QP type"
 )]
 pub trait RdmaWriteCapable: QpType + Sealed {}
+impl<T: RdmaWriteCapable, O: crate::qp::ex::OpsFor<T>> RdmaWriteCapable for crate::qp::Ex<T, O> {}
 impl RdmaWriteCapable for Rc {}
 impl RdmaWriteCapable for Uc {}
 
@@ -91,6 +93,7 @@ impl RdmaWriteCapable for Uc {}
     label = "reads and atomics need a reliable connection"
 )]
 pub trait ReliableOnly: QpType + Sealed {}
+impl<T: ReliableOnly, O: crate::qp::ex::OpsFor<T>> ReliableOnly for crate::qp::Ex<T, O> {}
 impl ReliableOnly for Rc {}
 
 /// The states in which receives may be posted (INIT on; in ERR they complete flushed).

@@ -48,9 +48,9 @@ impl<'s> Data<'s> {
 /// ```
 #[derive(Clone, Copy)]
 pub struct UdDest<'s> {
-    ah: *mut sys::ibv_ah,
-    remote_qpn: u32,
-    remote_qkey: u32,
+    pub(super) ah: *mut sys::ibv_ah,
+    pub(super) remote_qpn: u32,
+    pub(super) remote_qkey: u32,
     _m: PhantomData<&'s ()>,
 }
 
@@ -148,9 +148,9 @@ pub struct SendWr<'s, T: QpType, const SGE: usize = 1> {
     _t: PhantomData<T>,
 }
 
-const SIGNALED: u32 = 2;
-const SOLICITED: u32 = 4;
-const INLINE: u32 = 8;
+pub(super) const SIGNALED: u32 = 2;
+pub(super) const SOLICITED: u32 = 4;
+pub(super) const INLINE: u32 = 8;
 
 impl<'s, T: QpType, const SGE: usize> SendWr<'s, T, SGE> {
     fn new(wr_id: u64, op: Op, data: Data<'s>) -> Self {

@@ -738,6 +738,14 @@ pub trait Transitions: QpType + sealed::Sealed {
     type RtsModify: TransitionAttr;
 }
 
+impl<T: Transitions, O: crate::qp::ex::OpsFor<T>> Transitions for crate::qp::Ex<T, O> {
+    type Init = T::Init;
+    type Rtr = T::Rtr;
+    type Rts = T::Rts;
+    type InitModify = T::InitModify;
+    type RtsModify = T::RtsModify;
+}
+
 impl Transitions for Rc {
     type Init = ConnectedInit;
     type Rtr = RcRtr;
