@@ -192,6 +192,50 @@ pub struct PostBatch<T, O, const SGE: usize = 1> {
     _m: PhantomData<(T, O, *mut ())>,
 }
 
+/// The bound of [`PostBatch`]'s `Send` and `Sync` impls, which nothing implements: a batch
+/// stays on the thread that opened it (the provider's send-queue lock is that thread's, taken
+/// by `ibv_wr_start`), and the error says so.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::send_ops;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_inline_data(16).send_ops::<send_ops!(RDMA_WRITE)>().build()?;
+/// # let (e, f) = (qp.endpoint(1, 0)?, qp.endpoint(1, 0)?);
+/// # let mut qp = qp.connect(&e, &f, AccessFlags::REMOTE_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+/// // What a batch posts may come from another thread; the batch itself stays here.
+/// let bytes = std::thread::spawn(|| *b"computed").join().unwrap();
+/// qp.post_batch(|batch| batch.rdma_write(1, mr.remote().at(0, 8).unwrap()).inline(&bytes))?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `PostBatch` cannot leave the thread that opened it: `ibv_wr_start` took the QP's send-queue lock on this thread, which `ibv_wr_complete` releases; build the work requests here, and send the data they carry to this thread instead",
+    label = "an extended QP's batch used on another thread",
+    note = "a batch lives inside the closure of `post_batch`, on the posting thread"
+)]
+pub trait PostBatchStaysOnItsThread: Sealed {}
+
+// SAFETY: never applies (no type implements `PostBatchStaysOnItsThread`, which is sealed): a
+// batch is neither Send nor Sync, as without these impls; they only name the reason in the error.
+unsafe impl<T: PostBatchStaysOnItsThread, O, const SGE: usize> Send for PostBatch<T, O, SGE> {}
+// SAFETY: as above.
+unsafe impl<T: PostBatchStaysOnItsThread, O, const SGE: usize> Sync for PostBatch<T, O, SGE> {}
+
+/// The QP types whose requests may carry `IBV_SEND_FENCE`: RC ("Valid only for QPs with
+/// Transport Service Type IBV_QPT_RC", ibv_post_send(3)).
+///
+/// ```
+/// fn fenced<T: typed_verbs::wr::FenceCapable>() {}
+/// fenced::<typed_verbs::Rc>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot fence: IBV_SEND_FENCE is valid only on RC QPs (ibv_post_send(3)); drop `.fenced()`, or order the requests by their completions",
+    label = "no fence on this QP type"
+)]
+pub trait FenceCapable: QpType + Sealed {}
+impl FenceCapable for Rc {}
+
 /// One work request of a batch, made by an op method of [`PostBatch`] and posted into the batch
 /// by its data method, which consumes it. Until then nothing was called: a request dropped or
 /// forgotten here leaves no trace in the send queue.
@@ -693,7 +737,7 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
     #[inline(always)]
     pub fn fenced(mut self) -> Self
     where
-        T: ReliableOnly,
+        T: FenceCapable,
     {
         self.flags |= FENCE;
         self
