@@ -240,7 +240,7 @@ impl FenceCapable for Rc {}
 /// by its data method, which consumes it. Until then nothing was called: a request dropped or
 /// forgotten here leaves no trace in the send queue.
 ///
-/// `K` is the op (`ops::Send`, `ops::RdmaWrite`, ...), which decides the data methods it has.
+/// `K` is the op (`ops::PlainSend`, `ops::RdmaWrite`, ...), which decides the data methods it has.
 ///
 /// ```
 /// # use typed_verbs::prelude::*;
@@ -286,7 +286,7 @@ pub mod ops {
 
     /// `IBV_WR_SEND`.
     #[derive(Debug, Clone, Copy)]
-    pub struct Send;
+    pub struct PlainSend;
     /// `IBV_WR_SEND_WITH_IMM`, with the immediate data in host order.
     #[derive(Debug, Clone, Copy)]
     pub struct SendWithImm(pub(crate) u32);
@@ -306,7 +306,7 @@ pub mod ops {
     #[derive(Debug, Clone, Copy)]
     pub struct FetchAdd(pub(crate) RemoteAddr<Untyped>, pub(crate) u64);
 
-    impl Sealed for Send {}
+    impl Sealed for PlainSend {}
     impl Sealed for SendWithImm {}
     impl Sealed for RdmaWrite {}
     impl Sealed for RdmaWriteWithImm {}
@@ -315,7 +315,7 @@ pub mod ops {
     impl Sealed for FetchAdd {}
 
     // SAFETY (every `build` below): the trait's contract.
-    impl ExOp for Send {
+    impl ExOp for PlainSend {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
             unsafe { qp_ex_call!(qpx, wr_send) }
@@ -368,7 +368,7 @@ pub mod ops {
         label = "no inline data for this op"
     )]
     pub trait Sends: ExOp {}
-    impl Sends for Send {}
+    impl Sends for PlainSend {}
     impl Sends for SendWithImm {}
     impl Sends for RdmaWrite {}
     impl Sends for RdmaWriteWithImm {}
@@ -381,11 +381,26 @@ pub mod ops {
         label = "not SGEs this op can use"
     )]
     pub trait TakesSges<W>: ExOp {}
-    impl<W: Bit> TakesSges<W> for Send {}
+    impl<W: Bit> TakesSges<W> for PlainSend {}
     impl<W: Bit> TakesSges<W> for SendWithImm {}
     impl<W: Bit> TakesSges<W> for RdmaWrite {}
     impl<W: Bit> TakesSges<W> for RdmaWriteWithImm {}
-    impl TakesSges<crate::mr::access::Yes> for RdmaRead {}
+    impl<W: WritableByDevice> TakesSges<W> for RdmaRead {}
+
+    /// Whether the regions of SGEs whose `LOCAL_WRITE` is `Self` may be written by the device:
+    /// only [`Yes`](crate::mr::access::Yes). The bound of an RDMA read's SGEs, so that a read
+    /// into SGEs without `LOCAL_WRITE` is an error naming the right it lacks.
+    ///
+    /// ```
+    /// fn lands<K: typed_verbs::wr::ops::TakesSges<typed_verbs::access::Yes>>() {}
+    /// lands::<typed_verbs::wr::ops::RdmaRead>(); // into writable memory: fine
+    /// ```
+    #[diagnostic::on_unimplemented(
+        message = "an RDMA read lands in its SGEs, and these are of a region without LOCAL_WRITE (`Sge<'_, No>`): register the destination with `Access::LOCAL_WRITE`",
+        label = "the device would write here"
+    )]
+    pub trait WritableByDevice: Bit {}
+    impl WritableByDevice for crate::mr::access::Yes {}
 
     /// The atomics: one 8-byte [`AtomicResult`].
     pub trait Atomic: ExOp {}
@@ -399,7 +414,7 @@ pub mod ops {
         label = "no solicited event for this op"
     )]
     pub trait Solicitable: ExOp {}
-    impl Solicitable for Send {}
+    impl Solicitable for PlainSend {}
     impl Solicitable for SendWithImm {}
     impl Solicitable for RdmaWriteWithImm {}
 }
@@ -438,7 +453,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     }
 }
 
-impl<T: FixedDest, O, const SGE: usize> PostBatch<T, O, SGE> {
+impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     /// `ibv_wr_send`: an `IBV_WR_SEND` of the data its [`Wr`] is given.
     ///
     /// ```
@@ -456,11 +471,12 @@ impl<T: FixedDest, O, const SGE: usize> PostBatch<T, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send(&mut self, wr_id: u64) -> Wr<'_, 'static, T, O, SGE, ops::Send>
+    pub fn send(&mut self, wr_id: u64) -> Wr<'_, 'static, T, O, SGE, ops::PlainSend>
     where
+        T: FixedDest,
         O: HasSend,
     {
-        self.wr(wr_id, ops::Send)
+        self.wr(wr_id, ops::PlainSend)
     }
 
     /// `ibv_wr_send_imm`: an `IBV_WR_SEND_WITH_IMM` carrying `imm` (host order).
@@ -482,6 +498,7 @@ impl<T: FixedDest, O, const SGE: usize> PostBatch<T, O, SGE> {
     #[inline(always)]
     pub fn send_with_imm(&mut self, wr_id: u64, imm: u32) -> Wr<'_, 'static, T, O, SGE, ops::SendWithImm>
     where
+        T: FixedDest,
         O: HasSendWithImm,
     {
         self.wr(wr_id, ops::SendWithImm(imm))
@@ -651,13 +668,13 @@ impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send_to<'s>(&mut self, wr_id: u64, dest: UdDest<'s>) -> Wr<'_, 's, Ud, O, SGE, ops::Send>
+    pub fn send_to<'s>(&mut self, wr_id: u64, dest: UdDest<'s>) -> Wr<'_, 's, Ud, O, SGE, ops::PlainSend>
     where
         O: HasSend,
     {
         Wr {
             ud: Some(dest),
-            ..self.wr(wr_id, ops::Send)
+            ..self.wr(wr_id, ops::PlainSend)
         }
     }
 
