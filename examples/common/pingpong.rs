@@ -19,8 +19,9 @@
 #[path = "side.rs"]
 mod side;
 pub use side::{because, Role};
-use side::{getopt, help, options, refuse, run_both, run_one, server_name};
+use side::{getopt, help, options, refuse, run_both, run_one, server_name, Opt};
 
+use std::cell::RefCell;
 use std::collections::hash_map::RandomState;
 use std::fmt::Display;
 use std::hash::{BuildHasher, Hasher};
@@ -29,10 +30,11 @@ use std::net::{Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use typed_verbs::event::EventAcks;
+use typed_verbs::qp::ex::OpsFor;
 use typed_verbs::qp::FixedDest;
 use typed_verbs::qp_state::{Rts, Transitions};
 use typed_verbs::{
-    Access, AccessFlags, AddressHandle, AddressVector, CompChannel, ConnectedInit, Context, Cq,
+    Access, AccessFlags, AddressHandle, AddressVector, CompChannel, ConnectedInit, Context, Cq, Ex,
     Gid, GlobalRoute, Mr, Mtu, OwnRq, PageBuf, Pd, Qp, QpBuilder, QpType, Rc, RcRtr, RcRts, SendWr,
     Sge, Shared, SqPsn, Threading, Uc, UcRtr, Ud, UdDest,
 };
@@ -64,6 +66,8 @@ pub struct Program {
     pub mtu: bool,
     /// Whether it takes `-q/--num-qp` (`srq_pingpong`).
     pub num_qp: bool,
+    /// Whether it takes `-N/--new_send` and `-c/--chk` (`rc_pingpong`, as rdma-core's).
+    pub new_send: bool,
 }
 
 impl Program {
@@ -75,6 +79,7 @@ impl Program {
             default_size: 4096,
             mtu: true,
             num_qp: false,
+            new_send: false,
         }
     }
 }
@@ -113,6 +118,12 @@ pub struct Opts {
     /// that did not arrive as lost and fails (`None`: forever, as rdma-core's programs wait).
     /// Not in rdma-core's programs; it changes nothing on the wire.
     pub timeout: Option<Duration>,
+    /// `-N` (`rc_pingpong`): post the sends through an extended QP (`ibv_wr_start` ...
+    /// `ibv_wr_complete`) instead of `ibv_post_send`.
+    pub new_send: bool,
+    /// `-c` (`rc_pingpong`): the client marks its buffer as rdma-core's does, and the server
+    /// checks what it holds at the end ([`check_buffer`]).
+    pub chk: bool,
 }
 
 /// The default of `--timeout`: a wait for a completion is bounded, so that a message lost on
@@ -161,6 +172,10 @@ fn usage(p: &Program) -> String {
     line("  -l, --sl=<sl>          service level value".into());
     line("  -e, --events           sleep on CQ events (default poll)".into());
     line("  -g, --gid-idx=<gid index> local port gid index".into());
+    if p.new_send {
+        line("  -c, --chk              validate received buffer".into());
+        line("  -N, --new_send         use new post send WR API".into());
+    }
     line("      --self             server and client on two threads of this process".into());
     line(format!(
         "      --timeout=<secs>   give up when no completion comes for <secs> seconds and report the lost messages (default {}; 0: wait forever)",
@@ -210,6 +225,8 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
         server_name: None,
         self_test: false,
         timeout: Some(DEFAULT_TIMEOUT),
+        new_send: false,
+        chk: false,
     };
     let bad = |msg: &str| refuse(p.name, &usage(p), msg);
     // -m and -q where the program takes them.
@@ -220,13 +237,20 @@ pub fn parse_args(p: &Program, args: impl IntoIterator<Item = String>) -> Result
     if p.num_qp {
         keys.push('q');
     }
-    let opts = options(&keys);
+    let mut opts = options(&keys);
+    if p.new_send {
+        // rdma-core's rc_pingpong spells these two so (perftest's -N is --noPeak).
+        opts.push(Opt::flag('N', "new_send"));
+        opts.push(Opt::flag('c', "chk"));
+    }
     let (seen, positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
     for (c, v) in seen {
         let uint = |max: u64| parse_c_uint(&v).filter(|n| *n <= max);
         match c {
             'h' => return Err(help(&usage(p))),
             'e' => o.events = true,
+            'N' => o.new_send = true,
+            'c' => o.chk = true,
             'S' => o.self_test = true,
             'T' => {
                 let secs = v
@@ -830,6 +854,16 @@ impl Connection for Rc {
     }
 }
 
+/// An extended QP of a connected type is brought up as the type is (`-N`).
+impl<T: Connection, O: OpsFor<T>> Connection for Ex<T, O> {
+    fn rtr(av: AddressVector, mtu: Mtu, rem: &Dest) -> T::Rtr {
+        T::rtr(av, mtu, rem)
+    }
+    fn rts(sq_psn: u32) -> T::Rts {
+        T::rts(sq_psn)
+    }
+}
+
 impl Connection for Uc {
     fn rtr(av: AddressVector, mtu: Mtu, rem: &Dest) -> UcRtr {
         UcRtr {
@@ -844,22 +878,111 @@ impl Connection for Uc {
     }
 }
 
-/// The connected QP and the one buffer every send and receive uses, as in rdma-core.
-struct ConnectedSide<'a, T: Connection> {
-    qp: Qp<'a, T, OwnRq, Shared, (), Rts>,
-    sge: Sge<'a>,
+/// How `rc_pingpong` and `uc_pingpong` post their sends: [`Legacy`] (`ibv_post_send`) or, with
+/// `-N`, [`NewSend`] (a batch of one on an extended QP, as rdma-core's `-N` posts).
+pub trait SendPath<T: Connection> {
+    /// The QP's type: `T`, or the extended `Ex<T, _>`.
+    type Q: Connection;
+    /// Whether a message of at most the QP's `max_inline_data` bytes goes inline.
+    const INLINE: bool;
+    /// Creates the QP.
+    fn build<'a>(b: QpBuilder<'a, T, OwnRq, Shared>) -> typed_verbs::Result<Qp<'a, Self::Q>>;
+    /// `pp_post_send`: the signaled send of `sge`; of the bytes `inline` instead, if given.
+    fn post(
+        qp: &mut Qp<'_, Self::Q, OwnRq, Shared, (), Rts>,
+        sge: Sge<'_>,
+        inline: Option<&[u8]>,
+    ) -> typed_verbs::Result<()>;
 }
 
-impl<T: Connection> Side for ConnectedSide<'_, T> {
+/// `ibv_post_send` of one `IBV_WR_SEND` from the buffer (the examples' path without `-N`).
+pub struct Legacy;
+
+impl<T: Connection> SendPath<T> for Legacy {
+    type Q = T;
+    const INLINE: bool = false;
+    fn build<'a>(b: QpBuilder<'a, T, OwnRq, Shared>) -> typed_verbs::Result<Qp<'a, T>> {
+        b.build()
+    }
+    fn post(
+        qp: &mut Qp<'_, T, OwnRq, Shared, (), Rts>,
+        sge: Sge<'_>,
+        _: Option<&[u8]>,
+    ) -> typed_verbs::Result<()> {
+        qp.post_send(&SendWr::send(SEND_WRID, &[sge]).signaled())
+    }
+}
+
+/// The send ops of `-N`'s QP: `IBV_QP_EX_WITH_SEND`, as rdma-core's.
+pub type SendOnly = typed_verbs::send_ops!(SEND);
+
+/// `-N`: an extended QP created for [`SendOnly`] (`ibv_create_qp_ex` with
+/// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`), each send a batch of one (`ibv_wr_start`, `ibv_wr_send`,
+/// the data, `ibv_wr_complete`). A message that fits the QP's `max_inline_data` goes inline
+/// (`ibv_wr_set_inline_data`, with `IBV_SEND_INLINE`), a larger one from its SGE
+/// (`ibv_wr_set_sge`, without the flag). rdma-core's `-N` sets `IBV_SEND_INLINE` and then calls
+/// `ibv_wr_set_sge`, which rxe sends from the WQE's inline area: not the message (see
+/// scripts/rxe-lane.sh's probe).
+pub struct NewSend;
+
+impl<T: Connection> SendPath<T> for NewSend
+where
+    SendOnly: OpsFor<T>,
+{
+    type Q = Ex<T, SendOnly>;
+    const INLINE: bool = true;
+    fn build<'a>(b: QpBuilder<'a, T, OwnRq, Shared>) -> typed_verbs::Result<Qp<'a, Self::Q>> {
+        b.send_ops::<SendOnly>().build()
+    }
+    fn post(
+        qp: &mut Qp<'_, Self::Q, OwnRq, Shared, (), Rts>,
+        sge: Sge<'_>,
+        inline: Option<&[u8]>,
+    ) -> typed_verbs::Result<()> {
+        qp.post_batch(|batch| {
+            let wr = batch.send(SEND_WRID).signaled();
+            match inline {
+                Some(bytes) => wr.inline(bytes),
+                None => wr.sge(sge),
+            }
+        })
+    }
+}
+
+/// The connected QP and the one buffer every send and receive uses, as in rdma-core. The QP is
+/// in a `RefCell`: a batch (`-N`) borrows it mutably while it is open.
+struct ConnectedSide<'a, T: Connection, P: SendPath<T>> {
+    qp: RefCell<Qp<'a, P::Q, OwnRq, Shared, (), Rts>>,
+    mr: &'a Mr<'a>,
+    sge: Sge<'a>,
+    /// Whether the message goes inline (`-N`, and it fits `max_inline_data`).
+    inline: bool,
+}
+
+impl<T: Connection, P: SendPath<T>> Side for ConnectedSide<'_, T, P> {
     fn post_recv(&self, n: u32) -> u32 {
-        post_recvs(n, || self.qp.post_recv(RECV_WRID, &[self.sge]).is_ok())
+        let qp = self.qp.borrow();
+        post_recvs(n, || qp.post_recv(RECV_WRID, &[self.sge]).is_ok())
     }
 
     fn post_send(&self, _: usize) -> typed_verbs::Result<()> {
-        self.qp
-            .post_send(&SendWr::send(SEND_WRID, &[self.sge]).signaled())
+        let mut qp = self.qp.borrow_mut();
+        if self.inline {
+            // The message as it is now (the last one received, or the first): copied out of
+            // the region, then into the work request by ibv_wr_set_inline_data.
+            let mut bytes = [0u8; MAX_INLINE_COPY];
+            let bytes = &mut bytes[..self.sge.length() as usize];
+            self.mr.read(0, bytes)?;
+            P::post(&mut qp, self.sge, Some(bytes))
+        } else {
+            P::post(&mut qp, self.sge, None)
+        }
     }
 }
+
+/// The most a message sent inline may have here (the copy's stack buffer): a larger
+/// `max_inline_data` is used up to this.
+const MAX_INLINE_COPY: usize = 1024;
 
 /// The capabilities of rdma-core's ping-pong QPs (`pp_init_ctx`): one send and `-r` receives
 /// outstanding, one SGE each.
@@ -889,20 +1012,49 @@ pub fn post_first_recvs(o: &Opts, post: impl FnMut() -> bool) -> Result<u32, Str
 }
 
 /// `rc_pingpong` and `uc_pingpong`: one QP of type `T`, brought up towards the peer's after the
-/// exchange, then the ping-pong loop.
-pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(), String> {
+/// exchange, then the ping-pong loop. Its sends go through `ibv_post_send`, or with `-N` through
+/// an extended QP ([`NewSend`]).
+pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(), String>
+where
+    SendOnly: OpsFor<T>,
+{
+    if o.new_send {
+        run_connected_by::<T, NewSend>(o, role, out)
+    } else {
+        run_connected_by::<T, Legacy>(o, role, out)
+    }
+}
+
+/// [`run_connected`] with the sends posted by `P`.
+fn run_connected_by<T: Connection, P: SendPath<T>>(
+    o: &Opts,
+    role: Role,
+    out: &Out,
+) -> Result<(), String> {
     let ctx = open_device(o)?;
     let pd = Pd::new(&ctx).map_err(because("Couldn't allocate PD"))?;
+    let client = role.is_client();
+    let size = o.size as usize;
     // Page-aligned, as rdma-core's memalign(page_size, size).
-    let mut buf = PageBuf::new(o.size as usize).map_err(because("Couldn't allocate work buf."))?;
+    let mut buf = PageBuf::new(size).map_err(because("Couldn't allocate work buf."))?;
     buf.fill(0x7b);
+    if o.chk && client {
+        // rdma-core's `-c`: `ctx->buf[i] = i / page_size % sizeof(char)` at every page's start,
+        // which is 0 (before the first send; nothing was received yet).
+        for at in (0..size).step_by(page_size()) {
+            buf[at] = 0;
+        }
+    }
     let mr = Mr::new(&pd, buf, Access::LOCAL_WRITE).map_err(because("Couldn't register MR"))?;
-    let sge = mr.sge(0..o.size as usize).expect("the whole region");
+    let sge = mr.sge(0..size).expect("the whole region");
     let channel = channel(&ctx, o)?;
     let cq = create_cq(&ctx, o.rx_depth + 1, channel.as_ref())?;
-    let qp = pp_caps(Qp::<T>::builder(&pd, &cq, &cq), o)
-        .build()
-        .map_err(because("Couldn't create QP"))?
+    let qp = P::build(pp_caps(Qp::<T>::builder(&pd, &cq, &cq), o))
+        .map_err(because("Couldn't create QP"))?;
+    // rdma-core: IBV_SEND_INLINE when `init_attr.cap.max_inline_data >= size` (the QP's actual
+    // cap, after creation).
+    let inline = P::INLINE && size <= (qp.caps().max_inline_data as usize).min(MAX_INLINE_COPY);
+    let qp = qp
         .to_init(ConnectedInit {
             port_num: o.ib_port,
             pkey_index: 0,
@@ -916,18 +1068,75 @@ pub fn run_connected<T: Connection>(o: &Opts, role: Role, out: &Out) -> Result<(
     let local = local(&ctx, o, out)?;
     let me = local.dest(qp.qp_num(), random_psn());
     out.say(me.line("local address: "));
-    let client = role.is_client();
     let (rem, qp) = exchange(role, o.port, &[me], |rem| {
         let rem = &rem[0];
-        qp.to_rtr(T::rtr(local.av(o, rem, 1), o.mtu, rem))
+        qp.to_rtr(P::Q::rtr(local.av(o, rem, 1), o.mtu, rem))
             .map_err(because("Failed to modify QP to RTR"))?
-            .to_rts(T::rts(me.psn))
+            .to_rts(P::Q::rts(me.psn))
             .map_err(because("Failed to modify QP to RTS"))
     })?;
     out.say(rem[0].line("remote address:"));
 
-    let side = ConnectedSide::<T> { qp, sge };
-    run_loop(&cq, channel.as_ref(), &side, o, client, posted, out)
+    let side = ConnectedSide::<T, P> {
+        qp: RefCell::new(qp),
+        mr: &mr,
+        sge,
+        inline,
+    };
+    run_loop(&cq, channel.as_ref(), &side, o, client, posted, out)?;
+    if o.chk {
+        check_buffer(&mr, size, out)?;
+    }
+    Ok(())
+}
+
+/// `sysconf(_SC_PAGESIZE)`, rdma-core's `page_size`.
+fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+}
+
+/// `-c`, once the loop is done: what the buffer holds must be the client's message (rdma-core's
+/// client marks its buffer with `-c`; every message goes there and back, so the server ends
+/// with the client's last message and the client with the server's echo of it).
+///
+/// rdma-core's server checks one byte per page (`ctx->buf[i] != i / page_size % sizeof(char)`,
+/// that is, 0 at each page's start), prints `invalid data in page N` for each page whose byte
+/// differs, and exits 0 all the same; its client checks nothing. This one checks on both sides,
+/// prints the same line for each page where any byte differs from the client's message (0 at
+/// each page's start, rdma-core's `0x7b` elsewhere), and fails, naming the first byte that
+/// differs and the page's first 16 bytes: a check of one byte does not see a message replaced
+/// by other bytes that start with 0.
+pub fn check_buffer(mr: &Mr<'_>, size: usize, out: &Out) -> Result<(), String> {
+    let mut held = vec![0u8; size];
+    mr.read(0, &mut held)
+        .map_err(because("Couldn't read the buffer"))?;
+    let page = page_size();
+    let expected = |at: usize| if at % page == 0 { 0 } else { 0x7b };
+    let mut first = None;
+    for (n, chunk) in held.chunks(page).enumerate() {
+        let start = n * page;
+        if let Some(i) = (0..chunk.len()).find(|&i| chunk[i] != expected(start + i)) {
+            out.say(format!("invalid data in page {n}"));
+            first.get_or_insert((start, start + i));
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some((page_start, at)) => {
+            let head: Vec<String> = held[page_start..size.min(page_start + 16)]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Err(format!(
+                "-c: byte {at} of the buffer is {:#04x}, the client's is {:#04x}; its page starts {}",
+                held[at],
+                expected(at),
+                head.join(" ")
+            ))
+        }
+    }
 }
 
 /// `ud_pingpong`'s command line: 1024 bytes by default (what rdma-core's code sets; its usage
@@ -937,6 +1146,7 @@ pub const UD_PROGRAM: Program = Program {
     default_size: 1024,
     mtu: false,
     num_qp: false,
+    new_send: false,
 };
 
 /// The Q_Key both sides of `ud_pingpong` use.
