@@ -150,6 +150,7 @@ for ex in ${examples[@]+"${examples[@]}"}; do
     cp "$ex" "$ROOT/examples/${ex##*/}"
 done
 cp scripts/guest/perf-compare.sh "$ROOT/bin/perf-compare.sh"
+cp scripts/guest/pp-chk.sh "$ROOT/bin/pp-chk.sh"
 # RXE_LANE_PERF_ONLY=1: only rxe0 and the perftest comparison (for measuring).
 [ "${RXE_LANE_PERF_ONLY:-0}" = 1 ] && touch "$ROOT/etc/lane-perf-only"
 # PERF_* variables of this environment (PERF_REPS, PERF_ITERS, ...) reach perf-compare.sh.
@@ -296,6 +297,24 @@ for ex in rc uc ud srq; do
     # shellcheck disable=SC2086
     step "interop:${ex}_pingpong:typed-client-events" interop ibv_${ex}_pingpong "/examples/${ex}_pingpong -e" $args
 done
+# --- rc_pingpong -N: its sends through an extended QP (ibv_wr_post(3)), against rdma-core's
+# ibv_rc_pingpong, both ways, with -c (each side's run judged by pp-chk.sh: rdma-core's prints
+# "invalid data" and exits 0). The default 4096 bytes go from the SGE, against rdma-core's -N;
+# 16 bytes (rxe's max_inline_data here) go inline, against rdma-core's ibv_post_send path,
+# since rdma-core's -N sets IBV_SEND_INLINE with an SGE, which rxe sends from the WQE's inline
+# area: the probes below report what that does, against rdma-core and against rc_pingpong's
+# check of every byte.
+chk() { echo "sh /bin/pp-chk.sh $*"; }
+step "interop:rc_pingpong-N:typed-server" interop "$(chk /examples/rc_pingpong -N -c)" "$(chk ibv_rc_pingpong -N -c)" -n 100
+step "interop:rc_pingpong-N:typed-client" interop "$(chk ibv_rc_pingpong -N -c)" "$(chk /examples/rc_pingpong -N -c)" -n 100
+step "interop:rc_pingpong-N-s16:typed-server" interop "$(chk /examples/rc_pingpong -N -c)" "$(chk ibv_rc_pingpong -c)" -s 16 -n 100
+step "interop:rc_pingpong-N-s16:typed-client" interop "$(chk ibv_rc_pingpong -c)" "$(chk /examples/rc_pingpong -N -c)" -s 16 -n 100
+# Probes (NOTE lines, not verdicts): rdma-core's -N -s 16 -c between two rdma-core programs,
+# and against rc_pingpong -N -c as server and as client.
+interop "$(chk --probe=ibv-N-s16:server ibv_rc_pingpong -N -c)" "$(chk --probe=ibv-N-s16:client ibv_rc_pingpong -N -c)" -s 16 -n 100
+interop "$(chk --probe=typed-N-s16-vs-ibv-N:server /examples/rc_pingpong -N -c)" "$(chk --probe=typed-N-s16-vs-ibv-N:client ibv_rc_pingpong -N -c)" -s 16 -n 100
+interop "$(chk --probe=ibv-N-s16-vs-typed-N:server ibv_rc_pingpong -N -c)" "$(chk --probe=ibv-N-s16-vs-typed-N:client /examples/rc_pingpong -N -c)" -s 16 -n 100
+# --- end of rc_pingpong -N's steps
 # perftest's ib_send_bw, ib_write_bw, ib_send_lat, ib_write_lat against the typed tools, one
 # after the other at 4 B, 4 KiB and 64 KiB, server and client on rxe0: one table of ratios.
 . /etc/perf-compare.env
@@ -333,6 +352,9 @@ if [ "${RXE_LANE_PERF_ONLY:-0}" != 1 ] && [ -z "$only" ]; then
         expected+=("interop:${ex}_pingpong:typed-server" "interop:${ex}_pingpong:typed-client"
             "interop:${ex}_pingpong:typed-client-events")
     done
+    for n in N N-s16; do
+        expected+=("interop:rc_pingpong-$n:typed-server" "interop:rc_pingpong-$n:typed-client")
+    done
 fi
 [ -n "$only" ] || expected+=(perf-compare)
 # A LANE line is found anywhere in a console line: the kernel or the firmware may have written
@@ -344,6 +366,8 @@ if [ "${RXE_LANE_PERF_ONLY:-0}" != 1 ] && [ -z "$only" ]; then
     expected+=(cm_pingpong)
 fi
 vm_tally "$WORK/verdicts" "step verdicts on the console" "steps expected"
+# The probes' outcomes (pp-chk.sh's NOTE lines: reported, not verdicts).
+grep -oE 'NOTE probe .*' "$console" | sed 's/^/rxe-lane: /' || true
 # The perftest comparison's table (perf-compare.sh's PERF lines).
 grep -E '^PERF:|^perf-compare: (OK|FAIL|ib_)' "$console" || true
 # Why the failed steps failed (their last console lines), near the end of the output.
