@@ -124,6 +124,24 @@ if [ -f scripts/guest/perf-compare.sh ] && [ -f examples/tv_send_bw.rs ] && [ "$
     GUEST_SCRIPTS+=(scripts/guest/perf-compare.sh)
     STEPS+=("perf:compare|none|600|export PERF_REPS=1 PERF_GATE=0; . /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh server|export PERF_REPS=1 PERF_GATE=0; . /etc/perf-compare.env; PERF_PORT=40000 sh /guest/perf-compare.sh client @SERVER@")
 fi
+# - rc_pingpong -N (its sends through an extended QP, ibv_wr_post(3)) against rdma-core's
+#   ibv_rc_pingpong, both ways, with -c, each half judged by pp-chk.sh (rdma-core's prints
+#   "invalid data" and exits 0): 4096 bytes (from the SGE) against rdma-core's -N; 16 bytes
+#   (inline: rxe's max_inline_data) against rdma-core's ibv_post_send path, since rdma-core's -N
+#   sets IBV_SEND_INLINE with an SGE, which rxe sends from the WQE's inline area. The probes
+#   (their halves always pass; each prints a NOTE line, shown in the summary) report what
+#   rdma-core's -N -s 16 -c does against itself and against rc_pingpong -N -c.
+GUEST_SCRIPTS+=(scripts/guest/pp-chk.sh)
+CHK="sh /guest/pp-chk.sh"
+STEPS+=(
+    "interop:rc_pingpong-N:typed-server|tcp|40|$CHK /examples/rc_pingpong -N -c $PP|$CHK ibv_rc_pingpong -N -c $PP @SERVER@"
+    "interop:rc_pingpong-N:typed-client|tcp|40|$CHK ibv_rc_pingpong -N -c $PP|$CHK /examples/rc_pingpong -N -c $PP @SERVER@"
+    "interop:rc_pingpong-N-s16:typed-server|tcp|40|$CHK /examples/rc_pingpong -N -c -s 16 $PP|$CHK ibv_rc_pingpong -c -s 16 $PP @SERVER@"
+    "interop:rc_pingpong-N-s16:typed-client|tcp|40|$CHK ibv_rc_pingpong -c -s 16 $PP|$CHK /examples/rc_pingpong -N -c -s 16 $PP @SERVER@"
+    "probe:ibv-N-s16|tcp|40|$CHK --probe=ibv-N-s16:server ibv_rc_pingpong -N -c -s 16 $PP|$CHK --probe=ibv-N-s16:client ibv_rc_pingpong -N -c -s 16 $PP @SERVER@"
+    "probe:typed-N-s16-vs-ibv-N|tcp|40|$CHK --probe=typed-N-s16-vs-ibv-N:server /examples/rc_pingpong -N -c -s 16 $PP|$CHK --probe=typed-N-s16-vs-ibv-N:client ibv_rc_pingpong -N -c -s 16 $PP @SERVER@"
+    "probe:ibv-N-s16-vs-typed-N|tcp|40|$CHK --probe=ibv-N-s16-vs-typed-N:server ibv_rc_pingpong -N -c -s 16 $PP|$CHK --probe=ibv-N-s16-vs-typed-N:client /examples/rc_pingpong -N -c -s 16 $PP @SERVER@"
+)
 # - The runtime tests that need two nodes (TWO_NODE_TESTS, also built as TESTS): each test of
 #   the binary is a step of its own (`test:two_node:NAME`, the names listed by running the
 #   binary with --list on the host), its server half in one VM (TYPED_VERBS_CM_ROLE=server), its
@@ -383,6 +401,8 @@ if [ -n "$tx_a" ] && [ -n "$rx_a" ] && [ -n "$tx_b" ] && [ -n "$rx_b" ] &&
         "B->A $ba sent, $((rx_a - rx_a0)) received ($((ba - (rx_a - rx_a0))) lost);" \
         "from boot: $((tx_a - rx_b)) and $((tx_b - rx_a)) lost (frames sent before the peer was up count as lost)"
 fi
+# The probes' outcomes (pp-chk.sh's NOTE lines: reported, not verdicts).
+grep -ahoE 'NOTE probe .*' "$WORK"/console-{a,b}.log | sed "s/^/$VM_NAME: /" || true
 # Tables the steps printed (perf-compare's PERF lines), as the client's VM saw them.
 grep -ahE ' client: PERF:' "$WORK"/console-{a,b}.log | sed 's/^ *//' || true
 # Why the failed steps failed (their last console lines), near the end of the output.
