@@ -11,7 +11,9 @@
 # rc_pingpong, uc_pingpong, ud_pingpong and srq_pingpong run against rdma-core's program of the
 # same name both ways (the example as server and ibv_*_pingpong as client, then the other way
 # round, then once more with the example sleeping on completion events, -e), -n 100 each, every
-# run bounded by a timeout. The image also holds the kernel's rdma_cm (rdma_ucm and what it needs),
+# run bounded by a timeout; rc_pingpong -N -c (its sends through an extended QP) runs against
+# ibv_rc_pingpong both ways at 4096 and 16 bytes, and three probes report (NOTE lines, not
+# verdicts) what rdma-core's own -N -s 16 -c sends on rxe (see the steps). The image also holds the kernel's rdma_cm (rdma_ucm and what it needs),
 # rdmacm-utils and perftest: rping, ucmatose, udaddy and ib_send_bw run once as health checks of
 # rdma_cm and perftest in the VM, and the tests get TYPED_VERBS_CM_ADDR=10.0.0.1 (rxe0's address).
 # Last, scripts/guest/perf-compare.sh runs perftest's ib_send_bw, ib_write_bw, ib_send_lat and

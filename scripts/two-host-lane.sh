@@ -7,7 +7,8 @@
 #
 # Every step runs twice, with the server in A and the client in B ("A-B"), then the other way
 # round ("B-A"): rdma-core's ibv_{rc,uc,ud,srq}_pingpong as health checks of the lane, the crate's
-# four pingpong examples against rdma-core's (each as server and as client), rdmacm-utils' rping,
+# four pingpong examples against rdma-core's (each as server and as client), rc_pingpong -N -c
+# against ibv_rc_pingpong (and the probes of rdma-core's -N -s 16 -c), rdmacm-utils' rping,
 # ucmatose and udaddy against themselves (rdma_cm across the wire) and perftest's ib_send_bw,
 # ib_write_bw, ib_send_lat and ib_write_lat. rdmacm-utils and perftest come from their Debian
 # packages, downloaded and unpacked into the VMs' image, never installed on the host.
