@@ -4,7 +4,7 @@ mod common;
 use typed_verbs::prelude::*;
 use typed_verbs::{qp::ex::HasRdmaWrite, send_ops, wr::PostBatch};
 
-fn write<O: HasRdmaWrite>(b: &mut PostBatch<Rc, O, 2>, data: &[u8], at: RemoteAddr<typed_verbs::access!(REMOTE_WRITE)>) -> Result<()> {
+fn write<O: HasRdmaWrite>(b: &mut PostBatch<'_, Rc, O, 2>, data: &[u8], at: RemoteAddr<typed_verbs::access!(REMOTE_WRITE)>) -> Result<()> {
     b.rdma_write(1, at).signaled().inline(data)
 }
 
