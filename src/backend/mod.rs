@@ -51,7 +51,6 @@ pub type Errno = i32;
 /// let q = unsafe { backend::of(ctx).qp_ex_quirks(ctx) };
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[allow(dead_code)] // read by the typed extended QP, which is written against this seam
 pub(crate) struct QpExQuirks {
     /// `wr_set_sge_list` sets the request's length to `num_sge * sg_list[0].length` (rxe's
     /// provider before rdma-core 64, fixed by 406cd2ad0): a list is right only when every SGE
@@ -174,7 +173,6 @@ pub(crate) trait ControlPath: Sync {
     unsafe fn qp_to_qp_ex(&self, qp: *mut sys::ibv_qp) -> *mut sys::ibv_qp_ex;
     /// What the provider of `ctx` gets wrong in the extended QP's setters, which the typed
     /// layer must avoid. Nothing by default.
-    #[allow(dead_code)] // called by the typed extended QP, which is written against this seam
     unsafe fn qp_ex_quirks(&self, ctx: *mut sys::ibv_context) -> QpExQuirks {
         let _ = ctx;
         QpExQuirks::default()

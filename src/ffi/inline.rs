@@ -145,13 +145,11 @@ pub(crate) use cq_ex_call;
 /// without checking it for NULL, as verbs.h's inline `ibv_wr_*` functions do. Sound only where
 /// creation checked the pointer: the typed extended QP's creation checks `wr_start`,
 /// `wr_complete`, `wr_abort`, the setters it uses and the builder of every op in its type.
-#[allow(unused_macros)] // for the typed extended QP, which is written against this seam
 macro_rules! qp_ex_call {
     ($qpx:expr, $op:ident $(, $arg:expr)*) => {
         ((*$qpx).$op.unwrap_unchecked())($qpx $(, $arg)*)
     };
 }
-#[allow(unused_imports)] // as above
 pub(crate) use qp_ex_call;
 
 /// Calls one of a context's data-path operations (`ibv_context.ops`) without checking it for

@@ -42,11 +42,11 @@
 
 use super::*;
 use crate::ffi::qp_ex_call;
+use crate::mr::access::Bit;
 use crate::qp::ex::{
     HasCmpAndSwp, HasFetchAndAdd, HasRdmaRead, HasRdmaWrite, HasRdmaWriteWithImm, HasSend,
     HasSendWithImm, OpsFor,
 };
-use crate::mr::access::Bit;
 use crate::qp::Ex;
 
 const FENCE: u32 = 1;
@@ -307,7 +307,11 @@ pub mod ops {
     pub struct RdmaRead(pub(crate) RemoteAddr<Untyped>);
     /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the target, compare and swap.
     #[derive(Debug, Clone, Copy)]
-    pub struct CompareSwap(pub(crate) RemoteAddr<Untyped>, pub(crate) u64, pub(crate) u64);
+    pub struct CompareSwap(
+        pub(crate) RemoteAddr<Untyped>,
+        pub(crate) u64,
+        pub(crate) u64,
+    );
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: the target and the value to add.
     #[derive(Debug, Clone, Copy)]
     pub struct FetchAdd(pub(crate) RemoteAddr<Untyped>, pub(crate) u64);
@@ -502,7 +506,11 @@ impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send_with_imm(&mut self, wr_id: u64, imm: u32) -> Wr<'_, 'b, 'static, T, O, SGE, ops::SendWithImm>
+    pub fn send_with_imm(
+        &mut self,
+        wr_id: u64,
+        imm: u32,
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::SendWithImm>
     where
         T: FixedDest,
         O: HasSendWithImm,
@@ -624,7 +632,10 @@ impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     where
         O: HasCmpAndSwp,
     {
-        self.wr(wr_id, ops::CompareSwap(target.addr().erase(), compare, swap))
+        self.wr(
+            wr_id,
+            ops::CompareSwap(target.addr().erase(), compare, swap),
+        )
     }
 
     /// `ibv_wr_atomic_fetch_add` on the 8 bytes at `target`; the old value lands in the
@@ -674,7 +685,11 @@ impl<'b, O, const SGE: usize> PostBatch<'b, Ud, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send_to<'s>(&mut self, wr_id: u64, dest: UdDest<'s>) -> Wr<'_, 'b, 's, Ud, O, SGE, ops::PlainSend>
+    pub fn send_to<'s>(
+        &mut self,
+        wr_id: u64,
+        dest: UdDest<'s>,
+    ) -> Wr<'_, 'b, 's, Ud, O, SGE, ops::PlainSend>
     where
         O: HasSend,
     {
@@ -912,7 +927,7 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
     /// source; an RDMA read's destination, which needs `LOCAL_WRITE`).
     ///
     /// # Errors
-    /// As for [`sges`](Self::sges).
+    /// As for [`sges`](Self::sges), but `num_sge` and the provider bug, which one SGE cannot meet.
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -1030,6 +1045,10 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
 impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, '_, T, O, SGE, K> {
     /// `ibv_wr_set_sge` of `result`: where the atomic's old value lands, 8 bytes by type.
     ///
+    /// # Errors
+    /// [`Verb::WrPost`], before any call for this request: [`ErrorKind::OutOfRange`] naming
+    /// `work requests in one batch` (more than `max_send_wr`).
+    ///
     /// ```
     /// # use typed_verbs::prelude::*;
     /// # use typed_verbs::send_ops;
@@ -1064,7 +1083,12 @@ mod tests {
         let ctx = crate::device::Context::open("sw0").unwrap();
         let pd = crate::pd::Pd::new(&ctx).unwrap();
         let mr = Mr::new(&pd, vec![0u8; 64], crate::mr::access::Access::LOCAL_WRITE).unwrap();
-        let mut batch = PostBatch::<'_, Rc, crate::qp::ex::SendOpSet<false, false, true, false, false, false, false>, 4> {
+        let mut batch = PostBatch::<
+            '_,
+            Rc,
+            crate::qp::ex::SendOpSet<false, false, true, false, false, false, false>,
+            4,
+        > {
             qpx: std::ptr::null_mut(),
             qp: std::ptr::null_mut(),
             room: 0, // a request that passed the SGE check would be refused for room, not called
@@ -1078,11 +1102,20 @@ mod tests {
         let unequal = [mr.sge(0..8).unwrap(), mr.sge(8..24).unwrap()];
         let e = batch.send(1).sges(&unequal).unwrap_err();
         assert_eq!(e.verb, Verb::WrPost);
-        assert!(matches!(e.kind, ErrorKind::ProviderBug(b) if b.contains("rdma-core 64")), "{e}");
+        assert!(
+            matches!(e.kind, ErrorKind::ProviderBug(b) if b.contains("rdma-core 64")),
+            "{e}"
+        );
         let equal = [mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()];
         let e = batch.send(2).sges(&equal).unwrap_err();
         assert!(
-            matches!(e.kind, ErrorKind::OutOfRange { what: "work requests in one batch (cap.max_send_wr)", .. }),
+            matches!(
+                e.kind,
+                ErrorKind::OutOfRange {
+                    what: "work requests in one batch (cap.max_send_wr)",
+                    ..
+                }
+            ),
             "{e}"
         );
         batch.sge_list_sums_first = false;
