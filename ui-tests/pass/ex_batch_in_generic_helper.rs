@@ -11,7 +11,7 @@ fn write<O: HasRdmaWrite>(b: &mut PostBatch<'_, Rc, O, 2>, data: &[u8], at: Remo
 fn main() -> Result<()> {
     let (pd, cq) = common::pd_and_cq()?;
     let mut qp = common::ex_rc::<send_ops!(SEND | RDMA_WRITE)>(&pd, &cq)?;
-    let mr = common::region(Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+    let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?; // the QP's PD
     let data = std::thread::spawn(|| *b"computed").join().unwrap();
     qp.post_batch(|b| write(b, &data, mr.remote().at(0, 8).unwrap()))?;
     common::expect_successes(&cq, 1)?;

@@ -7,7 +7,7 @@ fn main() -> typed_verbs::Result<()> {
     let (pd, cq) = common::pd_and_cq()?;
     let mut one = common::ex_rc::<send_ops!(SEND)>(&pd, &cq)?;
     let mut two = common::ex_rc::<send_ops!(SEND)>(&pd, &cq)?;
-    let rx = common::region(typed_verbs::Access::LOCAL_WRITE)?;
+    let rx = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(4096)?, typed_verbs::Access::LOCAL_WRITE)?; // the QPs' PD
     one.post_recv(1, &[rx.sge(0..64).unwrap()])?;
     one.post_recv(2, &[rx.sge(64..128).unwrap()])?;
     two.post_recv(3, &[rx.sge(128..192).unwrap()])?;
