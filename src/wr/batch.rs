@@ -710,7 +710,8 @@ impl<'b, O, const SGE: usize> PostBatch<'b, Ud, O, SGE> {
     /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
     /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
     /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-    /// qp.post_batch(|batch| batch.send_to_with_imm(1, UdDest::new(&ah, qp.qp_num(), 0x11), 3).sge(mr.sge(0..8).unwrap()))?;
+    /// let to = UdDest::new(&ah, qp.qp_num(), 0x11); // before the batch, which holds the QP
+    /// qp.post_batch(|batch| batch.send_to_with_imm(1, to, 3).sge(mr.sge(0..8).unwrap()))?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
