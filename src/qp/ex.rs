@@ -207,6 +207,7 @@ pub enum Ex<T, O> {
 impl<T: QpType, O: OpsFor<T>> Sealed for Ex<T, O> {}
 impl<T: QpType, O: OpsFor<T>> QpType for Ex<T, O> {
     const RAW: sys::ibv_qp_type::Type = T::RAW;
+    const EXTENDED: bool = true;
     const SEND_OPS: u64 = O::BITS;
 }
 impl<T: SrqCapable, O: OpsFor<T>> SrqCapable for Ex<T, O> {}

@@ -599,3 +599,14 @@ fn a_refused_extended_qp_names_the_device() {
             .unwrap();
     });
 }
+
+/// A send-op set of no op, named by hand (`send_ops!` refuses it), is refused before any call:
+/// the QP would have no `qp_ex` for its batches.
+#[test]
+fn an_empty_send_op_set_is_refused_before_any_call() {
+    common::with_pd_cq(Some(4), |_ctx, pd, cq| {
+        type Nothing = typed_verbs::qp::ex::SendOpSet<false, false, false, false, false, false, false>;
+        let r = Qp::<Rc>::builder(pd, cq, cq).send_ops::<Nothing>().build().map(drop);
+        common::assert_out_of_range(r, Verb::CreateQpEx, "send_ops_flags", 0, 1, u64::MAX);
+    });
+}
