@@ -11,9 +11,10 @@
 use std::sync::OnceLock;
 
 use typed_verbs::access::Rights;
+use typed_verbs::qp::ex::OpsFor;
 use typed_verbs::{
-    AccessFlags, AddressVector, ConnectedInit, Context, Cq, GlobalRoute, Mr, Mtu, OwnRq, PageBuf, Pd,
-    Qp, Rc, RcRtr, RcRts, Rts, Shared, WorkCompletion,
+    AccessFlags, AddressVector, ConnectedInit, Context, Cq, Ex, GlobalRoute, Mr, Mtu, OwnRq, PageBuf,
+    Pd, Qp, Rc, RcRtr, RcRts, Rts, Shared, WorkCompletion,
 };
 
 /// The software device, opened on first use.
@@ -73,4 +74,22 @@ pub fn expect_successes(cq: &Cq<'_>, n: usize) -> typed_verbs::Result<()> {
     }
     assert!(wc.iter().all(|c| c.success().is_some()), "{wc:?}");
     Ok(())
+}
+
+/// An extended RC QP created for the send ops `O` (16 send requests, 64 bytes inline, 2 send
+/// SGEs in its type), connected to itself in RTS, with every remote right.
+pub fn ex_rc<'a, O: OpsFor<Rc>>(
+    pd: &'a Pd<'_>,
+    cq: &'a Cq<'_>,
+) -> typed_verbs::Result<Qp<'a, Ex<Rc, O>, OwnRq, Shared, (), Rts, 2>> {
+    let qp = Qp::<Rc>::builder(pd, cq, cq)
+        .max_send_wr(16)
+        .max_recv_wr(16)
+        .max_inline_data(64)
+        .send_sge_cap::<2>()
+        .send_ops::<O>()
+        .build()?;
+    let me = qp.endpoint(1, 0)?;
+    let all = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+    qp.connect(&me, &me, all)
 }

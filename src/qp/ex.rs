@@ -247,7 +247,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 ///
 /// # Safety
 /// `qpx` is a live extended QP.
-pub(crate) unsafe fn missing_ex_op(qpx: *mut sys::ibv_qp_ex, raw: sys::ibv_qp_type::Type, ops: u64) -> Option<&'static str> {
+pub(crate) unsafe fn missing_ex_op(
+    qpx: *mut sys::ibv_qp_ex,
+    raw: sys::ibv_qp_type::Type,
+    ops: u64,
+) -> Option<&'static str> {
     // SAFETY: caller's contract; the function pointers are only read.
     let q = unsafe { &*qpx };
     let always = [

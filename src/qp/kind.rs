@@ -130,7 +130,7 @@ impl MulticastCapable for Ud {}
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))`, or, in generic code over the QP type `T`, add the bound `T: typed_verbs::qp::FixedDest`",
+    message = "a `{Self}` QP sends to an address: use `SendWr::send_to(wr_id, sgl, UdDest::new(&ah, qpn, qkey))` (in an extended QP's batch, `batch.send_to(wr_id, dest)`), or, in generic code over the QP type `T`, add the bound `T: typed_verbs::qp::FixedDest`",
     label = "a datagram QP needs a destination for every send"
 )]
 pub trait FixedDest: QpType + sealed::Sealed {}

@@ -42,11 +42,11 @@
 
 use super::*;
 use crate::ffi::qp_ex_call;
+use crate::mr::access::Bit;
 use crate::qp::ex::{
     HasCmpAndSwp, HasFetchAndAdd, HasRdmaRead, HasRdmaWrite, HasRdmaWriteWithImm, HasSend,
     HasSendWithImm, OpsFor,
 };
-use crate::mr::access::Bit;
 use crate::qp::Ex;
 
 const FENCE: u32 = 1;
@@ -103,7 +103,7 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
     #[inline]
     pub fn post_batch<X>(
         &mut self,
-        f: impl FnOnce(&mut PostBatch<T, O, SGE>) -> Result<X>,
+        f: impl FnOnce(&mut PostBatch<'_, T, O, SGE>) -> Result<X>,
     ) -> Result<X>
     where
         St: SendReady,
@@ -120,6 +120,7 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
             max_sge: caps.max_send_sge,
             sge_list_sums_first: quirks.sge_list_sums_first,
             _m: PhantomData,
+            _brand: PhantomData,
         };
         /// Ends the batch with `ibv_wr_abort` unless disarmed: on `Err` and on unwinding. Ours,
         /// on this frame: the closure cannot reach it to forget it.
@@ -159,7 +160,7 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
 /// use typed_verbs::{send_ops, wr::PostBatch};
 /// // A helper over any RC QP that has RDMA write: the bound names the op.
 /// fn write_all<O: typed_verbs::qp::ex::HasRdmaWrite>(
-///     batch: &mut PostBatch<Rc, O>,
+///     batch: &mut PostBatch<'_, Rc, O>,
 ///     parts: &[(Sge<'_>, RemoteAddr<typed_verbs::access!(REMOTE_WRITE)>)],
 /// ) -> Result<()> {
 ///     for (i, (sge, at)) in parts.iter().enumerate() {
@@ -178,7 +179,7 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
 /// a.post_batch(|batch| write_all(batch, &parts))?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-pub struct PostBatch<T, O, const SGE: usize = 1> {
+pub struct PostBatch<'b, T, O, const SGE: usize = 1> {
     qpx: *mut sys::ibv_qp_ex,
     qp: *mut sys::ibv_qp,
     /// Requests this batch may still take: `max_room` at the start.
@@ -190,13 +191,62 @@ pub struct PostBatch<T, O, const SGE: usize = 1> {
     sge_list_sums_first: bool,
     /// Not `Send` or `Sync`: the provider's lock is held by the thread that opened the batch.
     _m: PhantomData<(T, O, *mut ())>,
+    /// Invariant in `'b`, which each `post_batch` call chooses anew (the closure takes
+    /// `&mut PostBatch<'_, ..>` for every lifetime): two batches open at once (of two QPs, one
+    /// nested in the other's closure) have two types, so neither can be swapped into the other's
+    /// place and outlive its own batch there.
+    _brand: PhantomData<fn(&'b ()) -> &'b ()>,
 }
+
+/// The bound of [`PostBatch`]'s `Send` and `Sync` impls, which nothing implements: a batch
+/// stays on the thread that opened it (the provider's send-queue lock is that thread's, taken
+/// by `ibv_wr_start`), and the error says so.
+///
+/// ```
+/// # use typed_verbs::prelude::*;
+/// # use typed_verbs::send_ops;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
+/// # let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_inline_data(16).send_ops::<send_ops!(RDMA_WRITE)>().build()?;
+/// # let (e, f) = (qp.endpoint(1, 0)?, qp.endpoint(1, 0)?);
+/// # let mut qp = qp.connect(&e, &f, AccessFlags::REMOTE_WRITE)?;
+/// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+/// // What a batch posts may come from another thread; the batch itself stays here.
+/// let bytes = std::thread::spawn(|| *b"computed").join().unwrap();
+/// qp.post_batch(|batch| batch.rdma_write(1, mr.remote().at(0, 8).unwrap()).inline(&bytes))?;
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `PostBatch` cannot leave the thread that opened it: `ibv_wr_start` took the QP's send-queue lock on this thread, which `ibv_wr_complete` releases; build the work requests here, and send the data they carry to this thread instead",
+    label = "an extended QP's batch used on another thread",
+    note = "a batch lives inside the closure of `post_batch`, on the posting thread"
+)]
+pub trait PostBatchStaysOnItsThread: Sealed {}
+
+// SAFETY: never applies (no type implements `PostBatchStaysOnItsThread`, which is sealed): a
+// batch is neither Send nor Sync, as without these impls; they only name the reason in the error.
+unsafe impl<T: PostBatchStaysOnItsThread, O, const SGE: usize> Send for PostBatch<'_, T, O, SGE> {}
+// SAFETY: as above.
+unsafe impl<T: PostBatchStaysOnItsThread, O, const SGE: usize> Sync for PostBatch<'_, T, O, SGE> {}
+
+/// The QP types whose requests may carry `IBV_SEND_FENCE`: RC ("Valid only for QPs with
+/// Transport Service Type IBV_QPT_RC", ibv_post_send(3)).
+///
+/// ```
+/// fn fenced<T: typed_verbs::wr::FenceCapable>() {}
+/// fenced::<typed_verbs::Rc>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP cannot fence: IBV_SEND_FENCE is valid only on RC QPs (ibv_post_send(3)); drop `.fenced()`, or order the requests by their completions",
+    label = "no fence on this QP type"
+)]
+pub trait FenceCapable: QpType + Sealed {}
+impl FenceCapable for Rc {}
 
 /// One work request of a batch, made by an op method of [`PostBatch`] and posted into the batch
 /// by its data method, which consumes it. Until then nothing was called: a request dropped or
 /// forgotten here leaves no trace in the send queue.
 ///
-/// `K` is the op (`ops::Send`, `ops::RdmaWrite`, ...), which decides the data methods it has.
+/// `K` is the op (`ops::PlainSend`, `ops::RdmaWrite`, ...), which decides the data methods it has.
 ///
 /// ```
 /// # use typed_verbs::prelude::*;
@@ -216,8 +266,8 @@ pub struct PostBatch<T, O, const SGE: usize = 1> {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[must_use = "a work request is added to the batch only by its data method (`sge`, `sges`, `inline` or `result`)"]
-pub struct Wr<'p, 's, T, O, const SGE: usize, K> {
-    batch: &'p mut PostBatch<T, O, SGE>,
+pub struct Wr<'p, 'b, 's, T, O, const SGE: usize, K> {
+    batch: &'p mut PostBatch<'b, T, O, SGE>,
     wr_id: u64,
     flags: u32,
     op: K,
@@ -242,7 +292,7 @@ pub mod ops {
 
     /// `IBV_WR_SEND`.
     #[derive(Debug, Clone, Copy)]
-    pub struct Send;
+    pub struct PlainSend;
     /// `IBV_WR_SEND_WITH_IMM`, with the immediate data in host order.
     #[derive(Debug, Clone, Copy)]
     pub struct SendWithImm(pub(crate) u32);
@@ -257,12 +307,16 @@ pub mod ops {
     pub struct RdmaRead(pub(crate) RemoteAddr<Untyped>);
     /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the target, compare and swap.
     #[derive(Debug, Clone, Copy)]
-    pub struct CompareSwap(pub(crate) RemoteAddr<Untyped>, pub(crate) u64, pub(crate) u64);
+    pub struct CompareSwap(
+        pub(crate) RemoteAddr<Untyped>,
+        pub(crate) u64,
+        pub(crate) u64,
+    );
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: the target and the value to add.
     #[derive(Debug, Clone, Copy)]
     pub struct FetchAdd(pub(crate) RemoteAddr<Untyped>, pub(crate) u64);
 
-    impl Sealed for Send {}
+    impl Sealed for PlainSend {}
     impl Sealed for SendWithImm {}
     impl Sealed for RdmaWrite {}
     impl Sealed for RdmaWriteWithImm {}
@@ -271,7 +325,7 @@ pub mod ops {
     impl Sealed for FetchAdd {}
 
     // SAFETY (every `build` below): the trait's contract.
-    impl ExOp for Send {
+    impl ExOp for PlainSend {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
             unsafe { qp_ex_call!(qpx, wr_send) }
@@ -324,7 +378,7 @@ pub mod ops {
         label = "no inline data for this op"
     )]
     pub trait Sends: ExOp {}
-    impl Sends for Send {}
+    impl Sends for PlainSend {}
     impl Sends for SendWithImm {}
     impl Sends for RdmaWrite {}
     impl Sends for RdmaWriteWithImm {}
@@ -337,11 +391,26 @@ pub mod ops {
         label = "not SGEs this op can use"
     )]
     pub trait TakesSges<W>: ExOp {}
-    impl<W: Bit> TakesSges<W> for Send {}
+    impl<W: Bit> TakesSges<W> for PlainSend {}
     impl<W: Bit> TakesSges<W> for SendWithImm {}
     impl<W: Bit> TakesSges<W> for RdmaWrite {}
     impl<W: Bit> TakesSges<W> for RdmaWriteWithImm {}
-    impl TakesSges<crate::mr::access::Yes> for RdmaRead {}
+    impl<W: WritableByDevice> TakesSges<W> for RdmaRead {}
+
+    /// Whether the regions of SGEs whose `LOCAL_WRITE` is `Self` may be written by the device:
+    /// only [`Yes`](crate::mr::access::Yes). The bound of an RDMA read's SGEs, so that a read
+    /// into SGEs without `LOCAL_WRITE` is an error naming the right it lacks.
+    ///
+    /// ```
+    /// fn lands<K: typed_verbs::wr::ops::TakesSges<typed_verbs::access::Yes>>() {}
+    /// lands::<typed_verbs::wr::ops::RdmaRead>(); // into writable memory: fine
+    /// ```
+    #[diagnostic::on_unimplemented(
+        message = "an RDMA read lands in its SGEs, and these are of a region without LOCAL_WRITE (`Sge<'_, No>`): register the destination with `Access::LOCAL_WRITE`",
+        label = "the device would write here"
+    )]
+    pub trait WritableByDevice: Bit {}
+    impl WritableByDevice for crate::mr::access::Yes {}
 
     /// The atomics: one 8-byte [`AtomicResult`].
     pub trait Atomic: ExOp {}
@@ -355,16 +424,16 @@ pub mod ops {
         label = "no solicited event for this op"
     )]
     pub trait Solicitable: ExOp {}
-    impl Solicitable for Send {}
+    impl Solicitable for PlainSend {}
     impl Solicitable for SendWithImm {}
     impl Solicitable for RdmaWriteWithImm {}
 }
 
 use ops::ExOp;
 
-impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
+impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     #[inline(always)]
-    fn wr<'p, 's, K: ExOp>(&'p mut self, wr_id: u64, op: K) -> Wr<'p, 's, T, O, SGE, K> {
+    fn wr<'p, 's, K: ExOp>(&'p mut self, wr_id: u64, op: K) -> Wr<'p, 'b, 's, T, O, SGE, K> {
         Wr {
             batch: self,
             wr_id,
@@ -394,7 +463,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     }
 }
 
-impl<T: FixedDest, O, const SGE: usize> PostBatch<T, O, SGE> {
+impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     /// `ibv_wr_send`: an `IBV_WR_SEND` of the data its [`Wr`] is given.
     ///
     /// ```
@@ -412,11 +481,12 @@ impl<T: FixedDest, O, const SGE: usize> PostBatch<T, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send(&mut self, wr_id: u64) -> Wr<'_, 'static, T, O, SGE, ops::Send>
+    pub fn send(&mut self, wr_id: u64) -> Wr<'_, 'b, 'static, T, O, SGE, ops::PlainSend>
     where
+        T: FixedDest,
         O: HasSend,
     {
-        self.wr(wr_id, ops::Send)
+        self.wr(wr_id, ops::PlainSend)
     }
 
     /// `ibv_wr_send_imm`: an `IBV_WR_SEND_WITH_IMM` carrying `imm` (host order).
@@ -436,15 +506,20 @@ impl<T: FixedDest, O, const SGE: usize> PostBatch<T, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send_with_imm(&mut self, wr_id: u64, imm: u32) -> Wr<'_, 'static, T, O, SGE, ops::SendWithImm>
+    pub fn send_with_imm(
+        &mut self,
+        wr_id: u64,
+        imm: u32,
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::SendWithImm>
     where
+        T: FixedDest,
         O: HasSendWithImm,
     {
         self.wr(wr_id, ops::SendWithImm(imm))
     }
 }
 
-impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
+impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     /// `ibv_wr_rdma_write`: an `IBV_WR_RDMA_WRITE` of the data its [`Wr`] is given to `remote`.
     ///
     /// ```
@@ -465,7 +540,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         &mut self,
         wr_id: u64,
         remote: RemoteAddr<A>,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::RdmaWrite>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::RdmaWrite>
     where
         O: HasRdmaWrite,
     {
@@ -495,7 +570,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         wr_id: u64,
         remote: RemoteAddr<A>,
         imm: u32,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::RdmaWriteWithImm>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::RdmaWriteWithImm>
     where
         O: HasRdmaWriteWithImm,
     {
@@ -522,7 +597,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         &mut self,
         wr_id: u64,
         remote: RemoteAddr<A>,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::RdmaRead>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::RdmaRead>
     where
         O: HasRdmaRead,
     {
@@ -553,11 +628,14 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         target: AtomicTarget,
         compare: u64,
         swap: u64,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::CompareSwap>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::CompareSwap>
     where
         O: HasCmpAndSwp,
     {
-        self.wr(wr_id, ops::CompareSwap(target.addr().erase(), compare, swap))
+        self.wr(
+            wr_id,
+            ops::CompareSwap(target.addr().erase(), compare, swap),
+        )
     }
 
     /// `ibv_wr_atomic_fetch_add` on the 8 bytes at `target`; the old value lands in the
@@ -583,7 +661,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         wr_id: u64,
         target: AtomicTarget,
         add: u64,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::FetchAdd>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::FetchAdd>
     where
         O: HasFetchAndAdd,
     {
@@ -591,7 +669,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     }
 }
 
-impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
+impl<'b, O, const SGE: usize> PostBatch<'b, Ud, O, SGE> {
     /// `ibv_wr_send` with `ibv_wr_set_ud_addr(dest)`: a UD send, whose address is mandatory.
     ///
     /// ```
@@ -607,13 +685,17 @@ impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send_to<'s>(&mut self, wr_id: u64, dest: UdDest<'s>) -> Wr<'_, 's, Ud, O, SGE, ops::Send>
+    pub fn send_to<'s>(
+        &mut self,
+        wr_id: u64,
+        dest: UdDest<'s>,
+    ) -> Wr<'_, 'b, 's, Ud, O, SGE, ops::PlainSend>
     where
         O: HasSend,
     {
         Wr {
             ud: Some(dest),
-            ..self.wr(wr_id, ops::Send)
+            ..self.wr(wr_id, ops::PlainSend)
         }
     }
 
@@ -637,7 +719,7 @@ impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
         wr_id: u64,
         dest: UdDest<'s>,
         imm: u32,
-    ) -> Wr<'_, 's, Ud, O, SGE, ops::SendWithImm>
+    ) -> Wr<'_, 'b, 's, Ud, O, SGE, ops::SendWithImm>
     where
         O: HasSendWithImm,
     {
@@ -648,7 +730,7 @@ impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
     }
 }
 
-impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
+impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
     /// `IBV_SEND_SIGNALED`: a completion for this request even when the QP was not created
     /// with `sq_sig_all`.
     ///
@@ -693,7 +775,7 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
     #[inline(always)]
     pub fn fenced(mut self) -> Self
     where
-        T: ReliableOnly,
+        T: FenceCapable,
     {
         self.flags |= FENCE;
         self
@@ -840,12 +922,12 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
     }
 }
 
-impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
+impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
     /// `ibv_wr_set_sge`: the request's data is the bytes `sge` names (a send's or write's
     /// source; an RDMA read's destination, which needs `LOCAL_WRITE`).
     ///
     /// # Errors
-    /// As for [`sges`](Self::sges).
+    /// As for [`sges`](Self::sges), but `num_sge` and the provider bug, which one SGE cannot meet.
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -960,8 +1042,12 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
     }
 }
 
-impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, T, O, SGE, K> {
+impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, '_, T, O, SGE, K> {
     /// `ibv_wr_set_sge` of `result`: where the atomic's old value lands, 8 bytes by type.
+    ///
+    /// # Errors
+    /// [`Verb::WrPost`], before any call for this request: [`ErrorKind::OutOfRange`] naming
+    /// `work requests in one batch` (more than `max_send_wr`).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -981,5 +1067,59 @@ impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, T, O, SGE, K> {
         let sge = result.sge();
         let sge = Sge::erase_list(std::slice::from_ref(&sge));
         self.post_sge(&sge[0])
+    }
+}
+
+#[cfg(all(test, feature = "software-device"))]
+mod tests {
+    use super::*;
+    use crate::mr::Mr;
+
+    /// Where the provider sums an SGE list wrong (rxe before rdma-core 64), a list of unequal
+    /// lengths is refused before any call, naming the bug; one of equal lengths is not refused
+    /// for it. The batch here has no QP: the refusal must come before the first call.
+    #[test]
+    fn unequal_sge_lists_are_refused_where_the_provider_sums_them_wrong() {
+        let ctx = crate::device::Context::open("sw0").unwrap();
+        let pd = crate::pd::Pd::new(&ctx).unwrap();
+        let mr = Mr::new(&pd, vec![0u8; 64], crate::mr::access::Access::LOCAL_WRITE).unwrap();
+        let mut batch = PostBatch::<
+            '_,
+            Rc,
+            crate::qp::ex::SendOpSet<false, false, true, false, false, false, false>,
+            4,
+        > {
+            qpx: std::ptr::null_mut(),
+            qp: std::ptr::null_mut(),
+            room: 0, // a request that passed the SGE check would be refused for room, not called
+            max_room: 0,
+            max_inline: 0,
+            max_sge: 4,
+            sge_list_sums_first: true,
+            _m: PhantomData,
+            _brand: PhantomData,
+        };
+        let unequal = [mr.sge(0..8).unwrap(), mr.sge(8..24).unwrap()];
+        let e = batch.send(1).sges(&unequal).unwrap_err();
+        assert_eq!(e.verb, Verb::WrPost);
+        assert!(
+            matches!(e.kind, ErrorKind::ProviderBug(b) if b.contains("rdma-core 64")),
+            "{e}"
+        );
+        let equal = [mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()];
+        let e = batch.send(2).sges(&equal).unwrap_err();
+        assert!(
+            matches!(
+                e.kind,
+                ErrorKind::OutOfRange {
+                    what: "work requests in one batch (cap.max_send_wr)",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        batch.sge_list_sums_first = false;
+        let e = batch.send(3).sges(&unequal).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::OutOfRange { .. }), "{e}");
     }
 }

@@ -11,6 +11,7 @@ mod cq;
 mod cq_ex;
 mod data_typed;
 mod events;
+mod ex_qp;
 mod ownership;
 mod poll_loop;
 mod qp_state;
