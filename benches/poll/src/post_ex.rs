@@ -54,14 +54,26 @@ pub fn ex_pair<'a>(pd: &'a Pd<'_>, cq: &'a Cq<'a>) -> typed_verbs::Result<ExPair
     Ok(ExPair { a, b, cq })
 }
 
-/// The sender's `struct ibv_qp_ex`, for the C side. The QP is the `qp_base` member at the start
-/// of its `struct ibv_qp_ex` (verbs.h: `ibv_qp_to_qp_ex` is that cast for every provider of
-/// rdma-core, whose `struct verbs_qp` is a union of the two), on the software device as well;
-/// checked here against the function pointers the C side calls.
+/// The sender's `struct ibv_qp_ex`, for the C side, taken once before the measured calls: the QP
+/// itself, whose `struct ibv_qp` is the `qp_base` at the start of its `struct ibv_qp_ex` (what
+/// libibverbs' `ibv_qp_to_qp_ex` returns for every provider: rdma-core's `struct verbs_qp` is a
+/// union of the two; the software device lays its QPs out the same way). Checked against
+/// `ibv_qp_to_qp_ex` when that finds the QP extended, and against the function pointers the C
+/// side calls.
 pub fn raw_qpx(qp: &ExQp<'_>) -> *mut sys::ibv_qp_ex {
     let qpx = qp.as_raw().cast::<sys::ibv_qp_ex>();
-    // SAFETY: a live extended QP, whose ibv_qp_ex begins with its ibv_qp (see above); only its
-    // function pointers are read.
+    // SAFETY: a live QP, laid out as a `struct verbs_qp`; the function reads its comp_mask.
+    let by_libibverbs = unsafe { sys::ibv_qp_to_qp_ex(qp.as_raw()) };
+    if by_libibverbs.is_null() {
+        eprintln!(
+            "post_ex: libibverbs' ibv_qp_to_qp_ex finds no extended QP (the device's \
+             verbs_qp.comp_mask lacks VERBS_QP_EX, 1 << 1); using the QP's own ibv_qp_ex"
+        );
+    } else {
+        assert_eq!(by_libibverbs, qpx, "ibv_qp_to_qp_ex");
+    }
+    // SAFETY: a live extended QP, its ibv_qp_ex at its start (above); only its function
+    // pointers are read.
     let q = unsafe { &*qpx };
     assert!(
         q.wr_start.is_some()
@@ -72,7 +84,7 @@ pub fn raw_qpx(qp: &ExQp<'_>) -> *mut sys::ibv_qp_ex {
             && q.wr_rdma_write.is_some()
             && q.wr_rdma_read.is_some()
             && q.wr_atomic_fetch_add.is_some(),
-        "the QP is not at the start of its struct ibv_qp_ex"
+        "the extended QP lacks an operation the C side calls"
     );
     qpx
 }
