@@ -243,6 +243,12 @@ fn creation_per_qp_type_and_the_builders_installed() {
                 unsafe { (*qp).qp_num },
                 "qp_base is the QP"
             );
+            // libibverbs' own ibv_qp_to_qp_ex reads `struct verbs_qp`'s comp_mask for
+            // VERBS_QP_EX (1 << 1): the software device's QPs start as that struct does, so it
+            // answers the same, here and for the legacy QP below.
+            // SAFETY: a live QP, whose memory starts as a `struct verbs_qp` on both backends.
+            let by_libibverbs = unsafe { typed_verbs::ffi::sys::ibv_qp_to_qp_ex(qp) };
+            assert_eq!(by_libibverbs, x as *const _ as *mut _, "libibverbs' ibv_qp_to_qp_ex");
             let has = |bit: ops| want & u64::from(bit.0) != 0;
             let builders = [
                 (
@@ -310,6 +316,11 @@ fn a_legacy_qp_has_no_qp_ex() {
     assert!(
         unsafe { raw::ibv_qp_to_qp_ex(legacy.raw) }.is_none(),
         "ibv_create_qp"
+    );
+    // SAFETY: as above; libibverbs' function reads the QP's `struct verbs_qp`.
+    assert!(
+        unsafe { typed_verbs::ffi::sys::ibv_qp_to_qp_ex(legacy.raw) }.is_null(),
+        "libibverbs' ibv_qp_to_qp_ex of a legacy QP"
     );
     // ibv_create_qp_ex with the PD alone is the legacy create (verbs.h).
     let cq = e.cq();

@@ -12,8 +12,9 @@ impl<T> std::ops::Deref for CacheLine<T> {
     }
 }
 
-/// `VERBS_QP_EX` of libibverbs' `struct verbs_qp` (driver.h): the QP has a `struct ibv_qp_ex`.
-pub(in crate::backend::software) const VERBS_QP_EX: u32 = 1;
+/// `VERBS_QP_EX` of libibverbs' `struct verbs_qp` (driver.h, `enum verbs_qp_mask`: `VERBS_QP_XRCD` is
+/// `1 << 0`): the QP has a `struct ibv_qp_ex`.
+pub(in crate::backend::software) const VERBS_QP_EX: u32 = 1 << 1;
 
 /// A queue pair. It starts as libibverbs' `struct verbs_qp` does (driver.h: a union of
 /// `ibv_qp` and `ibv_qp_ex`, then `uint32_t comp_mask` and `struct verbs_xrcd *xrcd`), so that
