@@ -34,12 +34,35 @@ const PROBE: &str = r#"
 #define S(t) V(SIZEOF_##t, sizeof(struct t)) V(ALIGNOF_##t, _Alignof(struct t))
 #define O(t, f) V(OFFSETOF_##t##_##f, offsetof(struct t, f))
 #define P(t, name, path) V(OFFSETOF_##t##_##name, offsetof(struct t, path))
+/* libibverbs' struct verbs_qp (driver.h, not installed), which the software QP begins as. */
+struct verbs_qp {
+	union { struct ibv_qp qp; struct ibv_qp_ex qp_ex; };
+	uint32_t comp_mask;
+	struct verbs_xrcd *xrcd;
+};
 S(ibv_wc) O(ibv_wc, wr_id) O(ibv_wc, status) O(ibv_wc, opcode) O(ibv_wc, vendor_err)
 O(ibv_wc, byte_len) O(ibv_wc, imm_data) O(ibv_wc, qp_num) O(ibv_wc, src_qp) O(ibv_wc, wc_flags)
 O(ibv_wc, pkey_index) O(ibv_wc, slid) O(ibv_wc, sl) O(ibv_wc, dlid_path_bits)
 V(SIZEOF_ibv_gid, sizeof(union ibv_gid)) V(ALIGNOF_ibv_gid, _Alignof(union ibv_gid))
 S(ibv_cq_ex) O(ibv_cq_ex, status) O(ibv_cq_ex, wr_id) O(ibv_cq_ex, start_poll)
 O(ibv_cq_ex, read_completion_wallclock_ns)
+S(ibv_qp_ex) O(ibv_qp_ex, qp_base) O(ibv_qp_ex, comp_mask) O(ibv_qp_ex, wr_id) O(ibv_qp_ex, wr_flags)
+O(ibv_qp_ex, wr_atomic_cmp_swp) O(ibv_qp_ex, wr_atomic_fetch_add) O(ibv_qp_ex, wr_bind_mw)
+O(ibv_qp_ex, wr_local_inv) O(ibv_qp_ex, wr_rdma_read) O(ibv_qp_ex, wr_rdma_write)
+O(ibv_qp_ex, wr_rdma_write_imm) O(ibv_qp_ex, wr_send) O(ibv_qp_ex, wr_send_imm)
+O(ibv_qp_ex, wr_send_inv) O(ibv_qp_ex, wr_send_tso) O(ibv_qp_ex, wr_set_ud_addr)
+O(ibv_qp_ex, wr_set_xrc_srqn) O(ibv_qp_ex, wr_set_inline_data) O(ibv_qp_ex, wr_set_inline_data_list)
+O(ibv_qp_ex, wr_set_sge) O(ibv_qp_ex, wr_set_sge_list) O(ibv_qp_ex, wr_start)
+O(ibv_qp_ex, wr_complete) O(ibv_qp_ex, wr_abort) O(ibv_qp_ex, wr_atomic_write)
+S(ibv_qp_init_attr_ex) O(ibv_qp_init_attr_ex, qp_context) O(ibv_qp_init_attr_ex, send_cq)
+O(ibv_qp_init_attr_ex, recv_cq) O(ibv_qp_init_attr_ex, srq) O(ibv_qp_init_attr_ex, cap)
+O(ibv_qp_init_attr_ex, qp_type) O(ibv_qp_init_attr_ex, sq_sig_all) O(ibv_qp_init_attr_ex, comp_mask)
+O(ibv_qp_init_attr_ex, pd) O(ibv_qp_init_attr_ex, create_flags) O(ibv_qp_init_attr_ex, send_ops_flags)
+O(ibv_qp_init_attr, qp_context) O(ibv_qp_init_attr, send_cq) O(ibv_qp_init_attr, recv_cq)
+O(ibv_qp_init_attr, srq) O(ibv_qp_init_attr, cap) O(ibv_qp_init_attr, qp_type)
+O(ibv_qp_init_attr, sq_sig_all)
+S(ibv_data_buf) O(ibv_data_buf, addr) O(ibv_data_buf, length)
+S(verbs_qp) O(verbs_qp, qp) O(verbs_qp, qp_ex) O(verbs_qp, comp_mask) O(verbs_qp, xrcd)
 S(ibv_cq) S(ibv_context) S(ibv_qp) S(ibv_srq) S(ibv_pd) S(ibv_comp_channel)
 S(ibv_qp_init_attr) S(ibv_srq_init_attr) S(ibv_cq_init_attr_ex) S(ibv_device_attr)
 S(ibv_port_attr)

@@ -8,7 +8,8 @@
 #
 # 1. Builds `callgrind_poll` with the `bench-callgrind` profile (the release profile plus
 #    `debug = 1`, defined in the root Cargo.toml; `--release` itself is unchanged) into
-#    target/bench-callgrind/.
+#    target/bench-callgrind/ (under $CARGO_TARGET_DIR when it is set; the reports stay in
+#    target/bench/).
 # 2. Runs each variant under callgrind, collecting only inside its drain function
 #    (--toggle-collect=<fn>): `rounds` drains of N = 4096 completions each; the fills are not
 #    counted. Output: target/bench/callgrind.<variant>.out, and callgrind_annotate's inclusive
@@ -23,9 +24,11 @@
 # 4. Unless --no-criterion: `cargo bench -p typed-verbs-bench` (criterion, about 15 s of
 #    measuring), and the time per completion it estimated for each variant.
 # 5. Prints the table and writes it as markdown to target/bench/poll.md.
-# 6. The post_send benchmark (target/bench/post.md), the zero-copy receive benchmark (slots
-#    against the copy path and C, target/bench/recv.md), then, unless --no-criterion, the safe
-#    copies into and out of registered memory against memcpy (target/bench/copy.md).
+# 6. The post_send benchmark (target/bench/post.md), the extended post path (post_batch against
+#    C's ibv_wr_* calls, in sessions of 1 and 16: target/bench/post_ex.md, and the line
+#    `post-ex own typed/C worst = R`), the zero-copy receive benchmark (slots against the copy
+#    path and C, target/bench/recv.md), then, unless --no-criterion, the safe copies into and
+#    out of registered memory against memcpy (target/bench/copy.md).
 #
 # Installs missing system packages first (scripts/setup.sh, and valgrind).
 set -euo pipefail
@@ -85,11 +88,13 @@ declare -A LABEL=(
 )
 PROVIDER='^typed_verbs::backend::software::cq::'
 out=target/bench
+# Where cargo puts what it builds (the binaries and criterion's estimates).
+tgt=${CARGO_TARGET_DIR:-target}
 mkdir -p "$out"
 
 echo "bench: building callgrind_poll (profile bench-callgrind)"
 cargo build -q -p typed-verbs-bench --profile bench-callgrind --bin callgrind_poll
-bin=target/bench-callgrind/callgrind_poll
+bin=$tgt/bench-callgrind/callgrind_poll
 
 # Reads a callgrind output file (one event: Ir) and prints `total`, `provider` (the inclusive Ir
 # of the calls from functions outside the provider into functions matching $PROVIDER) and one
@@ -176,7 +181,7 @@ if [ "$criterion" -eq 1 ]; then
     echo "bench: criterion: cargo bench -p typed-verbs-bench"
     cargo bench -p typed-verbs-bench --bench poll
     for v in "${VARIANTS[@]}"; do
-        est=target/criterion/poll/$v/new/estimates.json
+        est=$tgt/criterion/poll/$v/new/estimates.json
         if [ -f "$est" ]; then
             # criterion's reported time per iteration (its slope estimate, else the mean), in ns;
             # one iteration drains N completions.
@@ -252,7 +257,7 @@ POSTS=1024
 PROVIDER='^typed_verbs::backend::software::'
 echo "bench: building callgrind_post (profile bench-callgrind)"
 cargo build -q -p typed-verbs-bench --profile bench-callgrind --bin callgrind_post
-post_bin=target/bench-callgrind/callgrind_post
+post_bin=$tgt/bench-callgrind/callgrind_post
 OPCODES=(send send_imm rdma_write rdma_read fetch_add)
 declare -A TYPED_SYM=([send]=typed_post_send [send_imm]=typed_post_send_imm [rdma_write]=typed_post_write
     [rdma_read]=typed_post_read [fetch_add]=typed_post_fetch_add)
@@ -300,6 +305,81 @@ cat "$out/post.md"
 echo "bench: written to $out/post.md"
 
 # ---------------------------------------------------------------------------------------------
+# The extended post benchmark (benches/poll/src/post_ex.rs): the typed Qp::post_batch of each op
+# against C making the same ibv_wr_* calls (c/post_ex.c: ibv_wr_start, per request qpx->wr_id,
+# qpx->wr_flags, the op's builder and ibv_wr_set_sge, then ibv_wr_complete), on an RC pair on
+# sw0 whose sender is an extended QP, in sessions of 1 and of 16 requests, each signaled. Each
+# session is one call of a #[no_mangle] function that callgrind counts alone; the receives and
+# the draining of the CQ are outside it. "provider" is the software device's functions the
+# session calls (its qp_ex ops and what they call, $PROVIDER as for post_send), the same for
+# both; "own" is the rest, per request.
+EX_POSTS=1024 # a multiple of every session size
+EX_SESSIONS=(1 16)
+echo "bench: building callgrind_post_ex (profile bench-callgrind)"
+cargo build -q -p typed-verbs-bench --profile bench-callgrind --bin callgrind_post_ex
+post_ex_bin=$tgt/bench-callgrind/callgrind_post_ex
+declare -A EX_NAME=([send]=send [send_imm]=send_imm [rdma_write]=write [rdma_read]=read
+    [fetch_add]=fetch_add)
+declare -A EX_OWN EX_TOTAL
+for op in "${OPCODES[@]}"; do
+    for k in "${EX_SESSIONS[@]}"; do
+        for variant in typed c; do
+            sym=${variant}_ex_${EX_NAME[$op]}_$k
+            file=$out/callgrind.post_ex.$op.$k.$variant.out
+            if ! valgrind --tool=callgrind --toggle-collect="$sym" --callgrind-out-file="$file" \
+                "$post_ex_bin" "$op" "$variant" "$k" "$EX_POSTS" >/dev/null \
+                2>"$out/callgrind.post_ex.$op.$k.$variant.log"; then
+                echo "bench: post_ex $op $variant (sessions of $k) failed:" >&2
+                tail -n 5 "$out/callgrind.post_ex.$op.$k.$variant.log" >&2
+                exit 1
+            fi
+            costs=$(callgrind_costs "$file")
+            total=$(awk '$1 == "total" { print $2 }' <<<"$costs")
+            prov=$(awk '$1 == "provider" { print $2 }' <<<"$costs")
+            if [ -z "$total" ] || [ "$total" -eq 0 ]; then
+                echo "bench: post_ex $op $variant: callgrind collected nothing inside $sym" >&2
+                exit 1
+            fi
+            EX_TOTAL[$op.$k.$variant]=$total
+            EX_OWN[$op.$k.$variant]=$((total - prov))
+        done
+    done
+done
+ex_per() { awk -v a="$1" -v n="$EX_POSTS" 'BEGIN { printf "%.2f", a / n }'; }
+ex_worst=$(for op in "${OPCODES[@]}"; do
+    for k in "${EX_SESSIONS[@]}"; do
+        awk -v a="${EX_OWN[$op.$k.typed]}" -v b="${EX_OWN[$op.$k.c]}" 'BEGIN { printf "%.6f\n", a / b }'
+    done
+done | sort -g | tail -n 1)
+ex_worst=$(awk -v r="$ex_worst" 'BEGIN { printf "%.2f", r }')
+{
+    echo "## Extended post path: post_batch against C making the same ibv_wr_* calls"
+    echo
+    echo "Instructions per request under callgrind ($EX_POSTS requests per variant, RC pair on sw0, the"
+    echo "sender an extended QP, each request signaled), in sessions (ibv_wr_start .. ibv_wr_complete)"
+    echo "of 1 and of 16 requests: *own* is opening the session, setting each request's wr_id and"
+    echo "flags, calling its builder and ibv_wr_set_sge, and closing it; *total* adds the software"
+    echo "device's qp_ex functions (the same for both)."
+    echo
+    echo "| op | session size | typed own | C own | typed total | C total | own typed/C |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for op in "${OPCODES[@]}"; do
+        for k in "${EX_SESSIONS[@]}"; do
+            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$op" "$k" \
+                "$(ex_per "${EX_OWN[$op.$k.typed]}")" "$(ex_per "${EX_OWN[$op.$k.c]}")" \
+                "$(ex_per "${EX_TOTAL[$op.$k.typed]}")" "$(ex_per "${EX_TOTAL[$op.$k.c]}")" \
+                "$(awk -v a="${EX_OWN[$op.$k.typed]}" -v b="${EX_OWN[$op.$k.c]}" 'BEGIN { printf "%.2f", a / b }')"
+        done
+    done
+    echo
+    echo "Worst own typed/C: $ex_worst (target <= 1.00: $(verdict "$ex_worst" "<=" 1))."
+} >"$out/post_ex.md"
+echo
+cat "$out/post_ex.md"
+echo "bench: written to $out/post_ex.md"
+echo "post-ex own typed/C worst = $ex_worst"
+
+# ---------------------------------------------------------------------------------------------
 # The receive benchmark (benches/poll/src/recv.rs): one zero-copy receive (post, completion,
 # reading the bytes) with slots (`post_recv_slot`, a `completion_record!` loop with `slot`),
 # with today's copy path (`post_recv` into a plain region, a generated loop, `Mr::read`), and in
@@ -310,7 +390,7 @@ RECV_ROUNDS=16
 RECV_DEPTH=64 # typed_verbs_bench::recv::DEPTH
 echo "bench: building callgrind_recv (profile bench-callgrind)"
 cargo build -q -p typed-verbs-bench --profile bench-callgrind --bin callgrind_recv
-recv_bin=target/bench-callgrind/callgrind_recv
+recv_bin=$tgt/bench-callgrind/callgrind_recv
 RECV_VARIANTS=(slot copy c)
 declare -A RECV_POST=([slot]=slot_post_recv [copy]=copy_post_recv [c]=c_recv_post)
 declare -A RECV_DRAIN=([slot]=slot_drain [copy]=copy_drain [c]=c_recv_drain)
@@ -365,7 +445,7 @@ if [ "$criterion" -eq 1 ]; then
                 match($0, /"mean":\{"confidence_interval":\{[^}]*\},"point_estimate":[0-9.e+-]+/)) {
                 s = substr($0, RSTART, RLENGTH); sub(/.*:/, "", s); print s
             }
-        }' "target/criterion/mr_copy/$1/new/estimates.json"
+        }' "$tgt/criterion/mr_copy/$1/new/estimates.json"
     }
     gbps() { awk -v b="$1" -v ns="$2" 'BEGIN { printf "%.2f", b / ns }'; }
     {

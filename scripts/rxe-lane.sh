@@ -17,13 +17,15 @@
 # rdmacm-utils and perftest: rping, ucmatose, udaddy and ib_send_bw run once as health checks of
 # rdma_cm and perftest in the VM, and the tests get TYPED_VERBS_CM_ADDR=10.0.0.1 (rxe0's address).
 # Last, scripts/guest/perf-compare.sh runs perftest's ib_send_bw, ib_write_bw, ib_send_lat and
-# ib_write_lat and the typed tools (tv_*, release builds) alternately on rxe0 and prints one table
-# of ratios (step perf-compare: passes when every run ran and parsed; ratios reported, not gated,
-# unless grossly off at most sizes: see the script's header).
+# ib_write_lat and the typed tools (tv_*, release builds) alternately on rxe0, the typed tools in
+# both posting methods (by default the extended QP's ibv_wr_*, and once per size with
+# --use_old_post_send, ibv_post_send, perftest's own method on rxe), and prints one table of
+# ratios with both (step perf-compare: passes when every run ran and parsed; ratios reported, not
+# gated, unless grossly off at most sizes: see the script's header).
 #
 # Usage: bash scripts/rxe-lane.sh [--keep-going]
-#   RXE_LANE_TIMEOUT   seconds the VM may run (default 600: the perftest comparison takes one to
-#                      three minutes, by the machine's load)
+#   RXE_LANE_TIMEOUT   seconds the VM may run (default 600: the perftest comparison takes one and
+#                      a quarter to four minutes, by the machine's load)
 #   RXE_LANE_EXTRA     more programs (host paths, space-separated) to run in the VM like tests
 #   RXE_LANE_PERF_ONLY =1: only rxe0 and the perftest comparison (for measuring)
 #   PERF_*             passed to scripts/guest/perf-compare.sh in the VM (PERF_REPS, PERF_ITERS, ...)
@@ -317,8 +319,9 @@ interop "$(chk --probe=ibv-N-s16:server ibv_rc_pingpong -N -c)" "$(chk --probe=i
 interop "$(chk --probe=typed-N-s16-vs-ibv-N:server /examples/rc_pingpong -N -c)" "$(chk --probe=typed-N-s16-vs-ibv-N:client ibv_rc_pingpong -N -c)" -s 16 -n 100
 interop "$(chk --probe=ibv-N-s16-vs-typed-N:server ibv_rc_pingpong -N -c)" "$(chk --probe=ibv-N-s16-vs-typed-N:client /examples/rc_pingpong -N -c)" -s 16 -n 100
 # --- end of rc_pingpong -N's steps
-# perftest's ib_send_bw, ib_write_bw, ib_send_lat, ib_write_lat against the typed tools, one
-# after the other at 4 B, 4 KiB and 64 KiB, server and client on rxe0: one table of ratios.
+# perftest's ib_send_bw, ib_write_bw, ib_send_lat, ib_write_lat against the typed tools (their
+# default posting method and --use_old_post_send), one after the other at 4 B, 4 KiB and
+# 64 KiB, server and client on rxe0: one table of ratios.
 . /etc/perf-compare.env
 step perf-compare perf-compare.sh both
 echo "LANE: DONE"

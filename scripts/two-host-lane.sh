@@ -116,10 +116,12 @@ STEPS+=(
 # - The typed perf tools side by side with perftest (release builds, as perftest's), across
 #   the wire: perf-compare.sh's server in one VM, its client (which retries its connections and
 #   prints the table of ratios) in the other, on ports of its own from 40000 on. On by default
-#   (TWO_HOST_LANE_PERF=0 leaves it out): one pair per size (PERF_REPS=1 unless set), about
-#   110 s a direction. Across the wire the ratios are reported, not gated (PERF_GATE=0 unless
-#   set): under TCG a stall of either VM decides a single latency run, and the figure is the
-#   ratio in one run, read by a person; the single-VM lane keeps the gate.
+#   (TWO_HOST_LANE_PERF=0 leaves it out): one pair per size (PERF_REPS=1 unless set), and the
+#   typed tool once more with --use_old_post_send (PERF_OLD_REPS=1; 0 leaves it out): both
+#   posting methods in the table, about 165 s a direction. Across the wire the ratios are
+#   reported, not gated (PERF_GATE=0 unless set): under TCG a stall of either VM decides a
+#   single latency run, and the figure is the ratio in one run, read by a person; the single-VM
+#   lane keeps the gate.
 if [ -f scripts/guest/perf-compare.sh ] && [ -f examples/tv_send_bw.rs ] && [ "${TWO_HOST_LANE_PERF:-1}" = 1 ]; then
     RELEASE_EXAMPLES+=(tv_send_bw tv_write_bw tv_send_lat tv_write_lat)
     GUEST_SCRIPTS+=(scripts/guest/perf-compare.sh)

@@ -160,8 +160,8 @@ pub use wr::{PostBatch, PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 pub mod prelude {
     pub use crate::{
         access, completion_record, send_ops, wc_flags, Access, AccessFlags, AddressVector, AltPath,
-        AnyCq, CompChannel, ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Endpoint, Error, Ex,
-        ErrorState, Gid, GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd,
+        AnyCq, CompChannel, ConnectedInit, ConnectedInitModify, Context, Cq, CqEx, Endpoint, Error,
+        ErrorState, Ex, Gid, GlobalRoute, HugeBuf, Init, Mr, Mtu, OwnRq, PageBuf, PathMigState, Pd,
         Poller, Qp, QpThreading, RawPacket, RawPacketInit, Rc, RcRtr, RcRts, RcRtsModify, Received,
         RemoteAddr, RemoteMr, Reset, Result, Rtr, Rts, SendWr, Sge, Shared, SingleThreaded, Slot,
         SlotCq, SlotRq, SlotSrq, SqPsn, Srq, Standard, Uc, UcRtr, UcRtsModify, Ud, UdDest, UdInit,

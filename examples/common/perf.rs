@@ -17,6 +17,17 @@
 //! byte each way). The TCP connection stays open: the sides synchronise again before and after
 //! each message size, outside the timed loops.
 //!
+//! # The posting method (`--use_old_post_send`)
+//!
+//! As perftest, the tools post through the extended QP (ibv_wr_post(3): `ibv_wr_start`, the
+//! request, `ibv_wr_complete`; the typed `Qp::post_batch`, one request per batch as perftest's
+//! `post_list` 1) when the device has it, and through the legacy `ibv_post_send` with
+//! `--use_old_post_send` or when creating the extended QP fails with
+//! `ErrorKind::SendOpsUnsupported` (siw, irdma, mlx4, qedr). The banner says which, as
+//! perftest's: `ibv_wr* API     : ON` or `OFF`. (perftest also keeps the legacy path for
+//! devices missing from its own list, rxe among them: on rxe, perftest posts with
+//! `ibv_post_send` and the typed tools, by default, with `ibv_wr_*`.)
+//!
 //! # Connection through rdma_cm (`-R`)
 //!
 //! The connection is perftest's default, a TCP exchange; `-R` (perftest's connection through
@@ -33,9 +44,9 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use typed_verbs::{
-    access, Access, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Gid, GlobalRoute, Mr,
-    Mtu, NoFields, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr, RemoteMr, Rts, SendWr,
-    Sge, SingleThreaded,
+    access, send_ops, Access, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, ErrorKind,
+    Ex, Gid, GlobalRoute, Mr, Mtu, NoFields, OwnRq, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, RemoteAddr,
+    RemoteMr, Rts, SendWr, Sge, SingleThreaded,
 };
 
 /// perftest's `MAX_SIZE`: `-a` runs 2 B to 8 MiB.
@@ -141,6 +152,9 @@ pub struct Opts {
     pub server_name: Option<String>,
     /// `--self`: server and client on two threads of this process.
     pub self_test: bool,
+    /// `--use_old_post_send`: post with the legacy `ibv_post_send`, not the extended QP's
+    /// `ibv_wr_*`.
+    pub use_old_post_send: bool,
 }
 
 fn usage(t: &Tool) -> String {
@@ -181,6 +195,7 @@ fn usage(t: &Tool) -> String {
     ));
     line(" -x, --gid-index=<index>    Test uses GID with GID index".into());
     line("     --self                 Server and client on two threads of this process".into());
+    line("     --use_old_post_send    Use old post send flow (ibv_post_send, not ibv_wr_*)".into());
     u
 }
 
@@ -216,9 +231,10 @@ pub fn parse_args(t: &Tool, args: impl IntoIterator<Item = String>) -> Result<Op
         rdma_cm: false,
         server_name: None,
         self_test: false,
+        use_old_post_send: false,
     };
     let bad = |msg: &str| refuse(t.name, &usage(t), msg);
-    let opts = options("pdisnrhStxQaFRN");
+    let opts = options("pdisnrhStxQaFRNO");
     let (seen, positional) = getopt(&opts, args).map_err(|m| bad(&m))?;
     for (c, v) in seen {
         let num = |lo: u64, hi: u64, what: &str| {
@@ -233,6 +249,7 @@ pub fn parse_args(t: &Tool, args: impl IntoIterator<Item = String>) -> Result<Op
             'R' => o.rdma_cm = true,
             'N' => o.no_peak = true,
             'S' => o.self_test = true,
+            'O' => o.use_old_post_send = true,
             'p' => o.port = num(0, 65535, "port")? as u16,
             'd' => o.ib_dev = Some(v),
             'i' => o.ib_port = num(1, 255, "IB port")? as u8,
@@ -443,8 +460,145 @@ typed_verbs::completion_record! {
 pub type PerfCq<'a> = CqEx<'a, NoFields, SingleThreaded>;
 /// The right to poll a [`PerfCq`].
 pub type PerfPoller<'a> = typed_verbs::Poller<'a, NoFields, SingleThreaded>;
-/// The connected QP.
+/// The connected QP, posting with the legacy `ibv_post_send` (`--use_old_post_send`).
 pub type PerfQp<'a> = Qp<'a, Rc, OwnRq, SingleThreaded, (), Rts>;
+/// The send ops of the extended QP: what the four tools post.
+pub type PerfOps = send_ops!(SEND | RDMA_WRITE);
+/// The connected QP, posting through the extended QP's `ibv_wr_*` (the default).
+pub type PerfExQp<'a> = Qp<'a, Ex<Rc, PerfOps>, OwnRq, SingleThreaded, (), Rts>;
+
+/// The QP of a side, with its posting method (perftest's `post_send_method`): the loops are
+/// generic over [`PerfPost`] and chosen once, outside them ([`on_qp!`]).
+pub enum PerfQps<'a> {
+    /// `ibv_post_send` (`--use_old_post_send`, or a device without extended QPs).
+    Old(PerfQp<'a>),
+    /// `ibv_wr_start`, the request, `ibv_wr_complete` (`Qp::post_batch`).
+    New(PerfExQp<'a>),
+}
+
+impl PerfQps<'_> {
+    /// Whether the QP posts through `ibv_wr_*` (perftest's `ibv_wr* API : ON`).
+    pub fn wr_api(&self) -> bool {
+        matches!(self, PerfQps::New(_))
+    }
+}
+
+/// Runs `$body` with `$q` bound to the QP of `$qps` (a `&mut PerfQps`), whichever its method:
+/// the body is compiled once per method, so the loops choose no method per message.
+macro_rules! on_qp {
+    ($qps:expr, |$q:ident| $body:expr) => {
+        match $qps {
+            PerfQps::Old($q) => $body,
+            PerfQps::New($q) => $body,
+        }
+    };
+}
+
+/// How a QP posts the loops' requests: one signalled or unsignalled send or RDMA write of one
+/// SGE, and a receive.
+pub trait PerfPost {
+    /// A request, made before it is posted (once, where a loop posts the same one each time).
+    type Wr<'s>;
+    /// A send of `sge`, signalled if `signaled`.
+    fn send<'s>(sge: &'s [Sge<'s>; 1], signaled: bool) -> Self::Wr<'s>;
+    /// An RDMA write of `sge` to `remote`, signalled if `signaled`.
+    fn write<'s>(
+        sge: &'s [Sge<'s>; 1],
+        remote: RemoteAddr<PerfAccess>,
+        signaled: bool,
+    ) -> Self::Wr<'s>;
+    /// Posts `wr`.
+    fn post(&mut self, wr: &Self::Wr<'_>) -> typed_verbs::Result<()>;
+    /// Posts a receive into `sge`.
+    fn post_recv(&self, sge: &[Sge<'_>; 1]) -> typed_verbs::Result<()>;
+}
+
+impl PerfPost for PerfQp<'_> {
+    type Wr<'s> = SendWr<'s, Rc>;
+    #[inline(always)]
+    fn send<'s>(sge: &'s [Sge<'s>; 1], signaled: bool) -> SendWr<'s, Rc> {
+        let wr = SendWr::send(0, sge);
+        if signaled {
+            wr.signaled()
+        } else {
+            wr
+        }
+    }
+    #[inline(always)]
+    fn write<'s>(
+        sge: &'s [Sge<'s>; 1],
+        remote: RemoteAddr<PerfAccess>,
+        signaled: bool,
+    ) -> SendWr<'s, Rc> {
+        let wr = SendWr::rdma_write(0, sge, remote);
+        if signaled {
+            wr.signaled()
+        } else {
+            wr
+        }
+    }
+    #[inline(always)]
+    fn post(&mut self, wr: &SendWr<'_, Rc>) -> typed_verbs::Result<()> {
+        self.post_send(wr)
+    }
+    #[inline(always)]
+    fn post_recv(&self, sge: &[Sge<'_>; 1]) -> typed_verbs::Result<()> {
+        Qp::post_recv(self, 0, sge)
+    }
+}
+
+/// A request of the extended QP: what its builder and `ibv_wr_set_sge` get.
+#[derive(Clone, Copy)]
+pub struct ExWr<'s> {
+    /// The write's target; `None` for a send.
+    remote: Option<RemoteAddr<PerfAccess>>,
+    sge: Sge<'s>,
+    signaled: bool,
+}
+
+impl PerfPost for PerfExQp<'_> {
+    type Wr<'s> = ExWr<'s>;
+    #[inline(always)]
+    fn send<'s>(sge: &'s [Sge<'s>; 1], signaled: bool) -> ExWr<'s> {
+        ExWr {
+            remote: None,
+            sge: sge[0],
+            signaled,
+        }
+    }
+    #[inline(always)]
+    fn write<'s>(
+        sge: &'s [Sge<'s>; 1],
+        remote: RemoteAddr<PerfAccess>,
+        signaled: bool,
+    ) -> ExWr<'s> {
+        ExWr {
+            remote: Some(remote),
+            sge: sge[0],
+            signaled,
+        }
+    }
+    /// perftest's `_new_post_send` with `post_list` 1: `ibv_wr_start`, `wr_id`, `wr_flags`,
+    /// the op, `ibv_wr_set_sge`, `ibv_wr_complete`.
+    #[inline(always)]
+    fn post(&mut self, wr: &ExWr<'_>) -> typed_verbs::Result<()> {
+        let w = *wr;
+        self.post_batch(|b| match w.remote {
+            None => {
+                let r = b.send(0);
+                if w.signaled { r.signaled() } else { r }.sge(w.sge)
+            }
+            Some(remote) => {
+                let r = b.rdma_write(0, remote);
+                if w.signaled { r.signaled() } else { r }.sge(w.sge)
+            }
+        })
+    }
+    #[inline(always)]
+    fn post_recv(&self, sge: &[Sge<'_>; 1]) -> typed_verbs::Result<()> {
+        Qp::post_recv(self, 0, sge)
+    }
+}
 
 /// `INC(size, cache_line_size)`.
 fn inc(size: u64) -> u64 {
@@ -473,8 +627,8 @@ const PERF_ACCESS: PerfAccess = Access::LOCAL_WRITE.union(Access::REMOTE_WRITE);
 
 /// Everything one side of a test holds, set up and connected.
 pub struct Conn<'a> {
-    /// The QP, in RTS.
-    pub qp: PerfQp<'a>,
+    /// The QP, in RTS, with its posting method.
+    pub qp: PerfQps<'a>,
     /// The buffer: the send half at 0, the receive half (the peer's RDMA target) at `half`.
     pub mr: &'a Mr<'a, PageBuf, PerfAccess>,
     /// Length of each half.
@@ -609,23 +763,51 @@ pub fn with_conn<R>(
         ),
         Verb::Write => None,
     };
-    let qp = Qp::<Rc>::builder(&pd, &send_cq, recv_cq.as_ref().unwrap_or(&send_cq))
-        .max_send_wr(o.tx_depth as u32)
-        .max_recv_wr(o.rx_depth as u32)
-        .max_send_sge(1)
-        .max_recv_sge(1)
-        .build()
-        .map_err(because("Couldn't create QP"))?
-        .to_init(ConnectedInit {
-            port_num: o.ib_port,
-            pkey_index: 0,
-            access: AccessFlags::REMOTE_WRITE,
-        })
-        .map_err(because("Failed to modify QP to INIT"))?;
+    let builder = || {
+        Qp::<Rc>::builder(&pd, &send_cq, recv_cq.as_ref().unwrap_or(&send_cq))
+            .max_send_wr(o.tx_depth as u32)
+            .max_recv_wr(o.rx_depth as u32)
+            .max_send_sge(1)
+            .max_recv_sge(1)
+    };
+    let init = ConnectedInit {
+        port_num: o.ib_port,
+        pkey_index: 0,
+        access: AccessFlags::REMOTE_WRITE,
+    };
+    let old = |why: &'static str| -> Result<_, String> {
+        let qp = builder().build().map_err(because(why))?;
+        qp.to_init(init)
+            .map_err(because("Failed to modify QP to INIT"))
+    };
+    /// The QP in INIT, by posting method.
+    enum InitQp<N, O> {
+        New(N),
+        Old(O),
+    }
+    // perftest's choice of post_send_method: the extended QP unless --use_old_post_send or the
+    // device has none.
+    let qp = if o.use_old_post_send {
+        InitQp::Old(old("Couldn't create QP")?)
+    } else {
+        match builder().send_ops::<PerfOps>().build() {
+            Ok(qp) => InitQp::New(
+                qp.to_init(init)
+                    .map_err(because("Failed to modify QP to INIT"))?,
+            ),
+            Err(e) if matches!(e.kind, ErrorKind::SendOpsUnsupported { .. }) => {
+                InitQp::Old(old("Couldn't create QP")?)
+            }
+            Err(e) => return Err(because("Couldn't create QP")(e)),
+        }
+    };
     let remote_self = mr.remote();
     let me = Dest {
         lid: port.lid,
-        qpn: qp.qp_num(),
+        qpn: match &qp {
+            InitQp::New(q) => q.qp_num(),
+            InitQp::Old(q) => q.qp_num(),
+        },
         psn: random_psn(),
         rkey: remote_self.rkey(),
         addr: remote_self.addr() + half,
@@ -636,17 +818,26 @@ pub fn with_conn<R>(
     let rem = link.exchange(&me)?;
     out.say(me.line("local "));
     out.say(rem.line("remote"));
-    let qp = qp
-        .to_rtr(rtr(o, mtu_of(port.active_mtu), sgid_index, &rem))
-        .map_err(because("Failed to modify QP to RTR"))?
-        .to_rts(RcRts {
-            sq_psn: me.psn,
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            max_rd_atomic: 1,
-        })
-        .map_err(because("Failed to modify QP to RTS"))?;
+    let rts = RcRts {
+        sq_psn: me.psn,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+    };
+    let rtr = rtr(o, mtu_of(port.active_mtu), sgid_index, &rem);
+    macro_rules! up {
+        ($qp:expr) => {
+            $qp.to_rtr(rtr)
+                .map_err(because("Failed to modify QP to RTR"))?
+                .to_rts(rts)
+                .map_err(because("Failed to modify QP to RTS"))?
+        };
+    }
+    let qp = match qp {
+        InitQp::New(q) => PerfQps::New(up!(q)),
+        InitQp::Old(q) => PerfQps::Old(up!(q)),
+    };
     // Both QPs in RTS before either sends.
     link.sync()?;
     let mut conn = Conn {
@@ -675,7 +866,7 @@ pub fn sizes(o: &Opts) -> Vec<u64> {
 }
 
 /// perftest's banner before the table (a short form of `ctx_print_test_info`).
-fn banner(tool: &Tool, o: &Opts, out: &Out, cq_mod: u64) {
+fn banner(tool: &Tool, o: &Opts, out: &Out, cq_mod: u64, wr_api: bool) {
     out.say(RESULT_LINE);
     out.say(format!("                    {}", tool.title));
     out.say(format!(
@@ -683,6 +874,10 @@ fn banner(tool: &Tool, o: &Opts, out: &Out, cq_mod: u64) {
         o.ib_dev.as_deref().unwrap_or("(default)")
     ));
     out.say(" Connection type : RC\t\tUsing SRQ      : OFF");
+    out.say(format!(
+        " ibv_wr* API     : {}",
+        if wr_api { "ON" } else { "OFF" }
+    ));
     out.say(format!(
         " TX depth        : {}\t\tCQ Moderation   : {cq_mod}",
         o.tx_depth
@@ -839,7 +1034,7 @@ pub fn run_bw(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String
         for size in sizes(o) {
             let cq_mod = o.cq_mod;
             if !header {
-                banner(tool, o, out, cq_mod);
+                banner(tool, o, out, cq_mod, c.qp.wr_api());
                 if client || tool.verb == Verb::Send {
                     out.say(RESULT_FMT);
                 }
@@ -849,8 +1044,8 @@ pub fn run_bw(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String
                 let sges = c.sges(0, size);
                 let remotes = c.remotes(size);
                 c.link.sync()?;
-                let t = bw_client(
-                    c,
+                let t = on_qp!(&mut c.qp, |q| bw_client(
+                    q,
                     tool.verb,
                     o,
                     size,
@@ -858,18 +1053,18 @@ pub fn run_bw(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String
                     &sges,
                     &remotes,
                     &mut send_poll,
-                )?;
+                ))?;
                 out.say(bw_row(size, o.iters, cq_mod, o.no_peak, &t));
             } else if let Some(rp) = recv_poll.as_mut() {
                 let sges = c.sges(c.half, size);
                 // ctx_set_recv_wqes: rx_depth receives before the handshake.
                 for r in 0..o.rx_depth {
                     let s = &sges[(r % sges.len() as u64) as usize];
-                    c.qp.post_recv(0, s)
+                    on_qp!(&c.qp, |q| PerfPost::post_recv(q, s))
                         .map_err(because("Couldn't post receive"))?;
                 }
                 c.link.sync()?;
-                let t = bw_server(c, o, &sges, rp)?;
+                let t = on_qp!(&c.qp, |q| bw_server(q, o, &sges, rp))?;
                 out.say(bw_row(size, o.iters, cq_mod, true, &t));
             } else {
                 c.link.sync()?;
@@ -883,8 +1078,8 @@ pub fn run_bw(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String
 /// `run_iter_bw` with one QP and `post_list` 1: post while fewer than `tx_depth` are
 /// outstanding, every `cq_mod`th and the last signalled; each completion counts `cq_mod`.
 #[allow(clippy::too_many_arguments)]
-fn bw_client(
-    c: &Conn<'_>,
+fn bw_client<Q: PerfPost>(
+    qp: &mut Q,
     verb: Verb,
     o: &Opts,
     size: u64,
@@ -920,11 +1115,10 @@ fn bw_client(
                 t.posted[scnt as usize] = Some(cycles());
             }
             let wr = match verb {
-                Verb::Send => SendWr::send(0, &sges[k]),
-                Verb::Write => SendWr::rdma_write(0, &sges[k], remotes[k]),
+                Verb::Send => Q::send(&sges[k], signaled),
+                Verb::Write => Q::write(&sges[k], remotes[k], signaled),
             };
-            let wr = if signaled { wr.signaled() } else { wr };
-            c.qp.post_send(&wr)
+            qp.post(&wr)
                 .map_err(|e| format!("Couldn't post send: qp 0 scnt={scnt}: {e}"))?;
             scnt += 1;
             k += 1;
@@ -952,8 +1146,8 @@ fn bw_client(
 
 /// `run_iter_bw_server`: poll the receive CQ, repost while fewer than `iters` were posted; the
 /// time runs from the first receive to the last.
-fn bw_server(
-    c: &Conn<'_>,
+fn bw_server<Q: PerfPost>(
+    qp: &Q,
     o: &Opts,
     sges: &[[Sge; 1]],
     poller: &mut PerfPoller<'_>,
@@ -976,7 +1170,7 @@ fn bw_server(
             rcnt += 1;
             if posted < iters {
                 let s = &sges[(posted % slots) as usize];
-                c.qp.post_recv(0, s)
+                qp.post_recv(s)
                     .map_err(|e| format!("Couldn't post recv Qp=0 rcnt={rcnt}: {e}"))?;
                 posted += 1;
             }
@@ -1032,7 +1226,7 @@ pub fn lat_row(size: u64, iters: u64, posted: &[u64], per_ns: f64) -> String {
 pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), String> {
     let client = role.is_client();
     with_conn(tool, o, role, out, |c, mut send_poll, mut recv_poll| {
-        banner(tool, o, out, 1);
+        banner(tool, o, out, 1, c.qp.wr_api());
         out.say(RESULT_FMT_LAT);
         let mut posted = Vec::with_capacity(o.iters as usize);
         for size in sizes(o) {
@@ -1043,19 +1237,31 @@ pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), Strin
                 Some(rp) => {
                     let rsge = c.sges(c.half, size)[0];
                     for _ in 0..o.rx_depth {
-                        c.qp.post_recv(0, &rsge)
+                        on_qp!(&c.qp, |q| PerfPost::post_recv(q, &rsge))
                             .map_err(because("Couldn't post receive"))?;
                     }
                     c.link.sync()?;
                     rate = Rate::start();
-                    send_lat(c, o, client, &sge, &rsge, &mut send_poll, rp, &mut posted)?;
+                    on_qp!(&mut c.qp, |q| send_lat(
+                        q,
+                        o,
+                        client,
+                        &sge,
+                        &rsge,
+                        &mut send_poll,
+                        rp,
+                        &mut posted
+                    ))?;
                 }
                 None => {
                     let remote = c.remotes(size)[0];
                     c.link.sync()?;
                     rate = Rate::start();
-                    write_lat(
-                        c,
+                    let (mr, half) = (c.mr, c.half);
+                    on_qp!(&mut c.qp, |q| write_lat(
+                        q,
+                        mr,
+                        half,
                         o,
                         client,
                         size,
@@ -1063,7 +1269,7 @@ pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), Strin
                         remote,
                         &mut send_poll,
                         &mut posted,
-                    )?;
+                    ))?;
                 }
             }
             let per_ns = rate.per_ns();
@@ -1077,8 +1283,8 @@ pub fn run_lat(tool: &Tool, o: &Opts, role: Role, out: &Out) -> Result<(), Strin
 /// `run_iter_lat_send`: receive (the server first), then send, signalled, and wait for its
 /// completion; repost a receive while fewer than `iters` were posted.
 #[allow(clippy::too_many_arguments)]
-fn send_lat(
-    c: &Conn<'_>,
+fn send_lat<Q: PerfPost>(
+    qp: &mut Q,
     o: &Opts,
     client: bool,
     sge: &[Sge; 1],
@@ -1089,20 +1295,20 @@ fn send_lat(
 ) -> Result<(), String> {
     let iters = o.iters;
     let (mut scnt, mut rcnt) = (0u64, 0u64);
-    let wr = SendWr::send(0, sge).signaled();
+    let wr = Q::send(sge, true);
     while scnt < iters || rcnt < iters {
         if rcnt < iters && !(scnt < 1 && client) {
             while poll(recv_poll)? == 0 {}
             rcnt += 1;
             if rcnt + o.rx_depth <= iters {
-                c.qp.post_recv(0, rsge)
+                qp.post_recv(rsge)
                     .map_err(|e| format!("Couldn't post recv: rcnt={rcnt}: {e}"))?;
             }
         }
         if scnt < iters {
             posted.push(cycles());
             scnt += 1;
-            c.qp.post_send(&wr)
+            qp.post(&wr)
                 .map_err(|e| format!("Couldn't post send: scnt={scnt}: {e}"))?;
             while poll(send_poll)? == 0 {}
         }
@@ -1119,8 +1325,10 @@ fn send_lat(
 /// safe, race-free read of registered memory (a relaxed atomic byte copy: one `rep movsb` of
 /// one byte and the bounds check, in a function that is not inlined).
 #[allow(clippy::too_many_arguments)]
-fn write_lat(
-    c: &Conn<'_>,
+fn write_lat<Q: PerfPost>(
+    qp: &mut Q,
+    mr: &Mr<'_, PageBuf, PerfAccess>,
+    half: u64,
     o: &Opts,
     client: bool,
     size: u64,
@@ -1130,17 +1338,17 @@ fn write_lat(
     posted: &mut Vec<u64>,
 ) -> Result<(), String> {
     let iters = o.iters;
-    let poll_at = (c.half + size - 1) as usize;
+    let poll_at = (half + size - 1) as usize;
     let post_at = (size - 1) as usize;
     let (mut scnt, mut ccnt, mut rcnt) = (0u64, 0u64, 0u64);
-    let wr = SendWr::rdma_write(0, sge, remote).signaled();
+    let wr = Q::write(sge, remote, true);
     let mut byte = [0u8; 1];
     while scnt < iters || ccnt < iters || rcnt < iters {
         // perftest's `!(scnt < 1 && machine == SERVER)`: the server writes first.
         if rcnt < iters && (client || scnt >= 1) {
             rcnt += 1;
             loop {
-                c.mr.read(poll_at, &mut byte).map_err(because("read"))?;
+                mr.read(poll_at, &mut byte).map_err(because("read"))?;
                 if byte[0] == rcnt as u8 {
                     break;
                 }
@@ -1151,9 +1359,8 @@ fn write_lat(
         if scnt < iters {
             posted.push(cycles());
             scnt += 1;
-            c.mr.write(post_at, &[scnt as u8])
-                .map_err(because("write"))?;
-            c.qp.post_send(&wr)
+            mr.write(post_at, &[scnt as u8]).map_err(because("write"))?;
+            qp.post(&wr)
                 .map_err(|e| format!("Couldn't post send: scnt={scnt}: {e}"))?;
         }
         if ccnt < iters {

@@ -171,10 +171,10 @@ pub fn server_name(mut operands: Vec<String>, self_test: bool) -> Option<Option<
 /// Every option of these programs (each takes those of them that [`options`] picks): the
 /// ping-pong programs' `-m/--mtu`, `-q/--num-qp`, `-l/--sl`, `-g/--gid-idx`, `-e/--events` and
 /// `--timeout`, perftest's `-t/--tx-depth`, `-x/--gid-index`, `-Q/--cq-mod`, `-a/--all`,
-/// `-F/--CPU-freq`, `-R/--rdma_cm` and `-N/--noPeak`, and what all have: `-p/--port`,
-/// `-d/--ib-dev`, `-i/--ib-port`, `-s/--size`, `-n/--iters`, `-r/--rx-depth`, `-h/--help` and
-/// `--self`.
-const ALL_OPTS: [Opt; 21] = [
+/// `-F/--CPU-freq`, `-R/--rdma_cm`, `-N/--noPeak` and `--use_old_post_send`, and what all have:
+/// `-p/--port`, `-d/--ib-dev`, `-i/--ib-port`, `-s/--size`, `-n/--iters`, `-r/--rx-depth`,
+/// `-h/--help` and `--self`.
+const ALL_OPTS: [Opt; 22] = [
     Opt::with_arg('p', "port"),
     Opt::with_arg('d', "ib-dev"),
     Opt::with_arg('i', "ib-port"),
@@ -196,6 +196,7 @@ const ALL_OPTS: [Opt; 21] = [
     Opt::flag('h', "help"),
     Opt::long_only('S', "self", false),
     Opt::long_only('T', "timeout", true),
+    Opt::long_only('O', "use_old_post_send", false),
 ];
 
 /// The options of [`ALL_OPTS`] whose keys `keys` names, for [`getopt`].

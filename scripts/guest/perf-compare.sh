@@ -15,34 +15,43 @@
 #
 # The steps, in this order on both sides: for each of ib_send_bw, ib_write_bw, ib_send_lat,
 # ib_write_lat and each size 4, 4096, 65536: perftest's program, then the typed tool
-# (tv_send_bw, ...), alternately, so that drift hits both; $PERF_REPS pairs per size. Each run
+# (tv_send_bw, ...) with its default posting method (the extended QP's ibv_wr_* where the device
+# has it, rxe included, where perftest itself keeps ibv_post_send: its banner says
+# "ibv_wr* API : OFF" on rxe), then, in the first $PERF_OLD_REPS pairs, the typed tool with
+# --use_old_post_send (ibv_post_send, perftest's method on rxe), alternately, so that drift hits
+# all; $PERF_REPS pairs per size. Each run
 # is `-d $PERF_DEV -x $PERF_GID -F -s SIZE -n ITERS -p PORT` (the port differs per step) and is
 # bounded by `timeout $PERF_TIMEOUT`; a client retries its connection while its server is not
 # listening yet (with `both`, a run whose figure is not a positive number, as perftest's "inf"
 # or 0 when its clock sample failed, runs once more). ITERS is $PERF_ITERS if set, else by test and size
 # (bandwidth: 2000 at 4 B, 1000 at 4 KiB, 200 above; latency: 500, 200, 50), so that a run
-# takes well under a second under TCG and the whole comparison (two pairs per size) about a
-# minute on one VM of an idle machine (several on a loaded one).
+# takes well under a second under TCG and the whole comparison (two pairs per size and one run of
+# --use_old_post_send) about a minute and a quarter on one VM of an idle machine (several on a
+# loaded one).
 #
 # Output (client and both): one line per run ("perf-compare: RUN ..."), then the table
-#   PERF: tool             size   perftest      typed  ratio   best  floor  target
-#   PERF: ib_send_bw          4   0.008123   0.008200   1.01   1.05   1.02  >=1.00 Mpps
+#   PERF: tool             size   perftest      typed  ratio   best  floor        old  ratio  floor  target
+#   PERF: ib_send_bw          4   0.008123   0.008200   1.01   1.05   1.02   0.008100   1.00   1.01  >=1.00 Mpps
 # (bandwidth: MsgRate[Mpps], which is BW average / size with more digits, ratio
 # typed/perftest, target >= 1.00; latency: t_typical[usec], the median, ratio typed/perftest,
 # target <= 1.00; with $PERF_REPS > 1 each figure is the median of the runs and "best" is the
 # best ratio of one pair, the two runs next to each other in time; "floor" is the ratio of the
-# figures a stall of the machine cannot reach: BW peak, t_min), then
+# figures a stall of the machine cannot reach: BW peak, t_min; "typed" is the default posting
+# method, "old" the typed tool with --use_old_post_send, with its ratio and floor to perftest's;
+# each run's RUN line shows its ibv_wr* API), then
 # "perf-compare: OK, N runs in S s" or "perf-compare: FAIL ...". Each RUN line also shows the
 # run's whole result row.
-# Exit status 0 when every run ran and its table parsed and no test's floor ratio is grossly off
-# at most sizes (the median of its sizes' floors: bandwidth below 0.5x, latency above 2x; a bug
+# Exit status 0 when every run ran and its table parsed and no test's floor ratio (of either
+# posting method) is grossly off at most sizes (the median of its sizes' floors: bandwidth below
+# 0.5x, latency above 2x; a bug
 # slows every size, while a loaded machine stalls single runs, even whole ones, by
 # milliseconds; a size's floor grossly off is marked "!"); ratios are otherwise reported, not
 # gated.
 #
 # Environment:
 #   PERF_DEV (rxe0), PERF_GID (1), PERF_PEER (10.0.0.1, `both` only), PERF_PORT (first TCP
-#   port, 18515), PERF_REPS (2), PERF_ITERS (by test and size, above), PERF_TIMEOUT
+#   port, 18515), PERF_REPS (2), PERF_OLD_REPS (1: the pairs that also run the typed tool with
+#   --use_old_post_send; 0 leaves it out), PERF_ITERS (by test and size, above), PERF_TIMEOUT
 #   (seconds per run, 30), PERF_SIZES ("4 4096 65536"), PERF_TESTS ("send_bw write_bw
 #   send_lat write_lat"), PERF_TYPED_DIR (where tv_* are; default /examples if it has them,
 #   else $PATH), PERF_LOGS (where each run's output goes, /tmp/perf-compare), PERF_GATE (1; 0
@@ -53,6 +62,7 @@ DEV=${PERF_DEV:-rxe0}
 GID=${PERF_GID:-1}
 PORT0=${PERF_PORT:-18515}
 REPS=${PERF_REPS:-2}
+OLD_REPS=${PERF_OLD_REPS:-1}
 TMO=${PERF_TIMEOUT:-30}
 SIZES=${PERF_SIZES:-4 4096 65536}
 TESTS=${PERF_TESTS:-send_bw write_bw send_lat write_lat}
@@ -126,6 +136,7 @@ steps() {
             while [ "$r" -le "$REPS" ]; do
                 echo "$t $s $r perftest ib_$t"
                 echo "$t $s $r typed ${TYPED}tv_$t"
+                [ "$r" -le "$OLD_REPS" ] && echo "$t $s $r old ${TYPED}tv_$t --use_old_post_send"
                 r=$((r + 1))
             done
         done
@@ -203,7 +214,8 @@ while read -r t s r which prog; do
         fi
         if [ "$rc" = 0 ] && v=$(parse "$kind" "$s" "$base.client.log"); then
             row=$(awk -v size="$s" '/^ #bytes/ { t = 1; next } t && $1 == size { print; exit }' "$base.client.log" | tr -s ' \t' ' ')
-            echo "perf-compare: RUN $name $v |$row"
+            api=$(sed -n 's/^ ibv_wr\* API *: *\([A-Z]*\).*/\1/p' "$base.client.log" | head -n 1)
+            echo "perf-compare: RUN $name $v${api:+ (ibv_wr* API $api)} |$row"
             f3=$(awk -v size="$s" '/^ #bytes/ { t = 1; next } t && $1 == size { print $3; exit }' "$base.client.log")
             echo "$t $s $which $v $r $f3" >>"$results"
         else
@@ -235,10 +247,10 @@ awk -v gate="$GATE" -v tests="$TESTS" -v sizes="$SIZES" '
         return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
     }
     END {
-        printf "PERF: %-13s %7s %10s %10s %6s %6s %6s  %s\n", "tool", "size", "perftest", "typed", "ratio", "best", "floor", "target"
+        printf "PERF: %-13s %7s %10s %10s %6s %6s %6s %10s %6s %6s  %s\n", "tool", "size", "perftest", "typed", "ratio", "best", "floor", "old", "ratio", "floor", "target"
         nt = split(tests, T, " "); ns = split(sizes, S, " "); bad = 0
         for (i = 1; i <= nt; i++) {
-          nf = 0
+          nf = 0; ng = 0
           for (j = 1; j <= ns; j++) {
             k = T[i] " " S[j]
             p = median(k " perftest"); q = median(k " typed")
@@ -267,7 +279,18 @@ awk -v gate="$GATE" -v tests="$TESTS" -v sizes="$SIZES" '
                 fl = sprintf("%.2f", fr)
                 if ((bw && fr < 0.5) || (!bw && fr > 2.0)) fl = fl "!"
             }
-            printf "PERF: %-13s %7s %10s %10s %6s %6s %6s  %s %s\n", "ib_" T[i], S[j], p, q, r, b, fl, bw ? ">=1.00" : "<=1.00", unit
+            # The typed tool with --use_old_post_send: its median, ratio and floor to perftest.
+            o = median(k " old"); orr = "n/a"; ofl = "n/a"
+            if (o == "") o = "n/a"
+            else if (p != "" && p + 0 != 0) orr = sprintf("%.2f", o / p)
+            fo = med(k " old", 1)
+            if (fp != "" && fo != "" && fp + 0 != 0) {
+                gr = fo / fp
+                G[++ng] = gr
+                ofl = sprintf("%.2f", gr)
+                if ((bw && gr < 0.5) || (!bw && gr > 2.0)) ofl = ofl "!"
+            }
+            printf "PERF: %-13s %7s %10s %10s %6s %6s %6s %10s %6s %6s  %s %s\n", "ib_" T[i], S[j], p, q, r, b, fl, o, orr, ofl, bw ? ">=1.00" : "<=1.00", unit
           }
           # A bug slows every size; a stall of the machine (which can last a whole run) one:
           # the gate is the median of the floors of the test.
@@ -276,6 +299,14 @@ awk -v gate="$GATE" -v tests="$TESTS" -v sizes="$SIZES" '
               mf = (nf % 2) ? F[(nf + 1) / 2] : (F[nf / 2] + F[nf / 2 + 1]) / 2
               if ((bw && mf < 0.5) || (!bw && mf > 2.0)) {
                   printf "perf-compare: ib_%s: the floor ratio is grossly off at most sizes (median %.2f)\n", T[i], mf
+                  bad++
+              }
+          }
+          for (x = 1; x <= ng; x++) for (y = x + 1; y <= ng; y++) if (G[y] < G[x]) { z = G[x]; G[x] = G[y]; G[y] = z }
+          if (ng > 0) {
+              mg = (ng % 2) ? G[(ng + 1) / 2] : (G[ng / 2] + G[ng / 2 + 1]) / 2
+              if ((bw && mg < 0.5) || (!bw && mg > 2.0)) {
+                  printf "perf-compare: ib_%s --use_old_post_send: the floor ratio is grossly off at most sizes (median %.2f)\n", T[i], mg
                   bad++
               }
           }

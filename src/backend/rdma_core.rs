@@ -220,6 +220,15 @@ impl ControlPath for RdmaCore {
         // SAFETY: a live QP of libibverbs; the function reads its verbs_qp comp_mask.
         unsafe { sys::ibv_qp_to_qp_ex(qp) }
     }
+    unsafe fn qp_ex_quirks(&self, ctx: *mut sys::ibv_context) -> super::QpExQuirks {
+        // SAFETY: caller's contract: a live context.
+        let buggy = unsafe { workarounds::is_rxe(ctx) }
+            && workarounds::rdma_core_version().is_none_or(|v| v < 64);
+        super::QpExQuirks {
+            sge_list_sums_first: buggy,
+            inline_list_overflows: buggy,
+        }
+    }
     unsafe fn query_qp(
         &self,
         qp: *mut sys::ibv_qp,
@@ -429,6 +438,7 @@ impl super::CmPath for RdmaCore {
 /// what it costs (as wgpu-hal's backends keep theirs).
 mod workarounds {
     use crate::ffi::sys;
+    use std::os::unix::ffi::OsStrExt;
 
     /// Whether the CQs of `ctx` need [`rxe_next_poll`]: rxe (Soft-RoCE), vendor 0xffffff,
     /// part 0, as the kernel's rxe reports.
@@ -436,11 +446,82 @@ mod workarounds {
     /// # Safety
     /// `ctx` is a live context.
     pub(super) unsafe fn single_completion_batches(ctx: *mut sys::ibv_context) -> bool {
+        // SAFETY: caller's contract.
+        unsafe { is_rxe(ctx) }
+    }
+
+    /// Whether `ctx` is rxe (Soft-RoCE): vendor 0xffffff, part 0, as the kernel's rxe reports.
+    ///
+    /// # Safety
+    /// `ctx` is a live context.
+    pub(super) unsafe fn is_rxe(ctx: *mut sys::ibv_context) -> bool {
         // SAFETY: plain C data, filled by the call.
         let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
         // SAFETY: caller's contract; `a` valid for writes.
         let ok = unsafe { sys::ibv_query_device(ctx, &mut a) } == 0;
         ok && a.vendor_id == 0x00ff_ffff && a.vendor_part_id == 0
+    }
+
+    /// The release of rdma-core whose libibverbs the process loaded (44 for `libibverbs.so.1.14.44.0`),
+    /// from the real name of the file that holds `ibv_get_device_list`; `None` when it cannot be
+    /// told (a static build, a renamed file).
+    ///
+    /// rxe's extended QP before release 64 sums `wr_set_sge_list`'s lengths as `num_sge` times
+    /// the first one (fixed by 406cd2ad0) and never adds up `wr_set_inline_data_list`'s buffers,
+    /// copying past its WQE (1e8ed0aff); the typed layer avoids both there.
+    pub(super) fn rdma_core_version() -> Option<u32> {
+        // SAFETY: plain C data, filled by the call.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        let sym = sys::ibv_get_device_list as *const std::os::raw::c_void;
+        // SAFETY: `sym` is an address in the process; `info` valid for writes.
+        if unsafe { libc::dladdr(sym, &mut info) } == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        // SAFETY: dladdr's answer: a NUL-terminated path, valid while the library is loaded
+        // (libibverbs is never unloaded: the crate links it).
+        let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+        let real = std::fs::canonicalize(path).ok()?;
+        parse_libibverbs_version(real.file_name()?.to_str()?)
+    }
+
+    /// The rdma-core release in libibverbs' file name, `libibverbs.so.1.<abi>.<release>.0`.
+    pub(super) fn parse_libibverbs_version(name: &str) -> Option<u32> {
+        let rest = name.strip_prefix("libibverbs.so.1.")?;
+        let mut parts = rest.split('.');
+        let (abi, release, last) = (parts.next()?, parts.next()?, parts.next()?);
+        let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if parts.next().is_some() || !number(abi) || !number(last) || !number(release) {
+            return None;
+        }
+        release.parse().ok()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::parse_libibverbs_version as parse;
+
+        #[test]
+        fn libibverbs_file_names() {
+            assert_eq!(parse("libibverbs.so.1.14.44.0"), Some(44));
+            assert_eq!(parse("libibverbs.so.1.15.64.0"), Some(64));
+            assert_eq!(parse("libibverbs.so.1.14.50.1"), Some(50));
+            assert_eq!(parse("libibverbs.so.1"), None);
+            assert_eq!(parse("libibverbs.so.1.14"), None);
+            assert_eq!(parse("libibverbs.so.1.14.44"), None);
+            assert_eq!(parse("libibverbs.so.1.14.44.0.1"), None);
+            assert_eq!(parse("libibverbs.so.1.14.x.0"), None);
+            assert_eq!(parse("libibverbs.so.1.14..0"), None);
+            assert_eq!(parse("libmlx5.so.1.24.44.0"), None);
+        }
+
+        #[test]
+        fn the_loaded_libibverbs_has_a_release() {
+            // The machine's libibverbs is a shared library with rdma-core's usual name.
+            if let Some(v) = super::rdma_core_version() {
+                assert!(v >= 17, "release {v}");
+            }
+        }
     }
 
     crate::ffi::c_entry! {

@@ -3,6 +3,13 @@
 
 use super::*;
 
+// Fields two structures have at the same offset.
+macro_rules! check_same_offsets {
+    ($a:ty, $b:ty { $($f:ident),* }) => {
+        $(const_assert_eq!(offset_of!($a, $f), offset_of!($b, $f));)*
+    };
+}
+
 // Hand-written in rdma-sys: checked field by field. (`imm_data` is a union in both.)
 check_layout!(ibv_wc {
     wr_id, status, opcode, vendor_err, byte_len,
@@ -72,7 +79,80 @@ check_layout!(ibv_qp {});
 check_layout!(ibv_srq {});
 check_layout!(ibv_pd {});
 check_layout!(ibv_comp_channel {});
-check_layout!(ibv_qp_init_attr {});
+check_layout!(ibv_qp_init_attr {
+    qp_context,
+    send_cq,
+    recv_cq,
+    srq,
+    cap,
+    qp_type,
+    sq_sig_all
+});
+// The extended QP: every operation the typed layer and the software device use.
+check_layout!(ibv_qp_ex {
+    qp_base,
+    comp_mask,
+    wr_id,
+    wr_flags,
+    wr_atomic_cmp_swp,
+    wr_atomic_fetch_add,
+    wr_bind_mw,
+    wr_local_inv,
+    wr_rdma_read,
+    wr_rdma_write,
+    wr_rdma_write_imm,
+    wr_send,
+    wr_send_imm,
+    wr_send_inv,
+    wr_send_tso,
+    wr_set_ud_addr,
+    wr_set_xrc_srqn,
+    wr_set_inline_data,
+    wr_set_inline_data_list,
+    wr_set_sge,
+    wr_set_sge_list,
+    wr_start,
+    wr_complete,
+    wr_abort,
+    wr_atomic_write
+});
+check_layout!(ibv_qp_init_attr_ex {
+    qp_context,
+    send_cq,
+    recv_cq,
+    srq,
+    cap,
+    qp_type,
+    sq_sig_all,
+    comp_mask,
+    pd,
+    create_flags,
+    send_ops_flags
+});
+check_layout!(ibv_data_buf { addr, length });
+// The legacy `ibv_qp_init_attr` is the prefix of `ibv_qp_init_attr_ex` (verbs.h's
+// `ibv_create_qp_ex` passes one as the other).
+check_same_offsets!(
+    sys::ibv_qp_init_attr,
+    sys::ibv_qp_init_attr_ex {
+        qp_context,
+        send_cq,
+        recv_cq,
+        srq,
+        cap,
+        qp_type,
+        sq_sig_all
+    }
+);
+const_assert_eq!(
+    c::OFFSETOF_ibv_qp_init_attr_ex_comp_mask,
+    c::OFFSETOF_ibv_qp_init_attr_sq_sig_all + 4
+);
+// libibverbs' `struct verbs_qp`: the QP (or extended QP) at 0, then its `comp_mask` and `xrcd`
+// (the software QP's layout is checked against these in its own module).
+const_assert_eq!(c::OFFSETOF_verbs_qp_qp, 0);
+const_assert_eq!(c::OFFSETOF_verbs_qp_qp_ex, 0);
+const_assert_eq!(c::OFFSETOF_verbs_qp_comp_mask, c::SIZEOF_ibv_qp_ex);
 check_layout!(ibv_srq_init_attr {});
 check_layout!(ibv_cq_init_attr_ex {});
 check_layout!(ibv_device_attr {});
@@ -138,12 +218,6 @@ check_layout!(rdma_cm_event {
     param
 });
 
-// Fields two structures have at the same offset.
-macro_rules! check_same_offsets {
-    ($a:ty, $b:ty { $($f:ident),* }) => {
-        $(const_assert_eq!(offset_of!($a, $f), offset_of!($b, $f));)*
-    };
-}
 // The legacy `ibv_cq` is the prefix of `ibv_cq_ex` (`ibv_cq_ex_to_cq` is a cast).
 check_same_offsets!(
     sys::ibv_cq,

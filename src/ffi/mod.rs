@@ -31,8 +31,9 @@ pub use rdma_sys as sys;
 use static_assertions::const_assert_eq;
 use std::mem::{align_of, offset_of, size_of};
 
+/// The C layout build.rs measured (the software device checks its `verbs_qp` prefix here).
 #[allow(non_upper_case_globals, dead_code)]
-mod c {
+pub(crate) mod c {
     include!(concat!(env!("OUT_DIR"), "/c_layout.rs"));
 }
 

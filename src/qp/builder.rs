@@ -409,6 +409,16 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     /// - [`ErrorKind::MissingProviderOp`] when the provider did not fill `post_send` or
     ///   `post_recv` (the QP is destroyed).
     ///
+    /// An extended QP ([`QpBuilder::send_ops`]) is created by `ibv_create_qp_ex` (errors
+    /// [`Verb::CreateQpEx`]), and also fails with:
+    /// - [`ErrorKind::SendOpsUnsupported`] naming the device, when it has no extended QP for
+    ///   the ops (`EOPNOTSUPP`);
+    /// - [`ErrorKind::MissingProviderOp`] naming the first `struct ibv_qp_ex` function the batches
+    ///   need that the provider left NULL (`wr_start`, a builder of the ops, ...; the QP is
+    ///   destroyed);
+    /// - [`ErrorKind::OutOfRange`] naming `send_ops_flags` for a hand-named `SendOpSet` of no op,
+    ///   before any call.
+    ///
     /// ```
     /// # use typed_verbs::prelude::*;
     /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
@@ -420,6 +430,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
     where
         S: crate::cq::QpContextOk<C>,
     {
+        if T::EXTENDED && T::SEND_OPS == 0 {
+            // `send_ops!` refuses an empty set; a `SendOpSet` of no op named by hand is refused
+            // here: the QP would have no `qp_ex` for its batches.
+            return Err(Error::range(Verb::CreateQpEx, "send_ops_flags", 0, 1, u64::MAX));
+        }
         // SAFETY: a live PD's context is live.
         let ctx = unsafe { (*self.pd).context };
         // SAFETY: as above.
@@ -448,7 +463,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
             qp_type: T::RAW,
             sq_sig_all: self.sq_sig_all as i32,
         };
-        let raw = if T::SEND_OPS == 0 {
+        let raw = if !T::EXTENDED {
             // SAFETY: a live PD; CQs and SRQ live and of its context (checked); `init` valid.
             unsafe { backend::of(ctx).create_qp(self.pd, &mut init) }
                 .map_err(|e| Error::os(Verb::CreateQp, e))? // `meta` is freed on this path
@@ -492,7 +507,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
             ("post_recv", ops.post_recv.is_none()),
         ];
         let mut missing = missing.iter().find(|m| m.1).map(|m| m.0);
-        if T::SEND_OPS != 0 && missing.is_none() {
+        if T::EXTENDED && missing.is_none() {
             // SAFETY: a live QP of `ctx`.
             let qpx = unsafe { backend::of(ctx).qp_to_qp_ex(raw.as_ptr()) };
             missing = if qpx.is_null() {

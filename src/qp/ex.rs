@@ -207,6 +207,7 @@ pub enum Ex<T, O> {
 impl<T: QpType, O: OpsFor<T>> Sealed for Ex<T, O> {}
 impl<T: QpType, O: OpsFor<T>> QpType for Ex<T, O> {
     const RAW: sys::ibv_qp_type::Type = T::RAW;
+    const EXTENDED: bool = true;
     const SEND_OPS: u64 = O::BITS;
 }
 impl<T: SrqCapable, O: OpsFor<T>> SrqCapable for Ex<T, O> {}
@@ -247,7 +248,11 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
 ///
 /// # Safety
 /// `qpx` is a live extended QP.
-pub(crate) unsafe fn missing_ex_op(qpx: *mut sys::ibv_qp_ex, raw: sys::ibv_qp_type::Type, ops: u64) -> Option<&'static str> {
+pub(crate) unsafe fn missing_ex_op(
+    qpx: *mut sys::ibv_qp_ex,
+    raw: sys::ibv_qp_type::Type,
+    ops: u64,
+) -> Option<&'static str> {
     // SAFETY: caller's contract; the function pointers are only read.
     let q = unsafe { &*qpx };
     let always = [

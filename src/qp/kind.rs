@@ -12,8 +12,10 @@ use super::*;
 pub trait QpType: sealed::Sealed + 'static {
     /// The `enum ibv_qp_type` value.
     const RAW: sys::ibv_qp_type::Type;
-    /// The `send_ops_flags` of an extended QP ([`Ex`](crate::qp::Ex)); 0 for a QP created
-    /// with `ibv_create_qp`.
+    /// Whether the QP is an extended one ([`Ex`](crate::qp::Ex)), created by `ibv_create_qp_ex`
+    /// with `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`.
+    const EXTENDED: bool = false;
+    /// The `send_ops_flags` of an extended QP; 0 for a QP created with `ibv_create_qp`.
     const SEND_OPS: u64 = 0;
 }
 /// Reliable connected (`IBV_QPT_RC`).

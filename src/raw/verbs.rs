@@ -375,6 +375,72 @@ pub unsafe fn ibv_create_qp(
     unsafe { backend::of((*pd).context).create_qp(pd, attr) }
 }
 
+/// `ibv_create_qp_ex` (verbs.h): with `comp_mask == IBV_QP_INIT_ATTR_PD` the legacy
+/// `ibv_create_qp` (whose attributes are the prefix of `attr`); otherwise the provider's
+/// `create_qp_ex`. With `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS` the QP is an extended one
+/// ([`ibv_qp_to_qp_ex`]), which posts through the `ibv_wr_*` operations of ibv_wr_post(3) as
+/// well as through `ibv_post_send`. `attr.pd` is the QP's PD, of `ctx`. [`ibv_destroy_qp`]
+/// destroys it.
+///
+/// # Errors
+/// The verb's errno: `EOPNOTSUPP` for a provider without `create_qp_ex`, a `comp_mask` bit or
+/// a send operation it does not support for the QP type (and, on the software device, an empty
+/// `send_ops_flags`); `EINVAL` without `IBV_QP_INIT_ATTR_PD` or as [`ibv_create_qp`].
+///
+/// ```
+/// # use typed_verbs::{ffi::sys, raw, Context};
+/// # let ctx = Context::open("sw0")?;
+/// # let c = ctx.as_raw();
+/// # unsafe {
+/// # let pd = raw::ibv_alloc_pd(c).expect("ibv_alloc_pd").as_ptr();
+/// # let cq = raw::ibv_create_cq(c, 16, std::ptr::null_mut(), std::ptr::null_mut(), 0).expect("ibv_create_cq").as_ptr();
+/// let mut init: sys::ibv_qp_init_attr_ex = std::mem::zeroed();
+/// (init.send_cq, init.recv_cq, init.qp_type, init.pd) = (cq, cq, sys::ibv_qp_type::IBV_QPT_RC, pd);
+/// init.cap = sys::ibv_qp_cap { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+/// init.comp_mask = sys::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0
+///     | sys::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
+/// init.send_ops_flags = sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_SEND.0.into();
+/// let qp = raw::ibv_create_qp_ex(c, &mut init).expect("ibv_create_qp_ex").as_ptr();
+/// let qpx = raw::ibv_qp_to_qp_ex(qp).expect("an extended QP");
+/// assert!(qpx.as_ref().wr_send.is_some() && qpx.as_ref().wr_rdma_write.is_none());
+/// raw::ibv_destroy_qp(qp).unwrap();
+/// # }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+pub unsafe fn ibv_create_qp_ex(
+    ctx: *mut sys::ibv_context,
+    attr: *mut sys::ibv_qp_init_attr_ex,
+) -> Result<NonNull<sys::ibv_qp>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { backend::of(ctx).create_qp_ex(ctx, attr) }
+}
+
+/// `ibv_qp_to_qp_ex`: the QP's `struct ibv_qp_ex` (the same memory: its `qp_base` is the QP),
+/// or `None` for a QP not created with `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`. Its operations are the
+/// provider's; those not set are NULL (on rxe and the software device, the builders of the
+/// operations not asked for).
+///
+/// ```
+/// # use typed_verbs::{ffi::sys, raw, Context};
+/// # let ctx = Context::open("sw0")?;
+/// # let c = ctx.as_raw();
+/// # unsafe {
+/// # let pd = raw::ibv_alloc_pd(c).expect("ibv_alloc_pd").as_ptr();
+/// # let cq = raw::ibv_create_cq(c, 16, std::ptr::null_mut(), std::ptr::null_mut(), 0).expect("ibv_create_cq").as_ptr();
+/// let mut init: sys::ibv_qp_init_attr = std::mem::zeroed();
+/// (init.send_cq, init.recv_cq, init.qp_type) = (cq, cq, sys::ibv_qp_type::IBV_QPT_UD);
+/// init.cap = sys::ibv_qp_cap { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+/// let qp = raw::ibv_create_qp(pd, &mut init).expect("ibv_create_qp").as_ptr();
+/// assert!(raw::ibv_qp_to_qp_ex(qp).is_none(), "a legacy QP");
+/// raw::ibv_destroy_qp(qp).unwrap();
+/// # }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+pub unsafe fn ibv_qp_to_qp_ex(qp: *mut sys::ibv_qp) -> Option<NonNull<sys::ibv_qp_ex>> {
+    // SAFETY: the caller's contract.
+    NonNull::new(unsafe { backend::of((*qp).context).qp_to_qp_ex(qp) })
+}
+
 /// `ibv_modify_qp`.
 ///
 /// # Errors

@@ -42,11 +42,11 @@
 
 use super::*;
 use crate::ffi::qp_ex_call;
+use crate::mr::access::Bit;
 use crate::qp::ex::{
     HasCmpAndSwp, HasFetchAndAdd, HasRdmaRead, HasRdmaWrite, HasRdmaWriteWithImm, HasSend,
     HasSendWithImm, OpsFor,
 };
-use crate::mr::access::Bit;
 use crate::qp::Ex;
 
 const FENCE: u32 = 1;
@@ -103,7 +103,7 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
     #[inline]
     pub fn post_batch<X>(
         &mut self,
-        f: impl FnOnce(&mut PostBatch<T, O, SGE>) -> Result<X>,
+        f: impl FnOnce(&mut PostBatch<'_, T, O, SGE>) -> Result<X>,
     ) -> Result<X>
     where
         St: SendReady,
@@ -120,6 +120,7 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
             max_sge: caps.max_send_sge,
             sge_list_sums_first: quirks.sge_list_sums_first,
             _m: PhantomData,
+            _brand: PhantomData,
         };
         /// Ends the batch with `ibv_wr_abort` unless disarmed: on `Err` and on unwinding. Ours,
         /// on this frame: the closure cannot reach it to forget it.
@@ -159,7 +160,7 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
 /// use typed_verbs::{send_ops, wr::PostBatch};
 /// // A helper over any RC QP that has RDMA write: the bound names the op.
 /// fn write_all<O: typed_verbs::qp::ex::HasRdmaWrite>(
-///     batch: &mut PostBatch<Rc, O>,
+///     batch: &mut PostBatch<'_, Rc, O>,
 ///     parts: &[(Sge<'_>, RemoteAddr<typed_verbs::access!(REMOTE_WRITE)>)],
 /// ) -> Result<()> {
 ///     for (i, (sge, at)) in parts.iter().enumerate() {
@@ -178,7 +179,7 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
 /// a.post_batch(|batch| write_all(batch, &parts))?;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
-pub struct PostBatch<T, O, const SGE: usize = 1> {
+pub struct PostBatch<'b, T, O, const SGE: usize = 1> {
     qpx: *mut sys::ibv_qp_ex,
     qp: *mut sys::ibv_qp,
     /// Requests this batch may still take: `max_room` at the start.
@@ -190,6 +191,11 @@ pub struct PostBatch<T, O, const SGE: usize = 1> {
     sge_list_sums_first: bool,
     /// Not `Send` or `Sync`: the provider's lock is held by the thread that opened the batch.
     _m: PhantomData<(T, O, *mut ())>,
+    /// Invariant in `'b`, which each `post_batch` call chooses anew (the closure takes
+    /// `&mut PostBatch<'_, ..>` for every lifetime): two batches open at once (of two QPs, one
+    /// nested in the other's closure) have two types, so neither can be swapped into the other's
+    /// place and outlive its own batch there.
+    _brand: PhantomData<fn(&'b ()) -> &'b ()>,
 }
 
 /// The bound of [`PostBatch`]'s `Send` and `Sync` impls, which nothing implements: a batch
@@ -218,9 +224,9 @@ pub trait PostBatchStaysOnItsThread: Sealed {}
 
 // SAFETY: never applies (no type implements `PostBatchStaysOnItsThread`, which is sealed): a
 // batch is neither Send nor Sync, as without these impls; they only name the reason in the error.
-unsafe impl<T: PostBatchStaysOnItsThread, O, const SGE: usize> Send for PostBatch<T, O, SGE> {}
+unsafe impl<T: PostBatchStaysOnItsThread, O, const SGE: usize> Send for PostBatch<'_, T, O, SGE> {}
 // SAFETY: as above.
-unsafe impl<T: PostBatchStaysOnItsThread, O, const SGE: usize> Sync for PostBatch<T, O, SGE> {}
+unsafe impl<T: PostBatchStaysOnItsThread, O, const SGE: usize> Sync for PostBatch<'_, T, O, SGE> {}
 
 /// The QP types whose requests may carry `IBV_SEND_FENCE`: RC ("Valid only for QPs with
 /// Transport Service Type IBV_QPT_RC", ibv_post_send(3)).
@@ -260,8 +266,8 @@ impl FenceCapable for Rc {}
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 #[must_use = "a work request is added to the batch only by its data method (`sge`, `sges`, `inline` or `result`)"]
-pub struct Wr<'p, 's, T, O, const SGE: usize, K> {
-    batch: &'p mut PostBatch<T, O, SGE>,
+pub struct Wr<'p, 'b, 's, T, O, const SGE: usize, K> {
+    batch: &'p mut PostBatch<'b, T, O, SGE>,
     wr_id: u64,
     flags: u32,
     op: K,
@@ -301,7 +307,11 @@ pub mod ops {
     pub struct RdmaRead(pub(crate) RemoteAddr<Untyped>);
     /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the target, compare and swap.
     #[derive(Debug, Clone, Copy)]
-    pub struct CompareSwap(pub(crate) RemoteAddr<Untyped>, pub(crate) u64, pub(crate) u64);
+    pub struct CompareSwap(
+        pub(crate) RemoteAddr<Untyped>,
+        pub(crate) u64,
+        pub(crate) u64,
+    );
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: the target and the value to add.
     #[derive(Debug, Clone, Copy)]
     pub struct FetchAdd(pub(crate) RemoteAddr<Untyped>, pub(crate) u64);
@@ -421,9 +431,9 @@ pub mod ops {
 
 use ops::ExOp;
 
-impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
+impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     #[inline(always)]
-    fn wr<'p, 's, K: ExOp>(&'p mut self, wr_id: u64, op: K) -> Wr<'p, 's, T, O, SGE, K> {
+    fn wr<'p, 's, K: ExOp>(&'p mut self, wr_id: u64, op: K) -> Wr<'p, 'b, 's, T, O, SGE, K> {
         Wr {
             batch: self,
             wr_id,
@@ -453,7 +463,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     }
 }
 
-impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
+impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     /// `ibv_wr_send`: an `IBV_WR_SEND` of the data its [`Wr`] is given.
     ///
     /// ```
@@ -471,7 +481,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send(&mut self, wr_id: u64) -> Wr<'_, 'static, T, O, SGE, ops::PlainSend>
+    pub fn send(&mut self, wr_id: u64) -> Wr<'_, 'b, 'static, T, O, SGE, ops::PlainSend>
     where
         T: FixedDest,
         O: HasSend,
@@ -496,7 +506,11 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send_with_imm(&mut self, wr_id: u64, imm: u32) -> Wr<'_, 'static, T, O, SGE, ops::SendWithImm>
+    pub fn send_with_imm(
+        &mut self,
+        wr_id: u64,
+        imm: u32,
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::SendWithImm>
     where
         T: FixedDest,
         O: HasSendWithImm,
@@ -505,7 +519,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     }
 }
 
-impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
+impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     /// `ibv_wr_rdma_write`: an `IBV_WR_RDMA_WRITE` of the data its [`Wr`] is given to `remote`.
     ///
     /// ```
@@ -526,7 +540,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         &mut self,
         wr_id: u64,
         remote: RemoteAddr<A>,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::RdmaWrite>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::RdmaWrite>
     where
         O: HasRdmaWrite,
     {
@@ -556,7 +570,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         wr_id: u64,
         remote: RemoteAddr<A>,
         imm: u32,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::RdmaWriteWithImm>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::RdmaWriteWithImm>
     where
         O: HasRdmaWriteWithImm,
     {
@@ -583,7 +597,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         &mut self,
         wr_id: u64,
         remote: RemoteAddr<A>,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::RdmaRead>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::RdmaRead>
     where
         O: HasRdmaRead,
     {
@@ -614,11 +628,14 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         target: AtomicTarget,
         compare: u64,
         swap: u64,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::CompareSwap>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::CompareSwap>
     where
         O: HasCmpAndSwp,
     {
-        self.wr(wr_id, ops::CompareSwap(target.addr().erase(), compare, swap))
+        self.wr(
+            wr_id,
+            ops::CompareSwap(target.addr().erase(), compare, swap),
+        )
     }
 
     /// `ibv_wr_atomic_fetch_add` on the 8 bytes at `target`; the old value lands in the
@@ -644,7 +661,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
         wr_id: u64,
         target: AtomicTarget,
         add: u64,
-    ) -> Wr<'_, 'static, T, O, SGE, ops::FetchAdd>
+    ) -> Wr<'_, 'b, 'static, T, O, SGE, ops::FetchAdd>
     where
         O: HasFetchAndAdd,
     {
@@ -652,7 +669,7 @@ impl<T: QpType, O, const SGE: usize> PostBatch<T, O, SGE> {
     }
 }
 
-impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
+impl<'b, O, const SGE: usize> PostBatch<'b, Ud, O, SGE> {
     /// `ibv_wr_send` with `ibv_wr_set_ud_addr(dest)`: a UD send, whose address is mandatory.
     ///
     /// ```
@@ -668,7 +685,11 @@ impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn send_to<'s>(&mut self, wr_id: u64, dest: UdDest<'s>) -> Wr<'_, 's, Ud, O, SGE, ops::PlainSend>
+    pub fn send_to<'s>(
+        &mut self,
+        wr_id: u64,
+        dest: UdDest<'s>,
+    ) -> Wr<'_, 'b, 's, Ud, O, SGE, ops::PlainSend>
     where
         O: HasSend,
     {
@@ -689,7 +710,8 @@ impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
     /// let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
     /// let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
     /// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-    /// qp.post_batch(|batch| batch.send_to_with_imm(1, UdDest::new(&ah, qp.qp_num(), 0x11), 3).sge(mr.sge(0..8).unwrap()))?;
+    /// let to = UdDest::new(&ah, qp.qp_num(), 0x11); // before the batch, which holds the QP
+    /// qp.post_batch(|batch| batch.send_to_with_imm(1, to, 3).sge(mr.sge(0..8).unwrap()))?;
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
@@ -698,7 +720,7 @@ impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
         wr_id: u64,
         dest: UdDest<'s>,
         imm: u32,
-    ) -> Wr<'_, 's, Ud, O, SGE, ops::SendWithImm>
+    ) -> Wr<'_, 'b, 's, Ud, O, SGE, ops::SendWithImm>
     where
         O: HasSendWithImm,
     {
@@ -709,7 +731,7 @@ impl<O, const SGE: usize> PostBatch<Ud, O, SGE> {
     }
 }
 
-impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
+impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
     /// `IBV_SEND_SIGNALED`: a completion for this request even when the QP was not created
     /// with `sq_sig_all`.
     ///
@@ -901,12 +923,12 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
     }
 }
 
-impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
+impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
     /// `ibv_wr_set_sge`: the request's data is the bytes `sge` names (a send's or write's
     /// source; an RDMA read's destination, which needs `LOCAL_WRITE`).
     ///
     /// # Errors
-    /// As for [`sges`](Self::sges).
+    /// As for [`sges`](Self::sges), but `num_sge` and the provider bug, which one SGE cannot meet.
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -1021,8 +1043,12 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, T, O, SGE, K> {
     }
 }
 
-impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, T, O, SGE, K> {
+impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, '_, T, O, SGE, K> {
     /// `ibv_wr_set_sge` of `result`: where the atomic's old value lands, 8 bytes by type.
+    ///
+    /// # Errors
+    /// [`Verb::WrPost`], before any call for this request: [`ErrorKind::OutOfRange`] naming
+    /// `work requests in one batch` (more than `max_send_wr`).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -1042,5 +1068,59 @@ impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, T, O, SGE, K> {
         let sge = result.sge();
         let sge = Sge::erase_list(std::slice::from_ref(&sge));
         self.post_sge(&sge[0])
+    }
+}
+
+#[cfg(all(test, feature = "software-device"))]
+mod tests {
+    use super::*;
+    use crate::mr::Mr;
+
+    /// Where the provider sums an SGE list wrong (rxe before rdma-core 64), a list of unequal
+    /// lengths is refused before any call, naming the bug; one of equal lengths is not refused
+    /// for it. The batch here has no QP: the refusal must come before the first call.
+    #[test]
+    fn unequal_sge_lists_are_refused_where_the_provider_sums_them_wrong() {
+        let ctx = crate::device::Context::open("sw0").unwrap();
+        let pd = crate::pd::Pd::new(&ctx).unwrap();
+        let mr = Mr::new(&pd, vec![0u8; 64], crate::mr::access::Access::LOCAL_WRITE).unwrap();
+        let mut batch = PostBatch::<
+            '_,
+            Rc,
+            crate::qp::ex::SendOpSet<false, false, true, false, false, false, false>,
+            4,
+        > {
+            qpx: std::ptr::null_mut(),
+            qp: std::ptr::null_mut(),
+            room: 0, // a request that passed the SGE check would be refused for room, not called
+            max_room: 0,
+            max_inline: 0,
+            max_sge: 4,
+            sge_list_sums_first: true,
+            _m: PhantomData,
+            _brand: PhantomData,
+        };
+        let unequal = [mr.sge(0..8).unwrap(), mr.sge(8..24).unwrap()];
+        let e = batch.send(1).sges(&unequal).unwrap_err();
+        assert_eq!(e.verb, Verb::WrPost);
+        assert!(
+            matches!(e.kind, ErrorKind::ProviderBug(b) if b.contains("rdma-core 64")),
+            "{e}"
+        );
+        let equal = [mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()];
+        let e = batch.send(2).sges(&equal).unwrap_err();
+        assert!(
+            matches!(
+                e.kind,
+                ErrorKind::OutOfRange {
+                    what: "work requests in one batch (cap.max_send_wr)",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        batch.sge_list_sums_first = false;
+        let e = batch.send(3).sges(&unequal).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::OutOfRange { .. }), "{e}");
     }
 }

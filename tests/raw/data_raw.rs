@@ -25,9 +25,9 @@ use typed_verbs::software::SwConfig;
 use typed_verbs::Context;
 
 /// How long a poll waits for completions that must come.
-const WAIT: Duration = Duration::from_secs(2);
+pub(super) const WAIT: Duration = Duration::from_secs(2);
 /// How long a poll waits to show that no completion comes.
-const QUIET: Duration = Duration::from_millis(300);
+pub(super) const QUIET: Duration = Duration::from_millis(300);
 
 use common::raw::{
     ah_attr, qp_attr, qp_cap, qp_init_attr, query_qp, Cleanup, INLINE, LOCAL_WRITE, REMOTE_ATOMIC,
@@ -44,23 +44,23 @@ use typed_verbs::ffi::qp_attr_mask::{
     RQ_PSN as M_RQ_PSN, SQ_PSN as M_SQ_PSN, STATE as M_STATE, TIMEOUT as M_TIMEOUT,
 };
 
-const QKEY: u32 = 0x1111_2222;
-const PSN: u32 = 0x1234;
+pub(super) const QKEY: u32 = 0x1111_2222;
+pub(super) const PSN: u32 = 0x1234;
 
 /// A registered buffer (8-byte aligned, zeroed).
 #[derive(Clone, Copy)]
-struct Buf {
-    ptr: *mut u8,
-    len: usize,
-    lkey: u32,
-    rkey: u32,
+pub(super) struct Buf {
+    pub(super) ptr: *mut u8,
+    pub(super) len: usize,
+    pub(super) lkey: u32,
+    pub(super) rkey: u32,
 }
 
 impl Buf {
-    fn addr(&self, off: usize) -> u64 {
+    pub(super) fn addr(&self, off: usize) -> u64 {
         self.ptr as u64 + off as u64
     }
-    fn sge(&self, off: usize, len: u32) -> sys::ibv_sge {
+    pub(super) fn sge(&self, off: usize, len: u32) -> sys::ibv_sge {
         assert!(off + len as usize <= self.len);
         sys::ibv_sge {
             addr: self.addr(off),
@@ -68,48 +68,48 @@ impl Buf {
             lkey: self.lkey,
         }
     }
-    fn write(&self, off: usize, data: &[u8]) {
+    pub(super) fn write(&self, off: usize, data: &[u8]) {
         assert!(off + data.len() <= self.len);
         // SAFETY: inside the buffer, which lives until the cleanup; no work request is using it.
         unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(off), data.len()) }
     }
-    fn read(&self, off: usize, len: usize) -> Vec<u8> {
+    pub(super) fn read(&self, off: usize, len: usize) -> Vec<u8> {
         assert!(off + len <= self.len);
         let mut v = vec![0u8; len];
         // SAFETY: as in `write`.
         unsafe { ptr::copy_nonoverlapping(self.ptr.add(off), v.as_mut_ptr(), len) };
         v
     }
-    fn u64_at(&self, off: usize) -> u64 {
+    pub(super) fn u64_at(&self, off: usize) -> u64 {
         u64::from_ne_bytes(self.read(off, 8).try_into().unwrap())
     }
 }
 
 /// A QP with its number, type and actual capabilities.
 #[derive(Clone, Copy)]
-struct Qp {
-    raw: *mut sys::ibv_qp,
-    num: u32,
-    qpt: sys::ibv_qp_type::Type,
-    cap: sys::ibv_qp_cap,
-    send_cq: *mut sys::ibv_cq,
-    recv_cq: *mut sys::ibv_cq,
+pub(super) struct Qp {
+    pub(super) raw: *mut sys::ibv_qp,
+    pub(super) num: u32,
+    pub(super) qpt: sys::ibv_qp_type::Type,
+    pub(super) cap: sys::ibv_qp_cap,
+    pub(super) send_cq: *mut sys::ibv_cq,
+    pub(super) recv_cq: *mut sys::ibv_cq,
 }
 
 /// What `Env::qp` creates.
 #[derive(Clone, Copy)]
-struct Spec {
-    qpt: sys::ibv_qp_type::Type,
-    srq: *mut sys::ibv_srq,
-    send_wr: u32,
-    recv_wr: u32,
-    send_sge: u32,
-    recv_sge: u32,
-    inline: u32,
+pub(super) struct Spec {
+    pub(super) qpt: sys::ibv_qp_type::Type,
+    pub(super) srq: *mut sys::ibv_srq,
+    pub(super) send_wr: u32,
+    pub(super) recv_wr: u32,
+    pub(super) send_sge: u32,
+    pub(super) recv_sge: u32,
+    pub(super) inline: u32,
 }
 
 impl Spec {
-    fn new(qpt: sys::ibv_qp_type::Type) -> Self {
+    pub(super) fn new(qpt: sys::ibv_qp_type::Type) -> Self {
         Spec {
             qpt,
             srq: ptr::null_mut(),
@@ -124,19 +124,19 @@ impl Spec {
 
 /// One test's objects on one context. `c` is declared first, so it runs before the context
 /// closes.
-struct Env {
-    c: Cleanup,
-    ctx: Context,
-    gid: sys::ibv_gid,
-    pd: *mut sys::ibv_pd,
+pub(super) struct Env {
+    pub(super) c: Cleanup,
+    pub(super) ctx: Context,
+    pub(super) gid: sys::ibv_gid,
+    pub(super) pd: *mut sys::ibv_pd,
 }
 
 impl Env {
-    fn new() -> Env {
+    pub(super) fn new() -> Env {
         Env::on(open())
     }
 
-    fn on(ctx: Context) -> Env {
+    pub(super) fn on(ctx: Context) -> Env {
         let mut gid = sys::ibv_gid { raw: [0; 16] };
         // SAFETY: a live context; `gid` valid for writes.
         unsafe { raw::ibv_query_gid(ctx.as_raw(), 1, 0, &mut gid) }.expect("ibv_query_gid");
@@ -145,16 +145,16 @@ impl Env {
         Env { c, ctx, gid, pd }
     }
 
-    fn push(&mut self, f: impl FnOnce() + 'static) {
+    pub(super) fn push(&mut self, f: impl FnOnce() + 'static) {
         self.c.push(f);
     }
 
-    fn cq(&mut self) -> *mut sys::ibv_cq {
+    pub(super) fn cq(&mut self) -> *mut sys::ibv_cq {
         common::raw::cq(&self.ctx, 64, ptr::null_mut(), &mut self.c)
     }
 
     /// A zeroed, 8-byte aligned buffer of `len` bytes registered with `access`.
-    fn buf(&mut self, len: usize, access: i32) -> Buf {
+    pub(super) fn buf(&mut self, len: usize, access: i32) -> Buf {
         let mem: Box<[u64]> = vec![0u64; len.div_ceil(8)].into_boxed_slice();
         let ptr = Box::into_raw(mem);
         // SAFETY: freed once, after the MR is deregistered (cleanups run in reverse order).
@@ -176,17 +176,22 @@ impl Env {
         }
     }
 
-    fn srq(&mut self, max_wr: u32) -> *mut sys::ibv_srq {
+    pub(super) fn srq(&mut self, max_wr: u32) -> *mut sys::ibv_srq {
         common::raw::srq(self.pd, max_wr, &mut self.c)
     }
 
     /// A QP with its own CQ (send and receive).
-    fn qp(&mut self, spec: Spec) -> Qp {
+    pub(super) fn qp(&mut self, spec: Spec) -> Qp {
         let cq = self.cq();
         self.qp_on(spec, cq, cq)
     }
 
-    fn qp_on(&mut self, spec: Spec, send_cq: *mut sys::ibv_cq, recv_cq: *mut sys::ibv_cq) -> Qp {
+    pub(super) fn qp_on(
+        &mut self,
+        spec: Spec,
+        send_cq: *mut sys::ibv_cq,
+        recv_cq: *mut sys::ibv_cq,
+    ) -> Qp {
         let cap = qp_cap(
             spec.send_wr,
             spec.recv_wr,
@@ -207,11 +212,11 @@ impl Env {
         }
     }
 
-    fn ah_attr(&self) -> sys::ibv_ah_attr {
+    pub(super) fn ah_attr(&self) -> sys::ibv_ah_attr {
         ah_attr(self.gid, 0)
     }
 
-    fn ah(&mut self) -> *mut sys::ibv_ah {
+    pub(super) fn ah(&mut self) -> *mut sys::ibv_ah {
         let mut attr = self.ah_attr();
         // SAFETY: a live PD; attr valid.
         let ah = unsafe { raw::ibv_create_ah(self.pd, &mut attr) }
@@ -223,7 +228,7 @@ impl Env {
     }
 
     /// Two QPs of `spec`, each on its own CQ, connected to each other (RC, UC) or ready (UD).
-    fn pair(&mut self, spec: Spec, access: i32, rnr_retry: u8) -> (Qp, Qp) {
+    pub(super) fn pair(&mut self, spec: Spec, access: i32, rnr_retry: u8) -> (Qp, Qp) {
         let a = self.qp(spec);
         let b = self.qp(spec);
         self.connect(&a, &b, access, rnr_retry);
@@ -232,7 +237,7 @@ impl Env {
     }
 
     /// Brings `q` to RTS with `peer` as its destination (RC, UC).
-    fn connect(&self, q: &Qp, peer: &Qp, access: i32, rnr_retry: u8) {
+    pub(super) fn connect(&self, q: &Qp, peer: &Qp, access: i32, rnr_retry: u8) {
         init(q, access);
         rtr(q, peer.num, self.gid);
         rts(q, rnr_retry);
@@ -244,7 +249,7 @@ fn modify(q: &Qp, attr: &mut sys::ibv_qp_attr, mask: i32) -> Result<(), i32> {
     unsafe { raw::ibv_modify_qp(q.raw, attr, mask) }
 }
 
-fn init(q: &Qp, access: i32) {
+pub(super) fn init(q: &Qp, access: i32) {
     let mut a = qp_attr();
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
@@ -259,7 +264,7 @@ fn init(q: &Qp, access: i32) {
     modify(q, &mut a, mask).expect("modify_qp to INIT");
 }
 
-fn rtr(q: &Qp, dest: u32, gid: sys::ibv_gid) {
+pub(super) fn rtr(q: &Qp, dest: u32, gid: sys::ibv_gid) {
     let mut a = qp_attr();
     a.qp_state = IBV_QPS_RTR;
     let mut mask = M_STATE;
@@ -278,7 +283,7 @@ fn rtr(q: &Qp, dest: u32, gid: sys::ibv_gid) {
     modify(q, &mut a, mask).expect("modify_qp to RTR");
 }
 
-fn rts(q: &Qp, rnr_retry: u8) {
+pub(super) fn rts(q: &Qp, rnr_retry: u8) {
     let mut a = qp_attr();
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = PSN;
@@ -293,30 +298,30 @@ fn rts(q: &Qp, rnr_retry: u8) {
     modify(q, &mut a, mask).expect("modify_qp to RTS");
 }
 
-fn to_error(q: &Qp) {
+pub(super) fn to_error(q: &Qp) {
     let mut a = qp_attr();
     a.qp_state = IBV_QPS_ERR;
     modify(q, &mut a, M_STATE).expect("modify_qp to ERR");
 }
 
 /// `ibv_query_qp`: the provider's current attributes (state and actual capabilities).
-fn query(q: &Qp) -> sys::ibv_qp_attr {
+pub(super) fn query(q: &Qp) -> sys::ibv_qp_attr {
     // SAFETY: a live QP.
     unsafe { query_qp(q.raw, M_STATE) }
 }
 
-fn state(q: &Qp) -> u32 {
+pub(super) fn state(q: &Qp) -> u32 {
     query(q).qp_state
 }
 
 /// A send work request that owns its SGE array (on the heap, so moving the request keeps
 /// `sg_list` valid).
-struct SendWr {
-    wr: sys::ibv_send_wr,
+pub(super) struct SendWr {
+    pub(super) wr: sys::ibv_send_wr,
     _sges: Vec<sys::ibv_sge>,
 }
 
-fn send_wr(wr_id: u64, opcode: u32, flags: u32, sges: &[sys::ibv_sge]) -> SendWr {
+pub(super) fn send_wr(wr_id: u64, opcode: u32, flags: u32, sges: &[sys::ibv_sge]) -> SendWr {
     let mut sges = sges.to_vec();
     // SAFETY: ibv_send_wr is plain C data; all-zero is a valid (empty) request.
     let mut wr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
@@ -329,15 +334,21 @@ fn send_wr(wr_id: u64, opcode: u32, flags: u32, sges: &[sys::ibv_sge]) -> SendWr
 }
 
 impl SendWr {
-    fn imm(mut self, imm_be: u32) -> Self {
+    pub(super) fn imm(mut self, imm_be: u32) -> Self {
         self.wr.imm_data_invalidated_rkey_union.imm_data = imm_be;
         self
     }
-    fn rdma(mut self, remote_addr: u64, rkey: u32) -> Self {
+    pub(super) fn rdma(mut self, remote_addr: u64, rkey: u32) -> Self {
         self.wr.wr.rdma = sys::rdma_t { remote_addr, rkey };
         self
     }
-    fn atomic(mut self, remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) -> Self {
+    pub(super) fn atomic(
+        mut self,
+        remote_addr: u64,
+        rkey: u32,
+        compare_add: u64,
+        swap: u64,
+    ) -> Self {
         self.wr.wr.atomic = sys::atomic_t {
             remote_addr,
             compare_add,
@@ -346,7 +357,7 @@ impl SendWr {
         };
         self
     }
-    fn ud(mut self, ah: *mut sys::ibv_ah, qpn: u32, qkey: u32) -> Self {
+    pub(super) fn ud(mut self, ah: *mut sys::ibv_ah, qpn: u32, qkey: u32) -> Self {
         self.wr.wr.ud = sys::ud_t {
             ah,
             remote_qpn: qpn,
@@ -383,7 +394,7 @@ fn chain<W: Linked>(wrs: &mut [W]) -> *mut W::Raw {
 }
 
 /// `ibv_post_send`: the return value and `bad_wr`.
-fn post_send_list(q: &Qp, wr: *mut sys::ibv_send_wr) -> (i32, *mut sys::ibv_send_wr) {
+pub(super) fn post_send_list(q: &Qp, wr: *mut sys::ibv_send_wr) -> (i32, *mut sys::ibv_send_wr) {
     let mut bad = ptr::dangling_mut::<sys::ibv_send_wr>(); // shows whether the provider wrote it
                                                            // SAFETY: a live QP; the list and its SGE arrays are valid for the call.
     let rc = unsafe { sys::ibv_post_send(q.raw, wr, &mut bad) };
@@ -391,7 +402,7 @@ fn post_send_list(q: &Qp, wr: *mut sys::ibv_send_wr) -> (i32, *mut sys::ibv_send
 }
 
 #[track_caller]
-fn post_send(q: &Qp, mut wr: SendWr) {
+pub(super) fn post_send(q: &Qp, mut wr: SendWr) {
     let (rc, _) = post_send_list(q, wr.raw());
     assert_eq!(rc, 0, "ibv_post_send");
 }
@@ -431,7 +442,7 @@ fn post_recv_list(q: &Qp, wr: *mut sys::ibv_recv_wr) -> (i32, *mut sys::ibv_recv
 }
 
 #[track_caller]
-fn post_recv(q: &Qp, wr_id: u64, sges: &[sys::ibv_sge]) {
+pub(super) fn post_recv(q: &Qp, wr_id: u64, sges: &[sys::ibv_sge]) {
     let (rc, _) = post_recv_list(q, recv_wr(wr_id, sges).raw());
     assert_eq!(rc, 0, "ibv_post_recv");
 }
@@ -448,24 +459,24 @@ fn post_srq_recv_list(
 
 /// A work completion, copied out of `ibv_wc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Wc {
-    wr_id: u64,
-    status: u32,
-    opcode: u32,
-    byte_len: u32,
-    imm: u32,
-    qp_num: u32,
-    src_qp: u32,
-    wc_flags: u32,
-    pkey_index: u16,
-    slid: u16,
-    sl: u8,
-    dlid_path_bits: u8,
+pub(super) struct Wc {
+    pub(super) wr_id: u64,
+    pub(super) status: u32,
+    pub(super) opcode: u32,
+    pub(super) byte_len: u32,
+    pub(super) imm: u32,
+    pub(super) qp_num: u32,
+    pub(super) src_qp: u32,
+    pub(super) wc_flags: u32,
+    pub(super) pkey_index: u16,
+    pub(super) slid: u16,
+    pub(super) sl: u8,
+    pub(super) dlid_path_bits: u8,
 }
 
 impl Wc {
     /// A successful completion with the fields rxe fills for it; the rest zero.
-    fn ok(wr_id: u64, opcode: u32, byte_len: u32, qp_num: u32) -> Wc {
+    pub(super) fn ok(wr_id: u64, opcode: u32, byte_len: u32, qp_num: u32) -> Wc {
         Wc {
             wr_id,
             status: IBV_WC_SUCCESS,
@@ -482,19 +493,19 @@ impl Wc {
         }
     }
     /// A receive completion: rxe sets IBV_WC_GRH on every successful receive.
-    fn recv(wr_id: u64, byte_len: u32, qp_num: u32) -> Wc {
+    pub(super) fn recv(wr_id: u64, byte_len: u32, qp_num: u32) -> Wc {
         Wc {
             wc_flags: WC_GRH,
             ..Wc::ok(wr_id, IBV_WC_RECV, byte_len, qp_num)
         }
     }
-    fn imm(mut self, imm_be: u32) -> Wc {
+    pub(super) fn imm(mut self, imm_be: u32) -> Wc {
         self.imm = imm_be;
         self.wc_flags |= WC_WITH_IMM;
         self
     }
     /// What a failed completion defines (ibv_poll_cq(3): wr_id, status, qp_num, vendor_err).
-    fn failed(&self) -> (u64, u32, u32) {
+    pub(super) fn failed(&self) -> (u64, u32, u32) {
         (self.wr_id, self.status, self.qp_num)
     }
 }
@@ -519,7 +530,7 @@ fn from_sys(w: &sys::ibv_wc) -> Wc {
 
 /// Polls `cq` until `n` completions arrived or `within` passed; returns what arrived (more
 /// than `n` if more were there).
-fn poll_for(cq: *mut sys::ibv_cq, n: usize, within: Duration) -> Vec<Wc> {
+pub(super) fn poll_for(cq: *mut sys::ibv_cq, n: usize, within: Duration) -> Vec<Wc> {
     let deadline = Instant::now() + within;
     let mut out = Vec::new();
     loop {
@@ -540,13 +551,13 @@ fn poll_for(cq: *mut sys::ibv_cq, n: usize, within: Duration) -> Vec<Wc> {
 
 /// Asserts that `q`'s next send completion is the successful `opcode` of `wr_id`, `len` bytes.
 #[track_caller]
-fn sent_ok(q: &Qp, wr_id: u64, opcode: u32, len: u32) {
+pub(super) fn sent_ok(q: &Qp, wr_id: u64, opcode: u32, len: u32) {
     assert_eq!(expect(q.send_cq, 1)[0], Wc::ok(wr_id, opcode, len, q.num));
 }
 
 /// Exactly `n` completions from `cq` (waiting at most [`WAIT`] for them).
 #[track_caller]
-fn expect(cq: *mut sys::ibv_cq, n: usize) -> Vec<Wc> {
+pub(super) fn expect(cq: *mut sys::ibv_cq, n: usize) -> Vec<Wc> {
     let got = poll_for(cq, n, WAIT);
     assert_eq!(got.len(), n, "completions: {got:#x?}");
     got
@@ -554,14 +565,14 @@ fn expect(cq: *mut sys::ibv_cq, n: usize) -> Vec<Wc> {
 
 /// No completion arrives in `cq` within [`QUIET`].
 #[track_caller]
-fn quiet(cq: *mut sys::ibv_cq) {
+pub(super) fn quiet(cq: *mut sys::ibv_cq) {
     let got = poll_for(cq, usize::MAX, QUIET);
     assert!(got.is_empty(), "unexpected completions: {got:#x?}");
 }
 
 /// Waits (at most [`WAIT`]) until `f` holds.
 #[track_caller]
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+pub(super) fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + WAIT;
     while !f() {
         assert!(Instant::now() < deadline, "{what} did not happen");
@@ -569,7 +580,7 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
+pub(super) fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed))
         .collect()

@@ -8,7 +8,7 @@ type Ops = send_ops!(SEND);
 fn main() -> typed_verbs::Result<()> {
     let (pd, cq) = common::pd_and_cq()?;
     let mut qp = common::ex_rc::<Ops>(&pd, &cq)?;
-    let mut kept: Option<&mut PostBatch<Rc, Ops, 2>> = None;
+    let mut kept: Option<&mut PostBatch<'_, Rc, Ops, 2>> = None;
     qp.post_batch(|b| {
         kept = Some(b);
         Ok(())

@@ -2,7 +2,7 @@
 // ops have it.
 use typed_verbs::{wr::PostBatch, Rc, RemoteAddr, Sge};
 
-fn write<O>(b: &mut PostBatch<Rc, O>, sge: Sge<'_>, at: RemoteAddr<typed_verbs::access!(REMOTE_WRITE)>) -> typed_verbs::Result<()> {
+fn write<O>(b: &mut PostBatch<'_, Rc, O>, sge: Sge<'_>, at: RemoteAddr<typed_verbs::access!(REMOTE_WRITE)>) -> typed_verbs::Result<()> {
     b.rdma_write(1, at).sge(sge)
 }
 

@@ -7,7 +7,7 @@ use typed_verbs::{send_ops, SendWr};
 fn main() -> typed_verbs::Result<()> {
     let (pd, cq) = common::pd_and_cq()?;
     let mut qp = common::ex_rc::<send_ops!(SEND)>(&pd, &cq)?;
-    let rx = common::region(typed_verbs::Access::LOCAL_WRITE)?;
+    let rx = typed_verbs::Mr::new(&pd, typed_verbs::PageBuf::new(4096)?, typed_verbs::Access::LOCAL_WRITE)?; // the QP's PD
     for i in 0..4 {
         qp.post_recv(i, &[rx.sge(0..64).unwrap()])?;
     }

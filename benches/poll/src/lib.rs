@@ -19,6 +19,7 @@
 //! (`--toggle-collect=drain_generated`); `scripts/bench.sh` runs them all.
 
 pub mod post;
+pub mod post_ex;
 pub mod recv;
 use std::fmt;
 use std::mem::MaybeUninit;

@@ -776,17 +776,47 @@ impl ControlPath for Software {
         _ctx: *mut sys::ibv_context,
         attr: *mut sys::ibv_qp_init_attr_ex,
     ) -> Result<NonNull<sys::ibv_qp>, Errno> {
+        use sys::ibv_qp_init_attr_mask as m;
         // SAFETY: caller's contract.
         let a = unsafe { &mut *attr };
-        if a.comp_mask == sys::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0 {
+        if a.comp_mask == m::IBV_QP_INIT_ATTR_PD.0 {
             // As verbs.h: the legacy create, whose attributes are the prefix of `attr`.
             // SAFETY: caller's contract; ibv_qp_init_attr is the prefix of ibv_qp_init_attr_ex.
             return unsafe { objects::create_qp(a.pd, attr.cast()) };
         }
-        Err(libc::EOPNOTSUPP)
+        // What rxe's create_qp_ex takes (RXE_QP_COMP_MASK_SUP of rdma-core 44): the PD, creation
+        // flags (none supported) and the send operations; anything else EOPNOTSUPP, as its
+        // check_qp_init_attr answers.
+        let known = m::IBV_QP_INIT_ATTR_PD.0
+            | m::IBV_QP_INIT_ATTR_CREATE_FLAGS.0
+            | m::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
+        if a.comp_mask & !known != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
+        if a.comp_mask & m::IBV_QP_INIT_ATTR_CREATE_FLAGS.0 != 0 && a.create_flags != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
+        if a.comp_mask & m::IBV_QP_INIT_ATTR_PD.0 == 0 || a.pd.is_null() {
+            return Err(libc::EINVAL);
+        }
+        let send_ops = if a.comp_mask & m::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0 != 0 {
+            // SAFETY: caller's contract: a live PD of this device, whose context is live.
+            let raw_packet = unsafe { sw_context((*a.pd).context) }.config().raw_packet;
+            let sup = objects::supported_send_ops(a.qp_type, raw_packet);
+            // Stricter than rxe, which takes an empty set: a QP with no operation to build.
+            if a.send_ops_flags == 0 || a.send_ops_flags & !sup != 0 {
+                return Err(libc::EOPNOTSUPP);
+            }
+            Some(a.send_ops_flags)
+        } else {
+            None
+        };
+        // SAFETY: caller's contract; ibv_qp_init_attr is the prefix of ibv_qp_init_attr_ex.
+        unsafe { objects::create_qp_with(a.pd, attr.cast(), send_ops) }
     }
-    unsafe fn qp_to_qp_ex(&self, _qp: *mut sys::ibv_qp) -> *mut sys::ibv_qp_ex {
-        std::ptr::null_mut()
+    unsafe fn qp_to_qp_ex(&self, qp: *mut sys::ibv_qp) -> *mut sys::ibv_qp_ex {
+        // SAFETY: caller's contract: a live QP of this device.
+        unsafe { objects::qp_to_qp_ex(qp) }
     }
     unsafe fn query_qp(
         &self,

@@ -41,7 +41,7 @@ pub(super) fn send_completion(qp: &SwQp, w: &SendWqe, status: u32) {
     let mut e = Cqe {
         wr_id: w.wr_id,
         status,
-        qp_num: qp.ibv.qp_num,
+        qp_num: qp.ibv.qp_base.qp_num,
         ..Cqe::default()
     };
     if status == IBV_WC_SUCCESS {
@@ -58,7 +58,7 @@ pub(super) fn send_completion(qp: &SwQp, w: &SendWqe, status: u32) {
         }
     }
     // A requester's completion lost to a full CQ changes nothing else (rxe ignores it).
-    let _ = push(qp.ibv.send_cq, &e);
+    let _ = push(qp.ibv.qp_base.send_cq, &e);
 }
 
 /// A failed (or flushed) receive of `qp`.
@@ -66,12 +66,12 @@ pub(super) fn recv_failure(qp: &SwQp, wr_id: u64, status: u32, solicited: bool) 
     let e = Cqe {
         wr_id,
         status,
-        qp_num: qp.ibv.qp_num,
+        qp_num: qp.ibv.qp_base.qp_num,
         solicited,
         ..Cqe::default()
     };
     // A failed receive moves (or has moved) the QP to ERR anyway.
-    let _ = push(qp.ibv.recv_cq, &e);
+    let _ = push(qp.ibv.qp_base.recv_cq, &e);
 }
 
 /// A receive of `qp` that took `len` bytes of request `w`; false if its CQ was full.
@@ -88,7 +88,7 @@ pub(super) fn recv_success(
         status: IBV_WC_SUCCESS,
         opcode,
         byte_len: len,
-        qp_num: qp.ibv.qp_num,
+        qp_num: qp.ibv.qp_base.qp_num,
         src_qp,
         wc_flags: WC_GRH,
         solicited: w.solicited,
@@ -98,7 +98,7 @@ pub(super) fn recv_success(
         e.wc_flags |= WC_WITH_IMM;
         e.imm_or_inv = w.imm;
     }
-    push(qp.ibv.recv_cq, &e)
+    push(qp.ibv.qp_base.recv_cq, &e)
 }
 
 /// `qp`'s head request (RC) found no receive at `dest`: an RNR NAK, carrying `dest`'s
@@ -115,7 +115,7 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
     let usec = RNR_TIMER_USEC[usize::from(dest.attr.lock().min_rnr_timer & 31)];
     let mut q = qp.queues.lock();
     let left = match q.rnr {
-        Some(w) if now < w.retry_at => return Step::Wait(dest.ibv.qp_num),
+        Some(w) if now < w.retry_at => return Step::Wait(dest.ibv.qp_base.qp_num),
         Some(w) => w.left,
         None => rnr_retry,
     };
@@ -126,11 +126,11 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
     let retry_at = now + Duration::from_micros(usec);
     // The timer thread runs: the creation of this RC QP started it. (Were it not running, the
     // request would wait for a receive at `dest` instead of the timer.)
-    let timer = rnr_timer().map_or(0, |t| t.arm(retry_at, qp.ibv.qp_num));
+    let timer = rnr_timer().map_or(0, |t| t.arm(retry_at, qp.ibv.qp_base.qp_num));
     q.rnr = Some(RnrWait {
         left: if left == 7 { 7 } else { left - 1 },
         retry_at,
         timer,
     });
-    Step::Wait(dest.ibv.qp_num)
+    Step::Wait(dest.ibv.qp_base.qp_num)
 }

@@ -47,14 +47,28 @@ pub(super) fn check_remote(
     access: i32,
     len: u64,
 ) -> Result<*mut u8, MrFault> {
-    check_mr(dest.ctx(), w.rkey, dest.ibv.pd, access, w.remote_addr, len)
+    check_mr(
+        dest.ctx(),
+        w.rkey,
+        dest.ibv.qp_base.pd,
+        access,
+        w.remote_addr,
+        len,
+    )
 }
 
 /// Copies the bytes of `sges` (regions of `qp`'s PD) out.
 pub(super) fn gather(qp: &SwQp, sges: &[sys::ibv_sge]) -> Result<Vec<u8>, MrFault> {
     let mut spans = Vec::with_capacity(sges.len());
     for s in sges.iter().filter(|s| s.length > 0) {
-        let p = check_mr(qp.ctx(), s.lkey, qp.ibv.pd, 0, s.addr, s.length.into())?;
+        let p = check_mr(
+            qp.ctx(),
+            s.lkey,
+            qp.ibv.qp_base.pd,
+            0,
+            s.addr,
+            s.length.into(),
+        )?;
         spans.push((p, s.length as usize));
     }
     let mut out = Vec::new();
@@ -86,7 +100,7 @@ pub(super) fn scatter(qp: &SwQp, sges: &[sys::ibv_sge], data: &[u8]) -> Result<(
         let p = check_mr(
             qp.ctx(),
             s.lkey,
-            qp.ibv.pd,
+            qp.ibv.qp_base.pd,
             ACCESS_LOCAL_WRITE,
             s.addr,
             n as u64,

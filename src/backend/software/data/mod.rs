@@ -92,6 +92,8 @@
 mod complete;
 /// A work request's data and registered memory: the checks rxe makes, gather, scatter, landing.
 mod memory;
+/// The extended QP's batches (`ibv_qp_ex`, ibv_wr_post(3)), posted through the legacy path.
+mod qp_ex;
 /// RNR retries: the timer thread that delivers again when a receiver's RNR timer fires.
 mod rnr;
 /// Executing a send work request at its destination: the steps of one delivery.
@@ -99,14 +101,23 @@ mod run;
 
 use complete::*;
 use memory::*;
+pub(in crate::backend::software) use qp_ex::QpEx;
 pub(in crate::backend::software) use rnr::start_rnr_timer;
+/// The extended QP's operations, which `create_qp_ex` installs.
+pub(in crate::backend::software) mod qp_ex_ops {
+    pub(in crate::backend::software) use super::qp_ex::{
+        wr_abort, wr_atomic_cmp_swp, wr_atomic_fetch_add, wr_complete, wr_rdma_read, wr_rdma_write,
+        wr_rdma_write_imm, wr_send, wr_send_imm, wr_set_inline_data, wr_set_inline_data_list,
+        wr_set_sge, wr_set_sge_list, wr_set_ud_addr, wr_start,
+    };
+}
 use rnr::*;
 use run::*;
 
 use super::cq::{self, Cqe};
 use super::objects::{SwAh, SwQp, SwSrq};
 use super::sw_context;
-use crate::ffi::sync::{Mutex, MutexGuard};
+use crate::ffi::sync::{Condvar, Mutex, MutexGuard};
 use crate::ffi::{c_entry, sys};
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_int;
@@ -264,7 +275,7 @@ impl Fabric {
     /// Registers `qp` (just created) under its number.
     pub(super) fn register(&mut self, qp: *const SwQp) {
         // SAFETY: the caller passes a live QP.
-        let n = unsafe { (*qp).ibv.qp_num };
+        let n = unsafe { (*qp).ibv.qp_base.qp_num };
         self.qps.insert(n, QpPtr(qp));
     }
 
@@ -293,15 +304,16 @@ impl SwQp {
         self.attr.lock().qp_state
     }
     fn qpt(&self) -> u32 {
-        self.ibv.qp_type
+        self.ibv.qp_base.qp_type
     }
     fn ctx(&self) -> &super::SwContext {
         // SAFETY: a live QP's context is live.
-        unsafe { sw_context(self.ibv.context) }
+        unsafe { sw_context(self.ibv.qp_base.context) }
     }
     fn srq(&self) -> Option<&SwSrq> {
         // SAFETY: a live QP's SRQ is live (its usecnt keeps it).
-        (!self.ibv.srq.is_null()).then(|| unsafe { &*(self.ibv.srq as *const SwSrq) })
+        (!self.ibv.qp_base.srq.is_null())
+            .then(|| unsafe { &*(self.ibv.qp_base.srq as *const SwSrq) })
     }
 }
 
@@ -372,9 +384,9 @@ pub(super) fn after_modify(g: &Fabric, qp: &SwQp, cur: u32, next: u32) {
         }
         IBV_QPS_RTR | IBV_QPS_RTS if cur != next => {
             // Requests that waited for this QP to be ready are retried.
-            let n = qp.ibv.qp_num;
+            let n = qp.ibv.qp_base.qp_num;
             let mut run = Run::new(g);
-            run.kick_waiting_for(|d| d.ibv.qp_num == n);
+            run.kick_waiting_for(|d| d.ibv.qp_base.qp_num == n);
             run.drain();
         }
         _ => {}
@@ -392,6 +404,20 @@ pub(super) fn post_send(
     unsafe { bad.write(ptr::null_mut()) };
     if wr.is_null() {
         return libc::EINVAL;
+    }
+    // SAFETY: libibverbs' contract: a live QP of this provider. Only the two fields that never
+    // change after creation are read.
+    let (ex, qpx) = unsafe {
+        let sw = ibqp as *const SwQp;
+        (ptr::addr_of!((*sw).vqp_comp_mask).read() & super::objects::VERBS_QP_EX != 0, &(*sw).qpx)
+    };
+    if ex {
+        // Not inside another thread's extended batch (rxe's sq.lock), nor the caller's own.
+        if let Err(e) = qpx.enter_legacy() {
+            // SAFETY: `bad` is valid for writes.
+            unsafe { bad.write(wr) };
+            return e;
+        }
     }
     let g = lock();
     // SAFETY: libibverbs' contract: a live QP of this provider. Taken under the fabric lock,
@@ -426,16 +452,57 @@ pub(super) fn post_send(
         }
         cur = w.next;
     }
-    // The doorbell: below RTS the kernel refuses it (EINVAL; `bad_wr` stays as the provider
-    // left it) and the requests stay queued.
+    doorbell(&g, qp).err().unwrap_or(rc)
+}
+}
+
+/// The doorbell: below RTS the kernel refuses it (EINVAL; `bad_wr` stays as the provider left
+/// it) and the requests stay queued; otherwise the send queue runs.
+fn doorbell(g: &Fabric, qp: &SwQp) -> Result<(), c_int> {
     if qp.state() < IBV_QPS_RTS {
-        return libc::EINVAL;
+        return Err(libc::EINVAL);
     }
-    let mut run = Run::new(&g);
+    let mut run = Run::new(g);
     run.run_sq(qp);
     run.drain();
-    rc
+    Ok(())
 }
+
+/// Queues the requests `wrs` (their `next` unused) all or none, as one extended QP's batch:
+/// each checked as `post_send` checks it (EINVAL), ENOSPC when the send queue has no room for
+/// all of them, EOPNOTSUPP on a RAW_PACKET QP; then the doorbell.
+///
+/// # Safety
+/// `qp` is a live software QP; each request is valid as for `post_send`.
+unsafe fn post_wrs(qp: *const SwQp, wrs: &[sys::ibv_send_wr]) -> c_int {
+    let g = lock();
+    // SAFETY: the caller's contract; as in `post_send`.
+    let qp = unsafe { &*qp };
+    if qp.qpt() == IBV_QPT_RAW_PACKET {
+        return libc::EOPNOTSUPP;
+    }
+    let mut wqes = Vec::new();
+    if wqes.try_reserve_exact(wrs.len()).is_err() {
+        return libc::ENOMEM;
+    }
+    for w in wrs {
+        // SAFETY: the caller's contract.
+        match unsafe { SendWqe::new(qp, w) } {
+            Ok(wqe) => wqes.push(wqe),
+            Err(e) => return e,
+        }
+    }
+    {
+        let mut q = qp.queues.lock();
+        if q.sq.len() + wqes.len() > qp.cap.max_send_wr as usize {
+            return libc::ENOSPC;
+        }
+        if q.sq.try_reserve(wqes.len()).is_err() {
+            return libc::ENOMEM;
+        }
+        q.sq.extend(wqes);
+    }
+    doorbell(&g, qp).err().unwrap_or(0)
 }
 
 /// Checks and queues a list of receives into `rq` (capacity `max_wr`, `max_sge` SGEs each), as
@@ -502,9 +569,9 @@ pub(super) fn post_recv(
     let (max_wr, max_sge) = (qp.cap.max_recv_wr, qp.cap.max_recv_sge);
     // SAFETY: the caller's list; `bad` valid for writes.
     let rc = unsafe { queue_recvs(&mut qp.queues.lock().rq, max_wr, max_sge, wr, bad) };
-    let n = qp.ibv.qp_num;
+    let n = qp.ibv.qp_base.qp_num;
     let mut run = Run::new(&g);
-    run.kick_waiting_for(|d| d.ibv.qp_num == n);
+    run.kick_waiting_for(|d| d.ibv.qp_base.qp_num == n);
     run.drain();
     rc
 }
@@ -527,7 +594,7 @@ pub(super) fn post_srq_recv(
     // SAFETY: the caller's list; `bad` valid for writes.
     let rc = unsafe { queue_recvs(&mut srq.rq.lock(), max_wr, max_sge, wr, bad) };
     let mut run = Run::new(&g);
-    run.kick_waiting_for(|d| d.ibv.srq == ibsrq);
+    run.kick_waiting_for(|d| d.ibv.qp_base.srq == ibsrq);
     run.drain();
     rc
 }

@@ -190,7 +190,7 @@ impl<'g> Run<'g> {
                     {
                         let mut q = qp.queues.lock();
                         q.sq.push_front(w);
-                        q.blocked_on = Some(responder.ibv.qp_num);
+                        q.blocked_on = Some(responder.ibv.qp_base.qp_num);
                     }
                     to_error(responder);
                     return;
@@ -233,7 +233,7 @@ impl<'g> Run<'g> {
                             // request holds its slot until a flush, a reset or the destroy;
                             // arming 0 is no timer's).
                             let due = Instant::now().checked_add(ack_delay());
-                            let arming = due.map_or(0, |at| t.arm(at, qp.ibv.qp_num));
+                            let arming = due.map_or(0, |at| t.arm(at, qp.ibv.qp_base.qp_num));
                             let mut q = qp.queues.lock();
                             q.sq.push_front(w);
                             q.acking = Some(arming);
@@ -411,7 +411,11 @@ impl<'g> Run<'g> {
                         responder: Some(dest),
                     };
                 }
-                let src_qp = if qpt == IBV_QPT_UD { qp.ibv.qp_num } else { 0 };
+                let src_qp = if qpt == IBV_QPT_UD {
+                    qp.ibv.qp_base.qp_num
+                } else {
+                    0
+                };
                 if !recv_success(dest, &recv, w, IBV_WC_RECV, data.len() as u32, src_qp) {
                     return Step::Overflowed(dest);
                 }

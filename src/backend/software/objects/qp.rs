@@ -12,10 +12,22 @@ impl<T> std::ops::Deref for CacheLine<T> {
     }
 }
 
-/// A queue pair.
+/// `VERBS_QP_EX` of libibverbs' `struct verbs_qp` (driver.h, `enum verbs_qp_mask`: `VERBS_QP_XRCD` is
+/// `1 << 0`): the QP has a `struct ibv_qp_ex`.
+pub(in crate::backend::software) const VERBS_QP_EX: u32 = 1 << 1;
+
+/// A queue pair. It starts as libibverbs' `struct verbs_qp` does (driver.h: a union of
+/// `ibv_qp` and `ibv_qp_ex`, then `uint32_t comp_mask` and `struct verbs_xrcd *xrcd`), so that
+/// libibverbs' own `ibv_qp_to_qp_ex` would answer as `qp_to_qp_ex` does.
 #[repr(C)]
 pub(in crate::backend::software) struct SwQp {
-    pub(in crate::backend::software) ibv: sys::ibv_qp,
+    /// The extended QP, whose `qp_base` (at offset 0) is the `ibv_qp`. Its operations are set
+    /// only for a QP created with `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`.
+    pub(in crate::backend::software) ibv: sys::ibv_qp_ex,
+    /// `verbs_qp.comp_mask`: [`VERBS_QP_EX`] for an extended QP. Never written after creation.
+    pub(in crate::backend::software) vqp_comp_mask: u32,
+    /// `verbs_qp.xrcd`: always NULL (no XRC).
+    vqp_xrcd: *mut std::os::raw::c_void,
     ctx: *mut SwContext,
     /// The actual capabilities (the rings' sizes).
     pub(in crate::backend::software) cap: sys::ibv_qp_cap,
@@ -33,8 +45,20 @@ pub(in crate::backend::software) struct SwQp {
     pub(in crate::backend::software) queues: CacheLine<Mutex<Queues>>,
     /// Async events of this QP read and acked.
     events: EventCounts,
+    /// The extended QP's batch (used only with [`VERBS_QP_EX`]).
+    pub(in crate::backend::software) qpx: data::QpEx,
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwQp, ibv), 0);
+static_assertions::const_assert_eq!(std::mem::offset_of!(sys::ibv_qp_ex, qp_base), 0);
+// verbs_qp's layout, measured by build.rs from a copy of driver.h's definition.
+static_assertions::const_assert_eq!(
+    std::mem::offset_of!(SwQp, vqp_comp_mask),
+    crate::ffi::c::OFFSETOF_verbs_qp_comp_mask
+);
+static_assertions::const_assert_eq!(
+    std::mem::offset_of!(SwQp, vqp_xrcd),
+    crate::ffi::c::OFFSETOF_verbs_qp_xrcd
+);
 
 /// The read/ack counts of a software QP's async events.
 ///
@@ -53,6 +77,20 @@ pub(in crate::backend::software) unsafe fn qp_event_counts<'a>(
 pub(in crate::backend::software) unsafe fn create_qp(
     pd: *mut sys::ibv_pd,
     attr: *mut sys::ibv_qp_init_attr,
+) -> Result<NonNull<sys::ibv_qp>, Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { create_qp_with(pd, attr, None) }
+}
+
+/// `create_qp`, and for `Some(send_ops_flags)` (checked by the caller against the QP type) an
+/// extended QP with the builders of those operations.
+///
+/// # Safety
+/// As `create_qp`.
+pub(in crate::backend::software) unsafe fn create_qp_with(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_qp_init_attr,
+    send_ops: Option<u64>,
 ) -> Result<NonNull<sys::ibv_qp>, Errno> {
     use sys::ibv_qp_type::*;
     // SAFETY: caller's contract.
@@ -150,8 +188,16 @@ pub(in crate::backend::software) unsafe fn create_qp(
     ibv.qp_num = NEXT_QPN.fetch_add(1, Ordering::Relaxed) & 0x00ff_ffff;
     ibv.state = sys::ibv_qp_state::IBV_QPS_RESET;
     ibv.qp_type = a.qp_type;
+    // SAFETY: ibv_qp_ex is plain C data: a zeroed one has every operation NULL.
+    let mut ex: sys::ibv_qp_ex = unsafe { std::mem::zeroed() };
+    ex.qp_base = ibv;
+    if let Some(ops) = send_ops {
+        install_send_ops(&mut ex, ops);
+    }
     let qp = Box::new(SwQp {
-        ibv,
+        ibv: ex,
+        vqp_comp_mask: if send_ops.is_some() { VERBS_QP_EX } else { 0 },
+        vqp_xrcd: std::ptr::null_mut(),
         ctx: ctx as *mut SwContext,
         cap: ring,
         sq_sig_all: a.sq_sig_all,
@@ -161,12 +207,96 @@ pub(in crate::backend::software) unsafe fn create_qp(
         port: AtomicU8::new(0),
         queues: CacheLine(Mutex::new(Queues::default())),
         events: EventCounts::default(),
+        qpx: data::QpEx::new(),
     });
     let raw = Box::into_raw(qp);
     // From now on other QPs can find it by number.
     data::lock().register(raw);
     // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
     Ok(unsafe { NonNull::new_unchecked(raw as *mut sys::ibv_qp) })
+}
+
+/// Installs the builders of the operations `ops` names (`enum ibv_qp_create_send_ops_flags`),
+/// and the setters and batch operations every extended QP has, as rxe's `set_qp_send_ops`:
+/// the other builders, `wr_set_xrc_srqn` and `wr_send_tso` stay NULL.
+fn install_send_ops(ex: &mut sys::ibv_qp_ex, ops: u64) {
+    use data::qp_ex_ops::*;
+    use sys::ibv_qp_create_send_ops_flags as f;
+    let has = |bit: f| ops & u64::from(bit.0) != 0;
+    if has(f::IBV_QP_EX_WITH_RDMA_WRITE) {
+        ex.wr_rdma_write = Some(wr_rdma_write);
+    }
+    if has(f::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM) {
+        ex.wr_rdma_write_imm = Some(wr_rdma_write_imm);
+    }
+    if has(f::IBV_QP_EX_WITH_SEND) {
+        ex.wr_send = Some(wr_send);
+    }
+    if has(f::IBV_QP_EX_WITH_SEND_WITH_IMM) {
+        ex.wr_send_imm = Some(wr_send_imm);
+    }
+    if has(f::IBV_QP_EX_WITH_RDMA_READ) {
+        ex.wr_rdma_read = Some(wr_rdma_read);
+    }
+    if has(f::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP) {
+        ex.wr_atomic_cmp_swp = Some(wr_atomic_cmp_swp);
+    }
+    if has(f::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) {
+        ex.wr_atomic_fetch_add = Some(wr_atomic_fetch_add);
+    }
+    ex.wr_set_ud_addr = Some(wr_set_ud_addr);
+    ex.wr_set_inline_data = Some(wr_set_inline_data);
+    ex.wr_set_inline_data_list = Some(wr_set_inline_data_list);
+    ex.wr_set_sge = Some(wr_set_sge);
+    ex.wr_set_sge_list = Some(wr_set_sge_list);
+    ex.wr_start = Some(wr_start);
+    ex.wr_complete = Some(wr_complete);
+    ex.wr_abort = Some(wr_abort);
+}
+
+/// The send operations the device supports on a QP of type `qpt` (rxe's
+/// `RXE_SUP_*_QP_SEND_OPS_FLAGS` without memory windows and invalidation, which the device
+/// lacks), and SEND on a RAW_PACKET QP when the device has them.
+pub(in crate::backend::software) fn supported_send_ops(qpt: u32, raw_packet: bool) -> u64 {
+    use sys::ibv_qp_create_send_ops_flags as f;
+    use sys::ibv_qp_type::*;
+    let bits = |v: &[f]| v.iter().fold(0u64, |a, b| a | u64::from(b.0));
+    let (send, imm) = (f::IBV_QP_EX_WITH_SEND, f::IBV_QP_EX_WITH_SEND_WITH_IMM);
+    let (write, write_imm) = (
+        f::IBV_QP_EX_WITH_RDMA_WRITE,
+        f::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+    );
+    match qpt {
+        IBV_QPT_RC => bits(&[
+            write,
+            write_imm,
+            send,
+            imm,
+            f::IBV_QP_EX_WITH_RDMA_READ,
+            f::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+            f::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+        ]),
+        IBV_QPT_UC => bits(&[write, write_imm, send, imm]),
+        IBV_QPT_UD => bits(&[send, imm]),
+        IBV_QPT_RAW_PACKET if raw_packet => bits(&[send]),
+        _ => 0,
+    }
+}
+
+/// `ibv_qp_to_qp_ex`: the QP's `ibv_qp_ex` if it was created extended, else NULL.
+///
+/// # Safety
+/// `qp` live software QP.
+pub(in crate::backend::software) unsafe fn qp_to_qp_ex(
+    qp: *mut sys::ibv_qp,
+) -> *mut sys::ibv_qp_ex {
+    let sw = qp as *mut SwQp;
+    // SAFETY: the caller's contract; the field is never written after creation.
+    if unsafe { std::ptr::addr_of!((*sw).vqp_comp_mask).read() } & VERBS_QP_EX != 0 {
+        qp.cast()
+    } else {
+        std::ptr::null_mut()
+    }
 }
 
 /// # Safety
@@ -189,12 +319,12 @@ pub(in crate::backend::software) unsafe fn query_qp(
         a.cap = (*sw).cap;
         attr.write(a);
         init.write(sys::ibv_qp_init_attr {
-            qp_context: (*sw).ibv.qp_context,
-            send_cq: (*sw).ibv.send_cq,
-            recv_cq: (*sw).ibv.recv_cq,
-            srq: (*sw).ibv.srq,
+            qp_context: (*sw).ibv.qp_base.qp_context,
+            send_cq: (*sw).ibv.qp_base.send_cq,
+            recv_cq: (*sw).ibv.qp_base.recv_cq,
+            srq: (*sw).ibv.qp_base.srq,
             cap: (*sw).cap,
-            qp_type: (*sw).ibv.qp_type,
+            qp_type: (*sw).ibv.qp_base.qp_type,
             sq_sig_all: (*sw).sq_sig_all,
         });
     }
@@ -354,7 +484,7 @@ unsafe fn modify_attr(
     // at a time); the fabric lock the caller holds keeps the queue as it is.
     let sq_draining = unsafe { (*sw).sq_in_progress() };
     // SAFETY: caller's contract.
-    let (a, qpt) = unsafe { (&*attr, (*sw).ibv.qp_type) };
+    let (a, qpt) = unsafe { (&*attr, (*sw).ibv.qp_base.qp_type) };
     // SAFETY: as above.
     let mut cur_attr = unsafe { (*sw).attr.lock() };
     // As rxe_qp_chk_attr: with CUR_STATE the caller's cur_qp_state is taken as the state the
@@ -487,7 +617,7 @@ unsafe fn modify_attr(
     n.qp_state = next;
     // SAFETY: the QP's own state field, written under the attribute lock (as libibverbs
     // updates qp->state after a successful modify).
-    unsafe { (*sw).ibv.state = next };
+    unsafe { (*sw).ibv.qp_base.state = next };
     Ok((cur, next))
 }
 
@@ -503,7 +633,9 @@ pub(in crate::backend::software) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> R
     // mlx5 takes the QP's CQ locks to clean its completions out (`mlx5_destroy_qp` ->
     // `mlx5_lock_cqs`): wait for their batches as it does, before any lock of the device.
     // SAFETY: caller's contract: a live QP's CQs are live.
-    unsafe { super::super::cq::wait_for_batches((*sw).ibv.send_cq, (*sw).ibv.recv_cq) };
+    unsafe {
+        super::super::cq::wait_for_batches((*sw).ibv.qp_base.send_cq, (*sw).ibv.qp_base.recv_cq)
+    };
     // The QP's async events (SQ_DRAINED, raised by a move to SQD or by the ACK that ends a
     // drain): the unread ones go, and the destroy waits until the ones read are acked (as
     // libibverbs'). modify_qp and the timer thread raise them under the fabric lock (the timer
@@ -526,8 +658,8 @@ pub(in crate::backend::software) unsafe fn destroy_qp(qp: *mut sys::ibv_qp) -> R
     unsafe {
         // Out of the registry (under the fabric lock) before it is freed: no transfer can
         // reach it any more. Requests it had queued go with it, without completions.
-        fabric.unregister((*sw).ibv.qp_num);
-        let q = &(*sw).ibv;
+        fabric.unregister((*sw).ibv.qp_base.qp_num);
+        let q = &(*sw).ibv.qp_base;
         pd_use(q.pd, -1);
         super::super::cq::cq_use(q.send_cq, -1);
         super::super::cq::cq_use(q.recv_cq, -1);
@@ -551,7 +683,7 @@ pub(in crate::backend::software) unsafe fn attach_mcast(
     // SAFETY: caller's contract.
     let (raw, c) = unsafe { ((*gid).raw, &*(*sw).ctx) };
     // SAFETY: as above.
-    if unsafe { (*sw).ibv.qp_type } != sys::ibv_qp_type::IBV_QPT_UD || raw[0] != 0xff {
+    if unsafe { (*sw).ibv.qp_base.qp_type } != sys::ibv_qp_type::IBV_QPT_UD || raw[0] != 0xff {
         return Err(libc::EINVAL);
     }
     // SAFETY: as above.
