@@ -477,6 +477,51 @@ fn a_batch_larger_than_the_send_queue_fails_whole_at_complete() {
     });
 }
 
+/// An address handle may be destroyed once its request's data method returned, before the
+/// batch completes: the provider copies the address at `wr_set_ud_addr` (rxe copies the address
+/// vector there; the software device copies the AH). Under memcheck (the sanitizer lane) a read
+/// of the freed AH would be an error.
+#[test]
+fn an_address_handle_destroyed_inside_the_batch_is_not_read_after() {
+    common::with_pd_cq(Some(16), |ctx, pd, cq| {
+        let init = UdInit {
+            port_num: 1,
+            pkey_index: 0,
+            qkey: 0x11,
+        };
+        let mut qp = Qp::<Ud>::builder(pd, cq, cq)
+            .max_recv_wr(4)
+            .max_inline_data(16)
+            .send_ops::<send_ops!(SEND)>()
+            .build()
+            .unwrap()
+            .to_init(init)
+            .unwrap()
+            .to_rtr(())
+            .unwrap()
+            .to_rts(SqPsn { sq_psn: 0 })
+            .unwrap();
+        let mr = Mr::new(pd, vec![0u8; 256], Access::LOCAL_WRITE).unwrap();
+        qp.post_recv(100, &[mr.sge(0..128).unwrap()]).unwrap();
+        let qpn = qp.qp_num();
+        qp.post_batch(|batch| {
+            let ah = AddressHandle::new(pd, common::loopback_av(ctx))?;
+            batch
+                .send_to(1, UdDest::new(&ah, qpn, 0x11))
+                .signaled()
+                .inline(b"ah gone")?;
+            drop(ah); // ibv_destroy_ah, before ibv_wr_complete
+            Ok(())
+        })
+        .unwrap();
+        let got = completions(cq, 2);
+        assert!(got.iter().all(|d| d.status == WcStatus::SUCCESS), "{got:?}");
+        let mut buf = [0u8; 7];
+        mr.read(40, &mut buf).unwrap();
+        assert_eq!(&buf, b"ah gone");
+    });
+}
+
 #[test]
 fn a_ud_address_of_another_pd_is_refused() {
     common::with_pd_cq(Some(16), |ctx, pd, cq| {
