@@ -135,9 +135,9 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
         // borrow keeps every other post, transition and destroy of it out until the batch ends.
         unsafe { qp_ex_call!(qpx, wr_start) };
         let abort = Abort(qpx);
-        // `batch` is the closure's only way to the QP: it may swap it with another open batch
-        // of the same type (a nested batch of another QP), which moves that QP's fields with it;
-        // the batch begun here is ended through `qpx`, its own.
+        // `batch` is the closure's only way to the QP; its brand keeps it in this closure (it
+        // cannot be swapped with another QP's open batch); the batch begun here is ended through
+        // `qpx`, its own.
         let out = f(&mut batch)?; // `abort` aborts on this path and on unwinding
         std::mem::forget(abort);
         // SAFETY: the batch begun above, still open.
