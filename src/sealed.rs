@@ -32,6 +32,8 @@ seals! {
     SealedFor<L>;
     /// The references that are an [`SgeList`](crate::SgeList).
     SealedSgeList;
+    /// What a batch's data method takes as one SGE ([`OneSge`](crate::wr::OneSge)).
+    SealedOneSge;
     /// The attribute structs of QP state transitions.
     SealedTransitionAttr;
     /// The parent objects, and the ways of holding one ([`Parent`](crate::object::parent::Parent)).

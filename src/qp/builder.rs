@@ -433,7 +433,13 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         if T::EXTENDED && T::SEND_OPS == 0 {
             // `send_ops!` refuses an empty set; a `SendOpSet` of no op named by hand is refused
             // here: the QP would have no `qp_ex` for its batches.
-            return Err(Error::range(Verb::CreateQpEx, "send_ops_flags", 0, 1, u64::MAX));
+            return Err(Error::range(
+                Verb::CreateQpEx,
+                "send_ops_flags",
+                0,
+                1,
+                u64::MAX,
+            ));
         }
         // SAFETY: a live PD's context is live.
         let ctx = unsafe { (*self.pd).context };
@@ -445,7 +451,6 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         let limits = unsafe { crate::qp::state::Limits::query(ctx, &a) }
             .map_err(|e| Error::os(Verb::QueryPort, e))?;
         let meta = UserBox::new(QpMeta {
-            ex: ptr::null_mut(),
             quirks: Default::default(),
             limits,
             cap: self.cap,
@@ -510,12 +515,15 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, const SGE: usize> QpBuilder<'a
         if T::EXTENDED && missing.is_none() {
             // SAFETY: a live QP of `ctx`.
             let qpx = unsafe { backend::of(ctx).qp_to_qp_ex(raw.as_ptr()) };
+            // libibverbs' `struct verbs_qp` is a union of `ibv_qp` and `ibv_qp_ex`: the extended
+            // QP is at the QP's own address, which the batches use without asking again.
             missing = if qpx.is_null() {
                 Some("qp_ex (ibv_qp_to_qp_ex)")
+            } else if qpx.cast::<sys::ibv_qp>() != raw.as_ptr() {
+                Some("qp_ex at the QP's address (struct verbs_qp)")
             } else {
                 // SAFETY: the extended QP just created; `meta` is ours and not shared yet.
                 unsafe {
-                    (*meta).ex = qpx;
                     (*meta).quirks = backend::of(ctx).qp_ex_quirks(ctx);
                     crate::qp::ex::missing_ex_op(qpx, T::RAW, T::SEND_OPS)
                 }

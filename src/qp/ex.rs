@@ -4,8 +4,9 @@
 //! An extended QP is a [`Qp`] whose QP type is [`Ex<T, O>`](Ex): the transport `T` ([`Rc`],
 //! [`Uc`], [`Ud`], [`RawPacket`]) and the ops `O` it was created for, named with
 //! [`send_ops!`](crate::send_ops) and given to the builder with
-//! [`QpBuilder::send_ops`]. Everything a `Qp<T>` does, a `Qp<Ex<T, O>>` does (transitions,
-//! `connect`, receives, the legacy `post_send`); in RTS it also posts in batches
+//! [`QpBuilder::send_ops`]. What a `Qp<T>` does, a `Qp<Ex<T, O>>` does (transitions,
+//! `connect`, receives, the legacy `post_send` of a `SendWr` inferred from it), but for the
+//! connection manager's QPs, which are created by their own path; in RTS it also posts in batches
 //! ([`Qp::post_batch`](crate::qp::Qp::post_batch), in [`crate::wr`]), where each op's builder
 //! exists only when `O` has the op.
 //!

@@ -109,9 +109,6 @@ struct QpMeta<C> {
     /// destroy.
     mcast: Mutex<Vec<(Gid, u16)>>,
     cap: QpCap,
-    /// The QP's `struct ibv_qp_ex` when it is an extended QP (its type's `SEND_OPS` non-zero),
-    /// checked at creation; NULL otherwise.
-    ex: *mut sys::ibv_qp_ex,
     /// The provider's known setter bugs ([`backend::QpExQuirks`]), for an extended QP.
     quirks: backend::QpExQuirks,
     /// The device's limits the transitions' attributes are checked against.
@@ -122,6 +119,35 @@ struct QpMeta<C> {
     #[allow(dead_code)]
     keep: [Keep; 4],
     user: C,
+}
+
+/// The actual caps of `qp` and, for an extended QP, its provider's setter bugs: what a batch
+/// checks a request against, read only by the requests that need them (an inline one, a list).
+///
+/// # Safety
+/// `qp` is a live QP made by this crate's builder; the reference does not outlive it.
+#[inline(always)]
+pub(crate) unsafe fn caps_and_quirks_of<'a>(
+    qp: *mut sys::ibv_qp,
+) -> (&'a QpCap, &'a backend::QpExQuirks) {
+    // SAFETY: caller's contract: qp_context is a QpMeta<C>, whose fields before `user` are at
+    // the same offsets whatever `C` is (repr(C), `user` last).
+    let m = unsafe { &*((*qp).qp_context as *const QpMeta<()>) };
+    (&m.cap, &m.quirks)
+}
+
+/// Sets the `sge_list_sums_first` quirk of `qp`, for the batch's tests of its refusal.
+///
+/// # Safety
+/// `qp` is a live QP made by this crate's builder, in no batch.
+#[cfg(test)]
+pub(crate) unsafe fn set_sge_list_quirk_for_test(qp: *mut sys::ibv_qp, on: bool) {
+    // SAFETY: caller's contract; as `caps_and_quirks_of`.
+    unsafe {
+        (*((*qp).qp_context as *mut QpMeta<()>))
+            .quirks
+            .sge_list_sums_first = on
+    };
 }
 
 /// The multicast groups of `qp`.
@@ -225,14 +251,6 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
 
     pub(crate) fn raw_nonnull(&self) -> NonNull<sys::ibv_qp> {
         self.raw
-    }
-
-    /// The extended QP's `struct ibv_qp_ex` (NULL unless the QP's type is an [`Ex`]) and its
-    /// provider's setter bugs.
-    #[inline(always)]
-    pub(crate) fn ex_parts(&self) -> (*mut sys::ibv_qp_ex, backend::QpExQuirks) {
-        let m = self.meta();
-        (m.ex, m.quirks)
     }
 
     fn meta(&self) -> &QpMeta<C> {

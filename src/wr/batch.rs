@@ -26,9 +26,13 @@
 //! - Inline data is "valid only for SEND and RDMA_WRITE" (with or without immediate): only those
 //!   requests have [`Wr::inline`]; RDMA read takes writable SGEs and atomics their 8-byte
 //!   [`AtomicResult`].
-//! - Inline data within `max_inline_data`, SGEs within `max_send_sge`, the AH of the QP's PD,
-//!   and a batch of at most `max_send_wr` requests: checked before any call for that request, a
-//!   typed error ([`Verb::WrPost`]) that leaves the batch open with the requests before it.
+//! - Inline data within `max_inline_data`, SGEs within `max_send_sge` and the AH of the QP's
+//!   PD: checked before any call for that request, a typed error ([`Verb::WrPost`]) that leaves
+//!   the batch open with the requests before it.
+//! - The send queue's room: every provider of the extended QP read checks it at each builder
+//!   and fails the whole batch at `ibv_wr_complete` (rxe `ENOSPC`, mlx5 `ENOMEM`, the software
+//!   device `ENOSPC`), counting the requests still queued from before, which only the provider
+//!   knows; a count here could not see those, and would cost every request.
 //! - `IBV_SEND_INLINE` is set by [`Wr::inline`] and only there: rxe sends inline data only with
 //!   it, and with an SGE it sends the WQE's empty inline area.
 //! - "`ibv_wr_complete()` … the entire posting will be aborted" on failure: the provider's errno
@@ -109,16 +113,11 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
         St: SendReady,
         R: PlainSendQueue,
     {
-        let (qpx, quirks) = self.ex_parts();
-        let caps = self.caps();
+        // `struct verbs_qp` is a union of `ibv_qp` and `ibv_qp_ex`: the extended QP is at the
+        // QP's address (checked at creation).
+        let qpx: *mut sys::ibv_qp_ex = self.as_raw().cast();
         let mut batch = PostBatch {
-            qpx,
             qp: self.as_raw(),
-            room: caps.max_send_wr,
-            max_room: caps.max_send_wr,
-            max_inline: caps.max_inline_data,
-            max_sge: caps.max_send_sge,
-            sge_list_sums_first: quirks.sge_list_sums_first,
             _m: PhantomData,
             _brand: PhantomData,
         };
@@ -136,15 +135,17 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
         // borrow keeps every other post, transition and destroy of it out until the batch ends.
         unsafe { qp_ex_call!(qpx, wr_start) };
         let abort = Abort(qpx);
-        // `batch` is the closure's only way to the QP: it may swap it with another open batch
-        // of the same type (a nested batch of another QP), which moves that QP's fields with it;
-        // the batch begun here is ended through `qpx`, its own.
+        // `batch` is the closure's only way to the QP; its brand keeps it in this closure (it
+        // cannot be swapped with another QP's open batch); the batch begun here is ended through
+        // `qpx`, its own.
         let out = f(&mut batch)?; // `abort` aborts on this path and on unwinding
         std::mem::forget(abort);
         // SAFETY: the batch begun above, still open.
+        // ibv_wr_post(3): "ibv_wr_complete() ... returns 0 on success, or the value of errno on
+        // failure" (a positive errno, as rxe's and mlx5's are), kept as it is.
         match unsafe { qp_ex_call!(qpx, wr_complete) } {
             0 => Ok(out),
-            e => Err(Error::os(Verb::WrComplete, e.abs())),
+            e => Err(Error::os(Verb::WrComplete, e)),
         }
     }
 }
@@ -180,15 +181,9 @@ impl<'a, T: QpType, O: OpsFor<T>, R: RecvSide, S: Threading, C, St: QpState, con
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 pub struct PostBatch<'b, T, O, const SGE: usize = 1> {
-    qpx: *mut sys::ibv_qp_ex,
+    /// The extended QP, a live QP made by this crate's builder, whose `struct ibv_qp_ex` is at
+    /// the same address.
     qp: *mut sys::ibv_qp,
-    /// Requests this batch may still take: `max_room` at the start.
-    room: u32,
-    /// The QP's `max_send_wr`.
-    max_room: u32,
-    max_inline: u32,
-    max_sge: u32,
-    sge_list_sums_first: bool,
     /// Not `Send` or `Sync`: the provider's lock is held by the thread that opened the batch.
     _m: PhantomData<(T, O, *mut ())>,
     /// Invariant in `'b`, which each `post_batch` call chooses anew (the closure takes
@@ -431,6 +426,40 @@ pub mod ops {
 
 use ops::ExOp;
 
+/// One SGE given to a data method: an [`Sge`] or `&Sge`. By reference, its fields are read by
+/// the setter call itself, after the builder, as C reads `sge->lkey` there; by value they are
+/// copied when the method is called. Sealed.
+///
+/// ```
+/// # use typed_verbs::{Access, Mr};
+/// use typed_verbs::wr::OneSge;
+/// fn takes<W: typed_verbs::access::Bit>(_: impl OneSge<W>) {}
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, vec![0u8; 64], Access::LOCAL_WRITE)?;
+/// let sge = mr.sge(0..8).unwrap();
+/// takes(&sge);
+/// takes(sge);
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+pub trait OneSge<W: Bit>: crate::sealed::SealedOneSge {
+    #[doc(hidden)]
+    fn as_sge(&self) -> &Sge<'_, W>;
+}
+impl<W: Bit> crate::sealed::SealedOneSge for Sge<'_, W> {}
+impl<W: Bit> crate::sealed::SealedOneSge for &Sge<'_, W> {}
+impl<W: Bit> OneSge<W> for Sge<'_, W> {
+    #[inline(always)]
+    fn as_sge(&self) -> &Sge<'_, W> {
+        self
+    }
+}
+impl<W: Bit> OneSge<W> for &Sge<'_, W> {
+    #[inline(always)]
+    fn as_sge(&self) -> &Sge<'_, W> {
+        self
+    }
+}
+
 impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
     #[inline(always)]
     fn wr<'p, 's, K: ExOp>(&'p mut self, wr_id: u64, op: K) -> Wr<'p, 'b, 's, T, O, SGE, K> {
@@ -441,25 +470,6 @@ impl<'b, T: QpType, O, const SGE: usize> PostBatch<'b, T, O, SGE> {
             op,
             ud: None,
         }
-    }
-
-    /// How many more requests this batch may take (of `max_send_wr`).
-    ///
-    /// ```
-    /// # use typed_verbs::prelude::*;
-    /// # use typed_verbs::send_ops;
-    /// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = Cq::builder(&ctx).cqe(8).build()?;
-    /// # let qp = Qp::<Rc>::builder(&pd, &cq, &cq).max_send_wr(4).send_ops::<send_ops!(SEND)>().build()?;
-    /// # let (e, f) = (qp.endpoint(1, 0)?, qp.endpoint(1, 0)?);
-    /// # let mut qp = qp.connect(&e, &f, AccessFlags::LOCAL_WRITE)?;
-    /// qp.post_batch(|b| {
-    ///     assert!(b.room() >= 4);
-    ///     Ok(())
-    /// })?;
-    /// # Ok::<(), typed_verbs::Error>(())
-    /// ```
-    pub fn room(&self) -> u32 {
-        self.room
     }
 }
 
@@ -832,23 +842,11 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
         Ok(())
     }
 
-    /// Takes a place in the batch, then makes the calls before the data setter: `wr_id`,
-    /// `wr_flags` (with `extra`), the op's builder, and the UD address. The request's checks
-    /// have passed.
+    /// Makes the calls before the data setter: `wr_id`, `wr_flags` (with `extra`), the op's
+    /// builder, and the UD address. The request's checks have passed.
     #[inline(always)]
-    fn begin(&mut self, extra: u32) -> Result<*mut sys::ibv_qp_ex> {
-        let b = &mut *self.batch;
-        if b.room == 0 {
-            return Err(Error::range(
-                Verb::WrPost,
-                "work requests in one batch (cap.max_send_wr)",
-                u64::from(b.max_room) + 1,
-                1,
-                b.max_room.into(),
-            ));
-        }
-        b.room -= 1;
-        let qpx = b.qpx;
+    fn begin(&mut self, extra: u32) -> *mut sys::ibv_qp_ex {
+        let qpx: *mut sys::ibv_qp_ex = self.batch.qp.cast();
         // SAFETY: the batch of this live extended QP is open (`post_batch`); the builder of
         // `K`'s op was checked at creation (the op method's bound on `O`), and so was the UD
         // address setter of a UD QP.
@@ -860,24 +858,31 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
                 qp_ex_call!(qpx, wr_set_ud_addr, d.ah, d.remote_qpn, d.remote_qkey);
             }
         }
-        Ok(qpx)
+        qpx
+    }
+
+    /// The QP's actual caps and its provider's setter bugs.
+    #[inline(always)]
+    fn caps_and_quirks(&self) -> (&crate::qp::QpCap, &crate::backend::QpExQuirks) {
+        // SAFETY: the batch's QP is live and made by this crate's builder.
+        unsafe { crate::qp::caps_and_quirks_of(self.batch.qp) }
     }
 
     /// `ibv_wr_set_sge_list` (or `ibv_wr_set_sge` for one SGE) of `list`, after its checks.
     #[inline(always)]
     fn post_sges(mut self, list: &[Sge<'_, No>], fits: bool) -> Result<()> {
         self.check_dest()?;
-        let b = &*self.batch;
-        if !fits && list.len() > b.max_sge as usize {
+        if !fits && list.len() > self.caps_and_quirks().0.max_send_sge as usize {
+            let max = self.caps_and_quirks().0.max_send_sge;
             return Err(Error::range(
                 Verb::WrPost,
                 "num_sge",
                 list.len() as u64,
                 0,
-                b.max_sge.into(),
+                max.into(),
             ));
         }
-        if list.len() > 1 && b.sge_list_sums_first {
+        if list.len() > 1 && self.caps_and_quirks().1.sge_list_sums_first {
             let first = list[0].length();
             if list.iter().any(|s| s.length() != first) {
                 return Err(Error {
@@ -890,7 +895,7 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
                 });
             }
         }
-        let qpx = self.begin(0)?;
+        let qpx = self.begin(0);
         // SAFETY: the request's builder was just called in the open batch; the SGE values are
         // copied by the setter (the memory they name stays borrowed by the caller's SGEs, as for
         // `post_send`). An empty list points at a real SGE, not an empty slice's dangling one.
@@ -912,13 +917,18 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
         Ok(())
     }
 
-    /// `ibv_wr_set_sge` of one SGE.
+    /// `ibv_wr_set_sge` of one SGE, its fields read for the call.
     #[inline(always)]
-    fn post_sge(mut self, sge: &Sge<'_, No>) -> Result<()> {
+    fn post_sge<W: Bit>(mut self, sge: &Sge<'_, W>) -> Result<()> {
         self.check_dest()?;
-        let qpx = self.begin(0)?;
+        let qpx = self.begin(0);
+        // The SGE is read here, after the builder, as a C program reads `sge->lkey` for this
+        // call: a volatile read, so that the compiler does not read it before the builder and
+        // hold its three fields across that call (two more callee-saved registers a batch).
+        // SAFETY: `sge` is a live reference; reading through it is a plain read.
+        let sge: sys::ibv_sge = unsafe { std::ptr::read_volatile(&sge.0) };
         // SAFETY: as in `post_sges`.
-        unsafe { qp_ex_call!(qpx, wr_set_sge, sge.lkey(), sge.addr(), sge.length()) };
+        unsafe { qp_ex_call!(qpx, wr_set_sge, sge.lkey, sge.addr, sge.length) };
         Ok(())
     }
 }
@@ -944,12 +954,11 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     #[inline(always)]
-    pub fn sge<W: Bit>(self, sge: Sge<'_, W>) -> Result<()>
+    pub fn sge<W: Bit>(self, sge: impl OneSge<W>) -> Result<()>
     where
         K: ops::TakesSges<W>,
     {
-        let sge = Sge::erase_list(std::slice::from_ref(&sge));
-        self.post_sge(&sge[0])
+        self.post_sge(sge.as_sge())
     }
 
     /// `ibv_wr_set_sge_list`: the request's data is the bytes `list` names, in order (an
@@ -959,7 +968,7 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
     /// [`Verb::WrPost`], before any call for this request (the batch stays open with the
     /// requests before it):
     /// - [`ErrorKind::OutOfRange`] naming `num_sge` (a slice over the QP's actual
-    ///   `max_send_sge`), or `work requests in one batch` (more than `max_send_wr`);
+    ///   `max_send_sge`);
     /// - [`ErrorKind::WrongContext`]/[`ErrorKind::WrongPd`] `("ah")` for a UD address handle
     ///   of another context or PD;
     /// - [`ErrorKind::ProviderBug`] for SGEs of unequal lengths on rxe before rdma-core 64.
@@ -992,8 +1001,7 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
     ///
     /// # Errors
     /// [`Verb::WrPost`], before any call for this request: [`ErrorKind::OutOfRange`] naming
-    /// `inline length` (over `max_inline_data`) or `work requests in one batch`; a UD address
-    /// handle of another context or PD.
+    /// `inline length` (over `max_inline_data`); a UD address handle of another context or PD.
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -1017,7 +1025,7 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
         K: ops::Sends,
     {
         self.check_dest()?;
-        let max = self.batch.max_inline;
+        let max = self.caps_and_quirks().0.max_inline_data;
         if data.len() > max as usize {
             return Err(Error::range(
                 Verb::WrPost,
@@ -1027,7 +1035,7 @@ impl<T: QpType, O, const SGE: usize, K: ExOp> Wr<'_, '_, '_, T, O, SGE, K> {
                 max.into(),
             ));
         }
-        let qpx = self.begin(INLINE)?;
+        let qpx = self.begin(INLINE);
         // SAFETY: the request's builder was just called in the open batch, with
         // IBV_SEND_INLINE; the setter copies `data` during the call ("allows the caller to
         // immediately re-use the buffer") and does not write through the pointer.
@@ -1047,8 +1055,8 @@ impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, '_, T, O, SGE, K
     /// `ibv_wr_set_sge` of `result`: where the atomic's old value lands, 8 bytes by type.
     ///
     /// # Errors
-    /// [`Verb::WrPost`], before any call for this request: [`ErrorKind::OutOfRange`] naming
-    /// `work requests in one batch` (more than `max_send_wr`).
+    /// None of its own (the batch's errors come from `ibv_wr_complete`); a `Result` as the other
+    /// data methods return, for `?`.
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -1065,62 +1073,64 @@ impl<T: QpType, O, const SGE: usize, K: ops::Atomic> Wr<'_, '_, '_, T, O, SGE, K
     /// ```
     #[inline(always)]
     pub fn result(self, result: &AtomicResult<'_>) -> Result<()> {
-        let sge = result.sge();
-        let sge = Sge::erase_list(std::slice::from_ref(&sge));
-        self.post_sge(&sge[0])
+        self.post_sge(&result.as_list()[0])
     }
 }
 
 #[cfg(all(test, feature = "software-device"))]
 mod tests {
     use super::*;
+    use crate::mr::access::{Access, AccessFlags};
     use crate::mr::Mr;
 
     /// Where the provider sums an SGE list wrong (rxe before rdma-core 64), a list of unequal
-    /// lengths is refused before any call, naming the bug; one of equal lengths is not refused
-    /// for it. The batch here has no QP: the refusal must come before the first call.
+    /// lengths is refused before any call, naming the bug; one of equal lengths, and any list
+    /// where the provider sums right, is posted.
     #[test]
     fn unequal_sge_lists_are_refused_where_the_provider_sums_them_wrong() {
         let ctx = crate::device::Context::open("sw0").unwrap();
         let pd = crate::pd::Pd::new(&ctx).unwrap();
-        let mr = Mr::new(&pd, vec![0u8; 64], crate::mr::access::Access::LOCAL_WRITE).unwrap();
-        let mut batch = PostBatch::<
-            '_,
-            Rc,
-            crate::qp::ex::SendOpSet<false, false, true, false, false, false, false>,
-            4,
-        > {
-            qpx: std::ptr::null_mut(),
-            qp: std::ptr::null_mut(),
-            room: 0, // a request that passed the SGE check would be refused for room, not called
-            max_room: 0,
-            max_inline: 0,
-            max_sge: 4,
-            sge_list_sums_first: true,
-            _m: PhantomData,
-            _brand: PhantomData,
-        };
+        let cq = crate::cq::Cq::builder(&ctx).cqe(16).build().unwrap();
+        let qp = Qp::<Rc>::builder(&pd, &cq, &cq)
+            .max_send_wr(8)
+            .send_sge_cap::<2>()
+            .send_ops::<crate::qp::ex::SendOpSet<true, false, false, false, false, false, false>>()
+            .build()
+            .unwrap();
+        let me = qp.endpoint(1, 0).unwrap();
+        let mut qp = qp.connect(&me, &me, AccessFlags::REMOTE_WRITE).unwrap();
+        let mr = Mr::new(
+            &pd,
+            vec![0u8; 256],
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        )
+        .unwrap();
+        let at = mr.remote().at(128, 24).unwrap();
         let unequal = [mr.sge(0..8).unwrap(), mr.sge(8..24).unwrap()];
-        let e = batch.send(1).sges(&unequal).unwrap_err();
+        let equal = [mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()];
+        // SAFETY: the QP is live and not in a batch; its meta is the builder's.
+        unsafe { crate::qp::set_sge_list_quirk_for_test(qp.as_raw(), true) };
+        let e = qp
+            .post_batch(|b| b.rdma_write(1, at).sges(&unequal))
+            .unwrap_err();
         assert_eq!(e.verb, Verb::WrPost);
         assert!(
             matches!(e.kind, ErrorKind::ProviderBug(b) if b.contains("rdma-core 64")),
             "{e}"
         );
-        let equal = [mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()];
-        let e = batch.send(2).sges(&equal).unwrap_err();
-        assert!(
-            matches!(
-                e.kind,
-                ErrorKind::OutOfRange {
-                    what: "work requests in one batch (cap.max_send_wr)",
-                    ..
-                }
-            ),
-            "{e}"
+        qp.post_batch(|b| b.rdma_write(2, at).sges(&equal)).unwrap();
+        // SAFETY: as above.
+        unsafe { crate::qp::set_sge_list_quirk_for_test(qp.as_raw(), false) };
+        qp.post_batch(|b| b.rdma_write(3, at).signaled().sges(&unequal))
+            .unwrap();
+        let mut wc = [crate::cq::wc::WorkCompletion::new()];
+        let mut seen = 0;
+        while seen == 0 {
+            seen = cq.poll(&mut wc).unwrap().len();
+        }
+        assert_eq!(
+            (wc[0].wr_id(), wc[0].status()),
+            (3, crate::cq::wc::WcStatus::SUCCESS)
         );
-        batch.sge_list_sums_first = false;
-        let e = batch.send(3).sges(&unequal).unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::OutOfRange { .. }), "{e}");
     }
 }

@@ -248,7 +248,10 @@ fn creation_per_qp_type_and_the_builders_installed() {
             // answers the same, here and for the legacy QP below.
             // SAFETY: a live QP, whose memory starts as a `struct verbs_qp` on both backends.
             let by_libibverbs = unsafe { typed_verbs::ffi::sys::ibv_qp_to_qp_ex(qp) };
-            assert_eq!(by_libibverbs, x as *const _ as *mut _, "libibverbs' ibv_qp_to_qp_ex");
+            assert_eq!(
+                by_libibverbs, x as *const _ as *mut _,
+                "libibverbs' ibv_qp_to_qp_ex"
+            );
             let has = |bit: ops| want & u64::from(bit.0) != 0;
             let builders = [
                 (

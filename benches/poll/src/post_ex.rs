@@ -112,27 +112,32 @@ macro_rules! typed_ex {
         /// A typed session (see the module docs).
         #[no_mangle]
         #[inline(never)]
-        pub fn $name(qp: &mut ExQp<'_>, first: u64, $($arg: $ty),*) -> typed_verbs::Result<()> {
-            qp.post_batch(|$b| {
+        pub fn $name(qp: &mut ExQp<'_>, first: u64, $($arg: $ty),*) -> c_int {
+            let posted = qp.post_batch(|$b| {
                 for j in 0..$k {
                     let $i = first + j; // as the C loop: `first + i`, i in 0..K
                     $req?;
                 }
                 Ok(())
-            })
+            });
+            // As the C function: 0, or the errno a C program would see.
+            match posted {
+                Ok(()) => 0,
+                Err(e) => e.errno(),
+            }
         }
     )*};
 }
 
 typed_ex! {
-    typed_ex_send_1<1>(sge: Sge<'_>) |b, i| b.send(i).signaled().sge(sge);
-    typed_ex_send_16<16>(sge: Sge<'_>) |b, i| b.send(i).signaled().sge(sge);
-    typed_ex_send_imm_1<1>(sge: Sge<'_>) |b, i| b.send_with_imm(i, i as u32).signaled().sge(sge);
-    typed_ex_send_imm_16<16>(sge: Sge<'_>) |b, i| b.send_with_imm(i, i as u32).signaled().sge(sge);
-    typed_ex_write_1<1>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_write(i, r).signaled().sge(sge);
-    typed_ex_write_16<16>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_write(i, r).signaled().sge(sge);
-    typed_ex_read_1<1>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_read(i, r).signaled().sge(sge);
-    typed_ex_read_16<16>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_read(i, r).signaled().sge(sge);
+    typed_ex_send_1<1>(sge: Sge<'_>) |b, i| b.send(i).signaled().sge(&sge);
+    typed_ex_send_16<16>(sge: Sge<'_>) |b, i| b.send(i).signaled().sge(&sge);
+    typed_ex_send_imm_1<1>(sge: Sge<'_>) |b, i| b.send_with_imm(i, i as u32).signaled().sge(&sge);
+    typed_ex_send_imm_16<16>(sge: Sge<'_>) |b, i| b.send_with_imm(i, i as u32).signaled().sge(&sge);
+    typed_ex_write_1<1>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_write(i, r).signaled().sge(&sge);
+    typed_ex_write_16<16>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_write(i, r).signaled().sge(&sge);
+    typed_ex_read_1<1>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_read(i, r).signaled().sge(&sge);
+    typed_ex_read_16<16>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_read(i, r).signaled().sge(&sge);
     typed_ex_fetch_add_1<1>(result: &AtomicResult<'_>, target: AtomicTarget) |b, i| b.fetch_add(i, target, 1).signaled().result(result);
     typed_ex_fetch_add_16<16>(result: &AtomicResult<'_>, target: AtomicTarget) |b, i| b.fetch_add(i, target, 1).signaled().result(result);
 }
@@ -194,7 +199,7 @@ pub fn run(
         }
         if typed {
             let a = &mut pair.a;
-            match (op, k) {
+            let rc = match (op, k) {
                 ("send", 1) => typed_ex_send_1(a, first, sge),
                 ("send", _) => typed_ex_send_16(a, first, sge),
                 ("send_imm", 1) => typed_ex_send_imm_1(a, first, sge),
@@ -205,8 +210,8 @@ pub fn run(
                 ("rdma_read", _) => typed_ex_read_16(a, first, sge, r),
                 (_, 1) => typed_ex_fetch_add_1(a, first, &result, target),
                 _ => typed_ex_fetch_add_16(a, first, &result, target),
-            }
-            .expect("typed post_batch");
+            };
+            assert_eq!(rc, 0, "typed post_batch");
         } else {
             let (ra, rk) = (r.addr(), r.rkey());
             let (ta, tk) = (target.addr().addr(), target.addr().rkey());

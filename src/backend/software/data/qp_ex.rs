@@ -50,7 +50,10 @@ struct Staged {
     rkey: u32,
     compare_add: u64,
     swap: u64,
-    ud: Option<(*mut sys::ibv_ah, u32, u32)>,
+    /// The address: a copy of the AH, made by `wr_set_ud_addr` (as rxe's copies the address
+    /// vector into the WQE there: the AH may be destroyed before `wr_complete`), the remote QP
+    /// number and Q_Key.
+    ud: Option<(SwAh, u32, u32)>,
     /// A data setter was called.
     data: bool,
     sges: Vec<sys::ibv_sge>,
@@ -337,7 +340,9 @@ pub(in crate::backend::software) fn wr_set_ud_addr(
         if qpt != IBV_QPT_UD || ah.is_null() || s.ud.is_some() {
             return b.fail(libc::EINVAL);
         }
-        s.ud = Some((ah, remote_qpn, remote_qkey));
+        // SAFETY: libibverbs' contract: `ah` is a live AH of this provider during the call.
+        let copy = unsafe { *(ah as *const SwAh) };
+        s.ud = Some((copy, remote_qpn, remote_qkey));
     })
 }
 
@@ -553,7 +558,13 @@ unsafe fn post_batch(qp: *mut SwQp, staged: Vec<Staged>) -> c_int {
                 };
             }
             _ if qpt == IBV_QPT_UD => {
-                let (ah, remote_qpn, remote_qkey) = s.ud.unwrap_or((ptr::null_mut(), 0, 0));
+                // The AH's copy, in `staged`, which outlives the post.
+                let (ah, remote_qpn, remote_qkey) = match &s.ud {
+                    Some((copy, qpn, qkey)) => {
+                        (copy as *const SwAh as *mut sys::ibv_ah, *qpn, *qkey)
+                    }
+                    None => (ptr::null_mut(), 0, 0),
+                };
                 w.wr.ud = sys::ud_t {
                     ah,
                     remote_qpn,

@@ -135,7 +135,9 @@ pub(super) fn check_av(a: &sys::ibv_ah_attr, gids: u32) -> Result<(), Errno> {
 }
 
 /// An address handle: the attributes it was created with, which a UD work request names.
+/// `Copy`: an extended QP's `wr_set_ud_addr` copies it, as rxe copies the address vector there.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub(super) struct SwAh {
     ibv: sys::ibv_ah,
     ctx: *mut SwContext,
@@ -180,7 +182,8 @@ pub(super) unsafe fn create_ah(
 pub(super) unsafe fn destroy_ah(ah: *mut sys::ibv_ah) -> Result<(), Errno> {
     let sw = ah as *mut SwAh;
     // SAFETY: caller's contract. A work request copies what it needs of the AH when it is
-    // posted, so nothing refers to the AH afterwards.
+    // posted, and an extended QP's `wr_set_ud_addr` copies the AH itself, so nothing refers to
+    // the AH afterwards.
     unsafe {
         pd_use((*sw).ibv.pd, -1);
         give(&(*(*sw).ctx).live.ahs);
