@@ -15,7 +15,7 @@
 //! creation will fail." The types check what the man page's table allows per QP type
 //! ([`OpsFor`]); the device's own set (rxe has no LOCAL_INV on UC; siw, irdma, mlx4 and qedr have
 //! no extended QP at all) is checked by creation, whose refusal is
-//! [`ErrorKind::SendOpsUnsupported`](crate::ErrorKind::SendOpsUnsupported), naming the device.
+//! [`ErrorKind::SendOpsUnsupported`], naming the device.
 //!
 //! ```
 //! use typed_verbs::prelude::*;
@@ -44,6 +44,11 @@ use crate::sealed::Sealed;
 
 /// The `IBV_QP_EX_WITH_*` bits of the ops typed-verbs offers (`enum
 /// ibv_qp_create_send_ops_flags`).
+///
+/// ```
+/// use typed_verbs::qp::ex::bits;
+/// assert_eq!(bits::RDMA_WRITE | bits::SEND, 0b101); // verbs.h's values
+/// ```
 pub mod bits {
     use crate::ffi::sys::ibv_qp_create_send_ops_flags as f;
     /// `IBV_QP_EX_WITH_RDMA_WRITE`.

@@ -129,18 +129,25 @@ macro_rules! typed_ex {
     )*};
 }
 
-typed_ex! {
-    typed_ex_send_1<1>(sge: Sge<'_>) |b, i| b.send(i).signaled().sge(&sge);
-    typed_ex_send_16<16>(sge: Sge<'_>) |b, i| b.send(i).signaled().sge(&sge);
-    typed_ex_send_imm_1<1>(sge: Sge<'_>) |b, i| b.send_with_imm(i, i as u32).signaled().sge(&sge);
-    typed_ex_send_imm_16<16>(sge: Sge<'_>) |b, i| b.send_with_imm(i, i as u32).signaled().sge(&sge);
-    typed_ex_write_1<1>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_write(i, r).signaled().sge(&sge);
-    typed_ex_write_16<16>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_write(i, r).signaled().sge(&sge);
-    typed_ex_read_1<1>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_read(i, r).signaled().sge(&sge);
-    typed_ex_read_16<16>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_read(i, r).signaled().sge(&sge);
-    typed_ex_fetch_add_1<1>(result: &AtomicResult<'_>, target: AtomicTarget) |b, i| b.fetch_add(i, target, 1).signaled().result(result);
-    typed_ex_fetch_add_16<16>(result: &AtomicResult<'_>, target: AtomicTarget) |b, i| b.fetch_add(i, target, 1).signaled().result(result);
+// The SGE is given by reference, as C passes `const struct ibv_sge *`: the setter reads it in
+// place (by value it would be copied when the data method is called).
+#[allow(clippy::needless_borrows_for_generic_args)]
+mod sessions {
+    use super::*;
+    typed_ex! {
+        typed_ex_send_1<1>(sge: Sge<'_>) |b, i| b.send(i).signaled().sge(&sge);
+        typed_ex_send_16<16>(sge: Sge<'_>) |b, i| b.send(i).signaled().sge(&sge);
+        typed_ex_send_imm_1<1>(sge: Sge<'_>) |b, i| b.send_with_imm(i, i as u32).signaled().sge(&sge);
+        typed_ex_send_imm_16<16>(sge: Sge<'_>) |b, i| b.send_with_imm(i, i as u32).signaled().sge(&sge);
+        typed_ex_write_1<1>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_write(i, r).signaled().sge(&sge);
+        typed_ex_write_16<16>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_write(i, r).signaled().sge(&sge);
+        typed_ex_read_1<1>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_read(i, r).signaled().sge(&sge);
+        typed_ex_read_16<16>(sge: Sge<'_>, r: RemoteAddr<AllRemote>) |b, i| b.rdma_read(i, r).signaled().sge(&sge);
+        typed_ex_fetch_add_1<1>(result: &AtomicResult<'_>, target: AtomicTarget) |b, i| b.fetch_add(i, target, 1).signaled().result(result);
+        typed_ex_fetch_add_16<16>(result: &AtomicResult<'_>, target: AtomicTarget) |b, i| b.fetch_add(i, target, 1).signaled().result(result);
+    }
 }
+pub use sessions::*;
 
 /// The ops measured: (name, needs a receive per request).
 pub const OPS: [(&str, bool); 5] = [
