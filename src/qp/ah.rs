@@ -149,8 +149,10 @@ crate::object::node_handle! {
     destroy_raw: |ah| {
         let ah = ah.as_raw();
         // SAFETY: a live AH, destroyed once with success (`destroy_raw`'s contract). A posted
-        // work request does not refer to it: the provider copies the address vector at post (as
-        // the software device does).
+        // work request that still names it is the caller's duty (README): rxe keeps the AH's
+        // index and fails the request when its kernel finds no AH there; the software device
+        // does the same by an id and never reads a destroyed AH; no provider's memory is freed
+        // under the device.
         unsafe { backend::of((*ah).context).destroy_ah(ah) }
             .map_err(|e| Error::os(Verb::DestroyAh, e))
     }

@@ -34,7 +34,7 @@
 //!   device `ENOSPC`), counting the requests still queued from before, which only the provider
 //!   knows; a count here could not see those, and would cost every request.
 //! - `IBV_SEND_INLINE` is set by [`Wr::inline`] and only there: rxe sends inline data only with
-//!   it, and with an SGE it sends the WQE's empty inline area.
+//!   it, and with an SGE it sends the SGE itself (address, length, lkey) as the data.
 //! - "`ibv_wr_complete()` … the entire posting will be aborted" on failure: the provider's errno
 //!   ([`Verb::WrComplete`]); nothing of the batch was posted.
 //!

@@ -50,9 +50,9 @@ struct Staged {
     rkey: u32,
     compare_add: u64,
     swap: u64,
-    /// The address: a copy of the AH, made by `wr_set_ud_addr` (as rxe's copies the address
-    /// vector into the WQE there: the AH may be destroyed before `wr_complete`), the remote QP
-    /// number and Q_Key.
+    /// The address: a copy of the AH made by `wr_set_ud_addr` (rxe keeps the AH's index, and
+    /// its kernel looks the AH up when it sends: the copy is read for its `id`, and its address
+    /// only while that AH lives), the remote QP number and Q_Key.
     ud: Option<(SwAh, u32, u32)>,
     /// A data setter was called.
     data: bool,

@@ -62,8 +62,11 @@ impl SendWqe {
             }
             remote_qpn = ud.remote_qpn & 0x00ff_ffff;
             remote_qkey = ud.remote_qkey;
-            // SAFETY: the caller's contract: a live software AH.
-            ah = Some(unsafe { (*(ud.ah as *const SwAh)).attr });
+            // SAFETY: the caller's contract: a software AH, live (`ibv_post_send`) or the copy
+            // an extended QP's `wr_set_ud_addr` made of one; a destroyed one leaves `ah` None,
+            // and the request fails when it runs, as rxe's kernel fails to find it.
+            let sw = unsafe { &*(ud.ah as *const SwAh) };
+            ah = super::super::objects::ah_live(sw.id).then_some(sw.attr);
         }
         Ok(SendWqe {
             wr_id: w.wr_id,
@@ -277,6 +280,12 @@ impl<'g> Run<'g> {
             _ => false,
         };
         if !valid {
+            return Step::fail(IBV_WC_LOC_QP_OP_ERR);
+        }
+        if qpt == IBV_QPT_UD && w.ah.is_none() {
+            // Its AH was destroyed before the request ran (an extended QP's batch: after
+            // `wr_set_ud_addr`, before `wr_complete`): rxe's requester finds no AH for the
+            // index (`rxe_get_av`) and fails the request.
             return Step::fail(IBV_WC_LOC_QP_OP_ERR);
         }
         let carries_data = matches!(

@@ -27,7 +27,7 @@ use crate::ffi::sys;
 use std::collections::{HashSet, VecDeque};
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// `EBUSY` while another object still uses this one (its use count `u` is not 0), as the
 /// verbs' destroy calls report it.
@@ -135,13 +135,30 @@ pub(super) fn check_av(a: &sys::ibv_ah_attr, gids: u32) -> Result<(), Errno> {
 }
 
 /// An address handle: the attributes it was created with, which a UD work request names.
-/// `Copy`: an extended QP's `wr_set_ud_addr` copies it, as rxe copies the address vector there.
+///
+/// rxe's provider puts only the AH's kernel index in a request, and the kernel looks the AH up
+/// when it sends: a request whose AH was destroyed in the meantime fails (LOC_QP_OP_ERR). The
+/// software device does the same by `id`, unique and never reused, which [`ah_live`] answers:
+/// an extended QP's `wr_set_ud_addr` keeps a copy of the AH (`Copy`), never read after the AH
+/// is gone but for its `id`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(super) struct SwAh {
     ibv: sys::ibv_ah,
     ctx: *mut SwContext,
     pub(super) attr: sys::ibv_ah_attr,
+    pub(super) id: u64,
+}
+
+/// The ids of the live AHs.
+fn live_ahs() -> &'static Mutex<HashSet<u64>> {
+    static LIVE: std::sync::OnceLock<Mutex<HashSet<u64>>> = std::sync::OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+/// Whether the AH `id` is still live (not destroyed).
+pub(in crate::backend::software) fn ah_live(id: u64) -> bool {
+    live_ahs().lock().contains(&id)
 }
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwAh, ibv), 0);
 
@@ -164,6 +181,8 @@ pub(super) unsafe fn create_ah(
     take(&c.live.ahs, c.config().max_objects)?;
     // SAFETY: live PD.
     unsafe { pd_use(pd, 1) };
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let ah = Box::new(SwAh {
         ibv: sys::ibv_ah {
             context: ctx,
@@ -172,7 +191,9 @@ pub(super) unsafe fn create_ah(
         },
         ctx: ctx as *mut SwContext,
         attr: a,
+        id,
     });
+    live_ahs().lock().insert(id);
     // SAFETY: Box::into_raw is never null; `ibv` at offset 0.
     Ok(unsafe { NonNull::new_unchecked(Box::into_raw(ah) as *mut sys::ibv_ah) })
 }
@@ -182,9 +203,10 @@ pub(super) unsafe fn create_ah(
 pub(super) unsafe fn destroy_ah(ah: *mut sys::ibv_ah) -> Result<(), Errno> {
     let sw = ah as *mut SwAh;
     // SAFETY: caller's contract. A work request copies what it needs of the AH when it is
-    // posted, and an extended QP's `wr_set_ud_addr` copies the AH itself, so nothing refers to
-    // the AH afterwards.
+    // posted (an extended QP's `wr_set_ud_addr` copies the AH itself), and checks by `id` that
+    // the AH still lives: nothing reads the AH's memory afterwards.
     unsafe {
+        live_ahs().lock().remove(&(*sw).id);
         pd_use((*sw).ibv.pd, -1);
         give(&(*(*sw).ctx).live.ahs);
         drop(Box::from_raw(sw));
