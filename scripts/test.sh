@@ -62,6 +62,14 @@ fi
 if [ "$status" -eq 0 ]; then
     bash scripts/pingpong.sh -- -n 2000 || status=$?
 fi
+# rc_pingpong's sends through an extended QP (-N, ibv_wr_post(3)), checking every byte (-c), from
+# an SGE (4096 bytes) and inline (16).
+if [ "$status" -eq 0 ]; then
+    bash scripts/pingpong.sh rc -- -N -c -n 1000 || status=$?
+fi
+if [ "$status" -eq 0 ]; then
+    bash scripts/pingpong.sh rc -- -N -c -s 16 -n 1000 || status=$?
+fi
 # Again with the software device's ACKs 200 us late, polling and sleeping on events: an RC
 # request then completes after the peer may have answered it, as on rxe.
 if [ "$status" -eq 0 ]; then
