@@ -140,7 +140,7 @@ pub(crate) unsafe fn caps_and_quirks_of<'a>(
 ///
 /// # Safety
 /// `qp` is a live QP made by this crate's builder, in no batch.
-#[cfg(test)]
+#[cfg(all(test, feature = "software-device"))]
 pub(crate) unsafe fn set_sge_list_quirk_for_test(qp: *mut sys::ibv_qp, on: bool) {
     // SAFETY: caller's contract; as `caps_and_quirks_of`.
     unsafe {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use typed_verbs::qp::ex::OpsFor;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    send_ops, Access, AccessFlags, AddressHandle, Context, Cq, ErrorKind, Ex, Mr, OwnRq, Pd, Qp,
-    Rc, SendWr, Shared, SqPsn, Uc, Ud, UdDest, UdInit, Verb, WcOpcode, WcStatus,
+    send_ops, Access, AccessFlags, AddressHandle, Cq, ErrorKind, Ex, Mr, OwnRq, Pd, Qp, Rc, SendWr,
+    Shared, SqPsn, Uc, Ud, UdDest, UdInit, Verb, WcOpcode, WcStatus,
 };
 
 type All = send_ops!(
@@ -621,10 +621,11 @@ fn extended_qps_on_several_threads_post_at_once() {
 /// A device without the extended QP for the asked ops refuses it at creation: a typed error
 /// naming the device and the ops, and the legacy QP of the same type works there. The software
 /// device made like rxe has no RAW_PACKET QPs, so no extended ones either.
+#[cfg(feature = "software-device")]
 #[test]
 fn a_refused_extended_qp_names_the_device() {
     let test = "typed::ex_qp::a_refused_extended_qp_names_the_device";
-    common::on_like_rxe(test, "sw-ex-refused", |ctx: &Context| {
+    common::on_like_rxe(test, "sw-ex-refused", |ctx: &typed_verbs::Context| {
         let pd = Pd::new(ctx).unwrap();
         let cq = Cq::builder(ctx).cqe(4).build().unwrap();
         let e = Qp::<typed_verbs::RawPacket>::builder(&pd, &cq, &cq)
