@@ -319,22 +319,24 @@ pub mod ops {
     impl Sealed for CompareSwap {}
     impl Sealed for FetchAdd {}
 
-    // SAFETY (every `build` below): the trait's contract.
     impl ExOp for PlainSend {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
+            // SAFETY: the trait's contract: an open batch, this op's builder checked at creation.
             unsafe { qp_ex_call!(qpx, wr_send) }
         }
     }
     impl ExOp for SendWithImm {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
+            // SAFETY: the trait's contract: an open batch, this op's builder checked at creation.
             unsafe { qp_ex_call!(qpx, wr_send_imm, self.0.to_be()) }
         }
     }
     impl ExOp for RdmaWrite {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
+            // SAFETY: the trait's contract: an open batch, this op's builder checked at creation.
             unsafe { qp_ex_call!(qpx, wr_rdma_write, self.0.rkey(), self.0.addr()) }
         }
     }
@@ -342,12 +344,14 @@ pub mod ops {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
             let (r, imm) = (self.0, self.1.to_be());
+            // SAFETY: the trait's contract: an open batch, this op's builder checked at creation.
             unsafe { qp_ex_call!(qpx, wr_rdma_write_imm, r.rkey(), r.addr(), imm) }
         }
     }
     impl ExOp for RdmaRead {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
+            // SAFETY: the trait's contract: an open batch, this op's builder checked at creation.
             unsafe { qp_ex_call!(qpx, wr_rdma_read, self.0.rkey(), self.0.addr()) }
         }
     }
@@ -355,6 +359,7 @@ pub mod ops {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
             let (r, c, s) = (self.0, self.1, self.2);
+            // SAFETY: the trait's contract: an open batch, this op's builder checked at creation.
             unsafe { qp_ex_call!(qpx, wr_atomic_cmp_swp, r.rkey(), r.addr(), c, s) }
         }
     }
@@ -362,6 +367,7 @@ pub mod ops {
         #[inline(always)]
         unsafe fn build(self, qpx: *mut sys::ibv_qp_ex) {
             let (r, add) = (self.0, self.1);
+            // SAFETY: the trait's contract: an open batch, this op's builder checked at creation.
             unsafe { qp_ex_call!(qpx, wr_atomic_fetch_add, r.rkey(), r.addr(), add) }
         }
     }
