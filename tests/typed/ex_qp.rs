@@ -52,6 +52,31 @@ fn ex_rc_pair<'a, O: OpsFor<Rc>>(pd: &'a Pd<'_>, cq: &'a Cq<'_>) -> (ExRc<'a, O>
     (a, b)
 }
 
+type ExUd<'a, O> = Qp<'a, Ex<Ud, O>, OwnRq, Shared, (), Rts>;
+
+/// An extended UD QP with the ops `O` in RTS, accepting Q_Key 0x11 (8 sends and receives, 32
+/// bytes inline).
+fn ex_ud<'a, O: OpsFor<Ud>>(pd: &'a Pd<'_>, cq: &'a Cq<'_>) -> ExUd<'a, O> {
+    let init = UdInit {
+        port_num: 1,
+        pkey_index: 0,
+        qkey: 0x11,
+    };
+    Qp::<Ud>::builder(pd, cq, cq)
+        .max_send_wr(8)
+        .max_recv_wr(8)
+        .max_inline_data(32)
+        .send_ops::<O>()
+        .build()
+        .unwrap()
+        .to_init(init)
+        .unwrap()
+        .to_rtr(())
+        .unwrap()
+        .to_rts(SqPsn { sq_psn: 0 })
+        .unwrap()
+}
+
 /// What the tests read of a completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Done {
@@ -255,27 +280,8 @@ fn a_uc_batch_sends_and_writes() {
 #[test]
 fn a_ud_batch_sends_to_its_address() {
     common::with_pd_cq(Some(16), |ctx, pd, cq| {
-        let init = UdInit {
-            port_num: 1,
-            pkey_index: 0,
-            qkey: 0x11,
-        };
-        let build = || {
-            Qp::<Ud>::builder(pd, cq, cq)
-                .max_send_wr(8)
-                .max_recv_wr(8)
-                .max_inline_data(32)
-                .send_ops::<send_ops!(SEND | SEND_WITH_IMM)>()
-                .build()
-                .unwrap()
-                .to_init(init)
-                .unwrap()
-                .to_rtr(())
-                .unwrap()
-                .to_rts(SqPsn { sq_psn: 0 })
-                .unwrap()
-        };
-        let (mut a, b) = (build(), build());
+        type Ops = send_ops!(SEND | SEND_WITH_IMM);
+        let (mut a, b) = (ex_ud::<Ops>(pd, cq), ex_ud::<Ops>(pd, cq));
         let ah = AddressHandle::new(pd, common::loopback_av(ctx)).unwrap();
         let mr = Mr::new(pd, vec![0u8; 1024], Access::LOCAL_WRITE).unwrap();
         mr.write(800, b"datagram by sge").unwrap();
@@ -485,23 +491,7 @@ fn a_batch_larger_than_the_send_queue_fails_whole_at_complete() {
 #[test]
 fn an_address_handle_destroyed_before_its_request_ran_fails_it() {
     common::with_pd_cq(Some(16), |ctx, pd, cq| {
-        let init = UdInit {
-            port_num: 1,
-            pkey_index: 0,
-            qkey: 0x11,
-        };
-        let mut qp = Qp::<Ud>::builder(pd, cq, cq)
-            .max_recv_wr(4)
-            .max_inline_data(16)
-            .send_ops::<send_ops!(SEND)>()
-            .build()
-            .unwrap()
-            .to_init(init)
-            .unwrap()
-            .to_rtr(())
-            .unwrap()
-            .to_rts(SqPsn { sq_psn: 0 })
-            .unwrap();
+        let mut qp = ex_ud::<send_ops!(SEND)>(pd, cq);
         let mr = Mr::new(pd, vec![0u8; 256], Access::LOCAL_WRITE).unwrap();
         qp.post_recv(100, &[mr.sge(0..128).unwrap()]).unwrap();
         let qpn = qp.qp_num();
@@ -530,21 +520,7 @@ fn an_address_handle_destroyed_before_its_request_ran_fails_it() {
 #[test]
 fn a_ud_address_of_another_pd_is_refused() {
     common::with_pd_cq(Some(16), |ctx, pd, cq| {
-        let mut qp = Qp::<Ud>::builder(pd, cq, cq)
-            .max_inline_data(16)
-            .send_ops::<send_ops!(SEND)>()
-            .build()
-            .unwrap()
-            .to_init(UdInit {
-                port_num: 1,
-                pkey_index: 0,
-                qkey: 0x11,
-            })
-            .unwrap()
-            .to_rtr(())
-            .unwrap()
-            .to_rts(SqPsn { sq_psn: 0 })
-            .unwrap();
+        let mut qp = ex_ud::<send_ops!(SEND)>(pd, cq);
         let other = Pd::new(ctx).unwrap();
         let ah = AddressHandle::new(&other, common::loopback_av(ctx)).unwrap();
         let to = UdDest::new(&ah, qp.qp_num(), 0x11);
