@@ -96,34 +96,35 @@ pub enum SendOpSet<
     const ATOMIC_FETCH_AND_ADD: bool,
 > {}
 
-impl<
-        const W: bool,
-        const WI: bool,
-        const S: bool,
-        const SI: bool,
-        const R: bool,
-        const CS: bool,
-        const FA: bool,
-    > Sealed for SendOpSet<W, WI, S, SI, R, CS, FA>
-{
+/// Impls for every op set: each trait's items, over the seven ops as parameters.
+macro_rules! every_op_set {
+    ($($tr:path { $($body:tt)* })*) => {$(
+        impl<
+            const W: bool,
+            const WI: bool,
+            const S: bool,
+            const SI: bool,
+            const R: bool,
+            const CS: bool,
+            const FA: bool,
+        > $tr for SendOpSet<W, WI, S, SI, R, CS, FA>
+        {
+            $($body)*
+        }
+    )*};
 }
-impl<
-        const W: bool,
-        const WI: bool,
-        const S: bool,
-        const SI: bool,
-        const R: bool,
-        const CS: bool,
-        const FA: bool,
-    > SendOps for SendOpSet<W, WI, S, SI, R, CS, FA>
-{
-    const BITS: u64 = (W as u64 * bits::RDMA_WRITE)
-        | (WI as u64 * bits::RDMA_WRITE_WITH_IMM)
-        | (S as u64 * bits::SEND)
-        | (SI as u64 * bits::SEND_WITH_IMM)
-        | (R as u64 * bits::RDMA_READ)
-        | (CS as u64 * bits::ATOMIC_CMP_AND_SWP)
-        | (FA as u64 * bits::ATOMIC_FETCH_AND_ADD);
+
+every_op_set! {
+    Sealed {}
+    SendOps {
+        const BITS: u64 = (W as u64 * bits::RDMA_WRITE)
+            | (WI as u64 * bits::RDMA_WRITE_WITH_IMM)
+            | (S as u64 * bits::SEND)
+            | (SI as u64 * bits::SEND_WITH_IMM)
+            | (R as u64 * bits::RDMA_READ)
+            | (CS as u64 * bits::ATOMIC_CMP_AND_SWP)
+            | (FA as u64 * bits::ATOMIC_FETCH_AND_ADD);
+    }
 }
 
 /// The ops a QP of type `T` may be created for: ibv_wr_post(3)'s table. RDMA write and write
