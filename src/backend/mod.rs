@@ -44,12 +44,8 @@ pub(crate) use software::SwDevice;
 pub type Errno = i32;
 
 /// Provider bugs in the extended QP's setters (`ibv_wr_post(3)`) that the typed layer works
-/// around or refuses, so that it never corrupts a work request.
-///
-/// ```ignore
-/// // crate-internal: the typed layer asks once per QP.
-/// let q = unsafe { backend::of(ctx).qp_ex_quirks(ctx) };
-/// ```
+/// around or refuses, so that it never corrupts a work request. The typed QP builder asks once
+/// per extended QP (`ControlPath::qp_ex_quirks`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct QpExQuirks {
     /// `wr_set_sge_list` sets the request's length to `num_sge * sg_list[0].length` (rxe's
