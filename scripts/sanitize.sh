@@ -16,7 +16,8 @@
 #             the crate's locks and of the software CQ's ring (src/ffi/sync.rs). Zero races and zero
 #             lock-order or pthread-API errors; scripts/valgrind/helgrind.supp lists the false
 #             positives of std's, libtest's and parking_lot's own synchronisation and of atomic
-#             operations, each with the reason.
+#             operations, each with the reason. A thread's accesses to its own stack frames are
+#             not checked (--check-stack-refs=no, the reason where it is set).
 #
 # Usage: bash scripts/sanitize.sh [memcheck] [helgrind]   (default: both)
 #   SANITIZE_TIMEOUT   seconds each program may run under valgrind (default 600)
@@ -166,7 +167,16 @@ for tool in "${tools[@]}"; do
         ;;
     helgrind)
         build valgrind --features valgrind
-        opts=(--suppressions=scripts/valgrind/helgrind.supp)
+        # --check-stack-refs=no: a thread's accesses within 16 KiB above its own stack pointer
+        # are not race-checked. parking_lot's word lock (the lock of a bucket of its parking
+        # table) parks a thread on a futex word in that thread's own stack frame; the thread
+        # that wakes it stores to that word, then wakes it with a futex call, which helgrind
+        # does not see as happens-before. Once the woken thread returns, any local that reuses
+        # the slot is reported as racing with that store, from whatever function it is in, so no
+        # suppression can name it (seen once on CI, in two_node). What is lost: a race between a
+        # thread's own recent stack frames and another thread. Heap, statics, registered memory
+        # and another thread's stack are still checked.
+        opts=(--suppressions=scripts/valgrind/helgrind.supp --check-stack-refs=no)
         while read -r name bin filter; do
             # --fair-sched: tests wait for the RNR timer thread and spin on CQs; without it one
             # thread can starve the others under valgrind's one-thread-at-a-time scheduling.
