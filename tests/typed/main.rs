@@ -10,6 +10,7 @@ mod connect;
 mod cq;
 mod cq_ex;
 mod data_typed;
+mod dead_peer;
 mod events;
 mod ex_qp;
 mod ownership;

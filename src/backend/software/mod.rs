@@ -107,6 +107,13 @@ pub struct SwConfig {
     /// ones wait behind it: one request in flight). For [`DEFAULT_DEVICE`] it is read from
     /// `TYPED_VERBS_SW_ACK_DELAY_US` (microseconds) when the device list is first made.
     pub ack_delay: std::time::Duration,
+    /// How many times faster than real time the transport's timers run: the local ACK timeout
+    /// of an RC request that gets no answer (4.096 µs × 2^`timeout`, `retry_cnt` times) and
+    /// the RNR timer (`min_rnr_timer`, `rnr_retry` times). Default 1. A test of a dead peer
+    /// with a program's real attributes (`timeout` 14: 67 ms a try) registers a device with,
+    /// say, 64 and sees RETRY_EXC_ERR in milliseconds; the outcome (statuses, order, states) is
+    /// the same at any speed. 0 counts as 1.
+    pub timer_speedup: u32,
 }
 
 impl Default for SwConfig {
@@ -129,6 +136,7 @@ impl Default for SwConfig {
             raw_packet: true,
             missing_readers: 0,
             ack_delay: std::time::Duration::ZERO,
+            timer_speedup: 1,
         }
     }
 }

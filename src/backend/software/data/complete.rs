@@ -112,8 +112,11 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
     let now = Instant::now();
     // Per-object locks one at a time: the attributes first, then the queues.
     let rnr_retry = qp.attr.lock().rnr_retry;
-    let usec = RNR_TIMER_USEC[usize::from(dest.attr.lock().min_rnr_timer & 31)];
+    let usec = RNR_TIMER_USEC[usize::from(dest.attr.lock().min_rnr_timer & 31)]
+        / u64::from(qp.ctx().config().timer_speedup.max(1));
     let mut q = qp.queues.lock();
+    // A NAK is an answer: the transport retries start again from `retry_cnt`.
+    q.retry = None;
     let left = match q.rnr {
         Some(w) if now < w.retry_at => return Step::Wait(dest.ibv.qp_base.qp_num),
         Some(w) => w.left,
@@ -133,4 +136,54 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
         timer,
     });
     Step::Wait(dest.ibv.qp_base.qp_num)
+}
+
+/// `qp`'s head request (RC) got no answer from QP number `dest`: no such QP (destroyed, never
+/// made: a peer that is gone), or one that drops the packet (not of the request's type, or not in
+/// RTR, RTS or SQD: RESET, INIT, ERR). As rxe's completer: the request is sent again each time
+/// the local ACK timeout ([`ack_timeout`]) expires, `retry_cnt` times (7: always), and the
+/// expiry after the last completes it with RETRY_EXC_ERR (the QP then moves to ERR and flushes
+/// the rest). A `timeout` of 0 is no timer: the request waits until `dest` is ready. Kicked
+/// before the timer expires (the destination became ready, a receive was posted there), it is
+/// sent at once, which costs no retry; one sent again that finds `dest` still silent waits for
+/// the next expiry.
+#[cold]
+#[inline(never)]
+pub(super) fn no_answer<'g>(qp: &'g SwQp, dest: u32) -> Step<'g> {
+    let now = Instant::now();
+    let (timeout, retry_cnt) = {
+        let a = qp.attr.lock();
+        (a.timeout, a.retry_cnt)
+    };
+    let Some(period) = ack_timeout(timeout, qp.ctx().config().timer_speedup) else {
+        return Step::Wait(dest);
+    };
+    let mut q = qp.queues.lock();
+    let left = match q.retry {
+        Some(w) if now < w.retry_at => return Step::Wait(dest),
+        Some(w) => w.left,
+        None => retry_cnt & 7,
+    };
+    if q.retry.is_some() && left == 0 {
+        q.retry = None;
+        return Step::fail(IBV_WC_RETRY_EXC_ERR);
+    }
+    let left = match q.retry {
+        None => left,
+        Some(_) if left == 7 => 7,
+        Some(_) => left - 1,
+    };
+    // A timeout beyond the clock's range is one that never expires.
+    let Some(retry_at) = now.checked_add(period) else {
+        q.retry = None;
+        return Step::Wait(dest);
+    };
+    // The timer thread runs: the creation of this RC QP started it.
+    let timer = rnr_timer().map_or(0, |t| t.arm(retry_at, qp.ibv.qp_base.qp_num));
+    q.retry = Some(RetryWait {
+        left,
+        retry_at,
+        timer,
+    });
+    Step::Wait(dest)
 }

@@ -29,9 +29,13 @@
 //! * **Delivery.** RC and UC go to the QP `dest_qp_num` names, UD to the request's
 //!   `remote_qpn` if its qkey matches; the destination must be of the same type and in RTR or
 //!   RTS. Otherwise UC and UD messages are dropped (the sender completes successfully) and an
-//!   RC request waits, and is retried when the destination enters RTR or RTS: rxe
-//!   retransmits it, and on rxe0 no error comes within seconds. The transport retry count and
-//!   timeout are not modelled.
+//!   RC request gets no answer: it is sent again each time the local ACK timeout (4.096 µs ×
+//!   2^`timeout`, divided by `SwConfig::timer_speedup`) expires, `retry_cnt` times (7: without
+//!   limit, as rxe counts it), and the expiry after the last completes it with RETRY_EXC_ERR
+//!   (the QP moves to ERR and flushes the rest, as for any error); `timeout` 0 is no timer, and
+//!   the request waits. A destination that becomes ready in the meantime takes the request at
+//!   once (rxe at its next retransmission; only the time differs). A destroyed QP, one of a
+//!   closed context, one in RESET, INIT or ERR: all are silent alike, as on rxe.
 //! * **Receives.** SEND and RDMA WRITE with immediate consume a receive (the QP's or its
 //!   SRQ's). None posted: UC and UD drop the message; RC gets an RNR NAK carrying the
 //!   responder's `min_rnr_timer`. As rxe counts them, `rnr_retry` n allows n retries, each when
@@ -216,6 +220,9 @@ pub(super) struct Queues {
     /// The head request was carried out and waits for its acknowledgement (`ack_delay`): the
     /// arming of the timer that completes it.
     acking: Option<u64>,
+    /// The head request (RC) got no answer: its destination was not ready, and it is sent again
+    /// when the local ACK timeout expires, as rxe's retransmit timer does.
+    retry: Option<RetryWait>,
 }
 
 impl Queues {
@@ -224,7 +231,30 @@ impl Queues {
         self.blocked_on = None;
         self.rnr = None;
         self.acking = None;
+        self.retry = None;
     }
+}
+
+/// An RC request that got no answer, as rxe's completer counts its retransmissions
+/// (`comp.retry_cnt`, set from the QP's `retry_cnt` and reset when a request is acknowledged).
+#[derive(Clone, Copy)]
+pub(super) struct RetryWait {
+    /// Retransmissions left: 7 means "retry forever", as rxe_comp.c counts it (it decrements
+    /// `retry_cnt` only when it is not 7; the IB specification has no such value, mlx5 gives
+    /// seven retries).
+    left: u8,
+    /// When the local ACK timeout expires and the request is sent again.
+    retry_at: Instant,
+    /// Which arming of the timer this is (a timer that fires for an older one is ignored).
+    timer: u64,
+}
+
+/// The local ACK timeout of a QP's `timeout` attribute: 4.096 µs × 2^timeout (ibv_modify_qp(3);
+/// rxe_qp.c: `nsecs_to_jiffies(4096ULL << timeout)`), divided by the device's
+/// [`SwConfig::timer_speedup`](super::SwConfig::timer_speedup); `None` for 0, "infinite".
+pub(super) fn ack_timeout(timeout: u8, speedup: u32) -> Option<Duration> {
+    (timeout != 0)
+        .then(|| Duration::from_nanos((4096u64 << (timeout & 31)) / u64::from(speedup.max(1))))
 }
 
 /// An RC request that got an RNR NAK, as rxe's completer counts it (`comp.rnr_retry`, set from

@@ -1,4 +1,5 @@
-//! RNR retries: the timer thread that delivers again when a receiver's RNR timer fires.
+//! RNR retries and retransmissions: the timer thread that sends a request again when the
+//! receiver's RNR timer fires or the local ACK timeout expires, and that delivers late ACKs.
 
 use super::*;
 
@@ -80,7 +81,10 @@ impl RnrTimers {
                 }
             }
             // The next requests run (after an ACK), or the head is retried (an RNR timer).
-            let current = was_acked || qp.queues.lock().rnr.is_some_and(|w| w.timer == n);
+            let current = was_acked || {
+                let q = qp.queues.lock();
+                q.rnr.is_some_and(|w| w.timer == n) || q.retry.is_some_and(|w| w.timer == n)
+            };
             if current {
                 let mut run = Run::new(&g);
                 run.kicks.push(qp);

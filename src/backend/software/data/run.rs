@@ -190,12 +190,17 @@ impl<'g> Run<'g> {
             }
             match self.execute(qp, &w) {
                 Step::Overflowed(responder) if qp.qpt() == IBV_QPT_RC => {
+                    let n = responder.ibv.qp_base.qp_num;
                     {
                         let mut q = qp.queues.lock();
                         q.sq.push_front(w);
-                        q.blocked_on = Some(responder.ibv.qp_base.qp_num);
+                        q.blocked_on = Some(n);
+                        q.retry = None;
                     }
                     to_error(responder);
+                    // Never acknowledged: the request is sent again when the ACK timeout
+                    // expires, and the responder, now in ERR, drops it each time.
+                    let _ = no_answer(qp, n);
                     return;
                 }
                 Step::Overflowed(responder) => {
@@ -322,7 +327,8 @@ impl<'g> Run<'g> {
             });
         let Some(dest) = dest else {
             return match qpt {
-                IBV_QPT_RC => Step::Wait(dest_qpn),
+                // No answer: the request is sent again when the ACK timeout expires.
+                IBV_QPT_RC => no_answer(qp, dest_qpn),
                 _ => Step::ok(),
             };
         };

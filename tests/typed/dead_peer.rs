@@ -1,0 +1,231 @@
+//! A dead peer, on every device: an RC request whose destination never answers completes with
+//! `RETRY_EXC_ERR` after `retry_cnt` retransmissions, each when the local ACK timeout
+//! (4.096 µs × 2^`timeout`) expires; the QP moves to ERR and every other request it holds, and
+//! every receive, is flushed (`WR_FLUSH_ERR`), in posting order. Each kind of silent peer is
+//! covered: a QP destroyed before the send, one left in RESET, one in INIT that was never
+//! connected, one moved to ERR, and one of another context that was closed. The same module runs
+//! on rxe0 in the VM lane, and the outcomes (statuses, their order, the QP's state) are what rxe
+//! gives; the times are checked only against a lower bound that both devices keep and a
+//! generous upper one.
+
+use crate::common::pair::{loopback_av, rc_rtr_to};
+use crate::common::{open, poll_n};
+use std::time::{Duration, Instant};
+use typed_verbs::ffi::sys::ibv_qp_state;
+use typed_verbs::qp_state::Rts;
+use typed_verbs::{
+    AccessFlags, ConnectedInit, Context, Cq, OwnRq, Pd, Qp, Rc, RcRts, SendWr, Sge, Shared,
+    WcStatus,
+};
+
+/// `timeout` 10: 4.19 ms a try.
+const TIMEOUT: u8 = 10;
+
+/// The local ACK timeout of `timeout`: 4.096 µs × 2^timeout.
+fn period(timeout: u8) -> Duration {
+    Duration::from_nanos(4096 << timeout)
+}
+
+/// An RC QP of `pd` in RTS towards QP number `dest` (loopback address), with `retry_cnt`.
+fn sender<'a>(
+    ctx: &Context,
+    pd: &'a Pd<'_>,
+    cq: &'a Cq<'_>,
+    dest: u32,
+    retry_cnt: u8,
+) -> Qp<'a, Rc, OwnRq, Shared, (), Rts> {
+    let init = ConnectedInit {
+        port_num: 1,
+        pkey_index: 0,
+        access: AccessFlags::LOCAL_WRITE,
+    };
+    let rts = RcRts {
+        sq_psn: 0,
+        timeout: TIMEOUT,
+        retry_cnt,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+    };
+    Qp::<Rc>::builder(pd, cq, cq)
+        .max_send_wr(4)
+        .max_recv_wr(4)
+        .build()
+        .unwrap()
+        .to_init(init)
+        .unwrap()
+        .to_rtr(rc_rtr_to(loopback_av(ctx), dest, 0))
+        .unwrap()
+        .to_rts(rts)
+        .unwrap()
+}
+
+/// Posts two receives (wr_ids 10, 11) and three signaled sends (wr_ids 1, 2, 3) on `qp`, whose
+/// peer never answers, and checks what every device gives: the first send RETRY_EXC_ERR after
+/// at least half of `retry_cnt + 1` ACK timeouts, the other two flushed in order, the receives
+/// flushed in order, the QP in ERR.
+fn assert_dead(qp: &Qp<'_, Rc, OwnRq, Shared, (), Rts>, cq: &Cq<'_>, retry_cnt: u8, what: &str) {
+    qp.post_recv(10, &[] as &[Sge; 0]).unwrap();
+    qp.post_recv(11, &[] as &[Sge; 0]).unwrap();
+    let start = Instant::now();
+    for id in 1..=3 {
+        qp.post_send(&SendWr::send(id, &[] as &[Sge; 0]).signaled())
+            .unwrap();
+    }
+    let got = poll_n(cq, 5, Duration::from_secs(20), Duration::ZERO, |w| {
+        (w.wr_id(), w.status(), start.elapsed())
+    });
+    let statuses: Vec<(u64, WcStatus)> = got.iter().map(|&(id, s, _)| (id, s)).collect();
+    let sends: Vec<_> = statuses
+        .iter()
+        .filter(|(id, _)| *id < 10)
+        .copied()
+        .collect();
+    let recvs: Vec<_> = statuses
+        .iter()
+        .filter(|(id, _)| *id >= 10)
+        .copied()
+        .collect();
+    assert_eq!(
+        sends,
+        [
+            (1, WcStatus::RETRY_EXC_ERR),
+            (2, WcStatus::WR_FLUSH_ERR),
+            (3, WcStatus::WR_FLUSH_ERR)
+        ],
+        "{what}: the sends"
+    );
+    assert_eq!(
+        recvs,
+        [(10, WcStatus::WR_FLUSH_ERR), (11, WcStatus::WR_FLUSH_ERR)],
+        "{what}: the receives"
+    );
+    let failed_at = got.iter().find(|&&(id, _, _)| id == 1).unwrap().2;
+    let least = period(TIMEOUT) * u32::from(retry_cnt + 1) / 2;
+    assert!(
+        failed_at >= least,
+        "{what}: RETRY_EXC_ERR after {failed_at:?}, before {retry_cnt} retries could expire ({least:?})"
+    );
+    assert_eq!(
+        qp.query_state().unwrap(),
+        ibv_qp_state::IBV_QPS_ERR,
+        "{what}"
+    );
+}
+
+/// The peer QP was destroyed before the send: its number names no QP.
+#[test]
+fn destroyed_peer_gives_retry_exc_err_and_flushes_the_rest() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let peer = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let dest = peer.qp_num();
+    peer.destroy().unwrap();
+    let qp = sender(&ctx, &pd, &cq, dest, 2);
+    assert_dead(&qp, &cq, 2, "destroyed peer");
+}
+
+/// The peer QP exists in RESET, and in INIT (never connected): it drops every packet.
+#[test]
+fn peer_in_reset_or_never_connected_gives_retry_exc_err() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let in_reset = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let qp = sender(&ctx, &pd, &cq, in_reset.qp_num(), 1);
+    assert_dead(&qp, &cq, 1, "peer in RESET");
+    let in_init = in_reset
+        .to_init(ConnectedInit {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::REMOTE_WRITE,
+        })
+        .unwrap();
+    let qp = sender(&ctx, &pd, &cq, in_init.qp_num(), 0);
+    assert_dead(&qp, &cq, 0, "peer in INIT, never connected");
+}
+
+/// The peer QP was connected (RTS towards the sender) and then moved to ERR: it drops every
+/// packet, as a QP whose own completion failed does.
+#[test]
+fn peer_in_err_gives_retry_exc_err() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let peer = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let qp = sender(&ctx, &pd, &cq, peer.qp_num(), 3);
+    let peer = peer
+        .to_init(ConnectedInit {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::REMOTE_WRITE,
+        })
+        .unwrap()
+        .to_rtr(rc_rtr_to(loopback_av(&ctx), qp.qp_num(), 0))
+        .unwrap()
+        .to_error()
+        .unwrap();
+    assert_dead(&qp, &cq, 3, "peer in ERR");
+    drop(peer);
+}
+
+/// The peer lived in another context of the device, which was closed with its QP (as a peer
+/// process that exits): its number names no QP.
+#[test]
+fn peer_of_a_closed_context_gives_retry_exc_err() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let dest = {
+        let other = open();
+        let opd = Pd::new(&other).unwrap();
+        let ocq = Cq::builder(&other).cqe(4).build().unwrap();
+        let peer = Qp::<Rc>::builder(&opd, &ocq, &ocq).build().unwrap();
+        let n = peer
+            .to_init(ConnectedInit {
+                port_num: 1,
+                pkey_index: 0,
+                access: AccessFlags::REMOTE_WRITE,
+            })
+            .unwrap()
+            .to_rtr(rc_rtr_to(loopback_av(&other), 0, 0))
+            .unwrap()
+            .qp_num();
+        n
+        // the QP, its CQ, PD and context are gone here
+    };
+    let qp = sender(&ctx, &pd, &cq, dest, 1);
+    assert_dead(&qp, &cq, 1, "peer of a closed context");
+}
+
+/// A request that waits for a peer not ready yet is delivered once the peer comes up within
+/// its retries: no error, nothing lost.
+#[test]
+fn a_peer_that_comes_up_within_the_retries_gets_the_request() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let peer = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    // 7 retries of 4 ms each would be "forever" on rxe; 6 leave 28 ms.
+    let qp = sender(&ctx, &pd, &cq, peer.qp_num(), 6);
+    qp.post_send(&SendWr::send(1, &[] as &[Sge; 0]).signaled())
+        .unwrap();
+    let peer = peer
+        .to_init(ConnectedInit {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::REMOTE_WRITE,
+        })
+        .unwrap();
+    peer.post_recv(20, &[] as &[Sge; 0]).unwrap();
+    let _peer = peer
+        .to_rtr(rc_rtr_to(loopback_av(&ctx), qp.qp_num(), 0))
+        .unwrap();
+    let got = poll_n(&cq, 2, Duration::from_secs(10), Duration::ZERO, |w| {
+        (w.wr_id(), w.status())
+    });
+    let mut got = got;
+    got.sort_by_key(|&(id, _)| id);
+    assert_eq!(got, [(1, WcStatus::SUCCESS), (20, WcStatus::SUCCESS)]);
+    assert_eq!(qp.query_state().unwrap(), ibv_qp_state::IBV_QPS_RTS);
+}
