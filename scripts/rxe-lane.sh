@@ -108,7 +108,7 @@ vm_build perf_tools "perftest-style tools" build-perf --release "${PERF_TOOLS[@]
 examples+=("${perf_tools[@]}")
 
 # --- The rdma_cm examples (rping, ucmatose, udaddy), run against rdmacm-utils' programs in the VM. ---
-CM_EXAMPLES=(rping ucmatose udaddy cm_pingpong)
+CM_EXAMPLES=(rping ucmatose udaddy cm_pingpong reconnect)
 echo "rxe-lane: building the rdma_cm examples"
 vm_build cm_examples "rdma_cm examples" build-cm-examples "${CM_EXAMPLES[@]/#/--example=}"
 # Stripped copies (a debug build is 12 MB; the initramfs must unpack in the VM's memory).
@@ -263,6 +263,9 @@ step interop:udaddy:typed-server cmpair "/examples/udaddy -b 10.0.0.1 -c 2 -C 20
 step interop:udaddy:typed-client cmpair "udaddy -b 10.0.0.1 -c 2 -C 20" "/examples/udaddy -s 10.0.0.1 -c 2 -C 20"
 # The crate's own CM ping-pong (ibv_rc_pingpong's exchange over a typed rdma_cm connection).
 step cm_pingpong cmpair "/examples/cm_pingpong -d rxe0 -p 18600 -n 200" "/examples/cm_pingpong -d rxe0 -p 18600 -n 200 10.0.0.1"
+# A service that survives its peer restarting twice: RETRY_EXC_ERR from rxe0's retransmit timer,
+# every slot back from the flush, ERR -> RESET -> connected again (bounded: 60 s).
+step reconnect timeout 60 /examples/reconnect --self --restarts 2 -d rxe0
 # --- end of the rdma_cm examples' steps
 interop() { # interop "SERVER [OPTS]" "CLIENT [OPTS]" ARGS...: on rxe0, 20 s each, over loopback TCP
     srv=$1
@@ -368,7 +371,7 @@ grep -oE 'LANE: (PASS|FAIL) .*' "$console" >"$WORK/verdicts" || true
 # The rdma_cm examples' steps (not run when the init stops early: perf-only, RXE_LANE_ONLY).
 if [ "${RXE_LANE_PERF_ONLY:-0}" != 1 ] && [ -z "$only" ]; then
     for ex in rping ucmatose udaddy; do expected+=("interop:$ex:typed-server" "interop:$ex:typed-client"); done
-    expected+=(cm_pingpong)
+    expected+=(cm_pingpong reconnect)
 fi
 vm_tally "$WORK/verdicts" "step verdicts on the console" "steps expected"
 # The probes' outcomes (pp-chk.sh's NOTE lines: reported, not verdicts).

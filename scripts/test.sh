@@ -78,6 +78,11 @@ fi
 if [ "$status" -eq 0 ]; then
     TYPED_VERBS_SW_ACK_DELAY_US=200 bash scripts/pingpong.sh -- -n 200 -e || status=$?
 fi
+# A service that survives its peer restarting (examples/reconnect.rs): the dead peer reported by
+# the transport's retries, every slot back from the flush, ERR -> RESET -> connected again.
+if [ "$status" -eq 0 ]; then
+    cargo run -q --example reconnect -- --self --restarts 2 || status=$?
+fi
 # The perftest-style tools on the software device: each runs and prints a table that parses.
 if [ "$status" -eq 0 ]; then
     bash scripts/perf-self.sh || status=$?

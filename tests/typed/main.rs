@@ -16,6 +16,7 @@ mod ex_qp;
 mod ownership;
 mod poll_loop;
 mod qp_state;
+mod recovery;
 mod srq_qp;
 mod teardown;
 mod zero_copy;
