@@ -9,13 +9,13 @@
 //! generous upper one.
 
 use crate::common::pair::{loopback_av, rc_rtr_to};
-use crate::common::{open, poll_n};
+use crate::common::{note, open, poll_n, NO_REMOTE_INIT};
 use std::time::{Duration, Instant};
 use typed_verbs::ffi::sys::ibv_qp_state;
 use typed_verbs::qp_state::Rts;
 use typed_verbs::{
-    AccessFlags, ConnectedInit, Context, Cq, OwnRq, Pd, Qp, Rc, RcRts, SendWr, Sge, Shared,
-    WcStatus,
+    AccessFlags, ConnectedInit, Context, Cq, OwnRq, Pd, Qp, Rc, RcRts, SendWr, Sge, Shared, SqPsn,
+    Uc, UcRtr, WcStatus,
 };
 
 /// `timeout` 10: 4.19 ms a try.
@@ -109,6 +109,14 @@ fn assert_dead(qp: &Qp<'_, Rc, OwnRq, Shared, (), Rts>, cq: &Cq<'_>, retry_cnt: 
         qp.query_state().unwrap(),
         ibv_qp_state::IBV_QPS_ERR,
         "{what}"
+    );
+    note(
+        "dead_peer",
+        format_args!(
+            "{what}: RETRY_EXC_ERR after {failed_at:.2?} (timeout {TIMEOUT}, retry_cnt {retry_cnt}: {} expiries of {:.2?})",
+            retry_cnt + 1,
+            period(TIMEOUT)
+        ),
     );
 }
 
@@ -227,5 +235,40 @@ fn a_peer_that_comes_up_within_the_retries_gets_the_request() {
     let mut got = got;
     got.sort_by_key(|&(id, _)| id);
     assert_eq!(got, [(1, WcStatus::SUCCESS), (20, WcStatus::SUCCESS)]);
+    assert_eq!(qp.query_state().unwrap(), ibv_qp_state::IBV_QPS_RTS);
+}
+
+/// UC has no acknowledgements: a send to a dead peer completes successfully, the QP stays in
+/// RTS, and the loss is the application's to notice (as UD's).
+#[test]
+fn uc_to_a_dead_peer_completes_and_the_loss_is_silent() {
+    let ctx = open();
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+    let peer = Qp::<Uc>::builder(&pd, &cq, &cq).build().unwrap();
+    let dest = peer.qp_num();
+    peer.destroy().unwrap();
+    let qp = Qp::<Uc>::builder(&pd, &cq, &cq)
+        .build()
+        .unwrap()
+        .to_init(NO_REMOTE_INIT)
+        .unwrap()
+        .to_rtr(UcRtr {
+            av: loopback_av(&ctx),
+            path_mtu: typed_verbs::Mtu::Mtu1024,
+            dest_qp_num: dest,
+            rq_psn: 0,
+        })
+        .unwrap()
+        .to_rts(SqPsn { sq_psn: 0 })
+        .unwrap();
+    for id in 1..=2 {
+        qp.post_send(&SendWr::send(id, &[] as &[Sge; 0]).signaled())
+            .unwrap();
+    }
+    let got = poll_n(&cq, 2, Duration::from_secs(10), Duration::ZERO, |w| {
+        (w.wr_id(), w.status())
+    });
+    assert_eq!(got, [(1, WcStatus::SUCCESS), (2, WcStatus::SUCCESS)]);
     assert_eq!(qp.query_state().unwrap(), ibv_qp_state::IBV_QPS_RTS);
 }
