@@ -34,6 +34,19 @@ fn sender<'a>(
     dest: u32,
     retry_cnt: u8,
 ) -> Qp<'a, Rc, OwnRq, Shared, (), Rts> {
+    sender_with(ctx, pd, cq, dest, TIMEOUT, retry_cnt, 7)
+}
+
+/// [`sender`] with its `timeout` and `rnr_retry`.
+fn sender_with<'a>(
+    ctx: &Context,
+    pd: &'a Pd<'_>,
+    cq: &'a Cq<'_>,
+    dest: u32,
+    timeout: u8,
+    retry_cnt: u8,
+    rnr_retry: u8,
+) -> Qp<'a, Rc, OwnRq, Shared, (), Rts> {
     let init = ConnectedInit {
         port_num: 1,
         pkey_index: 0,
@@ -41,9 +54,9 @@ fn sender<'a>(
     };
     let rts = RcRts {
         sq_psn: 0,
-        timeout: TIMEOUT,
+        timeout,
         retry_cnt,
-        rnr_retry: 7,
+        rnr_retry,
         max_rd_atomic: 1,
     };
     Qp::<Rc>::builder(pd, cq, cq)
@@ -271,4 +284,75 @@ fn uc_to_a_dead_peer_completes_and_the_loss_is_silent() {
     });
     assert_eq!(got, [(1, WcStatus::SUCCESS), (2, WcStatus::SUCCESS)]);
     assert_eq!(qp.query_state().unwrap(), ibv_qp_state::IBV_QPS_RTS);
+}
+
+/// The software device's timers at 64 times real time (`SwConfig::timer_speedup`): a program's
+/// own attributes (`timeout` 14, 67 ms a try; 6 retries; an RNR timer of 655 ms) give the same
+/// outcomes in milliseconds, so a test of them needs no seconds.
+#[cfg(feature = "software-device")]
+#[test]
+fn sped_up_timers_give_the_same_outcomes_in_milliseconds() {
+    use crate::common::registered_for;
+    use typed_verbs::software::SwConfig;
+    let config = SwConfig {
+        timer_speedup: 64,
+        ..SwConfig::default()
+    };
+    let test = "sped_up_timers_give_the_same_outcomes_in_milliseconds";
+    let Some(ctx) = registered_for(test, "SwConfig::timer_speedup", "sw-fast-timers", config)
+    else {
+        return;
+    };
+    let pd = Pd::new(&ctx).unwrap();
+    let cq = Cq::builder(&ctx).cqe(16).build().unwrap();
+
+    // A dead peer: 7 expiries of 67 ms would be 470 ms; here 7.3 ms.
+    let peer = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let dest = peer.qp_num();
+    peer.destroy().unwrap();
+    let qp = sender_with(&ctx, &pd, &cq, dest, 14, 6, 7);
+    let start = Instant::now();
+    qp.post_send(&SendWr::send(1, &[] as &[Sge; 0]).signaled())
+        .unwrap();
+    let got = poll_n(&cq, 1, Duration::from_secs(10), Duration::ZERO, |w| {
+        (w.wr_id(), w.status())
+    });
+    let took = start.elapsed();
+    assert_eq!(got, [(1, WcStatus::RETRY_EXC_ERR)]);
+    let real = period(14) * 7;
+    assert!(
+        took >= real / 64 / 2 && took < real,
+        "RETRY_EXC_ERR after {took:?}: 7 expiries of 67 ms at 64 times real time"
+    );
+
+    // A peer that never posts a receive: 2 RNR retries of 655 ms (min_rnr_timer 0) would be
+    // 1.3 s; here 20 ms.
+    let peer = Qp::<Rc>::builder(&pd, &cq, &cq).build().unwrap();
+    let qp = sender_with(&ctx, &pd, &cq, peer.qp_num(), 14, 6, 2);
+    let rtr = typed_verbs::RcRtr {
+        min_rnr_timer: 0,
+        ..rc_rtr_to(loopback_av(&ctx), qp.qp_num(), 0)
+    };
+    let _peer = peer
+        .to_init(ConnectedInit {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::REMOTE_WRITE,
+        })
+        .unwrap()
+        .to_rtr(rtr)
+        .unwrap();
+    let start = Instant::now();
+    qp.post_send(&SendWr::send(2, &[] as &[Sge; 0]).signaled())
+        .unwrap();
+    let got = poll_n(&cq, 1, Duration::from_secs(10), Duration::ZERO, |w| {
+        (w.wr_id(), w.status())
+    });
+    let took = start.elapsed();
+    assert_eq!(got, [(2, WcStatus::RNR_RETRY_EXC_ERR)]);
+    let real = Duration::from_micros(655_360) * 2;
+    assert!(
+        took >= real / 64 / 2 && took < real,
+        "RNR_RETRY_EXC_ERR after {took:?}: 2 RNR timers of 655 ms at 64 times real time"
+    );
 }
