@@ -242,6 +242,74 @@ fn fixed_sqd_while_the_head_request_waits_after_an_rnr_nak() {
     );
 }
 
+/// What happened to a request that waits for a retransmission when its QP moved to SQD.
+#[derive(Debug, PartialEq, Eq)]
+struct SqdAfterTimeout {
+    draining_at_once: u8,
+    drained_events: usize,
+    draining_after_timeout: u8,
+    /// The sender's completions once the peer is ready (receives posted, RTR).
+    after_peer_ready: Vec<(u64, u32)>,
+    back_to_rts: Result<(), i32>,
+    after_rts: Vec<(u64, u32)>,
+    /// After one more send: the sender's and the receiver's.
+    after_post: Vec<(u64, u32)>,
+    received: Vec<(u64, u32)>,
+}
+
+#[test]
+fn fixed_sqd_while_the_head_request_waits_for_a_retransmission() {
+    // As after an RNR NAK: the request sent to a peer in INIT waits for the ACK timeout
+    // (timeout 14: 67 ms); moved to SQD meanwhile, the QP drains when the timeout expires (the
+    // requester rewinds the request and sends nothing new), and neither the peer becoming
+    // ready nor the move back to RTS sends it; the next post sends both.
+    let mut e = Env::new();
+    let src = e.buf(64, LOCAL_WRITE);
+    let dst = e.buf(128, LOCAL_WRITE);
+    let a = e.qp(Spec::new(IBV_QPT_RC));
+    let b = e.qp(Spec::new(IBV_QPT_RC));
+    connect(&e, &a, &b, Conn::new());
+    init(&b, 0);
+    post_send(&a, send_wr(1, IBV_WR_SEND, SIGNALED, &[src.sge(0, 16)]));
+    std::thread::sleep(Duration::from_millis(20));
+    to_state(&a, IBV_QPS_SQD).expect("RTS -> SQD");
+    let draining_at_once = sq_draining(&a);
+    let drained_events = sq_drained_events(&e, &a, QUIET);
+    let draining_after_timeout = sq_draining(&a);
+    post_recv(&b, 10, &[dst.sge(0, 64)]);
+    post_recv(&b, 11, &[dst.sge(64, 64)]);
+    rtr(&e, &b, a.num, Conn::new());
+    let after_peer_ready = statuses(a.send_cq, usize::MAX, QUIET);
+    let back_to_rts = to_state(&a, IBV_QPS_RTS);
+    let after_rts = statuses(a.send_cq, usize::MAX, QUIET);
+    post_send(&a, send_wr(2, IBV_WR_SEND, SIGNALED, &[src.sge(16, 16)]));
+    let after_post = statuses(a.send_cq, 2, WAIT);
+    let received = statuses(b.recv_cq, 2, WAIT);
+    let got = SqdAfterTimeout {
+        draining_at_once,
+        drained_events,
+        draining_after_timeout,
+        after_peer_ready,
+        back_to_rts,
+        after_rts,
+        after_post,
+        received,
+    };
+    assert_eq!(
+        got,
+        SqdAfterTimeout {
+            draining_at_once: 1,
+            drained_events: 1,
+            draining_after_timeout: 0,
+            after_peer_ready: vec![],
+            back_to_rts: Ok(()),
+            after_rts: vec![],
+            after_post: vec![(1, IBV_WC_SUCCESS), (2, IBV_WC_SUCCESS)],
+            received: vec![(10, IBV_WC_SUCCESS), (11, IBV_WC_SUCCESS)],
+        }
+    );
+}
+
 /// What a QP in ERR does once forced to RTS.
 #[derive(Debug, PartialEq, Eq)]
 struct Forced {
