@@ -22,12 +22,28 @@
 //! by kind in the summary), `TYPED_VERBS_DIFF_TRACE` (print each step and its outcome, on sw0
 //! alone).
 //!
-//! What is left out, because the outcome depends on timing rather than on the device's rules
-//! (the software device runs work synchronously, rxe in kernel tasks with timers): an RC
-//! request whose destination is not ready to take it at once (rxe retransmits on its timer),
-//! whose responder or requester has no read/atomic resources for it, that may get an RNR NAK
-//! with rnr_retry other than 0 (the retries are timed), or whose QPs were reset and reconnected
-//! (their PSNs no longer match, which the software device does not model). Every send is
+//! What rxe's timers decide is compared by outcome, not by time, in steps of their own. A
+//! [`Timed`] exchange runs two RC QPs of its own (own PD, CQ and MR) through a course that
+//! retransmissions and RNR retries decide: a request to a peer in RESET, INIT or ERR that is
+//! then brought to RTR, or left until the retries run out (`timeout` 1..=10, `retry_cnt`
+//! 0..=6); RNR NAKs with `rnr_retry` 1..=6 (the retries run out) or 7 (the receives posted a
+//! little later), `min_rnr_timer` 1..=4; `timeout` 0 (no retransmit timer) with a peer made
+//! ready, then a second post; a QP moved to SQD while its request waits after an RNR NAK, then
+//! back to RTS; a QP in ERR forced to RTS with `IBV_QP_CUR_STATE`, sending and sent to. Each
+//! device is waited for until every completion the exchange expects arrived (bounded by
+//! [`WAIT`]; milliseconds on both, as rxe's timers tick in 4 ms jiffies), and the status of
+//! each request and receive (by QP and wr_id), the result of each modify and both QPs' states
+//! are compared. A [`Step::Reconnect`] moves an RC pair of the sequence through RESET and
+//! connects it again with matching PSNs (each side's sq_psn the other's rq_psn), after which
+//! its requests are compared as any other.
+//!
+//! What is left out of the other steps, because the outcome depends on timing rather than on
+//! the device's rules (the software device runs work synchronously, rxe in kernel tasks with
+//! timers): a request of the sequence's RC QPs whose destination is not ready to take it at
+//! once (when rxe retransmits, against the steps that follow), whose responder or requester
+//! has no read/atomic resources for it, that may get an RNR NAK with rnr_retry other than 0
+//! (the retries are timed), or of a QP reset and reconnected on one side only (its PSNs no
+//! longer match its peer's, which the software device does not model). Every send is
 //! signaled, so each step's work is known to be done before the next.
 //!
 //! A receive posted to a QP's own receive queue while the QP is in ERR is left out as well: rxe's
@@ -307,6 +323,55 @@ enum Step {
         qp: usize,
         wrs: Vec<SendSpec>,
     },
+    /// An exchange whose course rxe's timers decide, on objects of its own (see [`Timed`]).
+    Timed(Timed),
+    /// RC QP `qp` and the QP it names (which names it), both moved to RESET and connected to
+    /// each other again with `psn` as both directions' first PSN (sq_psn of one, rq_psn of the
+    /// other: rxe checks PSNs).
+    Reconnect {
+        qp: usize,
+        psn: u32,
+    },
+}
+
+/// An exchange between two RC QPs `a` and `b` of a PD, CQ and MR of its own, whose outcome rxe
+/// decides with its timers (retransmissions, RNR retries) and that is compared by outcome, not
+/// by time: the status of every request and receive, by QP and wr_id, and the QPs' states once
+/// every completion expected arrived (bounded by [`WAIT`]), with the result of each modify it
+/// makes. `a` sends SENDs of 16 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timed {
+    /// `b` not ready (left in RESET or INIT, or moved to ERR) when `sends` requests of `a`
+    /// (`timeout`, `retry_cnt`) are posted. `ready`: `b` is then brought to RTR with a receive
+    /// per request (`retry_cnt` 7, no limit: they land at a retransmission); else `a`'s retries
+    /// run out (RETRY_EXC_ERR, the rest flushed, `a` in ERR).
+    Unready {
+        peer: u32,
+        sends: u8,
+        timeout: u8,
+        retry_cnt: u8,
+        ready: bool,
+    },
+    /// `b` ready with `recvs` receives for `sends` requests, its RNR timer `min_rnr_timer`.
+    /// `rnr_retry` 1..=6: the request that finds none is NAKed until its retries run out
+    /// (RNR_RETRY_EXC_ERR); 7: the missing receives are posted a little later and every request
+    /// lands.
+    Rnr {
+        sends: u8,
+        recvs: u8,
+        rnr_retry: u8,
+        min_rnr_timer: u8,
+    },
+    /// `a` with `timeout` 0 (no retransmit timer) sends to `b` in INIT; `b` is brought to RTR
+    /// and `a` sends again.
+    NoTimer,
+    /// `a`'s request waits after an RNR NAK (`rnr_retry` 7, `b`'s timer `min_rnr_timer`) when
+    /// `a` moves to SQD; once drained (`sq_draining` 0), `b` gets receives, `a` goes back to
+    /// RTS and sends again.
+    SqdAfterRnr { min_rnr_timer: u8 },
+    /// `a` moved to ERR, then to RTS with `IBV_QP_CUR_STATE` naming RTS; `a` sends to `b`, and
+    /// `b` (`timeout`, `retry_cnt`) to `a`.
+    ForcedRts { timeout: u8, retry_cnt: u8 },
 }
 
 /// What the generator assumes of a QP it created: its type and the state it was last asked
@@ -392,8 +457,62 @@ impl Gen {
         p
     }
 
+    /// A timing-decided exchange, with attributes that make retries end within milliseconds
+    /// on both devices (rxe's timers tick in jiffies, 4 ms at least).
+    fn timed(&mut self) -> Timed {
+        let r = &mut self.rng;
+        match r.below(10) {
+            0..=3 => {
+                let ready = r.pct(40);
+                Timed::Unready {
+                    peer: r.pick(&[IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_ERR]),
+                    sends: 1 + r.below(3) as u8,
+                    timeout: 1 + r.below(10) as u8,
+                    retry_cnt: if ready { 7 } else { r.below(7) as u8 },
+                    ready,
+                }
+            }
+            4..=6 => {
+                let sends = 1 + r.below(3) as u8;
+                let rnr_retry = r.pick(&[1, 2, 3, 6, 7, 7]);
+                Timed::Rnr {
+                    sends,
+                    recvs: r.below(sends as usize) as u8,
+                    rnr_retry,
+                    min_rnr_timer: 1 + r.below(4) as u8,
+                }
+            }
+            7 => Timed::NoTimer,
+            8 => Timed::SqdAfterRnr {
+                min_rnr_timer: 1 + r.below(3) as u8,
+            },
+            _ => Timed::ForcedRts {
+                timeout: 1 + r.below(10) as u8,
+                retry_cnt: r.below(4) as u8,
+            },
+        }
+    }
+
     /// The next steps: one verb, or the three modifies that bring a QP to RTS.
     fn steps(&mut self) -> Vec<Step> {
+        if self.rng.pct(2) {
+            return vec![Step::Timed(self.timed())];
+        }
+        let rc: Vec<usize> = (0..self.qps.len())
+            .filter(|&i| self.qps[i].qpt == IBV_QPT_RC && self.qps[i].peer.is_some())
+            .collect();
+        if !rc.is_empty() && self.rng.pct(4) {
+            let qp = self.rng.pick(&rc);
+            if let Some(p) = self.qps[qp].peer {
+                self.qps[qp].state = IBV_QPS_RTS;
+                if let Some(g) = self.qps.get_mut(p) {
+                    g.state = IBV_QPS_RTS;
+                    g.peer = Some(qp);
+                }
+            }
+            let psn = self.rng.pick(&[0, 1, 0x00ff_ffff, 0x5000, 0x1234]);
+            return vec![Step::Reconnect { qp, psn }];
+        }
         if !self.qps.is_empty() && self.rng.pct(12) {
             let qp = self.rng.below(self.qps.len());
             let dest = self.peer(qp);
@@ -816,6 +935,14 @@ enum Outcome {
     /// A post: its return value and which request `bad_wr` names (`None`: NULL; `Some(-1)`:
     /// not written).
     Post(i32, Option<i32>),
+    /// A timing-decided exchange ([`Timed`]): the completions of its QPs as (0 for `a`, 1 for
+    /// `b`; wr_id; status), in that order; the result of each modify it made (0 or the errno);
+    /// the states of `a` and `b` at the end.
+    Timed {
+        wcs: Vec<(u8, u64, u32)>,
+        modifies: Vec<i32>,
+        states: [u32; 2],
+    },
     /// After the last step: buffer `buf` (in order of registration) differs from `off` on,
     /// where it holds `bytes`.
     Memory {
@@ -899,6 +1026,9 @@ struct Qp {
     reached_rtr: bool,
 }
 
+/// The PD and MR the timed exchanges of a sequence share, with the MR's buffer.
+type TimedPd = (*mut sys::ibv_pd, *mut sys::ibv_mr, Box<[u64]>);
+
 /// The objects of one sequence on one device. Destroyed objects stay as `None`, so indices
 /// keep naming the same object; buffers live until the end.
 struct Run<'d> {
@@ -918,6 +1048,9 @@ struct Run<'d> {
     recv_ranges: Vec<(u64, u64)>,
     /// What an SGE of a missing MR points at: an inline send reads it without a key.
     scratch: Box<[u64]>,
+    /// The PD and the MR (over its own buffer) that the timed exchanges of the sequence share,
+    /// made by the first; each exchange makes its own CQ and QPs.
+    timed_pd: std::cell::RefCell<Option<TimedPd>>,
     /// The work requests posted and not completed yet, as (QP index, wr_id): every send is
     /// signaled, and a receive posted to a QP's own receive queue completes on that QP (one
     /// posted to an SRQ is not counted). A QP in ERR flushes all of its own.
@@ -971,6 +1104,7 @@ impl<'d> Run<'d> {
             ahs: Vec::new(),
             bufs: Vec::new(),
             scratch: vec![0; SLACK / 8].into_boxed_slice(),
+            timed_pd: Default::default(),
             pending: Default::default(),
             recv_ids: Default::default(),
             recv_ranges: Vec::new(),
@@ -1454,6 +1588,8 @@ impl<'d> Run<'d> {
                 let rc = unsafe { sys::ibv_post_srq_recv(s, head, &mut bad) };
                 Outcome::Post(rc, list.index_of(bad))
             }
+            Step::Timed(t) => self.timed(t),
+            Step::Reconnect { qp, psn } => self.reconnect(qp, psn),
             Step::PostSend { qp, ref wrs } => {
                 let Some(q) = self.qps.get(qp).and_then(|q| q.as_ref()) else {
                     return Outcome::Skipped("no such QP");
@@ -1539,6 +1675,122 @@ impl<'d> Run<'d> {
                 self.posted(qp, seq_step, wrs.len(), rc, idx);
                 Outcome::Post(rc, idx)
             }
+        }
+    }
+
+    /// Runs a [`Step::Reconnect`]: `qp` and its peer to RESET, then INIT, RTR and RTS towards
+    /// each other with `psn` both ways (no RNR retries and no retransmit timer, as the
+    /// comparison's RC sends need). Their requests and receives went with the RESET.
+    fn reconnect(&mut self, qp: usize, psn: u32) -> Outcome {
+        let Some(q) = self.qps.get(qp).and_then(|q| q.as_ref()) else {
+            return Outcome::Skipped("no such QP");
+        };
+        if q.qpt != IBV_QPT_RC {
+            return Outcome::Skipped("reconnect: not RC");
+        }
+        let a = self.query(q.raw);
+        let pi = self.qp_index(a.dest_qp_num);
+        let Some(p) = self.qps.get(pi).and_then(|p| p.as_ref()) else {
+            return Outcome::Skipped("reconnect: no peer");
+        };
+        if p.qpt != IBV_QPT_RC || self.query(p.raw).dest_qp_num != qp_num(q) {
+            return Outcome::Skipped("reconnect: not a pair");
+        }
+        let (qa, qb) = (q.raw, p.raw);
+        let (na, nb) = (qp_num(q), qp_num(p));
+        let gid = self.dev.gid;
+        // A QP connected to itself is one QP to reconnect.
+        let ends = if qa == qb { 1 } else { 2 };
+        let run = || -> Result<(), i32> {
+            for r in [qa, qb].into_iter().take(ends) {
+                t_state(r, IBV_QPS_RESET)?;
+            }
+            for (r, dest) in [(qa, nb), (qb, na)].into_iter().take(ends) {
+                t_init(r, LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC)?;
+                t_rtr(r, dest, gid, psn, 1)?;
+                t_rts(r, psn, 0, 7, 0)?;
+            }
+            Ok(())
+        };
+        let r = run();
+        self.pending
+            .borrow_mut()
+            .retain(|&(i, _)| i != qp && i != pi);
+        for i in [qp, pi] {
+            if let Some(q) = self.qps[i].as_mut() {
+                q.reconnected = r.is_err();
+                q.reached_rtr = true;
+            }
+        }
+        res(r, |_| vec![])
+    }
+
+    /// Runs a [`Step::Timed`] exchange on a CQ and QPs of its own, destroyed before it returns
+    /// (the PD and MR are the sequence's timed ones, made by the first exchange).
+    fn timed(&self, t: Timed) -> Outcome {
+        let ctx = self.dev.ctx.as_raw();
+        let gid = self.dev.gid;
+        let mut shared = self.timed_pd.borrow_mut();
+        let (pd, mr, _) = *shared.get_or_insert_with(|| {
+            let mut mem: Box<[u64]> = vec![0u64; 4096 / 8].into_boxed_slice();
+            // SAFETY: a live context; the PD and MR are destroyed by `cleanup`, before the
+            // buffer, which moves with them into `timed_pd`.
+            unsafe {
+                let pd = raw::ibv_alloc_pd(ctx)
+                    .expect("timed: ibv_alloc_pd")
+                    .as_ptr();
+                let mr = raw::ibv_reg_mr(pd, mem.as_mut_ptr().cast(), 4096, LOCAL_WRITE)
+                    .expect("timed: ibv_reg_mr")
+                    .as_ptr();
+                (pd, mr, mem)
+            }
+        });
+        // SAFETY: a live context and PD; the CQ and QPs made here are destroyed before this
+        // returns, the QPs first.
+        unsafe {
+            let cq = raw::ibv_create_cq(ctx, 64, ptr::null_mut(), ptr::null_mut(), 0)
+                .expect("timed: ibv_create_cq")
+                .as_ptr();
+            let mut init = sys::ibv_qp_init_attr {
+                qp_context: ptr::null_mut(),
+                send_cq: cq,
+                recv_cq: cq,
+                srq: ptr::null_mut(),
+                cap: sys::ibv_qp_cap {
+                    max_send_wr: 8,
+                    max_recv_wr: 8,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                qp_type: IBV_QPT_RC,
+                sq_sig_all: 0,
+            };
+            let a = raw::ibv_create_qp(pd, &mut init)
+                .expect("timed: ibv_create_qp")
+                .as_ptr();
+            let b = raw::ibv_create_qp(pd, &mut init)
+                .expect("timed: ibv_create_qp")
+                .as_ptr();
+            let x = Exchange {
+                a,
+                b,
+                cq,
+                gid,
+                sge: sys::ibv_sge {
+                    addr: (*mr).addr as u64,
+                    length: 16,
+                    lkey: (*mr).lkey,
+                },
+                wcs: Vec::new(),
+                modifies: Vec::new(),
+            };
+            let o = x.run(t);
+            for q in [a, b] {
+                raw::ibv_destroy_qp(q).expect("timed: ibv_destroy_qp");
+            }
+            raw::ibv_destroy_cq(cq).expect("timed: ibv_destroy_cq");
+            o
         }
     }
 
@@ -1701,6 +1953,15 @@ impl<'d> Run<'d> {
 
     /// Destroys what the sequence left, children first; every destroy must succeed.
     fn cleanup(mut self) {
+        if let Some((pd, mr, mem)) = self.timed_pd.take() {
+            // SAFETY: the timed exchanges' MR and PD, which nothing uses any more (their QPs
+            // are gone); the buffer goes after them.
+            unsafe {
+                raw::ibv_dereg_mr(mr).expect("cleanup: ibv_dereg_mr");
+                raw::ibv_dealloc_pd(pd).expect("cleanup: ibv_dealloc_pd");
+            }
+            drop(mem);
+        }
         for q in self.qps.iter_mut() {
             if let Some(q) = q.take() {
                 // SAFETY: a live QP, destroyed once.
@@ -1759,6 +2020,305 @@ impl<'d> Run<'d> {
     }
 }
 
+/// The modifies of a timed exchange and of a reconnect.
+fn t_modify(q: *mut sys::ibv_qp, a: &mut sys::ibv_qp_attr, mask: i32) -> Result<(), i32> {
+    // SAFETY: a live QP; `a` valid.
+    unsafe { raw::ibv_modify_qp(q, a, mask) }
+}
+
+fn t_state(q: *mut sys::ibv_qp, state: u32) -> Result<(), i32> {
+    let mut a: sys::ibv_qp_attr = zeroed();
+    a.qp_state = state;
+    t_modify(q, &mut a, M_STATE)
+}
+
+fn t_init(q: *mut sys::ibv_qp, access: i32) -> Result<(), i32> {
+    let mut a: sys::ibv_qp_attr = zeroed();
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = access as u32;
+    t_modify(q, &mut a, M_STATE | M_PKEY_INDEX | M_PORT | M_ACCESS_FLAGS)
+}
+
+fn t_rtr(
+    q: *mut sys::ibv_qp,
+    dest: u32,
+    gid: sys::ibv_gid,
+    psn: u32,
+    min_rnr_timer: u8,
+) -> Result<(), i32> {
+    let mut a: sys::ibv_qp_attr = zeroed();
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = sys::ibv_mtu::IBV_MTU_1024;
+    a.dest_qp_num = dest;
+    a.rq_psn = psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = min_rnr_timer;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.dgid = gid;
+    a.ah_attr.grh.hop_limit = 1;
+    let mask = M_STATE
+        | M_AV
+        | M_PATH_MTU
+        | M_DEST_QPN
+        | M_RQ_PSN
+        | M_MAX_DEST_RD_ATOMIC
+        | M_MIN_RNR_TIMER;
+    t_modify(q, &mut a, mask)
+}
+
+fn t_rts(
+    q: *mut sys::ibv_qp,
+    psn: u32,
+    timeout: u8,
+    retry_cnt: u8,
+    rnr_retry: u8,
+) -> Result<(), i32> {
+    let mut a: sys::ibv_qp_attr = zeroed();
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = psn;
+    a.timeout = timeout;
+    a.retry_cnt = retry_cnt;
+    a.rnr_retry = rnr_retry;
+    a.max_rd_atomic = 1;
+    let mask = M_STATE | M_SQ_PSN | M_TIMEOUT | M_RETRY_CNT | M_RNR_RETRY | M_MAX_QP_RD_ATOMIC;
+    t_modify(q, &mut a, mask)
+}
+
+/// How long a timed exchange waits for its QPs' states to follow an error completion (rxe
+/// writes the completion before it moves the QP to ERR).
+const STATE_WAIT: Duration = Duration::from_secs(2);
+
+/// One run of a [`Timed`] exchange on one device.
+struct Exchange {
+    a: *mut sys::ibv_qp,
+    b: *mut sys::ibv_qp,
+    cq: *mut sys::ibv_cq,
+    gid: sys::ibv_gid,
+    /// 16 bytes of the exchange's MR: what every send sends and every receive takes.
+    sge: sys::ibv_sge,
+    wcs: Vec<(u8, u64, u32)>,
+    modifies: Vec<i32>,
+}
+
+impl Exchange {
+    fn num(q: *mut sys::ibv_qp) -> u32 {
+        // SAFETY: a live QP.
+        unsafe { (*q).qp_num }
+    }
+
+    /// Records a modify's result.
+    fn m(&mut self, r: Result<(), i32>) {
+        self.modifies.push(r.err().unwrap_or(0));
+    }
+
+    fn connect(&mut self, q: *mut sys::ibv_qp, rnr_timer: u8, rts: (u8, u8, u8)) {
+        let dest = Self::num(if q == self.a { self.b } else { self.a });
+        let r = t_init(q, LOCAL_WRITE)
+            .and_then(|_| t_rtr(q, dest, self.gid, PSN, rnr_timer))
+            .and_then(|_| t_rts(q, PSN, rts.0, rts.1, rts.2));
+        self.m(r);
+    }
+
+    fn send(&self, q: *mut sys::ibv_qp, wr_id: u64) {
+        let mut sge = self.sge;
+        let mut wr: sys::ibv_send_wr = zeroed();
+        wr.wr_id = wr_id;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = SIGNALED;
+        wr.sg_list = &mut sge;
+        wr.num_sge = 1;
+        let mut bad = ptr::null_mut();
+        // SAFETY: a live QP; the request and its SGE live for the call.
+        let rc = unsafe { sys::ibv_post_send(q, &mut wr, &mut bad) };
+        assert_eq!(rc, 0, "timed: ibv_post_send");
+    }
+
+    fn recv(&self, q: *mut sys::ibv_qp, wr_id: u64) {
+        let mut sge = self.sge;
+        let mut wr = sys::ibv_recv_wr {
+            wr_id,
+            next: ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+        };
+        let mut bad = ptr::null_mut();
+        // SAFETY: a live QP; the request and its SGE live for the call.
+        let rc = unsafe { sys::ibv_post_recv(q, &mut wr, &mut bad) };
+        assert_eq!(rc, 0, "timed: ibv_post_recv");
+    }
+
+    /// Polls until `n` completions in all arrived or [`WAIT`] passed, then [`QUIET`] more for
+    /// any beyond them.
+    fn wait(&mut self, n: usize) {
+        let deadline = Instant::now() + WAIT;
+        let mut quiet_from: Option<Instant> = None;
+        loop {
+            let mut wc: [sys::ibv_wc; 8] = zeroed();
+            // SAFETY: a live CQ; `wc` holds 8 entries.
+            let got = unsafe { sys::ibv_poll_cq(self.cq, 8, wc.as_mut_ptr()) };
+            assert!(got >= 0, "ibv_poll_cq: {got}");
+            let na = Self::num(self.a);
+            for w in &wc[..got as usize] {
+                self.wcs.push((u8::from(w.qp_num != na), w.wr_id, w.status));
+            }
+            let now = Instant::now();
+            if self.wcs.len() >= n || now >= deadline {
+                let since = *quiet_from.get_or_insert(now);
+                if got == 0 && now >= since + QUIET {
+                    break;
+                }
+            }
+            if got == 0 {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+
+    /// A pause that rxe's timers (a jiffy, 4 ms) outlast and the software device's do not
+    /// matter for: the outcome is the same either way.
+    fn pause() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+
+    fn state(q: *mut sys::ibv_qp) -> sys::ibv_qp_attr {
+        let mut a: sys::ibv_qp_attr = zeroed();
+        let mut i: sys::ibv_qp_init_attr = zeroed();
+        // SAFETY: a live QP; out-pointers valid.
+        unsafe { raw::ibv_query_qp(q, &mut a, M_STATE, &mut i) }.expect("ibv_query_qp");
+        a
+    }
+
+    fn run(mut self, t: Timed) -> Outcome {
+        let (a, b) = (self.a, self.b);
+        // Completions expected in all.
+        let n = match t {
+            Timed::Unready {
+                peer,
+                sends,
+                timeout,
+                retry_cnt,
+                ready,
+            } => {
+                self.connect(a, 1, (timeout, retry_cnt, 7));
+                match peer {
+                    IBV_QPS_INIT => self.m(t_init(b, LOCAL_WRITE)),
+                    IBV_QPS_ERR => {
+                        self.connect(b, 1, (0, 7, 7));
+                        self.m(t_state(b, IBV_QPS_ERR));
+                    }
+                    _ => {}
+                }
+                for i in 0..sends {
+                    self.send(a, u64::from(i));
+                }
+                if ready {
+                    Self::pause();
+                    if peer == IBV_QPS_ERR {
+                        self.m(t_state(b, IBV_QPS_RESET));
+                    }
+                    if peer != IBV_QPS_INIT {
+                        self.m(t_init(b, LOCAL_WRITE));
+                    }
+                    for i in 0..sends {
+                        self.recv(b, 100 + u64::from(i));
+                    }
+                    self.m(t_rtr(b, Self::num(a), self.gid, PSN, 1));
+                    2 * usize::from(sends)
+                } else {
+                    usize::from(sends)
+                }
+            }
+            Timed::Rnr {
+                sends,
+                recvs,
+                rnr_retry,
+                min_rnr_timer,
+            } => {
+                self.connect(a, 1, (0, 7, rnr_retry));
+                self.connect(b, min_rnr_timer, (0, 7, 0));
+                for i in 0..recvs {
+                    self.recv(b, 100 + u64::from(i));
+                }
+                for i in 0..sends {
+                    self.send(a, u64::from(i));
+                }
+                if rnr_retry == 7 {
+                    Self::pause();
+                    for i in recvs..sends {
+                        self.recv(b, 100 + u64::from(i));
+                    }
+                    2 * usize::from(sends)
+                } else {
+                    usize::from(sends + recvs)
+                }
+            }
+            Timed::NoTimer => {
+                self.connect(a, 1, (0, 7, 7));
+                self.m(t_init(b, LOCAL_WRITE));
+                self.recv(b, 100);
+                self.recv(b, 101);
+                self.send(a, 0);
+                Self::pause();
+                self.m(t_rtr(b, Self::num(a), self.gid, PSN, 1));
+                Self::pause();
+                self.send(a, 1);
+                4
+            }
+            Timed::SqdAfterRnr { min_rnr_timer } => {
+                self.connect(a, 1, (0, 7, 7));
+                self.connect(b, min_rnr_timer, (0, 7, 0));
+                self.send(a, 0);
+                Self::pause();
+                self.m(t_state(a, IBV_QPS_SQD));
+                let deadline = Instant::now() + WAIT;
+                while Self::state(a).sq_draining != 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                self.recv(b, 100);
+                self.recv(b, 101);
+                self.m(t_state(a, IBV_QPS_RTS));
+                self.send(a, 1);
+                4
+            }
+            Timed::ForcedRts { timeout, retry_cnt } => {
+                self.connect(a, 1, (0, 7, 0));
+                self.connect(b, 1, (timeout, retry_cnt, 0));
+                self.m(t_state(a, IBV_QPS_ERR));
+                Self::pause();
+                let mut attr: sys::ibv_qp_attr = zeroed();
+                attr.qp_state = IBV_QPS_RTS;
+                attr.cur_qp_state = IBV_QPS_RTS;
+                let r = t_modify(a, &mut attr, M_STATE | M_CUR_STATE);
+                self.m(r);
+                self.recv(b, 100);
+                self.send(a, 0);
+                self.send(b, 1);
+                3
+            }
+        };
+        self.wait(n);
+        self.wcs.sort_by_key(|&(q, id, _)| (q, id));
+        // A QP whose request failed moves to ERR after the completion (on rxe, in its task).
+        let deadline = Instant::now() + STATE_WAIT;
+        for (i, q) in [a, b].into_iter().enumerate() {
+            let failed = self
+                .wcs
+                .iter()
+                .any(|&(w, _, st)| usize::from(w) == i && st != 0);
+            while failed && Self::state(q).qp_state != IBV_QPS_ERR && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        Outcome::Timed {
+            wcs: self.wcs,
+            modifies: self.modifies,
+            states: [Self::state(a).qp_state, Self::state(b).qp_state],
+        }
+    }
+}
+
 fn qp_num(q: &Qp) -> u32 {
     // SAFETY: a live QP.
     unsafe { (*q.raw).qp_num }
@@ -1804,6 +2364,9 @@ struct Stats {
     reasons: std::collections::BTreeMap<String, usize>,
     completions: usize,
     error_completions: usize,
+    /// Timing-decided exchanges ([`Timed`]) and reconnects run.
+    timed: usize,
+    reconnects: usize,
 }
 
 impl Stats {
@@ -1817,6 +2380,18 @@ impl Stats {
             }
             Outcome::Post(0, _) => self.posts_ok += 1,
             Outcome::Memory { .. } => {}
+            Outcome::Timed { ref wcs, .. } => {
+                self.ok += 1;
+                self.timed += 1;
+                self.completions += wcs.len();
+                for &(_, _, st) in wcs {
+                    self.error_completions += usize::from(st != 0);
+                    *self
+                        .reasons
+                        .entry(format!("timed wc status {st}"))
+                        .or_default() += 1;
+                }
+            }
             Outcome::Post(rc, _) => {
                 self.err += 1;
                 *self.reasons.entry(format!("post {rc}")).or_default() += 1;
@@ -1843,6 +2418,8 @@ impl Stats {
         self.posts_ok += o.posts_ok;
         self.completions += o.completions;
         self.error_completions += o.error_completions;
+        self.timed += o.timed;
+        self.reconnects += o.reconnects;
         for (k, v) in o.reasons {
             *self.reasons.entry(k).or_default() += v;
         }
@@ -1853,8 +2430,16 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "steps: {} ok, {} errno, {} skipped, {} posts ok; {} completions ({} with an error status)",
-            self.ok, self.err, self.skipped, self.posts_ok, self.completions, self.error_completions
+            "steps: {} ok, {} errno, {} skipped, {} posts ok, {} timed exchanges, {} reconnects; \
+             {} completions ({} with an error status)",
+            self.ok,
+            self.err,
+            self.skipped,
+            self.posts_ok,
+            self.timed,
+            self.reconnects,
+            self.completions,
+            self.error_completions
         )?;
         if std::env::var_os("TYPED_VERBS_DIFF_VERBOSE").is_some() {
             write!(f, "; {:?}", self.reasons)?;
@@ -1904,6 +2489,8 @@ fn compare(a: &Device, b: &Device, steps: &[Step], stats: &mut Stats) -> Option<
             },
         );
         stats.add(&x);
+        stats.reconnects +=
+            usize::from(matches!(s, Step::Reconnect { .. }) && matches!(x.outcome, Outcome::Ok(_)));
         if x != y {
             found = Some(Divergence {
                 step: i,
@@ -1973,6 +2560,8 @@ fn check_alone(d: &Device, steps: &[Step], stats: &mut Stats) -> Result<(), Stri
             outcome: o.clone(),
             wcs: w.clone(),
         });
+        stats.reconnects +=
+            usize::from(matches!(s, Step::Reconnect { .. }) && matches!(o, Outcome::Ok(_)));
         if std::env::var_os("TYPED_VERBS_DIFF_TRACE").is_some() {
             eprintln!("  {i:2}: {s:?}\n      -> {o:?} {w:?}");
         }
@@ -2928,4 +3517,167 @@ fn fixed_modify_srq_checks_max_wr_and_limit_against_the_srq_as_it_is() {
     let ok = Outcome::Ok(vec![]);
     let einval = Outcome::Err(libc::EINVAL);
     assert_eq!(got, [&einval, &Outcome::Ok(vec![1, 1]), &einval, &ok, &ok]);
+}
+
+/// The outcome of a timed exchange: completions as (QP: 0 `a`, 1 `b`; wr_id; status).
+fn timed_outcome(wcs: &[(u8, u64, u32)], modifies: &[i32], states: [u32; 2]) -> Outcome {
+    Outcome::Timed {
+        wcs: wcs.to_vec(),
+        modifies: modifies.to_vec(),
+        states,
+    }
+}
+
+#[test]
+fn fixed_timed_exchanges_end_as_on_rxe0() {
+    use sys::ibv_wc_status::*;
+    const OK: u32 = IBV_WC_SUCCESS;
+    let cases = [
+        // A peer left in INIT: two tries of the first request (retry_cnt 1), then
+        // RETRY_EXC_ERR, the second flushed, the sender in ERR.
+        (
+            Timed::Unready {
+                peer: IBV_QPS_INIT,
+                sends: 2,
+                timeout: 5,
+                retry_cnt: 1,
+                ready: false,
+            },
+            timed_outcome(
+                &[(0, 0, IBV_WC_RETRY_EXC_ERR), (0, 1, IBV_WC_WR_FLUSH_ERR)],
+                &[0, 0],
+                [IBV_QPS_ERR, IBV_QPS_INIT],
+            ),
+        ),
+        // A peer in ERR, brought back (RESET, INIT, receives, RTR) while the sender retries
+        // without limit: both requests land at a retransmission.
+        (
+            Timed::Unready {
+                peer: IBV_QPS_ERR,
+                sends: 2,
+                timeout: 8,
+                retry_cnt: 7,
+                ready: true,
+            },
+            timed_outcome(
+                &[(0, 0, OK), (0, 1, OK), (1, 100, OK), (1, 101, OK)],
+                &[0, 0, 0, 0, 0, 0],
+                [IBV_QPS_RTS, IBV_QPS_RTR],
+            ),
+        ),
+        // One receive for three requests, rnr_retry 2: the second is NAKed three times and
+        // fails, the third is flushed; the responder stays in RTS.
+        (
+            Timed::Rnr {
+                sends: 3,
+                recvs: 1,
+                rnr_retry: 2,
+                min_rnr_timer: 1,
+            },
+            timed_outcome(
+                &[
+                    (0, 0, OK),
+                    (0, 1, IBV_WC_RNR_RETRY_EXC_ERR),
+                    (0, 2, IBV_WC_WR_FLUSH_ERR),
+                    (1, 100, OK),
+                ],
+                &[0, 0],
+                [IBV_QPS_ERR, IBV_QPS_RTS],
+            ),
+        ),
+        // rnr_retry 7: the receives posted later take both.
+        (
+            Timed::Rnr {
+                sends: 2,
+                recvs: 0,
+                rnr_retry: 7,
+                min_rnr_timer: 2,
+            },
+            timed_outcome(
+                &[(0, 0, OK), (0, 1, OK), (1, 100, OK), (1, 101, OK)],
+                &[0, 0],
+                [IBV_QPS_RTS, IBV_QPS_RTS],
+            ),
+        ),
+        // timeout 0: the request the peer dropped in INIT is sent again with the next one.
+        (
+            Timed::NoTimer,
+            timed_outcome(
+                &[(0, 0, OK), (0, 1, OK), (1, 100, OK), (1, 101, OK)],
+                &[0, 0, 0],
+                [IBV_QPS_RTS, IBV_QPS_RTR],
+            ),
+        ),
+        // Drained in SQD after the RNR timer rewound the request; sent again from RTS.
+        (
+            Timed::SqdAfterRnr { min_rnr_timer: 1 },
+            timed_outcome(
+                &[(0, 0, OK), (0, 1, OK), (1, 100, OK), (1, 101, OK)],
+                &[0, 0, 0, 0],
+                [IBV_QPS_RTS, IBV_QPS_RTS],
+            ),
+        ),
+        // Forced from ERR to RTS: it sends, but takes no request (its responder stays in
+        // error), so the peer's retries run out.
+        (
+            Timed::ForcedRts {
+                timeout: 5,
+                retry_cnt: 1,
+            },
+            timed_outcome(
+                &[(0, 0, OK), (1, 1, IBV_WC_RETRY_EXC_ERR), (1, 100, OK)],
+                &[0, 0, 0, 0],
+                [IBV_QPS_RTS, IBV_QPS_ERR],
+            ),
+        ),
+    ];
+    for (t, want) in cases {
+        let r = run_on_test_device(&[Step::Timed(t)]);
+        assert_eq!(r[0].outcome, want, "{t:?}");
+    }
+}
+
+#[test]
+fn fixed_a_pair_reset_and_reconnected_with_matching_psns_moves_data_again() {
+    // Both QPs through RESET and connected again, each one's sq_psn the other's rq_psn: a send
+    // lands as on a fresh pair (reconnecting one side alone leaves the PSNs apart, which rxe
+    // checks and the software device does not model: left out of the comparison).
+    let mut steps = basics();
+    steps.push(create_qp(IBV_QPT_RC, None, 16, 2)); // 3: QP 0
+    steps.push(create_qp(IBV_QPT_RC, None, 16, 2)); // 4: QP 1
+    for (qp, dest) in [(0, 1), (1, 0)] {
+        for s in to_rts(qp, IBV_QPT_RC) {
+            let Step::ModifyQp { qp, mut a, mask } = s else {
+                unreachable!()
+            };
+            a.dest = dest;
+            steps.push(Step::ModifyQp { qp, a, mask });
+        }
+    }
+    let recvs = |n: usize| Step::PostRecv {
+        qp: 1,
+        wrs: vec![vec![sge(0, 2048, 64)]; n],
+    };
+    steps.push(recvs(1)); // 11
+    steps.push(send(0, 16)); // 12
+                             // After the reconnect the PSNs start at the last one: the second send wraps to 0.
+    steps.push(Step::Reconnect {
+        qp: 1,
+        psn: 0x00ff_ffff,
+    }); // 13
+    steps.push(recvs(2)); // 14
+    steps.push(send(0, 16)); // 15
+    steps.push(send(16, 16)); // 16
+    let r = run_on_test_device(&steps);
+    assert_eq!(r[13].outcome, Outcome::Ok(vec![]));
+    let oks = |i: usize| {
+        r[i].wcs
+            .iter()
+            .flat_map(|(_, w)| w)
+            .filter(|w| w.status == 0)
+            .count()
+    };
+    // Each send and its receive.
+    assert_eq!(oks(12), 2, "{:?}", r[12]);
+    assert_eq!(oks(15) + oks(16), 4, "{:?}", &r[15..]);
 }

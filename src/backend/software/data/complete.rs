@@ -117,6 +117,7 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
     let mut q = qp.queues.lock();
     // A NAK is an answer: the transport retries start again from `retry_cnt`.
     q.retry = None;
+    q.no_timer = false;
     let left = match q.rnr {
         Some(w) if now < w.retry_at => return Step::Wait(dest.ibv.qp_base.qp_num),
         Some(w) => w.left,
@@ -143,10 +144,10 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
 /// RTR, RTS or SQD: RESET, INIT, ERR). As rxe's completer: the request is sent again each time
 /// the local ACK timeout ([`ack_timeout`]) expires, `retry_cnt` times (7: always), and the
 /// expiry after the last completes it with RETRY_EXC_ERR (the QP then moves to ERR and flushes
-/// the rest). A `timeout` of 0 is no timer: the request waits until `dest` is ready. Kicked
-/// before the timer expires (the destination became ready, a receive was posted there), it is
-/// sent at once, which costs no retry; one sent again that finds `dest` still silent waits for
-/// the next expiry.
+/// the rest). A `timeout` of 0 is no timer: the request waits, and is sent again only by the
+/// next post of `qp` (rxe0: not when `dest` becomes ready). Kicked before the timer expires
+/// (the destination became ready, a receive was posted there), it is sent at once, which costs
+/// no retry; one sent again that finds `dest` still silent waits for the next expiry.
 #[cold]
 #[inline(never)]
 pub(super) fn no_answer<'g>(qp: &'g SwQp, dest: u32) -> Step<'g> {
@@ -156,6 +157,7 @@ pub(super) fn no_answer<'g>(qp: &'g SwQp, dest: u32) -> Step<'g> {
         (a.timeout, a.retry_cnt)
     };
     let Some(period) = ack_timeout(timeout, qp.ctx().config().timer_speedup) else {
+        qp.queues.lock().no_timer = true;
         return Step::Wait(dest);
     };
     let mut q = qp.queues.lock();

@@ -32,10 +32,13 @@
 //!   RC request gets no answer: it is sent again each time the local ACK timeout (4.096 µs ×
 //!   2^`timeout`, divided by `SwConfig::timer_speedup`) expires, `retry_cnt` times (7: without
 //!   limit, as rxe counts it), and the expiry after the last completes it with RETRY_EXC_ERR
-//!   (the QP moves to ERR and flushes the rest, as for any error); `timeout` 0 is no timer, and
-//!   the request waits. A destination that becomes ready in the meantime takes the request at
-//!   once (rxe at its next retransmission; only the time differs). A destroyed QP, one of a
-//!   closed context, one in RESET, INIT or ERR: all are silent alike, as on rxe.
+//!   (the QP moves to ERR and flushes the rest, as for any error). A destination that becomes
+//!   ready in the meantime takes the request at once (rxe at its next retransmission; only the
+//!   time differs). `timeout` 0 is no timer: the request waits, and only the QP's next post
+//!   sends it again (rxe0: the next request reaches the peer out of sequence, and the NAK makes
+//!   rxe send both), not the destination becoming ready. A destroyed QP, one of a closed
+//!   context, one in RESET, INIT or ERR, one forced from ERR to RTS with `IBV_QP_CUR_STATE`
+//!   (whose responder rxe readies only in a move to RTR): all are silent alike, as on rxe.
 //! * **Receives.** SEND and RDMA WRITE with immediate consume a receive (the QP's or its
 //!   SRQ's). None posted: UC and UD drop the message; RC gets an RNR NAK carrying the
 //!   responder's `min_rnr_timer`. As rxe counts them, `rnr_retry` n allows n retries, each when
@@ -74,7 +77,10 @@
 //!   (WR_FLUSH_ERR, or nothing); a destroyed QP's ACK finds no QP. A QP moved to SQD while a
 //!   request waits for its ACK still runs the requests posted before the move, one by one as
 //!   the ACKs come, and drains (SQ_DRAINED) with the last one's ACK; those posted in SQD wait
-//!   for RTS and the next post, as always. A delay beyond the clock's range is an ACK that never
+//!   for RTS and the next post, as always. One whose head request waits (an RNR timer, an ACK
+//!   timeout, a peer) drains when the wait ends: as rxe's requester rewinds the request and,
+//!   draining, sends nothing new, it is not sent (SQ_DRAINED, `sq_draining` 0) until the next
+//!   post in RTS (rxe0). A delay beyond the clock's range is an ACK that never
 //!   comes. Failures, UC and UD complete at once.
 //! * **Errors.** A failed send completion moves its QP to ERR. A QP in ERR flushes every
 //!   request it holds and every one posted later (WR_FLUSH_ERR, signaled or not); its posted
@@ -223,6 +229,11 @@ pub(super) struct Queues {
     /// The head request (RC) got no answer: its destination was not ready, and it is sent again
     /// when the local ACK timeout expires, as rxe's retransmit timer does.
     retry: Option<RetryWait>,
+    /// The head request (RC) got no answer and its QP's `timeout` is 0: rxe has no retransmit
+    /// timer then, and sends it again only when its requester runs for another reason (a post:
+    /// the next request reaches the peer out of sequence, and the NAK rewinds both), not when
+    /// the peer becomes ready (rxe0). So it is not kicked by its destination.
+    no_timer: bool,
 }
 
 impl Queues {
@@ -232,6 +243,7 @@ impl Queues {
         self.rnr = None;
         self.acking = None;
         self.retry = None;
+        self.no_timer = false;
     }
 }
 

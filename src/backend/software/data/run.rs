@@ -155,7 +155,11 @@ impl<'g> Run<'g> {
         for r in self.f.qps.values() {
             // SAFETY: registered, so live while `self.f` is borrowed (see Fabric::get).
             let q: &'g SwQp = unsafe { &*r.0 };
-            let waits = q.queues.lock().blocked_on;
+            let waits = {
+                let q = q.queues.lock();
+                // Without a retransmit timer, only a post of its own sends it again.
+                q.blocked_on.filter(|_| !q.no_timer)
+            };
             if let Some(n) = waits {
                 if self.f.get(n).is_some_and(&matches) {
                     self.kicks.push(q);
@@ -185,7 +189,22 @@ impl<'g> Run<'g> {
             }
             // In SQD only a request handed to the device before the drain began runs.
             if state != IBV_QPS_RTS && !(state == IBV_QPS_SQD && w.before_sqd) {
-                qp.queues.lock().sq.push_front(w);
+                let rewound = {
+                    let mut q = qp.queues.lock();
+                    q.sq.push_front(w);
+                    // A head request that waited (an RNR timer, an ACK timeout, a peer) and is
+                    // retried in SQD: rxe's requester rewinds it (req_retry: posted again, not
+                    // in progress) and, draining, sends nothing new, so the drain ends here
+                    // (rxe0). It is sent at the next post in RTS; the retries it used stay
+                    // used, as rxe's completer counts them.
+                    state == IBV_QPS_SQD && q.blocked_on.take().is_some()
+                };
+                if rewound {
+                    qp.ctx().raise(
+                        crate::ffi::event_type::SQ_DRAINED,
+                        qp as *const SwQp as usize,
+                    );
+                }
                 return;
             }
             match self.execute(qp, &w) {
@@ -321,9 +340,12 @@ impl<'g> Run<'g> {
         let dest = self
             .f
             .get(dest_qpn)
-            // A responder is ready from RTR on; SQD stops only the send queue.
+            // A responder is ready from RTR on; SQD stops only the send queue. One forced out of
+            // ERR (CUR_STATE) is not (`SwQp::resp_ready`).
             .filter(|d| {
-                d.qpt() == qpt && matches!(d.state(), IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD)
+                d.qpt() == qpt
+                    && matches!(d.state(), IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD)
+                    && d.resp_ready()
             });
         let Some(dest) = dest else {
             return match qpt {

@@ -27,7 +27,7 @@ use crate::ffi::sys;
 use std::collections::{HashSet, VecDeque};
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// `EBUSY` while another object still uses this one (its use count `u` is not 0), as the
 /// verbs' destroy calls report it.

@@ -39,6 +39,13 @@ pub(in crate::backend::software) struct SwQp {
     /// The port the last successful modify with `IBV_QP_PORT` gave the QP, 0 before any: the
     /// kernel's `qp->port`, which a move to RESET keeps. Written under `attr`'s lock.
     port: AtomicU8,
+    /// Whether the QP's responder takes requests: rxe's `resp.state` is READY from a move to
+    /// RTR until one to RESET, INIT or ERR. The QP's state says the same except for a QP
+    /// moved out of RESET, INIT or ERR by a modify whose `IBV_QP_CUR_STATE` names another
+    /// state: rxe then moves only what the new state sets (RTS: the requester), and a QP forced
+    /// from ERR to RTS sends while its responder drops every request. Written under `attr`'s
+    /// lock.
+    resp_ready: AtomicBool,
     /// The send and receive queues (see `data`), on their own cache line: the data path locks
     /// them several times per request, and the RC loopback rate changed by 8% with the size of
     /// the fields before them.
@@ -59,6 +66,13 @@ static_assertions::const_assert_eq!(
     std::mem::offset_of!(SwQp, vqp_xrcd),
     crate::ffi::c::OFFSETOF_verbs_qp_xrcd
 );
+
+impl SwQp {
+    /// Whether the responder takes requests (see `resp_ready`); the state is checked apart.
+    pub(in crate::backend::software) fn resp_ready(&self) -> bool {
+        self.resp_ready.load(Ordering::Relaxed)
+    }
+}
 
 /// The read/ack counts of a software QP's async events.
 ///
@@ -205,6 +219,7 @@ pub(in crate::backend::software) unsafe fn create_qp_with(
         // SAFETY: plain C data; state RESET is 0.
         attr: Mutex::new(unsafe { std::mem::zeroed() }),
         port: AtomicU8::new(0),
+        resp_ready: AtomicBool::new(false),
         queues: CacheLine(Mutex::new(Queues::default())),
         events: EventCounts::default(),
         qpx: data::QpEx::new(),
@@ -605,9 +620,21 @@ unsafe fn modify_attr(
     if mask & MAX_DEST_RD_ATOMIC != 0 {
         n.max_dest_rd_atomic = round(a.max_dest_rd_atomic);
     }
-    if next == IBV_QPS_RESET {
-        // SAFETY: plain C data; a QP back in RESET has lost its attributes.
-        *n = unsafe { std::mem::zeroed() };
+    // A move to RESET keeps the attributes: rxe_qp_reset resets the QP's queues and tasks, not
+    // `qp->attr`, which ibv_query_qp reports (in RESET, and after INIT for what INIT does not
+    // set); a reconnect sets what it needs again.
+    // rxe_qp_from_attr: RTR readies the responder; RESET, INIT and ERR stop it (rxe_qp_reset,
+    // the INIT case, rxe_qp_error); RTS and SQD leave it as it is, so one forced (CUR_STATE)
+    // out of RESET, INIT or ERR has none.
+    // SAFETY: the caller's contract.
+    let resp_ready = unsafe { &(*sw).resp_ready };
+    match next {
+        IBV_QPS_RTR => resp_ready.store(true, Ordering::Relaxed),
+        IBV_QPS_RESET | IBV_QPS_INIT | IBV_QPS_ERR => resp_ready.store(false, Ordering::Relaxed),
+        _ if matches!(n.qp_state, IBV_QPS_RESET | IBV_QPS_INIT | IBV_QPS_ERR) => {
+            resp_ready.store(false, Ordering::Relaxed);
+        }
+        _ => {}
     }
     if mask & PORT != 0 {
         // _ib_modify_qp: "if (attr_mask & IB_QP_PORT) qp->port = attr->port_num;", after
