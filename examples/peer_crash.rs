@@ -6,43 +6,47 @@
 //! cleanly; it prints one line that names the crash, `crash: CASE: ...`.
 //!
 //! ```text
-//! peer_crash [-d DEV] [-g GID_INDEX] [-p PORT] [-n ANSWERS] [--slack SECS] survivor CASE
+//! peer_crash [-d DEV] [-g GID_INDEX] [-p PORT] [-n ANSWERS] [--slack SECS]
+//!            [--disconnect-wait SECS] survivor CASE
 //! peer_crash [-d DEV] [-g GID_INDEX] [-p PORT] [-n ANSWERS] victim CASE SERVER
 //! ```
 //!
-//! The traffic: the survivor keeps a window of 16 numbered messages in flight (sends; on RC each
-//! with a 1 KiB RDMA write into the victim's region as well), the victim answers each with a
-//! send of the same number. After `-n` answers (default 300) the victim prints
-//! `victim: traffic running (N answered)` and goes on answering until it is killed.
+//! The traffic: the survivor keeps numbered messages in flight (sends; on RC each with a 1 KiB
+//! RDMA write into the victim's region as well: as many as its send queue holds on RC, 16
+//! unanswered at most on UD and UC), the victim answers each with a send of the same number.
+//! After `-n` answers (default 300) the victim prints `victim: traffic running (N answered)` and
+//! goes on answering until it is killed.
 //!
-//! Cases:
+//! Cases (docs/peer-crash.md has what rxe gave):
 //! - `rc-process`, `rc-vm`: an RC QP pair brought up by hand (endpoints over a TCP exchange) with
 //!   timeout 14 and retry_cnt 6 (rxe takes retry_cnt 7 as "retry forever"). The survivor must see
-//!   an error completion within the bound, 4.096 µs × 2^14 × (6 + 1) = 0.47 s after its last
-//!   successful completion, plus `--slack` (default 1 s, for TCG), and every other request it
-//!   posted (sends, writes and receives) must complete, flushed (`WR_FLUSH_ERR`): posted =
-//!   completed. Then the QP, the CQ, the MR, the PD and the context are destroyed, each call
-//!   checked.
-//! - `cm-process`: the same over rdma_cm (the crate's typed CM, `retry_count` 6): the survivor's
-//!   CM must report the crash (`RDMA_CM_EVENT_DISCONNECTED`, another event, or the QP's error
-//!   completion first and the CM event later) within the CM bound (the RC bound, or 10 s for the
-//!   event once the QP has failed); the survivor then disconnects (its QP to ERR) and every
-//!   request it posted must complete.
+//!   `RETRY_EXC_ERR` within the bound after its last successful completion: 4.096 µs ×
+//!   2^timeout × (retry_cnt + 1), from the QP's attributes as `ibv_query_qp` reads them back
+//!   (here 0.47 s), plus `--slack` (default 1 s, for TCG); and every other request it posted
+//!   (sends, writes and receives) must complete, flushed (`WR_FLUSH_ERR`): posted = completed.
+//!   Then the QP, the MR, the CQ, the PD and the context are destroyed, each call checked.
+//! - `cm-process`, `cm-vm`: the same over rdma_cm (the crate's typed CM, `retry_count` 6; the
+//!   timeout is rdma_cm's, from the path's packet lifetime, and the bound is derived from it).
+//!   The first report of the crash, the CM's event (`RDMA_CM_EVENT_DISCONNECTED` or another) or
+//!   the QP's error completion, must come within the bound; once the QP has failed, the CM event
+//!   is waited for 2 s (a timeout if none). The survivor then disconnects (its QP to ERR; if no
+//!   event came, its own DISCONNECTED is waited for `--disconnect-wait`, default 5 s, and
+//!   reported) and every request it posted must complete.
 //! - `ud-process`, `uc-process`: no ACKs: the survivor's sends keep completing successfully
 //!   after the kill; the loss shows at the application level: no answer comes. A message is
 //!   counted lost 0.5 s after it was sent unanswered; the peer is declared gone after 2 s
-//!   without an answer, and the survivor stops, its QP to ERR (its receives flushed), and prints
-//!   `loss detected: N sent, M answered`.
+//!   without an answer (bound 2.5 s), and the survivor stops, its QP to ERR (its receives
+//!   flushed), and prints `loss detected: N sent, M answered`.
 //!
-//! Bringing the RC QPs up by hand is one line each (`rc_up`) to replace by `Qp::connect_with`
-//! with its bounded defaults once it exists.
+//! Bringing the RC QPs up by hand is one macro (`rc_up!`, its attributes from `rc_attrs`) to
+//! replace by `Qp::connect_with` with its bounded defaults once that exists.
 //!
 //! Every wait is bounded: a survivor that sees no error and no loss within 60 s of its last
 //! progress fails ("hang"), and so does a victim that is not killed within 120 s.
 //!
 //! Without VMs there is no peer to kill: the software device (`sw0`) lives inside one process,
-//! and a peer process cannot share it. The program needs a real device on two hosts (or two
-//! processes on one rxe device).
+//! and a peer process cannot share it (the program refuses it). The program needs a real device
+//! on two hosts (or two processes on one rxe device); the two-host lane runs it.
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -85,8 +89,9 @@ const SILENCE: Duration = Duration::from_secs(2);
 const HANG: Duration = Duration::from_secs(60);
 /// How long the survivor waits for the rest of its requests once the first one failed.
 const DRAIN: Duration = Duration::from_secs(5);
-/// How long the CM event may come after the QP's error completion.
-const CM_EVENT_WAIT: Duration = Duration::from_secs(10);
+/// How long the CM event may come after the QP's error completion (the survivor's own
+/// disconnect's DISCONNECTED is waited for `--disconnect-wait`).
+const CM_EVENT_WAIT: Duration = Duration::from_secs(2);
 const T: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -94,6 +99,7 @@ enum Case {
     RcProcess,
     RcVm,
     CmProcess,
+    CmVm,
     UdProcess,
     UcProcess,
 }
@@ -104,6 +110,7 @@ impl Case {
             "rc-process" => Case::RcProcess,
             "rc-vm" => Case::RcVm,
             "cm-process" => Case::CmProcess,
+            "cm-vm" => Case::CmVm,
             "ud-process" => Case::UdProcess,
             "uc-process" => Case::UcProcess,
             _ => return None,
@@ -114,13 +121,14 @@ impl Case {
             Case::RcProcess => "rc-process",
             Case::RcVm => "rc-vm",
             Case::CmProcess => "cm-process",
+            Case::CmVm => "cm-vm",
             Case::UdProcess => "ud-process",
             Case::UcProcess => "uc-process",
         }
     }
     fn killed(self) -> &'static str {
         match self {
-            Case::RcVm => "peer VM killed (its qemu, SIGKILL, by the host)",
+            Case::RcVm | Case::CmVm => "peer VM killed (its qemu, SIGKILL, by the host)",
             _ => "peer process killed (SIGKILL)",
         }
     }
@@ -132,6 +140,7 @@ struct Opts {
     port: u16,
     answers: u64,
     slack: Duration,
+    disconnect_wait: Duration,
     survivor: bool,
     case: Case,
     server: Option<IpAddr>,
@@ -139,7 +148,7 @@ struct Opts {
 
 const USAGE: &str =
     "usage: peer_crash [-d DEV] [-g GID_INDEX] [-p PORT] [-n ANSWERS] [--slack SECS] \
-survivor|victim rc-process|rc-vm|cm-process|ud-process|uc-process [SERVER]";
+[--disconnect-wait SECS] survivor|victim rc-process|rc-vm|cm-process|cm-vm|ud-process|uc-process [SERVER]";
 
 fn parse() -> Result<Opts, String> {
     let mut o = Opts {
@@ -148,6 +157,7 @@ fn parse() -> Result<Opts, String> {
         port: 18777,
         answers: 300,
         slack: Duration::from_secs(1),
+        disconnect_wait: Duration::from_secs(5),
         survivor: true,
         case: Case::RcProcess,
         server: None,
@@ -166,6 +176,12 @@ fn parse() -> Result<Opts, String> {
                     .parse()
                     .map_err(|e| format!("--slack: {e}"))?;
                 o.slack = Duration::from_secs_f64(s);
+            }
+            "--disconnect-wait" => {
+                let s: f64 = value("--disconnect-wait")?
+                    .parse()
+                    .map_err(|e| format!("--disconnect-wait: {e}"))?;
+                o.disconnect_wait = Duration::from_secs_f64(s);
             }
             "-h" | "--help" => return Err(String::new()),
             _ if a.starts_with('-') => return Err(format!("unknown option {a}")),
@@ -208,7 +224,7 @@ fn main() -> ExitCode {
     };
     let r = match (o.survivor, o.case) {
         (true, Case::RcProcess | Case::RcVm) => survivor_rc(&o),
-        (true, Case::CmProcess) => survivor_cm(&o),
+        (true, Case::CmProcess | Case::CmVm) => survivor_cm(&o),
         (true, Case::UdProcess | Case::UcProcess) => survivor_lossy(&o),
         (false, _) => victim(&o),
     };
@@ -225,9 +241,27 @@ fn err<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> String {
     move |e| format!("{what}: {e}")
 }
 
-/// The RC bound: 4.096 µs × 2^timeout × (retry_cnt + 1).
-fn rc_bound() -> Duration {
-    Duration::from_nanos(4096 * (1u64 << ACK_TIMEOUT) * (u64::from(RETRY_CNT) + 1))
+/// An RC QP's local ACK timeout and retry count as the device has them (`ibv_query_qp`; the
+/// typed layer has no query of them): what the bound is derived from, whoever set them (this
+/// program, or rdma_cm from the path's packet lifetime).
+fn qp_timing(qp: *mut typed_verbs::ffi::sys::ibv_qp) -> Result<(u8, u8), String> {
+    use typed_verbs::ffi::sys;
+    // SAFETY: `qp` is a live QP of this crate's context (the caller's); `attr` and `init` are
+    // plain C data, valid for writes; the call only reads the QP.
+    unsafe {
+        let mut attr: sys::ibv_qp_attr = std::mem::zeroed();
+        let mut init: sys::ibv_qp_init_attr = std::mem::zeroed();
+        let mask =
+            (sys::ibv_qp_attr_mask::IBV_QP_TIMEOUT | sys::ibv_qp_attr_mask::IBV_QP_RETRY_CNT).0;
+        typed_verbs::raw::ibv_query_qp(qp, &mut attr, mask as i32, &mut init)
+            .map_err(|e| format!("ibv_query_qp: {e:?}"))?;
+        Ok((attr.timeout, attr.retry_cnt))
+    }
+}
+
+/// The RC bound for a QP's (timeout, retry_cnt): 4.096 µs × 2^timeout × (retry_cnt + 1).
+fn rc_bound((timeout, retry_cnt): (u8, u8)) -> Duration {
+    Duration::from_nanos(4096 * (1u64 << timeout) * (u64::from(retry_cnt) + 1))
 }
 
 // ---- What the two sides exchange: an endpoint and a region (49 bytes). ----
@@ -638,6 +672,7 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
     };
     let (peer, _stream) = exchange(o, &mine)?;
     let qp = rc_up!(qp, &me, &peer.ep).map_err(err("bringing the RC QP up"))?;
+    let timing = qp_timing(qp.as_raw())?;
     let target = RemoteMr::from_peer(peer.addr, peer.len, peer.rkey, Access::REMOTE_WRITE);
     let mut t = Traffic::new(false, true);
     t.post_recvs(|slot| {
@@ -657,9 +692,11 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
     let repost =
         |slot: usize| qp.post_recv(RECV_TAG | slot as u64, &[mr.sge(recv_range(slot)).unwrap()]);
     println!(
-        "survivor: {}: RC QP {} up (timeout {ACK_TIMEOUT}, retry_cnt {RETRY_CNT}) to QP {}; traffic",
+        "survivor: {}: RC QP {} up (timeout {}, retry_cnt {}) to QP {}; traffic",
         o.case.name(),
         qp.qp_num(),
+        timing.0,
+        timing.1,
         peer.ep.qp_num
     );
     while t.first_error.is_none() {
@@ -676,7 +713,7 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
         }
     }
     let (status, recv, after, _) = t.first_error.unwrap();
-    let bound = rc_bound() + o.slack;
+    let bound = rc_bound(timing) + o.slack;
     println!(
         "survivor: first error {status:?} ({}) {:.3} s after the last progress, {} answers",
         if recv { "a receive" } else { "a send or write" },
@@ -737,7 +774,7 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
     ])?;
     println!(
         "crash: {}: {} mid-traffic after {} answers; survivor saw RETRY_EXC_ERR {:.2} s after its last \
-         progress (bound {:.2} s = 4.096 us x 2^{ACK_TIMEOUT} x ({RETRY_CNT} + 1) + {:.1} s slack); \
+         progress (bound {:.2} s = 4.096 us x 2^{} x ({} + 1) + {:.1} s slack); \
          {flushed_sends} sends/writes and {flushed_recvs} receives flushed (WR_FLUSH_ERR){moved}; \
          posted {} = completed {}: nothing lost; {down}",
         o.case.name(),
@@ -745,6 +782,8 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
         t.answered,
         after.as_secs_f64(),
         bound.as_secs_f64(),
+        timing.0,
+        timing.1,
         o.slack.as_secs_f64(),
         t.sends_posted + t.recvs_posted,
         t.sends_done + t.recvs_done,
@@ -785,10 +824,16 @@ fn survivor_cm(o: &Opts) -> Result<(), String> {
     };
     let conn = req.accept(qp, &param, T).map_err(err("CM accept"))?;
     drop(listener);
+    // What rdma_cm gave the QP: retry_cnt from the connect's retry_count, the timeout from the
+    // path's packet lifetime.
+    let timing = qp_timing(conn.qp().as_raw())?;
     let target = RemoteMr::from_peer(peer.addr, peer.len, peer.rkey, Access::REMOTE_WRITE);
     println!(
-        "survivor: cm-process: connected over rdma_cm (retry_count {RETRY_CNT}), QP {}; traffic",
-        conn.qp().qp_num()
+        "survivor: {}: connected over rdma_cm, QP {} (timeout {}, retry_cnt {}); traffic",
+        o.case.name(),
+        conn.qp().qp_num(),
+        timing.0,
+        timing.1
     );
     // The first of: an error completion, a CM event.
     let mut event: Option<(ConnEvent, Duration)> = None;
@@ -837,29 +882,47 @@ fn survivor_cm(o: &Opts) -> Result<(), String> {
     let qp_error = t.first_error;
     // Disconnect: the QP to ERR, the rest of its requests flushed.
     let (qp, id) = conn.disconnect().map_err(err("CM disconnect"))?;
+    let disconnected = Instant::now();
     let drained = t.drain(&cq, &mr, DRAIN)?;
-    let ev = match &event {
-        Some((e, after)) => format!("{e:?} {:.2} s", after.as_secs_f64()),
-        None => format!("no event within {CM_EVENT_WAIT:?} of the QP's error (a timeout)"),
+    let cm_line = match &event {
+        Some((e, after)) => format!("{e:?} {:.2} s after the last progress", after.as_secs_f64()),
+        None => {
+            // No word from the peer's CM (its host is gone): our disconnect's DREQ goes
+            // unanswered, and the CM reports DISCONNECTED when it gives up (bounded here).
+            let mut seen = None;
+            while seen.is_none() && disconnected.elapsed() < o.disconnect_wait {
+                seen = id
+                    .next_event(Duration::from_millis(200))
+                    .map_err(err("CM event"))?;
+            }
+            let after_own = match seen {
+                Some(e) => format!(
+                    "{e:?} {:.2} s after the survivor's own disconnect",
+                    disconnected.elapsed().as_secs_f64()
+                ),
+                None => format!(
+                    "none within {:?} of the survivor's own disconnect",
+                    o.disconnect_wait
+                ),
+            };
+            format!("no event within {CM_EVENT_WAIT:?} of the QP's error (a timeout); {after_own}")
+        }
     };
     let qp_line = match qp_error {
-        Some((s, _, after, _)) => format!("gave {s:?} after {:.2} s", after.as_secs_f64()),
-        None => "had no error before the disconnect".into(),
+        Some((s, _, after, _)) => {
+            format!("{s:?} {:.2} s after the last progress", after.as_secs_f64())
+        }
+        None => "no error before the disconnect".into(),
     };
     println!(
-        "survivor: first {}; CM: {ev} after the last progress, its QP {qp_line}; completions: {}; {}",
-        if event_first {
-            "the CM event"
-        } else {
-            "the QP's error"
-        },
+        "survivor: CM: {cm_line}; QP: {qp_line}; completions: {}; {}",
         t.errors_line(),
         t.ledger()
     );
     if !drained {
         return Err(format!("lost: requests never completed ({})", t.ledger()));
     }
-    let bound = rc_bound() + o.slack;
+    let bound = rc_bound(timing) + o.slack;
     // What reported the crash first, and when.
     let reported = match (&event, qp_error) {
         (Some((_, after)), _) if event_first => *after,
@@ -874,7 +937,6 @@ fn survivor_cm(o: &Opts) -> Result<(), String> {
         ));
     }
     let flushed = t.count(WcStatus::WR_FLUSH_ERR, false) + t.count(WcStatus::WR_FLUSH_ERR, true);
-    let others = t.errors.iter().map(|e| e.2).sum::<u64>() - flushed;
     drop(id);
     let down = teardown_line(&[
         ("QP", qp.destroy()),
@@ -885,14 +947,21 @@ fn survivor_cm(o: &Opts) -> Result<(), String> {
     drop(ch);
     ctx.close().map_err(err("closing the context"))?;
     println!(
-        "crash: cm-process: {} mid-traffic after {} answers; survivor's CM saw {ev} after its last \
-         progress, its QP {qp_line} (first: {}, bound {:.2} s); disconnected: {flushed} requests flushed \
-         (WR_FLUSH_ERR), {others} other errors; posted {} = completed {}: nothing lost; {down}, \
-         event channel and context closed",
+        "crash: {}: {} mid-traffic after {} answers; first report {:.2} s after the survivor's last \
+         progress, by {} (bound {:.2} s = 4.096 us x 2^{} x ({} + 1) + {:.1} s slack, timeout and \
+         retry_cnt as rdma_cm set them); CM: {cm_line}; QP: {qp_line}; disconnected: {flushed} \
+         requests flushed (WR_FLUSH_ERR), completions {}; posted {} = completed {}: nothing lost; \
+         {down}, event channel and context closed",
+        o.case.name(),
         o.case.killed(),
         t.answered,
+        reported.as_secs_f64(),
         if event_first { "the CM" } else { "the QP" },
         bound.as_secs_f64(),
+        timing.0,
+        timing.1,
+        o.slack.as_secs_f64(),
+        t.errors_line(),
         t.sends_posted + t.recvs_posted,
         t.sends_done + t.recvs_done,
     );
@@ -1246,7 +1315,7 @@ fn victim(o: &Opts) -> Result<(), String> {
                 },
             )
         }
-        Case::CmProcess => victim_cm(o, &ctx, &pd, &cq, &mr, &target),
+        Case::CmProcess | Case::CmVm => victim_cm(o, &ctx, &pd, &cq, &mr, &target),
     }
 }
 
