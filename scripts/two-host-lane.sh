@@ -25,12 +25,15 @@
 # victim's traffic runs and then kills it. rc-process, cm-process, ud-process and uc-process
 # kill the victim's process (SIGKILL) and run in both directions like any step; each half gives
 # its verdict, and each prints a line "crash: CASE: ..." (the survivor's says what it saw and
-# when, against its bound) that the summary repeats. rc-vm kills the victim's whole VM: the
-# victim's VM writes "LANE-KILL-VM NODE" on its console, and the host, which watches the
-# consoles while the VMs run, kills that VM's qemu (SIGKILL; its pid from qemu's -pidfile) and
-# says so in a line "crash: host killed VM ...". Such steps (LAST_STEPS) run once, survivor in A
-# and victim in B, after every step of both directions; the host expects only the survivor's
-# verdict, fails if B was not killed, and expects from B no "LANE: DONE" and no counters.
+# when, against its bound) that the summary repeats. rc-vm and cm-vm kill the victim's whole VM
+# (LAST_STEPS): they run once, survivor in A and victim in B, after every step of both
+# directions, side by side: A leaves each survivor running and waits for them after its last
+# step; B's half of rc-vm leaves its victim running (a verdict), its half of cm-vm writes
+# "LANE-KILL-VM b" on the console once its victim's traffic runs, and the host, which watches
+# the consoles while the VMs run, kills B's qemu (SIGKILL; its pid from qemu's -pidfile) and
+# says so in a line "crash: host killed VM b ...". The host expects no verdict from the half
+# that asked for the kill, no "LANE: DONE b" and no counters of B, and fails if B was not
+# killed.
 #
 # Adding a step (for the integrator): append to STEPS below, or to the hooks after it; a step
 # is "NAME|READY|TIMEOUT|SERVER COMMAND|CLIENT COMMAND", see the comment there. Programs the
@@ -213,9 +216,9 @@ done
 #   the bound (retry_cnt 6) with every other request flushed, and its CM report the crash;
 #   ud-process and uc-process: the loss is reported. Each survivor and each victim prints a
 #   line "crash: CASE: ..." that the summary repeats.
-#   LAST_STEPS kill a whole VM: the victim's VM writes LANE-KILL-VM on its console and the host
-#   kills its qemu (SIGKILL). They run once (survivor in A, victim in B), after every other
-#   step of both directions, and only the survivor's verdict and the host's kill are counted.
+#   LAST_STEPS (rc-vm, cm-vm) kill the victims' whole VM, once, at the end (see the header):
+#   @KILL@ is `start` (leave the victim running) in all but the last, `vm` (ask the host for
+#   the kill) in the last.
 LAST_STEPS=()
 if [ "$crash_steps" = 1 ]; then
     CRASH="/examples/peer_crash -d rxe0 -g 1 -p @PORT@"
@@ -224,7 +227,10 @@ if [ "$crash_steps" = 1 ]; then
         [ $c = cm-process ] && ready=cm
         STEPS+=("crash:$c|$ready|60|$CRASH survivor $c|sh /guest/crash-victim.sh process $c $CRASH victim $c @SERVER@")
     done
-    LAST_STEPS+=("crash:rc-vm|tcp|60|$CRASH survivor rc-vm|sh /guest/crash-victim.sh vm rc-vm $CRASH victim rc-vm @SERVER@")
+    LAST_STEPS+=(
+        "crash:rc-vm|tcp|90|$CRASH survivor rc-vm|sh /guest/crash-victim.sh @KILL@ rc-vm $CRASH victim rc-vm @SERVER@"
+        "crash:cm-vm|cm|90|$CRASH survivor cm-vm|sh /guest/crash-victim.sh @KILL@ cm-vm $CRASH victim cm-vm @SERVER@"
+    )
 fi
 
 if [ -n "${TWO_HOST_LANE_ONLY:-}" ]; then
@@ -285,15 +291,19 @@ for dir in A-B B-A; do
     done
 done
 # The steps that kill a VM: once, the survivor (server) in A, the victim in B, at the very end
-# (B is gone afterwards). Only the survivor's verdict is expected from the VMs.
-vm_kills=0
+# (B is gone afterwards). Their survivors run side by side (A waits for them after the last
+# step); the victims of all but the last are left running by their halves (crash-victim.sh
+# start, a verdict), the last asks for the kill (no verdict).
+vm_kills=${#LAST_STEPS[@]}
 for s in "${LAST_STEPS[@]}"; do
     IFS='|' read -r name ready tmo scmd ccmd <<<"$s"
     port=$((18515 + i))
-    fill() { sed -e "s/@PORT@/$port/g" -e "s/@SERVER@/$ADDR_A/g" -e "s/@CLIENT@/$ADDR_B/g" <<<"$1"; }
+    kill=start
+    [ "$s" = "${LAST_STEPS[-1]}" ] && kill=vm
+    fill() { sed -e "s/@PORT@/$port/g" -e "s/@SERVER@/$ADDR_A/g" -e "s/@CLIENT@/$ADDR_B/g" -e "s/@KILL@/$kill/g" <<<"$1"; }
     echo "$i|A-B:$name|a|$port|$ready|$tmo|$(fill "$scmd")|$(fill "$ccmd")" >>"$ROOT/steps"
     expected+=("A-B:$name:server")
-    vm_kills=$((vm_kills + 1))
+    [ $kill = vm ] || expected+=("A-B:$name:client")
     i=$((i + 1))
 done
 
@@ -359,11 +369,12 @@ show() { # show LOG LABEL STATUS: PERF and crash lines and the last lines on suc
 # The steps are read on fd 3; every command's stdin is /dev/null (a program that reads stdin
 # would eat the list).
 exec </dev/null
+: >/tmp/background
 while IFS='|' read -r i name srv port ready tmo scmd ccmd <&3; do
     ctl=$((30000 + i))
     if [ "$srv" = $node ]; then
         t0=$(cut -d' ' -f1 /proc/uptime)
-        timeout $tmo sh -c "$scmd" >/tmp/server.log 2>&1 &
+        timeout $tmo sh -c "$scmd" >/tmp/server-$i.log 2>&1 &
         pid=$!
         for _ in $(seq $((tmo * 5))); do # until it listens (or has died)
             listening $ready $port && break
@@ -377,10 +388,18 @@ while IFS='|' read -r i name srv port ready tmo scmd ccmd <&3; do
             kill -0 $pid 2>/dev/null || break
             sleep 0.2
         done
+        case $name in
+        *:crash:*-vm)
+            # A survivor of a VM kill runs on while the next such step starts (the kill comes
+            # at the last): waited for after the last step.
+            echo "$i $pid $t0 $tr $name" >>/tmp/background
+            continue
+            ;;
+        esac
         wait $pid
         s=$?
         t1=$(cut -d' ' -f1 /proc/uptime)
-        show /tmp/server.log "$name server" $s
+        show /tmp/server-$i.log "$name server" $s
         verdict "$name:server" $s
         echo "TIME $name:server started $t0 listening $tr ended $t1"
     else
@@ -395,6 +414,14 @@ while IFS='|' read -r i name srv port ready tmo scmd ccmd <&3; do
         echo "TIME $name:client started $t0 ended $t1"
     fi
 done 3</steps
+while read -r i pid t0 tr name; do
+    wait $pid
+    s=$?
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    show /tmp/server-$i.log "$name server" $s
+    verdict "$name:server" $s
+    echo "TIME $name:server started $t0 listening $tr ended $t1"
+done </tmp/background
 # What crossed the wire: eth0's frame counters and rxe's.
 echo "COUNTERS $node eth0 $(eth0)"
 echo "COUNTERS $node rxe0 $(cd /sys/class/infiniband/rxe0/ports/1/hw_counters 2>/dev/null && for c in *; do
@@ -489,7 +516,7 @@ if [ -n "$tx_a" ] && [ -n "$rx_a" ] && [ -n "$tx_b" ] && [ -n "$rx_b" ] &&
         "B->A $ba sent, $((rx_a - rx_a0)) received ($((ba - (rx_a - rx_a0))) lost);" \
         "from boot: $((tx_a - rx_b)) and $((tx_b - rx_a)) lost (frames sent before the peer was up count as lost)"
 fi
-# A step that kills a VM must have killed it (B, the victim's).
+# The steps that kill a VM must have killed it (B, the victims').
 if [ "$vm_kills" -gt 0 ] && [ ! -e "$WORK/killed-b" ]; then
     echo "$VM_NAME: crash: VM b was never killed (no LANE-KILL-VM b on its console)" >&2
     fail=$((fail + 1))

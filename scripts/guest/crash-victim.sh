@@ -7,14 +7,18 @@
 #       the program's process, with SIGKILL; prints its output and one line
 #       "crash: CASE: victim pid N killed (SIGKILL) mid-traffic ..."; exits 0 if the program
 #       died of the SIGKILL (status 137), 1 otherwise
+#   crash-victim.sh start CASE PROGRAM ARGS...
+#       leaves the program running (for the VM kill of a later step); prints its output so far
+#       and one line "crash: CASE: victim pid N left running ..."; exits 0
 #   crash-victim.sh vm CASE PROGRAM ARGS...
 #       the whole VM: writes "LANE-KILL-VM NODE" on the console, where the host, which reads
 #       the consoles while the VMs run, kills this VM's qemu with SIGKILL. Nothing after that
 #       runs; if the VM is still alive 60 s later, fails.
 how=${1:-}
 case_name=${2:-}
-[ $# -gt 2 ] && { [ "$how" = process ] || [ "$how" = vm ]; } ||
-    { echo "usage: crash-victim.sh process|vm CASE PROGRAM ARGS..." >&2; exit 2; }
+case $how in process | start | vm) ;; *) how= ;; esac
+[ $# -gt 2 ] && [ -n "$how" ] ||
+    { echo "usage: crash-victim.sh process|start|vm CASE PROGRAM ARGS..." >&2; exit 2; }
 shift 2
 log=/tmp/victim.$$
 "$@" >"$log" 2>&1 &
@@ -51,6 +55,11 @@ process)
     fi
     echo "crash: $case_name: the victim ended with status $s, not by the SIGKILL"
     exit 1
+    ;;
+start)
+    cat "$log"
+    echo "crash: $case_name: victim pid $pid left running mid-traffic, for the VM kill of a later step"
+    exit 0
     ;;
 vm)
     node=b
