@@ -670,7 +670,8 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
         len: 0,
         rkey: 0,
     };
-    let (peer, _stream) = exchange(o, &mine)?;
+    // The TCP stream stays open until the teardown (nothing more goes over it).
+    let (peer, stream) = exchange(o, &mine)?;
     let qp = rc_up!(qp, &me, &peer.ep).map_err(err("bringing the RC QP up"))?;
     let timing = qp_timing(qp.as_raw())?;
     let target = RemoteMr::from_peer(peer.addr, peer.len, peer.rkey, Access::REMOTE_WRITE);
@@ -740,7 +741,7 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
             t.ledger()
         ));
     }
-    if recv || !matches!(status, WcStatus::RETRY_EXC_ERR) {
+    if recv || status != WcStatus::RETRY_EXC_ERR {
         return Err(format!(
             "the first error was {status:?} on a {}, expected RETRY_EXC_ERR on a send or write",
             if recv { "receive" } else { "send" }
@@ -753,18 +754,17 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
             bound.as_secs_f64()
         ));
     }
-    let first_extra = u64::from(!recv);
     let flushed_sends = t.count(WcStatus::WR_FLUSH_ERR, false);
     let flushed_recvs = t.count(WcStatus::WR_FLUSH_ERR, true);
-    if flushed_sends + t.sends_ok + first_extra != t.sends_done
-        || flushed_recvs + t.answered != t.recvs_done
+    // The first error (a send's), the successes, and flushes: nothing else.
+    if flushed_sends + t.sends_ok + 1 != t.sends_done || flushed_recvs + t.answered != t.recvs_done
     {
         return Err(format!(
             "besides the first error, completions other than WR_FLUSH_ERR: {}",
             t.errors_line()
         ));
     }
-    drop(_stream);
+    drop(stream);
     let down = teardown_line(&[
         ("QP", qp.destroy()),
         ("MR", mr.destroy().map(drop)),
