@@ -20,6 +20,21 @@
 # Each VM prints one line per half it runs, `LANE: PASS|FAIL <dir>:<step>:server|client`;
 # the host reads both consoles and fails on a FAIL and on a verdict missing or seen twice.
 #
+# Crash steps (`crash:CASE`, examples/peer_crash.rs, docs/peer-crash.md): the server is the
+# survivor, the client the victim, run by scripts/guest/crash-victim.sh, which waits until the
+# victim's traffic runs and then kills it. rc-process, cm-process, ud-process and uc-process
+# kill the victim's process (SIGKILL) and run in both directions like any step; each half gives
+# its verdict, and each prints a line "crash: CASE: ..." (the survivor's says what it saw and
+# when, against its bound) that the summary repeats. rc-vm and cm-vm kill the victim's whole VM
+# (LAST_STEPS): they run once, survivor in A and victim in B, after every step of both
+# directions, side by side: A leaves each survivor running and waits for them after its last
+# step; B's half of rc-vm leaves its victim running (a verdict), its half of cm-vm writes
+# "LANE-KILL-VM b" on the console once its victim's traffic runs, and the host, which watches
+# the consoles while the VMs run, kills B's qemu (SIGKILL; its pid from qemu's -pidfile) and
+# says so in a line "crash: host killed VM b ...". The host expects no verdict from the half
+# that asked for the kill, no "LANE: DONE b" and no counters of B, and fails if B was not
+# killed.
+#
 # Adding a step (for the integrator): append to STEPS below, or to the hooks after it; a step
 # is "NAME|READY|TIMEOUT|SERVER COMMAND|CLIENT COMMAND", see the comment there. Programs the
 # steps run are put into the image by the lines after the hooks (EXAMPLES, GUEST_SCRIPTS, test
@@ -27,7 +42,8 @@
 #
 # Usage: bash scripts/two-host-lane.sh
 #   TWO_HOST_LANE_TIMEOUT   seconds the VMs may run (default 900)
-#   TWO_HOST_LANE_ONLY      a regular expression: only the steps whose name matches
+#   TWO_HOST_LANE_ONLY      a regular expression: only the steps whose name matches ('^crash:':
+#                           the crash steps)
 #   TWO_HOST_LANE_PERF      0: leave out scripts/guest/perf-compare.sh across the wire (see the hooks)
 #   PERF_*                  passed to perf-compare.sh in the VMs
 # Prints one line per verdict, the wire's counters and a summary; exits non-zero if any step
@@ -151,6 +167,13 @@ STEPS+=(
 #   client half (TYPED_VERBS_CM_ROLE=client, TYPED_VERBS_CM_PEER=the server's address; it
 #   retries its connect while the server is not yet listening) in the other, so that one
 #   failing test cannot hold the next one's halves apart.
+# - The peer-crash steps' program and the victim's wrapper (the steps come after the tests').
+crash_steps=0
+if [ -f examples/peer_crash.rs ] && [ -f scripts/guest/crash-victim.sh ]; then
+    EXAMPLES+=(peer_crash)
+    GUEST_SCRIPTS+=(scripts/guest/crash-victim.sh)
+    crash_steps=1
+fi
 TWO_NODE_TESTS=()
 if [ -f tests/two_node.rs ]; then
     TESTS+=(two_node)
@@ -187,12 +210,39 @@ for t in "${tests[@]}"; do
     done
 done
 
-if [ -n "${TWO_HOST_LANE_ONLY:-}" ]; then
-    kept=()
-    for s in "${STEPS[@]}"; do
-        [[ ${s%%|*} =~ $TWO_HOST_LANE_ONLY ]] && kept+=("$s")
+# - Peer crashes (examples/peer_crash.rs, scripts/guest/crash-victim.sh; docs/peer-crash.md):
+#   the survivor is the server, the victim the client, which crash-victim.sh kills mid-traffic
+#   (its process, SIGKILL). rc-process and cm-process: the survivor's RC QP must fail within
+#   the bound (retry_cnt 6) with every other request flushed, and its CM report the crash;
+#   ud-process and uc-process: the loss is reported. Each survivor and each victim prints a
+#   line "crash: CASE: ..." that the summary repeats.
+#   LAST_STEPS (rc-vm, cm-vm) kill the victims' whole VM, once, at the end (see the header):
+#   @KILL@ is `start` (leave the victim running) in all but the last, `vm` (ask the host for
+#   the kill) in the last.
+LAST_STEPS=()
+if [ "$crash_steps" = 1 ]; then
+    CRASH="/examples/peer_crash -d rxe0 -g 1 -p @PORT@"
+    for c in rc-process cm-process ud-process uc-process; do
+        ready=tcp
+        [ $c = cm-process ] && ready=cm
+        STEPS+=("crash:$c|$ready|60|$CRASH survivor $c|sh /guest/crash-victim.sh process $c $CRASH victim $c @SERVER@")
     done
-    STEPS=("${kept[@]}")
+    LAST_STEPS+=(
+        "crash:rc-vm|tcp|90|$CRASH survivor rc-vm|sh /guest/crash-victim.sh @KILL@ rc-vm $CRASH victim rc-vm @SERVER@"
+        "crash:cm-vm|cm|90|$CRASH survivor cm-vm|sh /guest/crash-victim.sh @KILL@ cm-vm $CRASH victim cm-vm @SERVER@"
+    )
+fi
+
+if [ -n "${TWO_HOST_LANE_ONLY:-}" ]; then
+    for list in STEPS LAST_STEPS; do
+        declare -n steps_ref=$list
+        kept=()
+        for s in "${steps_ref[@]}"; do
+            [[ ${s%%|*} =~ $TWO_HOST_LANE_ONLY ]] && kept+=("$s")
+        done
+        steps_ref=("${kept[@]}")
+        unset -n steps_ref
+    done
 fi
 
 # 3. The image, one for both VMs (each learns from the kernel command line which it is).
@@ -239,6 +289,22 @@ for dir in A-B B-A; do
         expected+=("$dir:$name:server" "$dir:$name:client")
         i=$((i + 1))
     done
+done
+# The steps that kill a VM: once, the survivor (server) in A, the victim in B, at the very end
+# (B is gone afterwards). Their survivors run side by side (A waits for them after the last
+# step); the victims of all but the last are left running by their halves (crash-victim.sh
+# start, a verdict), the last asks for the kill (no verdict).
+vm_kills=${#LAST_STEPS[@]}
+for s in "${LAST_STEPS[@]}"; do
+    IFS='|' read -r name ready tmo scmd ccmd <<<"$s"
+    port=$((18515 + i))
+    kill=start
+    [ "$s" = "${LAST_STEPS[-1]}" ] && kill=vm
+    fill() { sed -e "s/@PORT@/$port/g" -e "s/@SERVER@/$ADDR_A/g" -e "s/@CLIENT@/$ADDR_B/g" -e "s/@KILL@/$kill/g" <<<"$1"; }
+    echo "$i|A-B:$name|a|$port|$ready|$tmo|$(fill "$scmd")|$(fill "$ccmd")" >>"$ROOT/steps"
+    expected+=("A-B:$name:server")
+    [ $kill = vm ] || expected+=("A-B:$name:client")
+    i=$((i + 1))
 done
 
 vm_init_start "$ROOT/init"
@@ -297,17 +363,18 @@ listening() { # listening READY PORT: whether the server's listener is there
     *) true ;;
     esac
 }
-show() { # show LOG LABEL STATUS: PERF lines (a table) and the last lines on success, more on failure
-    if [ "$3" = 0 ]; then grep '^PERF:' "$1"; tail -n 2 "$1" | grep -v '^PERF:'; else tail -n 40 "$1"; fi | sed "s|^|  $2: |"
+show() { # show LOG LABEL STATUS: PERF and crash lines and the last lines on success, more on failure
+    if [ "$3" = 0 ]; then grep -E '^(PERF|crash):' "$1"; tail -n 2 "$1" | grep -vE '^(PERF|crash):'; else tail -n 40 "$1"; fi | sed "s|^|  $2: |"
 }
 # The steps are read on fd 3; every command's stdin is /dev/null (a program that reads stdin
 # would eat the list).
 exec </dev/null
+: >/tmp/background
 while IFS='|' read -r i name srv port ready tmo scmd ccmd <&3; do
     ctl=$((30000 + i))
     if [ "$srv" = $node ]; then
         t0=$(cut -d' ' -f1 /proc/uptime)
-        timeout $tmo sh -c "$scmd" >/tmp/server.log 2>&1 &
+        timeout $tmo sh -c "$scmd" >/tmp/server-$i.log 2>&1 &
         pid=$!
         for _ in $(seq $((tmo * 5))); do # until it listens (or has died)
             listening $ready $port && break
@@ -321,10 +388,18 @@ while IFS='|' read -r i name srv port ready tmo scmd ccmd <&3; do
             kill -0 $pid 2>/dev/null || break
             sleep 0.2
         done
+        case $name in
+        *:crash:*-vm)
+            # A survivor of a VM kill runs on while the next such step starts (the kill comes
+            # at the last): waited for after the last step.
+            echo "$i $pid $t0 $tr $name" >>/tmp/background
+            continue
+            ;;
+        esac
         wait $pid
         s=$?
         t1=$(cut -d' ' -f1 /proc/uptime)
-        show /tmp/server.log "$name server" $s
+        show /tmp/server-$i.log "$name server" $s
         verdict "$name:server" $s
         echo "TIME $name:server started $t0 listening $tr ended $t1"
     else
@@ -339,6 +414,14 @@ while IFS='|' read -r i name srv port ready tmo scmd ccmd <&3; do
         echo "TIME $name:client started $t0 ended $t1"
     fi
 done 3</steps
+while read -r i pid t0 tr name; do
+    wait $pid
+    s=$?
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    show /tmp/server-$i.log "$name server" $s
+    verdict "$name:server" $s
+    echo "TIME $name:server started $t0 listening $tr ended $t1"
+done </tmp/background
 # What crossed the wire: eth0's frame counters and rxe's.
 echo "COUNTERS $node eth0 $(eth0)"
 echo "COUNTERS $node rxe0 $(cd /sys/class/infiniband/rxe0/ports/1/hw_counters 2>/dev/null && for c in *; do
@@ -356,21 +439,45 @@ wport=$((20000 + ($$ % 10000) * 2))
 echo "$VM_NAME: booting two VMs with $kver (TCG), wire on 127.0.0.1:$wport-$((wport + 1)), ${#expected[@]} verdicts expected, limit ${limit}s"
 boot() { # boot NODE LOCAL_PORT REMOTE_PORT MAC
     timeout "$limit" qemu-system-x86_64 -accel tcg -cpu max -m 768M -smp 1 -nographic -nodefaults \
-        -serial stdio -no-reboot -kernel "$vmlinuz" -initrd "$WORK/initrd.img" \
+        -serial stdio -no-reboot -kernel "$vmlinuz" -initrd "$WORK/initrd.img" -pidfile "$WORK/qemu-$1.pid" \
         -netdev "dgram,id=wire,local.type=inet,local.host=127.0.0.1,local.port=$2,remote.type=inet,remote.host=127.0.0.1,remote.port=$3" \
         -device "virtio-net-pci,netdev=wire,mac=$4,romfile=" \
         -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init lane.node=$1" </dev/null >"$WORK/console-$1.log" 2>&1
 }
+# A crash step's victim VM asks to be killed by a line on its console (LANE-KILL-VM NODE): while
+# the VMs run, the host looks for it every 0.2 s and kills that VM's qemu (SIGKILL, its pid from
+# -pidfile), noting the pid and the time in $WORK/killed-NODE.
+watch_kills() {
+    local n qpid
+    while :; do
+        for n in a b; do
+            [ -e "$WORK/killed-$n" ] && continue
+            grep -aq "LANE-KILL-VM $n" "$WORK/console-$n.log" 2>/dev/null || continue
+            qpid=$(cat "$WORK/qemu-$n.pid" 2>/dev/null) || continue
+            kill -KILL "$qpid" 2>/dev/null && echo "$qpid $(($(date +%s) - boot_start))" >"$WORK/killed-$n"
+        done
+        sleep 0.2
+    done
+}
+rm -f "$WORK"/killed-{a,b} "$WORK"/qemu-{a,b}.pid
 boot_start=$(date +%s)
 set +e
-boot a "$wport" $((wport + 1)) 52:54:00:77:00:01 &
+# (bash's own stderr is dropped: its "Killed" line for the VM a crash step kills is not news; qemu
+# writes to the console logs.)
+boot a "$wport" $((wport + 1)) 52:54:00:77:00:01 2>/dev/null &
 pid_a=$!
-boot b $((wport + 1)) "$wport" 52:54:00:77:00:02 &
+boot b $((wport + 1)) "$wport" 52:54:00:77:00:02 2>/dev/null &
 pid_b=$!
+watcher=
+if [ "$vm_kills" -gt 0 ]; then
+    watch_kills &
+    watcher=$!
+fi
 wait $pid_a
 rc_a=$?
 wait $pid_b
 rc_b=$?
+[ -z "$watcher" ] || { kill "$watcher"; wait "$watcher"; } 2>/dev/null
 set -e
 vm_secs=$(($(date +%s) - boot_start))
 for n in a b; do
@@ -382,6 +489,11 @@ done
 grep -ohE 'LANE: (PASS|FAIL) .*' "$WORK"/console-{a,b}.log >"$WORK/verdicts" || true
 vm_tally "$WORK/verdicts" "verdicts on the consoles" expected
 for n in a b; do
+    if [ -e "$WORK/killed-$n" ]; then
+        read -r qpid at <"$WORK/killed-$n"
+        echo "$VM_NAME: crash: host killed VM $n (qemu pid $qpid, SIGKILL) ${at}s after boot, at its crash step's request (mid-traffic); its later verdicts and counters are not expected"
+        continue
+    fi
     if ! grep -q "LANE: DONE $n" "$WORK/console-$n.log"; then
         echo "$VM_NAME: VM $n did not finish (qemu exit $([ $n = a ] && echo $rc_a || echo $rc_b)); see $WORK/console-$n.log" >&2
         fail=$((fail + 1))
@@ -404,6 +516,13 @@ if [ -n "$tx_a" ] && [ -n "$rx_a" ] && [ -n "$tx_b" ] && [ -n "$rx_b" ] &&
         "B->A $ba sent, $((rx_a - rx_a0)) received ($((ba - (rx_a - rx_a0))) lost);" \
         "from boot: $((tx_a - rx_b)) and $((tx_b - rx_a)) lost (frames sent before the peer was up count as lost)"
 fi
+# The steps that kill a VM must have killed it (B, the victims').
+if [ "$vm_kills" -gt 0 ] && [ ! -e "$WORK/killed-b" ]; then
+    echo "$VM_NAME: crash: VM b was never killed (no LANE-KILL-VM b on its console)" >&2
+    fail=$((fail + 1))
+fi
+# The crash steps' lines (the survivors' and the victims'), as the consoles show them.
+grep -ahoE '[^ ]+ (server|client): crash: .*' "$WORK"/console-{a,b}.log | sed "s/^/$VM_NAME: /" || true
 # The probes' outcomes (pp-chk.sh's NOTE lines: reported, not verdicts).
 grep -ahoE 'NOTE probe .*' "$WORK"/console-{a,b}.log | sed "s/^/$VM_NAME: /" || true
 # Tables the steps printed (perf-compare's PERF lines), as the client's VM saw them.
@@ -411,5 +530,5 @@ grep -ahE ' client: PERF:' "$WORK"/console-{a,b}.log | sed 's/^ *//' || true
 # Why the failed steps failed (their last console lines), near the end of the output.
 vm_fail_context "$WORK"/console-{a,b}.log
 elapsed=$(($(date +%s) - lane_start))
-echo "$VM_NAME: ${#STEPS[@]} steps x 2 directions: $pass passed, $fail failed, $missing_steps missing of ${#expected[@]} verdicts expected; VMs ${vm_secs}s, whole lane ${elapsed}s"
+echo "$VM_NAME: ${#STEPS[@]} steps x 2 directions${LAST_STEPS[*]:+ + ${#LAST_STEPS[@]} once}: $pass passed, $fail failed, $missing_steps missing of ${#expected[@]} verdicts expected; VMs ${vm_secs}s, whole lane ${elapsed}s"
 [ "$fail" = 0 ] && [ "$missing_steps" = 0 ]
