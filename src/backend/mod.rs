@@ -384,6 +384,13 @@ pub(crate) fn is_software(ctx: *mut sys::ibv_context) -> bool {
     }
 }
 
+/// The software device's count of `query_device` and `query_port` calls on this thread, for
+/// the crate's tests that the typed layer reads a context's limits once rather than per call.
+#[cfg(all(test, feature = "software-device"))]
+pub(crate) fn software_queries() -> u64 {
+    software::QUERIES.with(|q| q.get())
+}
+
 /// The registered software devices, in registration order (the default one first). rdma-core's
 /// are listed by libibverbs (`ibv_get_device_list`).
 #[cfg(feature = "software-device")]
