@@ -38,7 +38,7 @@ use crate::qp::state::{
     Reset, Rts, SqPsn, Transitions, UcRtr,
 };
 use crate::qp::FixedDest;
-use crate::qp::{Gid, Qp, Rc, RecvSide, Uc};
+use crate::qp::{Gid, Qp, QpType, Rc, RecvSide, Uc};
 use std::time::Duration;
 
 /// What a peer needs to connect its RC or UC QP to this one: this QP's number, port, addresses,
@@ -362,6 +362,58 @@ impl Connectable for Uc {
     }
 }
 
+/// Seals [`ParamsOf`] and [`WithRcParams`]: their impls are the ones below.
+mod sealed {
+    pub trait ParamsOf<E, Q> {}
+    pub trait WithRcParams {}
+}
+
+/// `P: ParamsOf<E, Q>` when [`Qp::connect_with`] of a `Q` QP, whose connection parameters are
+/// `E` ([`Connectable::Params`]), takes `P`: only for `P = E`. A bound rather than `E` in the
+/// signature, so that another QP type's parameters are an error that says so.
+///
+/// ```
+/// use typed_verbs::connect::{ParamsOf, RcParams};
+/// use typed_verbs::{Rc, Uc};
+/// fn takes<P: ParamsOf<E, Q>, E, Q>() {}
+/// takes::<RcParams, RcParams, Rc>();
+/// takes::<(), (), Uc>(); // UC has no ACKs, retries or RNR
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` are not the connection parameters of a `{Q}` QP: pass a `{E}`",
+    label = "the connection parameters of another QP type",
+    note = "each QP type's connection parameters are `typed_verbs::connect::Connectable::Params`: `RcParams` for RC, `()` for UC (no ACKs, retries or RNR)"
+)]
+pub trait ParamsOf<E, Q>: sealed::ParamsOf<E, Q> {
+    #[doc(hidden)]
+    fn into_params(self) -> E;
+}
+impl<E, Q> sealed::ParamsOf<E, Q> for E {}
+impl<E, Q> ParamsOf<E, Q> for E {
+    #[inline(always)]
+    fn into_params(self) -> E {
+        self
+    }
+}
+
+/// The QP types whose connection parameters are [`RcParams`], which
+/// [`Qp::query_rc_params`] reads: RC, and the extended RC QP.
+///
+/// ```
+/// fn takes<T: typed_verbs::connect::WithRcParams>() {}
+/// takes::<typed_verbs::Rc>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` QP has no RC connection parameters (ACK timeout, retry counts, RNR timer): call `query_rc_params` on an RC QP (`Qp<Rc>` or an extended RC QP)",
+    label = "not an RC QP",
+    note = "UC has no ACKs, retries or RNR; its `connect_with` takes `()`"
+)]
+pub trait WithRcParams: Connectable<Params = RcParams> + sealed::WithRcParams {}
+impl sealed::WithRcParams for Rc {}
+impl<O: crate::qp::ex::OpsFor<Rc>> sealed::WithRcParams for crate::qp::Ex<Rc, O> {}
+impl WithRcParams for Rc {}
+impl<O: crate::qp::ex::OpsFor<Rc>> WithRcParams for crate::qp::Ex<Rc, O> {}
+
 impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
     Qp<'a, T, R, S, C, Reset, SGE>
 {
@@ -481,7 +533,7 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
         remote: &Endpoint,
         access: impl Into<AccessFlags>,
     ) -> Result<Qp<'a, T, R, S, C, Rts, SGE>> {
-        self.connect_with(local, remote, access, T::Params::default())
+        self.connect_with::<T::Params>(local, remote, access, T::Params::default())
     }
 
     /// Connects this QP (of endpoint `local`) to the peer QP of endpoint `remote` with the
@@ -522,13 +574,17 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
     /// # drop((a, b));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn connect_with(
+    pub fn connect_with<P>(
         self,
         local: &Endpoint,
         remote: &Endpoint,
         access: impl Into<AccessFlags>,
-        params: T::Params,
-    ) -> Result<Qp<'a, T, R, S, C, Rts, SGE>> {
+        params: P,
+    ) -> Result<Qp<'a, T, R, S, C, Rts, SGE>>
+    where
+        P: ParamsOf<T::Params, T>,
+    {
+        let params = params.into_params();
         let access = access.into();
         let verb = Verb::ModifyQp {
             from: QpStateName::Reset,
@@ -577,9 +633,8 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
     }
 }
 
-impl<'a, T, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> Qp<'a, T, R, S, C, St, SGE>
-where
-    T: Connectable<Params = RcParams>,
+impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
+    Qp<'a, T, R, S, C, St, SGE>
 {
     /// `ibv_query_qp` for the connection parameters the device holds for this RC QP: the ACK
     /// timeout, the retry counts, the RNR timer and the RDMA read and atomic depths (as set by
@@ -599,7 +654,10 @@ where
     /// assert_eq!(qp.query_rc_params()?, RcParams::default());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
-    pub fn query_rc_params(&self) -> Result<RcParams> {
+    pub fn query_rc_params(&self) -> Result<RcParams>
+    where
+        T: WithRcParams,
+    {
         // SAFETY: plain C data.
         let (mut a, mut init): (sys::ibv_qp_attr, sys::ibv_qp_init_attr) =
             unsafe { std::mem::zeroed() };
