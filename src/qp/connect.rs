@@ -438,7 +438,8 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
     /// let e = qp.endpoint(1, 0)?;
     /// assert_eq!(e.qp_num, qp.qp_num());
     /// assert!(qp.endpoint(2, 0).is_err()); // sw0 has one port
-    /// assert!(matches!(qp.endpoint(1, 1).unwrap_err().kind, ErrorKind::EmptyGid { port: 1, index: 1 })); // sw0 has one GID
+    /// let empty = qp.endpoint(1, 1).unwrap_err(); // sw0 has one GID, at index 0
+    /// assert!(matches!(empty.kind, typed_verbs::ErrorKind::EmptyGid { port: 1, index: 1 }));
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn endpoint(&self, port_num: u8, gid_index: u8) -> Result<Endpoint> {

@@ -462,8 +462,9 @@ impl TransitionAttr for UcRtr {
 ///
 /// ```
 /// use typed_verbs::RcRts;
-/// // ~67 ms ACK timeout, 7 retries, RNR retries without limit, one RDMA read in flight.
-/// let rts = RcRts { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
+/// // ~67 ms ACK timeout, 6 retries (470 ms to a dead peer), RNR retries without limit, one
+/// // RDMA read in flight: `connect::RcParams::default()`'s.
+/// let rts = RcRts { sq_psn: 0, timeout: 14, retry_cnt: 6, rnr_retry: 7, max_rd_atomic: 1 };
 /// # let _ = rts;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
