@@ -296,10 +296,14 @@ fn create_qp<'a>(pd: &'a Pd<'a>, cq: &'a Cq<'a>, out: &Out) -> Result<Qp<'a, Rc>
 
 /// `rping_init_conn_param`.
 ///
-/// Its values (no private data, one outstanding RDMA read or atomic each way, 7 retries and 7
-/// RNR retries) are the crate's `ConnParam::default()`.
+/// Its values: no private data, one outstanding RDMA read or atomic each way, 7 retries and 7
+/// RNR retries, as rping's; the crate's `ConnParam::default()` but for `retry_count` (the
+/// crate's 6 reports a dead peer on rxe too, which counts 7 as unlimited).
 fn conn_param() -> ConnParam<'static> {
-    ConnParam::default()
+    ConnParam {
+        retry_count: 7,
+        ..ConnParam::default()
+    }
 }
 
 /// One connection's control block (`struct rping_cb`, the part the ping-pong uses).

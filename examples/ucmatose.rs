@@ -368,6 +368,7 @@ fn accept(
         initiator_depth: peer.initiator_depth,
         retry_count: 7,
         rnr_retry_count: 7,
+        ..ConnParam::default()
     };
     match req.accept(qp, &param, CONNECT_TIMEOUT) {
         Ok(conn) => Ok((node, conn)),
@@ -539,6 +540,7 @@ fn run_client(o: &Opts, out: &Out) -> i32 {
             initiator_depth: 1,
             retry_count: 5,
             rnr_retry_count: 0,
+            ..ConnParam::default()
         };
         match id.connect(qp, &param, CONNECT_TIMEOUT) {
             Ok(conn) => nodes.push((node, conn)),

@@ -205,8 +205,45 @@ impl Device {
     }
 }
 
-/// The device's attributes, read through the seam (the limits a create is checked against: of a QP,
-/// SRQ, AH, slot region).
+/// What the typed layer's checks read of a context, read once per context rather than per
+/// call: the device's attributes (`ibv_query_device`, when the context is opened) and each
+/// port's table lengths (`ibv_query_port` of each port, the first time a check needs them).
+/// These do not change while the context is open. A port's live values (its state, active MTU,
+/// LID) do, and are not kept: what needs them queries the port
+/// ([`Qp::endpoint`](crate::Qp::endpoint)).
+struct Cached {
+    dev: sys::ibv_device_attr,
+    ports: std::sync::OnceLock<Arc<[PortTables]>>,
+}
+
+/// A port's table lengths, as `ibv_query_port` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PortTables {
+    /// "Length of partition table".
+    pub(crate) pkey_tbl_len: u16,
+    /// "Length of source GID table" (a negative one read as 0).
+    pub(crate) gid_tbl_len: u32,
+}
+
+/// The open contexts' [`Cached`], by the context's address: entered when a [`Context`] opens,
+/// left before its `ibv_close_device` (a context the crate did not open is not in it, and is
+/// queried on each call).
+static CACHE: parking_lot::RwLock<std::collections::BTreeMap<usize, Arc<Cached>>> =
+    parking_lot::RwLock::new(std::collections::BTreeMap::new());
+
+fn cached(ctx: *mut sys::ibv_context) -> Option<Arc<Cached>> {
+    CACHE.read().get(&(ctx as usize)).cloned()
+}
+
+/// The context `ctx` is about to be closed: its entry leaves the cache (a new context at the
+/// same address must not find it).
+fn uncache(ctx: *mut sys::ibv_context) {
+    CACHE.write().remove(&(ctx as usize));
+}
+
+/// The device's attributes (the limits a create is checked against: of a QP, SRQ, AH, slot
+/// region): read once, when the context was opened (`ibv_query_device` through the seam for a
+/// context this crate did not open).
 ///
 /// # Safety
 /// `ctx` is a live context.
@@ -214,11 +251,59 @@ pub(crate) unsafe fn device_attr(
     ctx: *mut sys::ibv_context,
     verb: Verb,
 ) -> Result<sys::ibv_device_attr> {
+    if let Some(c) = cached(ctx) {
+        return Ok(c.dev);
+    }
     // SAFETY: ibv_device_attr is plain C data.
     let mut a: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
     // SAFETY: caller's contract; `a` valid for writes.
     unsafe { backend::of(ctx).query_device(ctx, &mut a) }.map_err(|e| Error::os(verb, e))?;
     Ok(a)
+}
+
+/// Each port's table lengths (ports 1, 2, ...): read once per context, the first time they are
+/// needed (`ibv_query_port` of each port), or on each call for a context this crate did not
+/// open. The errno is `ibv_query_port`'s.
+///
+/// # Safety
+/// `ctx` is a live context.
+pub(crate) unsafe fn port_tables(
+    ctx: *mut sys::ibv_context,
+) -> std::result::Result<Arc<[PortTables]>, i32> {
+    /// `ibv_query_port` of each of the device's `count` ports.
+    ///
+    /// # Safety
+    /// `ctx` is a live context.
+    unsafe fn query(
+        ctx: *mut sys::ibv_context,
+        count: u8,
+    ) -> std::result::Result<Arc<[PortTables]>, i32> {
+        (1..=count)
+            .map(|port| {
+                // SAFETY: plain C data.
+                let mut p: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+                // SAFETY: caller's contract; a port the device has; `p` valid for writes.
+                unsafe { backend::of(ctx).query_port(ctx, port, &mut p) }?;
+                Ok(PortTables {
+                    pkey_tbl_len: p.pkey_tbl_len,
+                    gid_tbl_len: p.gid_tbl_len.max(0) as u32,
+                })
+            })
+            .collect()
+    }
+    let Some(c) = cached(ctx) else {
+        // SAFETY: caller's contract.
+        let dev = unsafe { device_attr(ctx, Verb::QueryDevice) }.map_err(|e| e.errno())?;
+        // SAFETY: caller's contract.
+        return unsafe { query(ctx, dev.phys_port_cnt) };
+    };
+    if let Some(p) = c.ports.get() {
+        return Ok(p.clone());
+    }
+    // SAFETY: caller's contract. Two threads may both query the first time; one keeps its
+    // answer, and both answers are the same (the tables do not change).
+    let p = unsafe { query(ctx, c.dev.phys_port_cnt) }?;
+    Ok(c.ports.get_or_init(|| p).clone())
 }
 
 /// The attributes of a device (`struct ibv_device_attr`), the limits the typed layer checks
@@ -374,6 +459,13 @@ impl Context {
             let _ = unsafe { backend::of(raw.as_ptr()).close_device(raw.as_ptr()) };
             return Err(Error::os(Verb::QueryDevice, e));
         }
+        let cached = Cached {
+            dev: a,
+            ports: std::sync::OnceLock::new(),
+        };
+        CACHE
+            .write()
+            .insert(raw.as_ptr() as usize, Arc::new(cached));
         Ok(Context {
             inner: ManuallyDrop::new(Box::new(ContextInner {
                 raw,
@@ -616,6 +708,7 @@ impl Context {
             });
         }
         let raw = self.as_raw();
+        uncache(raw);
         // SAFETY: a live context, closed once with success (then `self` is not dropped). Its
         // objects borrow it, so none is left but leaked ones, which nothing safe reaches again
         // (the software device refuses with EBUSY), and none is queued behind a batch (checked
@@ -641,6 +734,7 @@ impl Drop for Context {
         /// `Box<ContextInner>`), which the device list and the backends may read until then.
         unsafe fn close(raw: *mut std::os::raw::c_void, inner: *mut std::os::raw::c_void) {
             let raw = raw.cast::<sys::ibv_context>();
+            uncache(raw);
             // SAFETY: `drop`'s context, closed once; `inner` its box, freed once. An error
             // cannot be reported from drop (use `close`): the context then stays open, and
             // its box allocated.

@@ -389,6 +389,18 @@ pub enum ErrorKind {
     /// is refused before the call (named; e.g. rxe's `ibv_wr_set_sge_list` before rdma-core 64,
     /// which sends `num_sge` times the first SGE's length). Errno `EOPNOTSUPP`.
     ProviderBug(&'static str),
+    /// The GID table entry named is inside the port's table (`gid_tbl_len`) but holds no GID:
+    /// `ibv_query_gid` reads an all-zero GID there (rdma-core's "Preserve API behavior for empty
+    /// GID"), which as an address would silently name no one. Checked after `ibv_query_gid`,
+    /// before the value is used. Use an index that holds a GID (`show_gids`, or
+    /// [`Context::query_gid`](crate::Context::query_gid) of each index). Errno `ENODATA`, as the
+    /// kernel's `rdma_get_gid_attr` gives for an empty entry.
+    EmptyGid {
+        /// The port (from 1).
+        port: u8,
+        /// The GID index.
+        index: u32,
+    },
 }
 
 /// An error of a verb: which verb, and why.
@@ -471,6 +483,7 @@ impl Error {
             ErrorKind::NotOnCmDevice => libc::EINVAL,
             ErrorKind::SendOpsUnsupported { .. } => libc::EOPNOTSUPP,
             ErrorKind::ProviderBug(_) => libc::EOPNOTSUPP,
+            ErrorKind::EmptyGid { .. } => libc::ENODATA,
         }
     }
 
@@ -599,6 +612,12 @@ impl fmt::Display for Error {
                 "{}: slots need a device that checks local addresses against a region's iova, \
                  and this one (vendor id {vendor:#x}) is not known to: use plain regions \
                  (Mr::new, Mr::scoped) on it",
+                self.verb
+            ),
+            ErrorKind::EmptyGid { port, index } => write!(
+                f,
+                "{}: GID index {index} of port {port} holds no GID (an empty table entry): use \
+                 an index that holds one",
                 self.verb
             ),
         }

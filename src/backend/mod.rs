@@ -311,6 +311,17 @@ pub(crate) trait CmPath: Sync {
         attr: *mut sys::ibv_qp_attr,
         mask: *mut i32,
     ) -> Result<(), Errno>;
+    /// `rdma_set_option`: `optlen` bytes at `optval` for the option `optname` of `level`.
+    /// The software CM knows `RDMA_OPTION_ID_ACK_TIMEOUT` only (`ENOSYS` for the others, as
+    /// the kernel's ucma answers an option it does not know).
+    unsafe fn set_option(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        level: i32,
+        optname: i32,
+        optval: *mut c_void,
+        optlen: usize,
+    ) -> Result<(), Errno>;
     /// `rdma_get_cm_event`: blocks unless the channel's fd is O_NONBLOCK (then EAGAIN). The
     /// event stays valid, with its private data, until [`CmPath::ack_cm_event`].
     unsafe fn get_cm_event(
@@ -382,6 +393,13 @@ pub(crate) fn is_software(ctx: *mut sys::ibv_context) -> bool {
         let _ = ctx;
         false
     }
+}
+
+/// The software device's count of `query_device` and `query_port` calls on this thread, for
+/// the crate's tests that the typed layer reads a context's limits once rather than per call.
+#[cfg(all(test, feature = "software-device"))]
+pub(crate) fn software_queries() -> u64 {
+    software::QUERIES.with(|q| q.get())
 }
 
 /// The registered software devices, in registration order (the default one first). rdma-core's

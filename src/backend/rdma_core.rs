@@ -400,6 +400,18 @@ impl super::CmPath for RdmaCore {
         // SAFETY: a live id; `attr` (with qp_state set) and `mask` valid for reads and writes.
         cm_rc(unsafe { sys::rdma_init_qp_attr(id, attr, mask) })
     }
+    unsafe fn set_option(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        level: i32,
+        optname: i32,
+        optval: *mut c_void,
+        optlen: usize,
+    ) -> Result<(), Errno> {
+        // SAFETY: a live id; `optval` valid for reads of `optlen` bytes (librdmacm copies them
+        // into the ucma command).
+        cm_rc(unsafe { sys::rdma_set_option(id, level, optname, optval, optlen) })
+    }
     unsafe fn get_cm_event(
         &self,
         ch: *mut sys::rdma_event_channel,

@@ -3,14 +3,38 @@
 use super::*;
 
 /// What a connect or accept asks for (`struct rdma_conn_param`, the fields the program
-/// chooses; the QP number is the crate's). [`Default`]: no private data, one RDMA read in
-/// flight each way, seven retries.
+/// chooses; the QP number is the crate's), and the two RC QP attributes the program sets
+/// through the CM: the ACK timeout (`rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)`) and the RNR
+/// timer. [`Default`]: no private data, one RDMA read in flight each way, and values that
+/// report a dead peer in bounded time on every device, as [`RcParams`]'s do
+/// (docs/connection-parameters.md):
+///
+/// | field | default | range | what it sets, and bounds |
+/// |---|---|---|---|
+/// | `retry_count` | 6 | 0..=7 | the QPs' `retry_cnt` (the active side's, for both QPs: the IB CM's REQ carries it): a dead peer fails a request after `retry_count` + 1 ACK timeouts. 7 never ends on rxe |
+/// | `rnr_retry_count` | 7 | 0..=7 (7: for ever) | the peer's QP's `rnr_retry` (each side's goes to the other in the REQ or REP). Only a live peer sends RNR NAKs, so a dead one is still bounded by `retry_count` |
+/// | `ack_timeout` | 14 | 0..=31 | this side's QP's `timeout`, 4.096 µs × 2^`ack_timeout` (67.1 ms; 0: none): 470 ms to a dead peer with the default `retry_count`. Without it the CM derives one from the path's packet lifetime (19, 2.1 s, on rxe: 15 s to a dead peer) |
+/// | `min_rnr_timer` | 12 | 0..=31 | this side's QP's `min_rnr_timer` (0.64 ms; the CM's own is 0, which encodes 655 ms) |
+///
+/// librdmacm has an option for the ACK timeout (`RDMA_OPTION_ID_ACK_TIMEOUT`, RC ids only),
+/// which the crate sets on the id before the connect or accept, so that `rdma_init_qp_attr`
+/// gives it (the raw layer's [`rdma_set_option`](crate::raw::rdma_set_option) too). It has none
+/// for the RNR timer (the kernel's `rdma_set_min_rnr_timer` is for kernel users only): the
+/// crate writes `min_rnr_timer` into the RTR attributes it applies to the QP itself. Both
+/// matter for RC only; a UD connect or accept checks their range and ignores them.
+///
+/// Every field is checked before any call (`OutOfRange` naming it, the connect's or accept's
+/// verb and the range). [`Connection::qp`]'s
+/// [`query_rc_params`](crate::Qp::query_rc_params) reads back what the QP got.
 ///
 /// ```
 /// use typed_verbs::cm::ConnParam;
 /// let p = ConnParam { private_data: b"hello", ..ConnParam::default() };
-/// assert_eq!((p.responder_resources, p.initiator_depth, p.retry_count, p.rnr_retry_count), (1, 1, 7, 7));
+/// assert_eq!((p.responder_resources, p.initiator_depth, p.retry_count, p.rnr_retry_count), (1, 1, 6, 7));
+/// assert_eq!((p.ack_timeout, p.min_rnr_timer), (14, 12));
 /// ```
+///
+/// [`RcParams`]: crate::connect::RcParams
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnParam<'d> {
     /// Private data for the peer; at most the port space's limit ([`PortSpace`]), checked
@@ -23,10 +47,18 @@ pub struct ConnParam<'d> {
     /// "The maximum number of outstanding RDMA read and atomic operations that the local side
     /// will have to the remote side" (RC only).
     pub initiator_depth: u8,
-    /// Retries after a transport error (0..=7, RC only; a connect's).
+    /// Retries after a transport error or ACK timeout (0..=7, RC only; a connect's, which sets
+    /// both QPs'). Default 6: 7 is unlimited on rxe.
     pub retry_count: u8,
     /// Retries after a receiver-not-ready NAK (0..=7, 7 is infinite; RC only).
     pub rnr_retry_count: u8,
+    /// This side's QP's local ACK timeout, encoded (0..=31: 4.096 µs × 2^`ack_timeout`, 0 none;
+    /// RC only): `rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)`. Default 14 (67.1 ms).
+    pub ack_timeout: u8,
+    /// This side's QP's RNR NAK timer, encoded (0..=31, as
+    /// [`RcParams::min_rnr_timer`](crate::connect::RcParams::min_rnr_timer); RC only). Default
+    /// 12 (0.64 ms).
+    pub min_rnr_timer: u8,
 }
 
 impl Default for ConnParam<'_> {
@@ -35,14 +67,17 @@ impl Default for ConnParam<'_> {
             private_data: &[],
             responder_resources: 1,
             initiator_depth: 1,
-            retry_count: 7,
+            retry_count: 6,
             rnr_retry_count: 7,
+            ack_timeout: 14,
+            min_rnr_timer: 12,
         }
     }
 }
 
 impl ConnParam<'_> {
-    /// The C struct, after the checks: private data at most `max`, counts three bits.
+    /// The C struct, after the checks: private data at most `max`, counts three bits, the
+    /// timers five.
     pub(super) fn c_param(
         &self,
         verb: Verb,
@@ -60,12 +95,14 @@ impl ConnParam<'_> {
                 max as u64,
             ));
         }
-        for (what, v) in [
-            ("retry_count", self.retry_count),
-            ("rnr_retry_count", self.rnr_retry_count),
+        for (what, v, max) in [
+            ("retry_count", self.retry_count, 7),
+            ("rnr_retry_count", self.rnr_retry_count, 7),
+            ("ack_timeout", self.ack_timeout, 31),
+            ("min_rnr_timer", self.min_rnr_timer, 31),
         ] {
-            if v > 7 {
-                return Err(Error::range(verb, what, v.into(), 0, 7));
+            if v > max {
+                return Err(Error::range(verb, what, v.into(), 0, max.into()));
             }
         }
         Ok(sys::rdma_conn_param {
@@ -83,6 +120,27 @@ impl ConnParam<'_> {
             srq: srq as u8,
             qp_num,
         })
+    }
+
+    /// `rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)` on an RC id (a UD id has no ACKs, and
+    /// the kernel refuses the option on one with `EINVAL`): `rdma_init_qp_attr` then gives the
+    /// QP's RTS this timeout instead of the path's.
+    pub(super) fn set_ack_timeout<P: PortSpace>(&self, id: &OwnedId, verb: Verb) -> Result<()> {
+        if P::RAW != sys::rdma_port_space::RDMA_PS_TCP {
+            return Ok(());
+        }
+        let mut t = self.ack_timeout;
+        // SAFETY: a live id; `t` is one readable byte for the call (copied).
+        unsafe {
+            id.chan.cm.set_option(
+                id.as_ptr(),
+                crate::raw::RDMA_OPTION_ID,
+                crate::raw::RDMA_OPTION_ID_ACK_TIMEOUT,
+                (&mut t as *mut u8).cast(),
+                1,
+            )
+        }
+        .map_err(|e| Error::os(verb, e))
     }
 }
 
@@ -282,12 +340,17 @@ pub(super) fn qp_reinit<R: RecvSide, S: Threading, C, const SGE: usize>(
     })
 }
 
-/// INIT → RTR → RTS with the id's attributes.
+/// INIT → RTR → RTS with the id's attributes, and `min_rnr_timer` for an RC QP's RTR (the
+/// CM's is 0, 655 ms, and librdmacm has no option to set it).
 pub(super) fn qp_up<'a, P: PortSpace, R: RecvSide, S: Threading, C, const SGE: usize>(
     id: &OwnedId,
     qp: CmQp<'a, P, R, S, C, Init, SGE>,
+    min_rnr_timer: u8,
 ) -> Result<CmQp<'a, P, R, S, C, Rts, SGE>> {
-    let (a, mask) = id.init_qp_attr(sys::ibv_qp_state::IBV_QPS_RTR)?;
+    let (mut a, mask) = id.init_qp_attr(sys::ibv_qp_state::IBV_QPS_RTR)?;
+    if mask & crate::ffi::qp_attr_mask::MIN_RNR_TIMER != 0 {
+        a.min_rnr_timer = min_rnr_timer;
+    }
     let rtr = <P::Transport as CmTransport>::rtr_attr(&a, mask)?;
     let qp = qp.to_rtr(rtr)?;
     let (a, mask) = id.init_qp_attr(sys::ibv_qp_state::IBV_QPS_RTS)?;
@@ -405,8 +468,8 @@ impl ConnectRequest<Tcp> {
     /// "rdma_accept is called on the new rdma_cm_id".
     ///
     /// # Errors
-    /// Before any call: [`ErrorKind::OutOfRange`] for private data over 196 bytes or a retry
-    /// count over 7, [`ErrorKind::NotOnCmDevice`] when the QP is on another device than the
+    /// Before any call: [`ErrorKind::OutOfRange`] for private data over 196 bytes, a retry
+    /// count over 7 or a timer over 31 ([`ConnParam`]), [`ErrorKind::NotOnCmDevice`] when the QP is on another device than the
     /// request. Then the errnos of `rdma_init_qp_attr`, the QP's transitions, `rdma_accept`
     /// ([`Verb::Accept`]); [`ErrorKind::CmEvent`] for another event than ESTABLISHED (the
     /// peer gave up: `RDMA_CM_EVENT_CONNECT_ERROR`, `RDMA_CM_EVENT_UNREACHABLE`);
@@ -485,8 +548,9 @@ impl<P: PortSpace> ConnectRequest<P> {
     ) -> Result<CmQp<'a, P, R, S, C, Rts, SGE>> {
         let mut c = param.c_param(Verb::Accept, P::MAX_ACCEPT_DATA, qp.qp_num(), srq)?;
         check_device(&self.id, Verb::Accept, qp.as_raw())?;
+        param.set_ack_timeout::<P>(&self.id, Verb::Accept)?;
         let qp = qp_to_init::<P, R, S, C, St, SGE>(&self.id, qp)?;
-        let qp = qp_up::<P, R, S, C, SGE>(&self.id, qp)?;
+        let qp = qp_up::<P, R, S, C, SGE>(&self.id, qp, param.min_rnr_timer)?;
         // SAFETY: a live id from a connect request; `c` and its private data valid for the
         // call (copied).
         unsafe { self.id.chan.cm.accept(self.id.as_ptr(), &mut c) }
@@ -548,8 +612,8 @@ impl<S: IdState> CmId<Tcp, S> {
     /// event", rdma_establish(3)).
     ///
     /// # Errors
-    /// Before any call: [`ErrorKind::OutOfRange`] for private data over 56 bytes or a retry
-    /// count over 7; [`ErrorKind::NotOnCmDevice`]. Then [`ErrorKind::Rejected`] with the reject
+    /// Before any call: [`ErrorKind::OutOfRange`] for private data over 56 bytes, a retry
+    /// count over 7 or a timer over 31 ([`ConnParam`]); [`ErrorKind::NotOnCmDevice`]. Then [`ErrorKind::Rejected`] with the reject
     /// reason and the peer's private data (`RDMA_CM_EVENT_REJECTED`: status 28 for a consumer
     /// reject, 8 when nobody listens on the port); [`ErrorKind::CmEvent`] for
     /// `RDMA_CM_EVENT_UNREACHABLE` or `RDMA_CM_EVENT_CONNECT_ERROR`; [`ErrorKind::CmTimedOut`];
@@ -573,7 +637,7 @@ impl<S: IdState> CmId<Tcp, S> {
     {
         let qp = self.connect_qp(qp, param)?;
         let ev = self.id.expect_event(Verb::Connect, timeout)?;
-        self.connected(qp, ev)
+        self.connected(qp, ev, param.min_rnr_timer)
     }
 
     /// An RC connect's steps up to and with `rdma_connect`, before its wait for the connect
@@ -594,6 +658,7 @@ impl<S: IdState> CmId<Tcp, S> {
             uses_srq::<R>(),
         )?;
         check_device(&self.id, Verb::Connect, qp.as_raw())?;
+        param.set_ack_timeout::<Tcp>(&self.id, Verb::Connect)?;
         let qp = qp_to_init::<Tcp, R, Th, C, St, SGE>(&self.id, qp)?;
         // SAFETY: a live id with its route resolved; `c` and its private data valid for the
         // call (copied).
@@ -603,18 +668,19 @@ impl<S: IdState> CmId<Tcp, S> {
     }
 
     /// The end of an RC connect, once its event `ev` came: on
-    /// `RDMA_CM_EVENT_CONNECT_RESPONSE`, the QP to RTR and RTS with the id's attributes and
-    /// `rdma_establish`; any other event, its error.
+    /// `RDMA_CM_EVENT_CONNECT_RESPONSE`, the QP to RTR (with `min_rnr_timer`) and RTS with the
+    /// id's attributes and `rdma_establish`; any other event, its error.
     pub(super) fn connected<'a, R: RecvSide, Th: Threading, C, const SGE: usize>(
         self,
         qp: Qp<'a, Rc, R, Th, C, Init, SGE>,
         ev: Copied,
+        min_rnr_timer: u8,
     ) -> Result<Connection<'a, Tcp, R, Th, C, SGE>> {
         if ev.kind != sys::rdma_cm_event_type::RDMA_CM_EVENT_CONNECT_RESPONSE {
             return Err(event_error(Verb::Connect, ev));
         }
         qp_reinit(&self.id, &qp)?;
-        let qp = qp_up::<Tcp, R, Th, C, SGE>(&self.id, qp)?;
+        let qp = qp_up::<Tcp, R, Th, C, SGE>(&self.id, qp, min_rnr_timer)?;
         // SAFETY: a live id after its connect response, without a librdmacm QP.
         unsafe { self.id.chan.cm.establish(self.as_raw()) }
             .map_err(|e| Error::os(Verb::Establish, e))?;
@@ -661,7 +727,7 @@ impl<S: IdState> CmId<Udp, S> {
         let mut c = param.c_param(Verb::Connect, Udp::MAX_CONNECT_DATA, qp.qp_num(), false)?;
         check_device(&self.id, Verb::Connect, qp.as_raw())?;
         let qp = qp_to_init::<Udp, R, Th, C, St, SGE>(&self.id, qp)?;
-        let qp = qp_up::<Udp, R, Th, C, SGE>(&self.id, qp)?;
+        let qp = qp_up::<Udp, R, Th, C, SGE>(&self.id, qp, param.min_rnr_timer)?;
         // SAFETY: a live id with its route resolved; `c` valid for the call.
         unsafe { self.id.chan.cm.connect(self.as_raw(), &mut c) }
             .map_err(|e| Error::os(Verb::Connect, e))?;

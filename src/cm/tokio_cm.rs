@@ -263,7 +263,7 @@ impl<S: IdState> CmId<Tcp, S> {
         // As accept_async: no raw pointer across the await.
         let qp = self.connect_qp(qp, param)?;
         let ev = self.id.next_async().await?;
-        self.connected(qp, ev)
+        self.connected(qp, ev, param.min_rnr_timer)
     }
 }
 

@@ -55,9 +55,11 @@ impl<'a> AddressHandle<'a> {
     /// alive: [`crate::object::parent`]). On RoCE the address vector needs a global route.
     ///
     /// # Errors
-    /// `OutOfRange` before the call for a port outside 1..=`phys_port_cnt` (`port_num`) or a
+    /// `OutOfRange` before the call for a port outside 1..=`phys_port_cnt` (`port_num`), a
     /// source GID index at or past the port's `gid_tbl_len` (`grh.sgid_index`), as
-    /// `ibv_query_device` and `ibv_query_port` report them; the device's errno otherwise:
+    /// `ibv_query_device` and `ibv_query_port` report them (read once per context), a service
+    /// level past 15 (`sl`), a `static_rate` that is no `enum ibv_rate` value (past 24) or a
+    /// flow label past 20 bits (`grh.flow_label`); the device's errno otherwise:
     /// `ENODATA` for a source GID index inside the table that holds no GID (the kernel's
     /// rdma_get_gid_attr), `EINVAL` for an address vector without a global route on RoCE.
     ///
@@ -78,13 +80,20 @@ impl<'a> AddressHandle<'a> {
         let p = pd.get().as_raw();
         // SAFETY: a live PD's context is live.
         let ctx = unsafe { (*p).context };
-        // SAFETY: as above.
+        // SAFETY: as above. Both read once per context: no call after the first.
         let dev = unsafe { crate::device::device_attr(ctx, Verb::CreateAh) }?;
         // SAFETY: as above.
         let limits = unsafe { crate::qp::state::Limits::query(ctx, &dev) }
             .map_err(|e| Error::os(Verb::QueryPort, e))?;
+        let names = crate::qp::state::AvNames {
+            port_num: "port_num",
+            sgid_index: "grh.sgid_index",
+            sl: "sl",
+            static_rate: "static_rate",
+            flow_label: "grh.flow_label",
+        };
         limits
-            .av(["port_num", "grh.sgid_index"], &av)
+            .av(&names, &av)
             .map_err(|b| Error::range(Verb::CreateAh, b.what, b.value, b.min, b.max))?;
         // SAFETY: a live PD; `attr` valid for the call.
         let raw = unsafe { backend::of((*p).context).create_ah(p, &mut attr) }

@@ -427,6 +427,59 @@ pub unsafe fn rdma_init_qp_attr(
     unsafe { cm_of_id(id).init_qp_attr(id, attr, mask) }
 }
 
+/// rdma_cma.h's option level `RDMA_OPTION_ID`, for [`rdma_set_option`].
+///
+/// ```
+/// assert_eq!(typed_verbs::raw::RDMA_OPTION_ID, 0);
+/// ```
+pub const RDMA_OPTION_ID: i32 = 0;
+
+/// rdma_cma.h's `RDMA_OPTION_ID_ACK_TIMEOUT` (level [`RDMA_OPTION_ID`], a `uint8_t`): the
+/// local ACK timeout, encoded as `ibv_qp_attr.timeout`, that [`rdma_init_qp_attr`] gives an RC
+/// QP's RTS instead of the one derived from the path. RC ids only (`EINVAL` on a UD one).
+/// There is no option for the RNR timer (`min_rnr_timer`) in librdmacm: set it in the RTR
+/// attributes before `ibv_modify_qp`.
+///
+/// ```
+/// assert_eq!(typed_verbs::raw::RDMA_OPTION_ID_ACK_TIMEOUT, 3);
+/// ```
+pub const RDMA_OPTION_ID_ACK_TIMEOUT: i32 = 3;
+
+/// `rdma_set_option`: `optlen` bytes at `optval` for the option `optname` of `level`
+/// (rdma_set_option(3)). The software device's connection manager knows
+/// [`RDMA_OPTION_ID_ACK_TIMEOUT`] only, and answers `ENOSYS` for the others.
+///
+/// # Errors
+/// `EINVAL` for a length the option does not take, or the ACK timeout on a UD id; `ENOSYS`
+/// for an option the connection manager does not know.
+///
+/// ```
+/// # use typed_verbs::{ffi::sys, raw, Context};
+/// # let ctx = Context::open("sw0")?;
+/// # unsafe {
+/// # let ch = raw::rdma_create_event_channel(ctx.as_raw()).expect("channel").as_ptr();
+/// let id = raw::rdma_create_id(ch, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP).expect("id").as_ptr();
+/// let mut timeout: u8 = 14; // 67.1 ms, for the QP's RTS from rdma_init_qp_attr
+/// raw::rdma_set_option(id, raw::RDMA_OPTION_ID, raw::RDMA_OPTION_ID_ACK_TIMEOUT, (&mut timeout as *mut u8).cast(), 1).expect("set_option");
+/// # raw::rdma_destroy_id(id).expect("destroy");
+/// # raw::rdma_destroy_event_channel(ch);
+/// # }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// # Safety
+/// `id` is a live id; `optval` is valid for reads of `optlen` bytes.
+pub unsafe fn rdma_set_option(
+    id: *mut sys::rdma_cm_id,
+    level: i32,
+    optname: i32,
+    optval: *mut std::os::raw::c_void,
+    optlen: usize,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { cm_of_id(id).set_option(id, level, optname, optval, optlen) }
+}
+
 /// `rdma_get_cm_event`: the next event of the channel, valid (with its private data) until
 /// [`rdma_ack_cm_event`]. Blocks unless the channel's fd is O_NONBLOCK.
 ///

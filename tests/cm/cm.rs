@@ -17,7 +17,7 @@ use typed_verbs::cm::{
     Tcp, Udp,
 };
 use typed_verbs::{
-    Access, AddressHandle, Cq, ErrorKind, Mr, Pd, Qp, Rc, SendWr, Ud, UdDest, Verb, WorkCompletion,
+    Access, AddressHandle, Cq, ErrorKind, Mr, Qp, Rc, SendWr, Ud, UdDest, Verb, WorkCompletion,
 };
 
 const T: Duration = Duration::from_secs(10);
@@ -633,7 +633,7 @@ fn a_qp_on_another_device_than_the_id_is_refused_before_the_call() {
     }
     let other = common::open_registered("sw-cm-other", typed_verbs::software::SwConfig::default());
     let (opd, ocq) = (
-        Pd::new(&other).unwrap(),
+        typed_verbs::Pd::new(&other).unwrap(),
         Cq::builder(&other).cqe(4).build().unwrap(),
     );
     let (_l, addr) = listener::<Tcp>(&s);

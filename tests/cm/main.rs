@@ -7,5 +7,6 @@ mod common;
 
 mod cm;
 mod cm_examples;
+mod cm_params;
 mod cm_raw;
 mod cm_reads;

@@ -414,3 +414,175 @@ fn sgid_index_past_a_short_gid_table_is_refused_before_the_call() {
         "{e}"
     );
 }
+
+/// `av_to(gid, 0)` with one field changed by `f`.
+fn av_with(gid: Gid, f: impl FnOnce(&mut AddressVector)) -> AddressVector {
+    let mut av = av_to(gid, 0);
+    f(&mut av);
+    av
+}
+
+/// The fields of an address vector checked before the call, each just past its range: how to
+/// set it, its name after the struct's prefix (`ah_attr.`, `alt_ah_attr.` or none), its value
+/// and its range.
+type AvCase = (fn(&mut AddressVector), &'static str, u64, (u64, u64));
+
+const AV_CASES: [AvCase; 3] = [
+    (|av| av.sl = 16, "sl", 16, (0, 15)),
+    (|av| av.static_rate = 25, "static_rate", 25, (0, 24)),
+    (
+        |av| av.grh.as_mut().unwrap().flow_label = 0x10_0000,
+        "grh.flow_label",
+        0x10_0000,
+        (0, 0xf_ffff),
+    ),
+];
+
+#[test]
+fn address_vector_fields_outside_their_ranges_are_refused_before_the_call() {
+    with_gid_pd_cq(8, |_, gid, pd, cq| {
+        // INIT -> RTR of RC and UC: `ah_attr.*`; the QP stays in INIT.
+        let qp = Qp::<Rc>::builder(pd, cq, cq).build().unwrap();
+        let n = qp.qp_num();
+        let mut qp = qp.to_init(REMOTE_WRITE_INIT).unwrap();
+        for (set, what, value, range) in AV_CASES {
+            let e = qp
+                .try_to_rtr(RcRtr {
+                    av: av_with(gid, set),
+                    ..rtr(gid, n)
+                })
+                .expect_err(what);
+            out_of_range(&e.error, INIT_RTR, &format!("ah_attr.{what}"), value, range);
+            qp = e.qp;
+            assert_eq!(qp.query_state().unwrap(), IBV_QPS_INIT, "{what}: unchanged");
+        }
+        let uc = Qp::<typed_verbs::Uc>::builder(pd, cq, cq).build().unwrap();
+        let un = uc.qp_num();
+        let mut uc = uc.to_init(REMOTE_WRITE_INIT).unwrap();
+        for (set, what, value, range) in AV_CASES {
+            let attr = typed_verbs::UcRtr {
+                av: av_with(gid, set),
+                path_mtu: typed_verbs::Mtu::Mtu1024,
+                dest_qp_num: un,
+                rq_psn: 0,
+            };
+            let e = uc.try_to_rtr(attr).expect_err(what);
+            out_of_range(&e.error, INIT_RTR, &format!("ah_attr.{what}"), value, range);
+            uc = e.qp;
+            assert_eq!(
+                uc.query_state().unwrap(),
+                IBV_QPS_INIT,
+                "UC {what}: unchanged"
+            );
+        }
+        // The edges of the ranges, and every hop limit and traffic class, pass the checks.
+        let edges = av_with(gid, |av| {
+            av.sl = 15;
+            let g = av.grh.as_mut().unwrap();
+            g.flow_label = 0xf_ffff;
+            g.hop_limit = 255;
+            g.traffic_class = 255;
+        });
+        let qp = qp
+            .to_rtr(RcRtr {
+                av: edges,
+                ..rtr(gid, n)
+            })
+            .expect("sl 15, flow label 0xfffff, hop limit and traffic class 255");
+        assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTR);
+    });
+}
+
+#[test]
+fn an_alternate_path_outside_its_ranges_is_refused_before_the_call() {
+    with_gid_pd_cq(8, |ctx, gid, pd, cq| {
+        let qp = rc_in_rtr(ctx, pd, cq).to_rts(RTS).expect("RTS");
+        let alt = AltPath {
+            av: av_to(gid, 0),
+            pkey_index: 0,
+            port_num: 1,
+            timeout: 14,
+        };
+        for (set, what, value, range) in AV_CASES {
+            let e = qp
+                .modify_rts(RcRtsModify {
+                    alt_path: Some(AltPath {
+                        av: av_with(gid, set),
+                        ..alt
+                    }),
+                    ..Default::default()
+                })
+                .expect_err(what);
+            out_of_range(
+                &e,
+                (QpStateName::Rts, QpStateName::Rts),
+                &format!("alt_ah_attr.{what}"),
+                value,
+                range,
+            );
+            assert_eq!(qp.query_state().unwrap(), IBV_QPS_RTS, "{what}: unchanged");
+        }
+    });
+}
+
+#[test]
+fn address_handle_fields_outside_their_ranges_are_refused_before_the_call() {
+    let ctx = open();
+    let gid = ctx.query_gid(1, 0).unwrap();
+    let pd = Pd::new(&ctx).unwrap();
+    let live = typed_verbs::software::live_objects(&ctx);
+    for (set, what, value, (min, max)) in AV_CASES {
+        let r = AddressHandle::new(&pd, av_with(gid, set));
+        common::assert_out_of_range(r, Verb::CreateAh, what, value, min, max);
+    }
+    // Nothing was made for the refused ones (on the software device, which counts).
+    assert_eq!(typed_verbs::software::live_objects(&ctx), live);
+    AddressHandle::new(
+        &pd,
+        av_with(gid, |av| {
+            av.sl = 15;
+            let g = av.grh.as_mut().unwrap();
+            g.flow_label = 0xf_ffff;
+            g.hop_limit = 255;
+            g.traffic_class = 255;
+        }),
+    )
+    .expect("the edges of the ranges");
+}
+
+#[test]
+fn an_endpoint_on_an_empty_gid_entry_is_refused_naming_the_index() {
+    common::with_pd_cq(Some(4), |ctx, pd, cq| {
+        let qp = Qp::<Rc>::builder(pd, cq, cq).build().unwrap();
+        if ctx.query_port(1).unwrap().gid_tbl_len <= 200 {
+            return note(
+                "an_endpoint_on_an_empty_gid_entry_is_refused_naming_the_index",
+                "the GID table is too short for index 200",
+            );
+        }
+        // Index 200 is empty on sw0 and rxe0 (one GID per address of the netdev).
+        assert_eq!(
+            ctx.query_gid(1, 200).unwrap(),
+            Gid([0; 16]),
+            "an empty entry"
+        );
+        let e = qp.endpoint(1, 200).expect_err("an empty GID entry");
+        assert_eq!(
+            (e.verb, &e.kind),
+            (
+                Verb::QueryGid,
+                &ErrorKind::EmptyGid {
+                    port: 1,
+                    index: 200
+                }
+            )
+        );
+        assert_eq!(e.errno(), libc::ENODATA);
+        assert!(
+            e.to_string()
+                .contains("GID index 200 of port 1 holds no GID"),
+            "{e}"
+        );
+        qp.endpoint(1, 0).expect("index 0 holds the port's GID");
+    });
+}

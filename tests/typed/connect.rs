@@ -4,8 +4,9 @@
 use crate::common;
 use std::time::Duration;
 use typed_verbs::connect::Connectable;
+use typed_verbs::connect::RcParams;
 use typed_verbs::wr::RdmaWriteCapable;
-use typed_verbs::{Access, AccessFlags, ErrorKind, Mr, Qp, Rc, SendWr, Uc, Verb};
+use typed_verbs::{Access, AccessFlags, ErrorKind, Mr, Qp, QpStateName, Rc, SendWr, Uc, Verb};
 
 #[test]
 fn a_connected_pair_carries_a_send_and_an_rdma_write() {
@@ -88,4 +89,172 @@ fn bad_endpoints_are_refused_before_any_call() {
         );
         assert!(e.to_string().contains("RESET->INIT"), "{e}");
     });
+}
+
+#[test]
+fn the_connection_parameters_reach_the_qp() {
+    common::with_pd_cq(Some(4), |_, pd, cq| {
+        let build = || Qp::<Rc>::builder(pd, cq, cq).build().unwrap();
+        // The defaults: bounded on every device (retry_cnt 6, not rxe's unlimited 7).
+        let qp = build();
+        let e = qp.endpoint(1, 0).unwrap();
+        let qp = qp.connect(&e, &e, AccessFlags::LOCAL_WRITE).unwrap();
+        let got = qp.query_rc_params().unwrap();
+        assert_eq!(got, RcParams::default());
+        assert_eq!(
+            (got.timeout, got.retry_cnt, got.rnr_retry, got.min_rnr_timer),
+            (14, 6, 7, 12)
+        );
+        // The caller's, each field away from its default (depths powers of two: rxe rounds
+        // them up to one).
+        let mine = RcParams {
+            timeout: 10,
+            retry_cnt: 2,
+            rnr_retry: 3,
+            min_rnr_timer: 20,
+            max_rd_atomic: 2,
+            max_dest_rd_atomic: 4,
+        };
+        let (a, b) = (build(), build());
+        let (ea, eb) = (a.endpoint(1, 0).unwrap(), b.endpoint(1, 0).unwrap());
+        let a = a
+            .connect_with(&ea, &eb, AccessFlags::LOCAL_WRITE, mine)
+            .unwrap();
+        assert_eq!(a.query_rc_params().unwrap(), mine);
+        let b = b
+            .connect_with(
+                &eb,
+                &ea,
+                AccessFlags::LOCAL_WRITE,
+                RcParams { timeout: 0, ..mine },
+            )
+            .unwrap();
+        assert_eq!(b.query_rc_params().unwrap().timeout, 0, "0: no timeout");
+        // UC takes `()`: it has none.
+        let uc = Qp::<Uc>::builder(pd, cq, cq).build().unwrap();
+        let eu = uc.endpoint(1, 0).unwrap();
+        uc.connect_with(&eu, &eu, AccessFlags::LOCAL_WRITE, ())
+            .unwrap();
+    });
+}
+
+#[test]
+fn connection_parameters_outside_their_ranges_are_refused_before_the_transitions() {
+    common::with_pd_cq(Some(4), |ctx, pd, cq| {
+        let init_rd = u64::from(ctx.attr().max_qp_init_rd_atom);
+        let rd = u64::from(ctx.attr().max_qp_rd_atom);
+        let ok = RcParams::default();
+        let (rtr, rts) = (
+            Verb::ModifyQp {
+                from: QpStateName::Init,
+                to: QpStateName::Rtr,
+            },
+            Verb::ModifyQp {
+                from: QpStateName::Rtr,
+                to: QpStateName::Rts,
+            },
+        );
+        let mut cases = vec![
+            (
+                RcParams { timeout: 32, ..ok },
+                rts,
+                "params.timeout",
+                32,
+                31,
+            ),
+            (
+                RcParams { retry_cnt: 8, ..ok },
+                rts,
+                "params.retry_cnt",
+                8,
+                7,
+            ),
+            (
+                RcParams { rnr_retry: 8, ..ok },
+                rts,
+                "params.rnr_retry",
+                8,
+                7,
+            ),
+            (
+                RcParams {
+                    min_rnr_timer: 32,
+                    ..ok
+                },
+                rtr,
+                "params.min_rnr_timer",
+                32,
+                31,
+            ),
+        ];
+        if init_rd < 255 {
+            cases.push((
+                RcParams {
+                    max_rd_atomic: (init_rd + 1) as u8,
+                    ..ok
+                },
+                rts,
+                "params.max_rd_atomic",
+                init_rd + 1,
+                init_rd,
+            ));
+        }
+        if rd < 255 {
+            cases.push((
+                RcParams {
+                    max_dest_rd_atomic: (rd + 1) as u8,
+                    ..ok
+                },
+                rtr,
+                "params.max_dest_rd_atomic",
+                rd + 1,
+                rd,
+            ));
+        }
+        for (params, verb, what, value, max) in cases {
+            let qp = Qp::<Rc>::builder(pd, cq, cq).build().unwrap();
+            let e = qp.endpoint(1, 0).unwrap();
+            let r = qp.connect_with(&e, &e, AccessFlags::LOCAL_WRITE, params);
+            common::assert_out_of_range(r, verb, what, value, 0, max);
+        }
+        // None of the refused QPs is left (each was destroyed with its error).
+        #[cfg(feature = "software-device")]
+        if let Some(live) = typed_verbs::software::live_objects(ctx) {
+            assert_eq!(live.qps, 0, "{live:?}");
+        }
+    });
+}
+
+#[test]
+fn rc_params_express_durations() {
+    let p = RcParams::default();
+    assert_eq!(p.ack_timeout(), Some(Duration::from_nanos(4096 << 14)));
+    assert_eq!(
+        p.dead_peer_bound(),
+        Some(Duration::from_nanos(7 * (4096 << 14)))
+    );
+    assert_eq!(p.rnr_timer(), Duration::from_micros(640));
+    assert_eq!(
+        RcParams {
+            min_rnr_timer: 0,
+            ..p
+        }
+        .rnr_timer(),
+        Duration::from_micros(655_360)
+    );
+    for t in 1..=31u8 {
+        let d = Duration::from_nanos(4096 << t);
+        assert_eq!(RcParams::timeout_at_least(d), t, "exactly {d:?}");
+        assert_eq!(
+            RcParams::timeout_at_least(d + Duration::from_nanos(1)),
+            (t + 1).min(31)
+        );
+    }
+    assert_eq!(RcParams::timeout_at_least(Duration::from_secs(1 << 20)), 31);
+    assert_eq!(
+        RcParams { retry_cnt: 7, ..p }.dead_peer_bound(),
+        None,
+        "unbounded on rxe"
+    );
+    assert_eq!(RcParams { timeout: 0, ..p }.dead_peer_bound(), None);
 }

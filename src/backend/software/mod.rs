@@ -493,6 +493,13 @@ pub(crate) fn rxe_round(n: u32) -> u32 {
 pub(crate) struct Software;
 pub(crate) static SOFTWARE: Software = Software;
 
+#[cfg(test)]
+thread_local! {
+    /// The `query_device` and `query_port` calls this thread made, for the crate's tests that
+    /// the typed layer reads a context's limits once rather than per call.
+    pub(crate) static QUERIES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 impl ControlPath for Software {
     unsafe fn close_device(&self, ctx: *mut sys::ibv_context) -> Result<(), Errno> {
         // SAFETY: live software context (caller's contract).
@@ -512,6 +519,8 @@ impl ControlPath for Software {
         ctx: *mut sys::ibv_context,
         out: *mut sys::ibv_device_attr,
     ) -> Result<(), Errno> {
+        #[cfg(test)]
+        QUERIES.with(|q| q.set(q.get() + 1));
         // SAFETY: live context, `out` valid for writes.
         let c = unsafe { sw_context(ctx) }.config();
         // SAFETY: ibv_device_attr is plain C data.
@@ -554,6 +563,8 @@ impl ControlPath for Software {
         port: u8,
         out: *mut sys::ibv_port_attr,
     ) -> Result<(), Errno> {
+        #[cfg(test)]
+        QUERIES.with(|q| q.set(q.get() + 1));
         // SAFETY: live context (caller's contract).
         let gids = unsafe { sw_context(ctx) }.config().gid_tbl_len;
         if port != 1 {

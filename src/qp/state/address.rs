@@ -33,13 +33,13 @@ pub enum Mtu {
 pub struct GlobalRoute {
     /// The destination GID.
     pub dgid: Gid,
-    /// Flow label.
+    /// Flow label: 20 bits (0..=0xFFFFF; 0: none), checked before the call.
     pub flow_label: u32,
     /// The local GID table index to send from.
     pub sgid_index: u8,
-    /// Hop limit.
+    /// Hop limit: every `u8` is valid (the GRH's HopLmt, the IP TTL on RoCE v2).
     pub hop_limit: u8,
-    /// Traffic class.
+    /// Traffic class: every `u8` is valid (the GRH's TClass; DSCP and ECN on RoCE v2).
     pub traffic_class: u8,
 }
 
@@ -57,11 +57,12 @@ pub struct GlobalRoute {
 pub struct AddressVector {
     /// Destination LID (InfiniBand; 0 on RoCE).
     pub dlid: u16,
-    /// Service level.
+    /// Service level: 4 bits (0..=15), checked before the call.
     pub sl: u8,
     /// Source path bits.
     pub src_path_bits: u8,
-    /// Static rate (0: the port's).
+    /// Static rate: an `enum ibv_rate` value, 0..=24 (0, `IBV_RATE_MAX`: the port's current
+    /// rate), checked before the call.
     pub static_rate: u8,
     /// The local port.
     pub port_num: u8,
@@ -103,8 +104,10 @@ impl Context {
     ///
     /// # Errors
     /// `OutOfRange` before the call for a port outside 1..=`phys_port_cnt` (`port_num`) or an
-    /// index at or past the port's `gid_tbl_len` (`index`, as `ibv_query_port` reports it;
-    /// the kernel's rdma_get_gid_attr refuses it with EINVAL); the device's errno otherwise.
+    /// index at or past the port's `gid_tbl_len` (`index`, as `ibv_query_port` reports it, read
+    /// once per context; the kernel's rdma_get_gid_attr refuses it with EINVAL); the device's
+    /// errno otherwise. (A zero GID is what the device reports; [`Qp::endpoint`], which makes
+    /// an address of it, refuses it with [`ErrorKind::EmptyGid`].)
     ///
     /// ```
     /// # let ctx = typed_verbs::Context::open("sw0")?;
@@ -114,7 +117,12 @@ impl Context {
     /// ```
     pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
         self.check_port(Verb::QueryGid, port)?;
-        let table = self.query_port(port)?.gid_tbl_len;
+        // SAFETY: a live context. The table's length is read once per context.
+        let tables = unsafe { crate::device::port_tables(self.as_raw()) }
+            .map_err(|e| Error::os(Verb::QueryPort, e))?;
+        let table = tables
+            .get(usize::from(port) - 1)
+            .map_or(0, |p| p.gid_tbl_len);
         let out = || {
             Error::range(
                 Verb::QueryGid,

@@ -28,7 +28,7 @@ pub trait TransitionAttr: crate::sealed::SealedTransitionAttr {
 
 /// The ranges of a transition's attributes, checked before `ibv_modify_qp` (the module's
 /// docs list them).
-pub(super) mod checks {
+pub(crate) mod checks {
     use super::AddressVector;
     use crate::ffi::sys;
 
@@ -75,6 +75,23 @@ pub(super) mod checks {
         }
     }
 
+    /// The names of an address vector's checked fields, as the verb's C struct names them.
+    pub(crate) struct AvNames {
+        pub(crate) port_num: &'static str,
+        pub(crate) sgid_index: &'static str,
+        pub(crate) sl: &'static str,
+        pub(crate) static_rate: &'static str,
+        pub(crate) flow_label: &'static str,
+    }
+
+    /// The largest service level: SL is 4 bits (InfiniBand specification, LRH).
+    pub(crate) const MAX_SL: u64 = 15;
+    /// The largest flow label: 20 bits (the GRH's FlowLabel; IPv6's, on RoCE v2).
+    pub(crate) const MAX_FLOW_LABEL: u64 = 0xf_ffff;
+    /// The largest `enum ibv_rate` value verbs.h defines (`IBV_RATE_1200_GBPS`, 24; 0 is
+    /// `IBV_RATE_MAX`, the port's current rate).
+    pub(crate) const MAX_STATIC_RATE: u64 = 24;
+
     /// A 5-bit encoded field (`timeout`, `min_rnr_timer`): 0..=31.
     pub(crate) fn five_bits(what: &'static str, value: u8) -> Check {
         within(what, value, 0, 31)
@@ -94,9 +111,17 @@ pub(super) mod checks {
         within(what, value, 0, len - 1)
     }
 
+    impl PortTables {
+        /// The port's `gid_tbl_len`.
+        pub(crate) fn gid_tbl_len(&self) -> u64 {
+            self.gid_tbl_len
+        }
+    }
+
     impl Limits {
-        /// Queries the limits of the device of `ctx`, whose attributes are `dev`: each port's
-        /// tables (`ibv_query_port`, one call per port).
+        /// The limits of the device of `ctx`, whose attributes are `dev`: each port's tables,
+        /// read once per context (the context's cache, in `device.rs`), so that a QP or
+        /// address handle made after the first makes no call for them.
         ///
         /// # Safety
         /// `ctx` is a live context.
@@ -104,22 +129,24 @@ pub(super) mod checks {
             ctx: *mut sys::ibv_context,
             dev: &sys::ibv_device_attr,
         ) -> std::result::Result<Limits, i32> {
-            let mut ports = Vec::with_capacity(dev.phys_port_cnt.into());
-            for port in 1..=dev.phys_port_cnt {
-                // SAFETY: plain C data.
-                let mut p: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
-                // SAFETY: caller's contract; a port the device has; `p` valid for writes.
-                unsafe { crate::backend::of(ctx).query_port(ctx, port, &mut p) }?;
-                ports.push(PortTables {
-                    pkey_tbl_len: p.pkey_tbl_len.into(),
-                    gid_tbl_len: p.gid_tbl_len.max(0) as u64,
-                });
-            }
+            // SAFETY: caller's contract.
+            let ports = unsafe { crate::device::port_tables(ctx) }?;
             Ok(Limits {
                 max_qp_rd_atom: dev.max_qp_rd_atom.max(0) as u64,
                 max_qp_init_rd_atom: dev.max_qp_init_rd_atom.max(0) as u64,
-                ports,
+                ports: ports
+                    .iter()
+                    .map(|p| PortTables {
+                        pkey_tbl_len: p.pkey_tbl_len.into(),
+                        gid_tbl_len: p.gid_tbl_len.into(),
+                    })
+                    .collect(),
             })
+        }
+
+        /// The device's number of ports (`phys_port_cnt`).
+        pub(crate) fn port_count(&self) -> u8 {
+            self.ports.len() as u8
         }
 
         /// `port` in 1..=`phys_port_cnt`: its tables.
@@ -149,22 +176,27 @@ pub(super) mod checks {
             }
         }
 
-        /// `max_dest_rd_atomic` up to `max_qp_rd_atom`.
-        pub(crate) fn max_dest_rd_atomic(&self, v: u8) -> Check {
-            within("max_dest_rd_atomic", v, 0, self.max_qp_rd_atom)
+        /// A `max_dest_rd_atomic` (named `what`) up to `max_qp_rd_atom`.
+        pub(crate) fn max_dest_rd_atomic(&self, what: &'static str, v: u8) -> Check {
+            within(what, v, 0, self.max_qp_rd_atom)
         }
 
-        /// `max_rd_atomic` up to `max_qp_init_rd_atom`.
-        pub(crate) fn max_rd_atomic(&self, v: u8) -> Check {
-            within("max_rd_atomic", v, 0, self.max_qp_init_rd_atom)
+        /// A `max_rd_atomic` (named `what`) up to `max_qp_init_rd_atom`.
+        pub(crate) fn max_rd_atomic(&self, what: &'static str, v: u8) -> Check {
+            within(what, v, 0, self.max_qp_init_rd_atom)
         }
 
-        /// An address vector: its port, and its source GID index below that port's
-        /// `gid_tbl_len`. `names` are the port's and the GID index's.
-        pub(crate) fn av(&self, names: [&'static str; 2], av: &AddressVector) -> Check {
-            let port = self.port(names[0], av.port_num)?;
+        /// An address vector: its port, its source GID index below that port's `gid_tbl_len`,
+        /// and its fields' ranges ([`AvNames`] names them).
+        pub(crate) fn av(&self, names: &AvNames, av: &AddressVector) -> Check {
+            let port = self.port(names.port_num, av.port_num)?;
+            within(names.sl, av.sl, 0, MAX_SL)?;
+            within(names.static_rate, av.static_rate, 0, MAX_STATIC_RATE)?;
             match av.grh {
-                Some(g) => index(names[1], g.sgid_index, port.gid_tbl_len),
+                Some(g) => {
+                    index(names.sgid_index, g.sgid_index, port.gid_tbl_len)?;
+                    within(names.flow_label, g.flow_label, 0, MAX_FLOW_LABEL)
+                }
                 None => Ok(()),
             }
         }
@@ -239,8 +271,23 @@ fn port_and_pkey(
     }
 }
 
-/// The names of a primary address vector's port and source GID index in `struct ibv_qp_attr`.
-const AV_NAMES: [&str; 2] = ["ah_attr.port_num", "ah_attr.grh.sgid_index"];
+/// The names of a primary address vector's fields in `struct ibv_qp_attr`.
+const AV_NAMES: checks::AvNames = checks::AvNames {
+    port_num: "ah_attr.port_num",
+    sgid_index: "ah_attr.grh.sgid_index",
+    sl: "ah_attr.sl",
+    static_rate: "ah_attr.static_rate",
+    flow_label: "ah_attr.grh.flow_label",
+};
+
+/// The names of an alternate path's address vector's fields in `struct ibv_qp_attr`.
+const ALT_AV_NAMES: checks::AvNames = checks::AvNames {
+    port_num: "alt_ah_attr.port_num",
+    sgid_index: "alt_ah_attr.grh.sgid_index",
+    sl: "alt_ah_attr.sl",
+    static_rate: "alt_ah_attr.static_rate",
+    flow_label: "alt_ah_attr.grh.flow_label",
+};
 
 /// RESET → INIT of an RC or UC QP.
 ///
@@ -367,8 +414,8 @@ impl TransitionAttr for RcRtr {
         AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER
     }
     fn check(&self, l: &checks::Limits) -> checks::Check {
-        l.av(AV_NAMES, &self.av)?;
-        l.max_dest_rd_atomic(self.max_dest_rd_atomic)?;
+        l.av(&AV_NAMES, &self.av)?;
+        l.max_dest_rd_atomic("max_dest_rd_atomic", self.max_dest_rd_atomic)?;
         checks::five_bits("min_rnr_timer", self.min_rnr_timer)
     }
 }
@@ -407,7 +454,7 @@ impl TransitionAttr for UcRtr {
         AV | PATH_MTU | DEST_QPN | RQ_PSN
     }
     fn check(&self, l: &checks::Limits) -> checks::Check {
-        l.av(AV_NAMES, &self.av)
+        l.av(&AV_NAMES, &self.av)
     }
 }
 
@@ -415,8 +462,9 @@ impl TransitionAttr for UcRtr {
 ///
 /// ```
 /// use typed_verbs::RcRts;
-/// // ~67 ms ACK timeout, 7 retries, RNR retries without limit, one RDMA read in flight.
-/// let rts = RcRts { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
+/// // ~67 ms ACK timeout, 6 retries (470 ms to a dead peer), RNR retries without limit, one
+/// // RDMA read in flight: `connect::RcParams::default()`'s.
+/// let rts = RcRts { sq_psn: 0, timeout: 14, retry_cnt: 6, rnr_retry: 7, max_rd_atomic: 1 };
 /// # let _ = rts;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -446,7 +494,7 @@ impl TransitionAttr for RcRts {
         checks::five_bits("timeout", self.timeout)?;
         checks::three_bits("retry_cnt", self.retry_cnt)?;
         checks::three_bits("rnr_retry", self.rnr_retry)?;
-        l.max_rd_atomic(self.max_rd_atomic)
+        l.max_rd_atomic("max_rd_atomic", self.max_rd_atomic)
     }
 }
 
@@ -599,10 +647,7 @@ impl AltPath {
     fn check(&self, l: &checks::Limits) -> checks::Check {
         let port = l.port("alt_port_num", self.port_num)?;
         l.pkey_index("alt_pkey_index", Some(&port), self.pkey_index)?;
-        l.av(
-            ["alt_ah_attr.port_num", "alt_ah_attr.grh.sgid_index"],
-            &self.av,
-        )?;
+        l.av(&ALT_AV_NAMES, &self.av)?;
         checks::five_bits("alt_timeout", self.timeout)
     }
 

@@ -36,9 +36,20 @@
 //! | `port_num`, `alt_port_num`, `ah_attr.port_num` | 1..=`phys_port_cnt` | ports are numbered from 1 (the kernel's rdma_is_port_valid) |
 //! | `pkey_index`, `alt_pkey_index` | below the port's `pkey_tbl_len` | ibv_query_port(3): "Length of partition table" |
 //! | `ah_attr.grh.sgid_index` | below the port's `gid_tbl_len` | ibv_query_port(3): "Length of source GID table" (the kernel's rdma_get_gid_attr: EINVAL past it) |
+//! | `ah_attr.sl` | 0..=15 | the service level is 4 bits (the InfiniBand specification's LRH SL); a larger value does not fit the header |
+//! | `ah_attr.grh.flow_label` | 0..=0xFFFFF | 20 bits (the GRH's FlowLabel, IPv6's on RoCE v2); a wider value does not fit the header |
+//! | `ah_attr.static_rate` | 0..=24 | an `enum ibv_rate` value (verbs.h: `IBV_RATE_MAX` 0, the port's current rate, to `IBV_RATE_1200_GBPS` 24) |
+//! | `ah_attr.grh.hop_limit` | every `u8` | the GRH's HopLmt is 8 bits; on RoCE v2 it is the IP TTL (rxe copies it), where 0 and 1 keep the packet on its link; no value is invalid, none is checked |
+//! | `ah_attr.grh.traffic_class` | every `u8` | the GRH's TClass is 8 bits (DSCP and ECN on RoCE v2); none is checked |
 //!
-//! The device's limits are read once, when the QP is created (`ibv_query_device`,
-//! `ibv_query_port` of each port), and kept with it: a transition makes no extra call. A P_Key
+//! The alternate path's address vector (`alt_ah_attr.*`) is held to the same ranges, and so is
+//! an address handle's ([`AddressHandle::new`](crate::AddressHandle::new), named as in
+//! `struct ibv_ah_attr`: `sl`, `static_rate`, `grh.flow_label`).
+//!
+//! The device's limits are read once per context (`ibv_query_device` when it is opened,
+//! `ibv_query_port` of each port the first time a check needs the port's tables), and kept with
+//! each QP: a transition makes no extra call. Only the tables' lengths and the device's limits
+//! are kept; a port's live values (state, active MTU, LID) are queried where they are used. A P_Key
 //! index given without a port (`modify_init`) is held to the longest table of the device's
 //! ports. An index inside a table may still name an empty entry: the device answers that
 //! (`ENODATA` for a source GID index without a GID, as the kernel's `rdma_get_gid_attr`).
@@ -165,4 +176,5 @@ states! {
     ErrorState = IBV_QPS_ERR,
 }
 
-pub(crate) use attr::checks::Limits;
+pub(crate) use attr::checks;
+pub(crate) use attr::checks::{AvNames, Limits};

@@ -76,6 +76,10 @@ const MAX_DEPTH: u8 = 0xff;
 /// The ack timeout `cm_init_qp_rts_attr` gives an RC QP (the path's packet lifetime through
 /// `cm_ack_timeout`): 19, as measured on rxe0 (Linux 6.1) for both sides.
 const ACK_TIMEOUT: u8 = 19;
+/// rdma_cma.h's option level `RDMA_OPTION_ID` and its option `RDMA_OPTION_ID_ACK_TIMEOUT`
+/// (a `uint8_t`).
+const OPTION_ID: i32 = 0;
+const OPTION_ID_ACK_TIMEOUT: i32 = 3;
 /// How long the CM stays in TIMEWAIT: `cm_convert_to_ms` of the ack timeout (1 << (19 - 8)
 /// ms). rxe0 reports RDMA_CM_EVENT_TIMEWAIT_EXIT about 2.3 s after the DREP under TCG.
 const TIMEWAIT: std::time::Duration = std::time::Duration::from_millis(1 << (ACK_TIMEOUT - 8));
@@ -159,6 +163,10 @@ struct Id {
     init_depth: u8,
     retry: u8,
     rnr_retry: u8,
+    /// The ACK timeout `rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)` set, which the RTS
+    /// attributes give instead of the path's (cma.c's `timeout_set`). Not inherited by a
+    /// listener's new ids.
+    ack_timeout: Option<u8>,
     /// Events read from the channel and acked, as librdmacm's `events_completed` against the
     /// kernel's `events_reported`.
     reported: u64,

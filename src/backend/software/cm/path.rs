@@ -635,7 +635,7 @@ impl CmPath for SoftwareCm {
                     a.retry_cnt = i.retry;
                     a.rnr_retry = i.rnr_retry;
                     a.max_rd_atomic = i.init_depth;
-                    a.timeout = ACK_TIMEOUT;
+                    a.timeout = i.ack_timeout.unwrap_or(ACK_TIMEOUT);
                     m = STATE | SQ_PSN | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | TIMEOUT;
                 }
                 _ => return Err(libc::EINVAL),
@@ -646,6 +646,32 @@ impl CmPath for SoftwareCm {
             attr.write(a);
             mask.write(m);
         }
+        Ok(())
+    }
+
+    unsafe fn set_option(
+        &self,
+        id: *mut sys::rdma_cm_id,
+        level: i32,
+        optname: i32,
+        optval: *mut c_void,
+        optlen: usize,
+    ) -> Result<(), Errno> {
+        let mut s = lock();
+        // SAFETY: caller's contract.
+        let h = unsafe { s.handle(id) }?;
+        if (level, optname) != (OPTION_ID, OPTION_ID_ACK_TIMEOUT) {
+            // ucma_set_option_level: the other options are librdmacm's to model; this CM
+            // has none of them.
+            return Err(libc::ENOSYS);
+        }
+        // ucma_set_option_id: "if (optlen != sizeof(u8))"; rdma_set_ack_timeout: RC ids only.
+        if optlen != 1 || optval.is_null() || s.id(h).ud {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: caller's contract: one readable byte.
+        let t = unsafe { *optval.cast::<u8>() };
+        s.id(h).ack_timeout = Some(t);
         Ok(())
     }
 

@@ -373,6 +373,7 @@ impl State {
                 init_depth: 0,
                 retry: 0,
                 rnr_retry: 0,
+                ack_timeout: None,
                 reported: 0,
                 acked: 0,
                 timewait: 0,
