@@ -12,23 +12,22 @@
 //! `--self` runs the service and its peer's lives (N restarts: N + 1 lives) in one process, the
 //! peer on a thread of its own that opens its own context for each life, as a new process would.
 //! The device is `-d`, else `TYPED_VERBS_DEVICE`, else sw0. The peer's death is seen only through
-//! the transport: the service gets RETRY_EXC_ERR after its ACK timeout and retries (`timeout`
-//! 14, `retry_cnt` 6: about 0.5 s), never through the side channel.
+//! the transport: the service gets RETRY_EXC_ERR after its ACK timeout and retries
+//! (`Qp::connect`'s defaults, `timeout` 14 and `retry_cnt` 6: 0.47 s), never through the side
+//! channel.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use typed_verbs::qp_state::{Reset, Rts};
-use typed_verbs::slots::{SlotPoller, SlotSends};
+use typed_verbs::slots::SlotPoller;
 use typed_verbs::{
-    wc_flags, Access, AccessFlags, AddressVector, ConnectedInit, Context, CqEx, Endpoint, Gid,
-    GlobalRoute, Mtu, PageBuf, Pd, Qp, Rc, RcRtr, RcRts, Shared, Slot, SlotRq, WcOpcode, WcStatus,
+    wc_flags, Access, AccessFlags, Context, CqEx, Endpoint, Gid, Mtu, PageBuf, Pd, Qp, Rc, Slot,
+    WcOpcode, WcStatus,
 };
 
 type Flags = wc_flags!(BYTE_LEN | QP_NUM);
-type SlotQp<'a, St> = Qp<'a, Rc, SlotRq<SlotSends>, Shared, (), St>;
 
 /// Receives each side keeps posted.
 const RECVS: usize = 4;
@@ -128,51 +127,6 @@ fn read_endpoint(s: &TcpStream, port_num: u8) -> Result<Endpoint, String> {
     })
 }
 
-/// RESET → INIT → RTR → RTS towards `remote`, with an ACK timeout of 67 ms (`timeout` 14) and 6
-/// retries: a dead peer is reported after about 0.5 s on every device.
-fn connect<'a>(
-    qp: SlotQp<'a, Reset>,
-    local: &Endpoint,
-    remote: &Endpoint,
-) -> typed_verbs::Result<SlotQp<'a, Rts>> {
-    let grh = (remote.gid != Gid::default()).then_some(GlobalRoute {
-        dgid: remote.gid,
-        flow_label: 0,
-        sgid_index: local.gid_index,
-        hop_limit: 1,
-        traffic_class: 0,
-    });
-    let av = AddressVector {
-        dlid: remote.lid,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: local.port_num,
-        grh,
-    };
-    let init = ConnectedInit {
-        port_num: local.port_num,
-        pkey_index: 0,
-        access: AccessFlags::LOCAL_WRITE,
-    };
-    let rtr = RcRtr {
-        av,
-        path_mtu: local.mtu.min(remote.mtu),
-        dest_qp_num: remote.qp_num,
-        rq_psn: remote.psn,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-    };
-    let rts = RcRts {
-        sq_psn: local.psn,
-        timeout: 14,
-        retry_cnt: 6,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
-    };
-    qp.to_init(init)?.to_rtr(rtr)?.to_rts(rts)
-}
-
 /// A completion as this program looks at it: status, opcode (on success), slot, byte count.
 type Got<'s> = (WcStatus, Option<WcOpcode>, Slot<'s>, u32);
 
@@ -231,7 +185,11 @@ fn service(o: &Opts, listener: TcpListener) -> Result<(), String> {
         let me = qp.endpoint(1, 0).map_err(|e| e.to_string())?;
         let peer = read_endpoint(&side, 1)?;
         send_endpoint(&mut side, &me)?;
-        let up = connect(qp, &me, &peer).map_err(|e| e.to_string())?;
+        // `connect`'s defaults report a dead peer in bounded time on every device: an ACK
+        // timeout of 67 ms (`timeout` 14) and 6 retries, 0.47 s (docs/connection-parameters.md).
+        let up = qp
+            .connect(&me, &peer, AccessFlags::LOCAL_WRITE)
+            .map_err(|e| e.to_string())?;
         println!(
             "service: life {life} of the peer: connected to QP {}",
             peer.qp_num
@@ -335,17 +293,6 @@ fn peer_life(o: &Opts, host: &str) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let me = qp.endpoint(1, 0).map_err(|e| e.to_string())?;
-    let qp = qp
-        .to_init(ConnectedInit {
-            port_num: 1,
-            pkey_index: 0,
-            access: AccessFlags::LOCAL_WRITE,
-        })
-        .map_err(|e| e.to_string())?;
-    for _ in 0..RECVS {
-        qp.post_recv_slot(pool.pop().expect("a slot"))
-            .map_err(|e| e.error.to_string())?;
-    }
     let start = Instant::now();
     let mut side = loop {
         match TcpStream::connect((host, o.port)) {
@@ -358,42 +305,14 @@ fn peer_life(o: &Opts, host: &str) -> Result<(), String> {
     };
     send_endpoint(&mut side, &me)?;
     let service = read_endpoint(&side, 1)?;
-    let init: SlotQp<'_, typed_verbs::Init> = qp;
-    // The RTR and RTS of `connect`, from INIT (the receives are posted already).
-    let grh = (service.gid != Gid::default()).then_some(GlobalRoute {
-        dgid: service.gid,
-        flow_label: 0,
-        sgid_index: 0,
-        hop_limit: 1,
-        traffic_class: 0,
-    });
-    let av = AddressVector {
-        dlid: service.lid,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh,
-    };
-    let up = init
-        .to_rtr(RcRtr {
-            av,
-            path_mtu: me.mtu.min(service.mtu),
-            dest_qp_num: service.qp_num,
-            rq_psn: service.psn,
-            max_dest_rd_atomic: 1,
-            min_rnr_timer: 12,
-        })
-        .and_then(|q| {
-            q.to_rts(RcRts {
-                sq_psn: me.psn,
-                timeout: 14,
-                retry_cnt: 6,
-                rnr_retry: 7,
-                max_rd_atomic: 1,
-            })
-        })
+    let up = qp
+        .connect(&me, &service, AccessFlags::LOCAL_WRITE)
         .map_err(|e| e.to_string())?;
+    // A request that comes before these are posted gets an RNR NAK and is sent again.
+    for _ in 0..RECVS {
+        up.post_recv_slot(pool.pop().expect("a slot"))
+            .map_err(|e| e.error.to_string())?;
+    }
     let mut n = 0;
     while n < o.echoes {
         let Some((status, opcode, slot, _)) = next(&mut poller, Duration::from_secs(10))? else {

@@ -105,7 +105,7 @@ pub use qp::{ah, connect, state as qp_state};
 pub use access::Access;
 pub use ah::AddressHandle;
 pub use channel::CompChannel;
-pub use connect::Endpoint;
+pub use connect::{Endpoint, RcParams};
 pub use cq::{AnyCq, Cq, CqBuilder, CqContext, QpContextOk, Shared, SingleThreaded, Threading};
 pub use cq_ex::{
     AllFields, ArcPoller, Batch, Completion, CqEx, Failure, NoFields, Poller, Standard, Success,
@@ -283,6 +283,11 @@ pub struct ReadmeDoctests;
 #[cfg(all(doctest, feature = "software-device"))]
 #[doc = include_str!("../docs/software-device.md")]
 pub struct SoftwareDeviceGuideDoctests;
+
+/// The faults guide's programs, run as doctests.
+#[cfg(all(doctest, feature = "software-device"))]
+#[doc = include_str!("../docs/faults.md")]
+pub struct FaultsGuideDoctests;
 
 /// The guarantees guide's programs, run as doctests.
 #[cfg(doctest)]

@@ -17,48 +17,15 @@ use typed_verbs::{
 type Flags = wc_flags!(BYTE_LEN | QP_NUM);
 type SlotQp<'a, St> = Qp<'a, Rc, SlotRq<SlotSends>, Shared, (), St>;
 
-/// Connects `qp` (endpoint `local`) to `remote` as `Qp::connect` does, with `timeout` 10 (4 ms)
-/// and 2 transport retries, so that a dead peer is reported in about 12 ms on every device.
+/// Connects `qp` (endpoint `local`) to `remote` with `timeout` 10 (4 ms) and 2 transport
+/// retries, so that a dead peer is reported in about 12 ms on every device.
 fn connect<'a>(qp: SlotQp<'a, Reset>, local: &Endpoint, remote: &Endpoint) -> SlotQp<'a, Rts> {
-    let init = ConnectedInit {
-        port_num: 1,
-        pkey_index: 0,
-        access: AccessFlags::LOCAL_WRITE,
-    };
-    let av = typed_verbs::AddressVector {
-        dlid: remote.lid,
-        sl: 0,
-        src_path_bits: 0,
-        static_rate: 0,
-        port_num: 1,
-        grh: Some(typed_verbs::GlobalRoute {
-            dgid: remote.gid,
-            flow_label: 0,
-            sgid_index: local.gid_index,
-            hop_limit: 1,
-            traffic_class: 0,
-        }),
-    };
-    let rtr = RcRtr {
-        av,
-        path_mtu: local.mtu.min(remote.mtu),
-        dest_qp_num: remote.qp_num,
-        rq_psn: remote.psn,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-    };
-    let rts = RcRts {
-        sq_psn: local.psn,
+    let params = RcParams {
         timeout: 10,
         retry_cnt: 2,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
+        ..RcParams::default()
     };
-    qp.to_init(init)
-        .unwrap()
-        .to_rtr(rtr)
-        .unwrap()
-        .to_rts(rts)
+    qp.connect_with(local, remote, AccessFlags::LOCAL_WRITE, params)
         .unwrap()
 }
 
