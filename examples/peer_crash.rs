@@ -18,15 +18,16 @@
 //! goes on answering until it is killed.
 //!
 //! Cases (docs/peer-crash.md has what rxe gave):
-//! - `rc-process`, `rc-vm`: an RC QP pair brought up by hand (endpoints over a TCP exchange) with
-//!   timeout 14 and retry_cnt 6 (rxe takes retry_cnt 7 as "retry forever"). The survivor must see
-//!   `RETRY_EXC_ERR` within the bound after its last successful completion: 4.096 µs ×
-//!   2^timeout × (retry_cnt + 1), from the QP's attributes as `ibv_query_qp` reads them back
+//! - `rc-process`, `rc-vm`: an RC QP pair connected by `Qp::connect_with` (endpoints over a TCP
+//!   exchange) with timeout 14 and retry_cnt 6 (rxe takes retry_cnt 7 as "retry forever"). The
+//!   survivor must see `RETRY_EXC_ERR` within the bound after its last successful completion:
+//!   4.096 µs × 2^timeout × (retry_cnt + 1), from the QP's attributes as `query_rc_params` reads them back
 //!   (here 0.47 s), plus `--slack` (default 1 s, for TCG); and every other request it posted
 //!   (sends, writes and receives) must complete, flushed (`WR_FLUSH_ERR`): posted = completed.
 //!   Then the QP, the MR, the CQ, the PD and the context are destroyed, each call checked.
-//! - `cm-process`, `cm-vm`: the same over rdma_cm (the crate's typed CM, `retry_count` 6; the
-//!   timeout is rdma_cm's, from the path's packet lifetime, and the bound is derived from it).
+//! - `cm-process`, `cm-vm`: the same over rdma_cm (the crate's typed CM, `ConnParam`'s bounded
+//!   defaults: `retry_count` 6 and `ack_timeout` 14 through `RDMA_OPTION_ID_ACK_TIMEOUT`; the
+//!   bound is derived from what the QP reports).
 //!   The first report of the crash, the CM's event (`RDMA_CM_EVENT_DISCONNECTED` or another) or
 //!   the QP's error completion, must come within the bound; once the QP has failed, the CM event
 //!   is waited for 2 s (a timeout if none). The survivor then disconnects (its QP to ERR; if no
@@ -37,9 +38,6 @@
 //!   counted lost 0.5 s after it was sent unanswered; the peer is declared gone after 2 s
 //!   without an answer (bound 2.5 s), and the survivor stops, its QP to ERR (its receives
 //!   flushed), and prints `loss detected: N sent, M answered`.
-//!
-//! Bringing the RC QPs up by hand is one macro (`rc_up!`, its attributes from `rc_attrs`) to
-//! replace by `Qp::connect_with` with its bounded defaults once that exists.
 //!
 //! Every wait is bounded: a survivor that sees no error and no loss within 60 s of its last
 //! progress fails ("hang"), and so does a victim that is not killed within 120 s.
@@ -56,8 +54,8 @@ use std::time::{Duration, Instant};
 use typed_verbs::cm::{CmId, ConnEvent, ConnParam, EventChannel, Tcp};
 use typed_verbs::{
     Access, AccessFlags, AddressHandle, AddressVector, ConnectedInit, Context, Cq, Endpoint,
-    ErrorKind, Gid, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcRtr, RcRts, RemoteMr, SendWr, SqPsn, Uc,
-    UcRtr, Ud, UdDest, UdInit, WcStatus, WorkCompletion,
+    ErrorKind, Gid, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcParams, RemoteMr, SendWr, SqPsn, Uc, UcRtr,
+    Ud, UdDest, UdInit, WcStatus, WorkCompletion,
 };
 
 /// Messages in flight (survivor) and the receive slots each side keeps posted.
@@ -241,24 +239,6 @@ fn err<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> String {
     move |e| format!("{what}: {e}")
 }
 
-/// An RC QP's local ACK timeout and retry count as the device has them (`ibv_query_qp`; the
-/// typed layer has no query of them): what the bound is derived from, whoever set them (this
-/// program, or rdma_cm from the path's packet lifetime).
-fn qp_timing(qp: *mut typed_verbs::ffi::sys::ibv_qp) -> Result<(u8, u8), String> {
-    use typed_verbs::ffi::sys;
-    // SAFETY: `qp` is a live QP of this crate's context (the caller's); `attr` and `init` are
-    // plain C data, valid for writes; the call only reads the QP.
-    unsafe {
-        let mut attr: sys::ibv_qp_attr = std::mem::zeroed();
-        let mut init: sys::ibv_qp_init_attr = std::mem::zeroed();
-        let mask =
-            (sys::ibv_qp_attr_mask::IBV_QP_TIMEOUT | sys::ibv_qp_attr_mask::IBV_QP_RETRY_CNT).0;
-        typed_verbs::raw::ibv_query_qp(qp, &mut attr, mask as i32, &mut init)
-            .map_err(|e| format!("ibv_query_qp: {e:?}"))?;
-        Ok((attr.timeout, attr.retry_cnt))
-    }
-}
-
 /// The RC bound for a QP's (timeout, retry_cnt): 4.096 µs × 2^timeout × (retry_cnt + 1).
 fn rc_bound((timeout, retry_cnt): (u8, u8)) -> Duration {
     Duration::from_nanos(4096 * (1u64 << timeout) * (u64::from(retry_cnt) + 1))
@@ -370,39 +350,17 @@ fn av(me: &Endpoint, peer: &Endpoint, hop_limit: u8) -> AddressVector {
     }
 }
 
-/// RC's three transitions with a bounded retry count (timeout 14, retry_cnt 6): what
-/// `Qp::connect_with` will do with its defaults.
-fn rc_attrs(me: &Endpoint, peer: &Endpoint) -> (ConnectedInit, RcRtr, RcRts) {
-    (
-        ConnectedInit {
-            port_num: me.port_num,
-            pkey_index: 0,
-            access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-        },
-        RcRtr {
-            av: av(me, peer, 1),
-            path_mtu: me.mtu.min(peer.mtu),
-            dest_qp_num: peer.qp_num,
-            rq_psn: peer.psn,
-            max_dest_rd_atomic: 1,
-            min_rnr_timer: 12,
-        },
-        RcRts {
-            sq_psn: me.psn,
-            timeout: ACK_TIMEOUT,
-            retry_cnt: RETRY_CNT,
-            rnr_retry: 7,
-            max_rd_atomic: 1,
-        },
-    )
-}
-
+/// RC brought up by `Qp::connect_with` with the bounded defaults (timeout 14, retry_cnt 6: rxe
+/// takes retry_cnt 7 as "retry forever"), open to the peer's RDMA writes.
 macro_rules! rc_up {
     ($qp:expr, $me:expr, $peer:expr) => {{
-        let (i, r, s) = rc_attrs($me, $peer);
-        $qp.to_init(i)
-            .and_then(|q| q.to_rtr(r))
-            .and_then(|q| q.to_rts(s))
+        let params = RcParams {
+            timeout: ACK_TIMEOUT,
+            retry_cnt: RETRY_CNT,
+            ..RcParams::default()
+        };
+        let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+        $qp.connect_with($me, $peer, access, params)
     }};
 }
 
@@ -673,7 +631,10 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
     // The TCP stream stays open until the teardown (nothing more goes over it).
     let (peer, stream) = exchange(o, &mine)?;
     let qp = rc_up!(qp, &me, &peer.ep).map_err(err("bringing the RC QP up"))?;
-    let timing = qp_timing(qp.as_raw())?;
+    let timing = qp
+        .query_rc_params()
+        .map(|p| (p.timeout, p.retry_cnt))
+        .map_err(err("query_rc_params"))?;
     let target = RemoteMr::from_peer(peer.addr, peer.len, peer.rkey, Access::REMOTE_WRITE);
     let mut t = Traffic::new(false, true);
     t.post_recvs(|slot| {
@@ -824,9 +785,14 @@ fn survivor_cm(o: &Opts) -> Result<(), String> {
     };
     let conn = req.accept(qp, &param, T).map_err(err("CM accept"))?;
     drop(listener);
-    // What rdma_cm gave the QP: retry_cnt from the connect's retry_count, the timeout from the
-    // path's packet lifetime.
-    let timing = qp_timing(conn.qp().as_raw())?;
+    // What rdma_cm gave the QP: retry_cnt from the connect's retry_count, the timeout from
+    // ConnParam's ack_timeout (RDMA_OPTION_ID_ACK_TIMEOUT; without it, the path's packet
+    // lifetime).
+    let timing = conn
+        .qp()
+        .query_rc_params()
+        .map(|p| (p.timeout, p.retry_cnt))
+        .map_err(err("query_rc_params"))?;
     let target = RemoteMr::from_peer(peer.addr, peer.len, peer.rkey, Access::REMOTE_WRITE);
     println!(
         "survivor: {}: connected over rdma_cm, QP {} (timeout {}, retry_cnt {}); traffic",

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use typed_verbs::qp_state::{Reset, Rts};
 use typed_verbs::slots::{SlotPoller, SlotSends};
 use typed_verbs::{
-    wc_flags, Access, AccessFlags, ConnectedInit, CqEx, Endpoint, Pd, Qp, Rc, RcRtr, RcRts, Shared,
-    Slot, SlotRq, WcOpcode, WcStatus,
+    wc_flags, Access, AccessFlags, CqEx, Endpoint, Pd, Qp, Rc, RcParams, Shared, Slot, SlotRq,
+    WcOpcode, WcStatus,
 };
 
 type Flags = wc_flags!(BYTE_LEN | QP_NUM);
