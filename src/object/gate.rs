@@ -31,8 +31,8 @@
 //! (`Opener::Exclusive`) proves that no poller can poll (a leaked one's bit may stay).
 
 use super::teardown::{done, park, Backoff, Teardown};
-use crate::ffi::sync::Mutex;
 use crate::ffi::sys;
+use crate::sync::Mutex;
 use std::os::raw::c_void;
 use std::sync::atomic::Ordering;
 

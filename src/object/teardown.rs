@@ -47,9 +47,9 @@
 //! alive are released after the teardowns.
 
 use super::gate::*;
-use crate::ffi::sync::Mutex;
 use crate::ffi::sys;
 use crate::object::parent::Keep;
+use crate::sync::Mutex;
 use std::cell::Cell;
 use std::os::raw::c_void;
 use std::ptr;

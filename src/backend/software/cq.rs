@@ -10,9 +10,9 @@
 use super::events::EventCounts;
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
-use crate::ffi::sync;
 use crate::ffi::wc_ex_flags as wcf;
 use crate::ffi::{self, c_entry, sys};
+use crate::sync;
 use lock_api::RawMutex as _;
 use std::cell::UnsafeCell;
 use std::os::raw::{c_int, c_uint};
@@ -57,8 +57,8 @@ pub(crate) struct SwCq {
     parent: *mut sys::ibv_pd,
     single_threaded: bool,
     ignore_overrun: bool,
-    consumer: crate::ffi::sync::RawMutex,
-    producer: crate::ffi::sync::RawMutex,
+    consumer: crate::sync::RawMutex,
+    producer: crate::sync::RawMutex,
     head: AtomicU64,
     tail: AtomicU64,
     /// The completion the batch points at; null outside a batch. Consumer side only.
@@ -188,8 +188,8 @@ pub(super) unsafe fn create(
         parent,
         single_threaded: flags & ffi::CREATE_CQ_ATTR_SINGLE_THREADED != 0,
         ignore_overrun: flags & ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN != 0,
-        consumer: crate::ffi::sync::RawMutex::INIT,
-        producer: crate::ffi::sync::RawMutex::INIT,
+        consumer: crate::sync::RawMutex::INIT,
+        producer: crate::sync::RawMutex::INIT,
         head: AtomicU64::new(0),
         tail: AtomicU64::new(0),
         cur: UnsafeCell::new(ptr::null()),
