@@ -15,7 +15,7 @@
 //! variable waits on `&mut` guard) and their `const` constructors, which statics need: each
 //! makes its loom object on first use, in the execution that uses it (a static that a model
 //! touches is declared with [`sync_static!`], made anew for each execution). The raw mutex is a
-//! loom-visible test-and-set lock that yields while it waits. loom has no clock: a timed wait
+//! flag under loom's mutex, waited for on loom's condition variable. loom has no clock: a timed wait
 //! ([`Condvar::wait_until`]) is modelled as a wait that never times out (what loom's own
 //! `wait_timeout` does), and [`time::Instant`] never reaches a deadline, so a bounded wait is
 //! an unbounded one. The deadlines in the modelled code are escapes for liveness (a teardown
@@ -503,50 +503,57 @@ mod imp {
         }
     }
 
-    /// A raw mutex loom sees: a test-and-set flag (made on first use), acquired by a
-    /// compare-exchange, released by a store, yielding while it is held elsewhere.
-    pub(crate) struct RawMutex(OnceLock<loom::sync::atomic::AtomicBool>);
-
-    /// A raw mutex, unlocked, its flag made now: made on first use, a flag first used by two
-    /// threads at once would be loaded by one of them unordered after the other made it, which
+    /// A raw mutex, unlocked, its state made now: made on first use, a state first used by two
+    /// threads at once would be read by one of them unordered after the other made it, which
     /// loom reports (the `OnceLock` that orders them is invisible to it).
     pub(crate) fn raw_mutex() -> RawMutex {
         let m = <RawMutex as lock_api::RawMutex>::INIT;
-        m.flag();
+        m.state();
         m
     }
 
+    /// A raw mutex loom sees: a flag under loom's mutex (made on first use), set by `lock`,
+    /// which waits on loom's condition variable while it is set (blocked, not spinning: loom
+    /// would explore two threads spinning on it for ever), cleared by `unlock`.
+    pub(crate) struct RawMutex(OnceLock<(loom::sync::Mutex<bool>, loom::sync::Condvar)>);
+
     impl RawMutex {
-        fn flag(&self) -> &loom::sync::atomic::AtomicBool {
+        fn state(&self) -> &(loom::sync::Mutex<bool>, loom::sync::Condvar) {
             self.0
-                .get_or_init(|| loom::sync::atomic::AtomicBool::new(false))
+                .get_or_init(|| (loom::sync::Mutex::new(false), loom::sync::Condvar::new()))
         }
     }
 
-    // SAFETY: a mutex: `try_lock` sets the flag only where it was clear (an acquire
-    // compare-exchange), so one holder at a time; `unlock` clears it (a release store), and
-    // `lock` waits for that. The guard may move between threads: the flag is not per thread.
+    // SAFETY: a mutex: the flag is set only where it was clear, under loom's mutex, so one
+    // holder at a time; `unlock` clears it and wakes a waiter; loom's mutex orders what the
+    // holders did. The guard may move between threads: the flag is not per thread.
     unsafe impl lock_api::RawMutex for RawMutex {
         #[allow(clippy::declare_interior_mutable_const)]
         const INIT: Self = RawMutex(OnceLock::new());
         type GuardMarker = lock_api::GuardSend;
 
         fn lock(&self) {
-            while !self.try_lock() {
-                loom::thread::yield_now();
+            let (m, cv) = self.state();
+            let mut held = m.lock().unwrap_or_else(PoisonError::into_inner);
+            while *held {
+                held = cv.wait(held).unwrap_or_else(PoisonError::into_inner);
             }
+            *held = true;
         }
 
         fn try_lock(&self) -> bool {
-            use std::sync::atomic::Ordering;
-            self.flag()
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+            let mut held = self
+                .state()
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            !std::mem::replace(&mut *held, true)
         }
 
         unsafe fn unlock(&self) {
-            self.flag()
-                .store(false, std::sync::atomic::Ordering::Release);
+            let (m, cv) = self.state();
+            *m.lock().unwrap_or_else(PoisonError::into_inner) = false;
+            cv.notify_one();
         }
     }
 }
