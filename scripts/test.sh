@@ -62,6 +62,7 @@ fi
 # (docs/model-checking.md): `loom: N models, 0 failures`, then a past bug put back and caught.
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     bash scripts/loom.sh || status=$?
+    tidy target/loom
 fi
 # The pingpong examples on the software device, server and client in one process each.
 if [ "$status" -eq 0 ]; then
