@@ -15,14 +15,15 @@
 //! variable waits on `&mut` guard) and their `const` constructors, which statics need: each
 //! makes its loom object on first use, in the execution that uses it (a static that a model
 //! touches is declared with [`sync_static!`], made anew for each execution). The raw mutex is a
-//! flag under loom's mutex, waited for on loom's condition variable. loom has no clock: a timed wait
-//! ([`Condvar::wait_until`]) is modelled as a wait that never times out (what loom's own
-//! `wait_timeout` does), and [`time::Instant`] never reaches a deadline, so a bounded wait is
-//! an unbounded one. The deadlines in the modelled code are escapes for liveness (a teardown
-//! refused after a second, a teardown handed on after a second); where one leads somewhere
-//! the models check, they drive that path directly (`run_or_hand`), and a model whose wait
-//! could only end at a deadline shows up as a loom deadlock instead of passing. A sleep is a
-//! yield.
+//! flag under loom's mutex, waited for on loom's condition variable (blocked, not spinning:
+//! loom has no fairness, and would explore two threads spinning on it for ever). loom has no
+//! clock: a timed wait ([`Condvar::wait_until`]) is modelled as a wait that never times out
+//! (what loom's own `wait_timeout` does), and [`time::Instant`] never reaches a deadline, so a
+//! bounded wait is an unbounded one. The deadlines in the modelled code are escapes for
+//! liveness (a teardown refused after a second, a teardown handed on after a second); where
+//! one leads somewhere the models check, they drive that path directly (`run_or_hand`), and a
+//! model whose wait could only end at a deadline shows up as a loom deadlock instead of
+//! passing. A sleep is a yield.
 //!
 //! **valgrind.** helgrind and DRD see a happens-before edge only where the pthread API makes
 //! one. The crate's locks are parking_lot's, built from atomics and futexes that neither tool
