@@ -58,6 +58,12 @@ fi
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     cargo test --features tokio --test typed --test cm -- ownership:: events:: cm:: || status=$?
 fi
+# The loom models of the teardown gates, the poller's claim and the software CQ's ring
+# (docs/model-checking.md): `loom: N models, 0 failures`, then a past bug put back and caught.
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    bash scripts/loom.sh || status=$?
+    tidy target/loom
+fi
 # The pingpong examples on the software device, server and client in one process each.
 if [ "$status" -eq 0 ]; then
     bash scripts/pingpong.sh -- -n 2000 || status=$?

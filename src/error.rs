@@ -658,10 +658,10 @@ const OS_ERRORS: usize = 4096;
 ///
 /// The table is made once and never freed, under the crate's lock rather than a `OnceLock`:
 /// the lock's happens-before edge is the one valgrind's thread checkers are told about
-/// (`crate::ffi::sync`), so the table's reads on other threads are not reported as races.
+/// (`crate::sync`), so the table's reads on other threads are not reported as races.
 fn os_error(errno: i32) -> Option<&'static std::io::Error> {
-    static TABLE: crate::ffi::sync::Mutex<Option<&'static [std::io::Error]>> =
-        crate::ffi::sync::Mutex::new(None);
+    static TABLE: crate::sync::Mutex<Option<&'static [std::io::Error]>> =
+        crate::sync::Mutex::new(None);
     let i = usize::try_from(errno)
         .ok()
         .filter(|&i| i > 0 && i < OS_ERRORS)?;

@@ -88,6 +88,8 @@ pub mod slots;
 #[cfg_attr(docsrs, doc(cfg(feature = "software-device")))]
 pub mod software;
 pub mod srq;
+// The crate's locks and atomics: parking_lot's and std's, or loom's in the models' build.
+mod sync;
 pub mod wr;
 // Beside the layers: the crate's errors and seals (leaves every layer above the backends may
 // use), and the safety model (documentation).

@@ -1,7 +1,8 @@
 //! The layers of src/, bottom up, and the rule that imports point down them. Each layer is a
 //! folder (or one file) at the top of src/:
 //!
-//! 1. `ffi/`: the C side (rdma-sys, the C layouts, locks, registered memory's model, fds);
+//! 1. `ffi/`: the C side (rdma-sys, the C layouts, registered memory's model, fds), and beside
+//!    it `sync`, the crate's sync facade (locks and atomics: parking_lot's and std's, or loom's);
 //! 2. `backend/`: the seam, rdma-core with its provider workarounds, the software device;
 //! 3. `sealed`, `error`: the typed layer's leaves;
 //! 4. `raw/`: the unchecked verbs, as C names them;
@@ -21,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom up: a module may point into its own folder and into any module of a
 /// lower layer.
 const LAYERS: &[&[&str]] = &[
-    &["ffi"],
+    &["ffi", "sync"],
     &["backend"],
     &["sealed"],
     &["error"],

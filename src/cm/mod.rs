@@ -77,7 +77,6 @@ use crate::cq::Threading;
 use crate::device::Context;
 pub use crate::error::CmEventKind;
 use crate::error::{Error, ErrorKind, Result, Verb};
-use crate::ffi::sync::{Condvar, Mutex};
 use crate::ffi::sys;
 use crate::qp::state::{
     AccessFlags, AddressVector, ConnectedInit, ConnectedInitModify, ErrorState, GlobalRoute, Init,
@@ -87,6 +86,7 @@ use crate::qp::Gid;
 use crate::qp::Rc;
 use crate::qp::Ud;
 use crate::qp::{Qp, QpType, RecvSide, UsesSrq};
+use crate::sync::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;

@@ -24,7 +24,6 @@
 
 pub mod dma;
 pub(crate) mod fd;
-pub(crate) mod sync;
 
 pub use rdma_sys as sys;
 

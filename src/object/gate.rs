@@ -31,8 +31,10 @@
 //! (`Opener::Exclusive`) proves that no poller can poll (a leaked one's bit may stay).
 
 use super::teardown::{done, park, Backoff, Teardown};
-use crate::ffi::sync::Mutex;
 use crate::ffi::sys;
+use crate::sync::atomic::AtomicU32;
+use crate::sync::time::Instant;
+use crate::sync::{thread, Mutex};
 use std::os::raw::c_void;
 use std::sync::atomic::Ordering;
 
@@ -88,7 +90,7 @@ struct Item {
 
 /// A CQ's gate (see above), in its crate meta.
 pub(crate) struct Gate {
-    state: std::sync::atomic::AtomicU32,
+    state: AtomicU32,
     deferred: Mutex<Vec<Item>>,
 }
 
@@ -99,9 +101,19 @@ impl Gate {
         matches!(self.state.load(Ordering::Acquire) & KIND, OPEN | DEFERRED)
     }
 
+    #[cfg(not(typed_verbs_loom))]
     pub(crate) const fn new() -> Gate {
         Gate {
-            state: std::sync::atomic::AtomicU32::new(FREE),
+            state: AtomicU32::new(FREE),
+            deferred: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// [`Gate::new`] of loom's atomic, which is not made in a `const`.
+    #[cfg(typed_verbs_loom)]
+    pub(crate) fn new() -> Gate {
+        Gate {
+            state: AtomicU32::new(FREE),
             deferred: Mutex::new(Vec::new()),
         }
     }
@@ -171,9 +183,9 @@ impl Gate {
                     // would miss the gaps between them).
                     spins = spins.saturating_add(1);
                     if spins < 16 {
-                        std::hint::spin_loop();
+                        thread::spin_loop();
                     } else {
-                        std::thread::yield_now();
+                        thread::yield_now();
                     }
                 }
             }
@@ -246,13 +258,13 @@ impl Gate {
     /// `deadline` for the batch or teardown that holds it; while it waits, no new batch opens
     /// on it. If the CQ's poller is waiting to open one, it first lets it (so a stream of
     /// teardowns does not starve it). False at the deadline, with nothing taken.
-    pub(super) fn take_waiting(&self, deadline: std::time::Instant) -> bool {
+    pub(super) fn take_waiting(&self, deadline: Instant) -> bool {
         let mut backoff = Backoff::default();
         loop {
             if self.state.load(Ordering::Relaxed) & OPENER == 0 {
                 break;
             }
-            if std::time::Instant::now() >= deadline {
+            if Instant::now() >= deadline {
                 return false;
             }
             backoff.wait();
@@ -279,7 +291,7 @@ impl Gate {
             {
                 return true;
             }
-            if std::time::Instant::now() >= deadline {
+            if Instant::now() >= deadline {
                 self.state.fetch_sub(WAITER, Ordering::Relaxed);
                 return false;
             }
@@ -354,4 +366,139 @@ pub(super) unsafe fn gate_of<'a>(cq: *mut sys::ibv_cq) -> &'a Gate {
     // SAFETY: caller's contract: cq_context is the CQ's meta, a `#[repr(C)]` struct whose first
     // field is its gate (`crate::cq::CqMeta`), live as long as the CQ.
     unsafe { &*((*cq).cq_context as *const Gate) }
+}
+
+/// What the models read of a gate.
+#[cfg(all(test, typed_verbs_loom))]
+impl Gate {
+    /// Whether a teardown holds the gate (closed to batches).
+    pub(super) fn held_by_teardown(&self) -> bool {
+        self.state.load(Ordering::SeqCst) & KIND == TEARDOWN
+    }
+
+    /// The gate's whole word: `FREE` (0) once nobody holds it, waits for it or claims it.
+    pub(super) fn word(&self) -> u32 {
+        self.state.load(Ordering::SeqCst)
+    }
+}
+
+/// The poller's claim, model-checked (docs/model-checking.md): `CqEx::poller` and the poller's
+/// drop ([`Gate::claim_poller`], [`Gate::release_poller`]), its batches
+/// ([`Opener::Poller`]) and `CqEx::poll_batch` through `&self` ([`Opener::Shared`]), as
+/// `poll_batch` opens and closes them.
+#[cfg(all(test, typed_verbs_loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::atomic::AtomicUsize;
+    use loom::sync::Arc;
+    use std::sync::atomic::Ordering::SeqCst;
+
+    struct Cq {
+        gate: Gate,
+        /// Live pollers (counted after the claim, uncounted before its release).
+        pollers: AtomicUsize,
+        /// Threads inside a batch of the CQ.
+        polling: AtomicUsize,
+    }
+
+    /// A batch as `poll_batch` opens it (the verbs between left out): at most one at a time.
+    fn batch(cq: &Cq, who: Opener) -> bool {
+        if !cq.gate.open_batch(who) {
+            return false;
+        }
+        assert_eq!(cq.polling.fetch_add(1, SeqCst), 0, "two batches at once");
+        cq.polling.fetch_sub(1, SeqCst);
+        assert!(!cq.gate.close_batch(who), "nothing was handed");
+        true
+    }
+
+    /// A poller's life: claimed, one batch, dropped. While it lives no shared batch is open.
+    fn poller(cq: &Cq) -> bool {
+        if !cq.gate.claim_poller() {
+            return false;
+        }
+        assert_eq!(cq.pollers.fetch_add(1, SeqCst), 0, "two pollers at once");
+        assert!(
+            batch(cq, Opener::Poller),
+            "the poller's batch is never refused"
+        );
+        cq.pollers.fetch_sub(1, SeqCst);
+        cq.gate.release_poller();
+        true
+    }
+
+    /// Two threads claim the poller and poll while a third polls through `&self`: one poller
+    /// at a time, one batch at a time, no shared batch while a poller lives, a claim refused
+    /// only while another poller lives or a batch is open, and the gate free at the end.
+    #[test]
+    fn poller_claim_one_at_a_time() {
+        crate::sync::model::check(None, || {
+            let cq = Arc::new(Cq {
+                gate: Gate::new(),
+                pollers: AtomicUsize::new(0),
+                polling: AtomicUsize::new(0),
+            });
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let cq = cq.clone();
+                    loom::thread::spawn(move || poller(&cq))
+                })
+                .collect();
+            let shared = cq.gate.open_batch(Opener::Shared);
+            if shared {
+                assert_eq!(
+                    cq.pollers.load(SeqCst),
+                    0,
+                    "a shared batch while a poller lives"
+                );
+                assert_eq!(cq.polling.fetch_add(1, SeqCst), 0, "two batches at once");
+                cq.polling.fetch_sub(1, SeqCst);
+                assert!(!cq.gate.close_batch(Opener::Shared));
+            }
+            let claimed = threads
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .filter(|&c| c)
+                .count();
+            // Each refusal has a reason: a refused shared batch saw a poller, and two refused
+            // claims saw the shared batch (they cannot both have seen each other).
+            assert!(shared || claimed >= 1, "refused with nobody polling");
+            assert_eq!(cq.gate.word(), FREE);
+        });
+    }
+
+    /// `CqEx::split` takes the claim through `&mut` (after a leaked poller), and an exclusive
+    /// batch keeps a leaked poller's bit: a racing shared batch is refused once the bit is
+    /// set, and a claim is refused while it stays.
+    #[test]
+    fn poller_claim_taken_back_by_split() {
+        crate::sync::model::check(None, || {
+            let cq = Arc::new(Cq {
+                gate: Gate::new(),
+                pollers: AtomicUsize::new(0),
+                polling: AtomicUsize::new(0),
+            });
+            // A poller leaked: its bit stays.
+            assert!(cq.gate.claim_poller());
+            let shared = {
+                let cq = cq.clone();
+                loom::thread::spawn(move || batch(&cq, Opener::Shared))
+            };
+            let other = {
+                let cq = cq.clone();
+                loom::thread::spawn(move || cq.gate.claim_poller())
+            };
+            assert!(
+                !shared.join().unwrap(),
+                "a shared batch while the bit stays"
+            );
+            assert!(!other.join().unwrap(), "a second claim while the bit stays");
+            // `&mut CqEx`: no batch open, no poller polls; split takes the bit (kept).
+            cq.gate.take_poller();
+            assert!(batch(&cq, Opener::Exclusive));
+            assert!(batch(&cq, Opener::Poller));
+            cq.gate.release_poller();
+            assert_eq!(cq.gate.word(), FREE);
+        });
+    }
 }

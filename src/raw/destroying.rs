@@ -11,8 +11,8 @@
 //! their guards, are [`crate::event`]'s, which sits above every object.
 
 use crate::backend;
-use crate::ffi::sync::Mutex;
 use crate::ffi::sys;
+use crate::sync::Mutex;
 use std::collections::HashMap;
 use std::os::raw::c_void;
 use std::sync::{Arc, OnceLock};

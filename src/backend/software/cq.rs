@@ -5,14 +5,16 @@
 //! `producer`; consumers by `consumer`, which `start_poll` takes and `end_poll` releases, as
 //! rdma-core's providers hold their CQ lock for a whole batch. A CQ created with SINGLE_THREADED
 //! skips the consumer lock, as the flag promises ("no locking is required"). Head and tail are
-//! atomics, so the two sides meet only there.
+//! atomics, so the two sides meet only there. That protocol is [`Ring`], in the sync facade's
+//! types, which the loom models drive (docs/model-checking.md); the C entry points around it
+//! only translate.
 
 use super::events::EventCounts;
 use super::{give, rxe_round, sw_context, take, SwContext};
 use crate::backend::Errno;
-use crate::ffi::sync;
 use crate::ffi::wc_ex_flags as wcf;
 use crate::ffi::{self, c_entry, sys};
+use crate::sync;
 use lock_api::RawMutex as _;
 use std::cell::UnsafeCell;
 use std::os::raw::{c_int, c_uint};
@@ -55,17 +57,10 @@ pub(crate) struct SwCq {
     ctx: *mut SwContext,
     channel: *mut sys::ibv_comp_channel,
     parent: *mut sys::ibv_pd,
-    single_threaded: bool,
     ignore_overrun: bool,
-    consumer: crate::ffi::sync::RawMutex,
-    producer: crate::ffi::sync::RawMutex,
-    head: AtomicU64,
-    tail: AtomicU64,
+    ring: Ring,
     /// The completion the batch points at; null outside a batch. Consumer side only.
     cur: UnsafeCell<*const Cqe>,
-    mask: u64,
-    depth: u64,
-    slots: Box<[UnsafeCell<Cqe>]>,
     /// QPs that use this CQ (send and receive counted apart).
     pub(crate) usecnt: AtomicU32,
     /// `ibv_req_notify_cq`: [`DISARMED`], [`ARMED_NEXT`] or [`ARMED_SOLICITED`].
@@ -83,6 +78,182 @@ const ARMED_NEXT: u32 = 1;
 /// Armed for the next solicited completion (IB_CQ_SOLICITED).
 const ARMED_SOLICITED: u32 = 2;
 static_assertions::const_assert_eq!(std::mem::offset_of!(SwCq, ex), 0);
+
+/// A CQ's ring of completions: producers (serialized by `producer`) store at `tail` and publish
+/// it; the consumer (serialized by `consumer`, held for a whole batch, unless the CQ is
+/// SINGLE_THREADED) reads at `head` and publishes it to free the slot. `depth` completions fit;
+/// the slots are one more, a power of two (`mask`).
+pub(crate) struct Ring {
+    consumer: sync::RawMutex,
+    producer: sync::RawMutex,
+    single_threaded: bool,
+    head: sync::atomic::AtomicU64,
+    tail: sync::atomic::AtomicU64,
+    mask: u64,
+    depth: u64,
+    slots: Box<[sync::cell::UnsafeCell<Cqe>]>,
+}
+
+impl Ring {
+    /// A ring of `depth` completions, `depth + 1` a power of two; ENOMEM rather than an abort
+    /// when it cannot be allocated. SINGLE_THREADED: no consumer lock.
+    pub(crate) fn new(depth: u64, single_threaded: bool) -> Result<Ring, Errno> {
+        debug_assert!((depth + 1).is_power_of_two());
+        let mut slots = Vec::new();
+        slots
+            .try_reserve_exact(depth as usize + 1)
+            .map_err(|_| libc::ENOMEM)?;
+        slots.extend((0..=depth).map(|_| sync::cell::UnsafeCell::new(Cqe::default())));
+        Ok(Ring {
+            consumer: sync::raw_mutex(),
+            producer: sync::raw_mutex(),
+            single_threaded,
+            head: sync::atomic::AtomicU64::new(0),
+            tail: sync::atomic::AtomicU64::new(0),
+            mask: depth,
+            depth,
+            slots: slots.into_boxed_slice(),
+        })
+    }
+
+    /// The producer's side: stores `cqe` and publishes it; false, storing nothing, when the
+    /// ring is full.
+    pub(crate) fn push(&self, cqe: &Cqe) -> bool {
+        self.producer.lock();
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Acquire);
+        sync::acquire(&self.head);
+        if tail - head >= self.depth {
+            // SAFETY: taken above, on this thread.
+            unsafe { self.producer.unlock() };
+            return false;
+        }
+        self.slots[(tail & self.mask) as usize].with_mut(|slot| {
+            // SAFETY: the slot at `tail` is not visible to the consumer until `tail` is
+            // published below, and it is free: the consumer published a `head` past its last
+            // completion (read above), and producers are serialized by the lock.
+            unsafe { *slot = *cqe }
+        });
+        sync::release(&self.tail);
+        self.tail.store(tail + 1, Ordering::Release);
+        // SAFETY: taken above, on this thread.
+        unsafe { self.producer.unlock() };
+        true
+    }
+
+    /// `start_poll`: takes the consumer's side and returns the position of the first
+    /// completion; `None`, giving the side back, when the ring is empty.
+    ///
+    /// # Safety
+    /// The calling thread does not hold the consumer's side; a SINGLE_THREADED ring's caller is
+    /// its one consumer.
+    pub(crate) unsafe fn begin(&self) -> Option<u64> {
+        if !self.single_threaded {
+            self.consumer.lock();
+        }
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Acquire);
+        sync::acquire(&self.tail);
+        if head == tail {
+            // SAFETY: caller's contract: no batch started ("If an error code is given,
+            // end_poll shouldn't be called"), so the side taken above is given back now.
+            unsafe { self.end(false) };
+            return None;
+        }
+        Some(head)
+    }
+
+    /// `next_poll`: consumes the current completion and returns the next one's position, or
+    /// `None` when there is none (the batch stays open).
+    ///
+    /// # Safety
+    /// The caller holds the consumer's side ([`begin`](Self::begin)), and its current
+    /// completion is the one at `head`.
+    pub(crate) unsafe fn advance(&self) -> Option<u64> {
+        let head = self.head.load(Ordering::Relaxed) + 1;
+        sync::release(&self.head);
+        self.head.store(head, Ordering::Release);
+        let tail = self.tail.load(Ordering::Acquire);
+        sync::acquire(&self.tail);
+        (head != tail).then_some(head)
+    }
+
+    /// `end_poll`: consumes the current completion (`consume`: there is one), and gives the
+    /// consumer's side back.
+    ///
+    /// # Safety
+    /// The caller holds the consumer's side ([`begin`](Self::begin)).
+    pub(crate) unsafe fn end(&self, consume: bool) {
+        if consume {
+            let head = self.head.load(Ordering::Relaxed) + 1;
+            sync::release(&self.head);
+            self.head.store(head, Ordering::Release);
+        }
+        if !self.single_threaded {
+            // SAFETY: caller's contract.
+            unsafe { self.consumer.unlock() };
+        }
+    }
+
+    /// The completion at `pos`, a position [`begin`](Self::begin) or
+    /// [`advance`](Self::advance) returned: valid until the consumer's side moves past it.
+    ///
+    /// # Safety
+    /// The caller holds the consumer's side, and `pos` is its current position.
+    pub(crate) unsafe fn at(&self, pos: u64) -> *const Cqe {
+        // `pos` is `head` and below `tail`: the slot holds a published completion that
+        // producers will not touch until `head` passes it.
+        self.slots[(pos & self.mask) as usize].with(|slot| slot)
+    }
+
+    /// `poll_cq`: up to `n` completions, each given to `f` with its index, then consumed; how
+    /// many.
+    ///
+    /// # Safety
+    /// As [`begin`](Self::begin)'s.
+    pub(crate) unsafe fn drain(&self, n: usize, mut f: impl FnMut(usize, &Cqe)) -> usize {
+        if !self.single_threaded {
+            self.consumer.lock();
+        }
+        let mut head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Acquire);
+        sync::acquire(&self.tail);
+        let mut i = 0;
+        while i < n && head != tail {
+            self.slots[(head & self.mask) as usize].with(|slot| {
+                // SAFETY: between `head` and `tail`: published, and not touched by producers
+                // until `head` passes it.
+                f(i, unsafe { &*slot })
+            });
+            head += 1;
+            i += 1;
+        }
+        sync::release(&self.head);
+        self.head.store(head, Ordering::Release);
+        // SAFETY: taken above, on this thread (caller's contract for a single-threaded ring).
+        unsafe { self.end(false) };
+        i
+    }
+
+    /// Waits for the batch open on the ring (if any) to end, holding the consumer's side a
+    /// moment: nothing for a SINGLE_THREADED ring.
+    fn lock_consumer(&self) {
+        if !self.single_threaded {
+            self.consumer.lock();
+        }
+    }
+
+    /// Gives back what [`lock_consumer`](Self::lock_consumer) took.
+    ///
+    /// # Safety
+    /// [`lock_consumer`](Self::lock_consumer) was called on this thread and not yet undone.
+    unsafe fn unlock_consumer(&self) {
+        if !self.single_threaded {
+            // SAFETY: caller's contract.
+            unsafe { self.consumer.unlock() };
+        }
+    }
+}
 
 /// # Safety
 /// `ctx` live software context; `attr` valid for reads and writes.
@@ -131,12 +302,7 @@ pub(super) unsafe fn create(
     }
     let depth = rxe_round(a.cqe) as u64;
     // Sized by the caller's `cqe`: ENOMEM rather than an abort when it cannot be allocated.
-    let mut slots = Vec::new();
-    slots
-        .try_reserve_exact(depth as usize + 1)
-        .map_err(|_| libc::ENOMEM)?;
-    slots.extend((0..=depth).map(|_| UnsafeCell::new(Cqe::default())));
-    let slots = slots.into_boxed_slice();
+    let ring = Ring::new(depth, flags & ffi::CREATE_CQ_ATTR_SINGLE_THREADED != 0)?;
     take(&c.live.cqs, cfg.max_objects)?;
     // SAFETY: ibv_cq_ex is plain C data (the pthread mutex/cond are zero-initialised, which is
     // their static initializer on glibc); every field the device uses is set below.
@@ -186,16 +352,9 @@ pub(super) unsafe fn create(
         ctx: ctx as *mut SwContext,
         channel: a.channel,
         parent,
-        single_threaded: flags & ffi::CREATE_CQ_ATTR_SINGLE_THREADED != 0,
         ignore_overrun: flags & ffi::CREATE_CQ_ATTR_IGNORE_OVERRUN != 0,
-        consumer: crate::ffi::sync::RawMutex::INIT,
-        producer: crate::ffi::sync::RawMutex::INIT,
-        head: AtomicU64::new(0),
-        tail: AtomicU64::new(0),
+        ring,
         cur: UnsafeCell::new(ptr::null()),
-        mask: depth,
-        depth,
-        slots,
         usecnt: AtomicU32::new(0),
         armed: AtomicU32::new(DISARMED),
         overrun: AtomicBool::new(false),
@@ -243,13 +402,12 @@ pub(super) unsafe fn destroy(cq: *mut sys::ibv_cq) -> Result<(), Errno> {
 }
 
 /// # Safety
-/// `cq` is a live software CQ; the caller is the consumer.
+/// `cq` is a live software CQ; the caller is the consumer, at `pos`.
 #[inline]
 unsafe fn set_current(cq: *mut SwCq, pos: u64) {
-    // SAFETY: `pos` is `head` and below `tail` (the callers check), so the slot holds a
-    // published completion that producers will not touch until `head` passes it.
+    // SAFETY: caller's contract: `pos` is the consumer's position ([`Ring::at`]).
     unsafe {
-        let e = (*cq).slots[(pos & (*cq).mask) as usize].get() as *const Cqe;
+        let e = (*cq).ring.at(pos);
         *(*cq).cur.get() = e;
         (*cq).ex.wr_id = (*e).wr_id;
         (*cq).ex.status = (*e).status;
@@ -262,23 +420,13 @@ fn start_poll(
     _attr: *mut sys::ibv_poll_cq_attr,
 ) -> c_int = on_panic(libc::EIO) {
     let cq = ex as *mut SwCq;
-    // SAFETY: libibverbs' contract: `ex` is a live CQ of this provider, so a SwCq.
+    // SAFETY: libibverbs' contract: `ex` is a live CQ of this provider, so a SwCq, and no
+    // batch of it is open on this thread (SINGLE_THREADED: this is its one consumer).
     unsafe {
-        let st = (*cq).single_threaded;
-        if !st {
-            (*cq).consumer.lock();
-        }
-        let head = (*cq).head.load(Ordering::Relaxed);
-        let tail = (*cq).tail.load(Ordering::Acquire);
-        sync::acquire(&(*cq).tail);
-        if head == tail {
-            // ENOENT: no completion; the batch did not start, so release the lock now
-            // ("If an error code is given, end_poll shouldn't be called").
-            if !st {
-                (*cq).consumer.unlock();
-            }
+        // ENOENT: no completion; the batch did not start, and the ring gave its side back.
+        let Some(head) = (*cq).ring.begin() else {
             return libc::ENOENT;
-        }
+        };
         set_current(cq, head);
     }
     0
@@ -288,17 +436,13 @@ fn start_poll(
 c_entry! {
 fn next_poll(ex: *mut sys::ibv_cq_ex) -> c_int = on_panic(libc::EIO) {
     let cq = ex as *mut SwCq;
-    // SAFETY: inside a batch (libibverbs' contract), so we are the consumer.
+    // SAFETY: inside a batch (libibverbs' contract), so we are the consumer, at the current
+    // completion.
     unsafe {
-        let head = (*cq).head.load(Ordering::Relaxed) + 1;
-        sync::release(&(*cq).head);
-        (*cq).head.store(head, Ordering::Release);
-        let tail = (*cq).tail.load(Ordering::Acquire);
-        sync::acquire(&(*cq).tail);
-        if head == tail {
+        let Some(head) = (*cq).ring.advance() else {
             *(*cq).cur.get() = ptr::null();
             return libc::ENOENT;
-        }
+        };
         set_current(cq, head);
     }
     0
@@ -310,15 +454,9 @@ fn end_poll(ex: *mut sys::ibv_cq_ex) = on_panic(()) {
     let cq = ex as *mut SwCq;
     // SAFETY: ends the batch start_poll began (libibverbs' contract).
     unsafe {
-        if !(*(*cq).cur.get()).is_null() {
-            let head = (*cq).head.load(Ordering::Relaxed) + 1;
-            sync::release(&(*cq).head);
-            (*cq).head.store(head, Ordering::Release);
-            *(*cq).cur.get() = ptr::null();
-        }
-        if !(*cq).single_threaded {
-            (*cq).consumer.unlock();
-        }
+        let current = !(*(*cq).cur.get()).is_null();
+        *(*cq).cur.get() = ptr::null();
+        (*cq).ring.end(current);
     }
 }
 }
@@ -362,19 +500,11 @@ pub(super) fn poll_cq(
         return -libc::EINVAL;
     }
     let cq = ibcq as *mut SwCq;
-    let mut i = 0;
-    // SAFETY: libibverbs' contract: a live CQ of this provider and `wc` valid for `n` entries.
+    // SAFETY: libibverbs' contract: a live CQ of this provider (no batch of it open on this
+    // thread; SINGLE_THREADED: this is its one consumer) and `wc` valid for `n` entries.
     unsafe {
-        let st = (*cq).single_threaded;
-        if !st {
-            (*cq).consumer.lock();
-        }
-        let mut head = (*cq).head.load(Ordering::Relaxed);
-        let tail = (*cq).tail.load(Ordering::Acquire);
-        sync::acquire(&(*cq).tail);
-        while i < n && head != tail {
-            let e = &*(*cq).slots[(head & (*cq).mask) as usize].get();
-            wc.add(i as usize).write(sys::ibv_wc {
+        (*cq).ring.drain(n as usize, |i, e| {
+            wc.add(i).write(sys::ibv_wc {
                 wr_id: e.wr_id,
                 status: e.status,
                 opcode: e.opcode,
@@ -390,17 +520,9 @@ pub(super) fn poll_cq(
                 slid: e.slid as u16,
                 sl: e.sl,
                 dlid_path_bits: e.dlid_path_bits,
-            });
-            head += 1;
-            i += 1;
-        }
-        sync::release(&(*cq).head);
-        (*cq).head.store(head, Ordering::Release);
-        if !st {
-            (*cq).consumer.unlock();
-        }
+            })
+        }) as c_int
     }
-    i
 }
 }
 
@@ -453,15 +575,9 @@ pub(crate) enum Pushed {
 /// `cq` is a live software CQ.
 pub(crate) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
     let sw = cq as *mut SwCq;
-    // SAFETY: a live software CQ; the producer lock serializes producers, and the slot at
-    // `tail` is not visible to the consumer until `tail` is published.
+    // SAFETY: a live software CQ.
     unsafe {
-        (*sw).producer.lock();
-        let tail = (*sw).tail.load(Ordering::Relaxed);
-        let head = (*sw).head.load(Ordering::Acquire);
-        sync::acquire(&(*sw).head);
-        if tail - head >= (*sw).depth {
-            (*sw).producer.unlock();
+        if !(*sw).ring.push(cqe) {
             if (*sw).ignore_overrun {
                 (*sw).lost.fetch_add(1, Ordering::Relaxed);
                 return Pushed::Lost;
@@ -472,10 +588,6 @@ pub(crate) unsafe fn push(cq: *mut sys::ibv_cq, cqe: &Cqe) -> Pushed {
             (*(*sw).ctx).raise(ffi::event_type::CQ_ERR, cq as usize);
             return Pushed::Overrun;
         }
-        *(*sw).slots[(tail & (*sw).mask) as usize].get() = *cqe;
-        sync::release(&(*sw).tail);
-        (*sw).tail.store(tail + 1, Ordering::Release);
-        (*sw).producer.unlock();
         // As rxe_cq_post: an armed CQ is disarmed by the completion that satisfies it, and the
         // comp handler queues one event on the CQ's channel (none without a channel).
         let armed = &(*sw).armed;
@@ -544,16 +656,175 @@ pub(super) unsafe fn wait_for_batches(send: *mut sys::ibv_cq, recv: *mut sys::ib
     // SAFETY: caller's contract; each lock taken here is released below, in reverse order.
     unsafe {
         for &cq in cqs.iter().filter(|c| !c.is_null()) {
-            if !(*cq).single_threaded {
-                (*cq).consumer.lock();
-            }
+            (*cq).ring.lock_consumer();
         }
         // The completions of the QP would be cleaned out here (mlx5's `__mlx5_cq_clean`); as
         // on rxe, they stay in the CQ.
         for &cq in cqs.iter().rev().filter(|c| !c.is_null()) {
-            if !(*cq).single_threaded {
-                (*cq).consumer.unlock();
+            (*cq).ring.unlock_consumer();
+        }
+    }
+}
+
+/// The ring, model-checked (docs/model-checking.md): producers push through [`Ring::push`] (the
+/// path of the device's QPs and of `software::inject`), the consumer polls in batches as
+/// `start_poll`/`next_poll`/`end_poll` do and as `poll_cq` does ([`Ring::drain`]). Every
+/// completion pushed is polled once, none is made up, each producer's come in its order, and a
+/// slot is never read while it is written (loom's `UnsafeCell` checks each access).
+#[cfg(all(test, typed_verbs_loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+
+    /// Producer `p`'s `n`th completion.
+    fn cqe(p: u64, n: u64) -> Cqe {
+        Cqe {
+            wr_id: (p << 8) | n,
+            byte_len: ((p << 8) | n) as u32 ^ 0x5a5a,
+            ..Cqe::default()
+        }
+    }
+
+    /// Checks one polled completion against what was pushed and counts it in `next`, each
+    /// producer's next expected sequence number.
+    fn seen(next: &mut [u64], c: &Cqe) {
+        let (p, n) = (c.wr_id >> 8, c.wr_id & 0xff);
+        assert_eq!(
+            c.byte_len,
+            c.wr_id as u32 ^ 0x5a5a,
+            "a torn or stale completion"
+        );
+        assert_eq!(
+            n, next[p as usize],
+            "producer {p}'s completions out of order or twice"
+        );
+        next[p as usize] += 1;
+    }
+
+    /// `producers` threads push `each` completions into a ring of `depth`; a push the full
+    /// ring refuses is tried again (`retry`: the producer yields until there is room) or ends
+    /// the producer (its QP would overrun). The model's thread polls with `poll` until it has
+    /// seen `wait_for` completions (yielding while the ring is empty), then, once the producers
+    /// are done, until the ring is empty. Every completion stored is polled once, in its
+    /// producer's order, and none is made up.
+    ///
+    /// The consumer waits for completions rather than polling a fixed number of times: loom
+    /// runs a producer before the consumer's poll only where an access of the consumer's
+    /// conflicts with the producer's next one, so a consumer that polls once and joins would
+    /// never see a completion before the join.
+    fn run(
+        depth: u64,
+        producers: u64,
+        each: u64,
+        retry: bool,
+        wait_for: u64,
+        poll: fn(&Ring, &mut [u64]),
+    ) {
+        crate::sync::model::check(None, move || {
+            let ring = Arc::new(Ring::new(depth, false).unwrap());
+            let threads: Vec<_> = (0..producers)
+                .map(|p| {
+                    let ring = ring.clone();
+                    loom::thread::spawn(move || {
+                        let mut stored = 0;
+                        for n in 0..each {
+                            while !ring.push(&cqe(p, n)) {
+                                if !retry {
+                                    return stored;
+                                }
+                                loom::thread::yield_now();
+                            }
+                            stored += 1;
+                        }
+                        stored
+                    })
+                })
+                .collect();
+            let mut next = vec![0; producers as usize];
+            while next.iter().sum::<u64>() < wait_for {
+                let before = next.iter().sum::<u64>();
+                poll(&ring, &mut next);
+                if next.iter().sum::<u64>() == before {
+                    loom::thread::yield_now();
+                }
+            }
+            let stored: Vec<u64> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+            // The rest, now that nothing is pushed.
+            while next.iter().zip(&stored).any(|(n, s)| n < s) {
+                let before = next.clone();
+                poll(&ring, &mut next);
+                assert_ne!(before, next, "a stored completion that cannot be polled");
+            }
+            assert_eq!(next, stored, "a completion polled that was not stored");
+            // Nothing more: an empty ring polls nothing.
+            // SAFETY: this thread is the one consumer and holds no side.
+            assert!(unsafe { ring.begin() }.is_none());
+        });
+    }
+
+    /// One batch, as `start_poll`, `next_poll` (until the ring is empty) and `end_poll`.
+    fn batch(ring: &Ring, next: &mut [u64]) {
+        // SAFETY: the one consumer, no batch open.
+        let Some(mut pos) = (unsafe { ring.begin() }) else {
+            return;
+        };
+        loop {
+            // SAFETY: inside the batch, at its current position.
+            seen(next, unsafe { &*ring.at(pos) });
+            // SAFETY: as above.
+            match unsafe { ring.advance() } {
+                Some(p) => pos = p,
+                None => break,
             }
         }
+        // SAFETY: the batch's end; `advance` consumed the last one.
+        unsafe { ring.end(false) };
+    }
+
+    /// One batch that stops after its first completion (`end_poll` consumes the current one).
+    fn batch_of_one(ring: &Ring, next: &mut [u64]) {
+        // SAFETY: the one consumer, no batch open.
+        let Some(pos) = (unsafe { ring.begin() }) else {
+            return;
+        };
+        // SAFETY: inside the batch, at its current position.
+        seen(next, unsafe { &*ring.at(pos) });
+        // SAFETY: the batch's end, at a current completion.
+        unsafe { ring.end(true) };
+    }
+
+    /// One `poll_cq` of up to two completions.
+    fn poll_cq(ring: &Ring, next: &mut [u64]) {
+        // SAFETY: the one consumer, no batch open.
+        unsafe { ring.drain(2, |_, c| seen(next, c)) };
+    }
+
+    /// Two producers of one completion each into a ring of three, a consumer in batches
+    /// (`start_poll`, `next_poll` until empty, `end_poll`).
+    #[test]
+    fn ring_two_producers_batches() {
+        run(3, 2, 1, true, 2, batch);
+    }
+
+    /// One producer of three completions into a ring of one (two slots: they wrap around),
+    /// waiting while it is full; a consumer in batches of one (`end_poll` consumes the
+    /// current completion).
+    #[test]
+    fn ring_wraps_batches_of_one() {
+        run(1, 1, 3, true, 3, batch_of_one);
+    }
+
+    /// Two producers of one completion each into a ring of three, a consumer through
+    /// `poll_cq` (up to two at a time).
+    #[test]
+    fn ring_two_producers_poll_cq() {
+        run(3, 2, 1, true, 2, poll_cq);
+    }
+
+    /// Two producers of one completion each into a ring of one: full after one push, so one
+    /// of them may be refused (the CQ overruns) and nothing of it is stored.
+    #[test]
+    fn ring_full_refuses_a_push() {
+        run(1, 2, 1, false, 1, batch);
     }
 }

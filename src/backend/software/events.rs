@@ -7,7 +7,7 @@
 //! and reading it never blocks while the lock shows an event.
 
 use crate::backend::Errno;
-use crate::ffi::sync::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 

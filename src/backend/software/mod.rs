@@ -37,9 +37,9 @@ pub(crate) use objects::{MrKeys, MAX_KEY_INDEX};
 pub(crate) use cq::{has_overrun, lost_completions, push, Cqe, Pushed};
 
 use crate::backend::{ControlPath, Errno};
-use crate::ffi::sync::{Mutex, RwLock};
 use crate::ffi::sys;
 use crate::ffi::wc_ex_flags as wcf;
+use crate::sync::{Mutex, RwLock};
 use std::collections::HashSet;
 use std::os::raw::c_void;
 use std::ptr::NonNull;
@@ -951,7 +951,7 @@ type Due<K> = Mutex<std::collections::BinaryHeap<std::cmp::Reverse<(std::time::I
 /// A timer thread's wait: sleeps on `wake` until the earliest timer in `due` is due, takes it
 /// out and returns whose it is and which arming. `due` is locked only inside (released while
 /// it sleeps, and on return), so the caller then takes its own locks alone.
-fn next_due<K: Ord + Copy>(due: &Due<K>, wake: &crate::ffi::sync::Condvar) -> (K, u64) {
+fn next_due<K: Ord + Copy>(due: &Due<K>, wake: &crate::sync::Condvar) -> (K, u64) {
     let mut due = due.lock();
     loop {
         match due.peek() {

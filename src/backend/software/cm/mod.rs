@@ -46,8 +46,8 @@ use timers::*;
 
 use super::events::EventQueue;
 use crate::backend::{CmPath, Errno};
-use crate::ffi::sync::{Condvar, Mutex, MutexGuard};
 use crate::ffi::sys;
+use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::os::raw::c_void;
 use std::ptr::{self, NonNull};

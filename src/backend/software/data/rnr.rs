@@ -10,13 +10,13 @@ use super::*;
 pub(super) struct RnrTimers {
     /// (when, QP number, arming): a min-heap by time.
     due: super::super::Due<u32>,
-    wake: crate::ffi::sync::Condvar,
+    wake: crate::sync::Condvar,
     next: AtomicU64,
 }
 
 static RNR_TIMERS: RnrTimers = RnrTimers {
     due: Mutex::new(std::collections::BinaryHeap::new()),
-    wake: crate::ffi::sync::Condvar::new(),
+    wake: crate::sync::Condvar::new(),
     next: AtomicU64::new(1),
 };
 

@@ -22,8 +22,8 @@ use crate::ffi::qp_attr_mask::{
     MAX_QP_RD_ATOMIC, MIN_RNR_TIMER, PATH_MIG_STATE, PATH_MTU, PKEY_INDEX, PORT, QKEY, RETRY_CNT,
     RNR_RETRY, RQ_PSN, SQ_PSN, STATE, TIMEOUT,
 };
-use crate::ffi::sync::Mutex;
 use crate::ffi::sys;
+use crate::sync::Mutex;
 use std::collections::{HashSet, VecDeque};
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
