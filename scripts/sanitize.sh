@@ -13,7 +13,7 @@
 #   helgrind  the same test programs, four tests at a time (so tests share the software device's
 #             fabric and its RNR timer thread concurrently), and the four pingpong examples,
 #             built with the feature `valgrind`, which tells helgrind the happens-before edges of
-#             the crate's locks and of the software CQ's ring (src/ffi/sync.rs). Zero races and zero
+#             the crate's locks and of the software CQ's ring (src/sync.rs). Zero races and zero
 #             lock-order or pthread-API errors; scripts/valgrind/helgrind.supp lists the false
 #             positives of std's, libtest's and parking_lot's own synchronisation and of atomic
 #             operations, each with the reason. A thread's accesses to its own stack frames are
