@@ -205,6 +205,7 @@ fn service(o: &Opts, listener: TcpListener) -> Result<(), String> {
         // waited for: the next request finds out.
         let patience = Duration::from_millis(200);
         let mut seq = 0u64;
+        let echoed_before = echoed;
         let started = Instant::now();
         let failure = 'life: loop {
             let mut s = pool.pop().expect("a slot");
@@ -245,7 +246,9 @@ fn service(o: &Opts, listener: TcpListener) -> Result<(), String> {
             seq += 1;
         };
         println!(
-            "service: peer gone after {seq} echoes ({:.2?}): {:?} {:.2?} after the request",
+            "service: peer gone after {} requests, {} echoed ({:.2?}): {:?} {:.2?} after the request",
+            seq + 1,
+            echoed - echoed_before,
             started.elapsed(),
             failure.0,
             failure.1
@@ -269,8 +272,8 @@ fn service(o: &Opts, listener: TcpListener) -> Result<(), String> {
     Ok(())
 }
 
-/// One life of the peer: a context of its own, echoes `echoes` requests, then dies without a
-/// word (everything dropped, as when its process exits).
+/// One life of the peer: a context of its own, echoes `echoes` requests, then falls silent
+/// without a word (its QP to ERR, then everything dropped, as when its process exits).
 fn peer_life(o: &Opts, host: &str) -> Result<(), String> {
     let ctx = Arc::new(open(o.device.as_deref()).map_err(|e| e.to_string())?);
     let pd = Arc::new(Pd::new(&ctx).map_err(|e| e.to_string())?);
@@ -287,6 +290,7 @@ fn peer_life(o: &Opts, host: &str) -> Result<(), String> {
         SLOT,
     )
     .map_err(|e| e.to_string())?;
+    let total = pool.len();
     let qp = Qp::<Rc>::slot_builder(&pd, cq, cq)
         .max_send_wr(RECVS as u32)
         .max_recv_wr(RECVS as u32)
@@ -332,10 +336,19 @@ fn peer_life(o: &Opts, host: &str) -> Result<(), String> {
         }
     }
     println!("peer: echoed {n}, dying now");
-    // Everything is dropped here, as when the process exits: the QP is destroyed with its
-    // receives still posted (their slots are leaked with their region, which is safe; an exit
-    // would free them), and the service hears nothing but the silence of the transport.
-    drop((up, pool));
+    // The peer falls silent, as when its process exits: its QP goes to ERR, where it drops
+    // every packet (nothing is sent to the service), its slots come back flushed, and then
+    // everything is dropped. The service hears nothing but the silence of the transport.
+    let _err = up.to_error().map_err(|e| e.to_string())?;
+    while pool.len() < total {
+        let Some((_, _, slot, _)) = next(&mut poller, Duration::from_secs(5))? else {
+            return Err(format!(
+                "peer: {} slots not flushed within 5 s",
+                total - pool.len()
+            ));
+        };
+        pool.push(slot);
+    }
     Ok(())
 }
 

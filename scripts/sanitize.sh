@@ -148,6 +148,9 @@ examples() {
         TYPED_VERBS_DEVICE=sw0 run "$tool" udaddy "$@" -- target/debug/examples/udaddy --self -c 2 -C 10
     fi
     run "$tool" cm_pingpong "$@" -- target/debug/examples/cm_pingpong --self -n 100
+    # A service that survives its peer restarting: the transport's retries on the timer thread,
+    # the flushes, ERR -> RESET -> connected again.
+    run "$tool" reconnect "$@" -- target/debug/examples/reconnect --self --restarts 1 -d sw0 --port 18618
 }
 
 for tool in "${tools[@]}"; do
