@@ -423,13 +423,13 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
     /// `gid_tbl_len` before the calls, both read once per context (when the QP was made).
     ///
     /// # Errors
-    /// - [`ErrorKind::OutOfRange`](crate::error::ErrorKind::OutOfRange) naming `port_num` (outside
+    /// - [`ErrorKind::OutOfRange`] naming `port_num` (outside
     ///   `1..=phys_port_cnt`) or `gid_index` (at or past the port's `gid_tbl_len`), before the calls.
-    /// - [`ErrorKind::EmptyGid`](crate::error::ErrorKind::EmptyGid) naming the port and the index
+    /// - [`ErrorKind::EmptyGid`] naming the port and the index
     ///   when the entry at `gid_index` holds no GID (`ibv_query_gid` reads a zero GID there,
     ///   which as the peer's destination would name no one).
     /// - The device's errno from `ibv_query_port` or `ibv_query_gid`
-    ///   ([`ErrorKind::Os`](crate::error::ErrorKind::Os)).
+    ///   ([`ErrorKind::Os`]).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
@@ -552,12 +552,12 @@ impl<'a, T: Connectable, R: RecvSide, S: Threading, C, const SGE: usize>
     /// the QP (it was taken by value) and names the transition in the error.
     ///
     /// # Errors
-    /// - [`ErrorKind::OutOfRange`](crate::error::ErrorKind::OutOfRange) naming the field (`local.qp_num`,
+    /// - [`ErrorKind::OutOfRange`] naming the field (`local.qp_num`,
     ///   `local.psn`, `remote.psn`, `remote.qp_num`, `local.port_num`, `local.gid_index`,
     ///   `params.timeout`, `params.retry_cnt`, `params.rnr_retry`, `params.min_rnr_timer`,
     ///   `params.max_rd_atomic`, `params.max_dest_rd_atomic`), before the transitions.
     /// - The device's errno from the `ibv_modify_qp` of a transition
-    ///   ([`ErrorKind::Os`](crate::error::ErrorKind::Os)), the error's verb naming the transition
+    ///   ([`ErrorKind::Os`]), the error's verb naming the transition
     ///   (`ibv_modify_qp INIT->RTR`).
     ///
     /// In every case the QP is destroyed.
@@ -643,7 +643,7 @@ impl<'a, T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize>
     /// before they were set. A device may round a depth up (rxe keeps a power of two).
     ///
     /// # Errors
-    /// The device's errno from `ibv_query_qp` ([`ErrorKind::Os`](crate::error::ErrorKind::Os)).
+    /// The device's errno from `ibv_query_qp` ([`ErrorKind::Os`]).
     ///
     /// ```
     /// # use typed_verbs::prelude::*;
