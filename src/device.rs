@@ -228,8 +228,8 @@ pub(crate) struct PortTables {
 /// The open contexts' [`Cached`], by the context's address: entered when a [`Context`] opens,
 /// left before its `ibv_close_device` (a context the crate did not open is not in it, and is
 /// queried on each call).
-static CACHE: parking_lot::RwLock<std::collections::BTreeMap<usize, Arc<Cached>>> =
-    parking_lot::RwLock::new(std::collections::BTreeMap::new());
+static CACHE: crate::sync::RwLock<std::collections::BTreeMap<usize, Arc<Cached>>> =
+    crate::sync::RwLock::new(std::collections::BTreeMap::new());
 
 fn cached(ctx: *mut sys::ibv_context) -> Option<Arc<Cached>> {
     CACHE.read().get(&(ctx as usize)).cloned()

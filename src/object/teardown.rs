@@ -509,7 +509,12 @@ pub(crate) unsafe fn run_or_hand(td: QpTeardown) -> bool {
             Err(gate) => {
                 // A past bug, put back for scripts/loom.sh only (a model must catch it): the
                 // batch is handed `run` itself, which runs without closing the gates again.
-                #[cfg(typed_verbs_mutant = "handed_teardown_keeps_gates_open")]
+                // Only in the loom models' own test build: a downstream `--cfg` cannot reach it.
+                #[cfg(all(
+                    test,
+                    typed_verbs_loom,
+                    typed_verbs_mutant = "handed_teardown_keeps_gates_open"
+                ))]
                 let gated = run;
                 // SAFETY: caller's contract.
                 if unsafe { gate.hand(ctx, gated, a, b) } {

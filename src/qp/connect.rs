@@ -100,7 +100,7 @@ impl Mtu {
 ///
 /// | field | default | range | what it bounds | worst case to an error (default) |
 /// |---|---|---|---|---|
-/// | `timeout` | 14 | 0..=31 | the local ACK timeout, 4.096 µs × 2^`timeout` (0: none, wait for ever) | 67.1 ms per try |
+/// | `timeout` | 14 | 0..=31 | the local ACK timeout, 4.096 µs × 2^`timeout` (0: no timer; a request a dead peer dropped is sent again only by the next post, and never fails) | 67.1 ms per try |
 /// | `retry_cnt` | 6 | 0..=7 | retries after an ACK timeout: a dead peer completes the request with `IBV_WC_RETRY_EXC_ERR` after `retry_cnt` + 1 timeouts. 7 is not bounded on every device: rxe never counts it down | 7 × 67.1 ms = 470 ms |
 /// | `rnr_retry` | 7 | 0..=7 (7: for ever) | retries after an RNR NAK, `IBV_WC_RNR_RETRY_EXC_ERR` past them. Only a live peer sends an RNR NAK (its device answers for a connected QP whose application has no receive posted), so this bounds a slow peer, not a dead one | unbounded while the peer answers; a peer that dies stops answering and `retry_cnt` bounds it |
 /// | `min_rnr_timer` | 12 | 0..=31 | what this side asks the peer to wait after an RNR NAK it sends (encoded: 12 is 0.64 ms; [`RcParams::rnr_timer`]) | none (a wait, not a limit) |
@@ -125,7 +125,8 @@ impl Mtu {
 /// [`ErrorKind::OutOfRange`]: crate::error::ErrorKind::OutOfRange
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RcParams {
-    /// The local ACK timeout, encoded: 4.096 µs × 2^`timeout` (0..=31; 0 waits for ever).
+    /// The local ACK timeout, encoded: 4.096 µs × 2^`timeout` (0..=31; 0 is no timer: a
+    /// request that gets no answer is sent again only by the QP's next post).
     pub timeout: u8,
     /// Retries after an ACK timeout (0..=7; 7 is unlimited on rxe).
     pub retry_cnt: u8,

@@ -112,10 +112,11 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
     let now = Instant::now();
     // Per-object locks one at a time: the attributes first, then the queues.
     let rnr_retry = qp.attr.lock().rnr_retry;
-    let usec = RNR_TIMER_USEC[usize::from(dest.attr.lock().min_rnr_timer & 31)]
-        / u64::from(qp.ctx().config().timer_speedup.max(1));
+    let usec = RNR_TIMER_USEC[usize::from(dest.attr.lock().min_rnr_timer & 31)];
+    let period = timer_period(Duration::from_micros(usec), qp.ctx().config().timer_speedup);
     let mut q = qp.queues.lock();
-    // A NAK is an answer: the transport retries start again from `retry_cnt`.
+    // Waiting for its RNR timer, the request has no ACK timeout running (a simplification:
+    // rxe's completer keeps its count of retransmissions until an ACK, and an RNR NAK is none).
     q.retry = None;
     q.no_timer = false;
     let left = match q.rnr {
@@ -127,7 +128,7 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
         q.rnr = None;
         return Step::fail(IBV_WC_RNR_RETRY_EXC_ERR);
     }
-    let retry_at = now + Duration::from_micros(usec);
+    let retry_at = now + period;
     // The timer thread runs: the creation of this RC QP started it. (Were it not running, the
     // request would wait for a receive at `dest` instead of the timer.)
     let timer = rnr_timer().map_or(0, |t| t.arm(retry_at, qp.ibv.qp_base.qp_num));
@@ -141,13 +142,10 @@ pub(super) fn rnr_nak<'g>(qp: &'g SwQp, dest: &'g SwQp) -> Step<'g> {
 
 /// `qp`'s head request (RC) got no answer from QP number `dest`: no such QP (destroyed, never
 /// made: a peer that is gone), or one that drops the packet (not of the request's type, or not in
-/// RTR, RTS or SQD: RESET, INIT, ERR). As rxe's completer: the request is sent again each time
-/// the local ACK timeout ([`ack_timeout`]) expires, `retry_cnt` times (7: always), and the
-/// expiry after the last completes it with RETRY_EXC_ERR (the QP then moves to ERR and flushes
-/// the rest). A `timeout` of 0 is no timer: the request waits, and is sent again only by the
-/// next post of `qp` (rxe0: not when `dest` becomes ready). Kicked before the timer expires
-/// (the destination became ready, a receive was posted there), it is sent at once, which costs
-/// no retry; one sent again that finds `dest` still silent waits for the next expiry.
+/// RTR, RTS or SQD: RESET, INIT, ERR). As rxe's requester and completer: the local ACK timeout
+/// ([`ack_timeout`]) is armed, and when it expires the request is sent again, `retry_cnt` times
+/// (7: always), or completes with RETRY_EXC_ERR ([`retransmission`]). A `timeout` of 0 is no
+/// timer: the request is sent again only by the QP's next post.
 #[cold]
 #[inline(never)]
 pub(super) fn no_answer<'g>(qp: &'g SwQp, dest: u32) -> Step<'g> {
@@ -161,31 +159,52 @@ pub(super) fn no_answer<'g>(qp: &'g SwQp, dest: u32) -> Step<'g> {
         return Step::Wait(dest);
     };
     let mut q = qp.queues.lock();
-    let left = match q.retry {
-        Some(w) if now < w.retry_at => return Step::Wait(dest),
-        Some(w) => w.left,
-        None => retry_cnt & 7,
-    };
-    if q.retry.is_some() && left == 0 {
-        q.retry = None;
-        return Step::fail(IBV_WC_RETRY_EXC_ERR);
-    }
-    let left = match q.retry {
-        None => left,
-        Some(_) if left == 7 => 7,
-        Some(_) => left - 1,
-    };
+    let left = q.retry.map_or(retry_cnt & 7, |w| w.left);
     // A timeout beyond the clock's range is one that never expires.
-    let Some(retry_at) = now.checked_add(period) else {
-        q.retry = None;
+    let Some(at) = now.checked_add(period) else {
+        q.retry = Some(RetryWait { left, due: None });
         return Step::Wait(dest);
     };
     // The timer thread runs: the creation of this RC QP started it.
-    let timer = rnr_timer().map_or(0, |t| t.arm(retry_at, qp.ibv.qp_base.qp_num));
+    let timer = rnr_timer().map_or(0, |t| t.arm(at, qp.ibv.qp_base.qp_num));
     q.retry = Some(RetryWait {
         left,
-        retry_at,
-        timer,
+        due: Some((at, timer)),
     });
     Step::Wait(dest)
+}
+
+/// Whether `qp`'s head request (RC) may be sent now, as far as its ACK timeout goes.
+pub(super) enum Retransmission {
+    /// Its first transmission, or its timer expired with retries left (one is counted).
+    Send,
+    /// Its timer has not expired: rxe sends it again only then, so a destination that became
+    /// ready meanwhile gets it at the expiry, not at once.
+    NotYet,
+    /// Its timer expired with no retry left: RETRY_EXC_ERR, even if the destination is ready
+    /// now (rxe's completer fails it at the expiry; it sends nothing more).
+    Exhausted,
+}
+
+/// [`Retransmission`] of `qp`'s head request now.
+pub(super) fn retransmission(qp: &SwQp) -> Retransmission {
+    let mut q = qp.queues.lock();
+    let Some(w) = q.retry else {
+        return Retransmission::Send;
+    };
+    match w.due {
+        None => Retransmission::Send,
+        Some((at, _)) if Instant::now() < at => Retransmission::NotYet,
+        Some(_) if w.left == 0 => {
+            q.retry = None;
+            Retransmission::Exhausted
+        }
+        Some(_) => {
+            q.retry = Some(RetryWait {
+                left: if w.left == 7 { 7 } else { w.left - 1 },
+                due: None,
+            });
+            Retransmission::Send
+        }
+    }
 }

@@ -33,8 +33,9 @@
 //!   2^`timeout`, divided by `SwConfig::timer_speedup`) expires, `retry_cnt` times (7: without
 //!   limit, as rxe counts it), and the expiry after the last completes it with RETRY_EXC_ERR
 //!   (the QP moves to ERR and flushes the rest, as for any error). A destination that becomes
-//!   ready in the meantime takes the request at once (rxe at its next retransmission; only the
-//!   time differs). `timeout` 0 is no timer: the request waits, and only the QP's next post
+//!   ready in the meantime takes the request at the next expiry, as on rxe (with no retry
+//!   left, that expiry fails it); timers are armed for at least 1 ms, as rxe's for at least a
+//!   jiffy. `timeout` 0 is no timer: the request waits, and only the QP's next post
 //!   sends it again (rxe0: the next request reaches the peer out of sequence, and the NAK makes
 //!   rxe send both), not the destination becoming ready. A destroyed QP, one of a closed
 //!   context, one in RESET, INIT or ERR, one forced from ERR to RTS with `IBV_QP_CUR_STATE`
@@ -255,18 +256,31 @@ pub(super) struct RetryWait {
     /// `retry_cnt` only when it is not 7; the IB specification has no such value, mlx5 gives
     /// seven retries).
     left: u8,
-    /// When the local ACK timeout expires and the request is sent again.
-    retry_at: Instant,
-    /// Which arming of the timer this is (a timer that fires for an older one is ignored).
-    timer: u64,
+    /// When the local ACK timeout expires and the request may be sent again, and which arming
+    /// of the timer that is (a timer that fires for an older one is ignored); `None` once the
+    /// expiry was taken and the request is being sent again.
+    due: Option<(Instant, u64)>,
+}
+
+/// The shortest timer period the device arms: rxe arms its timers in jiffies, at least one
+/// (`qp_timeout_jiffies = j ? j : 1`; a millisecond at HZ=1000, four at 250), so a timer of a
+/// few microseconds never spins; and no speedup takes a period below `MIN_SPED_UP`.
+const MIN_PERIOD: Duration = Duration::from_millis(1);
+/// The shortest period after [`SwConfig::timer_speedup`](super::SwConfig::timer_speedup).
+const MIN_SPED_UP: Duration = Duration::from_micros(50);
+
+/// A transport timer's period on this device: `real` (at least [`MIN_PERIOD`]) divided by the
+/// device's [`SwConfig::timer_speedup`](super::SwConfig::timer_speedup), at least
+/// [`MIN_SPED_UP`].
+pub(super) fn timer_period(real: Duration, speedup: u32) -> Duration {
+    (real.max(MIN_PERIOD) / speedup.max(1)).max(MIN_SPED_UP)
 }
 
 /// The local ACK timeout of a QP's `timeout` attribute: 4.096 µs × 2^timeout (ibv_modify_qp(3);
-/// rxe_qp.c: `nsecs_to_jiffies(4096ULL << timeout)`), divided by the device's
-/// [`SwConfig::timer_speedup`](super::SwConfig::timer_speedup); `None` for 0, "infinite".
+/// rxe_qp.c: `nsecs_to_jiffies(4096ULL << timeout)`), as [`timer_period`] arms it; `None` for 0,
+/// no timer.
 pub(super) fn ack_timeout(timeout: u8, speedup: u32) -> Option<Duration> {
-    (timeout != 0)
-        .then(|| Duration::from_nanos((4096u64 << (timeout & 31)) / u64::from(speedup.max(1))))
+    (timeout != 0).then(|| timer_period(Duration::from_nanos(4096u64 << (timeout & 31)), speedup))
 }
 
 /// An RC request that got an RNR NAK, as rxe's completer counts it (`comp.rnr_retry`, set from

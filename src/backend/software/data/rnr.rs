@@ -83,7 +83,8 @@ impl RnrTimers {
             // The next requests run (after an ACK), or the head is retried (an RNR timer).
             let current = was_acked || {
                 let q = qp.queues.lock();
-                q.rnr.is_some_and(|w| w.timer == n) || q.retry.is_some_and(|w| w.timer == n)
+                q.rnr.is_some_and(|w| w.timer == n)
+                    || q.retry.is_some_and(|w| w.due.is_some_and(|(_, t)| t == n))
             };
             if current {
                 let mut run = Run::new(&g);

@@ -187,6 +187,23 @@ impl<'g> Run<'g> {
                 send_completion(qp, &w, IBV_WC_WR_FLUSH_ERR);
                 continue;
             }
+            if qp.qpt() == IBV_QPT_RC {
+                // A request that got no answer is sent again when its ACK timeout expires, and
+                // fails there when no retry is left, in SQD too (before the drain rewinds it).
+                match retransmission(qp) {
+                    Retransmission::Send => {}
+                    Retransmission::NotYet => {
+                        qp.queues.lock().sq.push_front(w);
+                        return;
+                    }
+                    Retransmission::Exhausted => {
+                        qp.queues.lock().unblock();
+                        send_completion(qp, &w, IBV_WC_RETRY_EXC_ERR);
+                        to_error(qp);
+                        continue;
+                    }
+                }
+            }
             // In SQD only a request handed to the device before the drain began runs.
             if state != IBV_QPS_RTS && !(state == IBV_QPS_SQD && w.before_sqd) {
                 let rewound = {
