@@ -213,7 +213,9 @@ impl Device {
 /// ([`Qp::endpoint`](crate::Qp::endpoint)).
 struct Cached {
     dev: sys::ibv_device_attr,
-    ports: std::sync::OnceLock<Arc<[PortTables]>>,
+    /// Set once, the first time a check needs it (a lock of the crate's own, which the
+    /// sanitizer lane's helgrind sees; std's `OnceLock` orders through a futex it does not).
+    ports: crate::sync::Mutex<Option<Arc<[PortTables]>>>,
 }
 
 /// A port's table lengths, as `ibv_query_port` reports them.
@@ -297,13 +299,15 @@ pub(crate) unsafe fn port_tables(
         // SAFETY: caller's contract.
         return unsafe { query(ctx, dev.phys_port_cnt) };
     };
-    if let Some(p) = c.ports.get() {
-        return Ok(p.clone());
+    if let Some(p) = c.ports.lock().clone() {
+        return Ok(p);
     }
-    // SAFETY: caller's contract. Two threads may both query the first time; one keeps its
-    // answer, and both answers are the same (the tables do not change).
+    // SAFETY: caller's contract. Two threads may both query the first time (the lock is not
+    // held across the calls); one keeps its answer, and both answers are the same (the tables
+    // do not change).
     let p = unsafe { query(ctx, c.dev.phys_port_cnt) }?;
-    Ok(c.ports.get_or_init(|| p).clone())
+    let kept = c.ports.lock().get_or_insert(p).clone();
+    Ok(kept)
 }
 
 /// The attributes of a device (`struct ibv_device_attr`), the limits the typed layer checks
@@ -461,7 +465,7 @@ impl Context {
         }
         let cached = Cached {
             dev: a,
-            ports: std::sync::OnceLock::new(),
+            ports: crate::sync::Mutex::new(None),
         };
         CACHE
             .write()
