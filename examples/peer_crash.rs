@@ -53,9 +53,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use typed_verbs::cm::{CmId, ConnEvent, ConnParam, EventChannel, Tcp};
 use typed_verbs::{
-    Access, AccessFlags, AddressHandle, AddressVector, ConnectedInit, Context, Cq, Endpoint,
-    ErrorKind, Gid, GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RcParams, RemoteMr, SendWr, SqPsn, Uc, UcRtr,
-    Ud, UdDest, UdInit, WcStatus, WorkCompletion,
+    Access, AccessFlags, AddressHandle, AddressVector, Context, Cq, Endpoint, ErrorKind, Gid,
+    GlobalRoute, Mr, Mtu, Pd, Qp, Rc, RemoteMr, SendWr, SqPsn, Uc, Ud, UdDest, UdInit, WcStatus,
+    WorkCompletion,
 };
 
 /// Messages in flight (survivor) and the receive slots each side keeps posted.
@@ -74,9 +74,6 @@ const BUF: usize = WRITE_AT + WRITE_LEN;
 /// The victim's region the survivor writes into.
 const TARGET: usize = 64 * 1024;
 const QKEY: u32 = 0x1111_1111;
-/// The RC QP's transport attributes: rxe (Linux 6.1) takes retry_cnt 7 as unlimited.
-const ACK_TIMEOUT: u8 = 14;
-const RETRY_CNT: u8 = 6;
 /// wr_id tags: an RDMA write, a receive (the rest of a send's wr_id is its message number).
 const WRITE_TAG: u64 = 1 << 62;
 const RECV_TAG: u64 = 1 << 63;
@@ -350,20 +347,6 @@ fn av(me: &Endpoint, peer: &Endpoint, hop_limit: u8) -> AddressVector {
     }
 }
 
-/// RC brought up by `Qp::connect_with` with the bounded defaults (timeout 14, retry_cnt 6: rxe
-/// takes retry_cnt 7 as "retry forever"), open to the peer's RDMA writes.
-macro_rules! rc_up {
-    ($qp:expr, $me:expr, $peer:expr) => {{
-        let params = RcParams {
-            timeout: ACK_TIMEOUT,
-            retry_cnt: RETRY_CNT,
-            ..RcParams::default()
-        };
-        let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
-        $qp.connect_with($me, $peer, access, params)
-    }};
-}
-
 /// The message number in a receive slot (UD: after the GRH).
 fn slot_seq(mr: &Mr<'_, Vec<u8>>, slot: usize, ud: bool) -> u64 {
     let mut b = [0u8; 8];
@@ -630,7 +613,13 @@ fn survivor_rc(o: &Opts) -> Result<(), String> {
     };
     // The TCP stream stays open until the teardown (nothing more goes over it).
     let (peer, stream) = exchange(o, &mine)?;
-    let qp = rc_up!(qp, &me, &peer.ep).map_err(err("bringing the RC QP up"))?;
+    let qp = qp
+        .connect(
+            &me,
+            &peer.ep,
+            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+        )
+        .map_err(err("bringing the RC QP up"))?;
     let timing = qp
         .query_rc_params()
         .map(|p| (p.timeout, p.retry_cnt))
@@ -779,10 +768,9 @@ fn survivor_cm(o: &Opts) -> Result<(), String> {
     t.post_recvs(|slot| {
         qp.post_recv(RECV_TAG | slot as u64, &[mr.sge(recv_range(slot)).unwrap()])
     })?;
-    let param = ConnParam {
-        retry_count: RETRY_CNT,
-        ..ConnParam::default()
-    };
+    // ConnParam's defaults bound a dead peer: retry_count 6, ack_timeout 14 (rxe takes a retry
+    // count of 7 as unlimited).
+    let param = ConnParam::default();
     let conn = req.accept(qp, &param, T).map_err(err("CM accept"))?;
     drop(listener);
     // What rdma_cm gave the QP: retry_cnt from the connect's retry_count, the timeout from
@@ -1013,20 +1001,7 @@ fn survivor_lossy(o: &Opts) -> Result<(), String> {
         };
         let (peer, stream) = exchange(o, &mine)?;
         let qp = qp
-            .to_init(ConnectedInit {
-                port_num: me.port_num,
-                pkey_index: 0,
-                access: AccessFlags::LOCAL_WRITE,
-            })
-            .and_then(|q| {
-                q.to_rtr(UcRtr {
-                    av: av(&me, &peer.ep, 1),
-                    path_mtu: me.mtu.min(peer.ep.mtu),
-                    dest_qp_num: peer.ep.qp_num,
-                    rq_psn: peer.ep.psn,
-                })
-            })
-            .and_then(|q| q.to_rts(SqPsn { sq_psn: me.psn }))
+            .connect(&me, &peer.ep, AccessFlags::LOCAL_WRITE)
             .map_err(err("bringing the UC QP up"))?;
         t.post_recvs(|slot| {
             qp.post_recv(RECV_TAG | slot as u64, &[mr.sge(recv_range(slot)).unwrap()])
@@ -1193,7 +1168,13 @@ fn victim(o: &Opts) -> Result<(), String> {
                 .map_err(err("QP"))?;
             let me = qp.endpoint(1, o.gid_index).map_err(err("endpoint"))?;
             let (peer, _s) = exchange(o, &region(me))?;
-            let qp = rc_up!(qp, &me, &peer.ep).map_err(err("bringing the RC QP up"))?;
+            let qp = qp
+                .connect(
+                    &me,
+                    &peer.ep,
+                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+                )
+                .map_err(err("bringing the RC QP up"))?;
             answer(
                 o,
                 &cq,
@@ -1215,20 +1196,7 @@ fn victim(o: &Opts) -> Result<(), String> {
             let me = qp.endpoint(1, o.gid_index).map_err(err("endpoint"))?;
             let (peer, _s) = exchange(o, &region(me))?;
             let qp = qp
-                .to_init(ConnectedInit {
-                    port_num: me.port_num,
-                    pkey_index: 0,
-                    access: AccessFlags::LOCAL_WRITE,
-                })
-                .and_then(|q| {
-                    q.to_rtr(UcRtr {
-                        av: av(&me, &peer.ep, 1),
-                        path_mtu: me.mtu.min(peer.ep.mtu),
-                        dest_qp_num: peer.ep.qp_num,
-                        rq_psn: peer.ep.psn,
-                    })
-                })
-                .and_then(|q| q.to_rts(SqPsn { sq_psn: me.psn }))
+                .connect(&me, &peer.ep, AccessFlags::LOCAL_WRITE)
                 .map_err(err("bringing the UC QP up"))?;
             answer(
                 o,
@@ -1315,7 +1283,6 @@ fn victim_cm(
     .to_bytes();
     let param = ConnParam {
         private_data: &mine,
-        retry_count: RETRY_CNT,
         ..ConnParam::default()
     };
     let start = Instant::now();

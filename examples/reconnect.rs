@@ -21,10 +21,11 @@ use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use typed_verbs::slots::SlotPoller;
+use typed_verbs::qp_state::Reset;
+use typed_verbs::slots::{SlotPoller, SlotSends};
 use typed_verbs::{
-    wc_flags, Access, AccessFlags, Context, CqEx, Endpoint, Gid, Mtu, PageBuf, Pd, Qp, Rc, Slot,
-    WcOpcode, WcStatus,
+    wc_flags, Access, AccessFlags, Context, CqEx, Endpoint, Gid, Mtu, PageBuf, Pd, Qp, Rc, Shared,
+    Slot, SlotRq, WcOpcode, WcStatus,
 };
 
 type Flags = wc_flags!(BYTE_LEN | QP_NUM);
@@ -155,8 +156,16 @@ fn next<'s>(
     }
 }
 
-/// The service: one QP, one CQ, one pool of slots for all of the peer's lives.
-fn service(o: &Opts, listener: TcpListener) -> Result<(), String> {
+/// What each side makes once and keeps: a context of its own, a PD, a slot CQ (its poller), a
+/// pool of slots and an RC slot QP in RESET, for `f`.
+fn with_side<R>(
+    o: &Opts,
+    f: impl for<'c> FnOnce(
+        &mut SlotPoller<'c, 'static, Flags>,
+        Vec<Slot<'static>>,
+        Qp<'c, Rc, SlotRq<SlotSends>, Shared, (), Reset>,
+    ) -> Result<R, String>,
+) -> Result<R, String> {
     let ctx = Arc::new(open(o.device.as_deref()).map_err(|e| e.to_string())?);
     let pd = Arc::new(Pd::new(&ctx).map_err(|e| e.to_string())?);
     let mut cq = CqEx::<Flags>::builder(&ctx)
@@ -165,94 +174,101 @@ fn service(o: &Opts, listener: TcpListener) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let (cq, mut poller) = cq.split();
-    let mut pool = Slot::register(
+    let pool = Slot::register(
         &pd,
         PageBuf::new(2 * RECVS * SLOT).map_err(|e| e.to_string())?,
         Access::LOCAL_WRITE,
         SLOT,
     )
     .map_err(|e| e.to_string())?;
-    let total = pool.len();
-    let mut qp = Qp::<Rc>::slot_builder(&pd, cq, cq)
+    let qp = Qp::<Rc>::slot_builder(&pd, cq, cq)
         .max_send_wr(RECVS as u32)
         .max_recv_wr(RECVS as u32)
         .build()
         .map_err(|e| e.to_string())?;
-    let bound = Duration::from_secs(5); // 7 × 67 ms, and room for a slow machine
-    let mut echoed = 0u64;
-    for life in 0..=o.restarts {
-        let (mut side, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
-        let me = qp.endpoint(1, 0).map_err(|e| e.to_string())?;
-        let peer = read_endpoint(&side, 1)?;
-        send_endpoint(&mut side, &me)?;
-        // `connect`'s defaults report a dead peer in bounded time on every device: an ACK
-        // timeout of 67 ms (`timeout` 14) and 6 retries, 0.47 s (docs/connection-parameters.md).
-        let up = qp
-            .connect(&me, &peer, AccessFlags::LOCAL_WRITE)
-            .map_err(|e| e.to_string())?;
-        println!(
-            "service: life {life} of the peer: connected to QP {}",
-            peer.qp_num
-        );
-        let mut posted = 0;
-        for _ in 0..RECVS {
-            up.post_recv_slot(pool.pop().expect("a slot"))
-                .map_err(|e| e.error.to_string())?;
-            posted += 1;
-        }
-        // Requests and their echoes until a completion fails: the peer is gone. An echo that
-        // does not come within `patience` (the peer died after the request reached it) is not
-        // waited for: the next request finds out.
-        let patience = Duration::from_millis(200);
-        let mut seq = 0u64;
-        let echoed_before = echoed;
-        let started = Instant::now();
-        let failure = 'life: loop {
-            let mut s = pool.pop().expect("a slot");
-            s[..8].copy_from_slice(&seq.to_le_bytes());
-            up.post_send_slot(s, 8).map_err(|e| e.error.to_string())?;
-            posted += 1;
-            let since = Instant::now();
-            let (mut sent, mut echo) = (false, false);
-            while !(sent && echo) {
-                let limit = if sent { patience } else { bound };
-                let Some((status, opcode, slot, len)) = next(&mut poller, limit)? else {
-                    if sent {
-                        break; // no echo: the next request will tell
-                    }
-                    return Err(format!("no completion within {bound:?}: a hang"));
-                };
-                posted -= 1;
-                if status != WcStatus::SUCCESS {
-                    pool.push(slot);
-                    break 'life (status, since.elapsed());
-                }
-                if opcode == Some(WcOpcode::RECV) {
-                    let got = (len == 8).then(|| u64::from_le_bytes(slot[..8].try_into().unwrap()));
-                    match got {
-                        Some(n) if n == seq => {
-                            echoed += 1;
-                            echo = true;
-                        }
-                        // The echo of a request not waited for (`patience`): late, not wrong.
-                        Some(n) if n < seq => echoed += 1,
-                        _ => {
-                            return Err(format!(
-                                "echo {seq}: got {:?}",
-                                &slot[..len.min(8) as usize]
-                            ))
-                        }
-                    }
-                    up.post_recv_slot(slot).map_err(|e| e.error.to_string())?;
-                    posted += 1;
-                } else {
-                    sent = true;
-                    pool.push(slot);
-                }
+    f(&mut poller, pool, qp)
+}
+
+/// The service: one QP, one CQ, one pool of slots for all of the peer's lives.
+fn service(o: &Opts, listener: TcpListener) -> Result<(), String> {
+    with_side(o, |poller, mut pool, mut qp| {
+        let total = pool.len();
+        let bound = Duration::from_secs(5); // 7 × 67 ms, and room for a slow machine
+        let mut echoed = 0u64;
+        for life in 0..=o.restarts {
+            let (mut side, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
+            let me = qp.endpoint(1, 0).map_err(|e| e.to_string())?;
+            let peer = read_endpoint(&side, 1)?;
+            send_endpoint(&mut side, &me)?;
+            // `connect`'s defaults report a dead peer in bounded time on every device: an ACK
+            // timeout of 67 ms (`timeout` 14) and 6 retries, 0.47 s (docs/connection-parameters.md).
+            let up = qp
+                .connect(&me, &peer, AccessFlags::LOCAL_WRITE)
+                .map_err(|e| e.to_string())?;
+            println!(
+                "service: life {life} of the peer: connected to QP {}",
+                peer.qp_num
+            );
+            let mut posted = 0;
+            for _ in 0..RECVS {
+                up.post_recv_slot(pool.pop().expect("a slot"))
+                    .map_err(|e| e.error.to_string())?;
+                posted += 1;
             }
-            seq += 1;
-        };
-        println!(
+            // Requests and their echoes until a completion fails: the peer is gone. An echo that
+            // does not come within `patience` (the peer died after the request reached it) is not
+            // waited for: the next request finds out.
+            let patience = Duration::from_millis(200);
+            let mut seq = 0u64;
+            let echoed_before = echoed;
+            let started = Instant::now();
+            let failure = 'life: loop {
+                let mut s = pool.pop().expect("a slot");
+                s[..8].copy_from_slice(&seq.to_le_bytes());
+                up.post_send_slot(s, 8).map_err(|e| e.error.to_string())?;
+                posted += 1;
+                let since = Instant::now();
+                let (mut sent, mut echo) = (false, false);
+                while !(sent && echo) {
+                    let limit = if sent { patience } else { bound };
+                    let Some((status, opcode, slot, len)) = next(poller, limit)? else {
+                        if sent {
+                            break; // no echo: the next request will tell
+                        }
+                        return Err(format!("no completion within {bound:?}: a hang"));
+                    };
+                    posted -= 1;
+                    if status != WcStatus::SUCCESS {
+                        pool.push(slot);
+                        break 'life (status, since.elapsed());
+                    }
+                    if opcode == Some(WcOpcode::RECV) {
+                        let got =
+                            (len == 8).then(|| u64::from_le_bytes(slot[..8].try_into().unwrap()));
+                        match got {
+                            Some(n) if n == seq => {
+                                echoed += 1;
+                                echo = true;
+                            }
+                            // The echo of a request not waited for (`patience`): late, not wrong.
+                            Some(n) if n < seq => echoed += 1,
+                            _ => {
+                                return Err(format!(
+                                    "echo {seq}: got {:?}",
+                                    &slot[..len.min(8) as usize]
+                                ))
+                            }
+                        }
+                        up.post_recv_slot(slot).map_err(|e| e.error.to_string())?;
+                        posted += 1;
+                    } else {
+                        sent = true;
+                        pool.push(slot);
+                    }
+                }
+                seq += 1;
+            };
+            println!(
             "service: peer gone after {} requests, {} echoed ({:.2?}): {:?} {:.2?} after the request",
             seq + 1,
             echoed - echoed_before,
@@ -260,103 +276,86 @@ fn service(o: &Opts, listener: TcpListener) -> Result<(), String> {
             failure.0,
             failure.1
         );
-        // Back into service: the type follows the device to ERR, every slot still posted
-        // comes back flushed, and RESET makes the QP new for the next peer.
-        let err = up.to_error().map_err(|e| e.to_string())?;
-        while posted > 0 {
-            let Some((status, _, slot, _)) = next(&mut poller, bound)? else {
-                return Err(format!("{posted} slots not flushed within {bound:?}"));
-            };
-            debug_assert_ne!(status, WcStatus::SUCCESS);
-            pool.push(slot);
-            posted -= 1;
+            // Back into service: the type follows the device to ERR, every slot still posted
+            // comes back flushed, and RESET makes the QP new for the next peer.
+            let err = up.to_error().map_err(|e| e.to_string())?;
+            while posted > 0 {
+                let Some((status, _, slot, _)) = next(poller, bound)? else {
+                    return Err(format!("{posted} slots not flushed within {bound:?}"));
+                };
+                debug_assert_ne!(status, WcStatus::SUCCESS);
+                pool.push(slot);
+                posted -= 1;
+            }
+            assert_eq!(pool.len(), total, "every slot is back");
+            qp = err.to_reset().map_err(|e| e.to_string())?;
+            println!("service: every slot back ({total}), QP reset, waiting for the peer");
         }
-        assert_eq!(pool.len(), total, "every slot is back");
-        qp = err.to_reset().map_err(|e| e.to_string())?;
-        println!("service: every slot back ({total}), QP reset, waiting for the peer");
-    }
-    println!("service: survived {} restarts of its peer; {echoed} echoes; same CQ, QP and slots throughout", o.restarts);
-    Ok(())
+        println!("service: survived {} restarts of its peer; {echoed} echoes; same CQ, QP and slots throughout", o.restarts);
+        Ok(())
+    })
 }
 
 /// One life of the peer: a context of its own, echoes `echoes` requests, then falls silent
 /// without a word (its QP to ERR, then everything dropped, as when its process exits).
 fn peer_life(o: &Opts, host: &str) -> Result<(), String> {
-    let ctx = Arc::new(open(o.device.as_deref()).map_err(|e| e.to_string())?);
-    let pd = Arc::new(Pd::new(&ctx).map_err(|e| e.to_string())?);
-    let mut cq = CqEx::<Flags>::builder(&ctx)
-        .cqe(64)
-        .slots()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let (cq, mut poller) = cq.split();
-    let mut pool = Slot::register(
-        &pd,
-        PageBuf::new(2 * RECVS * SLOT).map_err(|e| e.to_string())?,
-        Access::LOCAL_WRITE,
-        SLOT,
-    )
-    .map_err(|e| e.to_string())?;
-    let total = pool.len();
-    let qp = Qp::<Rc>::slot_builder(&pd, cq, cq)
-        .max_send_wr(RECVS as u32)
-        .max_recv_wr(RECVS as u32)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let me = qp.endpoint(1, 0).map_err(|e| e.to_string())?;
-    let start = Instant::now();
-    let mut side = loop {
-        match TcpStream::connect((host, o.port)) {
-            Ok(s) => break s,
-            Err(_) if start.elapsed() < Duration::from_secs(10) => {
-                std::thread::sleep(Duration::from_millis(20))
+    with_side(o, |poller, mut pool, qp| {
+        let total = pool.len();
+        let me = qp.endpoint(1, 0).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let mut side = loop {
+            match TcpStream::connect((host, o.port)) {
+                Ok(s) => break s,
+                Err(_) if start.elapsed() < Duration::from_secs(10) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => return Err(format!("connect to {host}:{}: {e}", o.port)),
             }
-            Err(e) => return Err(format!("connect to {host}:{}: {e}", o.port)),
-        }
-    };
-    send_endpoint(&mut side, &me)?;
-    let service = read_endpoint(&side, 1)?;
-    let up = qp
-        .connect(&me, &service, AccessFlags::LOCAL_WRITE)
-        .map_err(|e| e.to_string())?;
-    // A request that comes before these are posted gets an RNR NAK and is sent again.
-    for _ in 0..RECVS {
-        up.post_recv_slot(pool.pop().expect("a slot"))
-            .map_err(|e| e.error.to_string())?;
-    }
-    let mut n = 0;
-    while n < o.echoes {
-        let Some((status, opcode, slot, _)) = next(&mut poller, Duration::from_secs(10))? else {
-            return Err("peer: the service sent nothing for 10 s".into());
         };
-        if status != WcStatus::SUCCESS {
-            return Err(format!("peer: {status:?}"));
-        }
-        if opcode == Some(WcOpcode::RECV) {
-            // A request: echo it from the same slot.
-            up.post_send_slot(slot, 8)
+        send_endpoint(&mut side, &me)?;
+        let service = read_endpoint(&side, 1)?;
+        let up = qp
+            .connect(&me, &service, AccessFlags::LOCAL_WRITE)
+            .map_err(|e| e.to_string())?;
+        // A request that comes before these are posted gets an RNR NAK and is sent again.
+        for _ in 0..RECVS {
+            up.post_recv_slot(pool.pop().expect("a slot"))
                 .map_err(|e| e.error.to_string())?;
-            n += 1;
-        } else {
-            // An echo's send completed: the slot takes the next request.
-            up.post_recv_slot(slot).map_err(|e| e.error.to_string())?;
         }
-    }
-    println!("peer: echoed {n}, dying now");
-    // The peer falls silent, as when its process exits: its QP goes to ERR, where it drops
-    // every packet (nothing is sent to the service), its slots come back flushed, and then
-    // everything is dropped. The service hears nothing but the silence of the transport.
-    let _err = up.to_error().map_err(|e| e.to_string())?;
-    while pool.len() < total {
-        let Some((_, _, slot, _)) = next(&mut poller, Duration::from_secs(5))? else {
-            return Err(format!(
-                "peer: {} slots not flushed within 5 s",
-                total - pool.len()
-            ));
-        };
-        pool.push(slot);
-    }
-    Ok(())
+        let mut n = 0;
+        while n < o.echoes {
+            let Some((status, opcode, slot, _)) = next(poller, Duration::from_secs(10))? else {
+                return Err("peer: the service sent nothing for 10 s".into());
+            };
+            if status != WcStatus::SUCCESS {
+                return Err(format!("peer: {status:?}"));
+            }
+            if opcode == Some(WcOpcode::RECV) {
+                // A request: echo it from the same slot.
+                up.post_send_slot(slot, 8)
+                    .map_err(|e| e.error.to_string())?;
+                n += 1;
+            } else {
+                // An echo's send completed: the slot takes the next request.
+                up.post_recv_slot(slot).map_err(|e| e.error.to_string())?;
+            }
+        }
+        println!("peer: echoed {n}, dying now");
+        // The peer falls silent, as when its process exits: its QP goes to ERR, where it drops
+        // every packet (nothing is sent to the service), its slots come back flushed, and then
+        // everything is dropped. The service hears nothing but the silence of the transport.
+        let _err = up.to_error().map_err(|e| e.to_string())?;
+        while pool.len() < total {
+            let Some((_, _, slot, _)) = next(poller, Duration::from_secs(5))? else {
+                return Err(format!(
+                    "peer: {} slots not flushed within 5 s",
+                    total - pool.len()
+                ));
+            };
+            pool.push(slot);
+        }
+        Ok(())
+    })
 }
 
 fn main() -> ExitCode {
