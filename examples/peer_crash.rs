@@ -1159,57 +1159,37 @@ fn victim(o: &Opts) -> Result<(), String> {
         rkey: target.remote().rkey(),
     };
     let sq = 2 * WINDOW as u32 + 2;
+    // An RC or UC victim: its QP connected (`Qp::connect`'s bounded defaults), answering.
+    macro_rules! connected {
+        ($t:ty, $access:expr) => {{
+            let qp = Qp::<$t>::builder(&pd, &cq, &cq)
+                .max_send_wr(sq)
+                .max_recv_wr(RECVS as u32)
+                .build()
+                .map_err(err("QP"))?;
+            let me = qp.endpoint(1, o.gid_index).map_err(err("endpoint"))?;
+            let (peer, _s) = exchange(o, &region(me))?;
+            let qp = qp
+                .connect(&me, &peer.ep, $access)
+                .map_err(err("bringing the QP up"))?;
+            answer(
+                o,
+                &cq,
+                &mr,
+                false,
+                |slot| qp.post_recv(RECV_TAG | slot as u64, &[mr.sge(recv_range(slot)).unwrap()]),
+                |seq| {
+                    let msg = [mr.sge(send_slot(&mr, seq)).unwrap()];
+                    qp.post_send(&SendWr::send(seq, &msg).signaled())
+                },
+            )
+        }};
+    }
     match o.case {
         Case::RcProcess | Case::RcVm => {
-            let qp = Qp::<Rc>::builder(&pd, &cq, &cq)
-                .max_send_wr(sq)
-                .max_recv_wr(RECVS as u32)
-                .build()
-                .map_err(err("QP"))?;
-            let me = qp.endpoint(1, o.gid_index).map_err(err("endpoint"))?;
-            let (peer, _s) = exchange(o, &region(me))?;
-            let qp = qp
-                .connect(
-                    &me,
-                    &peer.ep,
-                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-                )
-                .map_err(err("bringing the RC QP up"))?;
-            answer(
-                o,
-                &cq,
-                &mr,
-                false,
-                |slot| qp.post_recv(RECV_TAG | slot as u64, &[mr.sge(recv_range(slot)).unwrap()]),
-                |seq| {
-                    let msg = [mr.sge(send_slot(&mr, seq)).unwrap()];
-                    qp.post_send(&SendWr::send(seq, &msg).signaled())
-                },
-            )
+            connected!(Rc, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)
         }
-        Case::UcProcess => {
-            let qp = Qp::<Uc>::builder(&pd, &cq, &cq)
-                .max_send_wr(sq)
-                .max_recv_wr(RECVS as u32)
-                .build()
-                .map_err(err("QP"))?;
-            let me = qp.endpoint(1, o.gid_index).map_err(err("endpoint"))?;
-            let (peer, _s) = exchange(o, &region(me))?;
-            let qp = qp
-                .connect(&me, &peer.ep, AccessFlags::LOCAL_WRITE)
-                .map_err(err("bringing the UC QP up"))?;
-            answer(
-                o,
-                &cq,
-                &mr,
-                false,
-                |slot| qp.post_recv(RECV_TAG | slot as u64, &[mr.sge(recv_range(slot)).unwrap()]),
-                |seq| {
-                    let msg = [mr.sge(send_slot(&mr, seq)).unwrap()];
-                    qp.post_send(&SendWr::send(seq, &msg).signaled())
-                },
-            )
-        }
+        Case::UcProcess => connected!(Uc, AccessFlags::LOCAL_WRITE),
         Case::UdProcess => {
             let qp = Qp::<Ud>::builder(&pd, &cq, &cq)
                 .max_send_wr(sq)
