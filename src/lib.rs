@@ -94,6 +94,7 @@ pub mod wr;
 // Beside the layers: the crate's errors and seals (leaves every layer above the backends may
 // use), and the safety model (documentation).
 pub mod error;
+pub mod guide;
 pub mod safety;
 mod sealed;
 
@@ -280,18 +281,3 @@ mod handle_sizes {
 #[cfg(all(doctest, feature = "software-device"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-
-/// The software-device guide's programs, run as doctests.
-#[cfg(all(doctest, feature = "software-device"))]
-#[doc = include_str!("../docs/software-device.md")]
-pub struct SoftwareDeviceGuideDoctests;
-
-/// The faults guide's programs, run as doctests.
-#[cfg(all(doctest, feature = "software-device"))]
-#[doc = include_str!("../docs/faults.md")]
-pub struct FaultsGuideDoctests;
-
-/// The guarantees guide's programs, run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/guarantees.md")]
-pub struct GuaranteesGuideDoctests;

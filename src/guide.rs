@@ -1,0 +1,31 @@
+//! The guide: every page of the repository's `docs/` folder, rendered here so that it reads on
+//! docs.rs next to the API, and so that its Rust programs run as doctests.
+#![doc = include_str!("../docs/README.md")]
+
+macro_rules! guide_pages {
+    ($($(#[$attr:meta])* $name:ident = $file:literal;)*) => {$(
+        $(#[$attr])*
+        pub mod $name {
+            #![doc = include_str!(concat!("../docs/", $file))]
+        }
+    )*};
+}
+
+guide_pages! {
+    architecture = "architecture.md";
+    connection_management = "connection-management.md";
+    connection_parameters = "connection-parameters.md";
+    diagnostics = "diagnostics.md";
+    extended_qp = "extended-qp.md";
+    faults = "faults.md";
+    guarantees = "guarantees.md";
+    model_checking = "model-checking.md";
+    peer_crash = "peer-crash.md";
+    peers = "peers.md";
+    performance = "performance.md";
+    poll_loops = "poll-loops.md";
+    sanitizers = "sanitizers.md";
+    software_device = "software-device.md";
+    test_matrix = "test-matrix.md";
+    testing = "testing.md";
+}
