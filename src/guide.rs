@@ -28,4 +28,5 @@ guide_pages! {
     software_device = "software-device.md";
     test_matrix = "test-matrix.md";
     testing = "testing.md";
+    using = "using.md";
 }

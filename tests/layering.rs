@@ -40,8 +40,9 @@ const LAYERS: &[&[&str]] = &[
     &["slots"],
     &["cm"],
 ];
-/// Modules outside the layers: the crate root and the safety model (documentation only).
-const BESIDE: &[&str] = &["", "safety"];
+/// Modules outside the layers: the crate root, the safety model and the guide (documentation
+/// only).
+const BESIDE: &[&str] = &["", "safety", "guide"];
 /// The macros lib.rs re-exports from typed-verbs-macros (another crate: no cycle).
 const ROOT_MACROS: &[&str] = &["completion_record", "wc_flags"];
 /// The one typed-layer module that may name the software provider: its test hooks.
