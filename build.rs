@@ -127,6 +127,78 @@ fn main() {
         Err(why) => panic!("typed-verbs: {why}"),
     };
     fs::write(out.join("c_layout.rs"), layout).expect("write c_layout.rs");
+    guide_pages(&out);
+}
+
+/// The guide's pages (`docs/*.md`) as rustdoc renders them: `typed_verbs::guide` (src/guide.rs)
+/// makes each page a module, so a link between pages (`testing.md#x`) becomes a link between
+/// modules (`../testing/index.html#x`), and a link to a file of the repository (`../src/x.rs`)
+/// a link to it in the repository. The pages themselves keep the links that work where they are
+/// read as files (tests/docs.rs checks those).
+fn guide_pages(out: &Path) {
+    println!("cargo:rerun-if-changed=docs");
+    let repo = env::var("CARGO_PKG_REPOSITORY").unwrap_or_default();
+    let dir = out.join("guide");
+    fs::create_dir_all(&dir).expect("create OUT_DIR/guide");
+    for entry in fs::read_dir("docs").expect("read docs/") {
+        let path = entry.expect("docs/ entry").path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !name.ends_with(".md") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).expect("read a guide page");
+        let page = rewrite_guide_links(&text, name == "README.md", &repo);
+        fs::write(dir.join(name), page).expect("write a guide page");
+    }
+}
+
+/// `text` with each Markdown link `[..](target)` outside code blocks rewritten for rustdoc (see
+/// `guide_pages`); `index`: the page is the guide's own module, not one of its submodules.
+fn rewrite_guide_links(text: &str, index: bool, repo: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fenced = false;
+    for line in text.split_inclusive('\n') {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            out.push_str(line);
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            let (head, tail) = rest.split_at(at + 2);
+            out.push_str(head);
+            let end = tail.find(')').unwrap_or(tail.len());
+            out.push_str(&guide_link(&tail[..end], index, repo));
+            rest = &tail[end..];
+        }
+        out.push_str(rest);
+    }
+    out
+}
+
+fn guide_link(target: &str, index: bool, repo: &str) -> String {
+    if target.contains("://") || target.starts_with('#') || target.starts_with("mailto:") {
+        return target.to_string();
+    }
+    let (path, fragment) = match target.split_once('#') {
+        Some((p, f)) => (p, format!("#{f}")),
+        None => (target, String::new()),
+    };
+    if let Some(page) = path.strip_suffix(".md").filter(|p| !p.contains('/')) {
+        let up = if index { "" } else { "../" };
+        return match page {
+            "README" => format!("{up}index.html{fragment}"),
+            page => format!("{up}{}/index.html{fragment}", page.replace('-', "_")),
+        };
+    }
+    match path.strip_prefix("../") {
+        Some(file) if !repo.is_empty() => format!("{repo}/blob/main/{file}{fragment}"),
+        _ => target.to_string(),
+    }
 }
 
 /// Compiles the probe for the target and reads the measured values from its symbol table: the

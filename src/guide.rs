@@ -1,12 +1,14 @@
 //! The guide: every page of the repository's `docs/` folder, rendered here so that it reads on
-//! docs.rs next to the API, and so that its Rust programs run as doctests.
-#![doc = include_str!("../docs/README.md")]
+//! docs.rs next to the API, and so that its Rust programs run as doctests. build.rs copies the
+//! pages into `OUT_DIR` with their links made rustdoc's (a page's link to another is a link to
+//! its module).
+#![doc = include_str!(concat!(env!("OUT_DIR"), "/guide/README.md"))]
 
 macro_rules! guide_pages {
     ($($(#[$attr:meta])* $name:ident = $file:literal;)*) => {$(
         $(#[$attr])*
         pub mod $name {
-            #![doc = include_str!(concat!("../docs/", $file))]
+            #![doc = include_str!(concat!(env!("OUT_DIR"), "/guide/", $file))]
         }
     )*};
 }
