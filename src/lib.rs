@@ -138,12 +138,6 @@ pub use wr::{PostBatch, PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 
 /// What a typical program needs, in one import: `use typed_verbs::prelude::*;`.
 ///
-/// The handles (context, PD, CQs, SRQ, QP, memory region), the QP types, receive sides,
-/// threading markers and states that name a QP in a signature (`Qp<'a, Rc, OwnRq, Shared, (),
-/// Rts>`), the attributes of each transition, work requests and SGEs, the `wc_flags!` and
-/// `completion_record!` macros, and the crate's [`Error`] and [`Result`] (whose error type
-/// defaults to `Error`, so `Result<T, Box<dyn std::error::Error>>` still reads as usual).
-///
 /// ```
 /// use typed_verbs::prelude::*;
 ///
@@ -156,8 +150,18 @@ pub use wr::{PostBatch, PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 /// let pd = Pd::new(&ctx)?;
 /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
 /// let (a, b) = make_pair(&pd, &cq)?;
+/// assert_eq!(a.query_state()?, typed_verbs::ffi::sys::ibv_qp_state::IBV_QPS_RTS); // as typed
+/// # drop(b);
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// The handles (context, PD, CQs, SRQ, QP, memory region), the QP types, receive sides,
+/// threading markers and states that name a QP in a signature (`Qp<'a, Rc, OwnRq, Shared, (),
+/// Rts>`), the attributes of each transition, work requests and SGEs, the `wc_flags!` and
+/// `completion_record!` macros, and the crate's [`Error`] and [`Result`] (whose error type
+/// defaults to `Error`, so `Result<T, Box<dyn std::error::Error>>` still reads as usual).
+///
+/// The crate root's first program uses it; [the guide](crate::guide) goes on from there.
 pub mod prelude {
     pub use crate::{
         access, completion_record, send_ops, wc_flags, Access, AccessFlags, AddressVector, AltPath,
