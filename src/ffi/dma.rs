@@ -14,8 +14,8 @@
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
 //!
-//! The guide's [guarantees](crate::guide::guarantees) page sums this model up with the crate's
-//! other promises; [`crate::safety`] gives the whole argument.
+//! The guide's [guarantees](crate::guide::guarantees) page lists the promises about registered
+//! memory that rest on this model; [`crate::safety`] gives the whole argument.
 //!
 //! # The model
 //!
