@@ -2,12 +2,19 @@
 //! opening a device by name, and querying its attributes and ports.
 //!
 //! ```
-//! for dev in typed_verbs::devices()? {
+//! use typed_verbs::{devices, Context};
+//! let ctx = Context::open("sw0")?; // by name; Context::open_from_env reads TYPED_VERBS_DEVICE
+//! assert!(ctx.attr().phys_port_cnt >= 1);
+//! assert_eq!(ctx.query_port(1)?.state, 4); // IBV_PORT_ACTIVE
+//! for dev in devices()? {
 //!     let ctx = dev.open()?;
 //!     println!("{}: {} port(s), max_qp {}", ctx.device_name(), ctx.attr().phys_port_cnt, ctx.attr().max_qp);
 //! }
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! The guide's [software device](crate::guide::software_device) page says what `sw0` models and
+//! how a program chooses it or a real device.
 
 use crate::backend;
 #[cfg(feature = "software-device")]

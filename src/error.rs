@@ -10,6 +10,10 @@
 //! assert_eq!(e.errno(), libc::EINVAL);
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page lists what is checked at run time. A
+//! misuse the types catch is a compile error instead; the guide's
+//! [diagnostics](crate::guide::diagnostics) page gives the first line of each such error.
 
 use std::fmt;
 

@@ -1,17 +1,12 @@
 //! # typed-verbs
 //!
-//! RDMA verbs (libibverbs) made safe by construction. The rules of the verbs' man pages are
-//! types: a QP's transport, receive side, state and SGE caps, a CQ's `wc_flags` and threading
-//! are type parameters, and lifetimes make the destruction order a compile-time fact. What
-//! cannot be a type is checked before the FFI call and returned as a typed [`Error`] naming the
-//! verb.
+//! RDMA verbs (libibverbs) made safe by construction: the rules of the verbs' man pages are
+//! types (a QP's transport, state and caps, a CQ's `wc_flags`, the destruction order), and what
+//! cannot be a type is checked before the FFI call and returned as a typed [`Error`].
 //!
-//! Two backends sit behind one API: rdma-core (real devices through libibverbs) and the
-//! [`software`] device, an in-process provider that fills the same C structures, so the data
-//! path is the same code on both. Pick a device by name with [`Context::open`], or from the
-//! `TYPED_VERBS_DEVICE` environment variable with [`Context::open_from_env`].
-//!
-//! An RC pair in loopback on the software device, a send and a receive:
+//! A first program: an RC pair in loopback, a send and a receive. It runs on the built-in
+//! [`software`] device `sw0`; the same code runs on a real device through rdma-core, opened by
+//! name or with [`Context::open_from_env`].
 //!
 //! ```
 //! use typed_verbs::prelude::*;
@@ -55,16 +50,19 @@
 //!
 //! # Where to read on
 //!
-//! - Every public type and every verb has a runnable example (on the software device), and
-//!   every fallible function an `# Errors` section naming when it fails.
+//! - [The guide](guide) is the index of the pages below and the others.
+//! - [Guarantees](guide::guarantees): what is a compile error, what is checked at run time, and
+//!   what stays the caller's duty.
+//! - [The software device](guide::software_device): what `sw0` models, and how to choose it or a
+//!   real device (`TYPED_VERBS_DEVICE`).
+//! - [Connection management](guide::connection_management) with rdma_cm, and
+//!   [when a peer dies](guide::faults).
+//! - [Generated poll loops](guide::poll_loops) and [performance](guide::performance).
+//! - [How typed-verbs compares](guide::peers) with the `ibverbs` and `sideway` crates.
 //! - [`safety`]: the safety model (leaks, panics, threads, polling batches, the FFI boundary).
-//! - The guide `docs/guarantees.md` (in the repository): the guarantees in one place, what is
-//!   a compile error, what is checked at run time, and what stays the caller's duty.
-//! - The guide `docs/software-device.md` (in the repository): the software device `sw0`, what
-//!   it models and how to choose it or a real device (`TYPED_VERBS_DEVICE`,
-//!   [`Context::open_from_env`]).
-//! - The README: the guarantee tables (each rule with a failing and a passing UI test), the
-//!   run-time checks, benchmarks and the test lanes.
+//!
+//! Every public type and every verb has a runnable example, and every fallible function an
+//! `# Errors` section naming when it fails.
 #![warn(missing_docs)]
 #![warn(clippy::missing_errors_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -140,12 +138,6 @@ pub use wr::{PostBatch, PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 
 /// What a typical program needs, in one import: `use typed_verbs::prelude::*;`.
 ///
-/// The handles (context, PD, CQs, SRQ, QP, memory region), the QP types, receive sides,
-/// threading markers and states that name a QP in a signature (`Qp<'a, Rc, OwnRq, Shared, (),
-/// Rts>`), the attributes of each transition, work requests and SGEs, the `wc_flags!` and
-/// `completion_record!` macros, and the crate's [`Error`] and [`Result`] (whose error type
-/// defaults to `Error`, so `Result<T, Box<dyn std::error::Error>>` still reads as usual).
-///
 /// ```
 /// use typed_verbs::prelude::*;
 ///
@@ -158,8 +150,18 @@ pub use wr::{PostBatch, PostError, SendWr, SgeList, UdDest, MAX_TYPED_SGE};
 /// let pd = Pd::new(&ctx)?;
 /// let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
 /// let (a, b) = make_pair(&pd, &cq)?;
+/// assert_eq!(a.query_state()?, typed_verbs::ffi::sys::ibv_qp_state::IBV_QPS_RTS); // as typed
+/// # drop(b);
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// The handles (context, PD, CQs, SRQ, QP, memory region), the QP types, receive sides,
+/// threading markers and states that name a QP in a signature (`Qp<'a, Rc, OwnRq, Shared, (),
+/// Rts>`), the attributes of each transition, work requests and SGEs, the `wc_flags!` and
+/// `completion_record!` macros, and the crate's [`Error`] and [`Result`] (whose error type
+/// defaults to `Error`, so `Result<T, Box<dyn std::error::Error>>` still reads as usual).
+///
+/// The crate root's first program uses it; [the guide](crate::guide) goes on from there.
 pub mod prelude {
     pub use crate::{
         access, completion_record, send_ops, wc_flags, Access, AccessFlags, AddressVector, AltPath,

@@ -1,12 +1,20 @@
-//! Protection domains and parent domains.
+//! Protection domains (ibv_alloc_pd(3)), which group the regions, QPs, SRQs and address handles
+//! that may work together, and parent domains (ibv_alloc_parent_domain(3)), which extend a PD.
 //!
 //! ```
-//! use typed_verbs::{Context, Pd};
+//! use typed_verbs::{software, Access, Context, Mr, PageBuf, Pd};
 //! let ctx = Context::open("sw0")?;
-//! let pd = Pd::new(&ctx)?;
-//! pd.destroy()?;
+//! let pd = Pd::new(&ctx)?; // ibv_alloc_pd
+//! let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?; // registered in `pd`
+//! assert_eq!(software::live_objects(&ctx).map(|l| (l.pds, l.mrs)), Some((1, 1)));
+//! drop(mr); // first: `pd.destroy()` does not compile while `mr` borrows the PD
+//! pd.destroy()?; // ibv_dealloc_pd
+//! assert_eq!(software::live_objects(&ctx).map(|l| l.pds), Some(0));
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! A child holds its PD borrowed or shared ([`crate::parent`]); the guide's
+//! [guarantees](crate::guide::guarantees) page says how that keeps the destruction order.
 
 use crate::backend;
 use crate::device::Context;

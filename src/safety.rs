@@ -6,6 +6,23 @@
 //! cycles), panics (in a user context's `Drop`, in a poll handler), shares across threads, or
 //! implements of the crate's public traits. This page says how, and where the promise ends.
 //!
+//! Leaking, for one, never frees what the device can still reach: a forgotten QP stays alive,
+//! and the CQ it uses refuses to be destroyed rather than free it under the QP.
+//!
+//! ```
+//! use typed_verbs::prelude::*;
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = Cq::builder(&ctx).cqe(8).build()?;
+//! std::mem::forget(Qp::<Rc>::builder(&pd, &cq, &cq).build()?); // the borrow of `cq` ends here
+//! let refused = cq.try_destroy().unwrap_err(); // ibv_destroy_cq: a live QP uses the CQ
+//! assert_eq!(refused.error.errno(), libc::EBUSY); // `refused.object` is the CQ, still alive
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page lists the promises in one place; this
+//! page is the argument for them.
+//!
 //! ## Three kinds of guarantee
 //!
 //! | kind | what | examples |
@@ -14,7 +31,9 @@
 //! | run-time checks | refused before any FFI call, with an [`Error`](crate::Error) naming the verb | `cqe` out of range; an object of another context; waiting for a CQ lock inside a polling batch ([`ErrorKind::BatchOpen`](crate::error::ErrorKind::BatchOpen)) |
 //! | `unsafe` contracts | the caller promises what neither can check | [`CqBuilder::ignore_overrun`](crate::CqBuilder::ignore_overrun), [`Mr::as_slice`](crate::mr::Mr::as_slice) (zero copy of any region; [`Slot`](crate::Slot) is the safe one), everything in [`raw`](crate::raw), and using any `as_raw()` pointer |
 //!
-//! The README's guarantee tables list each rule with its failing and passing UI test.
+//! Each compile-time rule has a failing and a passing UI test (`ui-tests/fail/`,
+//! `ui-tests/pass/`); the guide's [diagnostics](crate::guide::diagnostics) page lists the
+//! compiler's first line for each failing one.
 //!
 //! ## Leaking is safe
 //!

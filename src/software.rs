@@ -2,6 +2,20 @@
 //! software provider other than through the verbs (which go through the backend seam on every
 //! device).
 //!
+//! ```
+//! use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
+//! let ctx = Context::open(software::DEFAULT_DEVICE)?; // "sw0"
+//! let cq = Cq::builder(&ctx).cqe(4).build()?;
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+//! assert_eq!(software::live_objects(&ctx).map(|l| l.cqs), Some(1));
+//! let mut wc = [const { WorkCompletion::new() }; 4];
+//! assert_eq!(cq.poll(&mut wc)?.len(), 1);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [software device](crate::guide::software_device) page says what the device
+//! models, how it agrees with rxe, and how to configure it.
+//!
 //! The software device is an in-process verbs provider, the crate's embedded default (its
 //! implementation is a private backend beside rdma-core's). It fills the very C structures a
 //! hardware provider fills, so the typed layer's data path is the same code on it and on
@@ -19,17 +33,6 @@
 //!
 //! The provider reports errnos; the hooks here turn them into an [`Error`] naming the hook, and
 //! fail with [`ErrorKind::NotSoftware`] on a real device's objects before reaching it.
-//!
-//! ```
-//! use typed_verbs::{software, Context, Cq, InjectedCompletion, WcOpcode, WorkCompletion};
-//! let ctx = Context::open(software::DEFAULT_DEVICE)?; // "sw0"
-//! let cq = Cq::builder(&ctx).cqe(4).build()?;
-//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
-//! assert_eq!(software::live_objects(&ctx).map(|l| l.cqs), Some(1));
-//! let mut wc = [const { WorkCompletion::new() }; 4];
-//! assert_eq!(cq.poll(&mut wc)?.len(), 1);
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 
 use crate::backend::software as provider;
 use crate::cq::wc::{WcOpcode, WcStatus};

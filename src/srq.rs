@@ -1,16 +1,28 @@
-//! Shared receive queues (ibv_create_srq(3)).
+//! Shared receive queues (ibv_create_srq(3)): one pool of posted receives from which several
+//! RC or UD QPs take theirs.
 //!
 //! ```
 //! use typed_verbs::prelude::*;
 //! let ctx = Context::open("sw0")?;
 //! let pd = Pd::new(&ctx)?;
+//! let cq = Cq::builder(&ctx).cqe(16).build()?;
 //! let srq = Srq::builder(&pd).max_wr(64).build()?;
 //! let mr = Mr::new(&pd, PageBuf::new(1 << 16)?, Access::LOCAL_WRITE)?;
 //! for i in 0..16 {
 //!     srq.post_recv(i as u64, &[mr.sge(i * 4096..(i + 1) * 4096).unwrap()])?;
 //! }
+//! let qp = Qp::<Rc>::builder_with_srq(&pd, &cq, &cq, &srq).max_inline_data(64).build()?;
+//! let e = qp.endpoint(1, 0)?;
+//! let qp = qp.connect(&e, &e, AccessFlags::LOCAL_WRITE)?; // loopback to itself
+//! qp.post_send(&SendWr::send_inline(100, b"shared"))?; // received from the SRQ
+//! let mut wc = [const { WorkCompletion::new() }; 4];
+//! let recv = &cq.poll(&mut wc)?[0];
+//! assert_eq!((recv.wr_id(), recv.success().map(|s| s.byte_len())), (0, Some(6)));
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! Only RC and UD QPs take an SRQ, and a QP on one has no receive queue of its own: both are
+//! compile-time rules, listed on the guide's [guarantees](crate::guide::guarantees) page.
 
 use crate::backend;
 use crate::device::Context;

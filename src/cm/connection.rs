@@ -6,8 +6,8 @@ use super::*;
 /// chooses; the QP number is the crate's), and the two RC QP attributes the program sets
 /// through the CM: the ACK timeout (`rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)`) and the RNR
 /// timer. [`Default`]: no private data, one RDMA read in flight each way, and values that
-/// report a dead peer in bounded time on every device, as [`RcParams`]'s do
-/// (docs/connection-parameters.md):
+/// report a dead peer in bounded time on every device, as [`RcParams`]'s do (the guide's
+/// [connection parameters](crate::guide::connection_parameters) page):
 ///
 /// | field | default | range | what it sets, and bounds |
 /// |---|---|---|---|

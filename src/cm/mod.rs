@@ -1,28 +1,6 @@
 //! Typed connection management (librdmacm, rdma_cm(7)): a CM id's states are types, events
 //! are read, copied and acked by the crate, and a connection's QP is the crate's own.
 //!
-//! - An [`EventChannel`] (`rdma_create_event_channel`) carries the events of every id made on
-//!   it. It is cheap to clone, `Send + Sync` and `'static`; every id keeps it alive.
-//! - A [`CmId<P, S>`](CmId) is an `rdma_cm_id` of port space `P` ([`Tcp`]: RC, [`Udp`]: UD) in
-//!   state `S`: [`Idle`] → ([`Bound`] →) [`AddrResolved`] → [`RouteResolved`] → a
-//!   [`Connection`] on the active side; [`Bound`] → [`Listening`] → a [`ConnectRequest`] →
-//!   accepted (a [`Connection`]) or rejected on the passive side. A verb called in the wrong
-//!   state does not compile.
-//! - The QP of a connection is built by the program with [`Qp::builder`](crate::qp::Qp::builder)
-//!   on its own context and moved RESET → INIT → RTR → RTS by the crate's typed transitions,
-//!   fed with `rdma_init_qp_attr`'s attributes (their range checks apply). The CM never owns
-//!   or touches it (`id->qp` stays NULL).
-//! - Events: each raw event is copied (its type read as an integer, its status, private data,
-//!   parameters) and acked at once, before any user code runs, so every event is acked exactly
-//!   once and no `rdma_destroy_id` waits for an ack. A connect request's new id becomes an owned
-//!   handle at once (only for that event type). Copied events are routed to their id through
-//!   the channel (a token in `id->context`), so threads waiting for different ids on one
-//!   channel each get their own; an id's unread events go with it when it is destroyed, and a
-//!   connect request nobody will read is rejected and its id destroyed.
-//! - Blocking verbs wait for their event with a timeout; with the `tokio` feature each has an
-//!   `_async` twin awaiting the channel's fd. A dropped (cancelled) future drops what it owns;
-//!   a forgotten value only leaks.
-//!
 //! An RC connection on the software device, both sides in one program:
 //!
 //! ```
@@ -54,6 +32,33 @@
 //! # drop(server);
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! - An [`EventChannel`] (`rdma_create_event_channel`) carries the events of every id made on
+//!   it. It is cheap to clone, `Send + Sync` and `'static`; every id keeps it alive.
+//! - A [`CmId<P, S>`](CmId) is an `rdma_cm_id` of port space `P` ([`Tcp`]: RC, [`Udp`]: UD) in
+//!   state `S`: [`Idle`] → ([`Bound`] →) [`AddrResolved`] → [`RouteResolved`] → a
+//!   [`Connection`] on the active side; [`Bound`] → [`Listening`] → a [`ConnectRequest`] →
+//!   accepted (a [`Connection`]) or rejected on the passive side. A verb called in the wrong
+//!   state does not compile.
+//! - The QP of a connection is built by the program with [`Qp::builder`](crate::qp::Qp::builder)
+//!   on its own context and moved RESET → INIT → RTR → RTS by the crate's typed transitions,
+//!   fed with `rdma_init_qp_attr`'s attributes (their range checks apply). The CM never owns
+//!   or touches it (`id->qp` stays NULL).
+//! - Events: each raw event is copied (its type read as an integer, its status, private data,
+//!   parameters) and acked at once, before any user code runs, so every event is acked exactly
+//!   once and no `rdma_destroy_id` waits for an ack. A connect request's new id becomes an owned
+//!   handle at once (only for that event type). Copied events are routed to their id through
+//!   the channel (a token in `id->context`), so threads waiting for different ids on one
+//!   channel each get their own; an id's unread events go with it when it is destroyed, and a
+//!   connect request nobody will read is rejected and its id destroyed.
+//! - Blocking verbs wait for their event with a timeout; with the `tokio` feature each has an
+//!   `_async` twin awaiting the channel's fd. A dropped (cancelled) future drops what it owns;
+//!   a forgotten value only leaks.
+//!
+//! The guide's [connection management](crate::guide::connection_management) page covers the
+//! connection manager on both sides, and its
+//! [connection parameters](crate::guide::connection_parameters) page how long a connection
+//! takes to report a dead peer.
 
 /// The event channel and its demultiplexer: each id's events, in order, to the id's owner.
 mod channel;

@@ -1,4 +1,5 @@
-//! Completion channels (ibv_create_comp_channel(3)).
+//! Completion channels (ibv_create_comp_channel(3)): a file descriptor on which an armed CQ
+//! signals that a completion arrived, so that a thread can sleep instead of polling.
 //!
 //! ```
 //! use typed_verbs::{software, CompChannel, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
@@ -11,6 +12,10 @@
 //! assert!(event.is_for(&cq));
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! The events themselves, and how each is acknowledged exactly once, are in [`crate::event`];
+//! the guide's [guarantees](crate::guide::guarantees) page says why an event held or leaked
+//! never makes a CQ's destroy wait.
 
 use crate::backend;
 use crate::device::Context;

@@ -10,6 +10,10 @@
 //! assert_eq!(cq.poll(&mut wc)?.len(), 1); // ibv_poll_cq
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! An extended CQ ([`ex`], `ibv_create_cq_ex`) has its `wc_flags` in its type and polls in
+//! batches; [`channel`] wakes a thread when a completion arrives. The guide's
+//! [guarantees](crate::guide::guarantees) page lists the rules each kind of CQ keeps.
 
 // Completion channels (`ibv_create_comp_channel`), public as `typed_verbs::channel`.
 pub mod channel;

@@ -6,6 +6,9 @@
 //! assert_eq!(WcStatus::SUCCESS.name(), Some("SUCCESS"));
 //! assert!(WcOpcode::RECV_RDMA_WITH_IMM.is_recv());
 //! ```
+//!
+//! The guide's [faults](crate::guide::faults) page says which status a work request completes
+//! with when its peer dies.
 
 use crate::ffi::sys;
 

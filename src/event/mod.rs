@@ -1,6 +1,26 @@
 //! Events: completion events from a [`CompChannel`] and async events from a
 //! [`Context`]'s async fd, each typed, each acknowledged exactly once.
 //!
+//! ```
+//! use typed_verbs::{software, AsyncEvent, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
+//! let ctx = Context::open("sw0")?;
+//! let channel = CompChannel::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
+//! let mut acks = EventAcks::new();
+//! cq.req_notify(false)?;
+//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
+//! let event = channel.get_cq_event()?; // sleeps until the completion arrives
+//! assert!(event.is_for(&cq));
+//! event.ack_later(&mut acks);
+//! acks.ack(); // one ibv_ack_cq_events per CQ
+//! software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
+//! assert_eq!(*ctx.get_async_event()?, AsyncEvent::PortActive(1)); // acked when dropped
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page says why an event that is held or
+//! leaked never makes a destroy wait.
+//!
 //! # Completion events
 //!
 //! A CQ created with a channel and armed with `req_notify` puts one event on the channel when
@@ -37,21 +57,6 @@
 //! (`AsFd`): safe code could then `dup` it and `read` an event that libibverbs never acks, and
 //! the destroy verb of its object would wait for that ack forever. A raw fd number can be read
 //! from only with `unsafe`, whose caller promises not to consume events.
-//!
-//! ```
-//! use typed_verbs::{software, AsyncEvent, CompChannel, Context, CqEx, EventAcks, InjectedCompletion, Standard, WcOpcode};
-//! let ctx = Context::open("sw0")?;
-//! let channel = CompChannel::new(&ctx)?;
-//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).channel(&channel).build()?;
-//! let mut acks = EventAcks::new();
-//! cq.req_notify(false)?;
-//! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
-//! channel.get_cq_event()?.ack_later(&mut acks);
-//! acks.ack(); // one ibv_ack_cq_events per CQ
-//! software::raise_port_event(&ctx, typed_verbs::ffi::event_type::PORT_ACTIVE, 1)?;
-//! assert_eq!(*ctx.get_async_event()?, AsyncEvent::PortActive(1)); // acked when dropped
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 
 /// Async events: the device's, a port's, a CQ's, a QP's and an SRQ's, and the object each names.
 mod async_event;

@@ -1,6 +1,22 @@
 //! Registered memory is shared with the device: who may touch it when, and why every access the
 //! safe API makes is free of data races.
 //!
+//! ```
+//! use typed_verbs::{Access, Context, Mr, PageBuf, Pd};
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+//! // Safe accesses to registered memory are byte-wise atomic copies: no data race with the device.
+//! mr.write(0, b"in")?;
+//! let mut out = [0; 2];
+//! mr.read(0, &mut out)?;
+//! assert_eq!(&out, b"in");
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page lists the promises about registered
+//! memory that rest on this model; [`crate::safety`] gives the whole argument.
+//!
 //! # The model
 //!
 //! A memory region ([`Mr`](crate::mr::Mr)) covers memory that two parties use at once: the program
@@ -97,22 +113,11 @@
 //! `typed_verbs::dma::copy_from_shared` and `typed_verbs::dma::copy_to_shared`. Every other
 //! access to registered memory in the crate goes through them, so a race such a tool reports
 //! anywhere else is real.
+//! The guide's [sanitizers](crate::guide::sanitizers) page lists the suppressions the crate's
+//! valgrind runs use.
 //!
 //! [`AtomicU8`]: std::sync::atomic::AtomicU8
 //! [`AtomicU8::from_ptr`]: std::sync::atomic::AtomicU8::from_ptr
-//!
-//! ```
-//! use typed_verbs::{Access, Context, Mr, PageBuf, Pd};
-//! let ctx = Context::open("sw0")?;
-//! let pd = Pd::new(&ctx)?;
-//! let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
-//! // Safe accesses to registered memory are byte-wise atomic copies: no data race with the device.
-//! mr.write(0, b"in")?;
-//! let mut out = [0; 2];
-//! mr.read(0, &mut out)?;
-//! assert_eq!(&out, b"in");
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 
 /// Copies `len` bytes from shared (registered) memory at `src` into private memory at `dst`.
 /// Each byte of `src` is read as one `Relaxed` `AtomicU8` load; `dst` is written normally.

@@ -1,18 +1,6 @@
 //! The C side: rdma-sys re-exported as `sys`, a few constants, and compile-time checks that every
 //! Rust mirror of a C structure has the C layout.
 //!
-//! rdma-sys generates most structures with bindgen, which copies the C layout. A few (`ibv_wc`,
-//! `ibv_gid`, `rdma_cm_event`, ...) it writes by hand; those, and the C structures that the
-//! software device embeds, are checked here against sizes and offsets measured from
-//! <infiniband/verbs.h> and <rdma/rdma_cma.h> by the build script (`c_layout.rs`; it compiles a probe for the target and reads the values from the
-//! object file's symbol sizes, running nothing). A mismatch is a compile error.
-//!
-//! C enums that C fills are read as integers. rdma-sys generates every C enum as integer
-//! constants (a `Type` alias and a module of values, or a bit-set newtype) except
-//! `enum ibv_event_type`, which it makes a Rust `enum`: a value the build's headers lack would
-//! be undefined behaviour in it, so `struct ibv_async_event` is read through the crate's own
-//! mirror, [`RawAsyncEvent`], whose `event_type` is a `u32`.
-//!
 //! ```
 //! use typed_verbs::ffi::{sys, wc_ex_flags};
 //! let ctx = typed_verbs::Context::open("sw0")?;
@@ -21,6 +9,22 @@
 //! assert_eq!(wc_ex_flags::STANDARD & wc_ex_flags::BYTE_LEN, wc_ex_flags::BYTE_LEN);
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page sums up what the crate keeps at the
+//! FFI boundary, and [architecture](crate::guide::architecture) where this layer sits.
+//!
+//! rdma-sys generates most structures with bindgen, which copies the C layout. A few (`ibv_wc`,
+//! `ibv_gid`, `rdma_cm_event`, ...) it writes by hand; those, and the C structures that the
+//! software device embeds, are checked here against sizes and offsets measured from
+//! <infiniband/verbs.h> and <rdma/rdma_cma.h> by the build script (`c_layout.rs`; it compiles
+//! a probe for the target and reads the values from the object file's symbol sizes, running
+//! nothing). A mismatch is a compile error.
+//!
+//! C enums that C fills are read as integers. rdma-sys generates every C enum as integer
+//! constants (a `Type` alias and a module of values, or a bit-set newtype) except
+//! `enum ibv_event_type`, which it makes a Rust `enum`: a value the build's headers lack would
+//! be undefined behaviour in it, so `struct ibv_async_event` is read through the crate's own
+//! mirror, [`RawAsyncEvent`], whose `event_type` is a `u32`.
 
 pub mod dma;
 pub(crate) mod fd;

@@ -1,4 +1,21 @@
-//! A memory region's access rights as a type.
+//! A memory region's access rights as a type. The flags are written as in C, as values whose
+//! type carries them:
+//!
+//! ```
+//! use typed_verbs::{access, Access, Mr, PageBuf};
+//! # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+//! let rights = Access::LOCAL_WRITE | Access::REMOTE_READ;
+//! assert_eq!(rights.bits(), 1 | 4); // IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ
+//! let mr = Mr::new(&pd, PageBuf::new(4096)?, rights)?;
+//! let _: &Mr<'_, PageBuf, access!(LOCAL_WRITE | REMOTE_READ)> = &mr; // its type, by name
+//! let readable = mr.remote(); // what a peer may read: the rights are in its type too
+//! assert!(readable.at(0, 4096).is_some() && readable.at(4096, 1).is_none());
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page lists these rules with the crate's
+//! other compile-time ones, and [diagnostics](crate::guide::diagnostics) the compiler's message
+//! for each misuse.
 //!
 //! ibv_reg_mr(3) registers a region with `access` flags, and the flags decide what may be done
 //! with it: a receive, an RDMA read's or an atomic's result is written by the local device
@@ -14,16 +31,6 @@
 //! | a receive, an RDMA read's destination need `LOCAL_WRITE` | the SGEs of such a region are `Sge<'_, No>`, which [`LocalWriteList`](crate::wr::LocalWriteList) refuses |
 //! | an atomic's result needs `LOCAL_WRITE` | [`Mr::atomic_result`](crate::mr::Mr::atomic_result) needs [`LocalWriteAccess`] |
 //! | an RDMA write's, read's or atomic's remote address needs that right | [`RemoteAddr`](crate::RemoteAddr)`<A>` and [`AtomicTarget`](crate::AtomicTarget) are made from a [`RemoteMr`](crate::RemoteMr)`<A>` whose `A` has it: a local region's own rights (`mr.remote()`), or a peer's as the peer declares them ([`RemoteMr::from_peer`](crate::RemoteMr::from_peer)), which its device checks |
-//!
-//! The flags are written as in C, as values whose type carries them:
-//!
-//! ```
-//! use typed_verbs::{access, Access, Mr, PageBuf};
-//! # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
-//! let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE | Access::REMOTE_READ)?;
-//! let _: &Mr<'_, PageBuf, access!(LOCAL_WRITE | REMOTE_READ)> = &mr; // its type, by name
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 //!
 //! Rights are type-level bits ([`Yes`], [`No`]) rather than `const bool` parameters so that
 //! `|` computes the type of its result on stable Rust.

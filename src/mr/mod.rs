@@ -1,5 +1,24 @@
 //! Memory regions (ibv_reg_mr(3)) and the memory they cover.
 //!
+//! ```
+//! use typed_verbs::{Access, Context, Mr, PageBuf, Pd};
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let owned = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?; // owns its buffer
+//! owned.write(0, b"hi")?; // safe access is a copy
+//! let mut got = [0; 2];
+//! owned.read(0, &mut got)?;
+//! assert_eq!(&got, b"hi");
+//! let buf = owned.destroy()?; // the buffer back after ibv_dereg_mr
+//! let mut stack = [0u8; 64];
+//! Mr::scoped(&pd, &mut stack, Access::LOCAL_WRITE, |mr| mr.write(0, b"x"))??; // a borrow
+//! assert_eq!(stack[0], b'x');
+//! # drop(buf);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page lists the rules that regions keep.
+//!
 //! Registered memory is shared with the device, which reads and writes it on its own for as
 //! long as it is registered; [`crate::ffi::dma`] sets out who may touch it when and why the safe
 //! API's accesses are free of data races. Two things make a region safe whatever the program
@@ -18,19 +37,6 @@
 //! While registered, the buffer is never handed out as a Rust reference: safe access is through
 //! copies ([`Mr::read`], [`Mr::write`], byte-wise atomic), and a slice of it is `unsafe`
 //! ([`Mr::as_slice`]). For zero copy, register the memory as [`Slot`](crate::Slot)s instead.
-//!
-//! ```
-//! use typed_verbs::{Access, Context, Mr, PageBuf, Pd};
-//! let ctx = Context::open("sw0")?;
-//! let pd = Pd::new(&ctx)?;
-//! let owned = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?; // owns its buffer
-//! let buf = owned.destroy()?; // the buffer back after ibv_dereg_mr
-//! let mut stack = [0u8; 64];
-//! Mr::scoped(&pd, &mut stack, Access::LOCAL_WRITE, |mr| mr.write(0, b"x"))??; // a borrow
-//! assert_eq!(stack[0], b'x');
-//! # drop(buf);
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 
 // Access rights as types (`Access`, `Rights`, `access!`) and a QP's run-time `AccessFlags`.
 pub mod access;

@@ -1,5 +1,25 @@
 //! How a handle holds the objects it was created from: borrowed or shared.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use typed_verbs::{Context, Pd, CqEx, Qp, Rc, Standard};
+//!
+//! // Shared parents: the QP is 'static and can be stored anywhere.
+//! let ctx = Arc::new(Context::open("sw0")?);
+//! let pd = Arc::new(Pd::new(&ctx)?);
+//! let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
+//! let qp: Qp<'static, Rc> = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+//! let pd_alive = Arc::downgrade(&pd);
+//! drop((ctx, pd, cq)); // the QP keeps them alive
+//! assert!(pd_alive.upgrade().is_some());
+//! std::thread::spawn(move || drop(qp)).join().unwrap(); // QP destroyed, then CQ, PD, context
+//! assert!(pd_alive.upgrade().is_none());
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page says how this keeps the
+//! destruction order, leaks included.
+//!
 //! Every verbs object needs its parents alive (a PD its context, a QP its PD, CQs and SRQ, a
 //! region its PD): "ibv_dealloc_pd() may fail if any other resource is still associated with
 //! the PD being freed", and so on for each parent. This crate makes that a compile-time fact
@@ -18,20 +38,6 @@
 //!   `EBUSY` stays unreachable from safe code either way.
 //!
 //! The two mix: a QP may borrow its CQ and share its PD; its lifetime is then the CQ borrow's.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use typed_verbs::{Context, Pd, CqEx, Qp, Rc, Standard};
-//!
-//! // Shared parents: the QP is 'static and can be stored anywhere.
-//! let ctx = Arc::new(Context::open("sw0")?);
-//! let pd = Arc::new(Pd::new(&ctx)?);
-//! let cq = Arc::new(CqEx::<Standard>::builder(&ctx).cqe(16).build()?);
-//! let qp: Qp<'static, Rc> = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
-//! drop((ctx, pd, cq)); // the QP keeps them alive
-//! std::thread::spawn(move || drop(qp)).join().unwrap(); // QP destroyed, then CQ, PD, context
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 //!
 //! Leak safety: forgetting a child forgets its references to its parents, which then stay
 //! alive (a leak, never a dangling pointer).

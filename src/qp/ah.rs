@@ -1,4 +1,5 @@
-//! Address handles (ibv_create_ah(3)): where a UD send goes.
+//! Address handles (ibv_create_ah(3)): where a UD send goes, the path to a port and, with a
+//! global route, a GID.
 //!
 //! ```
 //! use typed_verbs::prelude::*;
@@ -10,9 +11,19 @@
 //!     .to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?.to_rtr(())?.to_rts(SqPsn { sq_psn: 0 })?;
 //! let grh = GlobalRoute { dgid: ctx.query_gid(1, 0)?, flow_label: 0, sgid_index: 0, hop_limit: 1, traffic_class: 0 };
 //! let ah = AddressHandle::new(&pd, AddressVector { dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, port_num: 1, grh: Some(grh) })?;
+//! let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+//! qp.post_recv(1, &[rx.sge(0..4096).unwrap()])?; // room for the 40-byte GRH and the datagram
 //! qp.post_send(&SendWr::send_to_inline(2, b"datagram", UdDest::new(&ah, qp.qp_num(), 0x11)))?; // to itself
+//! let mut wc = [const { WorkCompletion::new() }; 4];
+//! let recv = &cq.poll(&mut wc)?[0];
+//! assert_eq!((recv.wr_id(), recv.success().map(|s| s.byte_len())), (1, Some(40 + 8)));
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! An address vector is held to the same ranges as a QP's ([`crate::qp::state`]). Keeping an
+//! address handle alive until the sends that name it have completed is the caller's duty (rxe
+//! looks the handle up when it sends); the guide's [guarantees](crate::guide::guarantees) page
+//! lists what is checked and what stays the caller's duty.
 
 use crate::backend;
 use crate::error::{Error, Result, Verb};

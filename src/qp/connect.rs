@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use typed_verbs::{AccessFlags, Context, CqEx, Pd, Qp, Rc, Standard};
+//! use typed_verbs::{AccessFlags, Context, CqEx, Pd, Qp, Rc, RcParams, Standard};
 //!
 //! let ctx = Arc::new(Context::open("sw0")?);
 //! let pd = Arc::new(Pd::new(&ctx)?);
@@ -13,6 +13,7 @@
 //! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?); // sent to the peer in a real program
 //! let a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?; // in RTS
 //! let b = b.connect(&eb, &ea, AccessFlags::REMOTE_WRITE)?;
+//! assert_eq!(a.query_rc_params()?, RcParams::default()); // what the device holds
 //! # drop((a, b));
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
@@ -20,8 +21,9 @@
 //! The connection parameters are the caller's: [`Qp::connect_with`] takes them ([`RcParams`]
 //! for RC: ACK timeout, retry counts, RNR timer, RDMA read depths; `()` for UC, which has none),
 //! and [`Qp::connect`] takes their [`Default`], which reports a dead peer in bounded time on
-//! every device (470 ms for RC: [`RcParams`] has the table, docs/connection-parameters.md the
-//! reasoning). [`Qp::query_rc_params`] reads back what the device holds.
+//! every device (470 ms for RC: [`RcParams`] has the table, the guide's
+//! [connection parameters](crate::guide::connection_parameters) page the reasoning).
+//! [`Qp::query_rc_params`] reads back what the device holds.
 //!
 //! Programs that need other attributes use the transitions themselves
 //! ([`Qp::to_init`], [`Qp::to_rtr`], [`Qp::to_rts`]).
@@ -95,8 +97,8 @@ impl Mtu {
 /// The connection parameters of an RC QP that [`Qp::connect_with`] takes: how long this side
 /// waits for an ACK and how often it retries before it reports the peer gone, and how it
 /// answers and meets receiver-not-ready (RNR) NAKs. [`Qp::connect`] takes [`Default`], whose
-/// values report a dead peer in bounded time on every device (docs/connection-parameters.md
-/// has the reasoning):
+/// values report a dead peer in bounded time on every device (the guide's
+/// [connection parameters](crate::guide::connection_parameters) page has the reasoning):
 ///
 /// | field | default | range | what it bounds | worst case to an error (default) |
 /// |---|---|---|---|---|

@@ -1,6 +1,35 @@
 //! Extended QPs (`ibv_create_qp_ex` with `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`, ibv_wr_post(3)): the
 //! send ops a QP may post are its type, as a CQ's `wc_flags` are.
 //!
+//! ```
+//! use typed_verbs::prelude::*;
+//! use typed_verbs::send_ops;
+//! type Ops = send_ops!(SEND | RDMA_WRITE);
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+//! let build = || Qp::<Rc>::builder(&pd, &cq, &cq).max_inline_data(64).send_ops::<Ops>().build();
+//! let (a, b): (Qp<'_, Ex<Rc, Ops>>, _) = (build()?, build()?);
+//! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+//! let mut a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
+//! let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
+//! let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+//! b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+//! a.post_batch(|batch| {
+//!     batch.send(2).inline(b"hello")?; // ibv_wr_send, ibv_wr_set_inline_data
+//!     Ok(())
+//! })?; // ibv_wr_start before the closure, ibv_wr_complete after it
+//! let mut poller = cq.poller()?;
+//! while poller.poll_batch(|c| assert_eq!(c.completion().result().ok().map(|wc| wc.wr_id()), Some(1)))?.is_none() {}
+//! let mut got = [0; 5];
+//! rx.read(0, &mut got)?;
+//! assert_eq!(&got, b"hello");
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [extended QP](crate::guide::extended_qp) page lists every rule of ibv_wr_post(3),
+//! where each is kept, and what each provider checks.
+//!
 //! An extended QP is a [`Qp`] whose QP type is [`Ex<T, O>`](Ex): the transport `T` ([`Rc`],
 //! [`Uc`], [`Ud`], [`RawPacket`]) and the ops `O` it was created for, named with
 //! [`send_ops!`](crate::send_ops) and given to the builder with
@@ -16,18 +45,6 @@
 //! ([`OpsFor`]); the device's own set (rxe has no LOCAL_INV on UC; siw, irdma, mlx4 and qedr have
 //! no extended QP at all) is checked by creation, whose refusal is
 //! [`ErrorKind::SendOpsUnsupported`], naming the device.
-//!
-//! ```
-//! use typed_verbs::prelude::*;
-//! use typed_verbs::send_ops;
-//! let ctx = Context::open("sw0")?;
-//! let pd = Pd::new(&ctx)?;
-//! let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
-//! let qp: Qp<'_, Ex<Rc, send_ops!(SEND | RDMA_WRITE)>> =
-//!     Qp::<Rc>::builder(&pd, &cq, &cq).send_ops::<send_ops!(SEND | RDMA_WRITE)>().build()?;
-//! # drop(qp);
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 //!
 //! An op the QP type cannot post does not compile:
 //!

@@ -11,6 +11,10 @@
 //! assert!(rc.caps().max_send_wr >= 16 && ud.qp_num() != rc.qp_num());
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! A QP is created in RESET and brought to RTS by the transitions of [`state`], or in one call
+//! by [`connect`]; [`crate::wr`] posts to it, and [`ex`] makes one whose send ops are its type.
+//! The guide's [guarantees](crate::guide::guarantees) page lists the rules a QP's type keeps.
 
 // Address handles (`ibv_create_ah`): a UD send's destination.
 pub mod ah;

@@ -1,5 +1,20 @@
 //! The verbs below the typed layer, for conformance tests and for what the crate does not wrap.
 //!
+//! ```
+//! use typed_verbs::{raw, Context};
+//! let ctx = Context::open("sw0")?;
+//! // SAFETY: a live context of this crate; the PD is deallocated once and not used after.
+//! unsafe {
+//!     let pd = raw::ibv_alloc_pd(ctx.as_raw()).expect("ibv_alloc_pd");
+//!     assert_eq!((*pd.as_ptr()).context, ctx.as_raw());
+//!     raw::ibv_dealloc_pd(pd.as_ptr()).expect("ibv_dealloc_pd");
+//! }
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page lists this layer among the caller's
+//! duties, and its [architecture](crate::guide::architecture) page shows where the layer sits.
+//!
 //! Each function is the libibverbs verb of the same name, dispatched to the backend of the
 //! context the object belongs to: on a real device it is the libibverbs call itself, on the
 //! software device the software provider's implementation. Failures are the errno the verb
@@ -17,17 +32,6 @@
 //! through its raw pointer (`ibv_post_recv`, `ibv_post_srq_recv`, `ibv_post_send` of rdma-sys)
 //! with any other `wr_id`, or polling a slot CQ through its raw pointer, violates this
 //! contract.
-//!
-//! ```
-//! use typed_verbs::{raw, Context};
-//! let ctx = Context::open("sw0")?;
-//! // SAFETY: a live context of this crate; the PD is deallocated once and not used after.
-//! unsafe {
-//!     let pd = raw::ibv_alloc_pd(ctx.as_raw()).expect("ibv_alloc_pd");
-//!     raw::ibv_dealloc_pd(pd.as_ptr()).expect("ibv_dealloc_pd");
-//! }
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 
 #![allow(clippy::missing_safety_doc)]
 

@@ -1,5 +1,33 @@
 //! Zero-copy buffers: registered memory split into owned slots that move into a queue when
 //! posted and come back with their completion.
+//! ```
+//! use std::sync::Arc;
+//! use typed_verbs::prelude::*;
+//! let ctx = Arc::new(Context::open("sw0")?);
+//! let pd = Arc::new(Pd::new(&ctx)?);
+//! let cq = CqEx::<wc_flags!(BYTE_LEN)>::builder(&ctx).cqe(16).slots().build()?;
+//! let (a, b) = (Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?, Qp::<Rc>::slot_builder(&pd, &cq, &cq).build()?);
+//! let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+//! let (a, b) = (a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?, b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?);
+//! let mut slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?;
+//! assert_eq!(slots.len(), 4);
+//! b.post_recv_slot(slots.pop().unwrap())?; // the slot moves into b's receive queue
+//! let mut tx = slots.pop().unwrap();
+//! tx[..5].copy_from_slice(b"hello"); // owned, not posted: a plain `&mut [u8]`
+//! a.post_send_slot(tx, 5)?;
+//! let mut poller = cq.poller()?;
+//! let mut back = Vec::new();
+//! while back.len() < 2 { // the send's slot and the receive's, each with its completion
+//!     poller.poll_batch(|mut batch| back.extend(batch.take_slot()))?;
+//! }
+//! assert!(back.iter().all(|slot| &slot[..5] == b"hello")); // the received one read in place
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [poll loops](crate::guide::poll_loops) page shows the slot records of
+//! [`completion_record!`](crate::completion_record), and its
+//! [guarantees](crate::guide::guarantees) page sums up the argument below with the crate's
+//! other promises.
 //!
 //! A [`Slot`] is a part of a registered region that the program owns outright: it
 //! dereferences to `[u8]` (and `&mut [u8]`) with no copy and no `unsafe`. Posting moves it into
@@ -9,19 +37,6 @@
 //! ([`SlotBatch::take_slot`], or the `slot` field of a
 //! [`completion_record!`](crate::completion_record)), with the completion's byte count
 //! ([`Received`]). A failed completion (a flush included) gives it back too.
-//!
-//! ```
-//! # use typed_verbs::*;
-//! # use typed_verbs::slots::*;
-//! let ctx = std::sync::Arc::new(Context::open("sw0")?);
-//! let pd = std::sync::Arc::new(Pd::new(&ctx)?);
-//! let mut slots = Slot::register(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE, 1024)?;
-//! assert_eq!(slots.len(), 4);
-//! let mut slot = slots.pop().unwrap();
-//! slot[..5].copy_from_slice(b"hello"); // owned, not posted: a plain `&mut [u8]`
-//! assert_eq!(&slot[..5], b"hello");
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 //!
 //! # Why a slot's slice is sound
 //!

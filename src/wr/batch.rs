@@ -270,7 +270,36 @@ pub struct Wr<'p, 'b, 's, T, O, const SGE: usize, K> {
 }
 
 /// The ops of a batch's work requests, as types: what each builder takes, and which data
-/// methods its [`Wr`] has.
+/// methods its [`Wr`] has. A program meets them in a work request's type and seldom names one.
+///
+/// ```
+/// use typed_verbs::prelude::*;
+/// use typed_verbs::send_ops;
+/// use typed_verbs::wr::{ops, Wr};
+/// type Ops = send_ops!(SEND | RDMA_WRITE);
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?;
+/// # let cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?;
+/// # let build = || Qp::<Rc>::builder(&pd, &cq, &cq).max_inline_data(64).send_ops::<Ops>().build();
+/// # let (a, b) = (build()?, build()?);
+/// # let (ea, eb) = (a.endpoint(1, 0)?, b.endpoint(1, 0)?);
+/// # let mut a = a.connect(&ea, &eb, AccessFlags::LOCAL_WRITE)?;
+/// # let b = b.connect(&eb, &ea, AccessFlags::LOCAL_WRITE)?;
+/// # let rx = Mr::new(&pd, PageBuf::new(4096)?, Access::LOCAL_WRITE)?;
+/// # b.post_recv(1, &[rx.sge(0..64).unwrap()])?;
+/// a.post_batch(|batch| {
+///     let wr: Wr<'_, '_, '_, Rc, Ops, 1, ops::PlainSend> = batch.send(2); // has `sge`, `inline`
+///     wr.inline(b"hello")?;
+///     Ok(())
+/// })?;
+/// # let mut poller = cq.poller()?;
+/// # while poller.poll_batch(|c| assert!(c.completion().result().is_ok()))?.is_none() {}
+/// let mut got = [0; 5];
+/// rx.read(0, &mut got)?;
+/// assert_eq!(&got, b"hello");
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
+///
+/// The guide's [extended QP](crate::guide::extended_qp) page lists the rules of each op.
 pub mod ops {
     use super::*;
 

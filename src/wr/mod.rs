@@ -1,19 +1,6 @@
 //! Work requests (ibv_post_send(3), ibv_post_recv(3), ibv_post_srq_recv(3)), legal per QP type
 //! and state by construction.
 //!
-//! A [`SendWr`] is built for a QP type `T`: `send` for RC, UC and RAW_PACKET, `send_to` (with a
-//! [`UdDest`]: address handle, QP number, Q_Key) for UD, RDMA write for RC and UC, RDMA read and
-//! atomics for RC only; anything else does not compile. It is posted with [`Qp::post_send`], which exists only in [`Rts`];
-//! receives are posted with [`Qp::post_recv`] from [`Init`] on, and only on a QP with its own
-//! receive queue ([`Srq::post_recv`] for the others). A send's scatter/gather list is an
-//! [`SgeList`]: a fixed-size array (`&[Sge; N]`) is checked at compile time against the send SGE
-//! cap in the QP's type (`SGE`, set with [`QpBuilder::send_sge_cap`](crate::QpBuilder::send_sge_cap)); a slice is checked against
-//! the QP's actual cap before the call, as a typed error, and so is the inline size. An atomic's
-//! target is an [`AtomicTarget`], aligned by construction.
-//!
-//! Posting is the data path: the work request is built on the stack and handed to the
-//! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
-//!
 //! ```
 //! use typed_verbs::prelude::*;
 //! let ctx = Context::open("sw0")?;
@@ -35,6 +22,24 @@
 //! # drop(b);
 //! # Ok::<(), typed_verbs::Error>(())
 //! ```
+//!
+//! The guide's [guarantees](crate::guide::guarantees) page lists which work requests each QP
+//! type and state takes, and its [extended QP](crate::guide::extended_qp) page the rules of
+//! posting in batches ([`Qp::post_batch`](crate::qp::Qp::post_batch)).
+//!
+//! A [`SendWr`] is built for a QP type `T`: `send` for RC, UC and RAW_PACKET, `send_to` (with a
+//! [`UdDest`]: address handle, QP number, Q_Key) for UD, RDMA write for RC and UC, RDMA read and
+//! atomics for RC only; anything else does not compile. It is posted with [`Qp::post_send`],
+//! which exists only in [`Rts`]; receives are posted with [`Qp::post_recv`] from [`Init`] on,
+//! and only on a QP with its own receive queue ([`Srq::post_recv`] for the others). A send's
+//! scatter/gather list is an [`SgeList`]: a fixed-size array (`&[Sge; N]`) is checked at
+//! compile time against the send SGE cap in the QP's type (`SGE`, set with
+//! [`QpBuilder::send_sge_cap`](crate::QpBuilder::send_sge_cap)); a slice is checked against
+//! the QP's actual cap before the call, as a typed error, and so is the inline size. An
+//! atomic's target is an [`AtomicTarget`], aligned by construction.
+//!
+//! Posting is the data path: the work request is built on the stack and handed to the
+//! provider's `post_send`/`post_recv` function pointer, as verbs.h's inline functions do.
 
 /// Posting on an extended QP: `ibv_wr_start` … `ibv_wr_complete` as a scoped batch.
 mod batch;

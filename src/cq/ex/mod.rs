@@ -1,5 +1,27 @@
 //! Extended completion queues (ibv_create_cq_ex(3)) and their polling API.
 //!
+//! ```
+//! use typed_verbs::{software, Context, CqEx, InjectedCompletion, Standard, WcOpcode};
+//! let ctx = Context::open("sw0")?;
+//! let mut cq = CqEx::<Standard>::builder(&ctx).cqe(16).build()?; // ibv_create_cq_ex
+//! software::inject(&cq, InjectedCompletion::success(7, WcOpcode::RECV).byte_len(5))?;
+//! let mut received = Vec::new();
+//! cq.poll_batch(|batch| { // ibv_start_poll; `Ok(None)` had the CQ been empty
+//!     let mut next = Some(batch);
+//!     while let Some(batch) = next {
+//!         match batch.completion().result() {
+//!             Ok(wc) => received.push((wc.wr_id(), wc.opcode(), wc.byte_len())),
+//!             Err(wc) => println!("{} failed: {:?} ({})", wc.wr_id(), wc.status(), wc.vendor_err()),
+//!         }
+//!         next = batch.advance()?; // ibv_next_poll
+//!     }
+//!     Ok::<(), typed_verbs::Error>(())
+//! })? // ibv_end_poll
+//! .transpose()?;
+//! assert_eq!(received, [(7, WcOpcode::RECV, 5)]);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
 //! The CQ's `wc_flags` are its type parameter `F` (a [`WcFlagSet`]): `ibv_create_cq_ex` is
 //! called with `F::BITS`, and a completion field can be read only where `F` has its flag. "Only
 //! fields that the user requested via wc_flags in ibv_create_cq_ex could be queried" becomes a
@@ -14,24 +36,8 @@
 //! closure runs, so two batches cannot be open on one CQ, and each [`Completion`] borrows the
 //! batch, so it cannot outlive the step that produced it.
 //!
-//! ```
-//! # use typed_verbs::{Context, CqEx, Standard};
-//! # let ctx = Context::open("sw0")?;
-//! # let mut cq = CqEx::<Standard>::builder(&ctx).build()?;
-//! cq.poll_batch(|batch| {
-//!     let mut next = Some(batch);
-//!     while let Some(batch) = next {
-//!         match batch.completion().result() {
-//!             Ok(wc) => println!("{} {:?} {} bytes", wc.wr_id(), wc.opcode(), wc.byte_len()),
-//!             Err(wc) => println!("{} failed: {:?} ({})", wc.wr_id(), wc.status(), wc.vendor_err()),
-//!         }
-//!         next = batch.advance()?;
-//!     }
-//!     Ok::<(), typed_verbs::Error>(())
-//! })?
-//! .transpose()?;
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
+//! The guide's [poll loops](crate::guide::poll_loops) page shows the loops that
+//! [`completion_record!`](crate::completion_record) generates for a CQ, and what they cost.
 
 /// One completion of a batch: its status as a type, and the readers its CQ's flags allow.
 mod completion;

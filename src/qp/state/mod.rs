@@ -1,5 +1,29 @@
 //! QP states as types (ibv_modify_qp(3) and the kernel's QP state table).
 //!
+//! ```
+//! use typed_verbs::{prelude::*, ErrorKind};
+//! let ctx = Context::open("sw0")?;
+//! let pd = Pd::new(&ctx)?;
+//! let cq = Cq::builder(&ctx).cqe(16).build()?;
+//! let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;                    // Qp<.., Reset>
+//! let Err(refused) = qp.try_to_init(UdInit { port_num: 2, pkey_index: 0, qkey: 0x11 }) else {
+//!     panic!("sw0 has one port");
+//! };
+//! assert!(matches!(refused.error.kind, ErrorKind::OutOfRange { what: "port_num", .. }));
+//! let qp = refused.qp;                                                     // still in RESET
+//! let qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?; // Qp<.., Init>
+//! let qp = qp.to_rtr(())?;                                                 // Qp<.., Rtr>
+//! let qp = qp.to_rts(SqPsn { sq_psn: 0 })?;                                // Qp<.., Rts>
+//! qp.modify_rts(UdRtsModify { qkey: Some(0x22) })?;
+//! let qp = qp.to_error()?;                                                 // Qp<.., ErrorState>
+//! # drop(qp);
+//! # Ok::<(), typed_verbs::Error>(())
+//! ```
+//!
+//! The guide's [connection parameters](crate::guide::connection_parameters) page says how to
+//! choose an RC QP's timers and retry counts, and its [guarantees](crate::guide::guarantees) page
+//! lists the transitions' compile-time rules with the crate's others.
+//!
 //! A [`Qp`] is created in [`Reset`]; `to_init`, `to_rtr` and `to_rts` move it along
 //! RESET → INIT → RTR → RTS, each taking the attributes that transition requires for the QP's
 //! type as a struct whose fields are all required; `to_error` and `to_reset` work from any state.
@@ -55,21 +79,6 @@
 //! (`ENODATA` for a source GID index without a GID, as the kernel's `rdma_get_gid_attr`).
 //! Some devices accept more than this (rxe takes any P_Key index and a `max_dest_rd_atomic`
 //! above its `max_qp_rd_atom`); the typed layer keeps to what every device documents.
-//!
-//! ```
-//! use typed_verbs::prelude::*;
-//! let ctx = Context::open("sw0")?;
-//! let pd = Pd::new(&ctx)?;
-//! let cq = Cq::builder(&ctx).cqe(16).build()?;
-//! let qp = Qp::<Ud>::builder(&pd, &cq, &cq).build()?;                    // Qp<.., Reset>
-//! let qp = qp.to_init(UdInit { port_num: 1, pkey_index: 0, qkey: 0x11 })?; // Qp<.., Init>
-//! let qp = qp.to_rtr(())?;                                                 // Qp<.., Rtr>
-//! let qp = qp.to_rts(SqPsn { sq_psn: 0 })?;                                // Qp<.., Rts>
-//! qp.modify_rts(UdRtsModify { qkey: Some(0x22) })?;
-//! let qp = qp.to_error()?;                                                 // Qp<.., ErrorState>
-//! # drop(qp);
-//! # Ok::<(), typed_verbs::Error>(())
-//! ```
 
 /// Where a QP sends: address vectors (AddressVector, GlobalRoute, Mtu), and a port's GIDs
 /// (ibv_query_gid).
