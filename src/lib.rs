@@ -50,7 +50,8 @@
 //!
 //! # Where to read on
 //!
-//! - [The guide](guide) is the index of the pages below and the others.
+//! - [The guide](guide) is the index of the pages below and the others; [using the
+//!   crate](guide::using) goes on from this program.
 //! - [Guarantees](guide::guarantees): what is a compile error, what is checked at run time, and
 //!   what stays the caller's duty.
 //! - [The software device](guide::software_device): what `sw0` models, and how to choose it or a

@@ -169,7 +169,7 @@ crate::object::node_handle! {
     destroy_raw: |ah| {
         let ah = ah.as_raw();
         // SAFETY: a live AH, destroyed once with success (`destroy_raw`'s contract). A posted
-        // work request that still names it is the caller's duty (README): rxe keeps the AH's
+        // work request that still names it is the caller's duty (docs/guarantees.md): rxe keeps the AH's
         // index and fails the request when its kernel finds no AH there; the software device
         // does the same by an id and never reads a destroyed AH; no provider's memory is freed
         // under the device.
