@@ -58,6 +58,11 @@ fi
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     cargo test --features tokio --test typed --test cm -- ownership:: events:: cm:: || status=$?
 fi
+# The serde feature's tests (tests/serde.rs): the plain data a program sends its peer through
+# JSON and back, bad input refused, endpoints read from JSON connecting two QPs.
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    cargo test --features serde --test serde || status=$?
+fi
 # The loom models of the teardown gates, the poller's claim and the software CQ's ring
 # (docs/model-checking.md): `loom: N models, 0 failures`, then a past bug put back and caught.
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
