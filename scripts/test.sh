@@ -94,6 +94,12 @@ fi
 if [ "$status" -eq 0 ]; then
     cargo run -q --example reconnect -- --self --restarts 2 || status=$?
 fi
+# Endpoints and a remote region exchanged as JSON lines over TCP (examples/endpoint_tcp.rs, the
+# serde feature): server and client on two threads, a send and an RDMA write checked.
+if [ "$status" -eq 0 ]; then
+    echo "typed-verbs: endpoint_tcp --self (serde: endpoints as JSON over TCP, on sw0)"
+    cargo run -q --features serde --example endpoint_tcp -- --self || status=$?
+fi
 # The perftest-style tools on the software device: each runs and prints a table that parses.
 if [ "$status" -eq 0 ]; then
     bash scripts/perf-self.sh || status=$?
