@@ -58,6 +58,11 @@ fi
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     cargo test --features tokio --test typed --test cm -- ownership:: events:: cm:: || status=$?
 fi
+# The serde feature's tests (tests/serde.rs): the plain data a program sends its peer through
+# JSON and back, bad input refused, endpoints read from JSON connecting two QPs.
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    cargo test --features serde --test serde || status=$?
+fi
 # The loom models of the teardown gates, the poller's claim and the software CQ's ring
 # (docs/model-checking.md): `loom: N models, 0 failures`, then a past bug put back and caught.
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
@@ -88,6 +93,12 @@ fi
 # the transport's retries, every slot back from the flush, ERR -> RESET -> connected again.
 if [ "$status" -eq 0 ]; then
     cargo run -q --example reconnect -- --self --restarts 2 || status=$?
+fi
+# Endpoints and a remote region exchanged as JSON lines over TCP (examples/endpoint_tcp.rs, the
+# serde feature): server and client on two threads, a send and an RDMA write checked.
+if [ "$status" -eq 0 ]; then
+    echo "typed-verbs: endpoint_tcp --self (serde: endpoints as JSON over TCP, on sw0)"
+    cargo run -q --features serde --example endpoint_tcp -- --self || status=$?
 fi
 # The perftest-style tools on the software device: each runs and prints a table that parses.
 if [ "$status" -eq 0 ]; then

@@ -15,6 +15,38 @@ use super::*;
 /// # let _ = target;
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// With the `serde` feature it is `Serialize` and `Deserialize`: `{"addr":140737354096640,
+/// "len":4096,"rkey":4660,"access":["LOCAL_WRITE","REMOTE_WRITE"]}`, `access` naming the rights
+/// `A` (its `IBV_ACCESS_*` flags without the prefix). Reading one makes what
+/// [`RemoteMr::from_peer`] makes, the peer's word about its own memory, and checks what can be
+/// checked here: the region is not empty and does not wrap past 2^64 (so
+/// [`at`](RemoteMr::at) cannot overflow), and `access` includes every right `A` claims
+/// (`REMOTE_WRITE` alone implies the `LOCAL_WRITE` ibv_reg_mr(3) requires with it; more
+/// rights than `A` are fine, an RDMA write needs only the remote write), so a region the peer
+/// registered without the right is an error when it is read rather than `REM_ACCESS_ERR` at
+/// the first access.
+///
+/// This is sound to deserialize: no guarantee of this crate rests on a remote address or key
+/// (docs/guarantees.md: a device reaches only regions registered with the right, in the PD of
+/// the queue that asks, inside their range, whatever key a work request names); a wrong
+/// address, key or right fails at the peer's device, a completion error. A deserialized region
+/// names nothing a program could not already name with `from_peer`.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use typed_verbs::{access, RemoteMr};
+/// # use typed_verbs::{Access, Mr, PageBuf};
+/// # let ctx = typed_verbs::Context::open("sw0")?; let pd = typed_verbs::Pd::new(&ctx)?;
+/// let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE | Access::REMOTE_READ)?;
+/// let line = serde_json::to_string(&mr.remote()).unwrap(); // to the peer, which reads:
+/// let region: RemoteMr<access!(REMOTE_WRITE)> = serde_json::from_str(&line).unwrap();
+/// assert_eq!((region.addr(), region.len(), region.rkey()), (mr.remote().addr(), 4096, mr.rkey()));
+/// let atomics = serde_json::from_str::<RemoteMr<access!(REMOTE_ATOMIC)>>(&line);
+/// assert!(atomics.unwrap_err().to_string().contains("REMOTE_ATOMIC")); // not registered with it
+/// # }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 pub struct RemoteMr<A: Rights> {
     pub(super) addr: u64,
     pub(super) len: u64,
@@ -191,6 +223,23 @@ impl AtomicTarget {
 /// assert_eq!(at.rkey(), mr.rkey());
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// With the `serde` feature it is `Serialize` and `Deserialize`, as [`RemoteMr`] is, without
+/// the length: `{"addr":140737354096656,"rkey":4660,"access":["LOCAL_WRITE","REMOTE_WRITE"]}`.
+/// Reading one makes what [`RemoteAddr::from_peer`] makes and checks that `access` includes
+/// the rights `A` claims. Sound for the same reason as [`RemoteMr`]'s. Prefer sending the
+/// [`RemoteMr`] and calling [`RemoteMr::at`], which checks the range.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use typed_verbs::{access, RemoteAddr};
+/// let text = r#"{"addr":4096,"rkey":7,"access":["REMOTE_READ"]}"#;
+/// let at: RemoteAddr<access!(REMOTE_READ)> = serde_json::from_str(text).unwrap();
+/// assert_eq!((at.addr(), at.rkey()), (4096, 7));
+/// assert_eq!(serde_json::to_string(&at).unwrap(), text);
+/// assert!(serde_json::from_str::<RemoteAddr<access!(REMOTE_WRITE)>>(text).is_err());
+/// # }
+/// ```
 pub struct RemoteAddr<A: Rights> {
     addr: u64,
     rkey: u32,
@@ -283,6 +332,155 @@ impl<A: Rights> RemoteAddr<A> {
             addr: self.addr,
             rkey: self.rkey,
             _a: PhantomData,
+        }
+    }
+}
+
+/// The wire forms of [`RemoteMr`] and [`RemoteAddr`] (their docs say them), and the checks
+/// made when one is read.
+#[cfg(feature = "serde")]
+mod wire {
+    use super::{PhantomData, RemoteAddr, RemoteMr, Rights};
+    use serde::de::Error as _;
+    use serde::ser::SerializeSeq;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// The `IBV_ACCESS_*` flags by name, in the order of their bits.
+    const NAMES: [(u32, &str); 4] = [
+        (1, "LOCAL_WRITE"),
+        (2, "REMOTE_WRITE"),
+        (4, "REMOTE_READ"),
+        (8, "REMOTE_ATOMIC"),
+    ];
+
+    /// Access flags as a list of their names.
+    pub(super) struct Flags(pub(super) u32);
+
+    impl Serialize for Flags {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let set = NAMES.iter().filter(|(bit, _)| self.0 & bit != 0);
+            let mut seq = s.serialize_seq(Some(set.clone().count()))?;
+            for (_, name) in set {
+                seq.serialize_element(name)?;
+            }
+            seq.end()
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Flags {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Flags, D::Error> {
+            let mut bits = 0;
+            for name in Vec::<String>::deserialize(d)? {
+                let Some(&(bit, _)) = NAMES.iter().find(|(_, n)| *n == name) else {
+                    const KNOWN: &[&str] = &[NAMES[0].1, NAMES[1].1, NAMES[2].1, NAMES[3].1];
+                    return Err(D::Error::unknown_variant(&name, KNOWN));
+                };
+                bits |= bit;
+            }
+            Ok(Flags(bits))
+        }
+    }
+
+    fn names(bits: u32) -> String {
+        let set: Vec<&str> = NAMES
+            .iter()
+            .filter(|(bit, _)| bits & bit != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        format!("[{}]", set.join(", "))
+    }
+
+    /// The rights the peer sent include those `A` claims (a remote write or atomic implies the
+    /// local write that ibv_reg_mr(3) requires with it).
+    fn covers<A: Rights, E: serde::de::Error>(sent: Flags) -> Result<(), E> {
+        let implied = if sent.0 & (2 | 8) != 0 {
+            sent.0 | 1
+        } else {
+            sent.0
+        };
+        let missing = A::BITS & !implied;
+        if missing == 0 {
+            return Ok(());
+        }
+        Err(E::custom(format_args!(
+            "`access` is {}, without {} that the type claims",
+            names(sent.0),
+            names(missing)
+        )))
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Region {
+        addr: u64,
+        len: u64,
+        rkey: u32,
+        access: Flags,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Addr {
+        addr: u64,
+        rkey: u32,
+        access: Flags,
+    }
+
+    #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+    impl<A: Rights> Serialize for RemoteMr<A> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let (addr, len, rkey) = (self.addr, self.len, self.rkey);
+            let access = Flags(A::BITS);
+            Region {
+                addr,
+                len,
+                rkey,
+                access,
+            }
+            .serialize(s)
+        }
+    }
+
+    #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+    impl<'de, A: Rights> Deserialize<'de> for RemoteMr<A> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let r = Region::deserialize(d)?;
+            if r.len == 0 {
+                return Err(D::Error::custom("`len` is 0: a region is never empty"));
+            }
+            if r.addr.checked_add(r.len).is_none() {
+                return Err(D::Error::custom(format_args!(
+                    "`addr` {:#x} + `len` {:#x} wraps past 2^64",
+                    r.addr, r.len
+                )));
+            }
+            covers::<A, D::Error>(r.access)?;
+            Ok(RemoteMr {
+                addr: r.addr,
+                len: r.len,
+                rkey: r.rkey,
+                _a: PhantomData,
+            })
+        }
+    }
+
+    #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+    impl<A: Rights> Serialize for RemoteAddr<A> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let (addr, rkey) = (self.addr, self.rkey);
+            let access = Flags(A::BITS);
+            Addr { addr, rkey, access }.serialize(s)
+        }
+    }
+
+    #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+    impl<'de, A: Rights> Deserialize<'de> for RemoteAddr<A> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let a = Addr::deserialize(d)?;
+            covers::<A, D::Error>(a.access)?;
+            Ok(RemoteAddr {
+                addr: a.addr,
+                rkey: a.rkey,
+                _a: PhantomData,
+            })
         }
     }
 }

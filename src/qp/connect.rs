@@ -55,7 +55,32 @@ use std::time::Duration;
 /// println!("qpn {} psn {} gid {:?}", me.qp_num, me.psn, me.gid);
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// With the `serde` feature it is `Serialize` and `Deserialize`, a map of its fields by their
+/// names, the GID as the text of an IPv6 address ([`Gid`]'s impls) and the MTU in bytes
+/// ([`Mtu`]'s): `{"qp_num":17,"port_num":1,"lid":0,"gid":"fe80::1","gid_index":0,"psn":4660,"mtu":1024}`.
+/// Reading one checks what [`Qp::connect`] checks of a peer's endpoint without asking the
+/// device: the QP number and the PSN fit in 24 bits, and the port is not 0. A value out of its
+/// range is an error that names the field; one past the field's integer type, a missing field
+/// or a GID that is no IPv6 address is serde's error.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// # use typed_verbs::prelude::*;
+/// # let ctx = Context::open("sw0")?; let pd = Pd::new(&ctx)?; let cq = CqEx::<Standard>::builder(&ctx).cqe(8).build()?;
+/// let qp = Qp::<Rc>::builder(&pd, &cq, &cq).build()?;
+/// let me = qp.endpoint(1, 0)?;
+/// let line = serde_json::to_string(&me).unwrap(); // to the peer, which reads it back:
+/// assert_eq!(serde_json::from_str::<Endpoint>(&line).unwrap(), me);
+/// let bad = line.replace(&format!(r#""psn":{}"#, me.psn), r#""psn":16777216"#);
+/// let e = serde_json::from_str::<Endpoint>(&bad).unwrap_err();
+/// assert!(e.to_string().contains("psn"), "{e}"); // 2^24: past 24 bits
+/// # }
+/// # Ok::<(), typed_verbs::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "wire::Endpoint"))]
 pub struct Endpoint {
     /// The QP's number.
     pub qp_num: u32,
@@ -124,8 +149,28 @@ impl Mtu {
 /// assert!(fast.dead_peer_bound().unwrap() < Duration::from_millis(20));
 /// ```
 ///
+/// With the `serde` feature it is `Serialize` and `Deserialize`, a map of its fields by their
+/// names (`{"timeout":14,"retry_cnt":6,...}`), for peers that agree on them. Reading it checks
+/// the ranges of the table that do not depend on the device (`timeout` and `min_rnr_timer`
+/// 0..=31, `retry_cnt` and `rnr_retry` 0..=7; an error names the field); the two RDMA read
+/// depths are the device's to bound, and [`Qp::connect_with`] checks them. Every field must be
+/// present (no default is filled in).
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use typed_verbs::connect::RcParams;
+/// let p = RcParams { retry_cnt: 3, ..Default::default() };
+/// let text = serde_json::to_string(&p).unwrap();
+/// assert_eq!(serde_json::from_str::<RcParams>(&text).unwrap(), p);
+/// let e = serde_json::from_str::<RcParams>(&text.replace(r#""retry_cnt":3"#, r#""retry_cnt":8"#));
+/// assert!(e.unwrap_err().to_string().contains("retry_cnt"));
+/// # }
+/// ```
+///
 /// [`ErrorKind::OutOfRange`]: crate::error::ErrorKind::OutOfRange
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "wire::RcParams"))]
 pub struct RcParams {
     /// The local ACK timeout, encoded: 4.096 µs × 2^`timeout` (0..=31; 0 is no timer: a
     /// request that gets no answer is sent again only by the QP's next post).
@@ -264,6 +309,90 @@ impl RcParams {
             c.map_err(|b| Error::range(verb, b.what, b.value, b.min, b.max))?;
         }
         Ok(())
+    }
+}
+
+/// [`Endpoint`] and [`RcParams`] as read from the wire, before they are checked (serde's
+/// `try_from`): a value out of range is an error that names its field, never a value.
+#[cfg(feature = "serde")]
+mod wire {
+    use crate::qp::state::checks::{self, Bad};
+    use crate::qp::state::Mtu;
+    use crate::qp::Gid;
+
+    /// The error of a field out of its range.
+    #[derive(Debug)]
+    pub struct OutOfRange(Bad);
+
+    impl std::fmt::Display for OutOfRange {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let Bad {
+                what,
+                value,
+                min,
+                max,
+            } = self.0;
+            write!(f, "`{what}` is {value}, out of its range {min}..={max}")
+        }
+    }
+
+    #[derive(serde::Deserialize)]
+    pub struct Endpoint {
+        qp_num: u32,
+        port_num: u8,
+        lid: u16,
+        gid: Gid,
+        gid_index: u8,
+        psn: u32,
+        mtu: Mtu,
+    }
+
+    impl TryFrom<Endpoint> for super::Endpoint {
+        type Error = OutOfRange;
+        fn try_from(e: Endpoint) -> Result<Self, OutOfRange> {
+            // What connect checks of the peer's endpoint (24-bit QP numbers and PSNs), and a port.
+            checks::within("qp_num", e.qp_num, 0, 0xff_ffff).map_err(OutOfRange)?;
+            checks::within("psn", e.psn, 0, 0xff_ffff).map_err(OutOfRange)?;
+            checks::within("port_num", e.port_num, 1, u8::MAX.into()).map_err(OutOfRange)?;
+            Ok(super::Endpoint {
+                qp_num: e.qp_num,
+                port_num: e.port_num,
+                lid: e.lid,
+                gid: e.gid,
+                gid_index: e.gid_index,
+                psn: e.psn,
+                mtu: e.mtu,
+            })
+        }
+    }
+
+    #[derive(serde::Deserialize)]
+    pub struct RcParams {
+        timeout: u8,
+        retry_cnt: u8,
+        rnr_retry: u8,
+        min_rnr_timer: u8,
+        max_rd_atomic: u8,
+        max_dest_rd_atomic: u8,
+    }
+
+    impl TryFrom<RcParams> for super::RcParams {
+        type Error = OutOfRange;
+        fn try_from(p: RcParams) -> Result<Self, OutOfRange> {
+            // The device-independent half of RcParams::check (the depths need the device's limits).
+            checks::five_bits("timeout", p.timeout).map_err(OutOfRange)?;
+            checks::three_bits("retry_cnt", p.retry_cnt).map_err(OutOfRange)?;
+            checks::three_bits("rnr_retry", p.rnr_retry).map_err(OutOfRange)?;
+            checks::five_bits("min_rnr_timer", p.min_rnr_timer).map_err(OutOfRange)?;
+            Ok(super::RcParams {
+                timeout: p.timeout,
+                retry_cnt: p.retry_cnt,
+                rnr_retry: p.rnr_retry,
+                min_rnr_timer: p.min_rnr_timer,
+                max_rd_atomic: p.max_rd_atomic,
+                max_dest_rd_atomic: p.max_dest_rd_atomic,
+            })
+        }
     }
 }
 

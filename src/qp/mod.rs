@@ -533,6 +533,71 @@ impl Gid {
     }
 }
 
+/// With the `serde` feature: in a human-readable format (JSON, TOML, ...) a GID is written as
+/// the text of the IPv6 address its 16 bytes are (RFC 5952: `"fe80::5054:ff:fe12:3456"`, and
+/// `"::ffff:192.168.1.10"` for a RoCE v2 GID of an IPv4 address), as `ibv_devinfo -v` and
+/// `/sys/class/infiniband/*/ports/*/gids/*` show it, and any text form of an IPv6 address is
+/// read; in a binary format it is its 16 bytes. Every 16 bytes are a GID: nothing else is
+/// checked.
+///
+/// ```
+/// use typed_verbs::Gid;
+/// let gid = Gid([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56]);
+/// let text = serde_json::to_string(&gid).unwrap();
+/// assert_eq!(text, r#""fe80::5054:ff:fe12:3456""#);
+/// assert_eq!(serde_json::from_str::<Gid>(&text).unwrap(), gid);
+/// assert!(serde_json::from_str::<Gid>(r#""fe80::1::2""#).is_err()); // not an IPv6 address
+/// ```
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+impl serde::Serialize for Gid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.collect_str(&std::net::Ipv6Addr::from(self.0))
+        } else {
+            self.0.serialize(s)
+        }
+    }
+}
+
+/// Reads what [`Serialize`](serde::Serialize) writes: the text of an IPv6 address in a
+/// human-readable format, 16 bytes in a binary one.
+///
+/// ```
+/// use typed_verbs::Gid;
+/// let gid: Gid = serde_json::from_str(r#""::ffff:192.168.1.10""#).unwrap();
+/// assert_eq!(gid.0[10..], [0xff, 0xff, 192, 168, 1, 10]);
+/// ```
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+impl<'de> serde::Deserialize<'de> for Gid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Gid, D::Error> {
+        if d.is_human_readable() {
+            d.deserialize_str(GidText)
+        } else {
+            <[u8; 16]>::deserialize(d).map(Gid)
+        }
+    }
+}
+
+/// Reads a GID from the text of an IPv6 address.
+#[cfg(feature = "serde")]
+struct GidText;
+
+#[cfg(feature = "serde")]
+impl serde::de::Visitor<'_> for GidText {
+    type Value = Gid;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a GID as the text of an IPv6 address")
+    }
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> std::result::Result<Gid, E> {
+        match text.parse::<std::net::Ipv6Addr>() {
+            Ok(a) => Ok(Gid(a.octets())),
+            Err(_) => Err(E::invalid_value(serde::de::Unexpected::Str(text), &self)),
+        }
+    }
+}
+
 impl<T: QpType, R: RecvSide, S: Threading, C, St: QpState, const SGE: usize> std::fmt::Debug
     for Qp<'_, T, R, S, C, St, SGE>
 {

@@ -20,6 +20,52 @@ pub enum Mtu {
     Mtu4096 = 5,
 }
 
+/// With the `serde` feature, an MTU is written as its size in bytes (`1024`, not `enum
+/// ibv_mtu`'s 3); reading any other number than 256, 512, 1024, 2048 or 4096 is an error.
+///
+/// ```
+/// use typed_verbs::Mtu;
+/// assert_eq!(serde_json::to_string(&Mtu::Mtu4096).unwrap(), "4096");
+/// assert_eq!(serde_json::from_str::<Mtu>("1024").unwrap(), Mtu::Mtu1024);
+/// assert!(serde_json::from_str::<Mtu>("1500").is_err());
+/// ```
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+impl serde::Serialize for Mtu {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_u16(128 << (*self as u16))
+    }
+}
+
+/// Reads an MTU's size in bytes, as [`Serialize`](serde::Serialize) writes it.
+///
+/// ```
+/// use typed_verbs::Mtu;
+/// let e = serde_json::from_str::<Mtu>("3").unwrap_err(); // enum ibv_mtu's value, not bytes
+/// assert!(e.to_string().contains("256, 512, 1024, 2048 or 4096"), "{e}");
+/// ```
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+impl<'de> serde::Deserialize<'de> for Mtu {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Mtu, D::Error> {
+        use serde::de::{Error, Unexpected};
+        let bytes = u64::deserialize(d)?;
+        Ok(match bytes {
+            256 => Mtu::Mtu256,
+            512 => Mtu::Mtu512,
+            1024 => Mtu::Mtu1024,
+            2048 => Mtu::Mtu2048,
+            4096 => Mtu::Mtu4096,
+            _ => {
+                return Err(D::Error::invalid_value(
+                    Unexpected::Unsigned(bytes),
+                    &"an MTU in bytes: 256, 512, 1024, 2048 or 4096",
+                ))
+            }
+        })
+    }
+}
+
 /// The global route of an address vector (`struct ibv_global_route`); RoCE devices need one.
 ///
 /// ```
