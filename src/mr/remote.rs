@@ -151,12 +151,18 @@ impl<A: Rights> RemoteMr<A> {
     /// # let mr = Mr::new(&pd, PageBuf::new(4096)?, Access::REMOTE_WRITE)?;
     /// assert!(mr.remote().at(0, 4096).is_some());
     /// assert!(mr.remote().at(1, 4096).is_none());
+    /// // A peer's region that would end past 2^64: no address there wraps.
+    /// let odd = typed_verbs::RemoteMr::from_peer(u64::MAX - 4, 10, 7, Access::REMOTE_WRITE);
+    /// assert!(odd.at(2, 1).is_some() && odd.at(5, 1).is_none());
     /// # Ok::<(), typed_verbs::Error>(())
     /// ```
     pub fn at(&self, offset: u64, len: u64) -> Option<RemoteAddr<A>> {
         let end = offset.checked_add(len)?;
+        // A peer's description may name a region that ends past 2^64 (`from_peer` takes what
+        // the peer sent): such an address is `None`, never a wrapped one.
+        let addr = self.addr.checked_add(offset)?;
         (end <= self.len).then_some(RemoteAddr {
-            addr: self.addr + offset,
+            addr,
             rkey: self.rkey,
             _a: PhantomData,
         })
