@@ -22,6 +22,10 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+// The Markdown links of the guide, found as tests/docs.rs finds them.
+#[path = "build/md_links.rs"]
+mod md_links;
+
 /// The prefix of every measured symbol.
 const PREFIX: &str = "typed_verbs_layout_";
 
@@ -132,12 +136,14 @@ fn main() {
 
 /// The guide's pages (`docs/*.md`) as rustdoc renders them: `typed_verbs::guide` (src/guide.rs)
 /// makes each page a module, so a link between pages (`testing.md#x`) becomes a link between
-/// modules (`../testing/index.html#x`), and a link to a file of the repository (`../src/x.rs`)
-/// a link to it in the repository. The pages themselves keep the links that work where they are
-/// read as files (tests/docs.rs checks those).
+/// modules (`../testing/index.html#x`), and a link to a file of the package (`../src/x.rs`) a
+/// link to its source on docs.rs, at this version. The pages themselves keep the links that work
+/// where they are read as files (tests/docs.rs checks those, with the same parser).
 fn guide_pages(out: &Path) {
     println!("cargo:rerun-if-changed=docs");
-    let repo = env::var("CARGO_PKG_REPOSITORY").unwrap_or_default();
+    println!("cargo:rerun-if-changed=build/md_links.rs");
+    let version = env::var("CARGO_PKG_VERSION").expect("CARGO_PKG_VERSION");
+    let source = format!("https://docs.rs/crate/typed-verbs/{version}/source");
     let dir = out.join("guide");
     fs::create_dir_all(&dir).expect("create OUT_DIR/guide");
     for entry in fs::read_dir("docs").expect("read docs/") {
@@ -149,55 +155,21 @@ fn guide_pages(out: &Path) {
             continue;
         }
         let text = fs::read_to_string(&path).expect("read a guide page");
-        let page = rewrite_guide_links(&text, name == "README.md", &repo);
+        let fenced = md_links::fenced_lines(&text);
+        let mut page = String::with_capacity(text.len());
+        for (line, fenced) in text.lines().zip(fenced) {
+            let mut line = line.to_string();
+            if !fenced {
+                let ranges = md_links::link_targets(&line);
+                for range in ranges.into_iter().rev() {
+                    let target = md_links::guide_link(&line[range.clone()], name, &source);
+                    line.replace_range(range, &target);
+                }
+            }
+            page.push_str(&line);
+            page.push('\n');
+        }
         fs::write(dir.join(name), page).expect("write a guide page");
-    }
-}
-
-/// `text` with each Markdown link `[..](target)` outside code blocks rewritten for rustdoc (see
-/// `guide_pages`); `index`: the page is the guide's own module, not one of its submodules.
-fn rewrite_guide_links(text: &str, index: bool, repo: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut fenced = false;
-    for line in text.split_inclusive('\n') {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-        }
-        if fenced {
-            out.push_str(line);
-            continue;
-        }
-        let mut rest = line;
-        while let Some(at) = rest.find("](") {
-            let (head, tail) = rest.split_at(at + 2);
-            out.push_str(head);
-            let end = tail.find(')').unwrap_or(tail.len());
-            out.push_str(&guide_link(&tail[..end], index, repo));
-            rest = &tail[end..];
-        }
-        out.push_str(rest);
-    }
-    out
-}
-
-fn guide_link(target: &str, index: bool, repo: &str) -> String {
-    if target.contains("://") || target.starts_with('#') || target.starts_with("mailto:") {
-        return target.to_string();
-    }
-    let (path, fragment) = match target.split_once('#') {
-        Some((p, f)) => (p, format!("#{f}")),
-        None => (target, String::new()),
-    };
-    if let Some(page) = path.strip_suffix(".md").filter(|p| !p.contains('/')) {
-        let up = if index { "" } else { "../" };
-        return match page {
-            "README" => format!("{up}index.html{fragment}"),
-            page => format!("{up}{}/index.html{fragment}", page.replace('-', "_")),
-        };
-    }
-    match path.strip_prefix("../") {
-        Some(file) if !repo.is_empty() => format!("{repo}/blob/main/{file}{fragment}"),
-        _ => target.to_string(),
     }
 }
 

@@ -1,6 +1,5 @@
-//! `peer_crash`: what a program sees when its peer dies in the middle of traffic (issue 21,
-//! point 4). Two roles, one per host: the *survivor* (the server: it listens) and the *victim*
-//! (the client), which something outside kills mid-traffic (scripts/guest/crash-victim.sh in the
+//! `peer_crash`: what a program sees when its peer dies in the middle of traffic. Two roles, one
+//! per host: the *survivor* (the server: it listens) and the *victim* (the client), which something outside kills mid-traffic (scripts/guest/crash-victim.sh in the
 //! two-host lane: its process with SIGKILL, or, through the host, its whole VM). The survivor
 //! must report the crash in bounded time, account for every request it posted, and tear down
 //! cleanly; it prints one line that names the crash, `crash: CASE: ...`.

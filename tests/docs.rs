@@ -2,7 +2,8 @@
 //!
 //! - every relative link in README.md, docs/, examples/README.md and peers/ resolves: to a file
 //!   or folder of the repository and, with a `#fragment`, to a heading of that Markdown file
-//!   (GitHub's anchors);
+//!   (GitHub's anchors); the links are found by build.rs's parser (build/md_links.rs), which
+//!   rewrites the guide's for rustdoc;
 //! - every page of docs/ is a module of `typed_verbs::guide` (so it reads on docs.rs and its
 //!   programs run as doctests), and the guide's index links every page;
 //! - README.md is at most 250 lines, the front door;
@@ -12,6 +13,24 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+// The parser build.rs rewrites the guide's links with.
+#[path = "../build/md_links.rs"]
+mod md_links;
+
+/// The targets of the links in `text` outside code, with their line numbers.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let fenced = md_links::fenced_lines(text);
+    let mut out = Vec::new();
+    for (i, (line, fenced)) in text.lines().zip(fenced).enumerate() {
+        if !fenced {
+            for r in md_links::link_targets(line) {
+                out.push((i + 1, line[r].to_string()));
+            }
+        }
+    }
+    out
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -46,83 +65,13 @@ fn collect_md(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The text outside fenced code blocks and inline code spans, line by line (line numbers kept).
-fn prose_lines(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut fence: Option<&str> = None;
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim_start();
-        for marker in ["```", "~~~"] {
-            if t.starts_with(marker) {
-                match fence {
-                    None => fence = Some(marker),
-                    Some(m) if m == marker => fence = None,
-                    Some(_) => {}
-                }
-            }
-        }
-        if fence.is_some() || t.starts_with("```") || t.starts_with("~~~") {
-            continue;
-        }
-        // Drop inline code spans.
-        let mut s = String::new();
-        let mut in_code = false;
-        for c in line.chars() {
-            if c == '`' {
-                in_code = !in_code;
-            } else if !in_code {
-                s.push(c);
-            }
-        }
-        out.push((i + 1, s));
-    }
-    out
-}
-
-/// The targets of `[text](target)` links in a line.
-fn link_targets(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let b = line.as_bytes();
-    let mut i = 0;
-    while let Some(p) = line[i..].find("](") {
-        let start = i + p + 2;
-        let mut depth = 1;
-        let mut j = start;
-        while j < b.len() {
-            match b[j] {
-                b'(' => depth += 1,
-                b')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
-            j += 1;
-        }
-        let target = line[start..j.min(b.len())].trim();
-        // `[text](target "title")`
-        let target = target.split_whitespace().next().unwrap_or("");
-        out.push(target.to_string());
-        i = j.min(b.len());
-    }
-    out
-}
-
 /// GitHub's anchor for a heading: lower case, punctuation dropped (but `-` and `_`), spaces to
 /// `-`; a repeated anchor gets `-1`, `-2`, ...
 fn anchors(text: &str) -> Vec<String> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut out = Vec::new();
-    let mut fence = false;
-    for line in text.lines() {
-        let t = line.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            fence = !fence;
-            continue;
-        }
-        if fence || !line.starts_with('#') {
+    for (line, fenced) in text.lines().zip(md_links::fenced_lines(text)) {
+        if fenced || !line.starts_with('#') {
             continue;
         }
         let title = line.trim_start_matches('#').trim();
@@ -151,8 +100,8 @@ fn every_relative_link_resolves() {
     for file in markdown_files() {
         let text = std::fs::read_to_string(&file).expect("read markdown");
         let dir = file.parent().expect("parent");
-        for (line_no, line) in prose_lines(&text) {
-            for target in link_targets(&line) {
+        {
+            for (line_no, target) in links(&text) {
                 if target.is_empty()
                     || target.contains("://")
                     || target.starts_with("mailto:")
@@ -199,20 +148,53 @@ fn every_relative_link_resolves() {
 
 #[test]
 fn the_link_parser_finds_what_it_should() {
+    let targets = |line: &str| -> Vec<String> {
+        md_links::link_targets(line)
+            .into_iter()
+            .map(|r| line[r].to_string())
+            .collect()
+    };
     assert_eq!(
-        link_targets("see [a](docs/x.md#y) and [b](../c.rs)"),
+        targets("see [a](docs/x.md#y) and [b](../c.rs)"),
         ["docs/x.md#y", "../c.rs"]
     );
-    assert_eq!(link_targets("[f(x)](a_(b).md)"), ["a_(b).md"]);
+    assert_eq!(
+        targets("[f(x)](a_(b).md) [t](u.md \"title\")"),
+        ["a_(b).md", "u.md"]
+    );
+    assert_eq!(
+        targets("x `[a](gone.md)` y ``[b](gone.md) ` `` [c](here.md)"),
+        ["here.md"]
+    );
+    let text = "```\n[b](gone.md)\n~~~\n```\n[c](here.md)\n~~~\n[d](gone.md)\n~~~";
+    assert_eq!(links(text), [(5, "here.md".to_string())]);
     assert_eq!(
         anchors(
             "# A `b` (c)\n## A b c\n```\n# not a heading\n```\n## Extended QPs: `ibv_wr_*` posting"
         ),
         ["a-b-c", "a-b-c-1", "extended-qps-ibv_wr_-posting"]
     );
-    let lines = prose_lines("x `[a](gone.md)` y\n```\n[b](gone.md)\n```\n[c](here.md)");
-    let targets: Vec<String> = lines.iter().flat_map(|(_, l)| link_targets(l)).collect();
-    assert_eq!(targets, ["here.md"]);
+    // The guide's links as rustdoc renders them (build.rs).
+    let src = "https://docs.rs/crate/typed-verbs/0.1.0/source";
+    let link = |t: &str, page: &str| md_links::guide_link(t, page, src);
+    assert_eq!(
+        link("testing.md#the-test-command", "faults.md"),
+        "../testing/index.html#the-test-command"
+    );
+    assert_eq!(
+        link("./peer-crash.md", "README.md"),
+        "peer_crash/index.html"
+    );
+    assert_eq!(link("README.md", "faults.md"), "../index.html");
+    assert_eq!(
+        link("../ui-tests/fail/a.rs", "guarantees.md"),
+        format!("{src}/ui-tests/fail/a.rs")
+    );
+    assert_eq!(link("#run-time", "guarantees.md"), "#run-time");
+    assert_eq!(
+        link("https://x.org/a.md", "guarantees.md"),
+        "https://x.org/a.md"
+    );
 }
 
 #[test]

@@ -254,6 +254,8 @@ pub trait AnyCq: sealed::Sealed + crate::object::parent::ParentObject {
 /// # drop((legacy, extended));
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// Legacy and extended CQs in a program: [the guide's page on using the crate](crate::guide::using).
 pub mod kind {
     use std::marker::PhantomData;
     /// Builds a [`crate::cq::Cq`] with `ibv_create_cq`.

@@ -13,6 +13,8 @@ use super::*;
 /// let init = m::STATE | m::PKEY_INDEX | m::PORT | m::QKEY;
 /// assert_eq!(init, 0x71); // IBV_QP_STATE 1, PKEY_INDEX 16, PORT 32, QKEY 64 in verbs.h
 /// ```
+///
+/// Why C's enums are read as integers: [the guide's FFI boundary](crate::guide::guarantees).
 #[allow(missing_docs)]
 pub mod qp_attr_mask {
     use super::sys::ibv_qp_attr_mask as m;
@@ -47,6 +49,8 @@ pub mod qp_attr_mask {
 /// assert_eq!(ctx.get_async_event()?.event_type(), event_type::LID_CHANGE);
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
+///
+/// Why C's enums are read as integers: [the guide's FFI boundary](crate::guide::guarantees).
 #[allow(missing_docs)]
 pub mod event_type {
     use super::sys::ibv_event_type as e;
@@ -78,6 +82,8 @@ pub mod event_type {
 /// use typed_verbs::{cq_ex::flags, wc_flags, WcFlags};
 /// assert_eq!(<wc_flags!(BYTE_LEN | IMM)>::BITS, flags::BYTE_LEN | flags::IMM);
 /// ```
+///
+/// The flags as a CQ's type: [the guide's guarantees](crate::guide::guarantees).
 pub mod wc_ex_flags {
     /// `IBV_WC_EX_WITH_BYTE_LEN`
     pub const BYTE_LEN: u64 = 1 << 0;

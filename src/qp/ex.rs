@@ -66,6 +66,8 @@ use crate::sealed::Sealed;
 /// use typed_verbs::qp::ex::bits;
 /// assert_eq!(bits::RDMA_WRITE | bits::SEND, 0b101); // verbs.h's values
 /// ```
+///
+/// The extended QP's rules: [the guide's page](crate::guide::extended_qp).
 pub mod bits {
     use crate::ffi::sys::ibv_qp_create_send_ops_flags as f;
     /// `IBV_QP_EX_WITH_RDMA_WRITE`.
