@@ -292,6 +292,12 @@ def report(out, use_vm):
         if new is None:
             problems.append(f"docs/peers.md: no <!-- peers.sh:{name} --> block")
             new = doc
+    # README.md's copy of the tables, where it has one (its blocks hold what docs/peers.md's do).
+    readme_path = os.path.join(ROOT, "README.md")
+    readme = open(readme_path).read()
+    for name, lines in [("matrix", exp_matrix), ("costs", exp_costs)]:
+        if f"<!-- peers.sh:{name} -->" in readme and replace_block(readme, name, lines) != readme:
+            problems.append(f"README.md: its {name} table is not the one peers/expected.tsv gives (docs/peers.md's)")
     if os.environ.get("PEERS_WRITE_DOCS") == "1":
         if new != doc:
             open(doc_path, "w").write(new)
