@@ -273,7 +273,10 @@ def report(out, use_vm):
     for case, what in cases:
         ev.append(f"- **{case}**: {what}")
         for crate in CRATES:
-            text = evidence[(case, crate)].replace("|", "\\|")
+            # Compiler and program output as code (rustdoc reads `error[E0277]` as a link).
+            text = evidence[(case, crate)]
+            if not text.startswith("no `") and "``" not in text:
+                text = f"`` {text} ``"
             ev.append(f"  - {TITLES[crate]}: {CELL.get(observed[(case, crate)], observed[(case, crate)])}: {text}")
 
     print("\n## Misuse matrix (observed)\n")
