@@ -67,7 +67,11 @@ for crate in "${CRATES[@]}"; do
     echo "peers: checking $crate's examples"
     CARGO_TARGET_DIR=$tdir cargo check --locked --manifest-path "$MANIFEST" -p "$pkg" --examples --keep-going \
         --message-format=json >"$OUT/$crate.check.json" 2>"$OUT/$crate.check.log" || true
-    mapfile -t compiled < <(python3 peers/report.py compiled "$OUT/$crate.check.json" "peers/$crate/examples")
+    # (A check that did not run, e.g. peers/Cargo.lock out of date after the crate's dependencies
+    # changed: `cargo update --manifest-path peers/Cargo.toml -p typed-verbs`, shows its log.)
+    python3 peers/report.py compiled "$OUT/$crate.check.json" "peers/$crate/examples" >"$OUT/$crate.compiled" ||
+        { tail -n 15 "$OUT/$crate.check.log" >&2; exit 1; }
+    mapfile -t compiled <"$OUT/$crate.compiled"
     args=()
     for ex in "${compiled[@]}"; do args+=("--example=$ex"); done
     [ "${#args[@]}" -gt 0 ] || { echo "peers: $crate: no example compiles" >&2; exit 1; }
