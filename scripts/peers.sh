@@ -10,7 +10,7 @@
 #   2. builds the others and runs them: typed-verbs' on the software device sw0 here, and all
 #      three crates' on Soft-RoCE (rxe0) in a throw-away qemu VM (the kernel and image of
 #      scripts/rxe-lane.sh, scripts/vm-lib.sh), each program printing `PEER-VERDICT VERDICT WHAT`
-#      (runtime-error, silent, kept-alive), or stopping with a panic;
+#      (runtime-error, silent, kept-alive), or stopping with a panic or a signal (panic, crash);
 #   3. checks each "no API" cell: the crate's source must not contain the verb named in
 #      peers/expected.tsv;
 #   4. counts the first program's lines (not blank, not comments; rustfmt's layout, checked) and
