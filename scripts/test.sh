@@ -9,7 +9,7 @@
 # toolchain has it (scripts/miri.sh, which says so and skips otherwise), then the runtime tests
 # again on Soft-RoCE in a VM, with the examples against rdma-core's (scripts/rxe-lane.sh), then
 # across a wire between two VMs (scripts/two-host-lane.sh; TYPED_VERBS_NO_VM=1 leaves both VM
-# lanes out).
+# lanes out); after the rxe lane, the comparison with the Rust peers (scripts/peers.sh).
 # Extra arguments go to `cargo test`, e.g. `bash scripts/test.sh ui` or
 # `bash scripts/test.sh -- --nocapture`. Installs missing system packages first
 # (see scripts/setup.sh). Exits non-zero if any test fails.
@@ -115,6 +115,12 @@ fi
 if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then
     bash scripts/rxe-lane.sh || status=$?
     tidy target/rxe-vm/initrd.img
+fi
+# The comparison with ibverbs 0.9.2 and sideway 0.4.3 (docs/peers.md): every verdict and count of
+# its tables checked again, the run-time ones on rxe0 in a VM (not with TYPED_VERBS_NO_VM=1).
+if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
+    bash scripts/peers.sh || status=$?
+    tidy target/peers
 fi
 # Then across a wire: two VMs, each with rxe0 over its NIC, joined by a link on 127.0.0.1.
 if [ "$status" -eq 0 ] && [ "${TYPED_VERBS_NO_VM:-0}" != 1 ]; then

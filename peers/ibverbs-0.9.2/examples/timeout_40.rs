@@ -1,0 +1,19 @@
+// An RC QP brought to RTS with timeout 40 (the field is 5 bits: 0..=31).
+use peer_ibverbs::*;
+
+fn main() {
+    report((|| -> Res<_> {
+        let ctx = open()?;
+        let (cq, pd) = (ctx.create_cq(8, 0)?, ctx.alloc_pd()?);
+        let rc = ibverbs::ibv_qp_type::IBV_QPT_RC;
+        let a = pd
+            .create_qp(&cq, &cq, rc)
+            .set_gid_index(1)
+            .set_timeout(40)
+            .build()?;
+        let b = pd.create_qp(&cq, &cq, rc).set_gid_index(1).build()?;
+        let (ea, eb) = (a.endpoint(), b.endpoint());
+        let (_a, _b) = (a.handshake(eb)?, b.handshake(ea)?);
+        Ok("the QP reached RTS with timeout 40".into())
+    })());
+}

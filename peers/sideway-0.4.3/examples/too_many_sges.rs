@@ -1,0 +1,45 @@
+// A send with 2 SGEs on a QP created with max_send_sge 1.
+use peer_sideway::*;
+use rdma_mummy_sys::ibv_sge;
+use sideway::ibverbs::completion::GenericCompletionQueue;
+use sideway::ibverbs::queue_pair::{
+    PostSendGuard, QueuePair, SetScatterGatherEntry, WorkRequestFlags,
+};
+use sideway::ibverbs::AccessFlags;
+
+fn main() {
+    report((|| -> Res<_> {
+        let (ctx, pd) = open()?;
+        let cq = GenericCompletionQueue::from(ctx.create_cq_builder().setup_cqe(8).build()?);
+        let (mut a, _b) = pair(&ctx, &pd, &cq, 1)?;
+        let mut buf = vec![0u8; 64];
+        // Safety: buf outlives the registration and the request.
+        let mr = unsafe {
+            pd.reg_mr(
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+                AccessFlags::LocalWrite,
+            )?
+        };
+        let base = buf.as_mut_ptr() as u64;
+        let sges = [
+            ibv_sge {
+                addr: base,
+                length: 8,
+                lkey: mr.lkey(),
+            },
+            ibv_sge {
+                addr: base + 8,
+                length: 8,
+                lkey: mr.lkey(),
+            },
+        ];
+        let mut guard = a.start_post_send();
+        let wr = guard
+            .construct_wr(1, WorkRequestFlags::Signaled)
+            .setup_send();
+        unsafe { wr.setup_sge_list(&sges) };
+        guard.post()?;
+        Ok(("silent", "the post of 2 SGEs returned Ok".into()))
+    })());
+}

@@ -1,0 +1,3 @@
+#![allow(dead_code)]
+
+include!("../../../../ui-tests/common.rs");
