@@ -144,6 +144,14 @@ fn guide_pages(out: &Path) {
     println!("cargo:rerun-if-changed=build/md_links.rs");
     let version = env::var("CARGO_PKG_VERSION").expect("CARGO_PKG_VERSION");
     let source = format!("https://docs.rs/crate/typed-verbs/{version}/source");
+    let repository = env::var("CARGO_PKG_REPOSITORY").expect("CARGO_PKG_REPOSITORY");
+    // Cargo leaves a folder with a manifest of its own out of the package (another package).
+    let in_package = |file: &str| {
+        Path::new(file)
+            .ancestors()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .all(|dir| !dir.join("Cargo.toml").exists())
+    };
     let dir = out.join("guide");
     fs::create_dir_all(&dir).expect("create OUT_DIR/guide");
     for entry in fs::read_dir("docs").expect("read docs/") {
@@ -162,7 +170,13 @@ fn guide_pages(out: &Path) {
             if !fenced {
                 let ranges = md_links::link_targets(&line);
                 for range in ranges.into_iter().rev() {
-                    let target = md_links::guide_link(&line[range.clone()], name, &source);
+                    let target = md_links::guide_link(
+                        &line[range.clone()],
+                        name,
+                        &source,
+                        &repository,
+                        &in_package,
+                    );
                     line.replace_range(range, &target);
                 }
             }

@@ -84,10 +84,18 @@ pub fn link_targets(line: &str) -> Vec<Range<usize>> {
 }
 
 /// `target`, a link of the guide page `page` (a file of `docs/`), as rustdoc's rendering of the
-/// guide needs it: a link to another page is a link to its module of `typed_verbs::guide`, and a
+/// guide needs it: a link to another page is a link to its module of `typed_verbs::guide`, a
 /// link to another file of the package a link to that file's source on docs.rs (`source`, e.g.
-/// `https://docs.rs/crate/typed-verbs/0.1.0/source`). Absolute and in-page links are unchanged.
-pub fn guide_link(target: &str, page: &str, source: &str) -> String {
+/// `https://docs.rs/crate/typed-verbs/0.1.0/source`), and a link to a file the package leaves out
+/// (`in_package` says which: a folder with a `Cargo.toml` of its own is another package) a link
+/// into the repository (`repository`). Absolute and in-page links are unchanged.
+pub fn guide_link(
+    target: &str,
+    page: &str,
+    source: &str,
+    repository: &str,
+    in_package: &dyn Fn(&str) -> bool,
+) -> String {
     if target.contains("://") || target.starts_with('#') || target.starts_with("mailto:") {
         return target.to_string();
     }
@@ -103,8 +111,13 @@ pub fn guide_link(target: &str, page: &str, source: &str) -> String {
             name => format!("{up}{}/index.html{fragment}", name.replace('-', "_")),
         };
     }
-    match path.strip_prefix("../") {
-        Some(file) => format!("{source}/{file}"),
-        None => format!("{source}/docs/{path}"),
+    let file = match path.strip_prefix("../") {
+        Some(file) => file.to_string(),
+        None => format!("docs/{path}"),
+    };
+    if in_package(&file) {
+        format!("{source}/{file}")
+    } else {
+        format!("{repository}/tree/main/{file}")
     }
 }

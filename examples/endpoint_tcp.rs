@@ -29,7 +29,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -43,6 +43,10 @@ const MESSAGE: &[u8] = b"a send, to the receive the server posted";
 /// What the client RDMA-writes into the server's region, at `WRITE_AT`.
 const WRITTEN: &[u8] = b"an RDMA write, into the region the server described";
 const WRITE_AT: u64 = 1024;
+/// How long a read or write of the TCP stream may wait for the peer.
+const IO_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest line a peer may send.
+const MAX_LINE: u64 = 64 * 1024;
 
 /// The region the server lets the client write: its rights are the type, and reading it
 /// checks that the server registered it with them.
@@ -122,7 +126,12 @@ struct Lines {
 }
 
 impl Lines {
+    /// Every read and write on the stream waits at most `IO_TIMEOUT`: a peer that dies without
+    /// closing it, or stops answering, is an error, not a wait for ever.
     fn new(s: TcpStream) -> Result<Lines, String> {
+        s.set_read_timeout(Some(IO_TIMEOUT))
+            .and_then(|()| s.set_write_timeout(Some(IO_TIMEOUT)))
+            .map_err(|e| format!("stream: {e}"))?;
         let writer = s.try_clone().map_err(|e| format!("stream: {e}"))?;
         Ok(Lines {
             reader: BufReader::new(s),
@@ -140,10 +149,15 @@ impl Lines {
 
     /// The next line as a `T`: what the peer sent is checked here (ranges, the region's rights),
     /// and an error says which line was wrong and why.
+    /// A line is at most `MAX_LINE` bytes: a peer that never sends a newline is an error, not
+    /// an allocation without bound.
     fn recv<T: for<'de> Deserialize<'de>>(&mut self) -> Result<T, String> {
         let mut line = String::new();
-        match self.reader.read_line(&mut line) {
+        match (&mut self.reader).take(MAX_LINE).read_line(&mut line) {
             Ok(0) => Err("stream: the peer closed it".into()),
+            Ok(_) if !line.ends_with('\n') => Err(format!(
+                "stream: no line within {MAX_LINE} bytes, or the peer closed it mid-line"
+            )),
             Ok(_) => {
                 serde_json::from_str(&line).map_err(|e| format!("from the peer {line:?}: {e}"))
             }
@@ -217,14 +231,25 @@ fn server(o: &Opts, stream: TcpStream) -> Result<(), String> {
     let Step::Done { sent, wrote, at } = lines.recv()? else {
         return Err("server: expected Done".into());
     };
+    // What the peer says it did is checked against what this side expects, never trusted as an
+    // index.
+    if (sent, wrote, at) != (MESSAGE.len(), WRITTEN.len(), WRITE_AT) {
+        return Err(format!(
+            "server: the client says it sent {sent} bytes and wrote {wrote} at {at}; expected \
+             {} bytes and {} at {WRITE_AT}",
+            MESSAGE.len(),
+            WRITTEN.len()
+        ));
+    }
     let mut got = vec![0u8; 4096];
     inbox.read(0, &mut got).map_err(|e| e.to_string())?;
-    let at = at as usize;
-    if (&got[..sent], got.get(at..at + wrote)) != (MESSAGE, Some(WRITTEN)) {
+    let at = WRITE_AT as usize;
+    let (head, written) = (&got[..MESSAGE.len()], &got[at..at + WRITTEN.len()]);
+    if (head, written) != (MESSAGE, WRITTEN) {
         return Err(format!(
             "server: the region holds {:?} and at {at} {:?}",
-            String::from_utf8_lossy(&got[..sent]),
-            got.get(at..at + wrote).map(String::from_utf8_lossy)
+            String::from_utf8_lossy(head),
+            String::from_utf8_lossy(written)
         ));
     }
     println!(

@@ -176,7 +176,9 @@ fn the_link_parser_finds_what_it_should() {
     );
     // The guide's links as rustdoc renders them (build.rs).
     let src = "https://docs.rs/crate/typed-verbs/0.1.0/source";
-    let link = |t: &str, page: &str| md_links::guide_link(t, page, src);
+    let repo = "https://github.com/o/r";
+    let in_package = |file: &str| !file.starts_with("peers/");
+    let link = |t: &str, page: &str| md_links::guide_link(t, page, src, repo, &in_package);
     assert_eq!(
         link("testing.md#the-test-command", "faults.md"),
         "../testing/index.html#the-test-command"
@@ -191,6 +193,10 @@ fn the_link_parser_finds_what_it_should() {
         format!("{src}/ui-tests/fail/a.rs")
     );
     assert_eq!(link("#run-time", "guarantees.md"), "#run-time");
+    assert_eq!(
+        link("../peers/cases.tsv", "peers.md"),
+        format!("{repo}/tree/main/peers/cases.tsv")
+    );
     assert_eq!(
         link("https://x.org/a.md", "guarantees.md"),
         "https://x.org/a.md"

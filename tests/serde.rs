@@ -120,6 +120,39 @@ fn an_mtu_is_its_bytes() {
     }
 }
 
+/// A deserializer of a format that is not self-describing, as fixed-width binary formats are:
+/// it holds one `u16` and answers only a request for a `u16`.
+struct OnlyU16(u16);
+
+impl<'de> serde::Deserializer<'de> for OnlyU16 {
+    type Error = serde::de::value::Error;
+    fn deserialize_u16<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        v.visit_u16(self.0)
+    }
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom(
+            "asked for another type than the u16 written",
+        ))
+    }
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
+    }
+}
+
+#[test]
+fn an_mtu_reads_the_u16_it_writes() {
+    // Serialize writes a u16 (`serialize_u16`); Deserialize must ask for exactly that, or a
+    // fixed-width binary format reads the wrong number of bytes.
+    use serde::Deserialize;
+    assert_eq!(Mtu::deserialize(OnlyU16(2048)).unwrap(), Mtu::Mtu2048);
+    assert!(Mtu::deserialize(OnlyU16(1500)).is_err());
+}
+
 #[test]
 fn rc_params_in_and_out_of_their_ranges() {
     let text = round_trip(&RcParams::default());
@@ -185,10 +218,14 @@ fn a_remote_region_carries_its_rights() {
         format!(r#"{{"addr":{addr},"len":{len},"rkey":1,"access":{access}}}"#)
     };
     refused::<RemoteMr<Write>>(&region(4096, 0, r#"["REMOTE_WRITE"]"#), "never empty");
-    refused::<RemoteMr<Write>>(&region(u64::MAX, 2, r#"["REMOTE_WRITE"]"#), "wraps");
-    let last =
-        serde_json::from_str::<RemoteMr<Write>>(&region(u64::MAX - 1, 1, r#"["REMOTE_WRITE"]"#));
-    assert!(last.unwrap().at(0, 1).is_some());
+    refused::<RemoteMr<Write>>(&region(u64::MAX, 2, r#"["REMOTE_WRITE"]"#), "past 2^64");
+    // A region may end at 2^64: its last byte, at u64::MAX, has an address.
+    let at_end = |addr: u64, len: u64| {
+        serde_json::from_str::<RemoteMr<Write>>(&region(addr, len, r#"["REMOTE_WRITE"]"#)).unwrap()
+    };
+    assert!(at_end(u64::MAX - 1, 1).at(0, 1).is_some());
+    let last = at_end(u64::MAX - 1, 2);
+    assert!(last.at(1, 1).is_some() && last.at(2, 1).is_none());
     refused::<RemoteMr<Write>>(&region(0, 1, r#"["REMOTE_EXECUTE"]"#), "REMOTE_EXECUTE");
     refused::<RemoteMr<Write>>(&region(0, 1, r#""REMOTE_WRITE""#), "sequence");
     refused::<RemoteMr<Write>>(r#"{"addr":0,"len":1,"rkey":1}"#, "missing field `access`");

@@ -452,9 +452,10 @@ mod wire {
             if r.len == 0 {
                 return Err(D::Error::custom("`len` is 0: a region is never empty"));
             }
-            if r.addr.checked_add(r.len).is_none() {
+            // The last byte must have an address: a region may end at 2^64, not past it.
+            if r.addr.checked_add(r.len - 1).is_none() {
                 return Err(D::Error::custom(format_args!(
-                    "`addr` {:#x} + `len` {:#x} wraps past 2^64",
+                    "`addr` {:#x} + `len` {:#x} ends past 2^64",
                     r.addr, r.len
                 )));
             }

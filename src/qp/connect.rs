@@ -59,8 +59,9 @@ use std::time::Duration;
 /// With the `serde` feature it is `Serialize` and `Deserialize`, a map of its fields by their
 /// names, the GID as the text of an IPv6 address ([`Gid`]'s impls) and the MTU in bytes
 /// ([`Mtu`]'s): `{"qp_num":17,"port_num":1,"lid":0,"gid":"fe80::1","gid_index":0,"psn":4660,"mtu":1024}`.
-/// Reading one checks what [`Qp::connect`] checks of a peer's endpoint without asking the
-/// device: the QP number and the PSN fit in 24 bits, and the port is not 0. A value out of its
+/// Reading one checks the ranges of the fields that do not depend on the device: the QP number
+/// and the PSN fit in 24 bits (as [`Qp::connect`] checks them), and the port is not 0 (ports are
+/// numbered from 1), so an endpoint with port 0 is written but not read back. A value out of its
 /// range is an error that names the field; one past the field's integer type, a missing field
 /// or a GID that is no IPv6 address is serde's error.
 ///
@@ -154,7 +155,9 @@ impl Mtu {
 /// the ranges of the table that do not depend on the device (`timeout` and `min_rnr_timer`
 /// 0..=31, `retry_cnt` and `rnr_retry` 0..=7; an error names the field); the two RDMA read
 /// depths are the device's to bound, and [`Qp::connect_with`] checks them. Every field must be
-/// present (no default is filled in).
+/// present (no default is filled in). Parameters read from a peer are the peer's choice: a
+/// `timeout` of 0 or a `retry_cnt` of 7 means a dead peer is never reported (rxe counts 7 as
+/// unlimited), so check [`RcParams::dead_peer_bound`] before using them.
 ///
 /// ```
 /// # #[cfg(feature = "serde")] {

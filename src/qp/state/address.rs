@@ -49,7 +49,8 @@ impl serde::Serialize for Mtu {
 impl<'de> serde::Deserialize<'de> for Mtu {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Mtu, D::Error> {
         use serde::de::{Error, Unexpected};
-        let bytes = u64::deserialize(d)?;
+        // The type `serialize` writes, so fixed-width binary formats read back what they wrote.
+        let bytes = u16::deserialize(d)?;
         Ok(match bytes {
             256 => Mtu::Mtu256,
             512 => Mtu::Mtu512,
@@ -58,7 +59,7 @@ impl<'de> serde::Deserialize<'de> for Mtu {
             4096 => Mtu::Mtu4096,
             _ => {
                 return Err(D::Error::invalid_value(
-                    Unexpected::Unsigned(bytes),
+                    Unexpected::Unsigned(u64::from(bytes)),
                     &"an MTU in bytes: 256, 512, 1024, 2048 or 4096",
                 ))
             }
