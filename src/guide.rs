@@ -7,6 +7,8 @@
 macro_rules! guide_pages {
     ($($(#[$attr:meta])* $name:ident = $file:literal;)*) => {$(
         $(#[$attr])*
+        // The pages are Markdown for GitHub first; clippy's doc lints are for API docs.
+        #[allow(clippy::doc_overindented_list_items, clippy::doc_lazy_continuation)]
         pub mod $name {
             #![doc = include_str!(concat!(env!("OUT_DIR"), "/guide/", $file))]
         }
