@@ -6,16 +6,18 @@
 # (examples/CASE.rs; no file where the crate has no API to write the misuse). This script:
 #   1. checks every example of each package (`cargo check --examples --keep-going`); an example
 #      that does not compile is "compile error", or "needs unsafe" when its only errors are E0133
-#      (a call to an unsafe function outside `unsafe`);
+#      (a call to an unsafe function outside `unsafe`), and every error must match the cell's
+#      pattern in peers/expected.tsv; typed-verbs' compile-time programs are its UI tests' fail
+#      cases (peers/typed-verbs/ui-tests.tsv names them): each must be the same as its UI test
+#      after rustfmt, or the script stops before building;
 #   2. builds the others and runs them: typed-verbs' on the software device sw0 here, and all
 #      three crates' on Soft-RoCE (rxe0) in a throw-away qemu VM (the kernel and image of
 #      scripts/rxe-lane.sh, scripts/vm-lib.sh), each program printing `PEER-VERDICT VERDICT WHAT`
 #      (runtime-error, with the step under test and its error; silent; kept-alive), or
 #      `SETUP-FAILED STEP: ERROR` when a step before the misuse fails (no verdict: the cell fails),
 #      or stopping with a panic or a signal (panic, crash), or not ending within the time limit
-#      of a program (hangs: killed by a watchdog, which prints `PEER-TIMEOUT`);
-#      typed-verbs' compile-time programs are its UI tests' fail cases (peers/typed-verbs/ui-tests.tsv
-#      names them): each must be the same as its UI test after rustfmt, or the script stops;
+#      of a program (hangs: stopped by a watchdog in the VM, by `timeout` here, which leave
+#      `PEER-TIMEOUT`; not "crash");
 #   3. checks each "no API" cell: the crate's source must not contain the verb named in
 #      peers/expected.tsv;
 #   4. counts the first program's lines (not blank, not comments; rustfmt's layout, checked) and
@@ -27,7 +29,7 @@
 # Usage: bash scripts/peers.sh
 #   PEERS_NO_VM=1 (or TYPED_VERBS_NO_VM=1)  no VM: the peers' run-time cells are "not run" (and
 #                 not compared); typed-verbs' run on sw0 only
-#   PEERS_PROGRAM_TIMEOUT  seconds a program may run (default 10: the slowest took 0.5 s in the VM
+#   PEERS_PROGRAM_TIMEOUT  whole seconds a program may run (default 10: the slowest took 0.5 s in the VM
 #                 on a loaded machine, see docs/peers.md), here and in the VM
 #   PEERS_TIMEOUT  seconds the VM may run (default: 120 s to boot and set up rxe0, plus the
 #                 program limit for each program, plus 60 s)
@@ -113,11 +115,16 @@ for crate in "${CRATES[@]}"; do
 done
 
 per=${PEERS_PROGRAM_TIMEOUT:-10}
+[[ $per =~ ^[1-9][0-9]*$ ]] || { echo "peers: PEERS_PROGRAM_TIMEOUT must be whole seconds, not '$per'" >&2; exit 1; }
 # run OUTFILE PROGRAM: runs it ($per s at most, then TERM, and KILL 5 s later), its output and
-# then "EXIT <status>" in OUTFILE (124: timed out, which report.py reads as "hangs").
+# then "EXIT <status>" in OUTFILE, after "PEER-TIMEOUT $per" if `timeout` stopped it (124, or 137
+# after the KILL, at the limit), which report.py reads as "hangs", as in the VM.
 run() {
-    local rc=0
+    local rc=0 t0=$SECONDS
     timeout -k 5 "$per" "$2" >"$1" 2>&1 || rc=$?
+    if [ "$rc" = 124 ] || { [ "$rc" = 137 ] && [ $((SECONDS - t0)) -ge "$per" ]; }; then
+        echo "PEER-TIMEOUT $per" >>"$1"
+    fi
     echo "EXIT $rc" >>"$1"
 }
 
@@ -204,8 +211,8 @@ INIT
         exit 1
     fi
     [ "$vm_rc" != 124 ] || echo "peers: the VM ran out of its ${limit}s (PEERS_TIMEOUT)" >&2
-    echo "peers: the VM ran $(($(date +%s) - vm_start))s (with the wait for the lock);$(sed -n 's/.*PEERS: rxe0 up,/ rxe0 up/p' "$console" | head -n 1)"
     sed -i -e 's/\r$//' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' "$console"
+    echo "peers: the VM ran $(($(date +%s) - vm_start))s (with the wait for the lock);$(sed -n 's/.*PEERS: rxe0 up,/ rxe0 up/p' "$console" | head -n 1)"
     grep -q 'PEERS: rxe0 up' "$console" || { tail -n 20 "$console" >&2; echo "peers: rxe0 did not come up in the VM" >&2; exit 1; }
     grep -q 'PEERS: DONE' "$console" || { tail -n 20 "$console" >&2; echo "peers: the VM did not finish (see $console)" >&2; exit 1; }
     # The console's lines back into one file per program, as for the runs here.
