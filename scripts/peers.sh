@@ -29,8 +29,8 @@
 # Usage: bash scripts/peers.sh
 #   PEERS_NO_VM=1 (or TYPED_VERBS_NO_VM=1)  no VM: the peers' run-time cells are "not run" (and
 #                 not compared); typed-verbs' run on sw0 only
-#   PEERS_PROGRAM_TIMEOUT  whole seconds a program may run (default 10: the slowest took 0.5 s in the VM
-#                 on a loaded machine, see docs/peers.md), here and in the VM
+#   PEERS_PROGRAM_TIMEOUT  whole seconds a program may run (default 10: the slowest took 0.5 s in
+#                 the VM on a loaded machine, see docs/peers.md), here and in the VM
 #   PEERS_TIMEOUT  seconds the VM may run (default: 120 s to boot and set up rxe0, plus the
 #                 program limit for each program, plus 60 s)
 #   PEERS_LOCK_WAIT  seconds to wait for another VM run (/tmp/typed-verbs-vm.lock; default 1800)
