@@ -4,6 +4,7 @@
   report.py compiled CHECK_JSON EXAMPLES_DIR   the examples that compiled, one a line
   report.py split-console CONSOLE DIR          the VM's PEER-OUT/PEER-EXIT lines, one file a program
   report.py report OUT USE_VM                  verdicts, tables, comparison with peers/expected.tsv
+  report.py ui-tests                           typed-verbs' compile-time programs against its UI tests
 """
 import json
 import os
@@ -25,6 +26,8 @@ CELL = {
     "kept-alive": "kept alive",
     "silent": "**silent**",
     "crash": "**crash**",
+    "hangs": "**hangs**",
+    "setup-failed": "set-up failed",
     "no-api": "no API",
     "not-run": "not run",
 }
@@ -49,7 +52,8 @@ def check_results(check_json, examples_dir):
             name = target["name"]
             if m.get("reason") == "compiler-artifact":
                 built.add(name)
-            elif m.get("reason") == "compiler-message" and m["message"]["level"] == "error":
+            elif (m.get("reason") == "compiler-message" and m["message"]["level"] == "error"
+                  and not m["message"]["message"].startswith("aborting due to")):
                 errors.setdefault(name, []).append(m["message"])
     out = {}
     for ex in examples(examples_dir):
@@ -63,14 +67,17 @@ def check_results(check_json, examples_dir):
 
 
 def split_console(console, outdir):
+    """One file a program, as the runs on the host write them: its output, then PEER-TIMEOUT
+    (the watchdog killed it) and PEER-TIME lines, then its exit status."""
     files = {}
     with open(console, errors="replace") as f:
         for line in f:
-            m = re.search(r"PEER-(OUT|EXIT) (\S+) (\S+) ?(.*)$", line.rstrip("\n"))
+            m = re.search(r"PEER-(OUT|EXIT|TIMEOUT|TIME) (\S+) (\S+) ?(.*)$", line.rstrip("\n"))
             if not m:
                 continue
             kind, crate, name, rest = m.groups()
-            files.setdefault((crate, name), []).append(rest if kind == "OUT" else f"EXIT {rest}")
+            text = {"OUT": rest, "EXIT": f"EXIT {rest}"}.get(kind, f"PEER-{kind} {rest}")
+            files.setdefault((crate, name), []).append(text)
     for (crate, name), lines in files.items():
         os.makedirs(os.path.join(outdir, crate), exist_ok=True)
         with open(os.path.join(outdir, crate, name), "w") as f:
@@ -90,6 +97,15 @@ def run_verdict(path):
     if not lines or not lines[-1].startswith("EXIT "):
         return ("not-run", "no exit status")
     rc, body = int(lines[-1].split()[1]), lines[:-1]
+    timeout = [line.split()[1] for line in body if line.startswith("PEER-TIMEOUT ")]
+    body = [line for line in body if not line.startswith(("PEER-TIMEOUT ", "PEER-TIME "))]
+    # Stopped at its time limit: by the VM's watchdog or the host's `timeout` (peers.sh).
+    if timeout:
+        return ("hangs", f"no end within {timeout[0]} s (the program's time limit)")
+    # A step before the misuse failed: no verdict.
+    for line in body:
+        if line.startswith("SETUP-FAILED "):
+            return ("setup-failed", line)
     for line in body:
         if line.startswith("PEER-VERDICT ") and rc == 0:
             verdict, _, what = line[len("PEER-VERDICT "):].partition(" ")
@@ -102,8 +118,6 @@ def run_verdict(path):
                 msg = body[i + 1] if i + 1 < len(body) else ""
                 return ("panic", f"{msg} ({line.split('panicked at ')[1].rstrip(':')})")
         return ("panic", body[-1] if body else "")
-    if rc == 124:
-        return ("hangs", "no end within the time limit")
     if rc > 128:
         # A panic that cannot unwind (e.g. a failed precondition check) aborts: its message is
         # the line after "panicked at".
@@ -115,6 +129,37 @@ def run_verdict(path):
                 break
         return ("crash", f"killed by signal {rc - 128}" + (f" after the panic `{why}` ({where})" if where else ""))
     return ("runtime-error", body[-1] if body else f"exit {rc}")
+
+
+def run_time(path):
+    """How long a program ran in the VM (seconds), or None."""
+    if not os.path.exists(path):
+        return None
+    for line in open(path, errors="replace"):
+        if line.startswith("PEER-TIME "):
+            return float(line.split()[1])
+    return None
+
+
+def environment(out, use_vm):
+    """The versions the run-time cells were measured with: the VM's kernel (from its console),
+    this machine's rdma-core (the VM's libibverbs and rxe provider), rustc."""
+    kernel = "?"
+    console = os.path.join(out, "console.log")
+    if use_vm and os.path.exists(console):
+        for line in open(console, errors="replace"):
+            m = re.search(r"PEERS: kernel (\S+)", line)
+            if m:
+                kernel = m.group(1)
+    try:
+        rdma = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libibverbs1"], capture_output=True, text=True).stdout
+    except OSError:
+        rdma = ""
+    rdma = re.sub(r"-.*", "", rdma.strip()) or "?"
+    rustc = subprocess.run(["rustc", "-V"], capture_output=True, text=True).stdout.split()
+    rustc = rustc[1] if len(rustc) > 1 else "?"
+    return (f"Recorded by the run that wrote this list: Linux {kernel} in the VM, rdma-core {rdma} "
+            f"(libibverbs and the rxe provider), rustc {rustc}, debug builds.")
 
 
 def first_line(msg):
@@ -188,6 +233,7 @@ def replace_block(text, name, lines):
 def report(out, use_vm):
     cases = [(r[0], r[1]) for r in read_tsv("cases.tsv")]
     expected = {(r[0], r[1]): (r[2], r[3] if len(r) > 3 else "-") for r in read_tsv("expected.tsv")}
+    cell_notes = {(r[0], r[1]): r[4] for r in read_tsv("expected.tsv") if len(r) > 4 and r[4].strip()}
     sources = crate_sources()
     observed, evidence, problems, notes = {}, {}, [], []
     compiled = {c: check_results(os.path.join(out, f"{c}.check.json"), os.path.join(PEERS, c, "examples")) for c in CRATES}
@@ -211,8 +257,11 @@ def report(out, use_vm):
                 codes = {(m.get("code") or {}).get("code") for m in res}
                 verdict = "unsafe-required" if codes == {"E0133"} else "compile-error"
                 what = first_line(res[0])
-                if check != "-" and not any(re.search(check, m["rendered"]) for m in res):
-                    problems.append(f"{case} {crate}: the compile errors do not match /{check}/: {what}")
+                # Every error must be the expected one: an unrelated error would fail the build
+                # as well.
+                for m in res:
+                    if check != "-" and not re.search(check, m["rendered"]):
+                        problems.append(f"{case} {crate}: a compile error does not match /{check}/: {first_line(m)}")
             else:
                 runs = {}
                 for dev in devices:
@@ -269,7 +318,7 @@ def report(out, use_vm):
     got_matrix = matrix(cases, lambda case, c: observed[(case, c)])
     exp_matrix = matrix(cases, lambda case, c: expected.get((case, c), ("?",))[0])
     exp_costs = costs_table(cost_expected)
-    ev = []
+    ev = [environment(out, use_vm), ""]
     for case, what in cases:
         ev.append(f"- **{case}**: {what}")
         for crate in CRATES:
@@ -278,11 +327,17 @@ def report(out, use_vm):
             if not text.startswith("no `") and "``" not in text:
                 text = f"`` {text} ``"
             ev.append(f"  - {TITLES[crate]}: {CELL.get(observed[(case, crate)], observed[(case, crate)])}: {text}")
+            if (case, crate) in cell_notes:
+                ev.append(f"    ({cell_notes[(case, crate)]})")
 
     print("\n## Misuse matrix (observed)\n")
     print("\n".join(got_matrix))
     print("\n## First program (observed)\n")
     print("\n".join(costs_table(lambda c: costs[c])))
+    if use_vm:
+        times = sorted(((run_time(os.path.join(out, "runs", "rxe0", c, case)) or 0.0, f"{c} {case}")
+                        for c in CRATES for case in ["first"] + [k for k, _ in cases]), reverse=True)
+        print(f"peers: the slowest programs in the VM (seconds): " + ", ".join(f"{w} {t:.2f}" for t, w in times[:3]))
     print("\n## Evidence\n")
     print("\n".join(ev))
     print()
@@ -326,6 +381,35 @@ def report(out, use_vm):
     return 1 if problems else 0
 
 
+def rustfmt(path):
+    """The file in rustfmt's default layout (read from stdin: its `mod` items are not followed)."""
+    with open(path) as f:
+        r = subprocess.run(["rustfmt", "--edition", "2021"], stdin=f, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"peers: rustfmt failed on {path}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def ui_tests():
+    """typed-verbs' compile-time programs are its UI tests' fail cases (peers/typed-verbs/ui-tests.tsv):
+    each must be its UI test, after rustfmt; and every compile-time cell of typed-verbs has one."""
+    pairs = {r[0]: r[1] for r in read_tsv(os.path.join("typed-verbs", "ui-tests.tsv"))}
+    problems = []
+    for case, crate, verdict, *_ in read_tsv("expected.tsv"):
+        if crate == "typed-verbs" and verdict == "compile-error" and case not in pairs:
+            problems.append(f"{case}: a compile-time cell with no UI test in peers/typed-verbs/ui-tests.tsv")
+    for case, ui in sorted(pairs.items()):
+        mine = os.path.join(PEERS, "typed-verbs", "examples", f"{case}.rs")
+        theirs = os.path.join(ROOT, "ui-tests", "fail", f"{ui}.rs")
+        if not os.path.exists(theirs):
+            problems.append(f"{case}: no ui-tests/fail/{ui}.rs")
+        elif rustfmt(mine) != rustfmt(theirs):
+            problems.append(f"peers/typed-verbs/examples/{case}.rs differs from ui-tests/fail/{ui}.rs (after rustfmt): copy it again")
+    for p in problems:
+        print(f"peers: FAIL {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "compiled":
@@ -334,6 +418,8 @@ def main():
                 print(ex)
     elif cmd == "split-console":
         split_console(sys.argv[2], sys.argv[3])
+    elif cmd == "ui-tests":
+        sys.exit(ui_tests())
     elif cmd == "report":
         sys.exit(report(sys.argv[2], sys.argv[3] == "1"))
 

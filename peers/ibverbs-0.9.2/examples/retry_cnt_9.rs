@@ -2,18 +2,24 @@
 use peer_ibverbs::*;
 
 fn main() {
-    report((|| -> Res<_> {
+    report((|| -> Outcome<_> {
         let ctx = open()?;
-        let (cq, pd) = (ctx.create_cq(8, 0)?, ctx.alloc_pd()?);
+        let cq = ctx.create_cq(8, 0).setup("create_cq")?;
+        let pd = ctx.alloc_pd().setup("alloc_pd")?;
         let rc = ibverbs::ibv_qp_type::IBV_QPT_RC;
         let a = pd
             .create_qp(&cq, &cq, rc)
             .set_gid_index(1)
             .set_retry_count(9)
-            .build()?;
-        let b = pd.create_qp(&cq, &cq, rc).set_gid_index(1).build()?;
+            .build()
+            .setup("create_qp")?;
+        let b = pd.create_qp(&cq, &cq, rc).set_gid_index(1).build();
+        let b = b.setup("create_qp")?;
         let (ea, eb) = (a.endpoint(), b.endpoint());
-        let (_a, _b) = (a.handshake(eb)?, b.handshake(ea)?);
+        let _b = b
+            .handshake(ea)
+            .setup("handshake with the default retry count")?;
+        let _a = a.handshake(eb).misuse("handshake with retry_cnt 9")?;
         Ok("the QP reached RTS with retry_cnt 9".into())
     })());
 }

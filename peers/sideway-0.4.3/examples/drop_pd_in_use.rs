@@ -5,7 +5,7 @@ use peer_sideway::*;
 use sideway::ibverbs::completion::GenericCompletionQueue;
 
 fn main() {
-    report((|| -> Res<_> {
+    report((|| -> Outcome<_> {
         let (ctx, pd) = open()?;
         let cq = GenericCompletionQueue::from(ctx.create_cq_builder().setup_cqe(8).build()?);
         let mut qp = rc_qp(&pd, &cq, 1)?;

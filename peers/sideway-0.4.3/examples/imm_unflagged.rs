@@ -1,4 +1,6 @@
 // Reading imm_data from an extended CQ created without IBV_WC_EX_WITH_IMM.
+use std::time::{Duration, Instant};
+
 use peer_sideway::*;
 use sideway::ibverbs::completion::{
     CreateCompletionQueueWorkCompletionFlags as Wc, GenericCompletionQueue,
@@ -6,7 +8,7 @@ use sideway::ibverbs::completion::{
 use sideway::ibverbs::queue_pair::{PostSendGuard, QueuePair, WorkRequestFlags};
 
 fn main() {
-    report((|| -> Res<_> {
+    report((|| -> Outcome<_> {
         let (ctx, pd) = open()?;
         let cq = ctx
             .create_cq_builder()
@@ -16,19 +18,21 @@ fn main() {
         let (mut a, mut b) = pair(&ctx, &pd, &GenericCompletionQueue::from(cq.clone()), 1)?;
         let mut guard = b.start_post_recv();
         guard.construct_wr(1); // a zero-length receive
-        guard.post()?;
+        guard.post().setup("post_recv")?;
         let mut guard = a.start_post_send();
         guard
             .construct_wr(2, WorkRequestFlags::Signaled)
             .setup_send_imm(0xbeef);
-        guard.post()?;
-        loop {
+        guard.post().setup("post_send")?;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
             let Ok(poller) = cq.start_poll() else {
                 continue;
             };
             for wc in poller {
                 if wc.status() != 0 {
-                    return Err(format!("completion {} status {}", wc.wr_id(), wc.status()).into());
+                    let e = format!("completion {} status {}", wc.wr_id(), wc.status());
+                    return Err(Failure::Setup(e));
                 }
                 if wc.wr_id() == 1 {
                     return Ok((
@@ -38,5 +42,6 @@ fn main() {
                 }
             }
         }
+        Err(Failure::Setup("no receive completion within 5 s".into()))
     })());
 }

@@ -4,7 +4,7 @@ use sideway::ibverbs::completion::GenericCompletionQueue;
 use sideway::ibverbs::queue_pair::{PostSendGuard, QueuePair, WorkRequestFlags};
 
 fn main() {
-    report((|| -> Res<_> {
+    report((|| -> Outcome<_> {
         let (ctx, pd) = open()?;
         let cq = GenericCompletionQueue::from(ctx.create_cq_builder().setup_cqe(8).build()?);
         let mut qp = rc_qp(&pd, &cq, 1)?;
@@ -13,7 +13,7 @@ fn main() {
         guard
             .construct_wr(1, WorkRequestFlags::Signaled)
             .setup_send(); // a zero-length send
-        guard.post()?;
+        guard.post().misuse("post_send on the QP in INIT")?;
         std::thread::sleep(std::time::Duration::from_millis(100));
         let polled = cq
             .start_poll()
