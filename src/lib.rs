@@ -59,7 +59,7 @@
 //! - [Connection management](guide::connection_management) with rdma_cm, and
 //!   [when a peer dies](guide::faults).
 //! - [Generated poll loops](guide::poll_loops) and [performance](guide::performance).
-//! - [How typed-verbs compares](guide::peers) with the `ibverbs` and `sideway` crates.
+//! - [How typed-verbs compares](guide::peers) with the `ibverbs` 0.9.2 and `sideway` 0.4.3 crates.
 //! - [`safety`]: the safety model (leaks, panics, threads, polling batches, the FFI boundary).
 //!
 //! Every public type and every verb has a runnable example, and every fallible function an

@@ -255,7 +255,7 @@ pub trait AnyCq: sealed::Sealed + crate::object::parent::ParentObject {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 ///
-/// Legacy and extended CQs in a program: [the guide's page on using the crate](crate::guide::using).
+/// Which polling each kind allows: [the guide's guarantees](crate::guide::guarantees).
 pub mod kind {
     use std::marker::PhantomData;
     /// Builds a [`crate::cq::Cq`] with `ibv_create_cq`.

@@ -9,7 +9,7 @@
 //! let mut acks = EventAcks::new();
 //! cq.req_notify(false)?;
 //! software::inject(&cq, InjectedCompletion::success(1, WcOpcode::RECV))?;
-//! let event = channel.get_cq_event()?; // sleeps until the completion arrives
+//! let event = channel.get_cq_event()?; // blocks until an event is there (here at once)
 //! assert!(event.is_for(&cq));
 //! event.ack_later(&mut acks);
 //! acks.ack(); // one ibv_ack_cq_events per CQ

@@ -14,7 +14,7 @@ use super::*;
 /// assert_eq!(init, 0x71); // IBV_QP_STATE 1, PKEY_INDEX 16, PORT 32, QKEY 64 in verbs.h
 /// ```
 ///
-/// Why C's enums are read as integers: [the guide's FFI boundary](crate::guide::guarantees).
+/// Why C's enums are read as integers: [`crate::ffi`], and [the guide's FFI boundary](crate::guide::guarantees).
 #[allow(missing_docs)]
 pub mod qp_attr_mask {
     use super::sys::ibv_qp_attr_mask as m;
@@ -50,7 +50,7 @@ pub mod qp_attr_mask {
 /// # Ok::<(), typed_verbs::Error>(())
 /// ```
 ///
-/// Why C's enums are read as integers: [the guide's FFI boundary](crate::guide::guarantees).
+/// Why C's enums are read as integers: [`crate::ffi`], and [the guide's FFI boundary](crate::guide::guarantees).
 #[allow(missing_docs)]
 pub mod event_type {
     use super::sys::ibv_event_type as e;
@@ -83,7 +83,7 @@ pub mod event_type {
 /// assert_eq!(<wc_flags!(BYTE_LEN | IMM)>::BITS, flags::BYTE_LEN | flags::IMM);
 /// ```
 ///
-/// The flags as a CQ's type: [the guide's guarantees](crate::guide::guarantees).
+/// The flags as a CQ's type: [`crate::wc_flags`], and [the guide's guarantees](crate::guide::guarantees).
 pub mod wc_ex_flags {
     /// `IBV_WC_EX_WITH_BYTE_LEN`
     pub const BYTE_LEN: u64 = 1 << 0;

@@ -28,7 +28,7 @@ use super::*;
 /// the first access.
 ///
 /// This is sound to deserialize: no guarantee of this crate rests on a remote address or key
-/// (docs/guarantees.md: a device reaches only regions registered with the right, in the PD of
+/// ([the guide's guarantees](crate::guide::guarantees): a device reaches only regions registered with the right, in the PD of
 /// the queue that asks, inside their range, whatever key a work request names); a wrong
 /// address, key or right fails at the peer's device, a completion error. A deserialized region
 /// names nothing a program could not already name with `from_peer`.

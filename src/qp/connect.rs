@@ -156,8 +156,8 @@ impl Mtu {
 /// 0..=31, `retry_cnt` and `rnr_retry` 0..=7; an error names the field); the two RDMA read
 /// depths are the device's to bound, and [`Qp::connect_with`] checks them. Every field must be
 /// present (no default is filled in). Parameters read from a peer are the peer's choice: a
-/// `timeout` of 0 or a `retry_cnt` of 7 means a dead peer is never reported (rxe counts 7 as
-/// unlimited), so check [`RcParams::dead_peer_bound`] before using them.
+/// `timeout` of 0 or a `retry_cnt` of 7 means a dead peer is never reported (rxe in Linux 6.1
+/// counts 7 as unlimited), so check [`RcParams::dead_peer_bound`] before using them.
 ///
 /// ```
 /// # #[cfg(feature = "serde")] {

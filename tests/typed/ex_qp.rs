@@ -487,7 +487,7 @@ fn a_batch_larger_than_the_send_queue_fails_whole_at_complete() {
 /// rxe keeps the AH's index and its kernel looks the AH up when it sends, so the request fails
 /// (LOC_QP_OP_ERR) and the QP moves to ERR; the software device does the same, and never reads
 /// the destroyed AH (memcheck, in the sanitizer lane). The AH is the caller's to keep alive until
-/// the request's completion (README, "Extended QPs").
+/// the request's completion (docs/guarantees.md, "The caller's duties").
 #[test]
 fn an_address_handle_destroyed_before_its_request_ran_fails_it() {
     common::with_pd_cq(Some(16), |ctx, pd, cq| {
