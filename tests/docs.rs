@@ -36,6 +36,16 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Whether the repository's files are here: a test binary copied elsewhere (the rxe lane's VM)
+/// has none to check, and says so with a counted `SKIP` line.
+fn repository_here(test: &str) -> bool {
+    let here = root().join("README.md").is_file() && root().join("docs").is_dir();
+    if !here {
+        println!("SKIP {test}: the repository's files are not here");
+    }
+    here
+}
+
 /// The Markdown files whose links are checked.
 fn markdown_files() -> Vec<PathBuf> {
     let root = root();
@@ -94,6 +104,9 @@ fn anchors(text: &str) -> Vec<String> {
 
 #[test]
 fn every_relative_link_resolves() {
+    if !repository_here("every_relative_link_resolves") {
+        return;
+    }
     let root = root();
     let mut broken = Vec::new();
     let mut checked = 0;
@@ -205,6 +218,9 @@ fn the_link_parser_finds_what_it_should() {
 
 #[test]
 fn every_docs_page_is_a_guide_module_and_in_the_index() {
+    if !repository_here("every_docs_page_is_a_guide_module_and_in_the_index") {
+        return;
+    }
     let root = root();
     let guide = std::fs::read_to_string(root.join("src/guide.rs")).expect("src/guide.rs");
     let index = std::fs::read_to_string(root.join("docs/README.md")).expect("docs/README.md");
@@ -226,6 +242,9 @@ fn every_docs_page_is_a_guide_module_and_in_the_index() {
 
 #[test]
 fn readme_is_the_front_door() {
+    if !repository_here("readme_is_the_front_door") {
+        return;
+    }
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
     let lines = readme.lines().count();
     assert!(
@@ -239,6 +258,9 @@ fn readme_is_the_front_door() {
 
 #[test]
 fn every_fail_case_is_in_the_full_guarantee_table() {
+    if !repository_here("every_fail_case_is_in_the_full_guarantee_table") {
+        return;
+    }
     let root = root();
     let table = std::fs::read_to_string(root.join("docs/guarantees.md")).expect("guarantees.md");
     // The extended QP's rules are a table of their own, which the full table links.
