@@ -62,6 +62,12 @@ fi
 # JSON and back, bad input refused, endpoints read from JSON connecting two QPs.
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ]; then
     cargo test --features serde --test serde || status=$?
+    # The wire forms' doctests exist only with the feature (the impls' docs), so the workspace
+    # run above does not see them: the types that have one.
+    if [ "$status" -eq 0 ]; then
+        cargo test --features serde --doc -- Mtu Gid Endpoint RcParams RemoteMr RemoteAddr ||
+            status=$?
+    fi
 fi
 # The loom models of the teardown gates, the poller's claim and the software CQ's ring
 # (docs/model-checking.md): `loom: N models, 0 failures`, then a past bug put back and caught.
